@@ -1,0 +1,228 @@
+/// A decoded field for people: a name, a value, and nested fields.
+/// `starling inspect` prints these as indented text or as JSON.
+public struct DissectedField: Hashable, Sendable {
+    public enum Value: Hashable, Sendable {
+        case text(String)
+        case number(UInt64)
+        case bool(Bool)
+        case bytes([UInt8])
+        case list([String])
+        case none
+    }
+
+    public var name: String
+    public var value: Value
+    /// A short human note, such as a type name or a date.
+    public var note: String?
+    public var children: [DissectedField]
+
+    public init(_ name: String, _ value: Value, note: String? = nil, children: [DissectedField] = []) {
+        self.name = name
+        self.value = value
+        self.note = note
+        self.children = children
+    }
+
+    public subscript(_ name: String) -> DissectedField? {
+        children.first { $0.name == name }
+    }
+}
+
+/// Decodes a packet and everything nested in it into ``DissectedField``s.
+/// Any malformation, at any depth, throws a ``WireError`` naming the field and
+/// its byte offset.
+public enum Dissector {
+    /// Dissects an encoded packet.
+    public static func packet(_ bytes: [UInt8], limits: WireLimits = .default) throws(WireError) -> DissectedField {
+        let packet = try Packet(decoding: bytes, limits: limits)
+        let headerSize = packet.version == 2 ? Packet.v2HeaderSize : Packet.v1HeaderSize
+        let payloadOffset = headerSize + 8 + (packet.recipientID == nil ? 0 : 8)
+            + (packet.route.map { 1 + 8 * $0.count } ?? 0)
+            + (packet.compressedPayload == nil ? 0 : (packet.version == 2 ? 4 : 2))
+        var fields: [DissectedField] = [
+            DissectedField("version", .number(UInt64(packet.version))),
+            DissectedField("type", .number(UInt64(packet.type.rawValue)), note: packet.type.name ?? "unknown"),
+            DissectedField("ttl", .number(UInt64(packet.ttl))),
+            DissectedField("timestamp", .number(packet.timestamp), note: iso8601(millis: packet.timestamp)),
+            DissectedField("flags", .list(flagNames(packet.flags))),
+            DissectedField("payloadLength", .number(UInt64(packet.payloadLengthField))),
+            DissectedField("senderID", .text(packet.senderID.description)),
+        ]
+        if let r = packet.recipientID {
+            fields.append(DissectedField("recipientID", .text(r.description), note: r.isBroadcast ? "broadcast" : nil))
+        } else {
+            fields.append(DissectedField("recipientID", .none, note: "broadcast"))
+        }
+        if let route = packet.route {
+            fields.append(DissectedField("route", .list(route.map(\.description))))
+        }
+        if let c = packet.compressedPayload {
+            fields.append(DissectedField("compression", .text("deflate"), children: [
+                DissectedField("originalSize", .number(UInt64(packet.payload.count))),
+                DissectedField("compressedSize", .number(UInt64(c.count))),
+            ]))
+        }
+        // Offsets inside an inflated payload are relative to the inflated bytes.
+        let base = packet.compressedPayload == nil ? payloadOffset : 0
+        fields.append(try payload(of: packet, errorBase: base))
+        if let s = packet.signature {
+            fields.append(DissectedField("signature", .bytes(s.bytes)))
+        }
+        let unpadded = packet.encodedSize
+        if bytes.count > unpadded {
+            fields.append(DissectedField("padding", .number(UInt64(bytes.count - unpadded)),
+                                         note: "PKCS#7 to \(bytes.count) bytes"))
+        }
+        fields.append(DissectedField("packetID", .text(PacketID(packet).description)))
+        return DissectedField("packet", .number(UInt64(bytes.count)), note: "bytes", children: fields)
+    }
+
+    /// Dissects the plaintext of a Noise transport frame (an inner payload).
+    public static func noisePlaintext(_ bytes: [UInt8]) throws(WireError) -> DissectedField {
+        let inner = try NoisePayload(decoding: bytes)
+        var children = [DissectedField("type", .number(UInt64(inner.typeByte)), note: innerName(inner))]
+        switch inner {
+        case let .privateMessage(m):
+            children.append(DissectedField("messageID", .text(m.messageID)))
+            children.append(DissectedField("content", .text(m.content)))
+            children += m.unknown.map(unknownField)
+        case let .readReceipt(id), let .delivered(id):
+            children.append(DissectedField("messageID", .text(id)))
+        case let .verifyChallenge(b), let .verifyResponse(b), let .unknown(_, b):
+            children.append(DissectedField("body", .bytes(b)))
+        case let .privateFile(f):
+            children.append(file(f))
+        }
+        return DissectedField("noisePayload", .number(UInt64(bytes.count)), note: "bytes", children: children)
+    }
+
+    static func innerName(_ p: NoisePayload) -> String {
+        switch p {
+        case .privateMessage: "privateMessage"
+        case .readReceipt: "readReceipt"
+        case .delivered: "delivered"
+        case .verifyChallenge: "verifyChallenge"
+        case .verifyResponse: "verifyResponse"
+        case .privateFile: "privateFile"
+        case .unknown: "unknown"
+        }
+    }
+
+    static func payload(of packet: Packet, errorBase: Int) throws(WireError) -> DissectedField {
+        let body = packet.payload
+        let count = UInt64(body.count)
+        switch packet.type {
+        case .announce:
+            let a = try Announce(decoding: body, errorBase: errorBase)
+            var c = [
+                DissectedField("nickname", .text(a.nickname)),
+                DissectedField("noisePublicKey", .bytes(a.noisePublicKey)),
+                DissectedField("signingPublicKey", .bytes(a.signingPublicKey)),
+            ]
+            if let n = a.directNeighbors { c.append(DissectedField("directNeighbors", .list(n.map(\.description)))) }
+            if let caps = a.capabilities { c.append(DissectedField("capabilities", .number(caps))) }
+            if let g = a.bridgeGeohash { c.append(DissectedField("bridgeGeohash", .text(g))) }
+            c += a.unknown.map(unknownField)
+            return DissectedField("announce", .number(count), note: "bytes", children: c)
+        case .message:
+            let text = try utf8Value(body[...], field: "message.text", offset: errorBase)
+            return DissectedField("message", .text(text))
+        case .noiseHandshake:
+            let step: String? = switch body.count {
+            case 32: "XX message 1 (-> e)"
+            case 96: "XX message 2 (<- e, ee, s, es)"
+            case 64: "XX message 3 (-> s, se)"
+            default: nil
+            }
+            return DissectedField("noiseHandshake", .bytes(body), note: step)
+        case .noiseEncrypted:
+            guard body.count >= 4 + 16 else {
+                throw WireError(.truncated(needed: 20, available: body.count), field: "noiseEncrypted.frame", offset: errorBase)
+            }
+            let nonce = body.prefix(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return DissectedField("noiseEncrypted", .number(count), note: "bytes", children: [
+                DissectedField("nonce", .number(nonce)),
+                DissectedField("ciphertext", .bytes(Array(body[4..<(body.count - 16)]))),
+                DissectedField("tag", .bytes(Array(body.suffix(16)))),
+            ])
+        case .fragment:
+            let f = try Fragment(decoding: body, errorBase: errorBase)
+            var c = [
+                DissectedField("fragmentID", .text(PeerID(rawValue: f.fragmentID).description)),
+                DissectedField("index", .number(UInt64(f.index))),
+                DissectedField("total", .number(UInt64(f.total))),
+                DissectedField("originalType", .number(UInt64(f.originalType.rawValue)), note: f.originalType.name ?? "unknown"),
+                DissectedField("data", .bytes(f.data)),
+            ]
+            if f.total == 1 {
+                c.append(try Dissector.packet(f.data))
+            }
+            return DissectedField("fragment", .number(count), note: "bytes", children: c)
+        case .requestSync:
+            let rs = try RequestSync(decoding: body, errorBase: errorBase)
+            var c = [
+                DissectedField("p", .number(UInt64(rs.filter.p))),
+                DissectedField("m", .number(UInt64(rs.filter.m))),
+                DissectedField("data", .bytes(rs.filter.data)),
+                DissectedField("elements", .number(UInt64(rs.filter.values().count)), note: "decoded from the filter"),
+            ]
+            c += rs.unknown.map(unknownField)
+            return DissectedField("requestSync", .number(count), note: "bytes", children: c)
+        case .fileTransfer:
+            return file(try FileTransfer(decoding: body, errorBase: errorBase))
+        case .versionHello:
+            let v = try VersionNegotiation.decodeHello(body, errorBase: errorBase)
+            return DissectedField("versionHello", .list(v.map { String($0) }))
+        case .versionAck:
+            let v = try VersionNegotiation.decodeAck(body, errorBase: errorBase)
+            return DissectedField("versionAck", v.map { .number(UInt64($0)) } ?? .none, note: v == nil ? "no common version" : nil)
+        default:
+            return DissectedField("payload", .bytes(body))
+        }
+    }
+
+    static func file(_ f: FileTransfer) -> DissectedField {
+        var c: [DissectedField] = []
+        if let n = f.name { c.append(DissectedField("name", .text(n))) }
+        if let s = f.declaredSize { c.append(DissectedField("size", .number(s))) }
+        if let m = f.mimeType { c.append(DissectedField("mimeType", .text(m))) }
+        c.append(DissectedField("content", .bytes(f.content)))
+        c += f.unknown.map(unknownField)
+        return DissectedField("file", .number(UInt64(f.content.count)), note: "content bytes", children: c)
+    }
+
+    static func unknownField(_ t: UnknownTLV) -> DissectedField {
+        DissectedField("tlv_0x\(String(t.type, radix: 16))", .bytes(t.value), note: "unknown TLV, kept")
+    }
+
+    static func flagNames(_ f: PacketFlags) -> [String] {
+        var out: [String] = []
+        if f.contains(.hasRecipient) { out.append("hasRecipient") }
+        if f.contains(.hasSignature) { out.append("hasSignature") }
+        if f.contains(.isCompressed) { out.append("isCompressed") }
+        if f.contains(.hasRoute) { out.append("hasRoute") }
+        if f.contains(.isRSR) { out.append("isRSR") }
+        return out
+    }
+
+    /// UTC date of a millisecond timestamp, computed without Foundation.
+    static func iso8601(millis: UInt64) -> String {
+        let seconds = Int64(millis / 1000)
+        let ms = Int(millis % 1000)
+        var days = seconds / 86_400
+        let rem = Int(seconds % 86_400)
+        // Civil-from-days (Howard Hinnant's algorithm).
+        days += 719_468
+        let era = days / 146_097
+        let doe = days - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        func three(_ v: Int) -> String { v < 10 ? "00\(v)" : v < 100 ? "0\(v)" : "\(v)" }
+        return "\(y)-\(two(Int(m)))-\(two(Int(d)))T\(two(rem / 3600)):\(two(rem / 60 % 60)):\(two(rem % 60)).\(three(ms))Z"
+    }
+}

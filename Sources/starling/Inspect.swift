@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import StarlingWire
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode a bitchat packet from hex and show every field, nested payloads included.",
+        discussion: """
+        The packet comes from the argument, from --file, or from standard input. \
+        Whitespace, colons and a leading 0x in the hex are ignored. Malformed input \
+        exits with status 1 and names the field and byte offset that are wrong.
+
+        Examples:
+          starling inspect 01010700000192d6c5f4e8000003a1b2c3d4e5f60708616263
+          xxd -p capture.bin | starling inspect --json
+          starling inspect --noise-plaintext 0100046d736731010268690
+        """
+    )
+
+    @Argument(help: "The packet as hexadecimal. Omit it to read --file or standard input.")
+    var hex: String?
+
+    @Option(name: .shortAndLong, help: "Read the hex (or, with --binary, raw bytes) from this file.")
+    var file: String?
+
+    @Flag(help: "The input is raw bytes, not hex.")
+    var binary = false
+
+    @Flag(help: "The input is the plaintext inside a Noise transport frame (private message, receipts, private file).")
+    var noisePlaintext = false
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() throws {
+        let bytes: [UInt8]
+        do {
+            bytes = try readInput()
+        } catch let error as WireError {
+            throw ValidationError("input is not hexadecimal: \(error)")
+        }
+        do {
+            let field = noisePlaintext ? try Dissector.noisePlaintext(bytes) : try Dissector.packet(bytes)
+            print(json ? FieldRenderer.json(field) : FieldRenderer.text(field), terminator: json ? "\n" : "")
+        } catch {
+            FileHandle.standardError.write(Data("starling inspect: malformed \(noisePlaintext ? "Noise payload" : "packet"): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    func readInput() throws -> [UInt8] {
+        if let hex {
+            return try [UInt8](hex: hex)
+        }
+        let raw: Data
+        if let file {
+            guard let d = FileManager.default.contents(atPath: file) else {
+                throw ValidationError("cannot read \(file)")
+            }
+            raw = d
+        } else {
+            raw = FileHandle.standardInput.readDataToEndOfFile()
+        }
+        if binary { return [UInt8](raw) }
+        return try [UInt8](hex: String(decoding: raw, as: UTF8.self))
+    }
+}
