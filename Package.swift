@@ -32,23 +32,24 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingWireTests",
-        dependencies: ["StarlingWire"],
-        resources: [.copy("Regressions")]
+        dependencies: [
+            "StarlingWire",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ],
+        resources: [.copy("Regressions"), .copy("gcs_vectors.json")]
     ),
 ]
 
-// libFuzzer harnesses are built only by scripts/fuzz (STARLING_FUZZ=1), because an
-// entry point without `main` links only with -sanitize=fuzzer.
+// libFuzzer harnesses, one per decoder, built only by scripts/fuzz (STARLING_FUZZ=1
+// and --sanitize=fuzzer): an entry point without `main` links only against libFuzzer.
+let fuzzers = [
+    "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler",
+]
 if Context.environment["STARLING_FUZZ"] != nil {
-    targets.append(
-        .executableTarget(
-            name: "fuzz-wire",
-            dependencies: ["StarlingWire"],
-            path: "Fuzz/fuzz-wire",
-            swiftSettings: [.unsafeFlags(["-parse-as-library", "-sanitize=fuzzer,address"])],
-            linkerSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])]
-        )
-    )
+    for name in fuzzers {
+        targets.append(.executableTarget(name: name, dependencies: ["StarlingWire"], path: "Fuzz/\(name)"))
+    }
 }
 
 let package = Package(

@@ -57,8 +57,12 @@ public enum Compression {
     }
 
     /// The deflated payload when compressing pays off under the rules above.
-    public static func compressIfUseful(_ payload: [UInt8]) -> [UInt8]? {
-        guard isWorthTrying(payload), let out = deflate(payload), out.count < payload.count else { return nil }
+    /// "Smaller" counts the original-size prefix (`prefixSize`, 2 in v1 and 4 in
+    /// v2) that compressed payloads carry, so compression never grows a packet.
+    public static func compressIfUseful(_ payload: [UInt8], prefixSize: Int = 0) -> [UInt8]? {
+        guard isWorthTrying(payload), let out = deflate(payload), out.count + prefixSize < payload.count else {
+            return nil
+        }
         return out
     }
 

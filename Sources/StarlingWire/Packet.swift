@@ -105,7 +105,8 @@ public struct Packet: Hashable, Sendable {
     public mutating func setPayload(_ bytes: [UInt8], compress: Bool = true) {
         payload = bytes
         let representable = version == 1 ? bytes.count <= Int(UInt16.max) : bytes.count <= Int(UInt32.max)
-        compressedPayload = compress && representable ? Compression.compressIfUseful(bytes) : nil
+        compressedPayload = compress && representable
+            ? Compression.compressIfUseful(bytes, prefixSize: version == 2 ? 4 : 2) : nil
     }
 
     public var isBroadcast: Bool { recipientID == nil || recipientID == .broadcast }

@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+@testable import StarlingWire
+
+/// Inputs found by the fuzzers (Fuzz/, scripts/fuzz) are kept in
+/// Tests/StarlingWireTests/Regressions/<decoder>/ and replayed here: each must be
+/// handled (decoded or rejected with a typed error) without trapping.
+@Suite struct RegressionTests {
+    static func inputs() -> [String] {
+        guard let root = Bundle.module.url(forResource: "Regressions", withExtension: nil),
+              let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) else { return [] }
+        return walker.compactMap { ($0 as? URL)?.path }.filter { !$0.hasSuffix(".keep") && !$0.hasSuffix("README.md") }
+            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: $0, isDirectory: &d) && !d.boolValue }
+            .sorted()
+    }
+
+    @Test func regressionCorpusIsPresent() {
+        #expect(Bundle.module.url(forResource: "Regressions", withExtension: nil) != nil)
+    }
+
+    @Test(arguments: inputs())
+    func replay(path: String) throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let decoder = URL(fileURLWithPath: path).deletingLastPathComponent().lastPathComponent
+        // Each decoder either succeeds and round-trips, or throws its typed error.
+        switch decoder {
+        case "packet":
+            if let p = try? Packet(decoding: bytes) { #expect(try Packet(decoding: p.encoded()) == p) }
+        case "announce":
+            if let a = try? Announce(decoding: bytes) { #expect(try Announce(decoding: a.encoded()) == a) }
+        case "file-transfer":
+            if let f = try? FileTransfer(decoding: bytes) { #expect(try FileTransfer(decoding: f.encoded()) == f) }
+        case "request-sync":
+            if let r = try? RequestSync(decoding: bytes) { #expect(r.filter.values().count <= r.filter.data.count * 8) }
+        case "noise-payload":
+            if let n = try? NoisePayload(decoding: bytes) { #expect(try NoisePayload(decoding: n.encoded()) == n) }
+        case "fragment":
+            if let f = try? Fragment(decoding: bytes) { #expect(f.encoded() == bytes) }
+        default:
+            Issue.record("unknown regression folder \(decoder)")
+        }
+    }
+}
