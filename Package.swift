@@ -4,7 +4,7 @@ import PackageDescription
 // Layers point one way: StarlingWire (bytes only) ← crypto ← mesh ← services.
 // The command line and the benchmarks compose them.
 
-var targets: [Target] = [
+let targets: [Target] = [
     // Debian's zlib, for raw DEFLATE (RFC 1951) of compressed bitchat payloads.
     .systemLibrary(
         name: "CZlib",
@@ -38,19 +38,12 @@ var targets: [Target] = [
         ],
         resources: [.copy("Regressions"), .copy("gcs_vectors.json")]
     ),
+    // Runs the built `starling` binary as a user would.
+    .testTarget(
+        name: "StarlingCLITests",
+        dependencies: ["starling"]
+    ),
 ]
-
-// libFuzzer harnesses, one per decoder, built only by scripts/fuzz (STARLING_FUZZ=1
-// and --sanitize=fuzzer): an entry point without `main` links only against libFuzzer.
-let fuzzers = [
-    "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler",
-]
-if Context.environment["STARLING_FUZZ"] != nil {
-    for name in fuzzers {
-        targets.append(.executableTarget(name: name, dependencies: ["StarlingWire"], path: "Fuzz/\(name)"))
-    }
-}
 
 let package = Package(
     name: "Starling",

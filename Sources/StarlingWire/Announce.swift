@@ -96,15 +96,16 @@ public struct Announce: Hashable, Sendable {
         var capabilities: UInt64?
         var geohash: String?
         var unknown: [UnknownTLV] = []
-        var seen = Set<UInt8>()
+        var seen: UInt8 = 0 // bit n set once TLV type n (1...6) was read
 
         while !r.isAtEnd {
             let start = r.position
             let (type, at, value) = try r.tlv("announce.tlv") { _ in .u8 }
             if type >= Tag.nickname && type <= Tag.bridgeGeohash {
-                guard seen.insert(type).inserted else {
+                guard seen & (1 << type) == 0 else {
                     throw WireError(.duplicateField, field: "announce.tlv[0x0\(type)]", offset: start)
                 }
+                seen |= 1 << type
             }
             switch type {
             case Tag.nickname:

@@ -25,34 +25,34 @@ public struct ByteReader: Sendable {
     /// Offset of the cursor as reported in errors.
     public var position: Int { offset + errorBase }
 
-    public func error(_ reason: WireError.Reason, _ field: String, at absolute: Int? = nil) -> WireError {
-        WireError(reason, field: field, offset: absolute ?? position)
+    public func error(_ reason: WireError.Reason, _ field: @autoclosure () -> String, at absolute: Int? = nil) -> WireError {
+        WireError(reason, field: field(), offset: absolute ?? position)
     }
 
     @inline(__always)
-    public func require(_ count: Int, _ field: String) throws(WireError) {
+    public func require(_ count: Int, _ field: @autoclosure () -> String) throws(WireError) {
         if count > end - offset || count < 0 {
-            throw error(.truncated(needed: count, available: end - offset), field)
+            throw error(.truncated(needed: count, available: end - offset), field())
         }
     }
 
     @inline(__always)
-    public mutating func u8(_ field: String) throws(WireError) -> UInt8 {
-        try require(1, field)
+    public mutating func u8(_ field: @autoclosure () -> String) throws(WireError) -> UInt8 {
+        try require(1, field())
         defer { offset += 1 }
         return bytes[offset]
     }
 
     @inline(__always)
-    public mutating func u16(_ field: String) throws(WireError) -> UInt16 {
-        try require(2, field)
+    public mutating func u16(_ field: @autoclosure () -> String) throws(WireError) -> UInt16 {
+        try require(2, field())
         defer { offset += 2 }
         return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
     }
 
     @inline(__always)
-    public mutating func u32(_ field: String) throws(WireError) -> UInt32 {
-        try require(4, field)
+    public mutating func u32(_ field: @autoclosure () -> String) throws(WireError) -> UInt32 {
+        try require(4, field())
         defer { offset += 4 }
         var v: UInt32 = 0
         for i in 0..<4 { v = v << 8 | UInt32(bytes[offset + i]) }
@@ -60,8 +60,8 @@ public struct ByteReader: Sendable {
     }
 
     @inline(__always)
-    public mutating func u64(_ field: String) throws(WireError) -> UInt64 {
-        try require(8, field)
+    public mutating func u64(_ field: @autoclosure () -> String) throws(WireError) -> UInt64 {
+        try require(8, field())
         defer { offset += 8 }
         var v: UInt64 = 0
         for i in 0..<8 { v = v << 8 | UInt64(bytes[offset + i]) }
@@ -69,31 +69,31 @@ public struct ByteReader: Sendable {
     }
 
     /// Reads `count` bytes into a new array. The count is checked before allocating.
-    public mutating func read(_ count: Int, _ field: String) throws(WireError) -> [UInt8] {
-        try require(count, field)
+    public mutating func read(_ count: Int, _ field: @autoclosure () -> String) throws(WireError) -> [UInt8] {
+        try require(count, field())
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
     }
 
     /// Reads `count` bytes without copying.
-    public mutating func slice(_ count: Int, _ field: String) throws(WireError) -> ArraySlice<UInt8> {
-        try require(count, field)
+    public mutating func slice(_ count: Int, _ field: @autoclosure () -> String) throws(WireError) -> ArraySlice<UInt8> {
+        try require(count, field())
         defer { offset += count }
         return bytes[offset..<offset + count]
     }
 
     /// Reads `count` bytes as UTF-8 text; invalid UTF-8 is an error, not a replacement.
-    public mutating func utf8(_ count: Int, _ field: String) throws(WireError) -> String {
+    public mutating func utf8(_ count: Int, _ field: @autoclosure () -> String) throws(WireError) -> String {
         let start = position
-        let raw = try slice(count, field)
+        let raw = try slice(count, field())
         guard let text = String(validating: raw, as: UTF8.self) else {
-            throw error(.invalidUTF8, field, at: start)
+            throw error(.invalidUTF8, field(), at: start)
         }
         return text
     }
 
-    public mutating func skip(_ count: Int, _ field: String) throws(WireError) {
-        try require(count, field)
+    public mutating func skip(_ count: Int, _ field: @autoclosure () -> String) throws(WireError) {
+        try require(count, field())
         offset += count
     }
 

@@ -74,7 +74,8 @@ public enum Fragmenter {
     /// Splits `packet` into fragment packets of at most `chunkSize` data bytes each.
     ///
     /// Fragments copy sender, recipient, timestamp, TTL, route and isRSR; they are
-    /// unsigned and v1 unless a route needs v2. The data is the whole encoded
+    /// unsigned, uncompressed (so each fits its link exactly) and v1 unless a route
+    /// needs v2. The data is the whole encoded
     /// packet, signature included.
     public static func fragment(_ packet: Packet, chunkSize: Int, fragmentID: UInt64,
                                 maxFragments: Int = Reassembler.Limits.default.maxFragmentsPerMessage)
@@ -97,7 +98,7 @@ public enum Fragmenter {
             out.append(Packet(version: packet.route == nil ? 1 : 2, type: .fragment, ttl: packet.ttl,
                               timestamp: packet.timestamp, senderID: packet.senderID,
                               recipientID: packet.recipientID, route: packet.route, isRSR: packet.isRSR,
-                              payload: piece.encoded()))
+                              payload: piece.encoded(), compress: false))
         }
         return out
     }

@@ -45,8 +45,8 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
 extension ByteReader {
     @inline(__always)
-    public mutating func peerID(_ field: String) throws(WireError) -> PeerID {
-        PeerID(rawValue: try u64(field))
+    public mutating func peerID(_ field: @autoclosure () -> String) throws(WireError) -> PeerID {
+        PeerID(rawValue: try u64(field()))
     }
 }
 

@@ -34,7 +34,7 @@ enum TLVLength {
 extension ByteReader {
     /// Reads one TLV header and value. The value length is checked against the
     /// remaining bytes before anything is read.
-    mutating func tlv(_ context: String, length: (UInt8) -> TLVLength) throws(WireError)
+    mutating func tlv(_ context: StaticString, length: (UInt8) -> TLVLength) throws(WireError)
         -> (type: UInt8, valueOffset: Int, value: ArraySlice<UInt8>)
     {
         let type = try u8("\(context).type")
@@ -46,7 +46,7 @@ extension ByteReader {
         case .u32: count = Int(try u32("\(context).length"))
         }
         let at = position
-        let value = try slice(count, "\(context)[0x\(String(type, radix: 16))].value")
+        let value = try slice(count, "\(context)[0x" + String(type, radix: 16) + "].value")
         return (type, at, value)
     }
 }

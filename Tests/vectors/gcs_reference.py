@@ -2,9 +2,10 @@
 """An independent GCS filter implementation, written from docs/PROTOCOL.md
 ("GCS filter"), used to produce the golden filters in the Swift tests.
 
-Run: python3 Tests/vectors/gcs_reference.py  (prints JSON vectors)
+Run: python3 Tests/vectors/gcs_reference.py            prints the vectors as JSON
+     python3 Tests/vectors/gcs_reference.py --check F  fails unless F holds exactly them
 """
-import hashlib, json, math
+import hashlib, json, math, sys
 
 
 def packet_id(i: int) -> bytes:
@@ -39,10 +40,21 @@ def build(ids, budget=400, fpr=0.01):
         n = n * 9 // 10
 
 
-if __name__ == "__main__":
+def vectors():
     out = []
     for count, budget in [(20, 400), (1000, 400), (300, 64)]:
         ids = [packet_id(i) for i in range(count)]
         p, m, data = build(ids, budget)
         out.append({"count": count, "budget": budget, "p": p, "m": m, "data": data.hex()})
-    print(json.dumps(out, indent=1))
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        with open(sys.argv[2]) as f:
+            stored = json.load(f)
+        if stored != vectors():
+            sys.exit(f"{sys.argv[2]} differs from the reference GCS implementation")
+        print(f"gcs_reference: {len(stored)} vectors match")
+    else:
+        print(json.dumps(vectors(), indent=1))

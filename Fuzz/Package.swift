@@ -1,0 +1,22 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// libFuzzer harnesses, one per StarlingWire decoder. Built only by scripts/fuzz:
+//   swift build --package-path Fuzz --sanitize=fuzzer --sanitize=address
+// Each entry point has no `main`; libFuzzer provides it at link time.
+let fuzzers = [
+    "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler",
+]
+
+let package = Package(
+    name: "StarlingFuzz",
+    dependencies: [.package(name: "Starling", path: "..")],
+    targets: fuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: [.product(name: "StarlingWire", package: "Starling")]
+        )
+    },
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,80 @@
+/// starling-bench: speed of Starling's codecs and engines, with baselines
+/// measured in the same run. Build and run in release mode:
+///
+///     swift run -c release starling-bench wire
+///
+/// Each line gives ns/op and ops/s (median of 5 rounds); a ratio line compares
+/// a result with its baseline from the same process.
+@main
+struct StarlingBench {
+    static func main() {
+        let args = Array(CommandLine.arguments.dropFirst())
+        let areas: [String: () -> Void] = ["wire": WireBench.run]
+        if args.isEmpty || args.contains("-h") || args.contains("--help") {
+            print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
+            return
+        }
+        for a in args {
+            guard let run = areas[a] else {
+                print("starling-bench: unknown area \(a)")
+                continue
+            }
+            run()
+        }
+    }
+}
+
+/// Keeps the optimiser from removing work whose result is unused.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+struct Measurement {
+    var name: String
+    var nanosPerOp: Double
+    var opsPerSecond: Double { 1e9 / nanosPerOp }
+}
+
+enum Timer {
+    /// Runs `body` in rounds of enough iterations to take about 100 ms, and
+    /// returns the median time per operation over 5 rounds.
+    static func measure(_ name: String, opsPerCall: Int = 1, _ body: () -> Void) -> Measurement {
+        let clock = ContinuousClock()
+        var iterations = 1
+        while true { // calibrate
+            let t = clock.measure { for _ in 0..<iterations { body() } }
+            if t >= .milliseconds(20) || iterations >= 1 << 26 { break }
+            iterations *= 4
+        }
+        let perRound = max(1, iterations * 5)
+        var samples: [Double] = []
+        for _ in 0..<5 {
+            let t = clock.measure { for _ in 0..<perRound { body() } }
+            let ns = Double(t.components.seconds) * 1e9 + Double(t.components.attoseconds) / 1e9
+            samples.append(ns / Double(perRound * opsPerCall))
+        }
+        samples.sort()
+        return Measurement(name: name, nanosPerOp: samples[2])
+    }
+
+    static func report(_ m: Measurement) {
+        let ns = m.nanosPerOp
+        let nsText = ns < 10_000 ? String(format1(ns)) + " ns" : String(format1(ns / 1000)) + " µs"
+        print("  \(m.name.padding(48))\(nsText.leftPadding(12))/op  \(format1(m.opsPerSecond / 1e6).leftPadding(9)) M ops/s")
+    }
+
+    static func ratio(_ label: String, baseline: Measurement, ours: Measurement) {
+        print("  ratio \(label.padding(42))\(format1(baseline.nanosPerOp / ours.nanosPerOp).leftPadding(9))× (\(baseline.name) / \(ours.name))")
+    }
+}
+
+func format1(_ v: Double) -> String {
+    let r = (v * 10).rounded() / 10
+    return r >= 100 ? String(Int(r.rounded())) : String(r)
+}
+
+extension String {
+    func padding(_ n: Int) -> String { count >= n ? self + " " : self + String(repeating: " ", count: n - count) }
+    func leftPadding(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
