@@ -8,12 +8,13 @@ struct Inspect: ParsableCommand {
         discussion: """
         The packet comes from the argument, from --file, or from standard input. \
         Whitespace, colons and a leading 0x in the hex are ignored. Malformed input \
-        exits with status 1 and names the field and byte offset that are wrong.
+        exits with status 1 and names the field and byte offset that are wrong; input \
+        that is not hexadecimal exits with status 2.
 
         Examples:
-          starling inspect 01010700000192d6c5f4e8000003a1b2c3d4e5f60708616263
+          starling inspect 0102070000019aaaac2600000005a1b2c3d4e5f6071868656c6c6f
           xxd -p capture.bin | starling inspect --json
-          starling inspect --noise-plaintext 0100046d736731010268690
+          starling inspect --noise-plaintext 0100046d2d303101026869
         """
     )
 
@@ -37,7 +38,8 @@ struct Inspect: ParsableCommand {
         do {
             bytes = try readInput()
         } catch let error as WireError {
-            throw ValidationError("input is not hexadecimal: \(error)")
+            FileHandle.standardError.write(Data("starling inspect: input is not hexadecimal: \(error)\n".utf8))
+            throw ExitCode(2)
         }
         do {
             let field = noisePlaintext ? try Dissector.noisePlaintext(bytes) : try Dissector.packet(bytes)
