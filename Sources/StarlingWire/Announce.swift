@@ -96,16 +96,13 @@ public struct Announce: Hashable, Sendable {
         var capabilities: UInt64?
         var geohash: String?
         var unknown: [UnknownTLV] = []
-        var seen: UInt8 = 0 // bit n set once TLV type n (1...6) was read
+        var seen = SeenTLVTypes()
 
         while !r.isAtEnd {
             let start = r.position
             let (type, at, value) = try r.tlv("announce.tlv") { _ in .u8 }
-            if type >= Tag.nickname && type <= Tag.bridgeGeohash {
-                guard seen & (1 << type) == 0 else {
-                    throw WireError(.duplicateField, field: "announce.tlv[0x0\(type)]", offset: start)
-                }
-                seen |= 1 << type
+            if (Tag.nickname...Tag.bridgeGeohash).contains(type) {
+                try seen.insert(type, context: "announce.tlv", offset: start)
             }
             switch type {
             case Tag.nickname:

@@ -64,16 +64,13 @@ public struct FileTransfer: Hashable, Sendable {
         var r = ByteReader(bytes, errorBase: errorBase)
         var name: String?, mime: String?, size: UInt64?, content: [UInt8]?
         var unknown: [UnknownTLV] = []
-        var seen: UInt8 = 0 // bit n set once TLV type n (1...4) was read
+        var seen = SeenTLVTypes()
         var contentAt = errorBase
         while !r.isAtEnd {
             let start = r.position
             let (type, at, value) = try r.tlv("file.tlv", length: Self.length(for:))
             if (Tag.name...Tag.content).contains(type) {
-                guard seen & (1 << type) == 0 else {
-                    throw WireError(.duplicateField, field: "file.tlv[0x0\(type)]", offset: start)
-                }
-                seen |= 1 << type
+                try seen.insert(type, context: "file.tlv", offset: start)
             }
             switch type {
             case Tag.name:

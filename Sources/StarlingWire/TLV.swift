@@ -10,6 +10,20 @@ public struct UnknownTLV: Hashable, Sendable {
     }
 }
 
+/// The known TLV types a decoder has read so far, to refuse a second copy.
+struct SeenTLVTypes {
+    private var bits: UInt64 = 0
+
+    /// Records `type` (below 64); throws `duplicateField` when it was already seen.
+    mutating func insert(_ type: UInt8, context: StaticString, offset: Int) throws(WireError) {
+        let bit = UInt64(1) << UInt64(type & 63)
+        guard bits & bit == 0 else {
+            throw WireError(.duplicateField, field: "\(context)[0x0\(String(type, radix: 16))]", offset: offset)
+        }
+        bits |= bit
+    }
+}
+
 /// The width of a TLV length field.
 enum TLVLength {
     case u8, u16, u32
