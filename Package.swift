@@ -19,6 +19,15 @@ let targets: [Target] = [
             .product(name: "Crypto", package: "swift-crypto"),
         ]
     ),
+    // Noise (any pattern), bitchat sessions, identity and signing. Knows bytes and
+    // keys; no sockets, no files except the key file it is handed.
+    .target(
+        name: "StarlingCrypto",
+        dependencies: [
+            "StarlingWire",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]
+    ),
     .executableTarget(
         name: "starling",
         dependencies: [
@@ -38,6 +47,14 @@ let targets: [Target] = [
         ],
         resources: [.copy("Regressions"), .copy("gcs_vectors.json")]
     ),
+    .testTarget(
+        name: "StarlingCryptoTests",
+        dependencies: [
+            "StarlingCrypto",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ],
+        resources: [.copy("Vectors")]
+    ),
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
@@ -50,6 +67,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
+        .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],

@@ -1,0 +1,87 @@
+import Crypto
+
+/// A Noise CipherState (§5.1) for ChaChaPoly: a key and a 64-bit nonce.
+///
+/// The AEAD nonce is 4 zero bytes followed by the counter, little-endian.
+public struct CipherState: Sendable {
+    public static let tagSize = 16
+
+    private var key: SymmetricKey?
+    /// The next nonce `encrypt`/`decrypt` will use.
+    public private(set) var nonce: UInt64 = 0
+
+    public init() {}
+
+    public init(key: [UInt8]) {
+        self.key = SymmetricKey(data: key)
+    }
+
+    public var hasKey: Bool { key != nil }
+
+    /// The ChaChaPoly nonce for a counter value.
+    @inline(__always)
+    static func aeadNonce(_ n: UInt64) -> ChaChaPoly.Nonce {
+        // 12 bytes: 4 zero bytes, then the counter little-endian.
+        let bytes: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: n).littleEndian,
+                                               UInt32(truncatingIfNeeded: n >> 32).littleEndian)
+        return withUnsafeBytes(of: bytes) { try! ChaChaPoly.Nonce(data: $0) }
+    }
+
+    /// Encrypts with an explicit nonce, leaving the internal counter alone.
+    public func encrypt(nonce n: UInt64, ad: [UInt8], plaintext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        guard let key else { return plaintext }
+        guard n != .max else { throw .nonceExhausted }
+        do {
+            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: Self.aeadNonce(n), authenticating: ad)
+            var out = [UInt8]()
+            out.reserveCapacity(plaintext.count + Self.tagSize)
+            out.append(contentsOf: box.ciphertext)
+            out.append(contentsOf: box.tag)
+            return out
+        } catch {
+            throw .decryptionFailed
+        }
+    }
+
+    /// Decrypts with an explicit nonce, leaving the internal counter alone.
+    public func decrypt(nonce n: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        guard let key else { return ciphertext }
+        guard n != .max else { throw .nonceExhausted }
+        guard ciphertext.count >= Self.tagSize else { throw .decryptionFailed }
+        do {
+            let split = ciphertext.count - Self.tagSize
+            let box = try ChaChaPoly.SealedBox(nonce: Self.aeadNonce(n), ciphertext: ciphertext[..<split],
+                                               tag: ciphertext[split...])
+            return Array(try ChaChaPoly.open(box, using: key, authenticating: ad))
+        } catch {
+            throw .decryptionFailed
+        }
+    }
+
+    /// EncryptWithAd: encrypts (when a key is set) and advances the nonce.
+    public mutating func encrypt(ad: [UInt8], plaintext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        let out = try encrypt(nonce: nonce, ad: ad, plaintext: plaintext)
+        if key != nil { nonce += 1 }
+        return out
+    }
+
+    /// DecryptWithAd: decrypts (when a key is set) and advances the nonce on success.
+    public mutating func decrypt(ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        let out = try decrypt(nonce: nonce, ad: ad, ciphertext: ciphertext)
+        if key != nil { nonce += 1 }
+        return out
+    }
+
+    /// Rekey (§4.2): the new key is the first 32 bytes of ENCRYPT(k, 2^64 − 1, "", zeros(32)).
+    public mutating func rekey() {
+        guard let key else { return }
+        let box = try! ChaChaPoly.seal([UInt8](repeating: 0, count: 32), using: key, nonce: Self.aeadNonce(.max))
+        self.key = SymmetricKey(data: box.ciphertext.prefix(32))
+    }
+
+    /// Forgets the key.
+    public mutating func clear() {
+        key = nil
+        nonce = 0
+    }
+}
