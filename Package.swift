@@ -26,6 +26,7 @@ let targets: [Target] = [
         dependencies: [
             "StarlingWire",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
         ]
     ),
     .executableTarget(

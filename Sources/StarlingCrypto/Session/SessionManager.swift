@@ -1,0 +1,248 @@
+import StarlingWire
+
+/// Every Noise session of one node, as a plain value: handshake bytes and
+/// transport frames in, replies, plaintext and events out; time is passed in.
+///
+/// - XX handshakes (`Noise_XX_25519_ChaChaPoly_SHA256`, empty prologue, empty
+///   payloads: messages of 32, 96 and 64 bytes); whether an incoming handshake
+///   message is the first, second or third follows from the session state.
+/// - Sessions are found by peer ID and held by fingerprint, so they survive a
+///   peer's ID rotation (``rebind(_:to:)``).
+/// - At most 10 handshakes per peer per minute, started or answered.
+/// - Rekey after an hour or 10,000 messages in either direction, by a fresh XX
+///   handshake while the old keys keep working; the old receiving key stays for
+///   a grace period and frames that arrive before the new keys exist are held
+///   and opened once they do, so no message is lost across the switch.
+public struct SessionManager: Sendable {
+    public struct Configuration: Hashable, Sendable {
+        public var rekeyAfterMillis: UInt64 = 3_600_000
+        public var rekeyAfterMessages: UInt64 = 10_000
+        public var maxHandshakesPerMinute = 10
+        /// How long the previous receiving key is kept after a rekey.
+        public var previousKeyGraceMillis: UInt64 = 60_000
+        /// Frames held per peer while a handshake is under way.
+        public var maxHeldFrames = 64
+        public init() {}
+    }
+
+    /// What an incoming handshake message produced.
+    public struct HandshakeStep: Sendable {
+        /// The next handshake message to send back, if any.
+        public var reply: [UInt8]?
+        /// Set when this message completed the handshake.
+        public var established: Fingerprint?
+        /// Plaintexts of frames held during the handshake, now opened.
+        public var released: [[UInt8]] = []
+    }
+
+    /// What opening a frame produced.
+    public enum Opened: Hashable, Sendable {
+        case plaintext([UInt8])
+        /// Held until the handshake under way completes (see ``HandshakeStep/released``).
+        case held
+    }
+
+    struct Established: Sendable {
+        var transport: NoiseTransport
+        var since: UInt64
+        var remoteStatic: [UInt8]
+        var previous: NoiseTransport?
+        var previousUntil: UInt64 = 0
+    }
+
+    public let configuration: Configuration
+    private let identity: Identity
+    private var established: [Fingerprint: Established] = [:]
+    private var fingerprintOf: [PeerID: Fingerprint] = [:]
+    private var handshakes: [PeerID: HandshakeState] = [:]
+    private var handshakeTimes: [PeerID: [UInt64]] = [:]
+    private var held: [PeerID: [[UInt8]]] = [:]
+
+    public init(identity: Identity, configuration: Configuration = Configuration()) {
+        self.identity = identity
+        self.configuration = configuration
+    }
+
+    public var localPeerID: PeerID { identity.peerID }
+
+    // MARK: Queries
+
+    public func fingerprint(of peer: PeerID) -> Fingerprint? { fingerprintOf[peer] }
+    public func hasSession(with peer: PeerID) -> Bool { fingerprintOf[peer].map { established[$0] != nil } ?? false }
+    public func isHandshaking(with peer: PeerID) -> Bool { handshakes[peer] != nil }
+    public func remoteStaticKey(of peer: PeerID) -> [UInt8]? { fingerprintOf[peer].flatMap { established[$0]?.remoteStatic } }
+    public var sessionCount: Int { established.count }
+
+    /// Whether the session with `peer` is due for a rekey (and none is under way).
+    public func needsRekey(_ peer: PeerID, now: UInt64) -> Bool {
+        guard let fp = fingerprintOf[peer], let s = established[fp], handshakes[peer] == nil else { return false }
+        let messages = max(s.transport.sent, s.transport.received)
+        return now &- s.since >= configuration.rekeyAfterMillis || messages >= configuration.rekeyAfterMessages
+    }
+
+    // MARK: Handshakes
+
+    /// Starts an XX handshake as initiator; returns message 1 (32 bytes).
+    public mutating func initiateHandshake(with peer: PeerID, now: UInt64) throws(SessionError) -> [UInt8] {
+        try admitHandshake(peer, now: now)
+        do {
+            var state = try HandshakeState(protocol: .bitchat, initiator: true, localStatic: identity.noiseKey)
+            let message = try state.writeMessage()
+            handshakes[peer] = state
+            return message
+        } catch {
+            throw .handshakeFailed(error)
+        }
+    }
+
+    public mutating func receiveHandshake(_ message: [UInt8], from peer: PeerID, now: UInt64) throws(SessionError) -> HandshakeStep {
+        if var state = handshakes[peer], !state.isMyTurn {
+            // Message 1 is `e` and a clear payload: 32 bytes with bitchat's empty
+            // payloads. Messages 2 and 3 carry an encrypted static key and a tag:
+            // 96 and 64 bytes.
+            let isFirstMessage = message.count < 64
+            if state.isInitiator && isFirstMessage && localPeerID < peer {
+                // Both sides started at once: the lower peer ID stays initiator.
+                return HandshakeStep()
+            } else if isFirstMessage {
+                // The peer started over (or won the tie-break): answer the new handshake.
+                handshakes[peer] = nil
+            } else {
+                do {
+                    _ = try state.readMessage(message)
+                    var step = HandshakeStep()
+                    if state.isMyTurn { step.reply = try state.writeMessage() }
+                    if state.isComplete {
+                        handshakes[peer] = nil
+                        let (fp, released) = try complete(state, peer: peer, now: now)
+                        step.established = fp
+                        step.released = released
+                    } else {
+                        handshakes[peer] = state
+                    }
+                    return step
+                } catch {
+                    handshakes[peer] = nil
+                    held[peer] = nil
+                    throw .handshakeFailed(error)
+                }
+            }
+        }
+        // A new handshake from the peer: we respond.
+        try admitHandshake(peer, now: now)
+        do {
+            var state = try HandshakeState(protocol: .bitchat, initiator: false, localStatic: identity.noiseKey)
+            _ = try state.readMessage(message)
+            let reply = try state.writeMessage()
+            handshakes[peer] = state
+            return HandshakeStep(reply: reply)
+        } catch {
+            throw .handshakeFailed(error)
+        }
+    }
+
+    private mutating func admitHandshake(_ peer: PeerID, now: UInt64) throws(SessionError) {
+        var times = (handshakeTimes[peer] ?? []).filter { now < $0 || now - $0 < 60_000 }
+        guard times.count < configuration.maxHandshakesPerMinute else {
+            handshakeTimes[peer] = times
+            throw .rateLimited(peer)
+        }
+        times.append(now)
+        handshakeTimes[peer] = times
+    }
+
+    private mutating func complete(_ state: HandshakeState, peer: PeerID, now: UInt64) throws(NoiseError) -> (Fingerprint, [[UInt8]]) {
+        let (i2r, r2i) = try state.split()
+        let transport = state.isInitiator ? NoiseTransport(sending: i2r, receiving: r2i)
+                                          : NoiseTransport(sending: r2i, receiving: i2r)
+        guard let remote = state.remoteStatic else { throw .missingKey("rs") }
+        let fp = Fingerprint(noiseStaticKey: remote)
+        var session = Established(transport: transport, since: now, remoteStatic: remote)
+        if var old = established[fp] {
+            session.previous = old.transport
+            session.previousUntil = now + configuration.previousKeyGraceMillis
+            old.transport.wipe()
+        }
+        established[fp] = session
+        fingerprintOf[peer] = fp
+        var released: [[UInt8]] = []
+        for frame in held.removeValue(forKey: peer) ?? [] {
+            if case let .plaintext(p)? = try? open(frame, from: peer, now: now) { released.append(p) }
+        }
+        return (fp, released)
+    }
+
+    // MARK: Transport
+
+    /// Seals a plaintext for `peer` into a transport frame.
+    public mutating func seal(_ plaintext: [UInt8], for peer: PeerID) throws(SessionError) -> [UInt8] {
+        guard let fp = fingerprintOf[peer], var s = established[fp] else { throw .noSession(peer) }
+        let frame = try s.transport.seal(plaintext)
+        established[fp] = s
+        return frame
+    }
+
+    /// Opens a transport frame from `peer`, trying the current key and then,
+    /// during the grace period, the previous one.
+    public mutating func open(_ frame: [UInt8], from peer: PeerID, now: UInt64) throws(SessionError) -> Opened {
+        guard let fp = fingerprintOf[peer], var s = established[fp] else {
+            if handshakes[peer] != nil { return hold(frame, from: peer) }
+            throw .noSession(peer)
+        }
+        do {
+            let p = try s.transport.open(frame)
+            established[fp] = s
+            return .plaintext(p)
+        } catch {
+            // Not for the current keys (wrong key, or a counter from another key's
+            // sequence): the previous keys during their grace period, else frames
+            // sealed with keys of a handshake we have not finished yet.
+            if var previous = s.previous, now <= s.previousUntil, let p = try? previous.open(frame) {
+                s.previous = previous
+                established[fp] = s
+                return .plaintext(p)
+            }
+            if handshakes[peer] != nil { return hold(frame, from: peer) }
+            throw error
+        }
+    }
+
+    private mutating func hold(_ frame: [UInt8], from peer: PeerID) -> Opened {
+        var frames = held[peer] ?? []
+        if frames.count >= configuration.maxHeldFrames { frames.removeFirst() }
+        frames.append(frame)
+        held[peer] = frames
+        return .held
+    }
+
+    // MARK: Identity changes and wiping
+
+    /// The peer now uses `newID` (an announce with a known Noise key): its session follows.
+    public mutating func rebind(_ newID: PeerID, to fingerprint: Fingerprint) {
+        fingerprintOf[newID] = fingerprint
+    }
+
+    /// Forgets the session, handshakes and held frames of one peer.
+    public mutating func wipe(_ peer: PeerID) {
+        if let fp = fingerprintOf.removeValue(forKey: peer), var s = established.removeValue(forKey: fp) {
+            s.transport.wipe()
+            s.previous?.wipe()
+            for (other, f) in fingerprintOf where f == fp { fingerprintOf[other] = nil }
+        }
+        handshakes[peer] = nil
+        held[peer] = nil
+    }
+
+    /// Forgets every session and handshake (panic).
+    public mutating func wipeAll() {
+        for fp in Array(established.keys) {
+            established[fp]?.transport.wipe()
+            established[fp]?.previous?.wipe()
+        }
+        established = [:]
+        fingerprintOf = [:]
+        handshakes = [:]
+        held = [:]
+        handshakeTimes = [:]
+    }
+}
