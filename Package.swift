@@ -29,10 +29,17 @@ let targets: [Target] = [
             .product(name: "CryptoExtras", package: "swift-crypto"),
         ]
     ),
+    // The node runtime: composes the layers; owns files and paths.
+    .target(
+        name: "StarlingNode",
+        dependencies: ["StarlingWire", "StarlingCrypto"]
+    ),
     .executableTarget(
         name: "starling",
         dependencies: [
             "StarlingWire",
+            "StarlingCrypto",
+            "StarlingNode",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),

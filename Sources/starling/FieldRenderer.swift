@@ -34,7 +34,7 @@ enum FieldRenderer {
 
     static func json(_ root: DissectedField) -> String {
         let object: [String: Any] = [root.name: jsonValue(root)]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -14,10 +14,11 @@ struct StarlingProcess {
             .deletingLastPathComponent().appendingPathComponent("starling")
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
+    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -1,0 +1,95 @@
+import Foundation
+import StarlingCrypto
+
+/// The node's identity on disk: `identity.key` (0600) and `nickname` in the data
+/// directory. Keys are created on first use; a passphrase seals them.
+public struct IdentityStore: Sendable {
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case insecurePermissions(path: String, mode: Int)
+        case keyFile(KeyFile.Error)
+
+        public var description: String {
+            switch self {
+            case let .insecurePermissions(path, mode):
+                "\(path) has permissions \(String(mode, radix: 8)); it must be readable by its owner only (chmod 600)"
+            case let .keyFile(e): e.description
+            }
+        }
+    }
+
+    public let directory: DataDirectory
+    public var scryptCost: KeyFile.ScryptCost
+
+    public init(directory: DataDirectory, scryptCost: KeyFile.ScryptCost = .standard) {
+        self.directory = directory
+        self.scryptCost = scryptCost
+    }
+
+    public var keyFile: URL { directory.file("identity.key") }
+    public var nicknameFile: URL { directory.file("nickname") }
+
+    public var exists: Bool { FileManager.default.fileExists(atPath: keyFile.path) }
+
+    /// Whether the stored key file is sealed with a passphrase.
+    public func isSealed() throws -> Bool {
+        KeyFile.isSealed([UInt8](try Data(contentsOf: keyFile)))
+    }
+
+    /// The stored identity, created (and written with 0600) when there is none.
+    /// Returns whether it was created.
+    public func loadOrCreate(passphrase: String? = nil) throws -> (identity: Identity, created: Bool) {
+        if exists { return (try load(passphrase: passphrase), false) }
+        let identity = Identity.generate()
+        try save(identity, passphrase: passphrase)
+        return (identity, true)
+    }
+
+    public func load(passphrase: String? = nil) throws -> Identity {
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)
+        let mode = (attributes[.posixPermissions] as? Int) ?? 0
+        guard mode & 0o077 == 0 else { throw Error.insecurePermissions(path: keyFile.path, mode: mode) }
+        do {
+            return try KeyFile.decode([UInt8](try Data(contentsOf: keyFile)), passphrase: passphrase)
+        } catch let e as KeyFile.Error {
+            throw Error.keyFile(e)
+        }
+    }
+
+    /// Writes the key file atomically with 0600 permissions.
+    public func save(_ identity: Identity, passphrase: String? = nil) throws {
+        try directory.create()
+        let bytes = try KeyFile.encode(identity, passphrase: passphrase, cost: scryptCost)
+        let temporary = directory.file(".identity.key.\(getpid()).tmp")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(bytes),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+        }
+        guard rename(temporary.path, keyFile.path) == 0 else {
+            let code = errno
+            try? FileManager.default.removeItem(at: temporary)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+    }
+
+    public func nickname() -> String? {
+        guard let d = try? Data(contentsOf: nicknameFile) else { return nil }
+        let s = String(decoding: d, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return s.isEmpty ? nil : s
+    }
+
+    public func setNickname(_ name: String) throws {
+        try directory.create()
+        try Data((name + "\n").utf8).write(to: nicknameFile, options: .atomic)
+    }
+
+    /// Deletes the key file and nickname (panic).
+    public func wipe() throws {
+        for f in [keyFile, nicknameFile] where FileManager.default.fileExists(atPath: f.path) {
+            // Overwrite before unlinking, so the keys do not linger in the file's blocks.
+            if let size = try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int, size > 0 {
+                try? Data(repeating: 0, count: size).write(to: f)
+            }
+            try FileManager.default.removeItem(at: f)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingNode
+
+struct Id: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show this node's identity: nickname, fingerprint and peer ID (created on first run).",
+        discussion: """
+        The keys (a Curve25519 key for Noise and an Ed25519 key for signatures) live in \
+        identity.key in the data directory ($XDG_DATA_HOME/starling, else \
+        ~/.local/share/starling), readable by you only. Read the fingerprint aloud to \
+        the person you are verifying; they compare it with what their device shows.
+
+        A sealed key file asks for its passphrase, or reads STARLING_PASSPHRASE.
+        """
+    )
+
+    @Option(name: .long, help: "Set the nickname others see.")
+    var name: String?
+
+    @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+    var dataDir: String?
+
+    @Flag(help: "Seal the key file with a passphrase (asked for, or STARLING_PASSPHRASE).")
+    var seal = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        let passphrase: String?
+        if store.exists, try store.isSealed() {
+            passphrase = try Passphrase.read(prompt: "Passphrase for \(store.keyFile.path): ")
+        } else if seal {
+            passphrase = try Passphrase.read(prompt: "New passphrase: ", confirm: true)
+        } else {
+            passphrase = nil
+        }
+        var (identity, created) = try store.loadOrCreate(passphrase: passphrase)
+        if seal, !created, let passphrase, !(try store.isSealed()) {
+            try store.save(identity, passphrase: passphrase)
+            identity = try store.load(passphrase: passphrase)
+        }
+        if let name {
+            guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a nickname has 1 to 255 bytes") }
+            try store.setNickname(name)
+        }
+        let nickname = store.nickname() ?? "anon\(identity.peerID.description.prefix(4))"
+        let sealed = try store.isSealed()
+        if json {
+            let object: [String: Any] = [
+                "nickname": nickname,
+                "peerID": identity.peerID.description,
+                "fingerprint": identity.fingerprint.hex,
+                "noisePublicKey": identity.noisePublicKey.hexString,
+                "signingPublicKey": identity.signingPublicKey.hexString,
+                "keyFile": store.keyFile.path,
+                "sealed": sealed,
+                "created": created,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            if created { print("created a new identity in \(store.keyFile.path)\n") }
+            let lines = identity.fingerprint.grouped.split(separator: "\n")
+            print("nickname:    \(nickname)")
+            print("peer ID:     \(identity.peerID)")
+            print("fingerprint: \(lines[0])")
+            for line in lines.dropFirst() { print("             \(line)") }
+            print("key file:    \(store.keyFile.path)\(sealed ? " (sealed)" : "")")
+        }
+    }
+}
+
+enum Passphrase {
+    /// STARLING_PASSPHRASE, else a prompt on the terminal without echo.
+    static func read(prompt: String, confirm: Bool = false) throws -> String {
+        if let env = ProcessInfo.processInfo.environment["STARLING_PASSPHRASE"], !env.isEmpty { return env }
+        guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
+            throw ValidationError("a passphrase is needed: run in a terminal or set STARLING_PASSPHRASE")
+        }
+        if confirm {
+            guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
+                throw ValidationError("the passphrases differ")
+            }
+        }
+        guard !first.isEmpty else { throw ValidationError("an empty passphrase seals nothing") }
+        return first
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+@Suite struct IdCommandTests {
+    static func temporaryDirectory() -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("starling-id-\(UUID().uuidString)")
+        return url.path
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test func createsOnceKeepsAcrossRunsWith0600() throws {
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try StarlingProcess.run(["id", "--data-dir", dir, "--name", "alice", "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let a = try Self.json(first.stdout)
+        #expect(a["created"] as? Bool == true)
+        #expect(a["nickname"] as? String == "alice")
+        let fingerprint = try #require(a["fingerprint"] as? String)
+        #expect(fingerprint.count == 64)
+        #expect((a["peerID"] as? String) == String(fingerprint.prefix(16)))
+        let mode = try FileManager.default.attributesOfItem(atPath: dir + "/identity.key")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let second = try Self.json(try StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)
+        #expect(second["created"] as? Bool == false)
+        #expect(second["fingerprint"] as? String == fingerprint)
+
+        let text = try StarlingProcess.run(["id", "--data-dir", dir])
+        #expect(text.stdout.contains("nickname:    alice"))
+        #expect(text.stdout.contains("fingerprint: \(fingerprint.prefix(4)) "))
+
+        // Readable by others: refused.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir + "/identity.key")
+        let loose = try StarlingProcess.run(["id", "--data-dir", dir])
+        #expect(loose.status != 0)
+        #expect(loose.stderr.contains("chmod 600"))
+    }
+
+    @Test func sealedKeyFileNeedsItsPassphrase() throws {
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let created = try StarlingProcess.run(["id", "--data-dir", dir, "--seal", "--json"],
+                                              environment: ["STARLING_PASSPHRASE": "river stone"])
+        let a = try Self.json(created.stdout)
+        #expect(a["sealed"] as? Bool == true)
+        let again = try StarlingProcess.run(["id", "--data-dir", dir, "--json"], environment: ["STARLING_PASSPHRASE": "river stone"])
+        #expect(try Self.json(again.stdout)["fingerprint"] as? String == a["fingerprint"] as? String)
+        let wrong = try StarlingProcess.run(["id", "--data-dir", dir], environment: ["STARLING_PASSPHRASE": "wrong"])
+        #expect(wrong.status != 0)
+        #expect(wrong.stderr.contains("wrong passphrase"))
+        let key = try Data(contentsOf: URL(fileURLWithPath: dir + "/identity.key"))
+        #expect(key.prefix(6) == Data([0x53, 0x4B, 0x45, 0x59, 0x01, 0x01]))
+    }
+}
