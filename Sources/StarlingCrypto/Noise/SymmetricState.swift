@@ -18,11 +18,8 @@ struct SymmetricState: Sendable {
 
     /// HKDF(ck, ikm) with 2 or 3 outputs of 32 bytes (RFC 5869, empty info).
     static func hkdf(_ ck: [UInt8], _ ikm: [UInt8], outputs: Int) -> [[UInt8]] {
-        let okm = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: ikm), salt: ck,
-                                         outputByteCount: 32 * outputs)
-        return okm.withUnsafeBytes { raw in
-            (0..<outputs).map { Array(raw[($0 * 32)..<($0 * 32 + 32)]) }
-        }
+        let okm = try! HKDFSHA256.derive(inputKeyMaterial: ikm, salt: ck, info: [], outputByteCount: 32 * outputs)
+        return (0..<outputs).map { Array(okm[($0 * 32)..<($0 * 32 + 32)]) }
     }
 
     mutating func mixKey(_ ikm: [UInt8]) {
