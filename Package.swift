@@ -45,7 +45,11 @@ let targets: [Target] = [
     ),
     .executableTarget(
         name: "starling-bench",
-        dependencies: ["StarlingWire"]
+        dependencies: [
+            "StarlingWire",
+            "StarlingCrypto",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]
     ),
     .testTarget(
         name: "StarlingWireTests",

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// starling-bench: speed of Starling's codecs and engines, with baselines
 /// measured in the same run. Build and run in release mode:
 ///
@@ -8,8 +12,14 @@
 @main
 struct StarlingBench {
     static func main() {
+        #if canImport(Glibc)
+        // Keep freed memory in the heap instead of returning it to the kernel
+        // after every large buffer: otherwise 64 KiB frames measure page faults.
+        _ = glibcMallopt(-1 /* M_TRIM_THRESHOLD */, 64 << 20)
+        _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 16 << 20)
+        #endif
         let args = Array(CommandLine.arguments.dropFirst())
-        let areas: [String: () -> Void] = ["wire": WireBench.run]
+        let areas: [String: () -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run]
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
             return
@@ -23,6 +33,11 @@ struct StarlingBench {
         }
     }
 }
+
+#if canImport(Glibc)
+@_silgen_name("mallopt")
+func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+#endif
 
 /// Keeps the optimiser from removing work whose result is unused.
 @inline(never)

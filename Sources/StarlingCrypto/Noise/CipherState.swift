@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// A Noise CipherState (§5.1) for ChaChaPoly: a key and a 64-bit nonce.
 ///
@@ -20,24 +21,41 @@ public struct CipherState: Sendable {
 
     /// The ChaChaPoly nonce for a counter value.
     @inline(__always)
-    static func aeadNonce(_ n: UInt64) -> ChaChaPoly.Nonce {
+    static func nonceBytes(_ n: UInt64) -> (UInt32, UInt32, UInt32) {
         // 12 bytes: 4 zero bytes, then the counter little-endian.
-        let bytes: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: n).littleEndian,
-                                               UInt32(truncatingIfNeeded: n >> 32).littleEndian)
-        return withUnsafeBytes(of: bytes) { try! ChaChaPoly.Nonce(data: $0) }
+        (0, UInt32(truncatingIfNeeded: n).littleEndian, UInt32(truncatingIfNeeded: n >> 32).littleEndian)
+    }
+
+    @inline(__always)
+    static func aeadNonce(_ n: UInt64) -> ChaChaPoly.Nonce {
+        withUnsafeBytes(of: nonceBytes(n)) { try! ChaChaPoly.Nonce(data: $0) }
     }
 
     /// Encrypts with an explicit nonce, leaving the internal counter alone.
     public func encrypt(nonce n: UInt64, ad: [UInt8], plaintext: [UInt8]) throws(NoiseError) -> [UInt8] {
-        guard let key else { return plaintext }
+        var out = [UInt8]()
+        try encrypt(nonce: n, ad: ad, plaintext: plaintext, appendingTo: &out)
+        return out
+    }
+
+    /// Encrypts with an explicit nonce and appends ciphertext ‖ tag to `out`
+    /// (one copy of the output, for framing without further copies).
+    public func encrypt(nonce n: UInt64, ad: [UInt8], plaintext: [UInt8], appendingTo out: inout [UInt8]) throws(NoiseError) {
+        guard let key else {
+            out.append(contentsOf: plaintext)
+            return
+        }
         guard n != .max else { throw .nonceExhausted }
         do {
-            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: Self.aeadNonce(n), authenticating: ad)
-            var out = [UInt8]()
-            out.reserveCapacity(plaintext.count + Self.tagSize)
-            out.append(contentsOf: box.ciphertext)
-            out.append(contentsOf: box.tag)
-            return out
+            let box = try plaintext.withUnsafeBytes { p in
+                try ad.withUnsafeBytes { a in
+                    try ChaChaPoly.seal(p, using: key, nonce: Self.aeadNonce(n), authenticating: a)
+                }
+            }
+            // combined = nonce (12) ‖ ciphertext ‖ tag: copy all but the nonce at once.
+            let combined = box.combined
+            out.reserveCapacity(out.count + combined.count - 12)
+            combined.withUnsafeBytes { out.append(contentsOf: $0[12...]) }
         } catch {
             throw .decryptionFailed
         }
@@ -45,14 +63,22 @@ public struct CipherState: Sendable {
 
     /// Decrypts with an explicit nonce, leaving the internal counter alone.
     public func decrypt(nonce n: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
-        guard let key else { return ciphertext }
+        try decrypt(nonce: n, ad: ad, ciphertext: ciphertext[...])
+    }
+
+    /// Decrypts ciphertext ‖ tag given as a slice (for example a frame past its header).
+    public func decrypt(nonce n: UInt64, ad: [UInt8], ciphertext: ArraySlice<UInt8>) throws(NoiseError) -> [UInt8] {
+        guard let key else { return Array(ciphertext) }
         guard n != .max else { throw .nonceExhausted }
         guard ciphertext.count >= Self.tagSize else { throw .decryptionFailed }
         do {
-            let split = ciphertext.count - Self.tagSize
-            let box = try ChaChaPoly.SealedBox(nonce: Self.aeadNonce(n), ciphertext: ciphertext[..<split],
-                                               tag: ciphertext[split...])
-            return Array(try ChaChaPoly.open(box, using: key, authenticating: ad))
+            // Build the combined form (nonce ‖ ciphertext ‖ tag) with one copy.
+            var combined = Data(capacity: 12 + ciphertext.count)
+            withUnsafeBytes(of: Self.nonceBytes(n)) { combined.append(contentsOf: $0) }
+            ciphertext.withUnsafeBytes { combined.append(contentsOf: $0) }
+            let box = try ChaChaPoly.SealedBox(combined: combined)
+            let plain = try ad.withUnsafeBytes { try ChaChaPoly.open(box, using: key, authenticating: $0) }
+            return plain.withUnsafeBytes { Array($0) }
         } catch {
             throw .decryptionFailed
         }

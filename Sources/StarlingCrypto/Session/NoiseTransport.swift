@@ -58,7 +58,7 @@ public struct NoiseTransport: Sendable {
         frame.reserveCapacity(Self.overhead + plaintext.count)
         frame.appendU32BE(UInt32(n))
         do {
-            frame += try sender.encrypt(nonce: n, ad: [], plaintext: plaintext)
+            try sender.encrypt(nonce: n, ad: [], plaintext: plaintext, appendingTo: &frame)
         } catch {
             throw .counterExhausted
         }
@@ -76,7 +76,7 @@ public struct NoiseTransport: Sendable {
         }
         let plaintext: [UInt8]
         do {
-            plaintext = try receiver.decrypt(nonce: n, ad: [], ciphertext: Array(frame[Self.nonceSize...]))
+            plaintext = try receiver.decrypt(nonce: n, ad: [], ciphertext: frame[Self.nonceSize...])
         } catch {
             throw .decryptionFailed
         }
