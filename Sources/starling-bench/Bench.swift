@@ -80,8 +80,14 @@ enum Timer {
     }
 
     static func ratio(_ label: String, baseline: Measurement, ours: Measurement) {
-        print("  ratio \(label.padding(42))\(format1(baseline.nanosPerOp / ours.nanosPerOp).leftPadding(9))× (\(baseline.name) / \(ours.name))")
+        print("  ratio \(label.padding(42))\(format2(baseline.nanosPerOp / ours.nanosPerOp).leftPadding(9))× (\(baseline.name) / \(ours.name))")
     }
+}
+
+func format2(_ v: Double) -> String {
+    let r = (v * 100).rounded() / 100
+    let s = String(r)
+    return s.contains(".") && s.split(separator: ".")[1].count == 1 ? s + "0" : s
 }
 
 func format1(_ v: Double) -> String {
