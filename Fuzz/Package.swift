@@ -1,12 +1,12 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// libFuzzer harnesses, one per StarlingWire decoder. Built only by scripts/fuzz:
+// libFuzzer harnesses, one per decoder of untrusted bytes. Built only by scripts/fuzz:
 //   swift build --package-path Fuzz --sanitize=fuzzer --sanitize=address
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session",
 ]
 
 let package = Package(
@@ -15,7 +15,10 @@ let package = Package(
     targets: fuzzers.map { name in
         .executableTarget(
             name: name,
-            dependencies: [.product(name: "StarlingWire", package: "Starling")]
+            dependencies: [
+                .product(name: "StarlingWire", package: "Starling"),
+                .product(name: "StarlingCrypto", package: "Starling"),
+            ]
         )
     },
     swiftLanguageModes: [.v6]

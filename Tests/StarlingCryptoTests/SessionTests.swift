@@ -203,3 +203,29 @@ struct Pair {
         #expect(done.established != nil && s.established != nil)
     }
 }
+
+@Suite struct TransportEdgeTests {
+    @Test func counterExhaustionStopsSealing() throws {
+        let key = [UInt8](repeating: 7, count: 32)
+        var t = NoiseTransport(sending: CipherState(key: key), receiving: CipherState(key: key), sent: NoiseTransport.maxCounter - 1)
+        let last = try t.seal([1])
+        #expect(Array(last.prefix(4)) == [0xFF, 0xFF, 0xFF, 0xFE])
+        #expect(throws: SessionError.counterExhausted) { try t.seal([2]) }
+        #expect(try t.open(last) == [1])
+    }
+
+    @Test func handshakeAndFramePacketsAreAddressedUnsignedAndPadded() throws {
+        let a = Identity.generate(), b = Identity.generate()
+        var hs = try HandshakeState(protocol: .bitchat, initiator: true, localStatic: a.noiseKey)
+        let m1 = try hs.writeMessage()
+        let packet = NoisePackets.handshake(m1, from: a.peerID, to: b.peerID, timestamp: 1)
+        let bytes = try packet.encoded(padded: true)
+        #expect(bytes.count == 256)
+        let back = try Packet(decoding: bytes)
+        #expect(back.type == .noiseHandshake && back.recipientID == b.peerID && back.signature == nil)
+        #expect(back.payload == m1 && back.compressedPayload == nil)
+        let frame = NoisePackets.encrypted([0, 0, 0, 0] + [UInt8](repeating: 0x61, count: 200), from: a.peerID, to: b.peerID, timestamp: 1)
+        #expect(frame.compressedPayload == nil) // frames are never compressed, however repetitive
+        #expect(try Packet(decoding: frame.encoded(padded: true)).type == .noiseEncrypted)
+    }
+}

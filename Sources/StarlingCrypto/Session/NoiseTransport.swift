@@ -51,6 +51,12 @@ public struct NoiseTransport: Sendable {
         receiver = receiving
     }
 
+    /// A transport whose send counter starts at `sent` (tests of counter exhaustion).
+    init(sending: CipherState, receiving: CipherState, sent: UInt64) {
+        self.init(sending: sending, receiving: receiving)
+        self.sent = sent
+    }
+
     public mutating func seal(_ plaintext: [UInt8]) throws(SessionError) -> [UInt8] {
         guard sent < Self.maxCounter else { throw .counterExhausted }
         let n = sent
