@@ -29,6 +29,24 @@ let targets: [Target] = [
             .product(name: "CryptoExtras", package: "swift-crypto"),
         ]
     ),
+    // The mesh router without I/O: dedup, TTL, relay policies, jittered relays
+    // with cancellation, fragmentation in the path, statistics.
+    .target(
+        name: "StarlingMesh",
+        dependencies: [
+            "StarlingWire",
+            .product(name: "HeapModule", package: "swift-collections"),
+        ]
+    ),
+    // The discrete-event mesh simulator: the same router over a simulated radio.
+    .target(
+        name: "StarlingSim",
+        dependencies: [
+            "StarlingWire",
+            "StarlingMesh",
+            .product(name: "HeapModule", package: "swift-collections"),
+        ]
+    ),
     // The node runtime: composes the layers; owns files and paths.
     .target(
         name: "StarlingNode",
@@ -48,6 +66,8 @@ let targets: [Target] = [
         dependencies: [
             "StarlingWire",
             "StarlingCrypto",
+            "StarlingMesh",
+            "StarlingSim",
             .product(name: "Crypto", package: "swift-crypto"),
         ]
     ),
@@ -67,6 +87,10 @@ let targets: [Target] = [
         ],
         resources: [.copy("Vectors")]
     ),
+    .testTarget(
+        name: "StarlingMeshTests",
+        dependencies: ["StarlingMesh", "StarlingSim", "StarlingWire"]
+    ),
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
@@ -80,12 +104,15 @@ let package = Package(
     products: [
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
         .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
+        .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
+        .library(name: "StarlingSim", targets: ["StarlingSim"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

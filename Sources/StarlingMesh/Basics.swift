@@ -1,0 +1,35 @@
+import StarlingWire
+
+/// A link to one neighbour, numbered by whoever owns the connection (a
+/// transport, or the simulator). The router knows no sockets, only these.
+public struct LinkID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(_ rawValue: UInt32) { self.rawValue = rawValue }
+    public static func < (a: LinkID, b: LinkID) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "link\(rawValue)" }
+}
+
+/// SplitMix64: small, fast and deterministic for a given seed. The router and
+/// the simulator take all their randomness from one of these.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    public mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+
+    /// A new generator whose sequence is independent of this one's.
+    public mutating func split() -> SeededGenerator { SeededGenerator(seed: next()) }
+}
+
+/// Milliseconds, on whatever clock the caller runs (wall or virtual).
+public typealias Millis = UInt64

@@ -1,0 +1,242 @@
+import HeapModule
+import StarlingWire
+
+/// The mesh relay engine of one node, without I/O.
+///
+/// Bytes come in from links with the time; bytes go out to links, and packets
+/// go up to the application. Relays are scheduled with a jitter chosen by the
+/// ``RelayPolicy`` and may be cancelled by copies heard meanwhile; the caller
+/// runs ``tick(now:)`` at ``nextDeadline``. The same code runs in real nodes and
+/// in the simulator.
+public struct MeshRouter: Sendable {
+    public struct Configuration: Sendable {
+        /// The TTL new packets start with, and from which hop counts are reckoned.
+        public var maxTTL: UInt8 = 7
+        /// Pending relays at most; further ones are refused (and counted).
+        public var maxPendingRelays = 1024
+        public var dedupRetention: Millis = 300_000
+        public var dedupCapacity = 65_536
+        public var reassembly = Reassembler.Limits()
+        public init() {}
+    }
+
+    public enum Action: Sendable {
+        /// Send these bytes (one packet or fragment) on these links.
+        case transmit([UInt8], links: [LinkID])
+        /// A packet for this node (addressed to it, or broadcast), reassembled if
+        /// it came in fragments. `hops` counts from its originator (1 = direct).
+        case deliver(Packet, link: LinkID?, hops: Int)
+    }
+
+    struct Pending {
+        var fireAt: Millis
+        var bytes: [UInt8]
+        var packet: Packet
+        var incoming: LinkID?
+        var links: LinkSelection
+        var tracking: RelayTracking
+    }
+
+    struct Deadline: Comparable {
+        var at: Millis
+        var seq: UInt64
+        var key: UInt64
+        static func < (a: Deadline, b: Deadline) -> Bool { (a.at, a.seq) < (b.at, b.seq) }
+    }
+
+    public let configuration: Configuration
+    public var localPeer: PeerID? { didSet { neighborhood.localPeer = localPeer } }
+    public var policy: any RelayPolicy
+    public private(set) var neighborhood: Neighborhood
+    public private(set) var statistics = MeshStatistics()
+    private var frameLimits: [LinkID: Int] = [:]
+    private var dedup: Deduplicator
+    private var pending: [UInt64: Pending] = [:]
+    private var deadlines = Heap<Deadline>()
+    private var sequence: UInt64 = 0
+    private var rng: SeededGenerator
+    private var reassembler: Reassembler
+
+    public init(localPeer: PeerID?, policy: any RelayPolicy, seed: UInt64, configuration: Configuration = Configuration()) {
+        self.localPeer = localPeer
+        self.neighborhood = Neighborhood(localPeer: localPeer)
+        self.policy = policy
+        self.configuration = configuration
+        self.rng = SeededGenerator(seed: seed)
+        self.dedup = Deduplicator(retention: configuration.dedupRetention, capacity: configuration.dedupCapacity)
+        self.reassembler = Reassembler(limits: configuration.reassembly)
+    }
+
+    // MARK: Links and neighbourhood
+
+    /// A link came up. `maxFrame` is the largest packet it carries in one piece.
+    public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil) {
+        neighborhood.add(link, peer: peer)
+        frameLimits[link] = maxFrame
+    }
+
+    public mutating func linkDown(_ link: LinkID) {
+        neighborhood.remove(link)
+        frameLimits[link] = nil
+    }
+
+    public mutating func bind(_ link: LinkID, to peer: PeerID) { neighborhood.bind(link, to: peer) }
+
+    /// What a neighbour announced as its neighbours (verified by the caller).
+    public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>) {
+        neighborhood.setNeighbors(of: peer, neighbors)
+    }
+
+    public var pendingRelayCount: Int { pending.count }
+    public var nextDeadline: Millis? { deadlines.min?.at }
+
+    // MARK: Sending
+
+    /// Originates a packet: records it as seen and sends it on every link now.
+    public mutating func originate(_ packet: Packet, now: Millis) -> [Action] {
+        let id = PacketID(packet)
+        _ = dedup.insert(id.high, now: now)
+        statistics.originated += 1
+        guard let bytes = try? Self.wireBytes(packet) else { return [] }
+        return transmit(bytes, packet: packet, on: neighborhood.linkIDs)
+    }
+
+    static func wireBytes(_ packet: Packet) throws -> [UInt8] {
+        let padded = packet.type == .noiseHandshake || packet.type == .noiseEncrypted
+        return try packet.encoded(padded: padded)
+    }
+
+    // MARK: Receiving
+
+    public mutating func receive(_ bytes: [UInt8], on link: LinkID, now: Millis) -> [Action] {
+        guard let packet = try? Packet(decoding: bytes) else {
+            statistics.malformed += 1
+            return []
+        }
+        let key = PacketID(packet).high
+        let fromPeer = neighborhood.peer(on: link)
+        guard dedup.insert(key, now: now) else {
+            statistics.duplicatesBlocked += 1
+            if var p = pending[key] {
+                if policy.duplicateHeard(from: fromPeer, neighborhood: neighborhood, tracking: &p.tracking) {
+                    pending[key] = nil
+                    statistics.relaysCancelled += 1
+                } else {
+                    pending[key] = p
+                }
+            }
+            return []
+        }
+        var actions: [Action] = []
+        let hops = Int(configuration.maxTTL) - Int(packet.ttl) + 1
+        statistics.received += 1
+        statistics.hopSum += max(1, hops)
+        if hops <= 1 { statistics.direct += 1 } else { statistics.relayed += 1 }
+
+        let forUs = packet.recipientID == nil || packet.recipientID == .broadcast || packet.recipientID == localPeer
+        if packet.type == .fragment {
+            if forUs, let whole = reassemble(packet, now: now) {
+                statistics.messagesReassembled += 1
+                // The whole message counts once, whichever fragments made it.
+                if dedup.insert(PacketID(whole).high, now: now) {
+                    statistics.delivered += 1
+                    actions.append(.deliver(whole, link: link, hops: max(1, hops)))
+                }
+            }
+        } else if forUs {
+            statistics.delivered += 1
+            actions.append(.deliver(packet, link: link, hops: max(1, hops)))
+        }
+
+        // Relay? Never a sync request, never a packet addressed to us.
+        guard packet.type != .requestSync, packet.recipientID == nil || packet.recipientID != localPeer else {
+            return actions
+        }
+        let context = RelayContext(localPeer: localPeer, degree: neighborhood.degree, ttl: packet.ttl, type: packet.type,
+                                   fromLink: link, fromPeer: fromPeer, now: now)
+        var tracking = RelayTracking()
+        switch policy.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) {
+        case .drop:
+            statistics.relaysDeclined += 1
+        case let .relay(delay, ttl, links):
+            guard pending.count < configuration.maxPendingRelays else {
+                statistics.relaysOverflowed += 1
+                return actions
+            }
+            var copy = packet
+            copy.ttl = ttl
+            guard let out = try? Self.wireBytes(copy) else { return actions }
+            statistics.relaysScheduled += 1
+            if delay == 0 {
+                statistics.relaysExecuted += 1
+                actions += transmit(out, packet: copy, on: select(links, excluding: link))
+            } else {
+                pending[key] = Pending(fireAt: now + delay, bytes: out, packet: copy, incoming: link,
+                                       links: links, tracking: tracking)
+                sequence += 1
+                deadlines.insert(Deadline(at: now + delay, seq: sequence, key: key))
+            }
+        }
+        return actions
+    }
+
+    /// Fires the relays that are due.
+    public mutating func tick(now: Millis) -> [Action] {
+        var actions: [Action] = []
+        while let next = deadlines.min, next.at <= now {
+            _ = deadlines.popMin()
+            guard let p = pending.removeValue(forKey: next.key), p.fireAt == next.at else { continue }
+            statistics.relaysExecuted += 1
+            actions += transmit(p.bytes, packet: p.packet, on: select(p.links, excluding: p.incoming))
+        }
+        return actions
+    }
+
+    private mutating func select(_ selection: LinkSelection, excluding incoming: LinkID?) -> [LinkID] {
+        var links = neighborhood.linkIDs
+        if let incoming { links.removeAll { $0 == incoming } }
+        if case let .randomSubset(count) = selection, links.count > count {
+            links.shuffle(using: &rng)
+            links = Array(links.prefix(count)).sorted()
+        }
+        return links
+    }
+
+    /// Sends `bytes` on `links`, fragmenting for links whose frame limit is smaller.
+    private mutating func transmit(_ bytes: [UInt8], packet: Packet, on links: [LinkID]) -> [Action] {
+        guard !links.isEmpty else { return [] }
+        var whole: [LinkID] = []
+        var byLimit: [Int: [LinkID]] = [:]
+        for link in links {
+            if let limit = frameLimits[link] ?? nil, bytes.count > limit {
+                byLimit[limit, default: []].append(link)
+            } else {
+                whole.append(link)
+            }
+        }
+        var actions: [Action] = []
+        if !whole.isEmpty {
+            statistics.transmissions += 1
+            actions.append(.transmit(bytes, links: whole))
+        }
+        for (limit, group) in byLimit.sorted(by: { $0.key < $1.key }) {
+            let chunk = Fragmenter.chunkSize(for: packet, linkLimit: limit)
+            guard let pieces = try? Fragmenter.fragment(packet, chunkSize: chunk, fragmentID: rng.next()) else { continue }
+            for piece in pieces {
+                guard let b = try? piece.encoded() else { continue }
+                _ = dedup.insert(PacketID(piece).high, now: 0)
+                statistics.transmissions += 1
+                statistics.fragmentsSent += 1
+                actions.append(.transmit(b, links: group))
+            }
+        }
+        return actions
+    }
+
+    private mutating func reassemble(_ packet: Packet, now: Millis) -> Packet? {
+        guard let fragment = try? Fragment(decoding: packet.payload),
+              case let .complete(bytes)? = try? reassembler.receive(fragment, from: packet.senderID, now: now),
+              let whole = try? Packet(decoding: bytes) else { return nil }
+        return whole
+    }
+}

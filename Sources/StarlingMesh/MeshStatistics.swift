@@ -1,0 +1,41 @@
+/// Counters a node keeps about the mesh as it sees it (seed 001, chapter 7).
+public struct MeshStatistics: Hashable, Sendable {
+    /// Packets this node originated.
+    public var originated = 0
+    /// Distinct packets received (first copies).
+    public var received = 0
+    /// Of those, received straight from their originator (hop count 1).
+    public var direct = 0
+    /// Of those, received through at least one relay.
+    public var relayed = 0
+    /// Sum of hop counts of received packets, for the average.
+    public var hopSum = 0
+    /// Copies dropped as duplicates.
+    public var duplicatesBlocked = 0
+    /// Packets handed to the application (for us, or broadcast).
+    public var delivered = 0
+    public var relaysScheduled = 0
+    public var relaysExecuted = 0
+    /// Pending relays cancelled because the packet was heard enough.
+    public var relaysCancelled = 0
+    /// Relays the policy declined, or the TTL forbade.
+    public var relaysDeclined = 0
+    /// Relays refused because too many were pending.
+    public var relaysOverflowed = 0
+    /// Radio transmissions (one per send on a set of links, fragments counted).
+    public var transmissions = 0
+    public var fragmentsSent = 0
+    public var messagesReassembled = 0
+    public var malformed = 0
+
+    public init() {}
+
+    public var averageHops: Double { received == 0 ? 0 : Double(hopSum) / Double(received) }
+    /// Executed ÷ scheduled.
+    public var relayEfficiency: Double { relaysScheduled == 0 ? 0 : Double(relaysExecuted) / Double(relaysScheduled) }
+    /// Duplicates ÷ all copies received.
+    public var duplicateRate: Double {
+        let all = received + duplicatesBlocked
+        return all == 0 ? 0 : Double(duplicatesBlocked) / Double(all)
+    }
+}

@@ -1,0 +1,83 @@
+import StarlingWire
+
+/// What a node knows of the mesh around it: its links, the peer at the end of
+/// each (once known), and each neighbour's own neighbours (2-hop knowledge,
+/// which announces carry in their neighbour TLV).
+public struct Neighborhood: Sendable {
+    public private(set) var links: [LinkID: PeerID?] = [:]
+    public private(set) var neighborsOfPeer: [PeerID: Set<PeerID>] = [:]
+    /// This node's own peer ID (for priorities).
+    public var localPeer: PeerID? { didSet { updateForwarder() } }
+    /// Whether this node is a forwarder of the self-pruned backbone: see
+    /// ``isBackboneForwarder(localPeer:)``. Kept up to date as links and
+    /// neighbour lists change.
+    public private(set) var isForwarder = true
+    /// How many neighbours have a higher self-pruning priority (0: a local maximum).
+    public private(set) var priorityRank = 0
+
+    public init(localPeer: PeerID? = nil) {
+        self.localPeer = localPeer
+    }
+
+    public var degree: Int { links.count }
+    public var linkIDs: [LinkID] { links.keys.sorted() }
+
+    public mutating func add(_ link: LinkID, peer: PeerID? = nil) { links[link] = .some(peer); updateForwarder() }
+    public mutating func remove(_ link: LinkID) { links[link] = nil; updateForwarder() }
+    public mutating func bind(_ link: LinkID, to peer: PeerID) {
+        if links[link] != nil { links[link] = .some(peer); updateForwarder() }
+    }
+    public func peer(on link: LinkID) -> PeerID? { links[link] ?? nil }
+    public func link(to peer: PeerID) -> LinkID? { links.first { $0.value == peer }?.key }
+
+    /// Our direct neighbours' peer IDs (those known).
+    public var neighborPeers: Set<PeerID> { Set(links.values.compactMap { $0 }) }
+
+    /// Records what a neighbour announced as its own neighbours.
+    public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>) {
+        neighborsOfPeer[peer] = neighbors
+        updateForwarder()
+    }
+
+    public func neighbors(of peer: PeerID) -> Set<PeerID>? { neighborsOfPeer[peer] }
+
+    /// Priority for self-pruning: more links first, then the larger peer ID.
+    private func priority(of peer: PeerID, degree: Int) -> (Int, UInt64) { (degree, peer.rawValue) }
+
+    /// Wu and Dai's self-pruning coverage condition with 2-hop knowledge: this
+    /// node need not forward when its neighbours are all covered by a connected
+    /// set of neighbours of higher priority. The nodes that remain forwarders
+    /// form a connected dominating set; on a random geometric graph it is close
+    /// to a greedy CDS. Unknown neighbourhoods make a node a forwarder.
+    private mutating func updateForwarder() {
+        guard let me = localPeer else { isForwarder = true; return }
+        let mine = neighborPeers
+        guard links.values.allSatisfy({ $0 != nil }), !mine.isEmpty else { isForwarder = true; return }
+        let myPriority = priority(of: me, degree: mine.count)
+        var higher: [PeerID] = []
+        for x in mine {
+            guard let n = neighborsOfPeer[x] else { isForwarder = true; priorityRank = 0; return }
+            if priority(of: x, degree: n.count) > myPriority { higher.append(x) }
+        }
+        priorityRank = higher.count
+        // Connected components of the higher-priority neighbours (edges as announced).
+        var unvisited = Set(higher)
+        while let seed = unvisited.first {
+            var component: [PeerID] = [seed]
+            unvisited.remove(seed)
+            var i = 0
+            while i < component.count {
+                let u = component[i]; i += 1
+                for w in neighborsOfPeer[u] ?? [] where unvisited.contains(w) {
+                    unvisited.remove(w)
+                    component.append(w)
+                }
+            }
+            // Does this component cover all of our neighbours?
+            var covered = Set(component)
+            for u in component { covered.formUnion(neighborsOfPeer[u] ?? []) }
+            if mine.isSubset(of: covered) { isForwarder = false; return }
+        }
+        isForwarder = true
+    }
+}

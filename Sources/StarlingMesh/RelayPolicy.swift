@@ -1,0 +1,83 @@
+import StarlingWire
+
+/// What a relay policy sees when a packet first arrives.
+public struct RelayContext: Sendable {
+    public var localPeer: PeerID?
+    /// Links this node has now.
+    public var degree: Int
+    /// The TTL the packet arrived with (the relayed copy carries one less).
+    public var ttl: UInt8
+    public var type: MessageType
+    /// The link it came in on (nil when we originate it).
+    public var fromLink: LinkID?
+    /// The peer at the end of that link, when known.
+    public var fromPeer: PeerID?
+    public var now: Millis
+
+    public init(localPeer: PeerID?, degree: Int, ttl: UInt8, type: MessageType, fromLink: LinkID?, fromPeer: PeerID?, now: Millis) {
+        self.localPeer = localPeer
+        self.degree = degree
+        self.ttl = ttl
+        self.type = type
+        self.fromLink = fromLink
+        self.fromPeer = fromPeer
+        self.now = now
+    }
+}
+
+/// Per-packet state a policy keeps while a relay is pending.
+public struct RelayTracking: Sendable {
+    /// Copies heard, the first included.
+    public var heard = 1
+    /// Neighbours still to be covered, with how many more transmissions each
+    /// should hear (coverage policies only).
+    public var need: [PeerID: Int] = [:]
+    public init() {}
+    public var uncoveredWeight: Int { need.values.reduce(0) { $0 + max(0, $1) } }
+}
+
+/// Which links a relay goes out on.
+public enum LinkSelection: Hashable, Sendable {
+    /// Every link except the one the packet came in on.
+    case allButIncoming
+    /// At most `count` of them, chosen at random.
+    case randomSubset(count: Int)
+}
+
+public enum RelayDecision: Hashable, Sendable {
+    case drop
+    case relay(delay: Millis, ttl: UInt8, links: LinkSelection)
+}
+
+/// A relay policy: whether and when to relay a packet heard for the first
+/// time, and whether later copies cancel the pending relay. Plain values;
+/// randomness comes in through the generator.
+public protocol RelayPolicy: Sendable {
+    var name: String { get }
+    /// Called on the first copy. `tracking` starts fresh and is kept with the
+    /// pending relay.
+    func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
+                    rng: inout SeededGenerator) -> RelayDecision
+    /// Called for each later copy heard before the relay fires (from `peer`,
+    /// when known). Return true to cancel the relay.
+    func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool
+}
+
+extension RelayPolicy {
+    public func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
+        tracking.heard += 1
+        return false
+    }
+}
+
+/// The TTL a relayed copy carries, or nil when the packet must not be relayed
+/// (it arrived with TTL 0 or 1: decremented to 0, it is processed, not relayed).
+@inline(__always)
+func relayTTL(_ received: UInt8) -> UInt8? {
+    received > 1 ? received - 1 : nil
+}
+
+@inline(__always)
+func uniform(_ upper: Millis, _ rng: inout SeededGenerator) -> Millis {
+    upper == 0 ? 0 : rng.next() % upper
+}

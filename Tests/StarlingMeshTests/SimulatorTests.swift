@@ -1,0 +1,97 @@
+import Testing
+import StarlingWire
+@testable import StarlingMesh
+@testable import StarlingSim
+
+@Suite struct SimulatorTests {
+    @Test func floodingOverALineReachesEveryNodeWithinTTL() {
+        var e = BroadcastExperiment()
+        e.broadcasts = 5
+        e.ttl = 64
+        let r = e.run(on: .line(12), policy: FloodingPolicy())
+        #expect(r.deliveryRatios.allSatisfy { $0 == 1 })
+        // Every node transmits at most once per broadcast; an end that did not
+        // originate has no link left to send on.
+        #expect(r.transmissionsPerNode.allSatisfy { $0 <= 5 })
+        #expect(r.transmissionsPerNode[1...10].allSatisfy { $0 == 5 })
+        #expect(r.transmissionsPerBroadcast >= 10 && r.transmissionsPerBroadcast <= 11)
+    }
+
+    @Test func ttlLimitsTheReachOnALine() {
+        var config = MeshRouter.Configuration()
+        config.maxTTL = 3
+        var sim = Simulator(topology: .line(10), radio: .init(), policy: FloodingPolicy(), seed: 1, configuration: config)
+        final class Box: @unchecked Sendable { var reached: Set<Int> = [] }
+        let box = Box()
+        sim.onDeliver = { node, _, _, _ in box.reached.insert(node) }
+        sim.originate(Packet(type: .message, ttl: 3, timestamp: 0, senderID: Simulator.peerID(0), payload: [1]), at: 0)
+        sim.run(until: 10_000)
+        // TTL 3: hops 1, 2 and 3 receive; hop 3 does not relay.
+        #expect(box.reached == [1, 2, 3])
+    }
+
+    @Test func sameSeedSameRunDifferentSeedDifferentRun() {
+        var rng = SeededGenerator(seed: 5)
+        let t = Topology.randomGeometric(nodes: 80, radius: Topology.radius(nodes: 80, meanDegree: 8), rng: &rng)
+        var e = BroadcastExperiment()
+        e.radio.loss = 0.1
+        e.broadcasts = 10
+        let a = e.run(on: t, policy: BackbonePolicy())
+        let b = e.run(on: t, policy: BackbonePolicy())
+        #expect(a.deliveryRatios == b.deliveryRatios)
+        #expect(a.transmissionsPerNode == b.transmissionsPerNode)
+        #expect(a.latencies == b.latencies)
+        e.seed = 2
+        let c = e.run(on: t, policy: BackbonePolicy())
+        #expect(c.transmissionsPerNode != a.transmissionsPerNode)
+    }
+
+    @Test func greedyCDSIsConnectedAndDominating() {
+        var rng = SeededGenerator(seed: 9)
+        let t = Topology.randomGeometric(nodes: 200, radius: Topology.radius(nodes: 200, meanDegree: 8), rng: &rng)
+        let component = t.largestComponent
+        let cds = t.greedyConnectedDominatingSet(of: component)
+        for v in component { #expect(cds.contains(v) || t.neighbors[v].contains { cds.contains($0) }) }
+        let sub = Topology(neighbors: t.neighbors.enumerated().map { i, n in cds.contains(i) ? n.filter { cds.contains($0) } : [] })
+        let reach = sub.distances(from: cds.first!)
+        #expect(cds.allSatisfy { reach[$0] != nil })
+        #expect(cds.count < component.count / 2)
+    }
+
+    @Test func topologiesAndDegreeLimit() {
+        #expect(Topology.grid(width: 4, height: 3).edgeCount == 17)
+        var rng = SeededGenerator(seed: 2)
+        let dense = Topology.randomGeometric(nodes: 300, radius: Topology.radius(nodes: 300, meanDegree: 16), rng: &rng)
+        #expect(abs(dense.meanDegree - 16) < 2)
+        let limited = dense.limitingDegree(to: 7)
+        #expect(limited.maxDegree <= 7)
+        let clusters = Topology.clusters(3, size: 30, meanDegree: 8, bridges: 2, rng: &rng)
+        #expect(clusters.nodeCount == 90)
+    }
+
+    @Test func defaultPolicyBeatsCounterAndFloodingOnAModerateGraph() {
+        var rng = SeededGenerator(seed: 11)
+        let t = Topology.randomGeometric(nodes: 150, radius: Topology.radius(nodes: 150, meanDegree: 10), rng: &rng)
+        var e = BroadcastExperiment()
+        e.radio.loss = 0.05
+        e.broadcasts = 20
+        e.ttl = 64
+        let flood = e.run(on: t, policy: FloodingPolicy())
+        let backbone = e.run(on: t, policy: BackbonePolicy())
+        #expect(backbone.meanDelivery >= 0.99)
+        #expect(backbone.transmissionsPerBroadcast < 0.6 * flood.transmissionsPerBroadcast)
+    }
+
+    @Test func churnTakesNodesOffline() {
+        var e = BroadcastExperiment()
+        e.broadcasts = 10
+        e.churn = 0.2
+        e.ttl = 64
+        var rng = SeededGenerator(seed: 3)
+        let t = Topology.randomGeometric(nodes: 60, radius: Topology.radius(nodes: 60, meanDegree: 10), rng: &rng)
+        let r = e.run(on: t, policy: FloodingPolicy())
+        // Offline nodes neither count as reachable nor transmit; the rest still get it.
+        #expect(r.meanDelivery > 0.95)
+        #expect(r.transmissionsPerBroadcast < 60)
+    }
+}
