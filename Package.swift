@@ -58,6 +58,8 @@ let targets: [Target] = [
             "StarlingWire",
             "StarlingCrypto",
             "StarlingNode",
+            "StarlingMesh",
+            "StarlingSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),

@@ -122,6 +122,13 @@ public struct MeshRouter: Sendable {
                     pending[key] = nil
                     statistics.relaysCancelled += 1
                 } else {
+                    // A copy that came a shorter way carries more TTL: relay that one,
+                    // or the packet stops short of nodes within its TTL.
+                    if let ttl = relayTTL(packet.ttl), ttl > p.packet.ttl, p.packet.signature == packet.signature {
+                        var better = p.packet
+                        better.ttl = ttl
+                        if let bytes = try? Self.wireBytes(better) { p.packet = better; p.bytes = bytes }
+                    }
                     pending[key] = p
                 }
             }

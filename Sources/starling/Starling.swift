@@ -10,7 +10,7 @@ struct Starling: ParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Id.self, Inspect.self]
+        subcommands: [Id.self, Inspect.self, Sim.self]
     )
 }
 

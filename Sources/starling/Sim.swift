@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import StarlingMesh
+import StarlingSim
+
+struct Sim: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate broadcasts over a mesh and compare relay policies, on a virtual clock.",
+        discussion: """
+        Every node runs the same mesh router as a real node, over a simulated radio with \
+        per-hop latency and independent loss per reception. The run is deterministic for a \
+        given --seed. Pure flooding and the size of a greedy connected dominating set (a \
+        near-lower bound on the transmissions a broadcast needs) are always computed too.
+
+        Examples:
+          starling sim --nodes 300 --degree 8 --loss 0.05
+          starling sim --topology grid --nodes 100 --policy backbone --json
+          starling sim --nodes 1000 --degree 16 --plot mesh.svg
+        """
+    )
+
+    enum Shape: String, ExpressibleByArgument, CaseIterable { case rgg, line, grid, clusters }
+
+    @Option(help: "Topology: rgg (random geometric), line, grid, clusters.") var topology: Shape = .rgg
+    @Option(help: "Number of nodes.") var nodes = 100
+    @Option(help: "Mean degree (links per node) of random geometric graphs.") var degree = 8.0
+    @Option(help: "At most this many links per node (phones hold 6–8).") var maxLinks: Int?
+    @Option(help: "Clusters (for --topology clusters) and bridge links between neighbouring clusters.") var clusters = 3
+    @Option(help: "Bridge links between neighbouring clusters.") var bridges = 2
+    @Option(help: "Probability that one reception is lost.") var loss = 0.05
+    @Option(help: "Per-hop latency in virtual ms (plus up to half as much jitter).") var latency: UInt64 = 8
+    @Option(help: "Largest frame a link carries (fragments above it).") var maxFrame: Int?
+    @Option(help: "Probability that a node is offline during a broadcast.") var churn = 0.0
+    @Option(help: "Broadcasts, from random sources.") var broadcasts = 30
+    @Option(help: "TTL of each broadcast.") var ttl: UInt8 = 7
+    @Option(help: "Payload bytes per broadcast.") var payload = 64
+    @Option(help: "Seed of the topology and the run.") var seed: UInt64 = 1
+    @Option(help: "Policy: all, or one of \(Sim.policyNames.joined(separator: ", ")).") var policy = "all"
+    @Flag(help: "Print JSON.") var json = false
+    @Option(help: "Write an SVG plot: delivery against transmissions, and latency distributions.") var plot: String?
+
+    static var policies: [any RelayPolicy] {
+        [FloodingPolicy(), DegreeTablePolicy(), DeployedBitchatPolicy(), CounterPolicy(threshold: 3),
+         CoveragePolicy(redundancy: 1), BackbonePolicy()]
+    }
+    static var policyNames: [String] { policies.map(\.name) }
+
+    func validate() throws {
+        guard nodes >= 2, nodes <= 20_000 else { throw ValidationError("--nodes must be 2 to 20,000") }
+        guard (0...1).contains(loss), (0...1).contains(churn) else { throw ValidationError("--loss and --churn are probabilities") }
+        guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
+        guard policy == "all" || Self.policyNames.contains(policy) else {
+            throw ValidationError("unknown policy \(policy); choose all or one of \(Self.policyNames.joined(separator: ", "))")
+        }
+    }
+
+    func run() throws {
+        var rng = SeededGenerator(seed: seed)
+        var graph: Topology
+        switch topology {
+        case .rgg: graph = .randomGeometric(nodes: nodes, radius: Topology.radius(nodes: nodes, meanDegree: degree), rng: &rng)
+        case .line: graph = .line(nodes)
+        case .grid:
+            let w = Int(Double(nodes).squareRoot().rounded(.up))
+            graph = .grid(width: w, height: (nodes + w - 1) / w)
+        case .clusters: graph = .clusters(clusters, size: max(2, nodes / clusters), meanDegree: degree, bridges: bridges, rng: &rng)
+        }
+        if let maxLinks { graph = graph.limitingDegree(to: maxLinks) }
+        var experiment = BroadcastExperiment()
+        experiment.broadcasts = broadcasts
+        experiment.ttl = ttl
+        experiment.payloadBytes = max(8, payload)
+        experiment.radio.loss = loss
+        experiment.radio.latency = latency
+        experiment.radio.latencyJitter = max(1, latency / 2)
+        experiment.radio.maxFrame = maxFrame
+        experiment.churn = churn
+        experiment.seed = seed
+        let component = graph.largestComponent
+        let cds = graph.greedyConnectedDominatingSet(of: component).count
+        var chosen = Self.policies.filter { policy == "all" || $0.name == policy }
+        if !chosen.contains(where: { $0.name == "flooding" }) { chosen.insert(FloodingPolicy(), at: 0) }
+        let results = chosen.map { experiment.run(on: graph, policy: $0, cdsSize: cds) }
+
+        if json {
+            let object: [String: Any] = [
+                "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree,
+                             "largestComponent": component.count, "greedyCDS": cds],
+                "scenario": ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn, "seed": seed],
+                "policies": results.map(Self.json),
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
+            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), seed \(seed)\n")
+            print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max")
+            for r in results {
+                let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
+                let name = r.policy + String(repeating: " ", count: max(1, 15 - r.policy.count))
+                print(name + String(format: "%8.2f%%  (%6.2f%%)  %8.1f  %6.2f  %8.2f  %5.1f%%  %6d/%6d/%6d   %8.1f/%d",
+                             r.meanDelivery * 100, r.minDelivery * 100, r.transmissionsPerBroadcast,
+                             r.transmissionsPerCDS, r.duplicatesPerNodePerBroadcast, r.usefulness * 100,
+                             r.latencyPercentile(0.5), r.latencyPercentile(0.95), r.latencyPercentile(0.99),
+                             txMean, r.transmissionsPerNode.max() ?? 0))
+            }
+        }
+        if let plot {
+            let title = "\(topology.rawValue), \(graph.nodeCount) nodes, degree \(String(format: "%.1f", graph.meanDegree)), loss \(loss)"
+            try SVGPlot.render(results, title: title).write(toFile: plot, atomically: true, encoding: .utf8)
+            if !json { print("\nplot written to \(plot)") }
+        }
+    }
+
+    static func json(_ r: BroadcastExperiment.Result) -> [String: Any] {
+        [
+            "policy": r.policy,
+            "deliveryMean": r.meanDelivery, "deliveryMin": r.minDelivery, "deliveryPerBroadcast": r.deliveryRatios,
+            "transmissionsPerBroadcast": r.transmissionsPerBroadcast, "transmissionsPerCDS": r.transmissionsPerCDS,
+            "duplicatesPerNodePerBroadcast": r.duplicatesPerNodePerBroadcast, "usefulness": r.usefulness,
+            "latencyP50": r.latencyPercentile(0.5), "latencyP95": r.latencyPercentile(0.95), "latencyP99": r.latencyPercentile(0.99),
+            "transmissionsPerNode": r.transmissionsPerNode, "receptionsPerNode": r.receptionsPerNode,
+            "relaysScheduled": r.relaysScheduled, "relaysCancelled": r.relaysCancelled,
+        ]
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+
+@Suite struct SimCommandTests {
+    @Test func jsonHasEveryPolicyFloodingAndTheCDS() throws {
+        let r = try StarlingProcess.run(["sim", "--nodes", "60", "--degree", "8", "--broadcasts", "5", "--ttl", "32", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let topology = try #require(object["topology"] as? [String: Any])
+        #expect((topology["greedyCDS"] as? Int ?? 0) > 0)
+        let policies = try #require(object["policies"] as? [[String: Any]])
+        let names = policies.compactMap { $0["policy"] as? String }
+        #expect(names == ["flooding", "degree-table", "bitchat", "counter-3", "coverage", "backbone"])
+        for p in policies {
+            let delivery = try #require(p["deliveryMean"] as? Double)
+            #expect(delivery >= 0 && delivery <= 1)
+            #expect((p["transmissionsPerNode"] as? [Int])?.count == 60)
+        }
+        let flooding = policies[0]
+        #expect((flooding["deliveryMean"] as? Double ?? 0) > 0.9)
+    }
+
+    @Test func textTableAndPlot() throws {
+        let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-sim-\(getpid()).svg")
+        defer { try? FileManager.default.removeItem(at: plot) }
+        let r = try StarlingProcess.run(["sim", "--topology", "grid", "--nodes", "36", "--broadcasts", "3",
+                                         "--policy", "backbone", "--plot", plot.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("grid: 36 nodes"))
+        #expect(r.stdout.contains("backbone"))
+        #expect(r.stdout.contains("flooding")) // always there for comparison
+        let svg = try String(contentsOf: plot, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("polyline") && svg.contains("backbone"))
+    }
+
+    @Test func badArgumentsAreRefused() throws {
+        let r = try StarlingProcess.run(["sim", "--policy", "nonsense"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("unknown policy"))
+    }
+}
