@@ -12,6 +12,7 @@ public struct Deduplicator: Sendable {
     public let retention: Millis
     public let capacity: Int
     private let bucketSpan: Millis
+    private let bucketCount: Int
     private var buckets: [(start: Millis, ids: Set<UInt64>)] = []
     public private(set) var count = 0
     /// Fingerprints forgotten early because the capacity was reached.
@@ -21,13 +22,17 @@ public struct Deduplicator: Sendable {
         self.retention = retention
         self.capacity = capacity
         self.bucketSpan = max(1, retention / Millis(bucketCount))
+        self.bucketCount = bucketCount
     }
 
     /// Records `id` and says whether it was new.
     public mutating func insert(_ id: UInt64, now: Millis) -> Bool {
         expire(now: now)
         for b in buckets where b.ids.contains(id) { return false }
-        if buckets.isEmpty || now >= buckets[buckets.count - 1].start + bucketSpan {
+        // A new bucket per time span, or sooner when the current one is full, so
+        // that eviction at the capacity works a bucket at a time.
+        if buckets.isEmpty || now >= buckets[buckets.count - 1].start + bucketSpan
+            || buckets[buckets.count - 1].ids.count >= max(1, capacity / bucketCount) {
             buckets.append((now, Set(minimumCapacity: 64)))
         }
         buckets[buckets.count - 1].ids.insert(id)

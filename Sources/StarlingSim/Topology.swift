@@ -148,7 +148,7 @@ public struct Topology: Sendable {
         guard let start = component.max(by: { neighbors[$0].count < neighbors[$1].count }) else { return [] }
         enum Color { case white, gray, black }
         var color = [Color](repeating: .white, count: nodeCount)
-        let inComponent = Set(component)
+        let ordered = component.sorted() // ties go to the lowest index: the same set every run
         var white = component.count
         var black: Set<Int> = []
         func blacken(_ u: Int) {
@@ -160,7 +160,7 @@ public struct Topology: Sendable {
         blacken(start)
         while white > 0 {
             var best = -1, gain = -1
-            for u in inComponent where color[u] == .gray {
+            for u in ordered where color[u] == .gray {
                 let g = neighbors[u].reduce(0) { $0 + (color[$1] == .white ? 1 : 0) }
                 if g > gain { gain = g; best = u }
             }

@@ -1,3 +1,4 @@
+import StarlingWire
 import StarlingMesh
 import StarlingSim
 
@@ -22,14 +23,35 @@ enum MeshBench {
             let probe = Simulator(topology: topology, radio: .init(), policy: BackbonePolicy(), seed: 1)
             let forwarders = probe.routers.filter { $0.neighborhood.isForwarder }.count
             print("n=\(n) d=\(degree) CDS=\(cds) self-pruned forwarders=\(forwarders)")
-            for coverage in [1, 2] {
-                for (fj, bd, bj, step) in [(10, 60, 40, 0), (6, 150, 60, 6), (6, 250, 100, 12), (4, 250, 100, 20)] as [(Millis, Millis, Millis, Millis)] {
-                    var p = BackbonePolicy(forwarderJitter: fj, backstopDelay: bd, backstopJitter: bj, backstopCoverage: coverage, forwardersPrune: true)
-                    p.rankStep = step
-                    let r = experiment.run(on: topology, policy: p, cdsSize: cds)
-                    print("  cov=\(coverage) fj=\(fj) bd=\(bd) bj=\(bj) step=\(step): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
-                }
+            for (fj, bd, bj, slot) in [(10, 60, 40, 0), (4, 100, 60, 60), (4, 150, 60, 120), (2, 200, 80, 200)] as [(Millis, Millis, Millis, Millis)] {
+                var p = BackbonePolicy(forwarderJitter: fj, backstopDelay: bd, backstopJitter: bj)
+                p.coverageSlot = slot
+                let r = experiment.run(on: topology, policy: p, cdsSize: cds)
+                print("  fj=\(fj) bd=\(bd) bj=\(bj) slot=\(slot): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
             }
+        }
+    }
+
+    /// Where the default policy's transmissions come from (for tuning).
+    static func breakdown() {
+        for (n, degree) in [(300, 8.0), (300, 16.0)] {
+            var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
+            let topology = Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
+            var radio = Simulator.Radio()
+            radio.loss = 0.05
+            var config = MeshRouter.Configuration()
+            config.maxTTL = 64
+            var sim = Simulator(topology: topology, radio: radio, policy: BackbonePolicy(), seed: 5, configuration: config)
+            let forwarder = sim.routers.map { $0.neighborhood.isForwarder }
+            for b in 0..<30 {
+                let src = Int(rng.next() % UInt64(n))
+                sim.originate(StarlingWire.Packet(type: .message, ttl: 64, timestamp: UInt64(b) * 5000, senderID: Simulator.peerID(src),
+                                                  payload: [UInt8(b), 1, 2, 3], compress: false), at: src)
+                sim.run(until: UInt64(b + 1) * 5000)
+            }
+            let fwdTx = zip(sim.transmissions, forwarder).filter { $0.1 }.map(\.0).reduce(0, +)
+            let otherTx = zip(sim.transmissions, forwarder).filter { !$0.1 }.map(\.0).reduce(0, +)
+            print("n=\(n) d=\(degree): forwarders \(forwarder.filter { $0 }.count), tx by forwarders \(fwdTx / 30)/bcast, by backstops \(otherTx / 30)/bcast")
         }
     }
 
@@ -68,6 +90,18 @@ enum MeshBench {
             let dupShare = 1 - r.usefulness
             print("  \(policy.name.padding(14)) delivery \(pct(r.meanDelivery))  duplicate share of receptions \(pct(dupShare))  latency p50/p95 \(r.latencyPercentile(0.5))/\(r.latencyPercentile(0.95)) ms")
         }
+
+        // Duplicate suppression: memory and false drops.
+        var dedup = Deduplicator()
+        var drng = SeededGenerator(seed: 4)
+        var falseDrops = 0
+        for i in 0..<1_000_000 {
+            // 1,000,000 distinct packets over 5 minutes: each new one must be let through.
+            if !dedup.insert(drng.next(), now: Millis(i) * 300_000 / 1_000_000) { falseDrops += 1 }
+        }
+        print("\nduplicate suppression: 1,000,000 distinct packets in 5 min → \(falseDrops) false drops; \(dedup.count) fingerprints kept (cap 65,536), ~\(dedup.approximateMemory / 1024) KiB; \(dedup.evictedEarly) forgotten early at the cap")
+        let insertTime = Timer.measure("dedup insert (new packet)") { blackHole(dedup.insert(drng.next(), now: 300_000)) }
+        Timer.report(insertTime)
 
         // Speed: 1,000 nodes × 100 broadcasts with the default policy.
         var rng = SeededGenerator(seed: 99)

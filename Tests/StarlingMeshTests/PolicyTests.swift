@@ -132,5 +132,10 @@ func context(degree: Int, ttl: UInt8 = 7, from: PeerID? = PeerID(rawValue: 1)) -
         #expect(d.count <= 100)
         #expect(d.evictedEarly > 0)
         #expect(d.contains(999))
+        // A burst inside one time span is bounded too.
+        var burst = Deduplicator(retention: 300_000, capacity: 1_000)
+        for i in 0..<50_000 { _ = burst.insert(UInt64(i) &* 0x9E37_79B9_7F4A_7C15, now: 5) }
+        #expect(burst.count <= 1_000)
+        #expect(burst.contains(UInt64(49_999) &* 0x9E37_79B9_7F4A_7C15))
     }
 }

@@ -24,6 +24,10 @@ public struct BackbonePolicy: RelayPolicy {
     public var forwardersPrune: Bool
     /// Extra delay per higher-priority neighbour, for forwarders.
     public var rankStep: Millis = 0
+    /// Forwarders wait `coverageSlot / w` more when they would reach w
+    /// neighbours the transmissions heard so far did not: those who would add
+    /// most go first, the others mostly hear them and stand down.
+    public var coverageSlot: Millis = 0
 
     public init(forwarderJitter: Millis = 10, backstopDelay: Millis = 60, backstopJitter: Millis = 40,
                 backstopCoverage: Int = 1, forwardersPrune: Bool = true) {
@@ -52,8 +56,10 @@ public struct BackbonePolicy: RelayPolicy {
         }
         for x in neighborhood.neighborPeers where x != from { tracking.need[x] = forwarder ? 1 : backstopCoverage }
         Self.cover(theirs, &tracking)
-        guard tracking.uncoveredWeight > 0 else { return .drop }
-        return .relay(delay: delay, ttl: ttl, links: .allButIncoming)
+        let weight = tracking.uncoveredWeight
+        guard weight > 0 else { return .drop }
+        let extra = forwarder && coverageSlot > 0 ? coverageSlot / Millis(weight) : 0
+        return .relay(delay: delay + extra, ttl: ttl, links: .allButIncoming)
     }
 
     public func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
