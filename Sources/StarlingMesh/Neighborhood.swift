@@ -23,7 +23,12 @@ public struct Neighborhood: Sendable {
     public var linkIDs: [LinkID] { links.keys.sorted() }
 
     public mutating func add(_ link: LinkID, peer: PeerID? = nil) { links[link] = .some(peer); updateForwarder() }
-    public mutating func remove(_ link: LinkID) { links[link] = nil; updateForwarder() }
+    public mutating func remove(_ link: LinkID) {
+        if let gone = links.removeValue(forKey: link) ?? nil, !links.values.contains(gone) {
+            neighborsOfPeer[gone] = nil // no longer a neighbour: its list is no longer ours to keep
+        }
+        updateForwarder()
+    }
     public mutating func bind(_ link: LinkID, to peer: PeerID) {
         if links[link] != nil { links[link] = .some(peer); updateForwarder() }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import StarlingMesh
 import StarlingWire
 
@@ -13,6 +14,12 @@ public struct BroadcastExperiment: Sendable {
     /// Probability that a node is offline during a broadcast (churn).
     public var churn: Double = 0
     public var seed: UInt64 = 1
+    /// Movement: before each broadcast every node of a geometric topology takes a
+    /// random step of up to this length (the square is 1 × 1), links are
+    /// recomputed with the radius of `movementRadius`, and routers see the
+    /// links change.
+    public var movement: Double = 0
+    public var movementRadius: Double?
     public init() {}
 
     public struct Result: Sendable {
@@ -31,6 +38,8 @@ public struct BroadcastExperiment: Sendable {
         public var receptionsPerNode: [Int]
         public var relaysScheduled: Int
         public var relaysCancelled: Int
+        /// Links that came up and went down through movement.
+        public var linkChanges = 0
         public var wallSeconds: Double
 
         public var meanDelivery: Double { deliveryRatios.isEmpty ? 0 : deliveryRatios.reduce(0, +) / Double(deliveryRatios.count) }
@@ -61,9 +70,25 @@ public struct BroadcastExperiment: Sendable {
             if log.firstDelivery[key]?[node] == nil { log.firstDelivery[key, default: [:]][node] = at }
         }
         var ratios: [Double] = [], latencies: [Millis] = []
+        var current = topology
+        var linkChanges = 0
+        var points = topology.positions
         for b in 0..<broadcasts {
+            if movement > 0, var p = points, let radius = movementRadius {
+                for i in p.indices {
+                    let angle = rng.unit() * 2 * Double.pi, step = rng.unit() * movement
+                    p[i].x = min(1, max(0, p[i].x + step * cos(angle)))
+                    p[i].y = min(1, max(0, p[i].y + step * sin(angle)))
+                }
+                points = p
+                let next = Topology.geometric(p, radius: radius)
+                let (up, down) = sim.rewire(to: next)
+                linkChanges += up + down
+                current = next
+            }
             sim.offline = churn > 0 ? Set((0..<topology.nodeCount).filter { _ in rng.unit() < churn }) : []
-            let source = component[Int(rng.next() % UInt64(component.count))]
+            let live = movement > 0 ? current.largestComponent : component
+            let source = live[Int(rng.next() % UInt64(live.count))]
             sim.offline.remove(source)
             let t0 = sim.now
             var payload = [UInt8](repeating: 0, count: payloadBytes)
@@ -74,7 +99,7 @@ public struct BroadcastExperiment: Sendable {
             sim.originate(packet, at: source)
             sim.run(until: t0 + spacing)
             // Reachable: online, in the source's component through online nodes, within TTL hops.
-            var alive = topology
+            var alive = current
             if !sim.offline.isEmpty {
                 alive.neighbors = alive.neighbors.enumerated().map { i, n in
                     sim.offline.contains(i) ? [] : n.filter { !sim.offline.contains($0) }
@@ -101,6 +126,7 @@ public struct BroadcastExperiment: Sendable {
             latencies: latencies, transmissionsPerNode: sim.transmissions, receptionsPerNode: sim.receptions,
             relaysScheduled: stats.reduce(0) { $0 + $1.relaysScheduled },
             relaysCancelled: stats.reduce(0) { $0 + $1.relaysCancelled },
+            linkChanges: linkChanges,
             wallSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 }

@@ -72,6 +72,41 @@ public struct Simulator {
         }
     }
 
+    /// Moves to a new topology over the same nodes (movement): links that
+    /// disappeared go down, new ones come up, and with `refreshTwoHop` every
+    /// affected node learns its neighbours' new neighbour lists at once (as if
+    /// announces were instant; without it they stay as they were, stale).
+    public mutating func rewire(to next: Topology, refreshTwoHop: Bool = true) -> (up: Int, down: Int) {
+        precondition(next.nodeCount == topology.nodeCount, "movement keeps the nodes")
+        var up = 0, down = 0
+        var changed = Set<Int>()
+        for i in 0..<topology.nodeCount {
+            let before = Set(topology.neighbors[i]), after = Set(next.neighbors[i])
+            for j in before.subtracting(after) {
+                routers[i].linkDown(LinkID(UInt32(j)))
+                if i < j { down += 1 }
+                changed.insert(i)
+            }
+            for j in after.subtracting(before) {
+                routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame)
+                if i < j { up += 1 }
+                changed.insert(i)
+            }
+        }
+        topology = next
+        if refreshTwoHop {
+            // Whoever changed tells its neighbours; new neighbours learn each other.
+            var touched = changed
+            for i in changed { touched.formUnion(next.neighbors[i]) }
+            for i in touched {
+                for j in next.neighbors[i] where changed.contains(j) || changed.contains(i) {
+                    routers[i].setNeighbors(of: Self.peerID(j), Set(next.neighbors[j].map(Self.peerID)))
+                }
+            }
+        }
+        return (up, down)
+    }
+
     /// Node `node` originates `packet` now.
     public mutating func originate(_ packet: Packet, at node: Int) {
         let actions = routers[node].originate(packet, now: now)

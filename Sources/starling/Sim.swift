@@ -31,6 +31,7 @@ struct Sim: ParsableCommand {
     @Option(help: "Per-hop latency in virtual ms (plus up to half as much jitter).") var latency: UInt64 = 8
     @Option(help: "Largest frame a link carries (fragments above it).") var maxFrame: Int?
     @Option(help: "Probability that a node is offline during a broadcast.") var churn = 0.0
+    @Option(help: "Movement (rgg only): each node's largest step between broadcasts, in side lengths of the square.") var movement = 0.0
     @Option(help: "Broadcasts, from random sources.") var broadcasts = 30
     @Option(help: "TTL of each broadcast.") var ttl: UInt8 = 7
     @Option(help: "Payload bytes per broadcast.") var payload = 64
@@ -75,6 +76,10 @@ struct Sim: ParsableCommand {
         experiment.radio.latencyJitter = max(1, latency / 2)
         experiment.radio.maxFrame = maxFrame
         experiment.churn = churn
+        if topology == .rgg, movement > 0 {
+            experiment.movement = movement
+            experiment.movementRadius = Topology.radius(nodes: nodes, meanDegree: degree)
+        }
         experiment.seed = seed
         let component = graph.largestComponent
         let cds = graph.greedyConnectedDominatingSet(of: component).count
@@ -86,14 +91,15 @@ struct Sim: ParsableCommand {
             let object: [String: Any] = [
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree,
                              "largestComponent": component.count, "greedyCDS": cds],
-                "scenario": ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn, "seed": seed],
+                "scenario": ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
+                             "movement": movement, "seed": seed],
                 "policies": results.map(Self.json),
             ]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
-            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), seed \(seed)\n")
+            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), movement \(movement), seed \(seed)\n")
             print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max")
             for r in results {
                 let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
@@ -120,7 +126,7 @@ struct Sim: ParsableCommand {
             "duplicatesPerNodePerBroadcast": r.duplicatesPerNodePerBroadcast, "usefulness": r.usefulness,
             "latencyP50": r.latencyPercentile(0.5), "latencyP95": r.latencyPercentile(0.95), "latencyP99": r.latencyPercentile(0.99),
             "transmissionsPerNode": r.transmissionsPerNode, "receptionsPerNode": r.receptionsPerNode,
-            "relaysScheduled": r.relaysScheduled, "relaysCancelled": r.relaysCancelled,
+            "relaysScheduled": r.relaysScheduled, "relaysCancelled": r.relaysCancelled, "linkChanges": r.linkChanges,
         ]
     }
 }

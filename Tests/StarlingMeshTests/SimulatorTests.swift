@@ -82,6 +82,37 @@ import StarlingWire
         #expect(backbone.transmissionsPerBroadcast < 0.6 * flood.transmissionsPerBroadcast)
     }
 
+    @Test func movementRewiresLinksAndTheMeshKeepsDelivering() {
+        var rng = SeededGenerator(seed: 8)
+        let radius = Topology.radius(nodes: 120, meanDegree: 10)
+        let t = Topology.randomGeometric(nodes: 120, radius: radius, rng: &rng)
+        var e = BroadcastExperiment()
+        e.broadcasts = 15
+        e.ttl = 64
+        e.radio.loss = 0.02
+        e.movement = 0.05
+        e.movementRadius = radius
+        let flood = e.run(on: t, policy: FloodingPolicy())
+        let backbone = e.run(on: t, policy: BackbonePolicy())
+        #expect(flood.linkChanges > 100)
+        #expect(flood.meanDelivery > 0.98)
+        #expect(backbone.meanDelivery > 0.98)
+        #expect(backbone.transmissionsPerBroadcast < flood.transmissionsPerBroadcast)
+    }
+
+    @Test func rewireUpdatesLinksAndTwoHopKnowledge() {
+        var sim = Simulator(topology: .line(4), radio: .init(), policy: BackbonePolicy(), seed: 1)
+        // 0–1–2–3 becomes a ring 0–1–2–3–0.
+        let ring = Topology(neighbors: [[1, 3], [0, 2], [1, 3], [2, 0]])
+        let (up, down) = sim.rewire(to: ring)
+        #expect(up == 1 && down == 0)
+        #expect(sim.routers[0].neighborhood.degree == 2)
+        #expect(sim.routers[1].neighborhood.neighbors(of: Simulator.peerID(0)) == [Simulator.peerID(1), Simulator.peerID(3)])
+        let (_, down2) = sim.rewire(to: .line(4))
+        #expect(down2 == 1)
+        #expect(sim.routers[0].neighborhood.neighbors(of: Simulator.peerID(3)) == nil)
+    }
+
     @Test func churnTakesNodesOffline() {
         var e = BroadcastExperiment()
         e.broadcasts = 10
