@@ -47,10 +47,15 @@ let targets: [Target] = [
             .product(name: "HeapModule", package: "swift-collections"),
         ]
     ),
-    // The node runtime: composes the layers; owns files and paths.
+    // Transports: thin adapters that carry frames for the router (UDP today).
+    .target(
+        name: "StarlingTransport",
+        dependencies: ["StarlingWire"]
+    ),
+    // The node runtime: composes the layers; owns files, paths and sockets.
     .target(
         name: "StarlingNode",
-        dependencies: ["StarlingWire", "StarlingCrypto"]
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingTransport"]
     ),
     .executableTarget(
         name: "starling",
@@ -60,6 +65,7 @@ let targets: [Target] = [
             "StarlingNode",
             "StarlingMesh",
             "StarlingSim",
+            "StarlingTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
     ),

@@ -88,6 +88,9 @@ public struct MeshRouter: Sendable {
     }
 
     public var pendingRelayCount: Int { pending.count }
+
+    /// Counts input refused before it reached the router (a transport's junk).
+    public mutating func noteMalformed() { statistics.malformed += 1 }
     public var nextDeadline: Millis? { deadlines.min?.at }
 
     // MARK: Sending

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Starling: ParsableCommand {
+struct Starling: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "starling",
         abstract: "Offline, end-to-end encrypted mesh chat over Bluetooth LE and the local network.",
@@ -10,7 +10,7 @@ struct Starling: ParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Id.self, Inspect.self, Sim.self]
+        subcommands: [Id.self, Inspect.self, Listen.self, Send.self, Sim.self]
     )
 }
 

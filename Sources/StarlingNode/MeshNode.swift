@@ -1,0 +1,226 @@
+import Foundation
+import StarlingCrypto
+import StarlingMesh
+import StarlingTransport
+import StarlingWire
+
+/// A running node: the mesh router over the UDP transport, with this node's
+/// identity, signed announces, loopback discovery and the application events.
+public actor MeshNode {
+    public struct Options: Sendable {
+        public var nickname: String
+        /// UDP port; nil: the first free rendezvous port, else one the system picks.
+        public var port: UInt16?
+        public var peers: [UDPAddress] = []
+        public var discovery = true
+        public var announceInterval: UInt64 = 10_000
+        /// A link with nothing heard for this long is dropped.
+        public var linkTimeout: UInt64 = 15_000
+        /// Largest frame per datagram, as on BLE.
+        public var maxFrame = 512
+        /// Links at most (configured, discovered and learnt from packets).
+        public var maxLinks = 64
+        public var policy: any RelayPolicy = BackbonePolicy()
+        public init(nickname: String) { self.nickname = nickname }
+    }
+
+    public enum Event: Sendable {
+        case started(port: UInt16, peerID: PeerID, nickname: String)
+        case linkUp(UDPAddress)
+        case linkDown(UDPAddress)
+        /// A verified announce from a peer not seen before (or renamed).
+        case peer(PeerID, nickname: String, hops: Int)
+        case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64)
+        case rejected(String)
+    }
+
+    public let identity: Identity
+    public let options: Options
+    public nonisolated let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let socket: UDPSocket
+    private var router: MeshRouter
+    private var linkOf: [UDPAddress: LinkID] = [:]
+    private var addressOf: [LinkID: UDPAddress] = [:]
+    private var lastHeard: [LinkID: UInt64] = [:]
+    private var nextLink: UInt32 = 1
+    private var nicknames: [PeerID: String] = [:]
+    private var lastAnnounce: UInt64 = 0
+    private var lastHello: UInt64 = 0
+    private var running = false
+
+    public var port: UInt16 { socket.localPort }
+    public var peerID: PeerID { identity.peerID }
+
+    public init(identity: Identity, options: Options) throws {
+        self.identity = identity
+        self.options = options
+        var socket: UDPSocket?
+        if let port = options.port {
+            socket = try UDPSocket(bindTo: .loopback(port))
+        } else if options.discovery {
+            for p in Discovery.rendezvousPorts {
+                if let s = try? UDPSocket(bindTo: .loopback(p)) { socket = s; break }
+            }
+        }
+        self.socket = try socket ?? UDPSocket(bindTo: .loopback(0))
+        self.router = MeshRouter(localPeer: identity.peerID, policy: options.policy, seed: UInt64.random(in: 0...UInt64.max))
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Runs until `deadline` (wall ms) or until the task is cancelled.
+    public func run(until deadline: UInt64? = nil) async {
+        running = true
+        continuation.yield(.started(port: port, peerID: peerID, nickname: options.nickname))
+        for address in options.peers { _ = link(for: address) }
+        let datagrams = socket.datagrams()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [weak self] in
+                for await (from, bytes) in datagrams {
+                    guard let self else { return }
+                    await self.handle(bytes, from: from)
+                }
+            }
+            group.addTask { [weak self] in
+                while !Task.isCancelled {
+                    guard let self, await self.timers() else { return }
+                    if let deadline, Self.now() >= deadline { await self.stop(); return }
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        continuation.finish()
+    }
+
+    public func stop() {
+        running = false
+        socket.close()
+    }
+
+    /// Sends a signed public message to everyone.
+    public func sendPublic(_ text: String) throws {
+        var packet = Packet(type: .message, ttl: 7, timestamp: Self.now(), senderID: peerID, payload: Array(text.utf8))
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: Self.now()))
+    }
+
+    public var linkCount: Int { linkOf.count }
+    public var statistics: MeshStatistics { router.statistics }
+    public var knownPeers: [PeerID: String] { nicknames }
+
+    // MARK: Internals
+
+    private func link(for address: UDPAddress) -> LinkID {
+        if let l = linkOf[address] { return l }
+        let l = LinkID(nextLink)
+        nextLink += 1
+        linkOf[address] = l
+        addressOf[l] = address
+        lastHeard[l] = Self.now()
+        router.linkUp(l, maxFrame: options.maxFrame)
+        continuation.yield(.linkUp(address))
+        announce()
+        return l
+    }
+
+    private func handle(_ bytes: [UInt8], from address: UDPAddress) {
+        guard running else { return }
+        if Discovery.isHello(bytes) {
+            guard Discovery.parseHello(bytes) != nil else { return }
+            let l = link(for: address)
+            lastHeard[l] = Self.now()
+            return
+        }
+        // A bitchat packet from an address we have no link with yet starts one
+        // (any bitchat implementation can talk to us over UDP); junk does not.
+        let l: LinkID
+        if let known = linkOf[address] {
+            l = known
+        } else {
+            guard linkOf.count < options.maxLinks, (try? Packet(decoding: bytes)) != nil else {
+                router.noteMalformed()
+                return
+            }
+            l = link(for: address)
+        }
+        lastHeard[l] = Self.now()
+        perform(router.receive(bytes, on: l, now: Self.now()))
+    }
+
+    private func perform(_ actions: [MeshRouter.Action]) {
+        for action in actions {
+            switch action {
+            case let .transmit(bytes, links):
+                for l in links { if let a = addressOf[l] { socket.send(bytes, to: a) } }
+            case let .deliver(packet, link, hops):
+                deliver(packet, link: link, hops: hops)
+            }
+        }
+    }
+
+    private func deliver(_ packet: Packet, link: LinkID?, hops: Int) {
+        switch packet.type {
+        case .announce:
+            do {
+                let a = try Announcement.verify(packet, now: Self.now())
+                if hops == 1, let link { router.bind(link, to: packet.senderID) }
+                router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
+                if nicknames[packet.senderID] != a.nickname {
+                    nicknames[packet.senderID] = a.nickname
+                    continuation.yield(.peer(packet.senderID, nickname: a.nickname, hops: hops))
+                }
+            } catch {
+                continuation.yield(.rejected("announce from \(packet.senderID): \(error)"))
+            }
+        case .message:
+            guard let text = String(validating: packet.payload, as: UTF8.self) else {
+                continuation.yield(.rejected("message from \(packet.senderID) is not UTF-8"))
+                return
+            }
+            continuation.yield(.message(from: packet.senderID, nickname: nicknames[packet.senderID], text: text,
+                                        hops: hops, timestamp: packet.timestamp))
+        case .leave:
+            nicknames[packet.senderID] = nil
+        default:
+            break
+        }
+    }
+
+    private func announce() {
+        let now = Self.now()
+        lastAnnounce = now
+        let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
+        guard let packet = try? Announcement.make(identity: identity, nickname: options.nickname, timestamp: now,
+                                                  directNeighbors: neighbors) else { return }
+        perform(router.originate(packet, now: now))
+    }
+
+    /// Periodic work; false once stopped.
+    private func timers() -> Bool {
+        guard running else { return false }
+        let now = Self.now()
+        perform(router.tick(now: now))
+        if now - lastHello >= Discovery.helloInterval {
+            lastHello = now
+            let hello = Discovery.hello(from: peerID)
+            if options.discovery {
+                for p in Discovery.rendezvousPorts where p != port { socket.send(hello, to: .loopback(p)) }
+            }
+            for a in options.peers { socket.send(hello, to: a) }
+            for (l, heard) in lastHeard where now - heard > options.linkTimeout {
+                if let a = addressOf.removeValue(forKey: l) {
+                    linkOf[a] = nil
+                    continuation.yield(.linkDown(a))
+                }
+                lastHeard[l] = nil
+                router.linkDown(l)
+            }
+        }
+        if now - lastAnnounce >= options.announceInterval { announce() }
+        return true
+    }
+}

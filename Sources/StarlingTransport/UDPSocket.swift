@@ -1,0 +1,149 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 address and port.
+public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// Host address in network byte order, as `in_addr.s_addr` holds it.
+    public var host: UInt32
+    public var port: UInt16
+
+    public init(host: UInt32, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    public static func loopback(_ port: UInt16) -> UDPAddress {
+        UDPAddress(host: inet_addr("127.0.0.1"), port: port)
+    }
+
+    /// From "HOST:PORT" with a dotted IPv4 host ("localhost" means 127.0.0.1).
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]) else { return nil }
+        let host = parts[0] == "localhost" ? "127.0.0.1" : String(parts[0])
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else { return nil }
+        self.init(host: address.s_addr, port: port)
+    }
+
+    public var description: String {
+        var address = in_addr(s_addr: host)
+        var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        inet_ntop(AF_INET, &address, &buffer, socklen_t(INET_ADDRSTRLEN))
+        return String(cString: buffer) + ":\(port)"
+    }
+}
+
+/// A UDP socket bound to an IPv4 address, reading on a dispatch source.
+/// One datagram carries exactly one frame.
+public final class UDPSocket: @unchecked Sendable {
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case system(String, Int32)
+        public var description: String {
+            switch self { case let .system(call, code): "\(call) failed: \(String(cString: strerror(code)))" }
+        }
+    }
+
+    public static let maxDatagram = 65_507
+
+    private let fd: Int32
+    public let localPort: UInt16
+    private let queue = DispatchQueue(label: "starling.udp")
+    private var source: DispatchSourceRead?
+
+    /// Binds to `address` (port 0: the system picks one).
+    public init(bindTo address: UDPAddress) throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Error.system("socket", errno) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = address.port.bigEndian
+        sa.sin_addr.s_addr = address.host
+        let bound = withUnsafePointer(to: &sa) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw Error.system("bind \(address)", code)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        fd = descriptor
+        localPort = UInt16(bigEndian: actual.sin_port)
+    }
+
+    deinit { close() }
+
+    /// Sends one datagram; errors (a peer gone, a full buffer) drop it, as radio loss would.
+    @discardableResult
+    public func send(_ bytes: [UInt8], to address: UDPAddress) -> Bool {
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = address.port.bigEndian
+        sa.sin_addr.s_addr = address.host
+        let sent = bytes.withUnsafeBytes { buf in
+            withUnsafePointer(to: &sa) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, buf.baseAddress, buf.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        return sent == bytes.count
+    }
+
+    /// Datagrams as they arrive, until the socket is closed.
+    public func datagrams() -> AsyncStream<(UDPAddress, [UInt8])> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(4096)) { continuation in
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
+            source.setEventHandler { [fd] in
+                while true {
+                    var from = sockaddr_in()
+                    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    let n = buffer.withUnsafeMutableBytes { buf in
+                        withUnsafeMutablePointer(to: &from) {
+                            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                                recvfrom(fd, buf.baseAddress, buf.count, 0, $0, &length)
+                            }
+                        }
+                    }
+                    guard n >= 0 else { break }
+                    continuation.yield((UDPAddress(host: from.sin_addr.s_addr, port: UInt16(bigEndian: from.sin_port)),
+                                        Array(buffer[0..<n])))
+                }
+            }
+            source.setCancelHandler { continuation.finish() }
+            continuation.onTermination = { [weak self] _ in self?.cancelReading() }
+            self.source = source
+            source.resume()
+        }
+    }
+
+    private var closed = false
+
+    private func cancelReading() {
+        queue.async { [self] in
+            source?.cancel()
+            source = nil
+        }
+    }
+
+    /// Stops reading and closes the socket (once).
+    public func close() {
+        let wasOpen: Bool = queue.sync {
+            source?.cancel()
+            source = nil
+            defer { closed = true }
+            return !closed
+        }
+        if wasOpen { Glibc.close(fd) }
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingNode
+import StarlingTransport
+import StarlingWire
+
+/// Options shared by the commands that run a node.
+struct NodeOptions: ParsableArguments {
+    @Option(name: .long, help: "Nickname (default: the stored one, else anon + 4 hex digits).") var name: String?
+    @Option(help: "UDP port on 127.0.0.1 (default: the first free of 47370–47385, else any).") var port: UInt16?
+    @Option(name: .long, parsing: .singleValue, help: "Also link this HOST:PORT (repeatable).") var peer: [String] = []
+    @Flag(help: "No loopback discovery: only --peer links.") var noDiscovery = false
+    @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
+    @Option(help: "Seconds between announces.") var announceInterval = 10.0
+
+    func makeNode() throws -> MeshNode {
+        let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        let sealed = try store.exists && store.isSealed()
+        let passphrase = sealed ? try Passphrase.read(prompt: "Passphrase: ") : nil
+        let (identity, _) = try store.loadOrCreate(passphrase: passphrase)
+        if let name { try store.setNickname(name) }
+        var options = MeshNode.Options(nickname: name ?? store.nickname() ?? "anon\(identity.peerID.description.prefix(4))")
+        options.port = port
+        options.discovery = !noDiscovery
+        options.announceInterval = UInt64(announceInterval * 1000)
+        options.peers = try peer.map {
+            guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
+            return a
+        }
+        return try MeshNode(identity: identity, options: options)
+    }
+}
+
+/// Prints node events, as text or one JSON object per line.
+struct EventPrinter {
+    var json: Bool
+
+    func print(_ event: MeshNode.Event) {
+        let object: [String: Any]
+        switch event {
+        case let .started(port, peerID, nickname):
+            object = ["event": "started", "port": Int(port), "peerID": peerID.description, "nickname": nickname]
+        case let .linkUp(a): object = ["event": "linkUp", "address": a.description]
+        case let .linkDown(a): object = ["event": "linkDown", "address": a.description]
+        case let .peer(id, nickname, hops): object = ["event": "peer", "peerID": id.description, "nickname": nickname, "hops": hops]
+        case let .message(from, nickname, text, hops, timestamp):
+            object = ["event": "message", "from": from.description, "nickname": nickname ?? NSNull(), "text": text,
+                      "hops": hops, "timestamp": timestamp]
+        case let .rejected(why): object = ["event": "rejected", "reason": why]
+        }
+        let line: String
+        if json {
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            line = String(decoding: data, as: UTF8.self)
+        } else {
+            switch event {
+            case let .started(port, peerID, nickname): line = "* \(nickname) (\(peerID)) on 127.0.0.1:\(port)"
+            case let .linkUp(a): line = "* link up: \(a)"
+            case let .linkDown(a): line = "* link down: \(a)"
+            case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
+            case let .message(from, nickname, text, hops, _):
+                line = "<\(nickname ?? from.description)>\(hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
+            case let .rejected(why): line = "! \(why)"
+            }
+        }
+        // Unbuffered, so that a reader of a pipe sees each event at once.
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+struct Listen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join the mesh over UDP and print what arrives (relaying for others meanwhile).",
+        discussion: "With no flags it finds the other starling processes on this machine over loopback."
+    )
+    @OptionGroup var node: NodeOptions
+    @Flag(help: "One JSON object per line.") var json = false
+    @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
+
+    func run() async throws {
+        let n = try node.makeNode()
+        let printer = EventPrinter(json: json)
+        let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
+        async let running: Void = n.run(until: deadline)
+        for await event in n.events { printer.print(event) }
+        await running
+    }
+}
+
+struct Send: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join the mesh, send one public message, and leave."
+    )
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "The message.") var text: String
+    @Option(help: "Seconds to wait for a first peer.") var wait = 5.0
+    @Option(help: "Seconds to stay after sending, relaying meanwhile.") var linger = 1.0
+    @Flag(help: "One JSON object per line.") var json = false
+
+    func run() async throws {
+        let n = try node.makeNode()
+        let printer = EventPrinter(json: json)
+        let start = Date()
+        let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
+        let runner = Task { await n.run(until: deadline) }
+        let events = Task { for await event in n.events { printer.print(event) } }
+        // Wait for a peer's announce, so that the message has somewhere to go.
+        while await n.knownPeers.isEmpty, Date().timeIntervalSince(start) < wait {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard await !n.knownPeers.isEmpty else {
+            await n.stop()
+            throw ValidationError("no peer found within \(wait) s")
+        }
+        try await n.sendPublic(text)
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "text": text], options: [.sortedKeys])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+        try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
+        await n.stop()
+        await runner.value
+        events.cancel()
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `starling` process whose output is read as it comes.
+final class LiveProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var output = ""
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = StarlingProcess.executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.output += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    var text: String { lock.lock(); defer { lock.unlock() }; return output }
+
+    /// JSON events printed so far.
+    var events: [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Polls for an event matching `predicate` for at most `seconds`.
+    func waitFor(seconds: Double = 10, _ predicate: ([String: Any]) -> Bool) -> [String: Any]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let e = events.first(where: predicate) { return e }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+@Suite(.serialized) struct MeshProcessTests {
+    static func dataDir() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("starling-node-\(UUID().uuidString)").path
+    }
+
+    static func node(_ name: String, peers: [UInt16] = [], duration: Int = 20) throws -> LiveProcess {
+        try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", name, "--duration", String(duration),
+                         "--announce-interval", "1", "--data-dir", dataDir()] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
+    }
+
+    static func port(of p: LiveProcess) throws -> UInt16 {
+        let started = try #require(p.waitFor { $0["event"] as? String == "started" })
+        return UInt16(try #require(started["port"] as? Int))
+    }
+
+    /// Sends datagrams to 127.0.0.1:port from a throwaway socket.
+    static func spray(_ datagrams: [[UInt8]], to port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = port.bigEndian
+        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+        for d in datagrams {
+            _ = d.withUnsafeBytes { buf in
+                withUnsafePointer(to: &sa) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, buf.baseAddress, buf.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func publicMessageCrossesALineOfThreeProcesses() throws {
+        let bob = try Self.node("bob")
+        defer { bob.stop() }
+        let bobPort = try Self.port(of: bob)
+        let carol = try Self.node("carol", peers: [bobPort])
+        defer { carol.stop() }
+        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+
+        // Junk on bob's port first: random bytes, truncated packets, a bad hello.
+        var rng = SystemRandomNumberGenerator()
+        var junk: [[UInt8]] = (0..<200).map { _ in (0..<Int.random(in: 0...600, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        junk += [[1, 2, 7], [2, 0x11], Array("SHLO".utf8), Array("SHLO".utf8) + [9] + [UInt8](repeating: 0, count: 8)]
+        Self.spray(junk, to: bobPort)
+
+        let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
+                                     "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1", "hello across the mesh"])
+        defer { alice.stop() }
+        let got = carol.waitFor(seconds: 12) { $0["event"] as? String == "message" }
+        let message = try #require(got, "carol's output:\n\(carol.text)\nbob's:\n\(bob.text)\nalice's:\n\(alice.text)")
+        #expect(message["text"] as? String == "hello across the mesh")
+        #expect(message["nickname"] as? String == "alice")
+        #expect(message["hops"] as? Int == 2)       // through bob
+        #expect(bob.process.isRunning)               // the junk did not stop it
+        #expect(bob.waitFor { $0["event"] as? String == "message" }?["hops"] as? Int == 1)
+        alice.process.waitUntilExit()
+        #expect(alice.process.terminationStatus == 0)
+    }
+
+    @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {
+        // Discovery uses the fixed rendezvous ports; run only if two are free.
+        let a = try LiveProcess(["listen", "--json", "--name", "disco-a", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
+        defer { a.stop() }
+        let b = try LiveProcess(["listen", "--json", "--name", "disco-b", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
+        defer { b.stop() }
+        let seen = a.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "disco-b" }
+        #expect(seen != nil, "a:\n\(a.text)\nb:\n\(b.text)")
+    }
+}
