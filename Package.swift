@@ -99,6 +99,10 @@ let targets: [Target] = [
         name: "StarlingMeshTests",
         dependencies: ["StarlingMesh", "StarlingSim", "StarlingWire"]
     ),
+    .testTarget(
+        name: "StarlingTransportTests",
+        dependencies: ["StarlingTransport", "StarlingWire"]
+    ),
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",

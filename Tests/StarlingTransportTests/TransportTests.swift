@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import StarlingWire
+@testable import StarlingTransport
+
+@Suite struct DiscoveryTests {
+    @Test func helloMatchesTheDocumentAndNeverDecodesAsAPacket() throws {
+        let peer = PeerID(hex: "a1b2c3d4e5f60718")!
+        let hello = Discovery.hello(from: peer)
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/PROTOCOL.md")
+        let doc = try String(contentsOf: url, encoding: .utf8)
+        let marker = try #require(doc.range(of: "<!-- example: hello -->"))
+        let open = try #require(doc[marker.upperBound...].range(of: "```hex\n"))
+        let close = try #require(doc[open.upperBound...].range(of: "```"))
+        #expect(hello == (try [UInt8](hex: doc[open.upperBound..<close.lowerBound])))
+        #expect(Discovery.parseHello(hello) == peer)
+        #expect(throws: WireError.self) { try Packet(decoding: hello) }
+        #expect(Discovery.parseHello(Array(hello.dropLast())) == nil)
+        var wrongVersion = hello
+        wrongVersion[4] = 2
+        #expect(Discovery.parseHello(wrongVersion) == nil)
+    }
+
+    @Test func addresses() {
+        #expect(UDPAddress("127.0.0.1:47370")?.description == "127.0.0.1:47370")
+        #expect(UDPAddress("localhost:9") == .loopback(9))
+        #expect(UDPAddress("example.org:1") == nil)
+        #expect(UDPAddress("127.0.0.1") == nil)
+        #expect(UDPAddress("127.0.0.1:70000") == nil)
+    }
+}
+
+@Suite struct UDPSocketTests {
+    @Test func datagramsGoBothWaysOnLoopback() async throws {
+        let a = try UDPSocket(bindTo: .loopback(0))
+        let b = try UDPSocket(bindTo: .loopback(0))
+        defer { a.close(); b.close() }
+        #expect(a.localPort != 0 && a.localPort != b.localPort)
+        let stream = b.datagrams()
+        // Bounded: closing b ends the stream after 5 s whatever happens.
+        let watchdog = Task { try await Task.sleep(for: .seconds(5)); b.close() }
+        defer { watchdog.cancel() }
+        for i in 0..<5 { #expect(a.send([UInt8(i), 1, 2, 3], to: .loopback(b.localPort))) }
+        var got: [[UInt8]] = []
+        for await (from, bytes) in stream {
+            #expect(from == .loopback(a.localPort))
+            got.append(bytes)
+            if got.count == 5 { break }
+        }
+        #expect(got.map { $0[0] } == [0, 1, 2, 3, 4])
+    }
+
+    @Test func bindingAPortInUseFailsWithAClearError() throws {
+        let a = try UDPSocket(bindTo: .loopback(0))
+        defer { a.close() }
+        let e = #expect(throws: UDPSocket.Error.self) { try UDPSocket(bindTo: .loopback(a.localPort)) }
+        #expect(e?.description.contains("bind") == true)
+    }
+}
