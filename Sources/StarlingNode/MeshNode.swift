@@ -31,6 +31,13 @@ public actor MeshNode {
         /// A verified announce from a peer not seen before (or renamed).
         case peer(PeerID, nickname: String, hops: Int)
         case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64)
+        /// A private message, decrypted; a delivered receipt went back already.
+        case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int)
+        case sessionEstablished(PeerID, fingerprint: String)
+        /// Our private message reached its recipient.
+        case delivered(messageID: String, by: PeerID)
+        /// Our private message was displayed to its recipient.
+        case read(messageID: String, by: PeerID)
         case rejected(String)
     }
 
@@ -48,6 +55,11 @@ public actor MeshNode {
     private var lastAnnounce: UInt64 = 0
     private var lastHello: UInt64 = 0
     private var running = false
+    private var sessions: SessionManager
+    /// Private payloads waiting for a session, per peer.
+    private var waiting: [PeerID: [NoisePayload]] = [:]
+    /// Hop counts of frames held until their handshake completes.
+    private var heldHops: [PeerID: Int] = [:]
 
     public var port: UInt16 { socket.localPort }
     public var peerID: PeerID { identity.peerID }
@@ -65,6 +77,7 @@ public actor MeshNode {
         }
         self.socket = try socket ?? UDPSocket(bindTo: .loopback(0))
         self.router = MeshRouter(localPeer: identity.peerID, policy: options.policy, seed: UInt64.random(in: 0...UInt64.max))
+        self.sessions = SessionManager(identity: identity)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -106,6 +119,39 @@ public actor MeshNode {
         var packet = Packet(type: .message, ttl: 7, timestamp: Self.now(), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: Self.now()))
+    }
+
+    /// Sends a private message, end-to-end encrypted with Noise (a handshake
+    /// first when there is no session). Returns its message ID.
+    @discardableResult
+    public func sendPrivate(_ text: String, to peer: PeerID) throws -> String {
+        let id = UUID().uuidString
+        try sendNoise(.privateMessage(PrivateMessage(messageID: id, content: text)), to: peer)
+        return id
+    }
+
+    /// Tells `peer` that its message was displayed.
+    public func sendReadReceipt(_ messageID: String, to peer: PeerID) throws {
+        try sendNoise(.readReceipt(messageID: messageID), to: peer)
+    }
+
+    /// The peer ID of a known nickname.
+    public func peer(named nickname: String) -> PeerID? {
+        nicknames.first { $0.value == nickname }?.key
+    }
+
+    private func sendNoise(_ payload: NoisePayload, to peer: PeerID) throws {
+        let now = Self.now()
+        guard sessions.hasSession(with: peer) else {
+            waiting[peer, default: []].append(payload)
+            if !sessions.isHandshaking(with: peer) {
+                let m1 = try sessions.initiateHandshake(with: peer, now: now)
+                perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: now), now: now))
+            }
+            return
+        }
+        let frame = try sessions.seal(try payload.encoded(), for: peer)
+        perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now))
     }
 
     public var linkCount: Int { linkOf.count }
@@ -185,6 +231,57 @@ public actor MeshNode {
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
             nicknames[packet.senderID] = nil
+        case .noiseHandshake where packet.recipientID == peerID:
+            handshake(packet)
+        case .noiseEncrypted where packet.recipientID == peerID:
+            do {
+                switch try sessions.open(packet.payload, from: packet.senderID, now: Self.now()) {
+                case let .plaintext(p): inner(p, from: packet.senderID, hops: hops)
+                case .held: heldHops[packet.senderID] = hops // opened when the handshake completes
+                }
+            } catch {
+                continuation.yield(.rejected("frame from \(packet.senderID): \(error)"))
+            }
+        default:
+            break
+        }
+    }
+
+    private func handshake(_ packet: Packet) {
+        let now = Self.now()
+        do {
+            let step = try sessions.receiveHandshake(packet.payload, from: packet.senderID, now: now)
+            if let reply = step.reply {
+                perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: packet.senderID, timestamp: now), now: now))
+            }
+            if let fingerprint = step.established {
+                continuation.yield(.sessionEstablished(packet.senderID, fingerprint: fingerprint.hex))
+                let hops = heldHops.removeValue(forKey: packet.senderID) ?? 0
+                for p in step.released { inner(p, from: packet.senderID, hops: hops) }
+                for payload in waiting.removeValue(forKey: packet.senderID) ?? [] {
+                    try? sendNoise(payload, to: packet.senderID)
+                }
+            }
+        } catch {
+            continuation.yield(.rejected("handshake from \(packet.senderID): \(error)"))
+        }
+    }
+
+    /// A decrypted inner payload.
+    private func inner(_ plaintext: [UInt8], from sender: PeerID, hops: Int) {
+        guard let payload = try? NoisePayload(decoding: plaintext) else {
+            continuation.yield(.rejected("malformed private payload from \(sender)"))
+            return
+        }
+        switch payload {
+        case let .privateMessage(m):
+            continuation.yield(.privateMessage(from: sender, nickname: nicknames[sender], text: m.content,
+                                               messageID: m.messageID, hops: hops))
+            try? sendNoise(.delivered(messageID: m.messageID), to: sender)
+        case let .delivered(id):
+            continuation.yield(.delivered(messageID: id, by: sender))
+        case let .readReceipt(id):
+            continuation.yield(.read(messageID: id, by: sender))
         default:
             break
         }

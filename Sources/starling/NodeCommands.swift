@@ -47,6 +47,13 @@ struct EventPrinter {
         case let .message(from, nickname, text, hops, timestamp):
             object = ["event": "message", "from": from.description, "nickname": nickname ?? NSNull(), "text": text,
                       "hops": hops, "timestamp": timestamp]
+        case let .privateMessage(from, nickname, text, id, hops):
+            object = ["event": "privateMessage", "from": from.description, "nickname": nickname ?? NSNull(), "text": text,
+                      "messageID": id, "hops": hops]
+        case let .sessionEstablished(peer, fingerprint):
+            object = ["event": "session", "peerID": peer.description, "fingerprint": fingerprint]
+        case let .delivered(id, by): object = ["event": "delivered", "messageID": id, "by": by.description]
+        case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
         case let .rejected(why): object = ["event": "rejected", "reason": why]
         }
         let line: String
@@ -61,6 +68,10 @@ struct EventPrinter {
             case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
             case let .message(from, nickname, text, hops, _):
                 line = "<\(nickname ?? from.description)>\(hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
+            case let .privateMessage(from, nickname, text, _, _): line = "<\(nickname ?? from.description) → you> \(text)"
+            case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
+            case let .delivered(id, _): line = "* delivered: \(id)"
+            case let .read(id, _): line = "* read: \(id)"
             case let .rejected(why): line = "! \(why)"
             }
         }
@@ -83,7 +94,11 @@ struct Listen: AsyncParsableCommand {
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         async let running: Void = n.run(until: deadline)
-        for await event in n.events { printer.print(event) }
+        for await event in n.events {
+            printer.print(event)
+            // Displayed: the sender gets a read receipt.
+            if case let .privateMessage(from, _, _, id, _) = event { try? await n.sendReadReceipt(id, to: from) }
+        }
         await running
     }
 }
@@ -94,6 +109,7 @@ struct Send: AsyncParsableCommand {
     )
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String
+    @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
     @Option(help: "Seconds to wait for a first peer.") var wait = 5.0
     @Option(help: "Seconds to stay after sending, relaying meanwhile.") var linger = 1.0
     @Flag(help: "One JSON object per line.") var json = false
@@ -105,15 +121,23 @@ struct Send: AsyncParsableCommand {
         let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
         let runner = Task { await n.run(until: deadline) }
         let events = Task { for await event in n.events { printer.print(event) } }
-        // Wait for a peer's announce, so that the message has somewhere to go.
-        while await n.knownPeers.isEmpty, Date().timeIntervalSince(start) < wait {
+        // Wait for a peer's announce (or the recipient's), so that the message has somewhere to go.
+        func ready() async -> Bool {
+            if let to { return await n.peer(named: to) != nil }
+            return await !n.knownPeers.isEmpty
+        }
+        while await !ready(), Date().timeIntervalSince(start) < wait {
             try await Task.sleep(for: .milliseconds(20))
         }
-        guard await !n.knownPeers.isEmpty else {
+        guard await ready() else {
             await n.stop()
-            throw ValidationError("no peer found within \(wait) s")
+            throw ValidationError(to.map { "\($0) not found within \(wait) s" } ?? "no peer found within \(wait) s")
         }
-        try await n.sendPublic(text)
+        if let to, let recipient = await n.peer(named: to) {
+            try await n.sendPrivate(text, to: recipient)
+        } else {
+            try await n.sendPublic(text)
+        }
         if json {
             let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "text": text], options: [.sortedKeys])
             FileHandle.standardOutput.write(data + Data("\n".utf8))

@@ -111,6 +111,30 @@ final class LiveProcess: @unchecked Sendable {
         #expect(alice.process.terminationStatus == 0)
     }
 
+    @Test func privateMessageIsEncryptedEndToEndWithReceipts() throws {
+        let bob = try Self.node("bob")
+        defer { bob.stop() }
+        let bobPort = try Self.port(of: bob)
+        let carol = try Self.node("carol", peers: [bobPort])
+        defer { carol.stop() }
+        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+        let secret = "meet at the north gate \(UUID().uuidString)"
+        let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
+                                     "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--wait", "8", "--linger", "3", secret])
+        defer { alice.stop() }
+        let got = try #require(carol.waitFor(seconds: 12) { $0["event"] as? String == "privateMessage" },
+                               "carol:\n\(carol.text)\nalice:\n\(alice.text)")
+        #expect(got["text"] as? String == secret)
+        #expect(got["nickname"] as? String == "alice")
+        #expect(got["hops"] as? Int == 2)
+        let id = try #require(got["messageID"] as? String)
+        #expect(alice.waitFor { $0["event"] as? String == "delivered" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
+        #expect(alice.waitFor { $0["event"] as? String == "read" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
+        // Bob relayed every packet of it and never saw the plaintext.
+        #expect(!bob.text.contains(secret))
+        #expect(!bob.events.contains { $0["event"] as? String == "privateMessage" })
+    }
+
     @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {
         // Discovery uses the fixed rendezvous ports; run only if two are free.
         let a = try LiveProcess(["listen", "--json", "--name", "disco-a", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
