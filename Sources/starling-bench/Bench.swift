@@ -19,7 +19,7 @@ struct StarlingBench {
         _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 16 << 20)
         #endif
         let args = Array(CommandLine.arguments.dropFirst())
-        let areas: [String: () -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "mesh": MeshBench.run, "mesh-sweep": MeshBench.sweep, "mesh-breakdown": MeshBench.breakdown]
+        let areas: [String: () -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "mesh": MeshBench.run, "mesh-sweep": MeshBench.sweep]
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
             return

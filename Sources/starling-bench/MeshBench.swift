@@ -1,4 +1,3 @@
-import StarlingWire
 import StarlingMesh
 import StarlingSim
 
@@ -29,29 +28,6 @@ enum MeshBench {
                 let r = experiment.run(on: topology, policy: p, cdsSize: cds)
                 print("  fj=\(fj) bd=\(bd) bj=\(bj) slot=\(slot): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
             }
-        }
-    }
-
-    /// Where the default policy's transmissions come from (for tuning).
-    static func breakdown() {
-        for (n, degree) in [(300, 8.0), (300, 16.0)] {
-            var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
-            let topology = Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
-            var radio = Simulator.Radio()
-            radio.loss = 0.05
-            var config = MeshRouter.Configuration()
-            config.maxTTL = 64
-            var sim = Simulator(topology: topology, radio: radio, policy: BackbonePolicy(), seed: 5, configuration: config)
-            let forwarder = sim.routers.map { $0.neighborhood.isForwarder }
-            for b in 0..<30 {
-                let src = Int(rng.next() % UInt64(n))
-                sim.originate(StarlingWire.Packet(type: .message, ttl: 64, timestamp: UInt64(b) * 5000, senderID: Simulator.peerID(src),
-                                                  payload: [UInt8(b), 1, 2, 3], compress: false), at: src)
-                sim.run(until: UInt64(b + 1) * 5000)
-            }
-            let fwdTx = zip(sim.transmissions, forwarder).filter { $0.1 }.map(\.0).reduce(0, +)
-            let otherTx = zip(sim.transmissions, forwarder).filter { !$0.1 }.map(\.0).reduce(0, +)
-            print("n=\(n) d=\(degree): forwarders \(forwarder.filter { $0 }.count), tx by forwarders \(fwdTx / 30)/bcast, by backstops \(otherTx / 30)/bcast")
         }
     }
 

@@ -1,22 +1,15 @@
 import Foundation
+import StarlingMesh
 import StarlingWire
+
+extension SeededGenerator {
+    mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) } }
+}
 
 /// `starling-bench wire`: the bitchat codec.
 enum WireBench {
-    struct Random: RandomNumberGenerator {
-        var state: UInt64 = 0x5EED
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) } }
-    }
-
     static func run() {
-        var rng = Random()
+        var rng = SeededGenerator(seed: 0x5EED)
         let sender = PeerID(rawValue: 0xA1B2_C3D4_E5F6_0718)
         let now: UInt64 = 1_763_800_000_000
         print("starling-bench wire (release build; one core; median of 5 rounds)")

@@ -83,13 +83,18 @@ final class LiveProcess: @unchecked Sendable {
         }
     }
 
-    @Test func publicMessageCrossesALineOfThreeProcesses() throws {
-        let bob = try Self.node("bob")
-        defer { bob.stop() }
-        let bobPort = try Self.port(of: bob)
-        let carol = try Self.node("carol", peers: [bobPort])
-        defer { carol.stop() }
+    /// Bob, and carol linked to bob only; alice will link to bob only too.
+    static func line() throws -> (bob: LiveProcess, carol: LiveProcess, bobPort: UInt16) {
+        let bob = try node("bob")
+        let bobPort = try port(of: bob)
+        let carol = try node("carol", peers: [bobPort])
         #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+        return (bob, carol, bobPort)
+    }
+
+    @Test func publicMessageCrossesALineOfThreeProcesses() throws {
+        let (bob, carol, bobPort) = try Self.line()
+        defer { bob.stop(); carol.stop() }
 
         // Junk on bob's port first: random bytes, truncated packets, a bad hello.
         var rng = SystemRandomNumberGenerator()
@@ -112,12 +117,8 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     @Test func privateMessageIsEncryptedEndToEndWithReceipts() throws {
-        let bob = try Self.node("bob")
-        defer { bob.stop() }
-        let bobPort = try Self.port(of: bob)
-        let carol = try Self.node("carol", peers: [bobPort])
-        defer { carol.stop() }
-        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+        let (bob, carol, bobPort) = try Self.line()
+        defer { bob.stop(); carol.stop() }
         let secret = "meet at the north gate \(UUID().uuidString)"
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
                                      "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--wait", "8", "--linger", "3", secret])
