@@ -103,6 +103,10 @@ let targets: [Target] = [
         name: "StarlingTransportTests",
         dependencies: ["StarlingTransport", "StarlingWire"]
     ),
+    .testTarget(
+        name: "StarlingNodeTests",
+        dependencies: ["StarlingNode"]
+    ),
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",

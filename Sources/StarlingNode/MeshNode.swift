@@ -38,6 +38,7 @@ public actor MeshNode {
         case delivered(messageID: String, by: PeerID)
         /// Our private message was displayed to its recipient.
         case read(messageID: String, by: PeerID)
+        case left(PeerID)
         case rejected(String)
     }
 
@@ -52,6 +53,17 @@ public actor MeshNode {
     private var lastHeard: [LinkID: UInt64] = [:]
     private var nextLink: UInt32 = 1
     private var nicknames: [PeerID: String] = [:]
+    /// What verified announces told about each peer.
+    public struct PeerInfo: Sendable {
+        public var nickname: String
+        public var fingerprint: Fingerprint
+        public var hops: Int
+        public var lastSeen: UInt64
+    }
+    private var peerInfo: [PeerID: PeerInfo] = [:]
+    /// Fingerprints whose packets are dropped on arrival, unseen.
+    private var blocked: Set<Fingerprint> = []
+    private var nickname: String
     private var lastAnnounce: UInt64 = 0
     private var lastHello: UInt64 = 0
     private var running = false
@@ -67,6 +79,7 @@ public actor MeshNode {
     public init(identity: Identity, options: Options) throws {
         self.identity = identity
         self.options = options
+        self.nickname = options.nickname
         var socket: UDPSocket?
         if let port = options.port {
             socket = try UDPSocket(bindTo: .loopback(port))
@@ -86,7 +99,7 @@ public actor MeshNode {
     /// Runs until `deadline` (wall ms) or until the task is cancelled.
     public func run(until deadline: UInt64? = nil) async {
         running = true
-        continuation.yield(.started(port: port, peerID: peerID, nickname: options.nickname))
+        continuation.yield(.started(port: port, peerID: peerID, nickname: nickname))
         for address in options.peers { _ = link(for: address) }
         let datagrams = socket.datagrams()
         await withTaskGroup(of: Void.self) { group in
@@ -154,6 +167,36 @@ public actor MeshNode {
         perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now))
     }
 
+    public var peers: [PeerID: PeerInfo] { peerInfo }
+    public var currentNickname: String { nickname }
+
+    /// Changes this node's nickname and announces it at once.
+    public func rename(_ name: String) {
+        nickname = name
+        announce()
+    }
+
+    public func block(_ fingerprint: Fingerprint) { blocked.insert(fingerprint) }
+    public func unblock(_ fingerprint: Fingerprint) { blocked.remove(fingerprint) }
+    public func isBlocked(_ peer: PeerID) -> Bool { peerInfo[peer].map { blocked.contains($0.fingerprint) } ?? false }
+
+    /// Tells everyone this node is leaving (a signed LEAVE), then stops.
+    public func leave() {
+        var packet = Packet(type: .leave, ttl: 7, timestamp: Self.now(), senderID: peerID, payload: [])
+        try? PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: Self.now()))
+        stop()
+    }
+
+    /// Forgets every session and key in memory (panic), then stops.
+    public func wipe() {
+        sessions.wipeAll()
+        waiting = [:]
+        peerInfo = [:]
+        nicknames = [:]
+        stop()
+    }
+
     public var linkCount: Int { linkOf.count }
     public var statistics: MeshStatistics { router.statistics }
     public var knownPeers: [PeerID: String] { nicknames }
@@ -209,12 +252,16 @@ public actor MeshNode {
     }
 
     private func deliver(_ packet: Packet, link: LinkID?, hops: Int) {
+        // Blocked peers are discarded at the earliest stage, without a word.
+        if let info = peerInfo[packet.senderID], blocked.contains(info.fingerprint) { return }
         switch packet.type {
         case .announce:
             do {
                 let a = try Announcement.verify(packet, now: Self.now())
                 if hops == 1, let link { router.bind(link, to: packet.senderID) }
                 router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
+                peerInfo[packet.senderID] = PeerInfo(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
+                                                     hops: hops, lastSeen: Self.now())
                 if nicknames[packet.senderID] != a.nickname {
                     nicknames[packet.senderID] = a.nickname
                     continuation.yield(.peer(packet.senderID, nickname: a.nickname, hops: hops))
@@ -231,6 +278,7 @@ public actor MeshNode {
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
             nicknames[packet.senderID] = nil
+            if peerInfo.removeValue(forKey: packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
         case .noiseHandshake where packet.recipientID == peerID:
             handshake(packet)
         case .noiseEncrypted where packet.recipientID == peerID:
@@ -291,7 +339,7 @@ public actor MeshNode {
         let now = Self.now()
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
-        guard let packet = try? Announcement.make(identity: identity, nickname: options.nickname, timestamp: now,
+        guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: now,
                                                   directNeighbors: neighbors) else { return }
         perform(router.originate(packet, now: now))
     }

@@ -54,6 +54,7 @@ struct EventPrinter {
             object = ["event": "session", "peerID": peer.description, "fingerprint": fingerprint]
         case let .delivered(id, by): object = ["event": "delivered", "messageID": id, "by": by.description]
         case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
+        case let .left(peer): object = ["event": "left", "peerID": peer.description]
         case let .rejected(why): object = ["event": "rejected", "reason": why]
         }
         let line: String
@@ -72,6 +73,7 @@ struct EventPrinter {
             case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
             case let .delivered(id, _): line = "* delivered: \(id)"
             case let .read(id, _): line = "* read: \(id)"
+            case let .left(peer): line = "* \(peer) left"
             case let .rejected(why): line = "! \(why)"
             }
         }

@@ -9,10 +9,12 @@ final class LiveProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var output = ""
+    private let input = Pipe()
 
     init(_ arguments: [String]) throws {
         process.executableURL = StarlingProcess.executable
         process.arguments = arguments
+        process.standardInput = input
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -27,6 +29,19 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     var text: String { lock.lock(); defer { lock.unlock() }; return output }
+
+    /// Types a line on the process's standard input.
+    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    /// Polls the plain output for `needle` for at most `seconds`.
+    func waitForText(_ needle: String, seconds: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if text.contains(needle) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
 
     /// JSON events printed so far.
     var events: [[String: Any]] {
@@ -134,6 +149,55 @@ final class LiveProcess: @unchecked Sendable {
         // Bob relayed every packet of it and never saw the plaintext.
         #expect(!bob.text.contains(secret))
         #expect(!bob.events.contains { $0["event"] as? String == "privateMessage" })
+    }
+
+    @Test func chatSessionWithCommands() throws {
+        let (bob, carol, bobPort) = try Self.line()
+        defer { bob.stop(); carol.stop() }
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        defer { alice.stop() }
+        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        alice.type("/who")
+        #expect(alice.waitForText("2 hops"))
+        alice.type("hello \u{202E}everyone")
+        let message = try #require(carol.waitFor { $0["event"] as? String == "message" })
+        #expect(message["text"] as? String == "hello \u{202E}everyone") // the wire carries it as typed
+        alice.type("/msg carol a private word")
+        #expect(carol.waitFor { $0["event"] as? String == "privateMessage" }?["text"] as? String == "a private word")
+        #expect(alice.waitForText("to carol: delivered"), "\(alice.text)")
+        #expect(alice.waitForText("to carol: read"), "\(alice.text)")
+        alice.type("/verify carol")
+        #expect(alice.waitForText("y to mark verified"))
+        alice.type("y")
+        #expect(alice.waitForText("carol✓ verified"))
+        alice.type("/stats")
+        #expect(alice.waitForText("relays scheduled"))
+        alice.type("/nick alicia")
+        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alicia" } != nil)
+        alice.type("/leave")
+        #expect(alice.waitForText("* left"))
+        #expect(carol.waitFor { $0["event"] as? String == "left" } != nil)
+        alice.process.waitUntilExit()
+        #expect(alice.process.terminationStatus == 0)
+    }
+
+    @Test func chatShowsStrangersTextCleaned() throws {
+        let bob = try Self.node("bob")
+        defer { bob.stop() }
+        let bobPort = try Self.port(of: bob)
+        let watcher = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "watcher", "--announce-interval", "1",
+                                       "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        defer { watcher.stop() }
+        #expect(watcher.waitForText("bob joined"))
+        let sender = try LiveProcess(["send", "--no-discovery", "--port", "0", "--name", "m\u{200B}allory", "--data-dir", Self.dataDir(),
+                                      "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1",
+                                      "clear\u{1B}[2J screen \u{202E}gnp.exe watcher"])
+        defer { sender.stop() }
+        #expect(watcher.waitForText("clear[2J screen gnp.exe watcher"), "\(watcher.text)")
+        #expect(watcher.waitForText("<mallory"))            // zero-width stripped from the nickname
+        #expect(!watcher.text.contains("\u{1B}[2J"))          // no escape reached the terminal
+        #expect(watcher.text.contains("\u{7}"))               // the mention rang the bell
     }
 
     @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {

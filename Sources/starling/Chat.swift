@@ -1,0 +1,252 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingNode
+import StarlingWire
+
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Chat on the mesh: public messages, and private ones encrypted end to end.",
+        discussion: """
+        Type a line to send it to everyone; /help lists the commands (/msg, /who, /verify, \
+        /block, /fav, /stats, /nick, /leave, /panic …). Processes on this machine find each \
+        other over loopback with no configuration.
+        """
+    )
+    @OptionGroup var node: NodeOptions
+
+    func run() async throws {
+        let n = try node.makeNode()
+        let store = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
+        let ui = ChatScreen(node: n, store: store)
+        let runner = Task { await n.run() }
+        let input = Self.lines()
+        await ui.say("starling chat — /help for commands")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await event in n.events { await ui.show(event) } }
+            group.addTask {
+                for await line in input {
+                    if await !ui.handle(line) { break }
+                }
+                await n.stop()
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await n.stop()
+        _ = await runner.value
+    }
+
+    /// Standard input, line by line (read on its own thread).
+    static func lines() -> AsyncStream<String> {
+        AsyncStream { continuation in
+            Thread.detachNewThread {
+                while let line = readLine() { continuation.yield(line) }
+                continuation.finish()
+            }
+        }
+    }
+}
+
+/// The chat's state and rendering: what a person sees.
+actor ChatScreen {
+    let node: MeshNode
+    let store: IdentityStore
+    var favourites: Set<PeerID> = []
+    var verified: Set<Fingerprint> = []
+    /// Our private messages by ID: recipient as shown, and whether delivery was reported.
+    var outgoing: [String: (to: String, delivered: Bool)] = [:]
+    var pendingVerify: PeerID?
+
+    init(node: MeshNode, store: IdentityStore) {
+        self.node = node
+        self.store = store
+    }
+
+    static func clock() -> String {
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss"
+        return f.string(from: Date())
+    }
+
+    func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// A nickname as shown: cleaned, and with 4 digits of the peer ID when two peers share it.
+    func display(_ peer: PeerID) async -> String {
+        let peers = await node.peers
+        let name = DisplayText.clean(peers[peer]?.nickname ?? peer.description)
+        let twins = peers.filter { $0.value.nickname == peers[peer]?.nickname }.count
+        let mark = (await peers[peer].map { verified.contains($0.fingerprint) } ?? false) ? "✓" : ""
+        return (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
+    }
+
+    func show(_ event: MeshNode.Event) async {
+        let me = await node.currentNickname
+        switch event {
+        case let .started(port, peerID, nickname):
+            say("* you are \(nickname) (\(peerID)) on 127.0.0.1:\(port)")
+        case let .peer(peer, _, hops):
+            say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
+        case let .left(peer):
+            say("* \(peer) left")
+        case let .message(from, _, text, hops, _):
+            let clean = DisplayText.clean(text)
+            let mention = DisplayText.mentions(clean, nickname: me)
+            let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
+            let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
+            say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
+        case let .privateMessage(from, _, text, id, hops):
+            let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
+            say("[\(Self.clock())] <\(await display(from)) → you>\(via) \(DisplayText.clean(text))")
+            try? await node.sendReadReceipt(id, to: from) // displayed: read
+        case let .sessionEstablished(peer, _):
+            say("* encrypted session with \(await display(peer))")
+        case let .delivered(id, _):
+            if let o = outgoing[id], !o.delivered {
+                outgoing[id]?.delivered = true
+                say("  · to \(o.to): delivered")
+            }
+        case let .read(id, _):
+            // Receipts travel separately and may arrive in either order; read implies delivered.
+            if let o = outgoing.removeValue(forKey: id) {
+                if !o.delivered { say("  · to \(o.to): delivered") }
+                say("  · to \(o.to): read")
+            }
+        case .linkUp, .linkDown:
+            break
+        case let .rejected(why):
+            say("! \(why)")
+        }
+    }
+
+    func peer(named name: String) async -> PeerID? {
+        let peers = await node.peers
+        if let exact = peers.first(where: { $0.value.nickname == name })?.key { return exact }
+        // nick#abcd picks one of two peers sharing a nickname
+        let parts = name.split(separator: "#")
+        if parts.count == 2 {
+            return peers.first { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }?.key
+        }
+        return nil
+    }
+
+    /// Handles one typed line; false means quit.
+    func handle(_ raw: String) async -> Bool {
+        let line = raw.trimmingCharacters(in: .whitespaces)
+        guard !line.isEmpty else { return true }
+        if let pending = pendingVerify {
+            pendingVerify = nil
+            if line.lowercased().hasPrefix("y"), let info = await node.peers[pending] {
+                verified.insert(info.fingerprint)
+                say("* \(await display(pending)) verified")
+                return true
+            }
+        }
+        guard line.hasPrefix("/") else {
+            do {
+                try await node.sendPublic(line)
+                say("[\(Self.clock())] <\(await node.currentNickname)> \(line)")
+            } catch { say("! \(error)") }
+            return true
+        }
+        let words = line.split(separator: " ", maxSplits: 2).map(String.init)
+        switch words[0] {
+        case "/msg", "/m", "/dm":
+            guard words.count == 3 else { say("usage: /msg NICK text"); return true }
+            guard let to = await peer(named: words[1]) else { say("! no peer called \(words[1]) (try /who)"); return true }
+            do {
+                let id = try await node.sendPrivate(words[2], to: to)
+                outgoing[id] = (await display(to), false)
+                say("[\(Self.clock())] <you → \(await display(to))> \(words[2])  · sent")
+            } catch { say("! \(error)") }
+        case "/who":
+            let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
+            if peers.isEmpty { say("* nobody yet") }
+            for (id, info) in peers {
+                let marks = (favourites.contains(id) ? " ★" : "") + (await node.isBlocked(id) ? " (blocked)" : "")
+                say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)")
+            }
+        case "/block", "/unblock", "/fav", "/verify":
+            guard words.count >= 2, let id = await peer(named: words[1]), let info = await node.peers[id] else {
+                say("usage: \(words[0]) NICK (a peer /who lists)"); return true
+            }
+            switch words[0] {
+            case "/block": await node.block(info.fingerprint); say("* \(words[1]) blocked")
+            case "/unblock": await node.unblock(info.fingerprint); say("* \(words[1]) unblocked")
+            case "/fav": favourites.insert(id); say("* \(words[1]) is a favourite")
+            default:
+                say("* your fingerprint:\n" + indent(await node.identity.fingerprint.grouped))
+                say("* \(words[1])'s fingerprint:\n" + indent(info.fingerprint.grouped))
+                say("* do they read the same on \(words[1])'s screen? y to mark verified")
+                pendingVerify = id
+            }
+        case "/stats":
+            let s = await node.statistics
+            say("""
+              received \(s.received) (direct \(s.direct), relayed \(s.relayed)), average hops \(String(format: "%.1f", s.averageHops))
+              relays scheduled \(s.relaysScheduled), executed \(s.relaysExecuted), cancelled \(s.relaysCancelled)
+              duplicates blocked \(s.duplicatesBlocked) (\(String(format: "%.0f", s.duplicateRate * 100))%), transmissions \(s.transmissions)
+            """)
+        case "/nick":
+            guard words.count >= 2 else { say("usage: /nick NAME"); return true }
+            let name = words[1...].joined(separator: " ")
+            await node.rename(name)
+            try? store.setNickname(name)
+            say("* you are now \(name)")
+        case "/clear":
+            FileHandle.standardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
+        case "/leave", "/quit":
+            await node.leave()
+            say("* left")
+            return false
+        case "/panic":
+            await node.wipe()
+            try? store.wipe()
+            say("* keys, sessions and state wiped")
+            return false
+        case "/help":
+            say("""
+              text              to everyone
+              /msg NICK text    privately, end-to-end encrypted (/m, /dm)
+              /who              who is here, how far, ★ favourites, ✓ verified
+              /verify NICK      compare fingerprints and mark verified
+              /block NICK, /unblock NICK, /fav NICK
+              /nick NAME        rename yourself
+              /stats            mesh statistics
+              /clear, /leave, /panic (wipe keys and state, then quit), /help
+            """)
+        default:
+            say("! unknown command \(words[0]) (/help)")
+        }
+        return true
+    }
+
+    func indent(_ s: String) -> String { s.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n") }
+}
+
+struct Relay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Relay for the mesh without a chat screen (for a Raspberry Pi in a window)."
+    )
+    @OptionGroup var node: NodeOptions
+    @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
+
+    func run() async throws {
+        let n = try node.makeNode()
+        let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
+        let runner = Task { await n.run(until: deadline) }
+        for await event in n.events {
+            switch event {
+            case let .started(port, peerID, nickname): print("relaying as \(nickname) (\(peerID)) on 127.0.0.1:\(port)")
+            case let .linkUp(a): print("link up \(a)")
+            case let .linkDown(a): print("link down \(a)")
+            default: break
+            }
+        }
+        await runner.value
+        let s = await n.statistics
+        print("relayed \(s.relaysExecuted) of \(s.received) packets; \(s.duplicatesBlocked) duplicates blocked")
+    }
+}
