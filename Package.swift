@@ -76,6 +76,8 @@ let targets: [Target] = [
             "StarlingCrypto",
             "StarlingMesh",
             "StarlingSim",
+            "StarlingNode",
+            "StarlingTransport",
             .product(name: "Crypto", package: "swift-crypto"),
         ]
     ),

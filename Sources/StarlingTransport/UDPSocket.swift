@@ -122,28 +122,34 @@ public final class UDPSocket: @unchecked Sendable {
             }
             source.setCancelHandler { continuation.finish() }
             continuation.onTermination = { [weak self] _ in self?.cancelReading() }
+            lock.lock()
             self.source = source
+            lock.unlock()
             source.resume()
         }
     }
 
     private var closed = false
+    private let lock = NSLock()
 
     private func cancelReading() {
-        queue.async { [self] in
-            source?.cancel()
-            source = nil
-        }
+        lock.lock()
+        let s = source
+        source = nil
+        lock.unlock()
+        s?.cancel()
     }
 
-    /// Stops reading and closes the socket (once).
+    /// Stops reading and closes the socket (once). Safe from any thread,
+    /// the socket's own queue included.
     public func close() {
-        let wasOpen: Bool = queue.sync {
-            source?.cancel()
-            source = nil
-            defer { closed = true }
-            return !closed
-        }
+        lock.lock()
+        let s = source
+        source = nil
+        let wasOpen = !closed
+        closed = true
+        lock.unlock()
+        s?.cancel()
         if wasOpen { Glibc.close(fd) }
     }
 }

@@ -11,7 +11,7 @@ import Glibc
 /// a result with its baseline from the same process.
 @main
 struct StarlingBench {
-    static func main() {
+    static func main() async {
         #if canImport(Glibc)
         // Keep freed memory in the heap instead of returning it to the kernel
         // after every large buffer: otherwise 64 KiB frames measure page faults.
@@ -19,7 +19,8 @@ struct StarlingBench {
         _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 16 << 20)
         #endif
         let args = Array(CommandLine.arguments.dropFirst())
-        let areas: [String: () -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "mesh": MeshBench.run, "mesh-sweep": MeshBench.sweep]
+        let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "mesh": MeshBench.run,
+                                                  "mesh-sweep": MeshBench.sweep, "node": NodeBench.run]
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
             return
@@ -29,7 +30,7 @@ struct StarlingBench {
                 print("starling-bench: unknown area \(a)")
                 continue
             }
-            run()
+            await run()
         }
     }
 }
