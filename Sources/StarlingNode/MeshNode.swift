@@ -20,6 +20,8 @@ public actor MeshNode {
         public var maxFrame = 512
         /// Links at most (configured, discovered and learnt from packets).
         public var maxLinks = 64
+        /// How long a private message is retried before it is reported failed.
+        public var retryBudget: UInt64 = 300_000
         public var policy: any RelayPolicy = BackbonePolicy()
         public init(nickname: String) { self.nickname = nickname }
     }
@@ -36,6 +38,8 @@ public actor MeshNode {
         case sessionEstablished(PeerID, fingerprint: String)
         /// Our private message reached its recipient.
         case delivered(messageID: String, by: PeerID)
+        /// Our private message was not acknowledged within its retry budget.
+        case failed(messageID: String, to: PeerID)
         /// Our private message was displayed to its recipient.
         case read(messageID: String, by: PeerID)
         case left(PeerID)
@@ -72,6 +76,22 @@ public actor MeshNode {
     private var waiting: [PeerID: [NoisePayload]] = [:]
     /// Hop counts of frames held until their handshake completes.
     private var heldHops: [PeerID: Int] = [:]
+    /// Our private messages not yet acknowledged: re-sent with exponential
+    /// backoff (2 s, ×2, at most 60 s between tries) until a delivered receipt
+    /// comes or the retry budget is spent.
+    private struct Outgoing {
+        var peer: PeerID
+        var message: PrivateMessage
+        var attempts: Int
+        var nextAt: UInt64
+        var firstAt: UInt64
+    }
+    private var unacknowledged: [String: Outgoing] = [:]
+    /// When each handshake we started began, to start over when one stalls.
+    private var handshakeStarted: [PeerID: UInt64] = [:]
+    /// Message IDs already shown, so a retried message is shown once.
+    private var seenMessageIDs: Set<String> = []
+    private var seenOrder: [String] = []
 
     public var port: UInt16 { socket.localPort }
     public var peerID: PeerID { identity.peerID }
@@ -139,7 +159,10 @@ public actor MeshNode {
     @discardableResult
     public func sendPrivate(_ text: String, to peer: PeerID) throws -> String {
         let id = UUID().uuidString
-        try sendNoise(.privateMessage(PrivateMessage(messageID: id, content: text)), to: peer)
+        let message = PrivateMessage(messageID: id, content: text)
+        let now = Self.now()
+        unacknowledged[id] = Outgoing(peer: peer, message: message, attempts: 1, nextAt: now + 2_000, firstAt: now)
+        try sendNoise(.privateMessage(message), to: peer)
         return id
     }
 
@@ -157,14 +180,37 @@ public actor MeshNode {
         let now = Self.now()
         guard sessions.hasSession(with: peer) else {
             waiting[peer, default: []].append(payload)
-            if !sessions.isHandshaking(with: peer) {
-                let m1 = try sessions.initiateHandshake(with: peer, now: now)
-                perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: now), now: now))
-            }
+            if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
             return
         }
         let frame = try sessions.seal(try payload.encoded(), for: peer)
         perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now))
+    }
+
+    private func startHandshake(with peer: PeerID, now: UInt64) throws {
+        let m1 = try sessions.initiateHandshake(with: peer, now: now)
+        handshakeStarted[peer] = now
+        perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: now), now: now))
+    }
+
+    /// Re-sends what is unacknowledged and restarts stalled handshakes.
+    private func retry(now: UInt64) {
+        for (peer, started) in handshakeStarted where now - started > 5_000 && !(waiting[peer] ?? []).isEmpty {
+            if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
+            try? startHandshake(with: peer, now: now) // rate-limited by the session manager
+        }
+        for (id, var o) in unacknowledged where now >= o.nextAt {
+            if now - o.firstAt > options.retryBudget {
+                unacknowledged[id] = nil
+                continuation.yield(.failed(messageID: id, to: o.peer))
+                continue
+            }
+            o.attempts += 1
+            o.nextAt = now + min(60_000, 2_000 << UInt64(min(o.attempts - 1, 5)))
+            unacknowledged[id] = o
+            // Still waiting for a session: it goes out when the session forms.
+            if sessions.hasSession(with: o.peer) { try? sendNoise(.privateMessage(o.message), to: o.peer) }
+        }
     }
 
     public var peers: [PeerID: PeerInfo] { peerInfo }
@@ -303,6 +349,7 @@ public actor MeshNode {
                 perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: packet.senderID, timestamp: now), now: now))
             }
             if let fingerprint = step.established {
+                handshakeStarted[packet.senderID] = nil
                 continuation.yield(.sessionEstablished(packet.senderID, fingerprint: fingerprint.hex))
                 let hops = heldHops.removeValue(forKey: packet.senderID) ?? 0
                 for p in step.released { inner(p, from: packet.senderID, hops: hops) }
@@ -323,10 +370,16 @@ public actor MeshNode {
         }
         switch payload {
         case let .privateMessage(m):
-            continuation.yield(.privateMessage(from: sender, nickname: nicknames[sender], text: m.content,
-                                               messageID: m.messageID, hops: hops))
+            // A retried copy is acknowledged again but shown once.
+            if seenMessageIDs.insert(m.messageID).inserted {
+                seenOrder.append(m.messageID)
+                if seenOrder.count > 10_000 { seenMessageIDs.remove(seenOrder.removeFirst()) }
+                continuation.yield(.privateMessage(from: sender, nickname: nicknames[sender], text: m.content,
+                                                   messageID: m.messageID, hops: hops))
+            }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender)
         case let .delivered(id):
+            guard unacknowledged.removeValue(forKey: id) != nil else { return } // a duplicate receipt
             continuation.yield(.delivered(messageID: id, by: sender))
         case let .readReceipt(id):
             continuation.yield(.read(messageID: id, by: sender))
@@ -349,6 +402,7 @@ public actor MeshNode {
         guard running else { return false }
         let now = Self.now()
         perform(router.tick(now: now))
+        retry(now: now)
         if now - lastHello >= Discovery.helloInterval {
             lastHello = now
             let hello = Discovery.hello(from: peerID)

@@ -114,6 +114,8 @@ actor ChatScreen {
                 if !o.delivered { say("  · to \(o.to): delivered") }
                 say("  · to \(o.to): read")
             }
+        case let .failed(id, _):
+            if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
         case .linkUp, .linkDown:
             break
         case let .rejected(why):

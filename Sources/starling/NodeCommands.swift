@@ -55,6 +55,7 @@ struct EventPrinter {
         case let .delivered(id, by): object = ["event": "delivered", "messageID": id, "by": by.description]
         case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
         case let .left(peer): object = ["event": "left", "peerID": peer.description]
+        case let .failed(id, to): object = ["event": "failed", "messageID": id, "to": to.description]
         case let .rejected(why): object = ["event": "rejected", "reason": why]
         }
         let line: String
@@ -74,6 +75,7 @@ struct EventPrinter {
             case let .delivered(id, _): line = "* delivered: \(id)"
             case let .read(id, _): line = "* read: \(id)"
             case let .left(peer): line = "* \(peer) left"
+            case let .failed(id, to): line = "! message \(id) to \(to) was not delivered"
             case let .rejected(why): line = "! \(why)"
             }
         }

@@ -200,6 +200,38 @@ final class LiveProcess: @unchecked Sendable {
         #expect(watcher.text.contains("\u{7}"))               // the mention rang the bell
     }
 
+    @Test func messagesQueueWhileTheRelayIsDownAndArriveWhenItReturns() throws {
+        let bobDir = Self.dataDir()
+        var bob = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--duration", "40",
+                                   "--announce-interval", "1", "--data-dir", bobDir])
+        let bobPort = try Self.port(of: bob)
+        let carol = try Self.node("carol", peers: [bobPort], duration: 40)
+        defer { carol.stop() }
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        defer { alice.stop() }
+        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        alice.type("/msg carol before the outage")
+        #expect(alice.waitForText("to carol: delivered"))
+
+        bob.stop() // the only relay goes away
+        alice.type("/msg carol during the outage")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(!carol.text.contains("during the outage"))
+
+        bob = try LiveProcess(["listen", "--no-discovery", "--port", String(bobPort), "--json", "--name", "bob", "--duration", "30",
+                               "--announce-interval", "1", "--data-dir", bobDir])
+        defer { bob.stop() }
+        let got = carol.waitFor(seconds: 25) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "during the outage" }
+        #expect(got != nil, "carol:\n\(carol.text)\nalice:\n\(alice.text)")
+        // Alice hears it was delivered: two deliveries now, before and during the outage.
+        let deadline = Date().addingTimeInterval(5)
+        while alice.text.components(separatedBy: "to carol: delivered").count < 3, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(alice.text.components(separatedBy: "to carol: delivered").count == 3, "\(alice.text)")
+        // Shown once, however many times it was sent.
+        #expect(carol.events.filter { $0["text"] as? String == "during the outage" }.count == 1)
+    }
+
     @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {
         // Discovery uses the fixed rendezvous ports; run only if two are free.
         let a = try LiveProcess(["listen", "--json", "--name", "disco-a", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
