@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the real `starling` binary, built next to this test bundle.
 struct StarlingProcess {
@@ -23,14 +26,49 @@ struct StarlingProcess {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
+        let collected = Collected()
+        out.fileHandleForReading.readabilityHandler = { collected.append(stdout: $0.availableData) }
+        err.fileHandleForReading.readabilityHandler = { collected.append(stderr: $0.availableData) }
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        // Wait with waitpid (bounded), not on end-of-file or Foundation's
+        // waitUntilExit: either can wait forever when another child holds a pipe.
+        let pid = process.processIdentifier
+        var status: Int32 = -1
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            var raw: Int32 = 0
+            let r = waitpid(pid, &raw, WNOHANG)
+            if r == pid { status = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F); break }
+            if r == -1 && errno == ECHILD { status = process.terminationStatus; break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        if status == -1 { kill(pid, SIGKILL) }
+        // Let the handlers drain what the child wrote before it exited.
+        collected.settle()
+        out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
+        return Result(status: status, stdout: collected.stdout, stderr: collected.stderr)
+    }
+
+    final class Collected: @unchecked Sendable {
+        private let lock = NSLock()
+        private var out = Data(), err = Data()
+        private var lastChange = Date()
+        func append(stdout d: Data) { lock.lock(); out += d; if !d.isEmpty { lastChange = Date() }; lock.unlock() }
+        func append(stderr d: Data) { lock.lock(); err += d; if !d.isEmpty { lastChange = Date() }; lock.unlock() }
+        var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
+        var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+        /// Returns once nothing new arrived for 100 ms (at most 2 s).
+        func settle() {
+            let start = Date(), end = start.addingTimeInterval(2)
+            while Date() < end {
+                lock.lock(); let quiet = Date().timeIntervalSince(lastChange) > 0.1; lock.unlock()
+                if quiet && Date().timeIntervalSince(start) > 0.1 { return }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
     }
 }
 

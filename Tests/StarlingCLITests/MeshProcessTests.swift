@@ -58,9 +58,26 @@ final class LiveProcess: @unchecked Sendable {
         return nil
     }
 
+    /// Waits for the process to exit, for at most `seconds`, and returns its exit
+    /// status (nil on timeout). Polls waitpid instead of Foundation's
+    /// waitUntilExit, which can miss a child's exit and wait forever.
+    @discardableResult
+    func waitForExit(seconds: Double = 15) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        let pid = process.processIdentifier
+        while Date() < deadline {
+            var status: Int32 = 0
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
+            if r == -1 && errno == ECHILD { return process.isRunning ? nil : process.terminationStatus }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
     func stop() {
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        if waitForExit(seconds: 5) == nil { kill(process.processIdentifier, SIGKILL); _ = waitForExit(seconds: 5) }
     }
 }
 
@@ -127,8 +144,7 @@ final class LiveProcess: @unchecked Sendable {
         #expect(message["hops"] as? Int == 2)       // through bob
         #expect(bob.process.isRunning)               // the junk did not stop it
         #expect(bob.waitFor { $0["event"] as? String == "message" }?["hops"] as? Int == 1)
-        alice.process.waitUntilExit()
-        #expect(alice.process.terminationStatus == 0)
+        #expect(alice.waitForExit() == 0)
     }
 
     @Test func privateMessageIsEncryptedEndToEndWithReceipts() throws {
@@ -178,8 +194,7 @@ final class LiveProcess: @unchecked Sendable {
         alice.type("/leave")
         #expect(alice.waitForText("* left"))
         #expect(carol.waitFor { $0["event"] as? String == "left" } != nil)
-        alice.process.waitUntilExit()
-        #expect(alice.process.terminationStatus == 0)
+        #expect(alice.waitForExit() == 0)
     }
 
     @Test func chatShowsStrangersTextCleaned() throws {
