@@ -137,6 +137,8 @@ struct Send: AsyncParsableCommand {
             await n.stop()
             throw ValidationError(to.map { "\($0) not found within \(wait) s" } ?? "no peer found within \(wait) s")
         }
+        // Give our own announce a moment to cross the mesh, so receivers know our name.
+        try await Task.sleep(for: .milliseconds(300))
         if let to, let recipient = await n.peer(named: to) {
             try await n.sendPrivate(text, to: recipient)
         } else {

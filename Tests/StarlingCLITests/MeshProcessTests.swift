@@ -140,6 +140,8 @@ final class LiveProcess: @unchecked Sendable {
         let got = carol.waitFor(seconds: 12) { $0["event"] as? String == "message" }
         let message = try #require(got, "carol's output:\n\(carol.text)\nbob's:\n\(bob.text)\nalice's:\n\(alice.text)")
         #expect(message["text"] as? String == "hello across the mesh")
+        let alicePeer = alice.waitFor { $0["event"] as? String == "started" }?["peerID"] as? String
+        #expect(message["from"] as? String == alicePeer)
         #expect(message["nickname"] as? String == "alice")
         #expect(message["hops"] as? Int == 2)       // through bob
         #expect(bob.process.isRunning)               // the junk did not stop it
