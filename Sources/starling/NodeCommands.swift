@@ -114,6 +114,11 @@ struct Send: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
+    @Flag(help: "Send to everyone (the default without --to).") var `public` = false
+
+    func validate() throws {
+        if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
+    }
     @Option(help: "Seconds to wait for a first peer.") var wait = 5.0
     @Option(help: "Seconds to stay after sending, relaying meanwhile.") var linger = 1.0
     @Flag(help: "One JSON object per line.") var json = false
