@@ -26,6 +26,8 @@ public struct MeshRouter: Sendable {
         /// A packet for this node (addressed to it, or broadcast), reassembled if
         /// it came in fragments. `hops` counts from its originator (1 = direct).
         case deliver(Packet, link: LinkID?, hops: Int)
+        /// A fragmented packet for this node is arriving: `received` of `total` pieces.
+        case progress(sender: PeerID, fragmentID: UInt64, received: Int, total: Int)
     }
 
     struct Pending {
@@ -101,7 +103,7 @@ public struct MeshRouter: Sendable {
         _ = dedup.insert(id.high, now: now)
         statistics.originated += 1
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
-        return transmit(bytes, packet: packet, on: neighborhood.linkIDs)
+        return transmit(bytes, packet: packet, on: neighborhood.linkIDs, now: now)
     }
 
     static func wireBytes(_ packet: Packet) throws -> [UInt8] {
@@ -145,12 +147,20 @@ public struct MeshRouter: Sendable {
 
         let forUs = packet.recipientID == nil || packet.recipientID == .broadcast || packet.recipientID == localPeer
         if packet.type == .fragment {
-            if forUs, let whole = reassemble(packet, now: now) {
-                statistics.messagesReassembled += 1
-                // The whole message counts once, whichever fragments made it.
-                if dedup.insert(PacketID(whole).high, now: now) {
-                    statistics.delivered += 1
-                    actions.append(.deliver(whole, link: link, hops: max(1, hops)))
+            if forUs, let fragment = try? Fragment(decoding: packet.payload) {
+                switch try? reassembler.receive(fragment, from: packet.senderID, now: now) {
+                case let .complete(bytes)?:
+                    statistics.messagesReassembled += 1
+                    // The whole message counts once, whichever fragments made it.
+                    if let whole = try? Packet(decoding: bytes), dedup.insert(PacketID(whole).high, now: now) {
+                        statistics.delivered += 1
+                        actions.append(.deliver(whole, link: link, hops: max(1, hops)))
+                    }
+                case let .waiting(received, total)?:
+                    actions.append(.progress(sender: packet.senderID, fragmentID: fragment.fragmentID,
+                                             received: received, total: total))
+                default:
+                    break
                 }
             }
         } else if forUs {
@@ -179,7 +189,7 @@ public struct MeshRouter: Sendable {
             statistics.relaysScheduled += 1
             if delay == 0 {
                 statistics.relaysExecuted += 1
-                actions += transmit(out, packet: copy, on: select(links, excluding: link))
+                actions += transmit(out, packet: copy, on: select(links, excluding: link), now: now)
             } else {
                 pending[key] = Pending(fireAt: now + delay, bytes: out, packet: copy, incoming: link,
                                        links: links, tracking: tracking)
@@ -197,7 +207,7 @@ public struct MeshRouter: Sendable {
             _ = deadlines.popMin()
             guard let p = pending.removeValue(forKey: next.key), p.fireAt == next.at else { continue }
             statistics.relaysExecuted += 1
-            actions += transmit(p.bytes, packet: p.packet, on: select(p.links, excluding: p.incoming))
+            actions += transmit(p.bytes, packet: p.packet, on: select(p.links, excluding: p.incoming), now: now)
         }
         return actions
     }
@@ -213,7 +223,7 @@ public struct MeshRouter: Sendable {
     }
 
     /// Sends `bytes` on `links`, fragmenting for links whose frame limit is smaller.
-    private mutating func transmit(_ bytes: [UInt8], packet: Packet, on links: [LinkID]) -> [Action] {
+    private mutating func transmit(_ bytes: [UInt8], packet: Packet, on links: [LinkID], now: Millis) -> [Action] {
         guard !links.isEmpty else { return [] }
         var whole: [LinkID] = []
         var byLimit: [Int: [LinkID]] = [:]
@@ -234,7 +244,7 @@ public struct MeshRouter: Sendable {
             guard let pieces = try? Fragmenter.fragment(packet, chunkSize: chunk, fragmentID: rng.next()) else { continue }
             for piece in pieces {
                 guard let b = try? piece.encoded() else { continue }
-                _ = dedup.insert(PacketID(piece).high, now: 0)
+                _ = dedup.insert(PacketID(piece).high, now: now) // our own fragments come back as duplicates
                 statistics.transmissions += 1
                 statistics.fragmentsSent += 1
                 actions.append(.transmit(b, links: group))
@@ -243,10 +253,4 @@ public struct MeshRouter: Sendable {
         return actions
     }
 
-    private mutating func reassemble(_ packet: Packet, now: Millis) -> Packet? {
-        guard let fragment = try? Fragment(decoding: packet.payload),
-              case let .complete(bytes)? = try? reassembler.receive(fragment, from: packet.senderID, now: now),
-              let whole = try? Packet(decoding: bytes) else { return nil }
-        return whole
-    }
 }

@@ -22,6 +22,8 @@ public actor MeshNode {
         public var maxLinks = 64
         /// How long a private message is retried before it is reported failed.
         public var retryBudget: UInt64 = 300_000
+        /// Where received files are saved (nil: files are refused).
+        public var downloads: URL?
         public var policy: any RelayPolicy = BackbonePolicy()
         public init(nickname: String) { self.nickname = nickname }
     }
@@ -40,6 +42,10 @@ public actor MeshNode {
         case delivered(messageID: String, by: PeerID)
         /// Our private message was not acknowledged within its retry budget.
         case failed(messageID: String, to: PeerID)
+        /// A file for us is arriving, `received` of `total` fragments.
+        case fileProgress(from: PeerID, received: Int, total: Int)
+        /// A file arrived, was saved at `path`, and a delivered receipt went back.
+        case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
         /// Our private message was displayed to its recipient.
         case read(messageID: String, by: PeerID)
         case left(PeerID)
@@ -81,7 +87,7 @@ public actor MeshNode {
     /// comes or the retry budget is spent.
     private struct Outgoing {
         var peer: PeerID
-        var message: PrivateMessage
+        var payload: NoisePayload
         var attempts: Int
         var nextAt: UInt64
         var firstAt: UInt64
@@ -161,9 +167,26 @@ public actor MeshNode {
         let id = UUID().uuidString
         let message = PrivateMessage(messageID: id, content: text)
         let now = Self.now()
-        unacknowledged[id] = Outgoing(peer: peer, message: message, attempts: 1, nextAt: now + 2_000, firstAt: now)
+        unacknowledged[id] = Outgoing(peer: peer, payload: .privateMessage(message), attempts: 1, nextAt: now + 2_000, firstAt: now)
         try sendNoise(.privateMessage(message), to: peer)
         return id
+    }
+
+    /// Sends a file privately (end-to-end encrypted, fragmented on the way).
+    /// Returns its transfer ID: the SHA-256 of the file TLV payload, in hex,
+    /// which the delivered receipt names.
+    @discardableResult
+    public func sendFile(name: String, mimeType: String?, content: [UInt8], to peer: PeerID) throws -> String {
+        let file = FileTransfer(name: name, mimeType: mimeType, content: content)
+        let id = Self.transferID(try file.encoded())
+        let now = Self.now()
+        unacknowledged[id] = Outgoing(peer: peer, payload: .privateFile(file), attempts: 1, nextAt: now + 4_000, firstAt: now)
+        try sendNoise(.privateFile(file), to: peer)
+        return id
+    }
+
+    static func transferID(_ tlv: [UInt8]) -> String {
+        sha256Hex(tlv)
     }
 
     /// Tells `peer` that its message was displayed.
@@ -209,7 +232,7 @@ public actor MeshNode {
             o.nextAt = now + min(60_000, 2_000 << UInt64(min(o.attempts - 1, 5)))
             unacknowledged[id] = o
             // Still waiting for a session: it goes out when the session forms.
-            if sessions.hasSession(with: o.peer) { try? sendNoise(.privateMessage(o.message), to: o.peer) }
+            if sessions.hasSession(with: o.peer) { try? sendNoise(o.payload, to: o.peer) }
         }
     }
 
@@ -293,6 +316,10 @@ public actor MeshNode {
                 for l in links { if let a = addressOf[l] { socket.send(bytes, to: a) } }
             case let .deliver(packet, link, hops):
                 deliver(packet, link: link, hops: hops)
+            case let .progress(sender, _, received, total):
+                if peerInfo[sender].map({ !blocked.contains($0.fingerprint) }) ?? true {
+                    continuation.yield(.fileProgress(from: sender, received: received, total: total))
+                }
             }
         }
     }
@@ -378,6 +405,8 @@ public actor MeshNode {
                                                    messageID: m.messageID, hops: hops))
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender)
+        case let .privateFile(file):
+            receiveFile(file, from: sender)
         case let .delivered(id):
             guard unacknowledged.removeValue(forKey: id) != nil else { return } // a duplicate receipt
             continuation.yield(.delivered(messageID: id, by: sender))
@@ -385,6 +414,31 @@ public actor MeshNode {
             continuation.yield(.read(messageID: id, by: sender))
         default:
             break
+        }
+    }
+
+    private func receiveFile(_ file: FileTransfer, from sender: PeerID) {
+        guard let downloads = options.downloads, let tlv = try? file.encoded() else {
+            continuation.yield(.rejected("file from \(sender) refused: no download directory"))
+            return
+        }
+        let id = Self.transferID(tlv)
+        try? sendNoise(.delivered(messageID: id), to: sender)
+        guard seenMessageIDs.insert(id).inserted else { return } // a retried copy
+        // Only a plain base name, never a path a stranger chose.
+        let raw = (file.name ?? "file").split(separator: "/").last.map(String.init) ?? "file"
+        let base = DisplayText.clean(raw).filter { $0 != "\\" }
+        let name = base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
+        do {
+            try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+            var target = downloads.appendingPathComponent(name)
+            if FileManager.default.fileExists(atPath: target.path) {
+                target = downloads.appendingPathComponent("\(id.prefix(8))-\(name)")
+            }
+            try Data(file.content).write(to: target, options: .withoutOverwriting)
+            continuation.yield(.fileReceived(from: sender, name: name, size: file.content.count, path: target.path, transferID: id))
+        } catch {
+            continuation.yield(.rejected("file from \(sender) could not be saved: \(error)"))
         }
     }
 

@@ -147,6 +147,8 @@ public struct Simulator {
                 }
             case let .deliver(packet, _, hops):
                 onDeliver?(node, packet, hops, now)
+            case .progress:
+                break
             }
         }
         if let deadline = routers[node].nextDeadline, scheduledTick[node].map({ deadline < $0 }) ?? true {

@@ -114,6 +114,14 @@ actor ChatScreen {
                 if !o.delivered { say("  · to \(o.to): delivered") }
                 say("  · to \(o.to): read")
             }
+        case let .fileProgress(from, received, total):
+            let width = 20, filled = received * width / max(1, total)
+            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+            // One line, redrawn in place.
+            FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
+        case let .fileReceived(from, name, size, path, _):
+            say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
+            say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
         case let .failed(id, _):
             if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
         case .linkUp, .linkDown:
@@ -162,6 +170,16 @@ actor ChatScreen {
                 let id = try await node.sendPrivate(words[2], to: to)
                 outgoing[id] = (await display(to), false)
                 say("[\(Self.clock())] <you → \(await display(to))> \(words[2])  · sent")
+            } catch { say("! \(error)") }
+        case "/send":
+            guard words.count == 3 else { say("usage: /send NICK PATH"); return true }
+            guard let to = await peer(named: words[1]) else { say("! no peer called \(words[1]) (try /who)"); return true }
+            guard let data = FileManager.default.contents(atPath: words[2]) else { say("! cannot read \(words[2])"); return true }
+            do {
+                let name = URL(fileURLWithPath: words[2]).lastPathComponent
+                let id = try await node.sendFile(name: name, mimeType: nil, content: [UInt8](data), to: to)
+                outgoing[id] = (await display(to), false)
+                say("[\(Self.clock())] <you → \(await display(to))> file \(name) (\(data.count) bytes)  · sent")
             } catch { say("! \(error)") }
         case "/who":
             let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
@@ -212,6 +230,7 @@ actor ChatScreen {
             say("""
               text              to everyone
               /msg NICK text    privately, end-to-end encrypted (/m, /dm)
+              /send NICK PATH   a file, privately
               /who              who is here, how far, ★ favourites, ✓ verified
               /verify NICK      compare fingerprints and mark verified
               /block NICK, /unblock NICK, /fav NICK

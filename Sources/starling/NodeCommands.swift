@@ -25,6 +25,7 @@ struct NodeOptions: ParsableArguments {
         options.port = port
         options.discovery = !noDiscovery
         options.announceInterval = UInt64(announceInterval * 1000)
+        options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.peers = try peer.map {
             guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
             return a
@@ -72,6 +73,10 @@ struct EventPrinter {
         case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
         case let .left(peer): object = ["event": "left", "peerID": peer.description]
         case let .failed(id, to): object = ["event": "failed", "messageID": id, "to": to.description]
+        case let .fileProgress(from, received, total):
+            object = ["event": "fileProgress", "from": from.description, "received": received, "total": total]
+        case let .fileReceived(from, name, size, path, id):
+            object = ["event": "fileReceived", "from": from.description, "name": name, "size": size, "path": path, "transferID": id]
         case let .rejected(why): object = ["event": "rejected", "reason": why]
         }
         let line: String
@@ -92,6 +97,8 @@ struct EventPrinter {
             case let .read(id, _): line = "* read: \(id)"
             case let .left(peer): line = "* \(peer) left"
             case let .failed(id, to): line = "! message \(id) to \(to) was not delivered"
+            case let .fileProgress(from, received, total): line = "* receiving a file from \(from): \(received)/\(total)"
+            case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
             }
         }

@@ -41,7 +41,7 @@ struct StarlingProcess {
             var raw: Int32 = 0
             let r = waitpid(pid, &raw, WNOHANG)
             if r == pid { status = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F); break }
-            if r == -1 && errno == ECHILD { status = process.terminationStatus; break }
+            if r == -1 && errno == ECHILD { status = foundationStatus(process); break }
             Thread.sleep(forTimeInterval: 0.01)
         }
         if status == -1 { kill(pid, SIGKILL) }
@@ -50,6 +50,14 @@ struct StarlingProcess {
         out.fileHandleForReading.readabilityHandler = nil
         err.fileHandleForReading.readabilityHandler = nil
         return Result(status: status, stdout: collected.stdout, stderr: collected.stderr)
+    }
+
+    /// The exit status once Foundation has reaped the child itself (asking
+    /// earlier traps), or -1 when it does not say within 2 s.
+    static func foundationStatus(_ process: Process) -> Int32 {
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        return process.isRunning ? -1 : process.terminationStatus
     }
 
     final class Collected: @unchecked Sendable {

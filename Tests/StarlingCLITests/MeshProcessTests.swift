@@ -69,7 +69,10 @@ final class LiveProcess: @unchecked Sendable {
             var status: Int32 = 0
             let r = waitpid(pid, &status, WNOHANG)
             if r == pid { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
-            if r == -1 && errno == ECHILD { return process.isRunning ? nil : process.terminationStatus }
+            if r == -1 && errno == ECHILD {
+                let status = StarlingProcess.foundationStatus(process)
+                return status == -1 ? nil : status
+            }
             Thread.sleep(forTimeInterval: 0.02)
         }
         return nil
@@ -247,6 +250,31 @@ final class LiveProcess: @unchecked Sendable {
         #expect(alice.text.components(separatedBy: "to carol: delivered").count == 3, "\(alice.text)")
         // Shown once, however many times it was sent.
         #expect(carol.events.filter { $0["text"] as? String == "during the outage" }.count == 1)
+    }
+
+    @Test func fileOf100KiBCrossesTheLineIntact() throws {
+        let (bob, carol, bobPort) = try Self.line()
+        defer { bob.stop(); carol.stop() }
+        var rng = SystemRandomNumberGenerator()
+        let content = Data((0..<100 * 1024).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("starling-photo-\(UUID().uuidString).jpg")
+        try content.write(to: path)
+        defer { try? FileManager.default.removeItem(at: path) }
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        defer { alice.stop() }
+        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        alice.type("/send carol \(path.path)")
+        let received = try #require(carol.waitFor(seconds: 20) { $0["event"] as? String == "fileReceived" },
+                                    "carol:\n\(carol.text.suffix(2000))\nalice:\n\(alice.text)")
+        #expect(received["size"] as? Int == content.count)
+        #expect(received["name"] as? String == path.lastPathComponent)
+        let saved = try #require(received["path"] as? String)
+        #expect(FileManager.default.contents(atPath: saved) == content)
+        // Progress was reported as fragments came in, and the sender heard of the delivery.
+        #expect(carol.events.filter { $0["event"] as? String == "fileProgress" }.count > 100)
+        #expect(alice.waitForText("to carol: delivered"), "\(alice.text)")
+        #expect(!bob.events.contains { $0["event"] as? String == "fileReceived" })
     }
 
     /// Five processes: everyone learns everyone (the /who list) within a few announce intervals.

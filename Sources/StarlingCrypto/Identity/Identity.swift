@@ -1,6 +1,11 @@
 import Crypto
 import StarlingWire
 
+/// SHA-256 of `bytes`, as lowercase hex (transfer IDs and the like).
+public func sha256Hex(_ bytes: [UInt8]) -> String {
+    Array(SHA256.hash(data: bytes)).hexString
+}
+
 /// SHA-256 of a Noise static public key: the identity people compare.
 public struct Fingerprint: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let bytes: [UInt8]

@@ -12,9 +12,10 @@ public enum NoisePackets {
                recipientID: recipient, payload: message, compress: false)
     }
 
+    /// Frames over 65,535 bytes (files) need the v2 header's 4-byte length.
     public static func encrypted(_ frame: [UInt8], from sender: PeerID, to recipient: PeerID,
                                  timestamp: UInt64, ttl: UInt8 = ttl) -> Packet {
-        Packet(type: .noiseEncrypted, ttl: ttl, timestamp: timestamp, senderID: sender,
-               recipientID: recipient, payload: frame, compress: false)
+        Packet(version: frame.count > Int(UInt16.max) ? 2 : 1, type: .noiseEncrypted, ttl: ttl, timestamp: timestamp,
+               senderID: sender, recipientID: recipient, payload: frame, compress: false)
     }
 }
