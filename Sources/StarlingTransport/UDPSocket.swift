@@ -76,6 +76,11 @@ public final class UDPSocket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        // Room for a burst of fragments (a 100 KiB file is ~220 datagrams); the
+        // kernel caps this at net.core.rmem_max / wmem_max.
+        var size: Int32 = 4 << 20
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         fd = descriptor
         localPort = UInt16(bigEndian: actual.sin_port)
     }
