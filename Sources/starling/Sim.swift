@@ -100,15 +100,16 @@ struct Sim: ParsableCommand {
         } else {
             print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
             print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), movement \(movement), seed \(seed)\n")
-            print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max")
+            print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max  rx/node mean/max")
             for r in results {
                 let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
+                let rxMean = Double(r.receptionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
                 let name = r.policy + String(repeating: " ", count: max(1, 15 - r.policy.count))
-                print(name + String(format: "%8.2f%%  (%6.2f%%)  %8.1f  %6.2f  %8.2f  %5.1f%%  %6d/%6d/%6d   %8.1f/%d",
+                print(name + String(format: "%8.2f%%  (%6.2f%%)  %8.1f  %6.2f  %8.2f  %5.1f%%  %6d/%6d/%6d   %8.1f/%-6d  %8.1f/%d",
                              r.meanDelivery * 100, r.minDelivery * 100, r.transmissionsPerBroadcast,
                              r.transmissionsPerCDS, r.duplicatesPerNodePerBroadcast, r.usefulness * 100,
                              r.latencyPercentile(0.5), r.latencyPercentile(0.95), r.latencyPercentile(0.99),
-                             txMean, r.transmissionsPerNode.max() ?? 0))
+                             txMean, r.transmissionsPerNode.max() ?? 0, rxMean, r.receptionsPerNode.max() ?? 0))
             }
         }
         if let plot {
