@@ -49,6 +49,9 @@ public struct MeshRouter: Sendable {
     public let configuration: Configuration
     public var localPeer: PeerID? { didSet { neighborhood.localPeer = localPeer } }
     public var policy: any RelayPolicy
+    /// Senders whose packets are dropped on arrival (blocked peers): not
+    /// delivered, not relayed.
+    public var blockedSenders: Set<PeerID> = []
     public private(set) var neighborhood: Neighborhood
     public private(set) var statistics = MeshStatistics()
     private var frameLimits: [LinkID: Int] = [:]
@@ -116,6 +119,10 @@ public struct MeshRouter: Sendable {
     public mutating func receive(_ bytes: [UInt8], on link: LinkID, now: Millis) -> [Action] {
         guard let packet = try? Packet(decoding: bytes) else {
             statistics.malformed += 1
+            return []
+        }
+        if !blockedSenders.isEmpty, blockedSenders.contains(packet.senderID) {
+            statistics.blockedDropped += 1
             return []
         }
         let key = PacketID(packet).high

@@ -27,6 +27,8 @@ public struct MeshStatistics: Hashable, Sendable {
     public var fragmentsSent = 0
     public var messagesReassembled = 0
     public var malformed = 0
+    /// Packets from blocked senders, dropped on arrival.
+    public var blockedDropped = 0
 
     public init() {}
 

@@ -62,7 +62,6 @@ public actor MeshNode {
     private var addressOf: [LinkID: UDPAddress] = [:]
     private var lastHeard: [LinkID: UInt64] = [:]
     private var nextLink: UInt32 = 1
-    private var nicknames: [PeerID: String] = [:]
     /// What verified announces told about each peer.
     public struct PeerInfo: Sendable {
         public var nickname: String
@@ -196,7 +195,7 @@ public actor MeshNode {
 
     /// The peer ID of a known nickname.
     public func peer(named nickname: String) -> PeerID? {
-        nicknames.first { $0.value == nickname }?.key
+        peerInfo.first { $0.value.nickname == nickname }?.key
     }
 
     private func sendNoise(_ payload: NoisePayload, to peer: PeerID) throws {
@@ -245,8 +244,21 @@ public actor MeshNode {
         announce()
     }
 
-    public func block(_ fingerprint: Fingerprint) { blocked.insert(fingerprint) }
-    public func unblock(_ fingerprint: Fingerprint) { blocked.remove(fingerprint) }
+    public func block(_ fingerprint: Fingerprint) {
+        blocked.insert(fingerprint)
+        updateBlockedSenders()
+    }
+
+    public func unblock(_ fingerprint: Fingerprint) {
+        blocked.remove(fingerprint)
+        updateBlockedSenders()
+    }
+
+    /// The router drops packets from blocked peers before anything else: not
+    /// processed, not relayed, not answered.
+    private func updateBlockedSenders() {
+        router.blockedSenders = Set(peerInfo.filter { blocked.contains($0.value.fingerprint) }.keys)
+    }
     public func isBlocked(_ peer: PeerID) -> Bool { peerInfo[peer].map { blocked.contains($0.fingerprint) } ?? false }
 
     /// Tells everyone this node is leaving (a signed LEAVE), then stops.
@@ -262,13 +274,12 @@ public actor MeshNode {
         sessions.wipeAll()
         waiting = [:]
         peerInfo = [:]
-        nicknames = [:]
         stop()
     }
 
     public var linkCount: Int { linkOf.count }
     public var statistics: MeshStatistics { router.statistics }
-    public var knownPeers: [PeerID: String] { nicknames }
+    public var knownPeers: [PeerID: String] { peerInfo.mapValues(\.nickname) }
 
     // MARK: Internals
 
@@ -333,10 +344,12 @@ public actor MeshNode {
                 let a = try Announcement.verify(packet, now: Self.now())
                 if hops == 1, let link { router.bind(link, to: packet.senderID) }
                 router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
-                peerInfo[packet.senderID] = PeerInfo(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
-                                                     hops: hops, lastSeen: Self.now())
-                if nicknames[packet.senderID] != a.nickname {
-                    nicknames[packet.senderID] = a.nickname
+                let previous = peerInfo.updateValue(
+                    PeerInfo(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
+                             hops: hops, lastSeen: Self.now()),
+                    forKey: packet.senderID)
+                if blocked.contains(Fingerprint(noiseStaticKey: a.noisePublicKey)) { updateBlockedSenders() }
+                if previous?.nickname != a.nickname {
                     continuation.yield(.peer(packet.senderID, nickname: a.nickname, hops: hops))
                 }
             } catch {
@@ -347,10 +360,9 @@ public actor MeshNode {
                 continuation.yield(.rejected("message from \(packet.senderID) is not UTF-8"))
                 return
             }
-            continuation.yield(.message(from: packet.senderID, nickname: nicknames[packet.senderID], text: text,
+            continuation.yield(.message(from: packet.senderID, nickname: peerInfo[packet.senderID]?.nickname, text: text,
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
-            nicknames[packet.senderID] = nil
             if peerInfo.removeValue(forKey: packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
         case .noiseHandshake where packet.recipientID == peerID:
             handshake(packet)
@@ -401,7 +413,7 @@ public actor MeshNode {
             if seenMessageIDs.insert(m.messageID).inserted {
                 seenOrder.append(m.messageID)
                 if seenOrder.count > 10_000 { seenMessageIDs.remove(seenOrder.removeFirst()) }
-                continuation.yield(.privateMessage(from: sender, nickname: nicknames[sender], text: m.content,
+                continuation.yield(.privateMessage(from: sender, nickname: peerInfo[sender]?.nickname, text: m.content,
                                                    messageID: m.messageID, hops: hops))
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender)

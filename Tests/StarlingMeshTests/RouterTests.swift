@@ -148,6 +148,16 @@ func deliveries(_ actions: [MeshRouter.Action]) -> [Packet] {
         #expect(delivered == 0)
     }
 
+    @Test func blockedSendersAreDroppedBeforeAnythingElse() throws {
+        var r = router(links: 3)
+        r.blockedSenders = [alice]
+        let actions = r.receive(try message(from: alice).encoded(), on: LinkID(0), now: 0)
+        #expect(actions.isEmpty)            // not delivered, not relayed
+        #expect(r.statistics.blockedDropped == 1 && r.statistics.received == 0)
+        r.blockedSenders = []
+        #expect(deliveries(r.receive(try message(from: alice).encoded(), on: LinkID(0), now: 1)).count == 1)
+    }
+
     @Test func malformedBytesAreCountedNotTrapped() {
         var r = router(links: 1)
         #expect(r.receive([1, 2, 3], on: LinkID(0), now: 0).isEmpty)
