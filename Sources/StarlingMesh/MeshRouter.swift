@@ -17,6 +17,8 @@ public struct MeshRouter: Sendable {
         public var dedupRetention: Millis = 300_000
         public var dedupCapacity = 65_536
         public var reassembly = Reassembler.Limits()
+        /// Gossip sync (REQUEST_SYNC with a GCS filter); nil: off.
+        public var sync: GossipStore.Configuration? = nil
         public init() {}
     }
 
@@ -52,6 +54,8 @@ public struct MeshRouter: Sendable {
     /// Senders whose packets are dropped on arrival (blocked peers): not
     /// delivered, not relayed.
     public var blockedSenders: Set<PeerID> = []
+    /// Signs the REQUEST_SYNC packets this node sends (the router holds no keys).
+    public var signer: (@Sendable (inout Packet) -> Void)?
     public private(set) var neighborhood: Neighborhood
     public private(set) var statistics = MeshStatistics()
     private var frameLimits: [LinkID: Int] = [:]
@@ -61,6 +65,9 @@ public struct MeshRouter: Sendable {
     private var sequence: UInt64 = 0
     private var rng: SeededGenerator
     private var reassembler: Reassembler
+    private var gossip: GossipStore?
+    private var nextSync: Millis?
+    private var syncDue: [LinkID: Millis] = [:]
 
     public init(localPeer: PeerID?, policy: any RelayPolicy, seed: UInt64, configuration: Configuration = Configuration()) {
         self.localPeer = localPeer
@@ -70,19 +77,25 @@ public struct MeshRouter: Sendable {
         self.rng = SeededGenerator(seed: seed)
         self.dedup = Deduplicator(retention: configuration.dedupRetention, capacity: configuration.dedupCapacity)
         self.reassembler = Reassembler(limits: configuration.reassembly)
+        self.gossip = configuration.sync.map { GossipStore(configuration: $0) }
     }
 
     // MARK: Links and neighbourhood
 
     /// A link came up. `maxFrame` is the largest packet it carries in one piece.
-    public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil) {
+    public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil, now: Millis = 0) {
         neighborhood.add(link, peer: peer)
         frameLimits[link] = maxFrame
+        if let sync = configuration.sync {
+            syncDue[link] = now + sync.initialDelay
+            if nextSync == nil { nextSync = now + sync.interval + uniform(sync.interval, &rng) }
+        }
     }
 
     public mutating func linkDown(_ link: LinkID) {
         neighborhood.remove(link)
         frameLimits[link] = nil
+        syncDue[link] = nil
     }
 
     public mutating func bind(_ link: LinkID, to peer: PeerID) { neighborhood.bind(link, to: peer) }
@@ -96,7 +109,12 @@ public struct MeshRouter: Sendable {
 
     /// Counts input refused before it reached the router (a transport's junk).
     public mutating func noteMalformed() { statistics.malformed += 1 }
-    public var nextDeadline: Millis? { deadlines.min?.at }
+    public var nextDeadline: Millis? {
+        [deadlines.min?.at, nextSync, syncDue.values.min()].compactMap { $0 }.min()
+    }
+
+    /// Packets kept for gossip sync.
+    public var gossipCount: Int { gossip?.count ?? 0 }
 
     // MARK: Sending
 
@@ -104,6 +122,7 @@ public struct MeshRouter: Sendable {
     public mutating func originate(_ packet: Packet, now: Millis) -> [Action] {
         let id = PacketID(packet)
         _ = dedup.insert(id.high, now: now)
+        gossip?.keep(packet, id: id, now: now)
         statistics.originated += 1
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
         return transmit(bytes, packet: packet, on: neighborhood.linkIDs, now: now)
@@ -125,7 +144,8 @@ public struct MeshRouter: Sendable {
             statistics.blockedDropped += 1
             return []
         }
-        let key = PacketID(packet).high
+        let packetID = PacketID(packet)
+        let key = packetID.high
         let fromPeer = neighborhood.peer(on: link)
         guard dedup.insert(key, now: now) else {
             statistics.duplicatesBlocked += 1
@@ -147,6 +167,11 @@ public struct MeshRouter: Sendable {
             return []
         }
         var actions: [Action] = []
+        gossip?.keep(packet, id: packetID, now: now)
+        if packet.type == .leave { gossip?.senderLeft(packet.senderID) }
+        if packet.type == .requestSync, gossip != nil {
+            actions += answerSync(packet, on: link, now: now)
+        }
         let hops = Int(configuration.maxTTL) - Int(packet.ttl) + 1
         statistics.received += 1
         statistics.hopSum += max(1, hops)
@@ -207,14 +232,52 @@ public struct MeshRouter: Sendable {
         return actions
     }
 
-    /// Fires the relays that are due.
+    /// Fires the relays that are due, and sends the sync requests that are.
     public mutating func tick(now: Millis) -> [Action] {
-        var actions: [Action] = []
+        var actions = syncRequests(now: now)
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
             guard let p = pending.removeValue(forKey: next.key), p.fireAt == next.at else { continue }
             statistics.relaysExecuted += 1
             actions += transmit(p.bytes, packet: p.packet, on: select(p.links, excluding: p.incoming), now: now)
+        }
+        return actions
+    }
+
+    /// REQUEST_SYNC (TTL 0, signed when a signer is set) with a filter of what we keep.
+    private mutating func syncRequests(now: Millis) -> [Action] {
+        guard let sync = configuration.sync, var store = gossip else { return [] }
+        if nextSync == nil { nextSync = now + sync.interval + uniform(sync.interval, &rng) }
+        var links: [LinkID] = []
+        if let due = nextSync, now >= due {
+            links = neighborhood.linkIDs
+            nextSync = now + sync.interval + uniform(sync.interval, &rng)
+            syncDue = [:]
+        } else {
+            for (link, due) in syncDue where now >= due { links.append(link) }
+            for link in links { syncDue[link] = nil }
+        }
+        guard !links.isEmpty, let me = localPeer else { return [] }
+        store.expire(now: now)
+        gossip = store
+        guard let payload = try? RequestSync(filter: store.filter()).encoded() else { return [] }
+        var request = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
+        signer?(&request)
+        guard let bytes = try? Self.wireBytes(request) else { return [] }
+        _ = dedup.insert(PacketID(request).high, now: now)
+        statistics.syncRequestsSent += 1
+        statistics.transmissions += 1
+        return [.transmit(bytes, links: links.sorted())]
+    }
+
+    /// Sends back, on the link it came from, what a REQUEST_SYNC's filter lacks.
+    private mutating func answerSync(_ packet: Packet, on link: LinkID, now: Millis) -> [Action] {
+        guard let store = gossip, let request = try? RequestSync(decoding: packet.payload) else { return [] }
+        var actions: [Action] = []
+        for reply in store.missing(from: request.filter) {
+            guard let bytes = try? Self.wireBytes(reply) else { continue }
+            statistics.syncRepliesSent += 1
+            actions += transmit(bytes, packet: reply, on: [link], now: now)
         }
         return actions
     }

@@ -29,6 +29,9 @@ public struct MeshStatistics: Hashable, Sendable {
     public var malformed = 0
     /// Packets from blocked senders, dropped on arrival.
     public var blockedDropped = 0
+    public var syncRequestsSent = 0
+    /// Packets sent back in answer to sync requests.
+    public var syncRepliesSent = 0
 
     public init() {}
 

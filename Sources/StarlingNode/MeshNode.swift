@@ -114,7 +114,12 @@ public actor MeshNode {
             }
         }
         self.socket = try socket ?? UDPSocket(bindTo: .loopback(0))
-        self.router = MeshRouter(localPeer: identity.peerID, policy: options.policy, seed: UInt64.random(in: 0...UInt64.max))
+        var routerConfiguration = MeshRouter.Configuration()
+        routerConfiguration.sync = GossipStore.Configuration()
+        self.router = MeshRouter(localPeer: identity.peerID, policy: options.policy, seed: UInt64.random(in: 0...UInt64.max),
+                                 configuration: routerConfiguration)
+        let signingKey = identity.signingKey
+        self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.sessions = SessionManager(identity: identity)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
@@ -290,7 +295,7 @@ public actor MeshNode {
         linkOf[address] = l
         addressOf[l] = address
         lastHeard[l] = Self.now()
-        router.linkUp(l, maxFrame: options.maxFrame)
+        router.linkUp(l, maxFrame: options.maxFrame, now: Self.now())
         continuation.yield(.linkUp(address))
         announce()
         return l

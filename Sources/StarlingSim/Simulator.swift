@@ -88,12 +88,13 @@ public struct Simulator {
                 changed.insert(i)
             }
             for j in after.subtracting(before) {
-                routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame)
+                routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame, now: now)
                 if i < j { up += 1 }
                 changed.insert(i)
             }
         }
         topology = next
+        for i in changed { scheduleTick(i) }
         if refreshTwoHop {
             // Whoever changed tells its neighbours; new neighbours learn each other.
             var touched = changed
@@ -151,9 +152,13 @@ public struct Simulator {
                 break
             }
         }
+        scheduleTick(node)
+    }
+
+    private mutating func scheduleTick(_ node: Int) {
         if let deadline = routers[node].nextDeadline, scheduledTick[node].map({ deadline < $0 }) ?? true {
-            scheduledTick[node] = deadline
-            push(deadline, .tick(node: node))
+            scheduledTick[node] = max(deadline, now)
+            push(max(deadline, now), .tick(node: node))
         }
     }
 

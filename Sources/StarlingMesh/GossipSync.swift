@@ -1,0 +1,94 @@
+import StarlingWire
+
+/// Gossip sync: what a node keeps of the recent public traffic, so that a
+/// neighbour that missed some of it (it was away, or the mesh was split) can
+/// ask with a GCS filter of what it has and get the rest.
+///
+/// Kept: the latest announce of each sender (for `announceRetention`) and
+/// public messages (for `messageRetention`), at most `capacity` packets.
+public struct GossipStore: Sendable {
+    public struct Configuration: Hashable, Sendable {
+        /// Between sync requests to all links (a random part is added, up to the same again).
+        public var interval: Millis = 15_000
+        /// After a link comes up, a first request to it.
+        public var initialDelay: Millis = 5_000
+        public var messageRetention: Millis = 300_000
+        public var announceRetention: Millis = 60_000
+        public var capacity = 1_000
+        public var filterBudget = GCSFilter.defaultBudget
+        public var falsePositiveRate = GCSFilter.defaultFalsePositiveRate
+        /// Packets sent back for one request at most.
+        public var maxReplies = 200
+        public init() {}
+    }
+
+    struct Entry {
+        var id: PacketID
+        var packet: Packet
+        var receivedAt: Millis
+    }
+
+    public let configuration: Configuration
+    private var entries: [UInt64: Entry] = [:]
+    private var latestAnnounce: [PeerID: UInt64] = [:]
+
+    public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
+
+    public var count: Int { entries.count }
+
+    /// Keeps a public packet (announces and messages; others are ignored).
+    public mutating func keep(_ packet: Packet, id: PacketID, now: Millis) {
+        guard packet.isBroadcast, packet.type == .announce || packet.type == .message else { return }
+        if packet.type == .announce {
+            if let old = latestAnnounce[packet.senderID], let oldEntry = entries[old] {
+                guard oldEntry.packet.timestamp <= packet.timestamp else { return }
+                entries[old] = nil
+            }
+            latestAnnounce[packet.senderID] = id.high
+        }
+        entries[id.high] = Entry(id: id, packet: packet, receivedAt: now)
+        if entries.count > configuration.capacity, let oldest = entries.min(by: { $0.value.receivedAt < $1.value.receivedAt }) {
+            forget(oldest.key)
+        }
+    }
+
+    /// A LEAVE: the sender's announce goes at once.
+    public mutating func senderLeft(_ sender: PeerID) {
+        if let key = latestAnnounce[sender] { forget(key) }
+    }
+
+    public mutating func expire(now: Millis) {
+        let stale = entries.filter { _, e in
+            let keep = e.packet.type == .announce ? configuration.announceRetention : configuration.messageRetention
+            return now > e.receivedAt && now - e.receivedAt > keep
+        }.keys
+        for key in stale { forget(key) }
+    }
+
+    private mutating func forget(_ key: UInt64) {
+        if let e = entries.removeValue(forKey: key), e.packet.type == .announce, latestAnnounce[e.packet.senderID] == key {
+            latestAnnounce[e.packet.senderID] = nil
+        }
+    }
+
+    /// A filter of what we have, newest first within the budget.
+    public func filter() -> GCSFilter {
+        let ids = entries.values.sorted { $0.receivedAt > $1.receivedAt }.map(\.id)
+        return GCSFilter(ids: ids, budget: configuration.filterBudget, falsePositiveRate: configuration.falsePositiveRate)
+    }
+
+    /// What the asker's filter lacks, as packets to send back (TTL 0, isRSR).
+    public func missing(from filter: GCSFilter) -> [Packet] {
+        let values = filter.values()
+        var out: [Packet] = []
+        for e in entries.values.sorted(by: { $0.receivedAt > $1.receivedAt })
+        where !GCSFilter.contains(sortedValues: values, e.id, m: filter.m) {
+            var p = e.packet
+            p.ttl = 0
+            p.isRSR = true
+            out.append(p)
+            if out.count >= configuration.maxReplies { break }
+        }
+        return out
+    }
+}

@@ -1,0 +1,83 @@
+import Testing
+import StarlingWire
+@testable import StarlingMesh
+@testable import StarlingSim
+
+@Suite struct GossipSyncTests {
+    func syncing(_ peer: UInt64) -> MeshRouter {
+        var config = MeshRouter.Configuration()
+        config.sync = GossipStore.Configuration()
+        return MeshRouter(localPeer: PeerID(rawValue: peer), policy: FloodingPolicy(jitter: 0), seed: peer, configuration: config)
+    }
+
+    @Test func aNewNeighbourGetsWhatItMissedAfterFiveSeconds() throws {
+        var a = syncing(1), b = syncing(2)
+        // A heard (here: sent) a message before B was around.
+        let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("earlier".utf8))
+        _ = a.originate(m, now: 10)
+        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), now: 1_000)
+        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 1_000)
+        #expect(a.nextDeadline == 6_000)
+        #expect(transmissions(a.tick(now: 5_999)).isEmpty)
+        // B asks with an (empty) filter; A answers with the message, TTL 0 and isRSR.
+        let request = transmissions(b.tick(now: 6_000))
+        #expect(request.count == 1)
+        let asked = try Packet(decoding: request[0].bytes)
+        #expect(asked.type == .requestSync && asked.ttl == 0)
+        let replies = transmissions(a.receive(request[0].bytes, on: LinkID(2), now: 6_010))
+        #expect(replies.count == 1 && replies[0].links == [LinkID(2)])
+        let reply = try Packet(decoding: replies[0].bytes)
+        #expect(reply.isRSR && reply.ttl == 0 && reply.payload == m.payload)
+        let got = deliveries(b.receive(replies[0].bytes, on: LinkID(1), now: 6_020))
+        #expect(got.map(\.payload) == [m.payload])
+        // B now has it: asking again gets nothing.
+        let again = transmissions(b.tick(now: 60_000))
+        let none = again.flatMap { transmissions(a.receive($0.bytes, on: LinkID(2), now: 60_010)) }
+        #expect(none.isEmpty)
+        #expect(a.statistics.syncRepliesSent == 1)
+    }
+
+    @Test func storeKeepsTheLatestAnnouncePerSenderAndExpires() {
+        var store = GossipStore()
+        func announce(_ t: UInt64) -> Packet {
+            Packet(type: .announce, ttl: 7, timestamp: t, senderID: PeerID(rawValue: 9), payload: [UInt8(t & 0xFF)], compress: false)
+        }
+        store.keep(announce(1), id: PacketID(announce(1)), now: 0)
+        store.keep(announce(2), id: PacketID(announce(2)), now: 1)
+        store.keep(announce(1), id: PacketID(announce(1)), now: 2) // older: ignored
+        #expect(store.count == 1)
+        let msg = Packet(type: .message, ttl: 7, timestamp: 5, senderID: PeerID(rawValue: 9), payload: [1], compress: false)
+        store.keep(msg, id: PacketID(msg), now: 5)
+        let private_ = Packet(type: .noiseEncrypted, ttl: 7, timestamp: 5, senderID: PeerID(rawValue: 9), recipientID: PeerID(rawValue: 3), payload: [1])
+        store.keep(private_, id: PacketID(private_), now: 5) // not public: not kept
+        #expect(store.count == 2)
+        store.expire(now: 61_002) // the announce (60 s) goes, the message (5 min) stays
+        #expect(store.count == 1)
+        store.senderLeft(PeerID(rawValue: 9))
+        #expect(store.count == 1)
+    }
+
+    @Test func aHealedPartitionConverges() {
+        // Two clusters of 40; the bridge is down while a message spreads in the first.
+        var rng = SeededGenerator(seed: 4)
+        let joined = Topology.clusters(2, size: 40, meanDegree: 8, bridges: 3, rng: &rng)
+        var split = joined
+        split.neighbors = joined.neighbors.enumerated().map { i, n in n.filter { ($0 < 40) == (i < 40) } }
+        var config = MeshRouter.Configuration()
+        config.sync = GossipStore.Configuration()
+        var sim = Simulator(topology: split, radio: .init(), policy: BackbonePolicy(), seed: 9, configuration: config)
+        final class Seen: @unchecked Sendable { var nodes: Set<Int> = [] }
+        let seen = Seen()
+        let m = Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: Array("before the bridge".utf8))
+        sim.onDeliver = { node, p, _, _ in if p.payload == m.payload { seen.nodes.insert(node) } }
+        sim.originate(m, at: 0)
+        sim.run(until: 2_000)
+        let first = split.distances(from: 0).enumerated().filter { $0.element != nil && $0.offset != 0 }.count
+        #expect(seen.nodes.count == first)          // its own component only
+        #expect(seen.nodes.allSatisfy { $0 < 40 })
+        _ = sim.rewire(to: joined)                  // the bridge comes up
+        sim.run(until: 2_000 + 2 * 30_000)          // two sync intervals
+        let all = joined.distances(from: 0).enumerated().filter { $0.element != nil && $0.offset != 0 }.count
+        #expect(seen.nodes.count == all)
+    }
+}
