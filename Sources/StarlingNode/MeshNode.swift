@@ -13,6 +13,9 @@ public actor MeshNode {
         public var port: UInt16?
         public var peers: [UDPAddress] = []
         public var discovery = true
+        /// Multicast discovery on the local network (opt-in): binds every
+        /// interface and joins ``Discovery/lanGroup``.
+        public var lan = false
         public var announceInterval: UInt64 = 10_000
         /// A link with nothing heard for this long is dropped.
         public var linkTimeout: UInt64 = 15_000
@@ -57,6 +60,7 @@ public actor MeshNode {
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
     private let socket: UDPSocket
+    private let lanSocket: UDPSocket?
     private var router: MeshRouter
     private var linkOf: [UDPAddress: LinkID] = [:]
     private var addressOf: [LinkID: UDPAddress] = [:]
@@ -106,14 +110,23 @@ public actor MeshNode {
         self.options = options
         self.nickname = options.nickname
         var socket: UDPSocket?
+        let lan = options.lan
+        func bind(_ port: UInt16) -> UDPAddress { lan ? .any(port) : .loopback(port) }
         if let port = options.port {
-            socket = try UDPSocket(bindTo: .loopback(port))
+            socket = try UDPSocket(bindTo: bind(port))
         } else if options.discovery {
             for p in Discovery.rendezvousPorts {
-                if let s = try? UDPSocket(bindTo: .loopback(p)) { socket = s; break }
+                if let s = try? UDPSocket(bindTo: bind(p)) { socket = s; break }
             }
         }
-        self.socket = try socket ?? UDPSocket(bindTo: .loopback(0))
+        self.socket = try socket ?? UDPSocket(bindTo: bind(0))
+        if options.lan {
+            let lan = try UDPSocket(bindTo: .any(Discovery.lanGroup.port), reuseAddress: true)
+            try lan.joinMulticastGroup(Discovery.lanGroup.host)
+            self.lanSocket = lan
+        } else {
+            self.lanSocket = nil
+        }
         var routerConfiguration = MeshRouter.Configuration()
         routerConfiguration.sync = GossipStore.Configuration()
         self.router = MeshRouter(localPeer: identity.peerID, policy: options.policy, seed: UInt64.random(in: 0...UInt64.max),
@@ -132,7 +145,16 @@ public actor MeshNode {
         continuation.yield(.started(port: port, peerID: peerID, nickname: nickname))
         for address in options.peers { _ = link(for: address) }
         let datagrams = socket.datagrams()
+        let lanHellos = lanSocket?.datagrams()
         await withTaskGroup(of: Void.self) { group in
+            if let lanHellos {
+                group.addTask { [weak self] in
+                    for await (from, bytes) in lanHellos where Discovery.isHello(bytes) {
+                        guard let self else { return }
+                        await self.handle(bytes, from: from)
+                    }
+                }
+            }
             group.addTask { [weak self] in
                 for await (from, bytes) in datagrams {
                     guard let self else { return }
@@ -155,6 +177,7 @@ public actor MeshNode {
     public func stop() {
         running = false
         socket.close()
+        lanSocket?.close()
     }
 
     /// Sends a signed public message to everyone.
@@ -304,7 +327,7 @@ public actor MeshNode {
     private func handle(_ bytes: [UInt8], from address: UDPAddress) {
         guard running else { return }
         if Discovery.isHello(bytes) {
-            guard Discovery.parseHello(bytes) != nil else { return }
+            guard let from = Discovery.parseHello(bytes), from != peerID else { return } // our own, looped back
             let l = link(for: address)
             lastHeard[l] = Self.now()
             return
@@ -481,6 +504,7 @@ public actor MeshNode {
                 for p in Discovery.rendezvousPorts where p != port { socket.send(hello, to: .loopback(p)) }
             }
             for a in options.peers { socket.send(hello, to: a) }
+            if options.lan { socket.send(hello, to: Discovery.lanGroup) }
             for (l, heard) in lastHeard where now - heard > options.linkTimeout {
                 if let a = addressOf.removeValue(forKey: l) {
                     linkOf[a] = nil

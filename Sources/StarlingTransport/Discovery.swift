@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import StarlingWire
 
 /// Finding other Starling processes on this machine without configuration.
@@ -25,4 +28,9 @@ public enum Discovery {
     }
 
     public static func isHello(_ bytes: [UInt8]) -> Bool { bytes.count >= 4 && Array(bytes.prefix(4)) == magic }
+
+    /// LAN discovery (`--lan`, opt-in): the same hello, sent every 2 s to this
+    /// administratively scoped multicast group; receivers link the sender's
+    /// unicast address.
+    public static let lanGroup = UDPAddress(host: inet_addr("239.255.73.70"), port: 47369)
 }

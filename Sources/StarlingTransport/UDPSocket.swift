@@ -19,6 +19,11 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         UDPAddress(host: inet_addr("127.0.0.1"), port: port)
     }
 
+    /// Every interface (0.0.0.0), for `--lan`.
+    public static func any(_ port: UInt16) -> UDPAddress {
+        UDPAddress(host: 0, port: port)
+    }
+
     /// From "HOST:PORT" with a dotted IPv4 host ("localhost" means 127.0.0.1).
     public init?(_ text: String) {
         let parts = text.split(separator: ":")
@@ -54,10 +59,15 @@ public final class UDPSocket: @unchecked Sendable {
     private let queue = DispatchQueue(label: "starling.udp")
     private var source: DispatchSourceRead?
 
-    /// Binds to `address` (port 0: the system picks one).
-    public init(bindTo address: UDPAddress) throws {
+    /// Binds to `address` (port 0: the system picks one). `reuseAddress` lets
+    /// several processes bind one multicast port.
+    public init(bindTo address: UDPAddress, reuseAddress: Bool = false) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard descriptor >= 0 else { throw Error.system("socket", errno) }
+        if reuseAddress {
+            var one: Int32 = 1
+            setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         var sa = sockaddr_in()
         sa.sin_family = sa_family_t(AF_INET)
         sa.sin_port = address.port.bigEndian
@@ -86,6 +96,14 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// Joins an IPv4 multicast group on every interface.
+    public func joinMulticastGroup(_ group: UInt32) throws {
+        var request = ip_mreq(imr_multiaddr: in_addr(s_addr: group), imr_interface: in_addr(s_addr: 0))
+        guard setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size)) == 0 else {
+            throw Error.system("IP_ADD_MEMBERSHIP", errno)
+        }
+    }
 
     /// Sends one datagram; errors (a peer gone, a full buffer) drop it, as radio loss would.
     @discardableResult

@@ -11,6 +11,7 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "UDP port on 127.0.0.1 (default: the first free of 47370–47385, else any).") var port: UInt16?
     @Option(name: .long, parsing: .singleValue, help: "Also link this HOST:PORT (repeatable).") var peer: [String] = []
     @Flag(help: "No loopback discovery: only --peer links.") var noDiscovery = false
+    @Flag(help: "Also find peers on the local network by multicast (239.255.73.70:47369); off unless asked.") var lan = false
     @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
     @Option(help: "Seconds between announces.") var announceInterval = 10.0
 
@@ -24,6 +25,7 @@ struct NodeOptions: ParsableArguments {
         var options = MeshNode.Options(nickname: name ?? store.nickname() ?? "anon\(identity.peerID.description.prefix(4))")
         options.port = port
         options.discovery = !noDiscovery
+        options.lan = lan
         options.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.peers = try peer.map {

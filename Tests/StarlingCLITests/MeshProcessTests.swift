@@ -11,9 +11,22 @@ final class LiveProcess: @unchecked Sendable {
     private var output = ""
     private let input = Pipe()
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = StarlingProcess.executable
+    convenience init(_ arguments: [String]) throws {
+        self.init(executable: StarlingProcess.executable, arguments: arguments)
+        try start()
+    }
+
+    /// A process of any executable (the first element), not started yet.
+    static func unstarted(_ command: [String]) -> LiveProcess {
+        LiveProcess(executable: URL(fileURLWithPath: command[0]), arguments: Array(command.dropFirst()))
+    }
+
+    private init(executable: URL, arguments: [String]) {
+        process.executableURL = executable
         process.arguments = arguments
+    }
+
+    func start() throws {
         process.standardInput = input
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -300,6 +313,45 @@ final class LiveProcess: @unchecked Sendable {
                 #expect(seen != nil, "n\(i) never saw n\(j) in the \(shape)")
             }
         }
+    }
+
+    /// `--lan` finds peers by multicast on a real (virtual) network: two network
+    /// namespaces this test creates, joined by a veth pair. Nothing leaves them.
+    @Test func lanDiscoveryAcrossTwoNetworkNamespaces() throws {
+        let tag = String(getpid() % 100_000)
+        let (a, b) = ("stA\(tag)", "stB\(tag)")
+        func ip(_ args: String...) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            p.arguments = args
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw POSIXError(.EPERM) }
+        }
+        defer { try? ip("netns", "del", a); try? ip("netns", "del", b) }
+        try ip("netns", "add", a)
+        try ip("netns", "add", b)
+        try ip("link", "add", "veA\(tag)", "netns", a, "type", "veth", "peer", "name", "veB\(tag)", "netns", b)
+        for (ns, dev, addr) in [(a, "veA\(tag)", "10.247.0.1/24"), (b, "veB\(tag)", "10.247.0.2/24")] {
+            try ip("-n", ns, "link", "set", "lo", "up")
+            try ip("-n", ns, "addr", "add", addr, "dev", dev)
+            try ip("-n", ns, "link", "set", dev, "up")
+            try ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", dev)
+        }
+        func node(_ ns: String, _ name: String) throws -> LiveProcess {
+            let p = LiveProcess.unstarted(["/usr/sbin/ip", "netns", "exec", ns, StarlingProcess.executable.path,
+                                           "listen", "--lan", "--no-discovery", "--json", "--name", name, "--duration", "10",
+                                           "--announce-interval", "1", "--data-dir", Self.dataDir()])
+            try p.start()
+            return p
+        }
+        let left = try node(a, "left"), right = try node(b, "right")
+        defer { left.stop(); right.stop() }
+        let seen = left.waitFor(seconds: 10) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "right" }
+        #expect(seen != nil, "left:\n\(left.text)\nright:\n\(right.text)")
+        #expect(right.waitFor(seconds: 5) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "left" } != nil)
+        // They linked each other's address on the virtual network, not loopback.
+        #expect(left.events.contains { ($0["address"] as? String)?.hasPrefix("10.247.0.2:") == true })
     }
 
     @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {
