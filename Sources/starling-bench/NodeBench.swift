@@ -25,7 +25,7 @@ enum NodeBench {
     }
 
     static func run() async {
-        print("starling-bench node (release; three nodes in one process, each with its own UDP socket on 127.0.0.1)")
+        print("starling-bench node (release; UDP on 127.0.0.1)")
         do {
             try await line()
             try await thousandPeers()
@@ -34,69 +34,107 @@ enum NodeBench {
         }
     }
 
-    /// A – B – C, relay jitter zero: latency across 2 hops and messages per second.
-    static func line() async throws {
-        let b = try node("b", peers: [], jitterFree: true)
-        let bPort = await b.port
-        let a = try node("a", peers: [bPort], jitterFree: true)
-        let c = try node("c", peers: [bPort], jitterFree: true)
-        let tasks = [a, b, c].map { n in Task { await n.run(until: UInt64(Date().timeIntervalSince1970 * 1000) + 60_000) } }
-        defer { tasks.forEach { $0.cancel() } }
+    /// The `starling` binary next to this one (both built in release).
+    static var starlingBinary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("starling")
+    }
+
+    /// A `starling listen --json` process whose message events are timed as they are read.
+    final class Listener: @unchecked Sendable {
+        let process = Process()
+        private let lock = NSLock()
+        private var buffer = ""
+        private(set) var port: UInt16 = 0
+        private var arrivals: [String: ContinuousClock.Instant] = [:]
+        private var peersSeen = 0
         let clock = ContinuousClock()
-        // Wait until A knows C (2 hops) — the line is up.
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = NodeBench.starlingBinary
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                guard let self, !data.isEmpty else { return }
+                let now = self.clock.now
+                self.lock.lock()
+                self.buffer += String(decoding: data, as: UTF8.self)
+                while let newline = self.buffer.firstIndex(of: "\n") {
+                    let line = String(self.buffer[..<newline])
+                    self.buffer = String(self.buffer[self.buffer.index(after: newline)...])
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                    switch event["event"] as? String {
+                    case "started": self.port = UInt16(event["port"] as? Int ?? 0)
+                    case "peer": self.peersSeen += 1
+                    case "message": if let text = event["text"] as? String { self.arrivals[text] = now }
+                    default: break
+                    }
+                }
+                self.lock.unlock()
+            }
+            try process.run()
+        }
+
+        func arrival(_ text: String) -> ContinuousClock.Instant? { lock.lock(); defer { lock.unlock() }; return arrivals[text] }
+        var arrived: Int { lock.lock(); defer { lock.unlock() }; return arrivals.count }
+        var peers: Int { lock.lock(); defer { lock.unlock() }; return peersSeen }
+        var boundPort: UInt16 { lock.lock(); defer { lock.unlock() }; return port }
+        func stop() { if process.isRunning { process.terminate() } }
+    }
+
+    /// A – B – C as three processes (A is this one), relay jitter zero:
+    /// latency across 2 hops and messages per second.
+    static func line() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bench-\(getpid())").path
+        let common = ["listen", "--no-discovery", "--port", "0", "--json", "--duration", "60", "--announce-interval", "1",
+                      "--relay-jitter", "0"]
+        let b = try Listener(common + ["--name", "b", "--data-dir", dir + "/b"])
+        defer { b.stop() }
+        let clock = ContinuousClock()
+        let t0 = clock.now
+        while b.boundPort == 0, clock.now - t0 < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
+        let c = try Listener(common + ["--name", "c", "--data-dir", dir + "/c", "--peer", "127.0.0.1:\(b.boundPort)"])
+        defer { c.stop() }
+        let a = try node("a", peers: [b.boundPort], jitterFree: true)
+        let task = Task { await a.run(until: UInt64(Date().timeIntervalSince1970 * 1000) + 60_000) }
+        defer { task.cancel() }
         let up = clock.now
-        while await a.peers.count < 2, clock.now - up < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
+        while await a.peers.count < 2 || c.peers < 2, clock.now - up < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
         guard await a.peers.count >= 2 else { print("  line did not form"); return }
 
-        final class Arrivals: @unchecked Sendable {
-            let lock = NSLock()
-            var at: [String: ContinuousClock.Instant] = [:]
-            func record(_ text: String, _ t: ContinuousClock.Instant) { lock.lock(); at[text] = t; lock.unlock() }
-            var count: Int { lock.lock(); defer { lock.unlock() }; return at.count }
-            func get(_ text: String) -> ContinuousClock.Instant? { lock.lock(); defer { lock.unlock() }; return at[text] }
-        }
-        let arrivals = Arrivals()
-        let listener = Task {
-            for await event in c.events {
-                if case let .message(_, _, text, _, _) = event { arrivals.record(text, clock.now) }
-            }
-        }
-        defer { listener.cancel() }
-
-        // Latency: one message at a time.
         var latencies: [Double] = []
         for i in 0..<200 {
             let text = "latency \(i)"
             let sent = clock.now
             try await a.sendPublic(text)
-            let limit = clock.now
-            while arrivals.get(text) == nil, clock.now - limit < .seconds(1) { try await Task.sleep(for: .microseconds(200)) }
-            if let got = arrivals.get(text) {
+            while c.arrival(text) == nil, clock.now - sent < .seconds(1) { try await Task.sleep(for: .microseconds(200)) }
+            if let got = c.arrival(text) {
                 let d = got - sent
                 latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
             }
         }
         latencies.sort()
         func p(_ q: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count - 1) * q))] }
-        print("\nA → B → C, relay jitter 0: end-to-end latency over 2 hops (\(latencies.count) of 200 arrived)")
+        print("\nA → B → C, three processes, relay jitter 0: end-to-end latency over 2 hops (\(latencies.count) of 200 arrived)")
         print("  p50 \(format2(p(0.5))) ms   p99 \(format2(p(0.99))) ms   (goal: p99 < 20 ms)")
 
-        // Throughput: a burst, counted at C.
-        let before = arrivals.count
+        let before = c.arrived
         let n = 2_000
         let start = clock.now
         for i in 0..<n { try await a.sendPublic("burst \(i)") }
-        var last = start
-        var seen = 0
-        while arrivals.count - before < n, clock.now - last < .seconds(2) {
-            if arrivals.count - before > seen { seen = arrivals.count - before; last = clock.now }
+        var last = start, seen = 0
+        while c.arrived - before < n, clock.now - last < .seconds(2) {
+            if c.arrived - before > seen { seen = c.arrived - before; last = clock.now }
             try await Task.sleep(for: .milliseconds(2))
         }
         let elapsed = last - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let got = arrivals.count - before
-        print("  burst of \(n) signed public messages sent as fast as A signs them: \(got) arrived at C in \(format2(seconds)) s → \(Int(Double(got) / seconds)) messages/s (the rest overflowed socket buffers)")
-        for node in [a, b, c] { await node.stop() }
+        let got = c.arrived - before
+        print("  burst of \(n) signed public messages: \(got) arrived at C in \(format2(seconds)) s → \(Int(Double(got) / seconds)) messages/s")
+        await a.stop()
     }
 
     /// Resident memory of a node that knows 1,000 peers (signed, verified announces).

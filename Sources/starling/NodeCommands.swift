@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StarlingCrypto
+import StarlingMesh
 import StarlingNode
 import StarlingTransport
 import StarlingWire
@@ -14,6 +15,7 @@ struct NodeOptions: ParsableArguments {
     @Flag(help: "Also find peers on the local network by multicast (239.255.73.70:47369); off unless asked.") var lan = false
     @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
     @Option(help: "Seconds between announces.") var announceInterval = 10.0
+    @Option(help: "Relay jitter in ms (0: relay at once, flooding; for measurements).") var relayJitter: UInt64?
 
     func makeNode() throws -> MeshNode {
         keepFreedMemoryInTheHeap()
@@ -26,6 +28,7 @@ struct NodeOptions: ParsableArguments {
         options.port = port
         options.discovery = !noDiscovery
         options.lan = lan
+        if let relayJitter { options.policy = FloodingPolicy(jitter: relayJitter) }
         options.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.peers = try peer.map {
