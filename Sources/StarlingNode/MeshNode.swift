@@ -64,7 +64,10 @@ public actor MeshNode {
     private var router: MeshRouter
     private var linkOf: [UDPAddress: LinkID] = [:]
     private var addressOf: [LinkID: UDPAddress] = [:]
-    private var lastHeard: [LinkID: UInt64] = [:]
+    /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
+    private var watch = LinkWatch<LinkID>()
+    /// Peers present: an announce within the last 60 s.
+    private var present = PeerTable()
     private var nextLink: UInt32 = 1
     /// What verified announces told about each peer.
     public struct PeerInfo: Sendable {
@@ -120,6 +123,7 @@ public actor MeshNode {
             }
         }
         self.socket = try socket ?? UDPSocket(bindTo: bind(0))
+        self.watch.silenceLimit = options.linkTimeout
         if options.lan {
             let lan = try UDPSocket(bindTo: .any(Discovery.lanGroup.port), reuseAddress: true)
             try lan.joinMulticastGroup(Discovery.lanGroup.host)
@@ -317,7 +321,7 @@ public actor MeshNode {
         nextLink += 1
         linkOf[address] = l
         addressOf[l] = address
-        lastHeard[l] = Self.now()
+        watch.up(l, now: Self.now())
         router.linkUp(l, maxFrame: options.maxFrame, now: Self.now())
         continuation.yield(.linkUp(address))
         announce()
@@ -329,7 +333,7 @@ public actor MeshNode {
         if Discovery.isHello(bytes) {
             guard let from = Discovery.parseHello(bytes), from != peerID else { return } // our own, looped back
             let l = link(for: address)
-            lastHeard[l] = Self.now()
+            watch.heard(l, now: Self.now())
             return
         }
         // A bitchat packet from an address we have no link with yet starts one
@@ -344,7 +348,7 @@ public actor MeshNode {
             }
             l = link(for: address)
         }
-        lastHeard[l] = Self.now()
+        watch.heard(l, now: Self.now())
         perform(router.receive(bytes, on: l, now: Self.now()))
     }
 
@@ -370,7 +374,11 @@ public actor MeshNode {
         case .announce:
             do {
                 let a = try Announcement.verify(packet, now: Self.now())
-                if hops == 1, let link { router.bind(link, to: packet.senderID) }
+                if hops == 1, let link {
+                    router.bind(link, to: packet.senderID)
+                    watch.announced(link)
+                }
+                present.announced(packet.senderID, hops: hops, now: Self.now())
                 router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
                 let previous = peerInfo.updateValue(
                     PeerInfo(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
@@ -391,6 +399,7 @@ public actor MeshNode {
             continuation.yield(.message(from: packet.senderID, nickname: peerInfo[packet.senderID]?.nickname, text: text,
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
+            present.left(packet.senderID)
             if peerInfo.removeValue(forKey: packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
         case .noiseHandshake where packet.recipientID == peerID:
             handshake(packet)
@@ -505,13 +514,15 @@ public actor MeshNode {
             }
             for a in options.peers { socket.send(hello, to: a) }
             if options.lan { socket.send(hello, to: Discovery.lanGroup) }
-            for (l, heard) in lastHeard where now - heard > options.linkTimeout {
+            for (l, _) in watch.check(now: now) {
                 if let a = addressOf.removeValue(forKey: l) {
                     linkOf[a] = nil
                     continuation.yield(.linkDown(a))
                 }
-                lastHeard[l] = nil
                 router.linkDown(l)
+            }
+            for gone in present.expire(now: now) where peerInfo.removeValue(forKey: gone) != nil {
+                continuation.yield(.left(gone)) // no announce for 60 s
             }
         }
         if now - lastAnnounce >= options.announceInterval { announce() }

@@ -1,0 +1,86 @@
+import StarlingWire
+
+/// Who is around, as announces tell, and how long they count as present.
+/// A plain value: time comes in.
+///
+/// - A peer stays present for `announceLifetime` (60 s) after its last announce.
+/// - A LEAVE removes it at once.
+public struct PeerTable: Sendable {
+    public struct Entry: Hashable, Sendable {
+        public var lastAnnounce: Millis
+        public var hops: Int
+    }
+
+    public var announceLifetime: Millis = 60_000
+    public private(set) var entries: [PeerID: Entry] = [:]
+
+    public init() {}
+
+    /// Records an announce; true when the peer is new (or had expired).
+    @discardableResult
+    public mutating func announced(_ peer: PeerID, hops: Int, now: Millis) -> Bool {
+        entries.updateValue(Entry(lastAnnounce: now, hops: hops), forKey: peer) == nil
+    }
+
+    @discardableResult
+    public mutating func left(_ peer: PeerID) -> Bool { entries.removeValue(forKey: peer) != nil }
+
+    /// Removes and returns the peers whose last announce is too old.
+    public mutating func expire(now: Millis) -> [PeerID] {
+        let gone = entries.filter { now > $0.value.lastAnnounce && now - $0.value.lastAnnounce > announceLifetime }.map(\.key)
+        for p in gone { entries[p] = nil }
+        return gone.sorted()
+    }
+}
+
+/// The health of links (seed 004 §3 and §15.1): a link that brings no announce
+/// within 15 s, or goes silent for 60 s, is dropped; an address with 5 error
+/// disconnects within 5 minutes is blocked for 15 minutes.
+public struct LinkWatch<Address: Hashable & Sendable>: Sendable {
+    public var announceDeadline: Millis = 15_000
+    public var silenceLimit: Millis = 60_000
+    public var errorLimit = 5
+    public var errorWindow: Millis = 300_000
+    public var blockFor: Millis = 900_000
+
+    struct Link { var upAt: Millis; var lastHeard: Millis; var announced: Bool }
+    private var links: [Address: Link] = [:]
+    private var errors: [Address: [Millis]] = [:]
+    private var blockedUntil: [Address: Millis] = [:]
+
+    public init() {}
+
+    public enum Reason: Hashable, Sendable { case noAnnounce, silent }
+
+    public mutating func up(_ a: Address, now: Millis) { links[a] = Link(upAt: now, lastHeard: now, announced: false) }
+    public mutating func heard(_ a: Address, now: Millis) { links[a]?.lastHeard = now }
+    public mutating func announced(_ a: Address) { links[a]?.announced = true }
+    public mutating func down(_ a: Address) { links[a] = nil }
+
+    /// Links to drop now, and why.
+    public mutating func check(now: Millis) -> [(Address, Reason)] {
+        var out: [(Address, Reason)] = []
+        for (a, l) in links {
+            if !l.announced && now > l.upAt && now - l.upAt > announceDeadline { out.append((a, .noAnnounce)) }
+            else if now > l.lastHeard && now - l.lastHeard > silenceLimit { out.append((a, .silent)) }
+        }
+        for (a, _) in out { links[a] = nil }
+        return out
+    }
+
+    /// Counts an error disconnect; the fifth within 5 minutes blocks the address.
+    public mutating func errorDisconnect(_ a: Address, now: Millis) {
+        links[a] = nil
+        var times = (errors[a] ?? []).filter { now >= $0 && now - $0 < errorWindow }
+        times.append(now)
+        errors[a] = times
+        if times.count >= errorLimit {
+            blockedUntil[a] = now + blockFor
+            errors[a] = nil
+        }
+    }
+
+    public func isBlocked(_ a: Address, now: Millis) -> Bool {
+        blockedUntil[a].map { now < $0 } ?? false
+    }
+}
