@@ -107,6 +107,12 @@ final class LiveProcess: @unchecked Sendable {
                          "--announce-interval", "1", "--data-dir", dataDir()] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
     }
 
+    /// A `starling chat` process linked to one peer, typed into through stdin.
+    static func chat(_ name: String, peer: UInt16) throws -> LiveProcess {
+        try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1",
+                         "--data-dir", dataDir(), "--peer", "127.0.0.1:\(peer)"])
+    }
+
     static func port(of p: LiveProcess) throws -> UInt16 {
         let started = try #require(p.waitFor { $0["event"] as? String == "started" })
         return UInt16(try #require(started["port"] as? Int))
@@ -188,8 +194,7 @@ final class LiveProcess: @unchecked Sendable {
     @Test func chatSessionWithCommands() throws {
         let (bob, carol, bobPort) = try Self.line()
         defer { bob.stop(); carol.stop() }
-        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
-                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
         #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/who")
@@ -219,8 +224,7 @@ final class LiveProcess: @unchecked Sendable {
         let bob = try Self.node("bob")
         defer { bob.stop() }
         let bobPort = try Self.port(of: bob)
-        let watcher = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "watcher", "--announce-interval", "1",
-                                       "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        let watcher = try Self.chat("watcher", peer: bobPort)
         defer { watcher.stop() }
         #expect(watcher.waitForText("bob joined"))
         let sender = try LiveProcess(["send", "--no-discovery", "--port", "0", "--name", "m\u{200B}allory", "--data-dir", Self.dataDir(),
@@ -240,8 +244,7 @@ final class LiveProcess: @unchecked Sendable {
         let bobPort = try Self.port(of: bob)
         let carol = try Self.node("carol", peers: [bobPort], duration: 40)
         defer { carol.stop() }
-        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
-                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
         #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/msg carol before the outage")
@@ -273,8 +276,7 @@ final class LiveProcess: @unchecked Sendable {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("starling-photo-\(UUID().uuidString).jpg")
         try content.write(to: path)
         defer { try? FileManager.default.removeItem(at: path) }
-        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
-                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
+        let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
         #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/send carol \(path.path)")
