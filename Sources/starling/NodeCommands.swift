@@ -137,7 +137,7 @@ struct Listen: AsyncParsableCommand {
 
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Join the mesh, send one public message, and leave."
+        abstract: "Join the mesh, send one message (to everyone, or privately with --to), and leave."
     )
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String
