@@ -32,19 +32,11 @@ struct StarlingProcess {
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
-        // Wait with waitpid (bounded), not on end-of-file or Foundation's
-        // waitUntilExit: either can wait forever when another child holds a pipe.
-        let pid = process.processIdentifier
-        var status: Int32 = -1
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            var raw: Int32 = 0
-            let r = waitpid(pid, &raw, WNOHANG)
-            if r == pid { status = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F); break }
-            if r == -1 && errno == ECHILD { status = foundationStatus(process); break }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        if status == -1 { kill(pid, SIGKILL) }
+        // Not on end-of-file: that waits forever when another child holds a pipe.
+        let status = waitForExit(process, seconds: 60) ?? {
+            kill(process.processIdentifier, SIGKILL)
+            return -1
+        }()
         // Let the handlers drain what the child wrote before it exited.
         collected.settle()
         out.fileHandleForReading.readabilityHandler = nil
@@ -52,12 +44,26 @@ struct StarlingProcess {
         return Result(status: status, stdout: collected.stdout, stderr: collected.stderr)
     }
 
-    /// The exit status once Foundation has reaped the child itself (asking
-    /// earlier traps), or -1 when it does not say within 2 s.
-    static func foundationStatus(_ process: Process) -> Int32 {
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        return process.isRunning ? -1 : process.terminationStatus
+    /// Waits for a child to exit, for at most `seconds`, and returns its exit
+    /// status (nil on timeout). Polls waitpid instead of Foundation's
+    /// waitUntilExit, which can miss a child's exit and wait forever; when
+    /// Foundation reaped the child first, asks it for the status only once it
+    /// knows (asking earlier traps).
+    static func waitForExit(_ process: Process, seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        let pid = process.processIdentifier
+        while Date() < deadline {
+            var raw: Int32 = 0
+            let r = waitpid(pid, &raw, WNOHANG)
+            if r == pid { return (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F) }
+            if r == -1 && errno == ECHILD {
+                let known = Date().addingTimeInterval(2)
+                while process.isRunning, Date() < known { Thread.sleep(forTimeInterval: 0.01) }
+                return process.isRunning ? nil : process.terminationStatus
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return nil
     }
 
     final class Collected: @unchecked Sendable {

@@ -71,25 +71,8 @@ final class LiveProcess: @unchecked Sendable {
         return nil
     }
 
-    /// Waits for the process to exit, for at most `seconds`, and returns its exit
-    /// status (nil on timeout). Polls waitpid instead of Foundation's
-    /// waitUntilExit, which can miss a child's exit and wait forever.
     @discardableResult
-    func waitForExit(seconds: Double = 15) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        let pid = process.processIdentifier
-        while Date() < deadline {
-            var status: Int32 = 0
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
-            if r == -1 && errno == ECHILD {
-                let status = StarlingProcess.foundationStatus(process)
-                return status == -1 ? nil : status
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return nil
-    }
+    func waitForExit(seconds: Double = 15) -> Int32? { StarlingProcess.waitForExit(process, seconds: seconds) }
 
     func stop() {
         if process.isRunning { process.terminate() }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StarlingWire
 @testable import StarlingCrypto
 
 struct CacophonyVector: Decodable, Sendable, CustomTestStringConvertible {
@@ -54,15 +55,15 @@ struct CacophonyVector: Decodable, Sendable, CustomTestStringConvertible {
             let fromInitiator = i % 2 == 0
             let written = fromInitiator ? try initiator.writeMessage(payload: h(m.payload))
                                         : try responder.writeMessage(payload: h(m.payload))
-            #expect(written.hex == m.ciphertext, "handshake message \(i)")
+            #expect(written.hexString == m.ciphertext, "handshake message \(i)")
             let read = fromInitiator ? try responder.readMessage(written) : try initiator.readMessage(written)
-            #expect(read.hex == m.payload, "handshake payload \(i)")
+            #expect(read.hexString == m.payload, "handshake payload \(i)")
             i += 1
         }
         #expect(i == handshakeCount)
         #expect(responder.isComplete)
-        #expect(initiator.handshakeHash.hex == v.handshake_hash)
-        #expect(responder.handshakeHash.hex == v.handshake_hash)
+        #expect(initiator.handshakeHash.hexString == v.handshake_hash)
+        #expect(responder.handshakeHash.hexString == v.handshake_hash)
 
         var (iSend, iReceive) = try initiator.split()
         var (rReceive, rSend) = try responder.split()
@@ -70,10 +71,10 @@ struct CacophonyVector: Decodable, Sendable, CustomTestStringConvertible {
             let fromInitiator = proto.pattern.isOneWay || j % 2 == 0
             let sealed = fromInitiator ? try iSend.encrypt(ad: [], plaintext: h(m.payload))
                                        : try rSend.encrypt(ad: [], plaintext: h(m.payload))
-            #expect(sealed.hex == m.ciphertext, "transport message \(j)")
+            #expect(sealed.hexString == m.ciphertext, "transport message \(j)")
             let opened = fromInitiator ? try rReceive.decrypt(ad: [], ciphertext: sealed)
                                        : try iReceive.decrypt(ad: [], ciphertext: sealed)
-            #expect(opened.hex == m.payload)
+            #expect(opened.hexString == m.payload)
         }
     }
 }
