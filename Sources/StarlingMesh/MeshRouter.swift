@@ -204,8 +204,7 @@ public struct MeshRouter: Sendable {
         guard packet.type != .requestSync, packet.recipientID == nil || packet.recipientID != localPeer else {
             return actions
         }
-        let context = RelayContext(localPeer: localPeer, degree: neighborhood.degree, ttl: packet.ttl, type: packet.type,
-                                   fromLink: link, fromPeer: fromPeer, now: now)
+        let context = RelayContext(ttl: packet.ttl, type: packet.type, fromLink: link, fromPeer: fromPeer, now: now)
         var tracking = RelayTracking()
         switch policy.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) {
         case .drop:

@@ -8,35 +8,45 @@ public struct Neighborhood: Sendable {
     public private(set) var neighborsOfPeer: [PeerID: Set<PeerID>] = [:]
     /// This node's own peer ID (for priorities).
     public var localPeer: PeerID? { didSet { updateForwarder() } }
-    /// Whether this node is a forwarder of the self-pruned backbone: see
-    /// ``isBackboneForwarder(localPeer:)``. Kept up to date as links and
-    /// neighbour lists change.
+    /// Whether this node is a forwarder of the self-pruned backbone (see
+    /// `updateForwarder`). Kept up to date as links and neighbour lists change.
     public private(set) var isForwarder = true
-    /// How many neighbours have a higher self-pruning priority (0: a local maximum).
-    public private(set) var priorityRank = 0
+    /// The links, sorted, and the known peers at their ends: read for every
+    /// packet, so kept rather than recomputed.
+    public private(set) var linkIDs: [LinkID] = []
+    public private(set) var neighborPeers: Set<PeerID> = []
 
     public init(localPeer: PeerID? = nil) {
         self.localPeer = localPeer
     }
 
     public var degree: Int { links.count }
-    public var linkIDs: [LinkID] { links.keys.sorted() }
 
-    public mutating func add(_ link: LinkID, peer: PeerID? = nil) { links[link] = .some(peer); updateForwarder() }
+    public mutating func add(_ link: LinkID, peer: PeerID? = nil) {
+        links[link] = .some(peer)
+        linksChanged()
+    }
+
     public mutating func remove(_ link: LinkID) {
         if let gone = links.removeValue(forKey: link) ?? nil, !links.values.contains(gone) {
             neighborsOfPeer[gone] = nil // no longer a neighbour: its list is no longer ours to keep
         }
+        linksChanged()
+    }
+
+    public mutating func bind(_ link: LinkID, to peer: PeerID) {
+        guard links[link] != nil else { return }
+        links[link] = .some(peer)
+        linksChanged()
+    }
+
+    public func peer(on link: LinkID) -> PeerID? { links[link] ?? nil }
+
+    private mutating func linksChanged() {
+        linkIDs = links.keys.sorted()
+        neighborPeers = Set(links.values.compactMap { $0 })
         updateForwarder()
     }
-    public mutating func bind(_ link: LinkID, to peer: PeerID) {
-        if links[link] != nil { links[link] = .some(peer); updateForwarder() }
-    }
-    public func peer(on link: LinkID) -> PeerID? { links[link] ?? nil }
-    public func link(to peer: PeerID) -> LinkID? { links.first { $0.value == peer }?.key }
-
-    /// Our direct neighbours' peer IDs (those known).
-    public var neighborPeers: Set<PeerID> { Set(links.values.compactMap { $0 }) }
 
     /// Records what a neighbour announced as its own neighbours.
     public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>) {
@@ -61,10 +71,9 @@ public struct Neighborhood: Sendable {
         let myPriority = priority(of: me, degree: mine.count)
         var higher: [PeerID] = []
         for x in mine {
-            guard let n = neighborsOfPeer[x] else { isForwarder = true; priorityRank = 0; return }
+            guard let n = neighborsOfPeer[x] else { isForwarder = true; return }
             if priority(of: x, degree: n.count) > myPriority { higher.append(x) }
         }
-        priorityRank = higher.count
         // Connected components of the higher-priority neighbours (edges as announced).
         var unvisited = Set(higher)
         while let seed = unvisited.first {

@@ -2,9 +2,6 @@ import StarlingWire
 
 /// What a relay policy sees when a packet first arrives.
 public struct RelayContext: Sendable {
-    public var localPeer: PeerID?
-    /// Links this node has now.
-    public var degree: Int
     /// The TTL the packet arrived with (the relayed copy carries one less).
     public var ttl: UInt8
     public var type: MessageType
@@ -14,9 +11,7 @@ public struct RelayContext: Sendable {
     public var fromPeer: PeerID?
     public var now: Millis
 
-    public init(localPeer: PeerID?, degree: Int, ttl: UInt8, type: MessageType, fromLink: LinkID?, fromPeer: PeerID?, now: Millis) {
-        self.localPeer = localPeer
-        self.degree = degree
+    public init(ttl: UInt8, type: MessageType, fromLink: LinkID?, fromPeer: PeerID?, now: Millis) {
         self.ttl = ttl
         self.type = type
         self.fromLink = fromLink
@@ -34,6 +29,20 @@ public struct RelayTracking: Sendable {
     public var need: [PeerID: Int] = [:]
     public init() {}
     public var uncoveredWeight: Int { need.values.reduce(0) { $0 + max(0, $1) } }
+
+    /// Every neighbour but `transmitter` should hear `times` transmissions.
+    public mutating func expect(_ neighbors: Set<PeerID>, times: Int, except transmitter: PeerID) {
+        for x in neighbors where x != transmitter { need[x] = times }
+    }
+
+    /// A transmission by `transmitter` was heard: it has the packet, and each
+    /// of the neighbours it reaches (`reached`, when known) heard one more.
+    public mutating func heard(_ transmitter: PeerID, reaching reached: Set<PeerID>?) {
+        need[transmitter] = nil
+        for x in reached ?? [] {
+            if let n = need[x] { need[x] = n <= 1 ? nil : n - 1 }
+        }
+    }
 }
 
 /// Which links a relay goes out on.

@@ -9,24 +9,28 @@ enum MeshBench {
         CoveragePolicy(redundancy: 1), BackbonePolicy(),
     ]
 
-    /// A parameter sweep of the coverage policy on two graphs (for tuning).
+    /// The random geometric graph of a bench cell (the same for every run).
+    static func graph(nodes n: Int, degree: Double) -> Topology {
+        var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
+        return Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
+    }
+
+    /// A parameter sweep of the default policy on three graphs (for tuning).
     static func sweep() {
         var experiment = BroadcastExperiment()
         experiment.radio.loss = 0.05
         experiment.ttl = 64
         experiment.broadcasts = 30
         for (n, degree) in [(300, 8.0), (300, 16.0), (1000, 8.0)] {
-            var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
-            let topology = Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
+            let topology = graph(nodes: n, degree: degree)
             let cds = topology.greedyConnectedDominatingSet(of: topology.largestComponent).count
             let probe = Simulator(topology: topology, radio: .init(), policy: BackbonePolicy(), seed: 1)
             let forwarders = probe.routers.filter { $0.neighborhood.isForwarder }.count
             print("n=\(n) d=\(degree) CDS=\(cds) self-pruned forwarders=\(forwarders)")
-            for (fj, bd, bj, slot) in [(10, 60, 40, 0), (4, 100, 60, 60), (4, 150, 60, 120), (2, 200, 80, 200)] as [(Millis, Millis, Millis, Millis)] {
-                var p = BackbonePolicy(forwarderJitter: fj, backstopDelay: bd, backstopJitter: bj)
-                p.coverageSlot = slot
+            for (fj, bd, bj, cov) in [(10, 60, 40, 1), (20, 100, 60, 1), (10, 60, 40, 2)] as [(Millis, Millis, Millis, Int)] {
+                let p = BackbonePolicy(forwarderJitter: fj, backstopDelay: bd, backstopJitter: bj, backstopCoverage: cov)
                 let r = experiment.run(on: topology, policy: p, cdsSize: cds)
-                print("  fj=\(fj) bd=\(bd) bj=\(bj) slot=\(slot): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
+                print("  fj=\(fj) bd=\(bd) bj=\(bj) coverage=\(cov): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
             }
         }
     }
@@ -40,8 +44,7 @@ enum MeshBench {
         experiment.ttl = 64
         for n in [100, 300, 1000] {
             for degree in [8.0, 16.0] {
-                var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
-                let topology = Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
+                let topology = graph(nodes: n, degree: degree)
                 let component = topology.largestComponent
                 let cds = topology.greedyConnectedDominatingSet(of: component).count
                 print("n=\(n) degree≈\(format1(topology.meanDegree)) component=\(component.count) CDS=\(cds)")
@@ -80,8 +83,7 @@ enum MeshBench {
         Timer.report(insertTime)
 
         // Speed: 1,000 nodes × 100 broadcasts with the default policy.
-        var rng = SeededGenerator(seed: 99)
-        let big = Topology.randomGeometric(nodes: 1000, radius: Topology.radius(nodes: 1000, meanDegree: 8), rng: &rng)
+        let big = graph(nodes: 1000, degree: 8)
         experiment.broadcasts = 100
         let r = experiment.run(on: big, policy: BackbonePolicy())
         print("\nspeed: 1,000 nodes × 100 broadcasts (\(r.policy)): \(format2(r.wallSeconds)) s wall (goal < 10 s)")

@@ -12,6 +12,9 @@ import StarlingWire
 ///   neighbours the transmissions it heard reached, and relays only if some
 ///   neighbour still seems unreached. This repairs the holes that loss tears in
 ///   the backbone, which is how pruned flooding usually dies out.
+///
+/// Forwarders too stand down when the transmissions they heard already reached
+/// all their neighbours (the dynamic form of self-pruning).
 public struct BackbonePolicy: RelayPolicy {
     public var forwarderJitter: Millis
     public var backstopDelay: Millis
@@ -19,19 +22,8 @@ public struct BackbonePolicy: RelayPolicy {
     /// Transmissions each neighbour should be seen to get before a backstop stands down.
     public var backstopCoverage: Int
 
-    /// Forwarders too stand down when the transmissions they heard already
-    /// reached all their neighbours (the dynamic form of self-pruning).
-    public var forwardersPrune: Bool
-    /// Extra delay per higher-priority neighbour, for forwarders.
-    public var rankStep: Millis = 0
-    /// Forwarders wait `coverageSlot / w` more when they would reach w
-    /// neighbours the transmissions heard so far did not: those who would add
-    /// most go first, the others mostly hear them and stand down.
-    public var coverageSlot: Millis = 0
-
     public init(forwarderJitter: Millis = 10, backstopDelay: Millis = 60, backstopJitter: Millis = 40,
-                backstopCoverage: Int = 1, forwardersPrune: Bool = true) {
-        self.forwardersPrune = forwardersPrune
+                backstopCoverage: Int = 1) {
         self.forwarderJitter = forwarderJitter
         self.backstopDelay = backstopDelay
         self.backstopJitter = backstopJitter
@@ -44,36 +36,20 @@ public struct BackbonePolicy: RelayPolicy {
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let ttl = relayTTL(context.ttl) else { return .drop }
         let forwarder = neighborhood.isForwarder
-        if forwarder && !forwardersPrune {
-            return .relay(delay: uniform(forwarderJitter, &rng), ttl: ttl, links: .allButIncoming)
-        }
-        // Forwarders go in priority order (a local maximum first), so that lower
-        // ones can hear higher ones and stand down.
-        let delay = forwarder ? rankStep * Millis(neighborhood.priorityRank) + uniform(forwarderJitter, &rng)
-                              : backstopDelay + uniform(backstopJitter, &rng)
+        let delay = forwarder ? uniform(forwarderJitter, &rng) : backstopDelay + uniform(backstopJitter, &rng)
         guard let from = context.fromPeer, let theirs = neighborhood.neighbors(of: from) else {
             return .relay(delay: delay, ttl: ttl, links: .allButIncoming)
         }
-        for x in neighborhood.neighborPeers where x != from { tracking.need[x] = forwarder ? 1 : backstopCoverage }
-        Self.cover(theirs, &tracking)
-        let weight = tracking.uncoveredWeight
-        guard weight > 0 else { return .drop }
-        let extra = forwarder && coverageSlot > 0 ? coverageSlot / Millis(weight) : 0
-        return .relay(delay: delay + extra, ttl: ttl, links: .allButIncoming)
+        tracking.expect(neighborhood.neighborPeers, times: forwarder ? 1 : backstopCoverage, except: from)
+        tracking.heard(from, reaching: theirs)
+        guard tracking.uncoveredWeight > 0 else { return .drop }
+        return .relay(delay: delay, ttl: ttl, links: .allButIncoming)
     }
 
     public func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
         tracking.heard += 1
-        // Without dynamic pruning forwarders keep their relay: the backbone must hold.
-        guard forwardersPrune || !neighborhood.isForwarder, let peer else { return false }
-        tracking.need[peer] = nil
-        if let theirs = neighborhood.neighbors(of: peer) { Self.cover(theirs, &tracking) }
+        guard let peer else { return false }
+        tracking.heard(peer, reaching: neighborhood.neighbors(of: peer))
         return tracking.uncoveredWeight == 0
-    }
-
-    static func cover(_ reached: Set<PeerID>, _ tracking: inout RelayTracking) {
-        for x in reached {
-            if let n = tracking.need[x] { tracking.need[x] = n <= 1 ? nil : n - 1 }
-        }
     }
 }

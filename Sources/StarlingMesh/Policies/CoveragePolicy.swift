@@ -38,15 +38,12 @@ public struct CoveragePolicy: RelayPolicy {
     public func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let ttl = relayTTL(context.ttl) else { return .drop }
-        let mine = neighborhood.neighborPeers
         // Without knowledge of the neighbourhood, relay like flooding.
         guard let from = context.fromPeer, let theirs = neighborhood.neighbors(of: from) else {
             return .relay(delay: uniform(jitter + slot / 4, &rng), ttl: ttl, links: .allButIncoming)
         }
-        for x in mine where x != from { tracking.need[x] = redundancy }
-        tracking.need[from] = nil
-        if let me = context.localPeer { tracking.need[me] = nil }
-        cover(by: from, theirs, &tracking)
+        tracking.expect(neighborhood.neighborPeers, times: redundancy, except: from)
+        tracking.heard(from, reaching: theirs)
         let weight = tracking.uncoveredWeight
         guard weight > 0 else { return .drop }
         return .relay(delay: base + slot / Millis(weight) + uniform(jitter, &rng), ttl: ttl, links: .allButIncoming)
@@ -55,16 +52,7 @@ public struct CoveragePolicy: RelayPolicy {
     public func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
         tracking.heard += 1
         guard let peer else { return false }
-        tracking.need[peer] = nil // it transmitted, so it has the packet
-        if let theirs = neighborhood.neighbors(of: peer) { cover(by: peer, theirs, &tracking) }
+        tracking.heard(peer, reaching: neighborhood.neighbors(of: peer))
         return tracking.uncoveredWeight == 0
-    }
-
-    private func cover(by transmitter: PeerID, _ reached: Set<PeerID>, _ tracking: inout RelayTracking) {
-        for x in reached {
-            if let n = tracking.need[x] {
-                if n <= 1 { tracking.need[x] = nil } else { tracking.need[x] = n - 1 }
-            }
-        }
     }
 }

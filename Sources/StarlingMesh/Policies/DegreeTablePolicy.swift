@@ -19,7 +19,7 @@ public struct DegreeTablePolicy: RelayPolicy {
     public func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let ttl = relayTTL(context.ttl) else { return .drop }
-        guard rng.unit() < Self.probability(degree: context.degree) else { return .drop }
+        guard rng.unit() < Self.probability(degree: neighborhood.degree) else { return .drop }
         return .relay(delay: 10 + uniform(90, &rng), ttl: ttl, links: .allButIncoming)
     }
 

@@ -11,9 +11,9 @@ public struct DeployedBitchatPolicy: RelayPolicy {
     public func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                            rng: inout SeededGenerator) -> RelayDecision {
         guard var ttl = relayTTL(context.ttl) else { return .drop }
-        let dense = context.degree >= 6
+        let dense = neighborhood.degree >= 6
         if dense { ttl = min(ttl, 5) }
-        let delay = uniform(10 + 10 * Millis(context.degree), &rng)
-        return .relay(delay: delay, ttl: ttl, links: dense ? .randomSubset(count: max(3, context.degree / 2)) : .allButIncoming)
+        let delay = uniform(10 + 10 * Millis(neighborhood.degree), &rng)
+        return .relay(delay: delay, ttl: ttl, links: dense ? .randomSubset(count: max(3, neighborhood.degree / 2)) : .allButIncoming)
     }
 }
