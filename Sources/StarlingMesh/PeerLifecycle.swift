@@ -1,12 +1,13 @@
 import StarlingWire
 
-/// Who is around, as announces tell, and how long they count as present.
-/// A plain value: time comes in.
+/// Who is around, as announces tell, and what they said: the one record of
+/// present peers. A plain value: time comes in.
 ///
 /// - A peer stays present for `announceLifetime` (60 s) after its last announce.
 /// - A LEAVE removes it at once.
-public struct PeerTable: Sendable {
-    public struct Entry: Hashable, Sendable {
+public struct PeerTable<Info: Sendable>: Sendable {
+    public struct Entry: Sendable {
+        public var info: Info
         public var lastAnnounce: Millis
         public var hops: Int
     }
@@ -16,14 +17,16 @@ public struct PeerTable: Sendable {
 
     public init() {}
 
-    /// Records an announce; true when the peer is new (or had expired).
+    public subscript(peer: PeerID) -> Entry? { entries[peer] }
+
+    /// Records an announce; returns the entry it replaces (nil: the peer is new, or had expired).
     @discardableResult
-    public mutating func announced(_ peer: PeerID, hops: Int, now: Millis) -> Bool {
-        entries.updateValue(Entry(lastAnnounce: now, hops: hops), forKey: peer) == nil
+    public mutating func announced(_ peer: PeerID, info: Info, hops: Int, now: Millis) -> Entry? {
+        entries.updateValue(Entry(info: info, lastAnnounce: now, hops: hops), forKey: peer)
     }
 
     @discardableResult
-    public mutating func left(_ peer: PeerID) -> Bool { entries.removeValue(forKey: peer) != nil }
+    public mutating func left(_ peer: PeerID) -> Entry? { entries.removeValue(forKey: peer) }
 
     /// Removes and returns the peers whose last announce is too old.
     public mutating func expire(now: Millis) -> [PeerID] {
@@ -31,6 +34,8 @@ public struct PeerTable: Sendable {
         for p in gone { entries[p] = nil }
         return gone.sorted()
     }
+
+    public mutating func removeAll() { entries = [:] }
 }
 
 /// The health of links (seed 004 §3 and §15.1): a link that brings no announce

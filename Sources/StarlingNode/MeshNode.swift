@@ -66,8 +66,8 @@ public actor MeshNode {
     private var addressOf: [LinkID: UDPAddress] = [:]
     /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
     private var watch = LinkWatch<LinkID>()
-    /// Peers present: an announce within the last 60 s.
-    private var present = PeerTable()
+    /// Peers present (an announce within the last 60 s): the one record of them.
+    private var present = PeerTable<PeerCard>()
     private var nextLink: UInt32 = 1
     /// What verified announces told about each peer.
     public struct PeerInfo: Sendable {
@@ -76,7 +76,11 @@ public actor MeshNode {
         public var hops: Int
         public var lastSeen: UInt64
     }
-    private var peerInfo: [PeerID: PeerInfo] = [:]
+    /// What an announce says that is kept per peer.
+    struct PeerCard: Sendable {
+        var nickname: String
+        var fingerprint: Fingerprint
+    }
     /// Fingerprints whose packets are dropped on arrival, unseen.
     private var blocked: Set<Fingerprint> = []
     private var nickname: String
@@ -86,8 +90,6 @@ public actor MeshNode {
     private var sessions: SessionManager
     /// Private payloads waiting for a session, per peer.
     private var waiting: [PeerID: [NoisePayload]] = [:]
-    /// Hop counts of frames held until their handshake completes.
-    private var heldHops: [PeerID: Int] = [:]
     /// Our private messages not yet acknowledged: re-sent with exponential
     /// backoff (2 s, ×2, at most 60 s between tries) until a delivered receipt
     /// comes or the retry budget is spent.
@@ -227,7 +229,7 @@ public actor MeshNode {
 
     /// The peer ID of a known nickname.
     public func peer(named nickname: String) -> PeerID? {
-        peerInfo.first { $0.value.nickname == nickname }?.key
+        present.entries.first { $0.value.info.nickname == nickname }?.key
     }
 
     private func sendNoise(_ payload: NoisePayload, to peer: PeerID) throws {
@@ -267,7 +269,11 @@ public actor MeshNode {
         }
     }
 
-    public var peers: [PeerID: PeerInfo] { peerInfo }
+    public var peers: [PeerID: PeerInfo] {
+        present.entries.mapValues {
+            PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce)
+        }
+    }
     public var currentNickname: String { nickname }
 
     /// Changes this node's nickname and announces it at once.
@@ -289,9 +295,9 @@ public actor MeshNode {
     /// The router drops packets from blocked peers before anything else: not
     /// processed, not relayed, not answered.
     private func updateBlockedSenders() {
-        router.blockedSenders = Set(peerInfo.filter { blocked.contains($0.value.fingerprint) }.keys)
+        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys)
     }
-    public func isBlocked(_ peer: PeerID) -> Bool { peerInfo[peer].map { blocked.contains($0.fingerprint) } ?? false }
+    public func isBlocked(_ peer: PeerID) -> Bool { present[peer].map { blocked.contains($0.info.fingerprint) } ?? false }
 
     /// Tells everyone this node is leaving (a signed LEAVE), then stops.
     public func leave() {
@@ -305,13 +311,13 @@ public actor MeshNode {
     public func wipe() {
         sessions.wipeAll()
         waiting = [:]
-        peerInfo = [:]
+        present.removeAll()
         stop()
     }
 
     public var linkCount: Int { linkOf.count }
     public var statistics: MeshStatistics { router.statistics }
-    public var knownPeers: [PeerID: String] { peerInfo.mapValues(\.nickname) }
+    public var knownPeers: [PeerID: String] { present.entries.mapValues(\.info.nickname) }
 
     // MARK: Internals
 
@@ -360,7 +366,7 @@ public actor MeshNode {
             case let .deliver(packet, link, hops):
                 deliver(packet, link: link, hops: hops)
             case let .progress(sender, _, received, total):
-                if peerInfo[sender].map({ !blocked.contains($0.fingerprint) }) ?? true {
+                if !isBlocked(sender) {
                     continuation.yield(.fileProgress(from: sender, received: received, total: total))
                 }
             }
@@ -369,7 +375,7 @@ public actor MeshNode {
 
     private func deliver(_ packet: Packet, link: LinkID?, hops: Int) {
         // Blocked peers are discarded at the earliest stage, without a word.
-        if let info = peerInfo[packet.senderID], blocked.contains(info.fingerprint) { return }
+        if isBlocked(packet.senderID) { return }
         switch packet.type {
         case .announce:
             do {
@@ -378,14 +384,11 @@ public actor MeshNode {
                     router.bind(link, to: packet.senderID)
                     watch.announced(link)
                 }
-                present.announced(packet.senderID, hops: hops, now: Self.now())
                 router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
-                let previous = peerInfo.updateValue(
-                    PeerInfo(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
-                             hops: hops, lastSeen: Self.now()),
-                    forKey: packet.senderID)
-                if blocked.contains(Fingerprint(noiseStaticKey: a.noisePublicKey)) { updateBlockedSenders() }
-                if previous?.nickname != a.nickname {
+                let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey))
+                let previous = present.announced(packet.senderID, info: card, hops: hops, now: Self.now())
+                if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+                if previous?.info.nickname != a.nickname {
                     continuation.yield(.peer(packet.senderID, nickname: a.nickname, hops: hops))
                 }
             } catch {
@@ -396,18 +399,18 @@ public actor MeshNode {
                 continuation.yield(.rejected("message from \(packet.senderID) is not UTF-8"))
                 return
             }
-            continuation.yield(.message(from: packet.senderID, nickname: peerInfo[packet.senderID]?.nickname, text: text,
+            continuation.yield(.message(from: packet.senderID, nickname: present[packet.senderID]?.info.nickname, text: text,
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
-            present.left(packet.senderID)
-            if peerInfo.removeValue(forKey: packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
+            if present.left(packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
         case .noiseHandshake where packet.recipientID == peerID:
             handshake(packet)
         case .noiseEncrypted where packet.recipientID == peerID:
             do {
-                switch try sessions.open(packet.payload, from: packet.senderID, now: Self.now()) {
-                case let .plaintext(p): inner(p, from: packet.senderID, hops: hops)
-                case .held: heldHops[packet.senderID] = hops // opened when the handshake completes
+                // A frame that comes before its handshake completes is held (with its
+                // hop count) and handed back in the handshake step.
+                if case let .plaintext(p) = try sessions.open(packet.payload, from: packet.senderID, now: Self.now(), note: hops) {
+                    inner(p, from: packet.senderID, hops: hops)
                 }
             } catch {
                 continuation.yield(.rejected("frame from \(packet.senderID): \(error)"))
@@ -427,8 +430,7 @@ public actor MeshNode {
             if let fingerprint = step.established {
                 handshakeStarted[packet.senderID] = nil
                 continuation.yield(.sessionEstablished(packet.senderID, fingerprint: fingerprint.hex))
-                let hops = heldHops.removeValue(forKey: packet.senderID) ?? 0
-                for p in step.released { inner(p, from: packet.senderID, hops: hops) }
+                for (p, hops) in step.released { inner(p, from: packet.senderID, hops: hops) }
                 for payload in waiting.removeValue(forKey: packet.senderID) ?? [] {
                     try? sendNoise(payload, to: packet.senderID)
                 }
@@ -450,7 +452,7 @@ public actor MeshNode {
             if seenMessageIDs.insert(m.messageID).inserted {
                 seenOrder.append(m.messageID)
                 if seenOrder.count > 10_000 { seenMessageIDs.remove(seenOrder.removeFirst()) }
-                continuation.yield(.privateMessage(from: sender, nickname: peerInfo[sender]?.nickname, text: m.content,
+                continuation.yield(.privateMessage(from: sender, nickname: present[sender]?.info.nickname, text: m.content,
                                                    messageID: m.messageID, hops: hops))
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender)
@@ -521,7 +523,7 @@ public actor MeshNode {
                 }
                 router.linkDown(l)
             }
-            for gone in present.expire(now: now) where peerInfo.removeValue(forKey: gone) != nil {
+            for gone in present.expire(now: now) {
                 continuation.yield(.left(gone)) // no announce for 60 s
             }
         }

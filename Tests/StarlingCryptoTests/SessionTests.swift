@@ -118,18 +118,19 @@ struct Pair {
             if i == 10_010, let first = m1 {
                 let s1 = try p.b.receiveHandshake(first, from: p.alice.peerID, now: 2)
                 let s2 = try p.a.receiveHandshake(s1.reply!, from: p.bob.peerID, now: 2)
-                s2.released.forEach { deliveredToA.insert(Int($0[0]) << 16 | Int($0[1]) << 8 | Int($0[2])) }
+                s2.released.map(\.plaintext).forEach { deliveredToA.insert(Int($0[0]) << 16 | Int($0[1]) << 8 | Int($0[2])) }
                 // A now seals with the new keys; B gets message 3 only after a few of those frames.
                 for k in 0..<2 {
                     let j = 20_000 + k
                     inFlightToB.append(try p.a.seal([UInt8(j >> 16), UInt8(j >> 8 & 0xFF), UInt8(j & 0xFF)], for: p.bob.peerID))
-                    let opened = try p.b.open(inFlightToB.removeLast(), from: p.alice.peerID, now: 3)
+                    let opened = try p.b.open(inFlightToB.removeLast(), from: p.alice.peerID, now: 3, note: 40 + k)
                     #expect(opened == .held)
                 }
                 let s3 = try p.b.receiveHandshake(s2.reply!, from: p.alice.peerID, now: 3)
                 #expect(s3.established == p.alice.fingerprint)
                 #expect(s3.released.count == 2)
-                s3.released.forEach { deliveredToB.insert(Int($0[0]) << 16 | Int($0[1]) << 8 | Int($0[2])) }
+                #expect(s3.released.map(\.note) == [40, 41]) // each frame keeps its own note
+                s3.released.map(\.plaintext).forEach { deliveredToB.insert(Int($0[0]) << 16 | Int($0[1]) << 8 | Int($0[2])) }
             }
         }
         for f in inFlightToB { deliver(try p.b.open(f, from: p.alice.peerID, now: 4), into: &deliveredToB) }

@@ -4,20 +4,21 @@ import StarlingWire
 
 @Suite struct LifecycleTests {
     @Test func announcesExpireAfterSixtySecondsAndLeaveIsImmediate() {
-        var t = PeerTable()
+        var t = PeerTable<String>()
         let a = PeerID(rawValue: 1), b = PeerID(rawValue: 2)
-        let firstA = t.announced(a, hops: 1, now: 0)
-        let refreshA = t.announced(a, hops: 1, now: 30_000)
-        let firstB = t.announced(b, hops: 2, now: 10_000)
-        #expect(firstA && !refreshA && firstB)          // a refresh is not news
+        let firstA = t.announced(a, info: "alice", hops: 1, now: 0)
+        let refreshA = t.announced(a, info: "alicia", hops: 1, now: 30_000)
+        let firstB = t.announced(b, info: "bob", hops: 2, now: 10_000)
+        #expect(firstA == nil && refreshA?.info == "alice" && firstB == nil) // a refresh replaces
+        #expect(t[a]?.info == "alicia" && t[b]?.hops == 2)
         let expired = t.expire(now: 70_001)              // b: 10 s + 60 s; a: 30 s + 60 s
         #expect(expired == [b])
         let none = t.expire(now: 90_000)
         #expect(none.isEmpty)
         let leftA = t.left(a)
-        #expect(leftA && t.entries.isEmpty)
-        let back = t.announced(a, hops: 1, now: 100_000)
-        #expect(back)                                    // back again: new
+        #expect(leftA?.info == "alicia" && t.entries.isEmpty)
+        let back = t.announced(a, info: "alice", hops: 1, now: 100_000)
+        #expect(back == nil)                             // back again: new
     }
 
     @Test func linksWithoutAnnounceOrSilentAreDropped() {

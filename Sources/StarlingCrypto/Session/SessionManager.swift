@@ -31,8 +31,9 @@ public struct SessionManager: Sendable {
         public var reply: [UInt8]?
         /// Set when this message completed the handshake.
         public var established: Fingerprint?
-        /// Plaintexts of frames held during the handshake, now opened.
-        public var released: [[UInt8]] = []
+        /// Frames held during the handshake, now opened: each plaintext with the
+        /// note it was held with.
+        public var released: [(plaintext: [UInt8], note: Int)] = []
     }
 
     /// What opening a frame produced.
@@ -56,7 +57,7 @@ public struct SessionManager: Sendable {
     private var fingerprintOf: [PeerID: Fingerprint] = [:]
     private var handshakes: [PeerID: HandshakeState] = [:]
     private var handshakeTimes: [PeerID: [UInt64]] = [:]
-    private var held: [PeerID: [[UInt8]]] = [:]
+    private var held: [PeerID: [(frame: [UInt8], note: Int)]] = [:]
 
     public init(identity: Identity, configuration: Configuration = Configuration()) {
         self.identity = identity
@@ -151,7 +152,9 @@ public struct SessionManager: Sendable {
         handshakeTimes[peer] = times
     }
 
-    private mutating func complete(_ state: HandshakeState, peer: PeerID, now: UInt64) throws(NoiseError) -> (Fingerprint, [[UInt8]]) {
+    private mutating func complete(_ state: HandshakeState, peer: PeerID, now: UInt64) throws(NoiseError)
+        -> (Fingerprint, [(plaintext: [UInt8], note: Int)])
+    {
         let (i2r, r2i) = try state.split()
         let transport = state.isInitiator ? NoiseTransport(sending: i2r, receiving: r2i)
                                           : NoiseTransport(sending: r2i, receiving: i2r)
@@ -165,9 +168,9 @@ public struct SessionManager: Sendable {
         }
         established[fp] = session
         fingerprintOf[peer] = fp
-        var released: [[UInt8]] = []
-        for frame in held.removeValue(forKey: peer) ?? [] {
-            if case let .plaintext(p)? = try? open(frame, from: peer, now: now) { released.append(p) }
+        var released: [(plaintext: [UInt8], note: Int)] = []
+        for (frame, note) in held.removeValue(forKey: peer) ?? [] {
+            if case let .plaintext(p)? = try? open(frame, from: peer, now: now) { released.append((p, note)) }
         }
         return (fp, released)
     }
@@ -183,10 +186,11 @@ public struct SessionManager: Sendable {
     }
 
     /// Opens a transport frame from `peer`, trying the current key and then,
-    /// during the grace period, the previous one.
-    public mutating func open(_ frame: [UInt8], from peer: PeerID, now: UInt64) throws(SessionError) -> Opened {
+    /// during the grace period, the previous one. A frame held for a handshake
+    /// under way keeps `note` (the caller's, e.g. its hop count) for its release.
+    public mutating func open(_ frame: [UInt8], from peer: PeerID, now: UInt64, note: Int = 0) throws(SessionError) -> Opened {
         guard let fp = fingerprintOf[peer], var s = established[fp] else {
-            if handshakes[peer] != nil { return hold(frame, from: peer) }
+            if handshakes[peer] != nil { return hold(frame, from: peer, note: note) }
             throw .noSession(peer)
         }
         do {
@@ -202,15 +206,15 @@ public struct SessionManager: Sendable {
                 established[fp] = s
                 return .plaintext(p)
             }
-            if handshakes[peer] != nil { return hold(frame, from: peer) }
+            if handshakes[peer] != nil { return hold(frame, from: peer, note: note) }
             throw error
         }
     }
 
-    private mutating func hold(_ frame: [UInt8], from peer: PeerID) -> Opened {
+    private mutating func hold(_ frame: [UInt8], from peer: PeerID, note: Int) -> Opened {
         var frames = held[peer] ?? []
         if frames.count >= configuration.maxHeldFrames { frames.removeFirst() }
-        frames.append(frame)
+        frames.append((frame, note))
         held[peer] = frames
         return .held
     }
