@@ -7,12 +7,14 @@ public struct IdentityStore: Sendable {
     public enum Error: Swift.Error, CustomStringConvertible {
         case insecurePermissions(path: String, mode: Int)
         case keyFile(KeyFile.Error)
+        case invalidNickname
 
         public var description: String {
             switch self {
             case let .insecurePermissions(path, mode):
                 "\(path) has permissions \(String(mode, radix: 8)); it must be readable by its owner only (chmod 600)"
             case let .keyFile(e): e.description
+            case .invalidNickname: "a nickname has 1 to 255 bytes of UTF-8 (it travels in an announce TLV)"
             }
         }
     }
@@ -77,7 +79,13 @@ public struct IdentityStore: Sendable {
         return s.isEmpty ? nil : s
     }
 
+    /// The stored nickname, else bitchat's default: "anon" and 4 digits of the peer ID.
+    public func nickname(or identity: Identity) -> String {
+        nickname() ?? "anon\(identity.peerID.description.prefix(4))"
+    }
+
     public func setNickname(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 255 else { throw Error.invalidNickname }
         try directory.create()
         try Data((name + "\n").utf8).write(to: nicknameFile, options: .atomic)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import StarlingMesh
 
 /// Draws experiment results as an SVG picture: delivery against transmissions
@@ -72,7 +73,7 @@ public enum SVGPlot {
     static func ticks(_ lo: Double, _ hi: Double) -> [Double] {
         let span = max(hi - lo, 1e-9)
         let raw = span / 5
-        let magnitude = pow10(floorLog10(raw))
+        let magnitude = pow(10, floor(log10(raw)))
         let step = [1.0, 2, 2.5, 5, 10].map { $0 * magnitude }.first { span / $0 <= 6 } ?? raw
         var out: [Double] = []
         var t = (lo / step).rounded(.up) * step
@@ -80,16 +81,8 @@ public enum SVGPlot {
         return out
     }
 
-    static func floorLog10(_ v: Double) -> Int { var e = 0, x = v; while x >= 10 { x /= 10; e += 1 }; while x < 1 { x *= 10; e -= 1 }; return e }
-    static func pow10(_ e: Int) -> Double { var r = 1.0; if e >= 0 { for _ in 0..<e { r *= 10 } } else { for _ in 0..<(-e) { r /= 10 } }; return r }
     static func label(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String((v * 100).rounded() / 100) }
     static func escape(_ s: String) -> String {
         s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-    }
-}
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }

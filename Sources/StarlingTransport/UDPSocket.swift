@@ -155,6 +155,7 @@ public final class UDPSocket: @unchecked Sendable {
     private var closed = false
     private let lock = NSLock()
 
+    /// Stops reading (once); the stream of datagrams then finishes.
     private func cancelReading() {
         lock.lock()
         let s = source
@@ -166,13 +167,11 @@ public final class UDPSocket: @unchecked Sendable {
     /// Stops reading and closes the socket (once). Safe from any thread,
     /// the socket's own queue included.
     public func close() {
+        cancelReading()
         lock.lock()
-        let s = source
-        source = nil
         let wasOpen = !closed
         closed = true
         lock.unlock()
-        s?.cancel()
         if wasOpen { Glibc.close(fd) }
     }
 }

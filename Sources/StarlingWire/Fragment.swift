@@ -159,6 +159,8 @@ public struct Reassembler: Sendable {
     private var inProgress: [Key: Assembly] = [:]
     /// Messages dropped unfinished (timeout or eviction), for statistics.
     public private(set) var dropped = 0
+    /// No message in progress can be stale before this time.
+    private var nextExpiry: UInt64 = 0
 
     public init(limits: Limits = .default) { self.limits = limits }
 
@@ -217,9 +219,12 @@ public struct Reassembler: Sendable {
 
     /// Drops messages whose first fragment came more than the timeout ago.
     public mutating func expire(now: UInt64) {
+        // Runs for every fragment: look at the messages only once one can be stale.
+        guard now > nextExpiry else { return }
         let timeout = limits.timeoutMillis
         let stale = inProgress.compactMap { key, a in now > a.started && now - a.started > timeout ? key : nil }
         for key in stale { inProgress.removeValue(forKey: key) }
         dropped += stale.count
+        nextExpiry = (inProgress.values.map(\.started).min() ?? now) &+ timeout
     }
 }

@@ -212,9 +212,11 @@ actor ChatScreen {
         case "/nick":
             guard words.count >= 2 else { say("usage: /nick NAME"); return true }
             let name = words[1...].joined(separator: " ")
-            await node.rename(name)
-            try? store.setNickname(name)
-            say("* you are now \(name)")
+            do {
+                try store.setNickname(name) // refuses what an announce cannot carry
+                await node.rename(name)
+                say("* you are now \(name)")
+            } catch { say("! \(error)") }
         case "/clear":
             FileHandle.standardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
         case "/leave", "/quit":

@@ -31,8 +31,8 @@ struct Id: ParsableCommand {
     func run() throws {
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
         let passphrase: String?
-        if store.exists, try store.isSealed() {
-            passphrase = try Passphrase.read(prompt: "Passphrase for \(store.keyFile.path): ")
+        if let existing = try Passphrase.forStoredKey(store) {
+            passphrase = existing
         } else if seal {
             passphrase = try Passphrase.read(prompt: "New passphrase: ", confirm: true)
         } else {
@@ -43,11 +43,8 @@ struct Id: ParsableCommand {
             try store.save(identity, passphrase: passphrase)
             identity = try store.load(passphrase: passphrase)
         }
-        if let name {
-            guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a nickname has 1 to 255 bytes") }
-            try store.setNickname(name)
-        }
-        let nickname = store.nickname() ?? "anon\(identity.peerID.description.prefix(4))"
+        if let name { try store.setNickname(name) }
+        let nickname = store.nickname(or: identity)
         let sealed = try store.isSealed()
         if json {
             let object: [String: Any] = [
@@ -75,6 +72,13 @@ struct Id: ParsableCommand {
 }
 
 enum Passphrase {
+    /// The passphrase of the stored key file when it is sealed; nil when there is
+    /// none or it is in the clear.
+    static func forStoredKey(_ store: IdentityStore) throws -> String? {
+        guard store.exists, try store.isSealed() else { return nil }
+        return try read(prompt: "Passphrase for \(store.keyFile.path): ")
+    }
+
     /// STARLING_PASSPHRASE, else a prompt on the terminal without echo.
     static func read(prompt: String, confirm: Bool = false) throws -> String {
         if let env = ProcessInfo.processInfo.environment["STARLING_PASSPHRASE"], !env.isEmpty { return env }

@@ -20,11 +20,9 @@ struct NodeOptions: ParsableArguments {
     func makeNode() throws -> MeshNode {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
-        let sealed = try store.exists && store.isSealed()
-        let passphrase = sealed ? try Passphrase.read(prompt: "Passphrase: ") : nil
-        let (identity, _) = try store.loadOrCreate(passphrase: passphrase)
+        let (identity, _) = try store.loadOrCreate(passphrase: try Passphrase.forStoredKey(store))
         if let name { try store.setNickname(name) }
-        var options = MeshNode.Options(nickname: name ?? store.nickname() ?? "anon\(identity.peerID.description.prefix(4))")
+        var options = MeshNode.Options(nickname: store.nickname(or: identity))
         options.port = port
         options.discovery = !noDiscovery
         options.lan = lan

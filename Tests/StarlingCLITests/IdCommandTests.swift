@@ -33,6 +33,11 @@ import Testing
         #expect(text.stdout.contains("nickname:    alice"))
         #expect(text.stdout.contains("fingerprint: \(fingerprint.prefix(4)) "))
 
+        // A nickname an announce cannot carry is refused, and the old one kept.
+        let long = try StarlingProcess.run(["id", "--data-dir", dir, "--name", String(repeating: "n", count: 256)])
+        #expect(long.status != 0 && long.stderr.contains("1 to 255 bytes"))
+        #expect(try Self.json(try StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)["nickname"] as? String == "alice")
+
         // Readable by others: refused.
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir + "/identity.key")
         let loose = try StarlingProcess.run(["id", "--data-dir", dir])
