@@ -107,7 +107,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingNodeTests",
-        dependencies: ["StarlingNode"]
+        dependencies: ["StarlingNode", "StarlingCrypto", "StarlingMesh", "StarlingTransport", "StarlingWire"]
     ),
     // Runs the built `starling` binary as a user would.
     .testTarget(

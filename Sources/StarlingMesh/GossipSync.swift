@@ -19,6 +19,16 @@ public struct GossipStore: Sendable {
         public var falsePositiveRate = GCSFilter.defaultFalsePositiveRate
         /// Packets sent back for one request at most.
         public var maxReplies = 200
+        /// A public packet learnt from a sync reply whose timestamp is within
+        /// this of now is relayed on (with the full TTL); older ones are kept
+        /// and not relayed (other nodes may have forgotten them, and a relay
+        /// would flood the whole mesh again). nil: never relay them. Kept below
+        /// the router's dedup retention (5 minutes).
+        public var repairRelayWindow: Millis? = 240_000
+        /// A node that learns something new from a sync (a repair under way)
+        /// sends its own next request within this (plus as much jitter), no
+        /// sooner than `initialDelay` after its last one.
+        public var repairHint: Millis = 2_000
         public init() {}
     }
 
@@ -73,7 +83,7 @@ public struct GossipStore: Sendable {
 
     /// A filter of what we have, newest first within the budget.
     public func filter() -> GCSFilter {
-        let ids = entries.values.sorted { $0.receivedAt > $1.receivedAt }.map(\.id)
+        let ids = entries.values.sorted { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) }.map(\.id)
         return GCSFilter(ids: ids, budget: configuration.filterBudget, falsePositiveRate: configuration.falsePositiveRate)
     }
 
@@ -81,7 +91,7 @@ public struct GossipStore: Sendable {
     public func missing(from filter: GCSFilter) -> [Packet] {
         let values = filter.values()
         var out: [Packet] = []
-        for e in entries.values.sorted(by: { $0.receivedAt > $1.receivedAt })
+        for e in entries.values.sorted(by: { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) })
         where !GCSFilter.contains(sortedValues: values, e.id, m: filter.m) {
             var p = e.packet
             p.ttl = 0

@@ -19,7 +19,25 @@ public struct MeshRouter: Sendable {
         public var reassembly = Reassembler.Limits()
         /// Gossip sync (REQUEST_SYNC with a GCS filter); nil: off.
         public var sync: GossipStore.Configuration? = nil
+        /// Directed packets this node originates take a source route when the
+        /// announced topology knows one (v2, HAS_ROUTE).
+        public var sourceRoutes = true
+        /// Store-and-forward for ``MeshRouter/favorites``.
+        public var mailbox = Mailbox.Limits()
+        /// After a directed packet from a peer reached us flooded, what we send
+        /// that peer is flooded too for this long (answers to a retry take the
+        /// way that worked, not the route that failed).
+        public var floodAnswersFor: Millis = 30_000
         public init() {}
+    }
+
+    /// How a directed packet this node originates travels.
+    public enum Routing: Hashable, Sendable {
+        /// To the recipient's link when it is a neighbour, else along a source
+        /// route when one is known, else flooded.
+        case automatic
+        /// Flooded (a retry after a route failed).
+        case flood
     }
 
     public enum Action: Sendable {
@@ -57,6 +75,12 @@ public struct MeshRouter: Sendable {
     /// Signs the REQUEST_SYNC packets this node sends (the router holds no keys).
     public var signer: (@Sendable (inout Packet) -> Void)?
     public private(set) var neighborhood: Neighborhood
+    /// The mesh as announces describe it, for source routes.
+    public private(set) var routes = RouteTable()
+    /// Peers this node holds directed packets for while they are out of reach
+    /// (store-and-forward), handed over when they link with us again.
+    public var favorites: Set<PeerID> = []
+    public private(set) var mailbox: Mailbox
     public private(set) var statistics = MeshStatistics()
     private var frameLimits: [LinkID: Int] = [:]
     private var dedup: Deduplicator
@@ -67,7 +91,12 @@ public struct MeshRouter: Sendable {
     private var reassembler: Reassembler
     private var gossip: GossipStore?
     private var nextSync: Millis?
+    private var lastSync: Millis = 0
     private var syncDue: [LinkID: Millis] = [:]
+    private var nextHousekeeping: Millis = 0
+    /// Peers whose directed packets reached us flooded, and when: their route
+    /// to us failed or they had none, so ours to them is suspect too.
+    private var floodedFrom: [PeerID: Millis] = [:]
 
     public init(localPeer: PeerID?, policy: any RelayPolicy, seed: UInt64, configuration: Configuration = Configuration()) {
         self.localPeer = localPeer
@@ -78,18 +107,23 @@ public struct MeshRouter: Sendable {
         self.dedup = Deduplicator(retention: configuration.dedupRetention, capacity: configuration.dedupCapacity)
         self.reassembler = Reassembler(limits: configuration.reassembly)
         self.gossip = configuration.sync.map { GossipStore(configuration: $0) }
+        self.mailbox = Mailbox(limits: configuration.mailbox)
     }
 
     // MARK: Links and neighbourhood
 
     /// A link came up. `maxFrame` is the largest packet it carries in one piece.
-    public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil, now: Millis = 0) {
+    /// Returns what the mailbox held for that peer, when it is known.
+    @discardableResult
+    public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil, now: Millis = 0) -> [Action] {
         neighborhood.add(link, peer: peer)
         frameLimits[link] = maxFrame
         if let sync = configuration.sync {
             syncDue[link] = now + sync.initialDelay
             if nextSync == nil { nextSync = now + sync.interval + uniform(sync.interval, &rng) }
         }
+        guard let peer else { return [] }
+        return peerLinked(peer, on: link, now: now)
     }
 
     public mutating func linkDown(_ link: LinkID) {
@@ -98,12 +132,33 @@ public struct MeshRouter: Sendable {
         syncDue[link] = nil
     }
 
-    public mutating func bind(_ link: LinkID, to peer: PeerID) { neighborhood.bind(link, to: peer) }
-
-    /// What a neighbour announced as its neighbours (verified by the caller).
-    public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>) {
-        neighborhood.setNeighbors(of: peer, neighbors)
+    /// The peer at the end of `link` is now known (its announce came on it).
+    /// Returns what the mailbox held for it.
+    @discardableResult
+    public mutating func bind(_ link: LinkID, to peer: PeerID, now: Millis = 0) -> [Action] {
+        let known = neighborhood.peer(on: link) == peer
+        neighborhood.bind(link, to: peer)
+        return known ? [] : peerLinked(peer, on: link, now: now)
     }
+
+    private mutating func peerLinked(_ peer: PeerID, on link: LinkID, now: Millis) -> [Action] {
+        if let n = routes.neighbors(of: peer) { neighborhood.setNeighbors(of: peer, n) }
+        guard mailbox.count(for: peer) > 0 else { return [] }
+        let parcels = mailbox.release(for: peer, now: now)
+        statistics.handedOver += parcels.count
+        statistics.transmissions += parcels.count
+        return parcels.map { .transmit($0, links: [link]) }
+    }
+
+    /// What a peer announced as its neighbours (verified by the caller): the
+    /// topology for source routes, and 2-hop knowledge when it is a neighbour.
+    public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>, now: Millis = 0) {
+        routes.learn(peer, neighbors: neighbors, now: now)
+        if neighborhood.neighborPeers.contains(peer) { neighborhood.setNeighbors(of: peer, neighbors) }
+    }
+
+    /// A peer left (LEAVE) or its announces expired: its edges go from the topology.
+    public mutating func peerGone(_ peer: PeerID) { routes.forget(peer) }
 
     public var pendingRelayCount: Int { pending.count }
 
@@ -118,14 +173,37 @@ public struct MeshRouter: Sendable {
 
     // MARK: Sending
 
-    /// Originates a packet: records it as seen and sends it on every link now.
-    public mutating func originate(_ packet: Packet, now: Millis) -> [Action] {
+    /// Originates a packet: records it as seen and sends it now — on every
+    /// link, or, when it is directed and unsigned, to the recipient's link or
+    /// along a source route when one is known (see ``Routing``).
+    public mutating func originate(_ packet: Packet, now: Millis, routing: Routing = .automatic) -> [Action] {
         let id = PacketID(packet)
         _ = dedup.insert(id.high, now: now)
         gossip?.keep(packet, id: id, now: now)
         statistics.originated += 1
+        var packet = packet
+        var links = neighborhood.linkIDs
+        if routing == .automatic, let recipient = packet.recipientID, recipient != .broadcast, packet.signature == nil,
+           let me = localPeer {
+            let flooded = floodedFrom[recipient].map { now >= $0 && now - $0 < configuration.floodAnswersFor } ?? false
+            if let link = neighborhood.link(to: recipient) {
+                links = [link]
+            } else if configuration.sourceRoutes, !flooded,
+                      let path = routes.route(from: me, to: recipient, direct: neighborhood.neighborPeers, now: now,
+                                              maxHops: Int(packet.ttl)),
+                      let first = path.first, let link = neighborhood.link(to: first) {
+                // The route is not signed and not part of the packet ID: adding it changes neither.
+                if packet.version == 1 {
+                    packet.version = 2
+                    if packet.compressedPayload != nil { packet.setPayload(packet.payload) }
+                }
+                packet.route = path
+                links = [link]
+                statistics.routed += 1
+            }
+        }
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
-        return transmit(bytes, packet: packet, on: neighborhood.linkIDs, now: now)
+        return transmit(bytes, packet: packet, on: links, now: now)
     }
 
     static func wireBytes(_ packet: Packet) throws -> [UInt8] {
@@ -136,7 +214,7 @@ public struct MeshRouter: Sendable {
     // MARK: Receiving
 
     public mutating func receive(_ bytes: [UInt8], on link: LinkID, now: Millis) -> [Action] {
-        guard let packet = try? Packet(decoding: bytes) else {
+        guard var packet = try? Packet(decoding: bytes) else {
             statistics.malformed += 1
             return []
         }
@@ -168,6 +246,13 @@ public struct MeshRouter: Sendable {
         }
         var actions: [Action] = []
         gossip?.keep(packet, id: packetID, now: now)
+        if packet.isRSR, let sync = configuration.sync, let due = nextSync {
+            // New to us and from a sync: the mesh is repairing (a partition healed).
+            // Ask our own links soon rather than at the next interval, in case a
+            // repair passed us by.
+            let soon = max(now + sync.repairHint + uniform(sync.repairHint, &rng), lastSync + sync.initialDelay)
+            if soon < due { nextSync = soon }
+        }
         if packet.type == .leave { gossip?.senderLeft(packet.senderID) }
         if packet.type == .requestSync, gossip != nil {
             actions += answerSync(packet, on: link, now: now)
@@ -178,6 +263,10 @@ public struct MeshRouter: Sendable {
         if hops <= 1 { statistics.direct += 1 } else { statistics.relayed += 1 }
 
         let forUs = packet.recipientID == nil || packet.recipientID == .broadcast || packet.recipientID == localPeer
+        if packet.recipientID == localPeer, localPeer != nil, packet.route == nil, hops > 1 {
+            if floodedFrom.count >= 1_024 { floodedFrom = floodedFrom.filter { now - $0.value < configuration.floodAnswersFor } }
+            if floodedFrom.count < 1_024 { floodedFrom[packet.senderID] = now }
+        }
         if packet.type == .fragment {
             if forUs, let fragment = try? Fragment(decoding: packet.payload) {
                 switch try? reassembler.receive(fragment, from: packet.senderID, now: now) {
@@ -203,6 +292,45 @@ public struct MeshRouter: Sendable {
         // Relay? Never a sync request, never a packet addressed to us.
         guard packet.type != .requestSync, packet.recipientID == nil || packet.recipientID != localPeer else {
             return actions
+        }
+        // Directed: straight to the recipient when it is a neighbour, else to the
+        // route's next hop when that is; a route we cannot follow is flooded.
+        if let recipient = packet.recipientID, recipient != .broadcast {
+            if favorites.contains(recipient), neighborhood.link(to: recipient) == nil,
+               !routes.knows(recipient, now: now), mailbox.hold(bytes, key: key, for: recipient, now: now) {
+                statistics.held += 1
+            }
+            var next: PeerID? = recipient
+            if neighborhood.link(to: recipient) == nil {
+                next = nil
+                if let route = packet.route, let me = localPeer, let i = route.firstIndex(of: me) {
+                    next = i + 1 < route.count ? route[i + 1] : recipient
+                    if neighborhood.link(to: next!) == nil { next = nil; statistics.routeFallbacks += 1 }
+                }
+            }
+            if let next, let out = neighborhood.link(to: next), out != link {
+                guard let ttl = relayTTL(packet.ttl) else {
+                    statistics.relaysDeclined += 1
+                    return actions
+                }
+                var copy = packet
+                copy.ttl = ttl
+                guard let b = try? Self.wireBytes(copy) else { return actions }
+                statistics.relaysScheduled += 1
+                statistics.relaysExecuted += 1
+                statistics.unicastForwards += 1
+                return actions + transmit(b, packet: copy, on: [out], now: now)
+            }
+        }
+        // A public packet learnt from a sync reply (TTL 0, isRSR) that is recent
+        // enough for every node to still hold it in its dedup filter is spread on
+        // as if new: a healed partition converges in one sweep, not a hop per
+        // sync interval. Nodes that have it drop it as a duplicate.
+        if packet.isRSR, packet.ttl == 0, packet.isBroadcast, packet.type == .announce || packet.type == .message,
+           let window = configuration.sync?.repairRelayWindow,
+           (now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now) < window {
+            packet.ttl = configuration.maxTTL
+            statistics.repairsRelayed += 1
         }
         let context = RelayContext(ttl: packet.ttl, type: packet.type, fromLink: link, fromPeer: fromPeer, now: now)
         var tracking = RelayTracking()
@@ -233,6 +361,12 @@ public struct MeshRouter: Sendable {
 
     /// Fires the relays that are due, and sends the sync requests that are.
     public mutating func tick(now: Millis) -> [Action] {
+        if now >= nextHousekeeping {
+            nextHousekeeping = now + 10_000
+            routes.expire(now: now)
+            mailbox.expire(now: now)
+            floodedFrom = floodedFrom.filter { now >= $0.value && now - $0.value < configuration.floodAnswersFor }
+        }
         var actions = syncRequests(now: now)
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
@@ -251,6 +385,7 @@ public struct MeshRouter: Sendable {
         if let due = nextSync, now >= due {
             links = neighborhood.linkIDs
             nextSync = now + sync.interval + uniform(sync.interval, &rng)
+            lastSync = now
             syncDue = [:]
         } else {
             for (link, due) in syncDue where now >= due { links.append(link) }
@@ -265,6 +400,7 @@ public struct MeshRouter: Sendable {
         guard let bytes = try? Self.wireBytes(request) else { return [] }
         _ = dedup.insert(PacketID(request).high, now: now)
         statistics.syncRequestsSent += 1
+        statistics.syncRequestBytes += bytes.count
         statistics.transmissions += 1
         return [.transmit(bytes, links: links.sorted())]
     }
@@ -276,6 +412,7 @@ public struct MeshRouter: Sendable {
         for reply in store.missing(from: request.filter) {
             guard let bytes = try? Self.wireBytes(reply) else { continue }
             statistics.syncRepliesSent += 1
+            statistics.syncReplyBytes += bytes.count
             actions += transmit(bytes, packet: reply, on: [link], now: now)
         }
         return actions

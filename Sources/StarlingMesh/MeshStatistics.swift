@@ -32,6 +32,21 @@ public struct MeshStatistics: Hashable, Sendable {
     public var syncRequestsSent = 0
     /// Packets sent back in answer to sync requests.
     public var syncRepliesSent = 0
+    /// Bytes of sync requests sent and of the replies to others' requests.
+    public var syncRequestBytes = 0
+    public var syncReplyBytes = 0
+    /// Packets learnt from a sync reply and spread on (a partition's repair).
+    public var repairsRelayed = 0
+
+    /// Directed packets this node originated with a source route.
+    public var routed = 0
+    /// Directed packets relayed to one link only: the recipient's, or the route's next hop.
+    public var unicastForwards = 0
+    /// Routed packets whose next hop was not a neighbour: flooded instead.
+    public var routeFallbacks = 0
+    /// Packets kept for a favourite out of reach, and handed over when it came back.
+    public var held = 0
+    public var handedOver = 0
 
     public init() {}
 

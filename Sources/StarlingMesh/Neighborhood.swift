@@ -15,6 +15,8 @@ public struct Neighborhood: Sendable {
     /// packet, so kept rather than recomputed.
     public private(set) var linkIDs: [LinkID] = []
     public private(set) var neighborPeers: Set<PeerID> = []
+    /// The link to each neighbour (the lowest, when there are several).
+    public private(set) var linkToPeer: [PeerID: LinkID] = [:]
 
     public init(localPeer: PeerID? = nil) {
         self.localPeer = localPeer
@@ -41,10 +43,13 @@ public struct Neighborhood: Sendable {
     }
 
     public func peer(on link: LinkID) -> PeerID? { links[link] ?? nil }
+    public func link(to peer: PeerID) -> LinkID? { linkToPeer[peer] }
 
     private mutating func linksChanged() {
         linkIDs = links.keys.sorted()
         neighborPeers = Set(links.values.compactMap { $0 })
+        linkToPeer = [:]
+        for link in linkIDs.reversed() { if let p = links[link] ?? nil { linkToPeer[p] = link } }
         updateForwarder()
     }
 

@@ -29,6 +29,20 @@ public struct IdentityStore: Sendable {
 
     public var keyFile: URL { directory.file("identity.key") }
     public var nicknameFile: URL { directory.file("nickname") }
+    /// Favourites: one fingerprint (64 hex digits) per line.
+    public var favoritesFile: URL { directory.file("favorites") }
+
+    /// The stored favourites; lines that are not fingerprints are skipped.
+    public func favorites() -> Set<Fingerprint> {
+        guard let text = try? String(contentsOf: favoritesFile, encoding: .utf8) else { return [] }
+        return Set(text.split(whereSeparator: \.isNewline).compactMap { Fingerprint(hex: $0.trimmingCharacters(in: .whitespaces)) })
+    }
+
+    public func setFavorites(_ favorites: Set<Fingerprint>) throws {
+        try directory.create()
+        let text = favorites.map(\.hex).sorted().map { $0 + "\n" }.joined()
+        try Data(text.utf8).write(to: favoritesFile, options: .atomic)
+    }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: keyFile.path) }
 

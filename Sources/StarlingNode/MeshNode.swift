@@ -23,8 +23,12 @@ public actor MeshNode {
         public var maxFrame = 512
         /// Links at most (configured, discovered and learnt from packets).
         public var maxLinks = 64
-        /// How long a private message is retried before it is reported failed.
-        public var retryBudget: UInt64 = 300_000
+        /// How private messages and files are retried (2 s ×2 ≤ 60 s, 5 minutes;
+        /// favourites' messages are then held until they return).
+        public var retry = DeliveryTracker<String>.Schedule()
+        /// Favourites, by fingerprint: their messages are held while they are
+        /// away, and this node holds packets relayed for them (store-and-forward).
+        public var favorites: Set<Fingerprint> = []
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         public var policy: any RelayPolicy = BackbonePolicy()
@@ -45,6 +49,9 @@ public actor MeshNode {
         case delivered(messageID: String, by: PeerID)
         /// Our private message was not acknowledged within its retry budget.
         case failed(messageID: String, to: PeerID)
+        /// Our message to a favourite was not acknowledged within the retry
+        /// budget: it is held, and sent again when the favourite returns.
+        case held(messageID: String, for: PeerID)
         /// A file for us is arriving, `received` of `total` fragments.
         case fileProgress(from: PeerID, received: Int, total: Int)
         /// A file arrived, was saved at `path`, and a delivered receipt went back.
@@ -90,17 +97,11 @@ public actor MeshNode {
     private var sessions: SessionManager
     /// Private payloads waiting for a session, per peer.
     private var waiting: [PeerID: [NoisePayload]] = [:]
-    /// Our private messages not yet acknowledged: re-sent with exponential
-    /// backoff (2 s, ×2, at most 60 s between tries) until a delivered receipt
-    /// comes or the retry budget is spent.
-    private struct Outgoing {
-        var peer: PeerID
-        var payload: NoisePayload
-        var attempts: Int
-        var nextAt: UInt64
-        var firstAt: UInt64
-    }
-    private var unacknowledged: [String: Outgoing] = [:]
+    /// Our private messages and files not yet acknowledged, by message ID:
+    /// what to send again, and when (``DeliveryTracker``).
+    private var unacknowledged: [String: NoisePayload] = [:]
+    private var tracker: DeliveryTracker<String>
+    private var favorites: Set<Fingerprint>
     /// When each handshake we started began, to start over when one stalls.
     private var handshakeStarted: [PeerID: UInt64] = [:]
     /// Message IDs already shown, so a retried message is shown once.
@@ -140,6 +141,9 @@ public actor MeshNode {
         let signingKey = identity.signingKey
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.sessions = SessionManager(identity: identity)
+        self.tracker = DeliveryTracker(schedule: options.retry)
+        self.favorites = options.favorites
+        self.router.favorites = Set(options.favorites.map(\.peerID))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -199,9 +203,7 @@ public actor MeshNode {
     public func sendPrivate(_ text: String, to peer: PeerID) throws -> String {
         let id = UUID().uuidString
         let message = PrivateMessage(messageID: id, content: text)
-        let now = Self.now()
-        unacknowledged[id] = Outgoing(peer: peer, payload: .privateMessage(message), attempts: 1, nextAt: now + 2_000, firstAt: now)
-        try sendNoise(.privateMessage(message), to: peer)
+        try sendTracked(.privateMessage(message), id: id, to: peer)
         return id
     }
 
@@ -212,11 +214,32 @@ public actor MeshNode {
     public func sendFile(name: String, mimeType: String?, content: [UInt8], to peer: PeerID) throws -> String {
         let file = FileTransfer(name: name, mimeType: mimeType, content: content)
         let id = Self.transferID(try file.encoded())
-        let now = Self.now()
-        unacknowledged[id] = Outgoing(peer: peer, payload: .privateFile(file), attempts: 1, nextAt: now + 4_000, firstAt: now)
-        try sendNoise(.privateFile(file), to: peer)
+        try sendTracked(.privateFile(file), id: id, to: peer)
         return id
     }
+
+    /// Sends a payload that a delivered receipt will acknowledge, and keeps
+    /// sending it until one comes (or the tracker gives up).
+    private func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID) throws {
+        _ = try payload.encoded() // fails here, not on a retry
+        unacknowledged[id] = payload
+        tracker.sent(id, to: peer, now: Self.now(), favorite: isFavorite(peer))
+        try sendNoise(payload, to: peer)
+    }
+
+    private func isFavorite(_ peer: PeerID) -> Bool {
+        if let f = present[peer]?.info.fingerprint { return favorites.contains(f) }
+        return router.favorites.contains(peer)
+    }
+
+    /// Marks a peer a favourite, or not: its messages are held while it is
+    /// away, and this node holds what it relays for it.
+    public func setFavorite(_ fingerprint: Fingerprint, _ on: Bool) {
+        if on { favorites.insert(fingerprint) } else { favorites.remove(fingerprint) }
+        router.favorites = Set(favorites.map(\.peerID))
+    }
+
+    public var favoriteFingerprints: Set<Fingerprint> { favorites }
 
     static func transferID(_ tlv: [UInt8]) -> String {
         sha256Hex(tlv)
@@ -232,15 +255,18 @@ public actor MeshNode {
         present.entries.first { $0.value.info.nickname == nickname }?.key
     }
 
-    private func sendNoise(_ payload: NoisePayload, to peer: PeerID) throws {
+    /// Seals and sends; without a session the payload waits for a handshake.
+    /// A retry is flooded (`routing: .flood`): the route the first try took
+    /// may be what failed.
+    private func sendNoise(_ payload: NoisePayload, to peer: PeerID, routing: MeshRouter.Routing = .automatic) throws {
         let now = Self.now()
         guard sessions.hasSession(with: peer) else {
-            waiting[peer, default: []].append(payload)
+            if !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
             if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
             return
         }
         let frame = try sessions.seal(try payload.encoded(), for: peer)
-        perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now))
+        perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now, routing: routing))
     }
 
     private func startHandshake(with peer: PeerID, now: UInt64) throws {
@@ -255,17 +281,21 @@ public actor MeshNode {
             if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
             try? startHandshake(with: peer, now: now) // rate-limited by the session manager
         }
-        for (id, var o) in unacknowledged where now >= o.nextAt {
-            if now - o.firstAt > options.retryBudget {
+        followUp(tracker.due(now: now))
+    }
+
+    private func followUp(_ steps: [DeliveryTracker<String>.Step]) {
+        for step in steps {
+            switch step {
+            case let .resend(id, peer, _):
+                // Without a session it waits (once) for the handshake.
+                if let payload = unacknowledged[id] { try? sendNoise(payload, to: peer, routing: .flood) }
+            case let .failed(id, peer):
                 unacknowledged[id] = nil
-                continuation.yield(.failed(messageID: id, to: o.peer))
-                continue
+                continuation.yield(.failed(messageID: id, to: peer))
+            case let .held(id, peer):
+                continuation.yield(.held(messageID: id, for: peer))
             }
-            o.attempts += 1
-            o.nextAt = now + min(60_000, 2_000 << UInt64(min(o.attempts - 1, 5)))
-            unacknowledged[id] = o
-            // Still waiting for a session: it goes out when the session forms.
-            if sessions.hasSession(with: o.peer) { try? sendNoise(o.payload, to: o.peer) }
         }
     }
 
@@ -380,14 +410,16 @@ public actor MeshNode {
         case .announce:
             do {
                 let a = try Announcement.verify(packet, now: Self.now())
+                let now = Self.now()
                 if hops == 1, let link {
-                    router.bind(link, to: packet.senderID)
+                    perform(router.bind(link, to: packet.senderID, now: now)) // hands over what was held for it
                     watch.announced(link)
                 }
-                router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []))
+                router.setNeighbors(of: packet.senderID, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey))
-                let previous = present.announced(packet.senderID, info: card, hops: hops, now: Self.now())
+                let previous = present.announced(packet.senderID, info: card, hops: hops, now: now)
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+                if previous == nil { followUp(tracker.peerReturned(packet.senderID, now: now)) } // back: try again now
                 if previous?.info.nickname != a.nickname {
                     continuation.yield(.peer(packet.senderID, nickname: a.nickname, hops: hops))
                 }
@@ -402,6 +434,7 @@ public actor MeshNode {
             continuation.yield(.message(from: packet.senderID, nickname: present[packet.senderID]?.info.nickname, text: text,
                                         hops: hops, timestamp: packet.timestamp))
         case .leave:
+            router.peerGone(packet.senderID)
             if present.left(packet.senderID) != nil { continuation.yield(.left(packet.senderID)) }
         case .noiseHandshake where packet.recipientID == peerID:
             handshake(packet)
@@ -414,6 +447,11 @@ public actor MeshNode {
                 }
             } catch {
                 continuation.yield(.rejected("frame from \(packet.senderID): \(error)"))
+                // A peer we know sends frames we cannot open: one of us restarted
+                // and lost the session. A fresh handshake (rate-limited) recovers it.
+                if present[packet.senderID] != nil, !sessions.isHandshaking(with: packet.senderID) {
+                    try? startHandshake(with: packet.senderID, now: Self.now())
+                }
             }
         default:
             break
@@ -431,9 +469,15 @@ public actor MeshNode {
                 handshakeStarted[packet.senderID] = nil
                 continuation.yield(.sessionEstablished(packet.senderID, fingerprint: fingerprint.hex))
                 for (p, hops) in step.released { inner(p, from: packet.senderID, hops: hops) }
-                for payload in waiting.removeValue(forKey: packet.senderID) ?? [] {
-                    try? sendNoise(payload, to: packet.senderID)
+                let flushed = waiting.removeValue(forKey: packet.senderID) ?? []
+                for payload in flushed { try? sendNoise(payload, to: packet.senderID) }
+                // A session with the peer: it is back. What we still owe it goes now,
+                // what was held for it with a fresh budget (but not twice).
+                let again = tracker.peerReturned(packet.senderID, now: now).filter {
+                    guard case let .resend(id, _, _) = $0, let p = unacknowledged[id] else { return true }
+                    return !flushed.contains(p)
                 }
+                followUp(again)
             }
         } catch {
             continuation.yield(.rejected("handshake from \(packet.senderID): \(error)"))
@@ -459,7 +503,9 @@ public actor MeshNode {
         case let .privateFile(file):
             receiveFile(file, from: sender)
         case let .delivered(id):
-            guard unacknowledged.removeValue(forKey: id) != nil else { return } // a duplicate receipt
+            // A duplicate receipt, or one from anyone but the recipient, counts for nothing.
+            guard tracker.recipient(of: id) == sender, tracker.acknowledged(id) != nil else { return }
+            unacknowledged[id] = nil
             continuation.yield(.delivered(messageID: id, by: sender))
         case let .readReceipt(id):
             continuation.yield(.read(messageID: id, by: sender))
@@ -524,6 +570,7 @@ public actor MeshNode {
                 router.linkDown(l)
             }
             for gone in present.expire(now: now) {
+                router.peerGone(gone)
                 continuation.yield(.left(gone)) // no announce for 60 s
             }
         }

@@ -37,6 +37,8 @@ public struct Simulator {
     /// Radio transmissions and receptions per node: the energy proxy.
     public private(set) var transmissions: [Int]
     public private(set) var receptions: [Int]
+    /// Bytes each node put on the air.
+    public private(set) var bytesSent: [Int]
     /// Nodes switched off (churn): they neither send nor receive.
     public var offline: Set<Int> = []
     private var events = Heap<Event>()
@@ -45,6 +47,9 @@ public struct Simulator {
     private var rng: SeededGenerator
     /// Called for every packet a router hands to its application.
     public var onDeliver: ((_ node: Int, _ packet: Packet, _ hops: Int, _ at: Millis) -> Void)?
+    /// Called for every packet a router hands to its application; the packets
+    /// it returns are originated by that node at once (acknowledgements).
+    public var respond: ((_ node: Int, _ packet: Packet, _ at: Millis) -> [Packet])?
 
     public static func peerID(_ node: Int) -> PeerID {
         PeerID(rawValue: (UInt64(node) + 1) &* 0x9E37_79B9_7F4A_7C15)
@@ -63,6 +68,7 @@ public struct Simulator {
         self.rng = rng
         self.transmissions = Array(repeating: 0, count: topology.nodeCount)
         self.receptions = Array(repeating: 0, count: topology.nodeCount)
+        self.bytesSent = Array(repeating: 0, count: topology.nodeCount)
         self.scheduledTick = Array(repeating: nil, count: topology.nodeCount)
         for i in 0..<topology.nodeCount {
             for j in topology.neighbors[i] {
@@ -82,19 +88,20 @@ public struct Simulator {
         var changed = Set<Int>()
         for i in 0..<topology.nodeCount {
             let before = Set(topology.neighbors[i]), after = Set(next.neighbors[i])
-            for j in before.subtracting(after) {
+            for j in before.subtracting(after).sorted() {
                 routers[i].linkDown(LinkID(UInt32(j)))
                 if i < j { down += 1 }
                 changed.insert(i)
             }
-            for j in after.subtracting(before) {
-                routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame, now: now)
+            for j in after.subtracting(before).sorted() {
+                let released = routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame, now: now)
+                perform(released, node: i)
                 if i < j { up += 1 }
                 changed.insert(i)
             }
         }
         topology = next
-        for i in changed { scheduleTick(i) }
+        for i in changed.sorted() { scheduleTick(i) }
         if refreshTwoHop {
             // Whoever changed tells its neighbours; new neighbours learn each other.
             var touched = changed
@@ -109,9 +116,27 @@ public struct Simulator {
     }
 
     /// Node `node` originates `packet` now.
-    public mutating func originate(_ packet: Packet, at node: Int) {
-        let actions = routers[node].originate(packet, now: now)
+    public mutating func originate(_ packet: Packet, at node: Int, routing: MeshRouter.Routing = .automatic) {
+        let actions = routers[node].originate(packet, now: now, routing: routing)
         perform(actions, node: node)
+    }
+
+    /// Every node learns every online node's neighbour list, as converged
+    /// announces would tell it (an announce names at most `listed`
+    /// neighbours): the topology source routes are computed over. Offline
+    /// nodes announce nothing, so what others know of them ages out. Call it
+    /// every announce interval; between two calls the lists go stale as links change.
+    public mutating func learnTopology(listed: Int = Announce.maxNeighbors) {
+        let announcing = (0..<topology.nodeCount).filter { !offline.contains($0) }
+        let lists = announcing.map { Set(topology.neighbors[$0].map(Self.peerID).sorted().prefix(listed)) }
+        for i in routers.indices {
+            for (k, j) in announcing.enumerated() { routers[i].setNeighbors(of: Self.peerID(j), lists[k], now: now) }
+        }
+    }
+
+    /// Changes one node's view of which nodes are its favourites (store-and-forward).
+    public mutating func setFavorites(_ favorites: Set<PeerID>, at node: Int) {
+        routers[node].favorites = favorites
     }
 
     /// Runs events until none are left before `time`, then sets the clock to it.
@@ -140,6 +165,7 @@ public struct Simulator {
             case let .transmit(bytes, links):
                 guard !offline.contains(node) else { continue }
                 transmissions[node] += 1
+                bytesSent[node] += bytes.count
                 for link in links {
                     let j = Int(link.rawValue)
                     if radio.loss > 0, rng.unit() < radio.loss { continue }
@@ -148,6 +174,11 @@ public struct Simulator {
                 }
             case let .deliver(packet, _, hops):
                 onDeliver?(node, packet, hops, now)
+                if let respond {
+                    for reply in respond(node, packet, now) {
+                        perform(routers[node].originate(reply, now: now), node: node)
+                    }
+                }
             case .progress:
                 break
             }

@@ -52,7 +52,6 @@ struct Chat: AsyncParsableCommand {
 actor ChatScreen {
     let node: MeshNode
     let store: IdentityStore
-    var favourites: Set<PeerID> = []
     var verified: Set<Fingerprint> = []
     /// Our private messages by ID: recipient as shown, and whether delivery was reported.
     var outgoing: [String: (to: String, delivered: Bool)] = [:]
@@ -124,6 +123,8 @@ actor ChatScreen {
             say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
         case let .failed(id, _):
             if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
+        case let .held(id, _):
+            if let o = outgoing[id] { say("  · to \(o.to): held until they are back") }
         case .linkUp, .linkDown:
             break
         case let .rejected(why):
@@ -185,17 +186,24 @@ actor ChatScreen {
             let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
             if peers.isEmpty { say("* nobody yet") }
             for (id, info) in peers {
-                let marks = (favourites.contains(id) ? " ★" : "") + (await node.isBlocked(id) ? " (blocked)" : "")
+                let favourite = await node.favoriteFingerprints.contains(info.fingerprint)
+                let marks = (favourite ? " ★" : "") + (await node.isBlocked(id) ? " (blocked)" : "")
                 say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)")
             }
-        case "/block", "/unblock", "/fav", "/verify":
+        case "/block", "/unblock", "/fav", "/unfav", "/verify":
             guard words.count >= 2, let id = await peer(named: words[1]), let info = await node.peers[id] else {
                 say("usage: \(words[0]) NICK (a peer /who lists)"); return true
             }
             switch words[0] {
             case "/block": await node.block(info.fingerprint); say("* \(words[1]) blocked")
             case "/unblock": await node.unblock(info.fingerprint); say("* \(words[1]) unblocked")
-            case "/fav": favourites.insert(id); say("* \(words[1]) is a favourite")
+            case "/fav", "/unfav":
+                await node.setFavorite(info.fingerprint, words[0] == "/fav")
+                do {
+                    try store.setFavorites(await node.favoriteFingerprints)
+                    say(words[0] == "/fav" ? "* \(words[1]) is a favourite: messages for them are held while they are away"
+                                           : "* \(words[1]) is no longer a favourite")
+                } catch { say("! favourites not saved: \(error)") }
             default:
                 say("* your fingerprint:\n" + indent(await node.identity.fingerprint.grouped))
                 say("* \(words[1])'s fingerprint:\n" + indent(info.fingerprint.grouped))
@@ -235,7 +243,7 @@ actor ChatScreen {
               /send NICK PATH   a file, privately
               /who              who is here, how far, ★ favourites, ✓ verified
               /verify NICK      compare fingerprints and mark verified
-              /block NICK, /unblock NICK, /fav NICK
+              /block NICK, /unblock NICK, /fav NICK, /unfav NICK
               /nick NAME        rename yourself
               /stats            mesh statistics
               /clear, /leave, /panic (wipe keys and state, then quit), /help

@@ -16,6 +16,9 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
     @Option(help: "Seconds between announces.") var announceInterval = 10.0
     @Option(help: "Relay jitter in ms (0: relay at once, flooding; for measurements).") var relayJitter: UInt64?
+    @Option(name: .long, parsing: .singleValue,
+            help: "A favourite's fingerprint (64 hex digits; repeatable), besides those /fav stored: messages for it are held while it is away.")
+    var favorite: [String] = []
 
     func makeNode() throws -> MeshNode {
         keepFreedMemoryInTheHeap()
@@ -29,6 +32,11 @@ struct NodeOptions: ParsableArguments {
         if let relayJitter { options.policy = FloodingPolicy(jitter: relayJitter) }
         options.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
+        options.favorites = store.favorites()
+        for hex in favorite {
+            guard let f = Fingerprint(hex: hex.lowercased()) else { throw ValidationError("--favorite \(hex): expected 64 hex digits") }
+            options.favorites.insert(f)
+        }
         options.peers = try peer.map {
             guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
             return a
@@ -76,6 +84,7 @@ struct EventPrinter {
         case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
         case let .left(peer): object = ["event": "left", "peerID": peer.description]
         case let .failed(id, to): object = ["event": "failed", "messageID": id, "to": to.description]
+        case let .held(id, peer): object = ["event": "held", "messageID": id, "for": peer.description]
         case let .fileProgress(from, received, total):
             object = ["event": "fileProgress", "from": from.description, "received": received, "total": total]
         case let .fileReceived(from, name, size, path, id):
@@ -100,6 +109,7 @@ struct EventPrinter {
             case let .read(id, _): line = "* read: \(id)"
             case let .left(peer): line = "* \(peer) left"
             case let .failed(id, to): line = "! message \(id) to \(to) was not delivered"
+            case let .held(id, peer): line = "* message \(id) to \(peer) is held until they return"
             case let .fileProgress(from, received, total): line = "* receiving a file from \(from): \(received)/\(total)"
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
