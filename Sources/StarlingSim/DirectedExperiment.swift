@@ -40,12 +40,15 @@ public struct DirectedExperiment: Sendable {
         public var delivered: Int
     }
 
-    /// One message at a time between random pairs of the largest component,
+    /// One message at a time between random pairs of the largest component
+    /// (within TTL of each other),
     /// each settled before the next: transmissions counted per message, sent
     /// once along the route the announced topology gives, and once flooded.
     public func routeCost(on topology: Topology, policy: any RelayPolicy) -> RouteCost {
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
+        // The comparison floods must not make recipients answer by flood.
+        config.floodAnswersFor = 0
         config.sourceRoutes = sourceRoutes
         var sim = Simulator(topology: topology, radio: radio, policy: policy, seed: seed, configuration: config)
         sim.learnTopology()
@@ -60,7 +63,7 @@ public struct DirectedExperiment: Sendable {
         var learnt: Millis = 0
         for m in 0..<messages {
             if sim.now >= learnt + announceInterval { sim.learnTopology(); learnt = sim.now }
-            let (s, d) = pair(component, &rng)
+            let (s, d) = pair(component, within: topology, &rng)
             hops += topology.distances(from: s)[d] ?? 0
             for routing in [MeshRouter.Routing.automatic, .flood] {
                 let before = sim.transmissions.reduce(0, +)
@@ -99,7 +102,7 @@ public struct DirectedExperiment: Sendable {
         }
     }
 
-    /// Messages between random pairs, `spacing` apart, under the radio's loss
+    /// Messages between random pairs (within TTL), `spacing` apart, under the radio's loss
     /// and churn; the recipient acknowledges each copy it gets; the sender
     /// retries (the first send routed, retries flooded) until acknowledged or
     /// failed. Runs until every message is settled.
@@ -168,7 +171,7 @@ public struct DirectedExperiment: Sendable {
                 }
             }
             if sentCount < messages, sim.now >= Millis(sentCount) * spacing {
-                let (s, d) = pair(component, &rng)
+                let (s, d) = pair(component, within: topology, &rng)
                 let m = UInt32(sentCount)
                 sentCount += 1
                 route[m] = (s, d, sim.now)
@@ -206,10 +209,14 @@ public struct DirectedExperiment: Sendable {
                            latencies: latencies)
     }
 
-    private func pair(_ component: [Int], _ rng: inout SeededGenerator) -> (Int, Int) {
+    /// A random pair of the component at most `ttl` hops apart (a packet
+    /// cannot go further, routed or flooded).
+    private func pair(_ component: [Int], within topology: Topology, _ rng: inout SeededGenerator) -> (Int, Int) {
+        precondition(component.count >= 2 && ttl >= 1, "pairs need two linked nodes and a TTL")
+        // In a connected component every node has a neighbour: never empty.
         let s = component[Int(rng.next() % UInt64(component.count))]
-        var d = s
-        while d == s { d = component[Int(rng.next() % UInt64(component.count))] }
-        return (s, d)
+        let distance = topology.distances(from: s)
+        let reachable = component.filter { $0 != s && (distance[$0].map { $0 <= Int(ttl) } ?? false) }
+        return (s, reachable[Int(rng.next() % UInt64(reachable.count))])
     }
 }

@@ -16,12 +16,24 @@ struct Sim: ParsableCommand {
           starling sim --nodes 300 --degree 8 --loss 0.05
           starling sim --topology grid --nodes 100 --policy backbone --json
           starling sim --nodes 1000 --degree 16 --plot mesh.svg
+          starling sim --scenario private --nodes 100 --loss 0.1 --churn 0.1 --messages 1000
+          starling sim --scenario partition --nodes 300
+
+        Scenarios: broadcast (the default) compares relay policies; private sends \
+        acknowledged messages between random pairs (a source route first, retries \
+        flooded; --churn is then the fraction of nodes offline at any time) and \
+        measures routes against the shortest path; partition cuts the mesh in two \
+        halves while public messages are sent, joins them, and measures gossip \
+        sync's convergence and traffic.
         """
     )
 
     enum Shape: String, ExpressibleByArgument, CaseIterable { case rgg, line, grid, clusters }
+    enum Scenario: String, ExpressibleByArgument, CaseIterable { case broadcast, `private`, partition }
 
+    @Option(help: "What to simulate: broadcast, private, partition.") var scenario: Scenario = .broadcast
     @Option(help: "Topology: rgg (random geometric), line, grid, clusters.") var topology: Shape = .rgg
+    @Option(help: "Messages (private scenario), or public messages per half (partition).") var messages = 200
     @Option(help: "Number of nodes.") var nodes = 100
     @Option(help: "Mean degree (links per node) of random geometric graphs.") var degree = 8.0
     @Option(help: "At most this many links per node (phones hold 6–8).") var maxLinks: Int?
@@ -50,6 +62,9 @@ struct Sim: ParsableCommand {
         guard nodes >= 2, nodes <= 20_000 else { throw ValidationError("--nodes must be 2 to 20,000") }
         guard (0...1).contains(loss), (0...1).contains(churn) else { throw ValidationError("--loss and --churn are probabilities") }
         guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
+        guard messages >= 1, messages <= 100_000 else { throw ValidationError("--messages must be 1 to 100,000") }
+        guard churn < 1 || scenario != .private else { throw ValidationError("--churn must be below 1 (the fraction offline)") }
+        guard scenario != .partition || topology == .rgg else { throw ValidationError("the partition scenario cuts a random geometric graph (--topology rgg)") }
         guard policy == "all" || Self.policyNames.contains(policy) else {
             throw ValidationError("unknown policy \(policy); choose all or one of \(Self.policyNames.joined(separator: ", "))")
         }
@@ -67,6 +82,90 @@ struct Sim: ParsableCommand {
         case .clusters: graph = .clusters(clusters, size: max(2, nodes / clusters), meanDegree: degree, bridges: bridges, rng: &rng)
         }
         if let maxLinks { graph = graph.limitingDegree(to: maxLinks) }
+        switch scenario {
+        case .broadcast: try broadcast(on: graph)
+        case .private: try directed(on: graph)
+        case .partition: try partition(on: graph)
+        }
+    }
+
+    var chosenPolicy: any RelayPolicy {
+        Self.policies.first { $0.name == policy } ?? BackbonePolicy()
+    }
+
+    func emit(_ object: [String: Any]) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    func directed(on graph: Topology) throws {
+        var e = DirectedExperiment()
+        e.messages = messages
+        e.ttl = ttl
+        e.radio.loss = loss
+        e.radio.latency = latency
+        e.radio.latencyJitter = max(1, latency / 2)
+        e.radio.maxFrame = maxFrame
+        e.churn = churn
+        e.seed = seed
+        let p = chosenPolicy
+        var costRun = e
+        costRun.radio.loss = 0
+        costRun.churn = 0
+        costRun.messages = min(messages, 200)
+        let cost = costRun.routeCost(on: graph, policy: p)
+        let r = e.reliability(on: graph, policy: p)
+        if json {
+            try emit([
+                "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree],
+                "scenario": ["name": "private", "loss": loss, "churn": churn, "messages": messages, "ttl": Int(ttl), "seed": seed,
+                             "policy": p.name],
+                "routes": ["messages": cost.messages, "shortestHops": cost.shortestHops, "routedTransmissions": cost.routedTransmissions,
+                           "floodedTransmissions": cost.floodedTransmissions, "routedPerShortest": cost.routedRatio,
+                           "delivered": cost.delivered],
+                "delivery": ["sent": r.sent, "delivered": r.delivered, "failed": r.failed, "falselyDelivered": r.falselyDelivered,
+                             "duplicateAcknowledgements": r.duplicateAcknowledgements, "deliveredRatio": r.deliveredRatio,
+                             "attemptsPerMessage": r.attemptsPerMessage, "transmissionsPerMessage": r.transmissionsPerMessage,
+                             "ackLatencyP50": r.latencyPercentile(0.5), "ackLatencyP99": r.latencyPercentile(0.99)],
+            ])
+        } else {
+            print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)); policy \(p.name), TTL \(ttl), seed \(seed)\n")
+            print("routes (no loss, \(cost.messages) messages one at a time): shortest path \(String(format: "%.2f", cost.shortestHops)) hops; along the route \(String(format: "%.2f", cost.routedTransmissions)) transmissions (\(String(format: "%.2f", cost.routedRatio))× the shortest path); flooded \(String(format: "%.1f", cost.floodedTransmissions))")
+            print("delivery (loss \(loss), \(Int(churn * 100))% offline at a time): \(r.delivered)/\(r.sent) acknowledged (\(String(format: "%.2f", r.deliveredRatio * 100))%), \(r.failed) failed, \(r.falselyDelivered) reported delivered falsely, \(r.duplicateAcknowledgements) duplicate receipts ignored")
+            print("  \(String(format: "%.2f", r.attemptsPerMessage)) sends and \(String(format: "%.1f", r.transmissionsPerMessage)) transmissions per message; acknowledged after p50 \(r.latencyPercentile(0.5)) ms, p99 \(r.latencyPercentile(0.99)) ms")
+        }
+    }
+
+    func partition(on graph: Topology) throws {
+        var e = PartitionExperiment()
+        e.messagesPerSide = messages
+        e.ttl = ttl
+        e.radio.loss = loss
+        e.seed = seed
+        let r = e.run(on: graph, policy: chosenPolicy)
+        if json {
+            try emit([
+                "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree],
+                "scenario": ["name": "partition", "loss": loss, "messages": r.messages, "ttl": Int(ttl), "seed": seed],
+                "completeBeforeJoin": r.completeBeforeHeal, "convergenceMs": r.convergence.map { Int($0) } ?? NSNull(),
+                "syncIntervalMs": Int(r.interval), "convergenceIntervals": r.convergenceIntervals ?? NSNull(),
+                "syncBytesPerNodePerIntervalApart": r.splitSyncBytesPerNodePerInterval,
+                "syncBytesPerNodePerIntervalAfterJoin": r.syncBytesPerNodePerInterval,
+                "allBytesPerNodePerIntervalAfterJoin": r.allBytesPerNodePerInterval, "repairsRelayed": r.repairsRelayed,
+            ])
+        } else {
+            print("rgg: \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), cut in two halves; \(r.messages) public messages while apart, loss \(loss), seed \(seed)\n")
+            print("nodes holding all of their half's messages before the join: \(r.completeBeforeHeal)")
+            if let c = r.convergence {
+                print("every node holds every message \(String(format: "%.1f", Double(c) / 1000)) s after the join (\(String(format: "%.2f", r.convergenceIntervals ?? 0)) sync intervals of \(r.interval / 1000) s)")
+            } else {
+                print("not converged within \(e.maxIntervals) sync intervals")
+            }
+            print("sync traffic: \(Int(r.splitSyncBytesPerNodePerInterval)) B/node/interval while apart, \(Int(r.syncBytesPerNodePerInterval)) after the join (all traffic \(Int(r.allBytesPerNodePerInterval))); \(r.repairsRelayed) repairs relayed")
+        }
+    }
+
+    func broadcast(on graph: Topology) throws {
         var experiment = BroadcastExperiment()
         experiment.broadcasts = broadcasts
         experiment.ttl = ttl
