@@ -33,6 +33,28 @@ import Testing
         #expect(svg.hasPrefix("<svg") && svg.contains("polyline") && svg.contains("backbone"))
     }
 
+    @Test func privateScenarioReportsRoutesAndDelivery() throws {
+        let r = try StarlingProcess.run(["sim", "--scenario", "private", "--nodes", "40", "--messages", "40",
+                                         "--loss", "0.1", "--churn", "0.05", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let routes = try #require(object["routes"] as? [String: Any])
+        let ratio = try #require(routes["routedPerShortest"] as? Double)
+        #expect(ratio >= 1 && ratio <= 1.2)
+        #expect((routes["floodedTransmissions"] as? Double ?? 0) > (routes["routedTransmissions"] as? Double ?? 0))
+        let delivery = try #require(object["delivery"] as? [String: Any])
+        #expect(delivery["sent"] as? Int == 40)
+        #expect(delivery["falselyDelivered"] as? Int == 0)
+        #expect((delivery["delivered"] as? Int ?? 0) + (delivery["failed"] as? Int ?? 0) == 40)
+    }
+
+    @Test func partitionScenarioConverges() throws {
+        let r = try StarlingProcess.run(["sim", "--scenario", "partition", "--nodes", "80", "--messages", "4"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("every node holds every message"))
+        #expect(r.stdout.contains("B/node/interval"))
+    }
+
     @Test func badArgumentsAreRefused() throws {
         let r = try StarlingProcess.run(["sim", "--policy", "nonsense"])
         #expect(r.status != 0)
