@@ -138,7 +138,10 @@ public struct MeshRouter: Sendable {
     public mutating func bind(_ link: LinkID, to peer: PeerID, now: Millis = 0) -> [Action] {
         let known = neighborhood.peer(on: link) == peer
         neighborhood.bind(link, to: peer)
-        return known ? [] : peerLinked(peer, on: link, now: now)
+        guard !known else { return [] }
+        // A new peer's first announce: sync with it 5 s from now.
+        if let sync = configuration.sync, neighborhood.links[link] != nil { syncDue[link] = now + sync.initialDelay }
+        return peerLinked(peer, on: link, now: now)
     }
 
     private mutating func peerLinked(_ peer: PeerID, on link: LinkID, now: Millis) -> [Action] {

@@ -37,6 +37,42 @@ import StarlingWire
         #expect(a.statistics.syncRepliesSent == 1)
     }
 
+    @Test func aRepairLearntFromSyncIsSpreadOnWhenRecent() throws {
+        // B has links to A (which answers B's sync) and to C.
+        for (age, spread) in [(Millis(60_000), true), (Millis(250_000), false)] {
+            var b = syncing(2)
+            b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 0)
+            b.linkUp(LinkID(3), peer: PeerID(rawValue: 3), now: 0)
+            let now: Millis = 300_000
+            var reply = Packet(type: .message, ttl: 0, timestamp: now - age, senderID: PeerID(rawValue: 1),
+                               payload: Array("missed".utf8))
+            reply.isRSR = true
+            let actions = b.receive(try reply.encoded(), on: LinkID(1), now: now)
+            #expect(deliveries(actions).count == 1)
+            let relayed = (transmissions(actions) + transmissions(b.tick(now: now + 1_000)))
+                .filter { (try? Packet(decoding: $0.bytes))?.type == .message }   // not b's own sync requests
+            if spread {
+                #expect(relayed.map(\.links) == [[LinkID(3)]])
+                let copy = try Packet(decoding: relayed[0].bytes)
+                #expect(copy.ttl == 6 && copy.isRSR)         // full TTL, minus this hop
+                #expect(b.statistics.repairsRelayed == 1)
+            } else {
+                #expect(relayed.isEmpty)                     // too old: others may have forgotten it
+            }
+        }
+    }
+
+    @Test func aNewPeersFirstAnnounceSchedulesASyncFiveSecondsLater() {
+        var r = syncing(1)
+        r.linkUp(LinkID(7), now: 0)                          // the peer is not known yet
+        #expect(r.nextDeadline == 5_000)
+        r.bind(LinkID(7), to: PeerID(rawValue: 7), now: 3_000) // its first announce
+        #expect(r.nextDeadline == 8_000)
+        #expect(transmissions(r.tick(now: 7_999)).isEmpty)
+        let request = transmissions(r.tick(now: 8_000))
+        #expect(request.map(\.links) == [[LinkID(7)]])
+    }
+
     @Test func storeKeepsTheLatestAnnouncePerSenderAndExpires() {
         var store = GossipStore()
         func announce(_ t: UInt64) -> Packet {
