@@ -6,45 +6,23 @@ import StarlingWire
 /// along the topology's links with a per-hop latency and independent loss per
 /// reception, on a virtual clock. Deterministic for a given seed.
 public struct Simulator {
-    public struct Radio: Sendable {
-        /// Probability that one reception of one frame is lost.
-        public var loss: Double = 0
-        /// Per-hop latency: base plus uniform jitter, in virtual ms.
-        public var latency: Millis = 8
-        public var latencyJitter: Millis = 4
-        /// Largest frame a link carries in one piece (BLE: up to 512).
-        public var maxFrame: Int? = nil
-        public init() {}
-    }
-
-    enum EventKind {
-        case receive(node: Int, from: Int, bytes: [UInt8])
-        case tick(node: Int)
-    }
-
-    struct Event: Comparable {
-        var at: Millis
-        var seq: UInt64
-        var kind: EventKind
-        static func < (a: Event, b: Event) -> Bool { (a.at, a.seq) < (b.at, b.seq) }
-        static func == (a: Event, b: Event) -> Bool { a.at == b.at && a.seq == b.seq }
-    }
+    public typealias Radio = RadioMedium.Radio
 
     public private(set) var topology: Topology
-    public let radio: Radio
     public private(set) var routers: [MeshRouter]
-    public private(set) var now: Millis = 0
+    public private(set) var medium: RadioMedium
+    public var radio: Radio { medium.radio }
+    public var now: Millis { medium.now }
     /// Radio transmissions and receptions per node: the energy proxy.
-    public private(set) var transmissions: [Int]
-    public private(set) var receptions: [Int]
+    public var transmissions: [Int] { medium.transmissions }
+    public var receptions: [Int] { medium.receptions }
     /// Bytes each node put on the air.
-    public private(set) var bytesSent: [Int]
+    public var bytesSent: [Int] { medium.bytesSent }
     /// Nodes switched off (churn): they neither send nor receive.
-    public var offline: Set<Int> = []
-    private var events = Heap<Event>()
-    private var seq: UInt64 = 0
-    private var scheduledTick: [Millis?]
-    private var rng: SeededGenerator
+    public var offline: Set<Int> {
+        get { medium.offline }
+        set { medium.offline = newValue }
+    }
     /// Called for every packet a router hands to its application.
     public var onDeliver: ((_ node: Int, _ packet: Packet, _ hops: Int, _ at: Millis) -> Void)?
     /// Called for every packet a router hands to its application; the packets
@@ -60,16 +38,11 @@ public struct Simulator {
     public init(topology: Topology, radio: Radio, policy: any RelayPolicy, seed: UInt64,
                 configuration: MeshRouter.Configuration = .init()) {
         self.topology = topology
-        self.radio = radio
         var rng = SeededGenerator(seed: seed)
         self.routers = (0..<topology.nodeCount).map { i in
             MeshRouter(localPeer: Self.peerID(i), policy: policy, seed: rng.next(), configuration: configuration)
         }
-        self.rng = rng
-        self.transmissions = Array(repeating: 0, count: topology.nodeCount)
-        self.receptions = Array(repeating: 0, count: topology.nodeCount)
-        self.bytesSent = Array(repeating: 0, count: topology.nodeCount)
-        self.scheduledTick = Array(repeating: nil, count: topology.nodeCount)
+        self.medium = RadioMedium(nodes: topology.nodeCount, radio: radio, rng: rng)
         for i in 0..<topology.nodeCount {
             for j in topology.neighbors[i] {
                 routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame)
@@ -142,36 +115,22 @@ public struct Simulator {
     /// Runs events until none are left before `time`, then sets the clock to it.
     public mutating func run(until time: Millis, maxEvents: Int = 50_000_000) {
         var processed = 0
-        while let next = events.min, next.at <= time, processed < maxEvents {
-            _ = events.popMin()
+        while processed < maxEvents, let event = medium.next(until: time) {
             processed += 1
-            now = next.at
-            switch next.kind {
+            switch event {
             case let .receive(node, from, bytes):
-                guard !offline.contains(node) else { continue }
-                receptions[node] += 1
                 perform(routers[node].receive(bytes, on: LinkID(UInt32(from)), now: now), node: node)
             case let .tick(node):
-                if scheduledTick[node] == now { scheduledTick[node] = nil }
                 perform(routers[node].tick(now: now), node: node)
             }
         }
-        now = max(now, time)
     }
 
     private mutating func perform(_ actions: [MeshRouter.Action], node: Int) {
         for action in actions {
             switch action {
             case let .transmit(bytes, links):
-                guard !offline.contains(node) else { continue }
-                transmissions[node] += 1
-                bytesSent[node] += bytes.count
-                for link in links {
-                    let j = Int(link.rawValue)
-                    if radio.loss > 0, rng.unit() < radio.loss { continue }
-                    let delay = radio.latency + (radio.latencyJitter == 0 ? 0 : rng.next() % radio.latencyJitter)
-                    push(now + delay, .receive(node: j, from: node, bytes: bytes))
-                }
+                medium.transmit(bytes, from: node, on: links)
             case let .deliver(packet, _, hops):
                 onDeliver?(node, packet, hops, now)
                 if let respond {
@@ -187,14 +146,6 @@ public struct Simulator {
     }
 
     private mutating func scheduleTick(_ node: Int) {
-        if let deadline = routers[node].nextDeadline, scheduledTick[node].map({ deadline < $0 }) ?? true {
-            scheduledTick[node] = max(deadline, now)
-            push(max(deadline, now), .tick(node: node))
-        }
-    }
-
-    private mutating func push(_ at: Millis, _ kind: EventKind) {
-        seq += 1
-        events.insert(Event(at: at, seq: seq, kind: kind))
+        medium.wake(node, at: routers[node].nextDeadline)
     }
 }

@@ -1,0 +1,106 @@
+import HeapModule
+import StarlingMesh
+
+/// The air between simulated nodes, whatever protocol they run: frames go out
+/// on links with a per-hop latency and independent loss per reception; nodes
+/// ask to be woken at their deadlines. A virtual clock, deterministic for a seed.
+/// ``Simulator`` runs mesh routers over it; other services (Stately) run their
+/// own engines over the same medium.
+public struct RadioMedium: Sendable {
+    public struct Radio: Sendable {
+        /// Probability that one reception of one frame is lost.
+        public var loss: Double = 0
+        /// Per-hop latency: base plus uniform jitter, in virtual ms.
+        public var latency: Millis = 8
+        public var latencyJitter: Millis = 4
+        /// Largest frame a link carries in one piece (BLE: up to 512).
+        public var maxFrame: Int? = nil
+        public init() {}
+    }
+
+    /// What happens next: a frame reaches a node, or a node's deadline comes.
+    public enum Event: Sendable {
+        case receive(node: Int, from: Int, bytes: [UInt8])
+        case tick(node: Int)
+    }
+
+    struct Queued: Comparable {
+        var at: Millis
+        var seq: UInt64
+        var event: Event
+        static func < (a: Queued, b: Queued) -> Bool { (a.at, a.seq) < (b.at, b.seq) }
+        static func == (a: Queued, b: Queued) -> Bool { a.at == b.at && a.seq == b.seq }
+    }
+
+    public let radio: Radio
+    public private(set) var now: Millis = 0
+    /// Radio transmissions and receptions per node: the energy proxy.
+    public private(set) var transmissions: [Int]
+    public private(set) var receptions: [Int]
+    /// Bytes each node put on the air.
+    public private(set) var bytesSent: [Int]
+    /// Nodes switched off (churn): they neither send nor receive.
+    public var offline: Set<Int> = []
+    private var queue = Heap<Queued>()
+    private var seq: UInt64 = 0
+    private var scheduledTick: [Millis?]
+    private var rng: SeededGenerator
+
+    public init(nodes: Int, radio: Radio, seed: UInt64) {
+        self.init(nodes: nodes, radio: radio, rng: SeededGenerator(seed: seed))
+    }
+
+    /// With the generator itself (its loss and latency draws continue its sequence).
+    public init(nodes: Int, radio: Radio, rng: SeededGenerator) {
+        self.radio = radio
+        self.rng = rng
+        transmissions = Array(repeating: 0, count: nodes)
+        receptions = Array(repeating: 0, count: nodes)
+        bytesSent = Array(repeating: 0, count: nodes)
+        scheduledTick = Array(repeating: nil, count: nodes)
+    }
+
+    /// `node` sends `bytes` once on `links` (link numbers are node numbers).
+    public mutating func transmit(_ bytes: [UInt8], from node: Int, on links: [LinkID]) {
+        guard !offline.contains(node) else { return }
+        transmissions[node] += 1
+        bytesSent[node] += bytes.count
+        for link in links {
+            if radio.loss > 0, rng.unit() < radio.loss { continue }
+            let delay = radio.latency + (radio.latencyJitter == 0 ? 0 : rng.next() % radio.latencyJitter)
+            push(now + delay, .receive(node: Int(link.rawValue), from: node, bytes: bytes))
+        }
+    }
+
+    /// Wakes `node` at `deadline` (or now, if it has passed), unless it is to be woken sooner.
+    public mutating func wake(_ node: Int, at deadline: Millis?) {
+        guard let deadline, scheduledTick[node].map({ deadline < $0 }) ?? true else { return }
+        scheduledTick[node] = max(deadline, now)
+        push(max(deadline, now), .tick(node: node))
+    }
+
+    /// The next event at or before `time` (the clock moves to it), or nil once
+    /// there is none: then the clock is at `time`. Frames for offline nodes are
+    /// dropped on the way.
+    public mutating func next(until time: Millis) -> Event? {
+        while let head = queue.min, head.at <= time {
+            _ = queue.popMin()
+            now = head.at
+            switch head.event {
+            case let .receive(node, _, _):
+                guard !offline.contains(node) else { continue }
+                receptions[node] += 1
+            case let .tick(node):
+                if scheduledTick[node] == now { scheduledTick[node] = nil }
+            }
+            return head.event
+        }
+        now = max(now, time)
+        return nil
+    }
+
+    private mutating func push(_ at: Millis, _ event: Event) {
+        seq += 1
+        queue.insert(Queued(at: at, seq: seq, event: event))
+    }
+}
