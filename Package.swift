@@ -38,12 +38,19 @@ let targets: [Target] = [
             .product(name: "HeapModule", package: "swift-collections"),
         ]
     ),
+    // Stately (seed 000): encrypted status broadcasting, SOS and power modes, as a
+    // state machine without I/O over the same links as the router.
+    .target(
+        name: "StarlingStately",
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh"]
+    ),
     // The discrete-event mesh simulator: the same router over a simulated radio.
     .target(
         name: "StarlingSim",
         dependencies: [
             "StarlingWire",
             "StarlingMesh",
+            "StarlingStately",
             .product(name: "HeapModule", package: "swift-collections"),
         ]
     ),
@@ -55,7 +62,7 @@ let targets: [Target] = [
     // The node runtime: composes the layers; owns files, paths and sockets.
     .target(
         name: "StarlingNode",
-        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingTransport"]
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingTransport"]
     ),
     .executableTarget(
         name: "starling",
@@ -65,6 +72,7 @@ let targets: [Target] = [
             "StarlingNode",
             "StarlingMesh",
             "StarlingSim",
+            "StarlingStately",
             "StarlingTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
@@ -76,6 +84,7 @@ let targets: [Target] = [
             "StarlingCrypto",
             "StarlingMesh",
             "StarlingSim",
+            "StarlingStately",
             "StarlingNode",
             "StarlingTransport",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -104,6 +113,10 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingTransportTests",
         dependencies: ["StarlingTransport", "StarlingWire"]
+    ),
+    .testTarget(
+        name: "StarlingStatelyTests",
+        dependencies: ["StarlingStately", "StarlingSim", "StarlingMesh", "StarlingCrypto", "StarlingWire"]
     ),
     .testTarget(
         name: "StarlingNodeTests",
