@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMesh
+import StarlingStately
 import StarlingTransport
 import StarlingWire
 
@@ -32,6 +33,12 @@ public actor MeshNode {
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         public var policy: any RelayPolicy = BackbonePolicy()
+        /// Stately: the key states are sealed with (a group's, or the shared
+        /// broadcast key), the power mode (nil: from the battery), and where
+        /// battery readings come from.
+        public var stateKey: StateKey = .broadcast
+        public var powerMode: PowerMode?
+        public var power: any PowerProvider = SysfsPowerProvider()
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -60,6 +67,12 @@ public actor MeshNode {
         case read(messageID: String, by: PeerID)
         case left(PeerID)
         case rejected(String)
+        /// A peer's Stately state is new or changed.
+        case state(StatelyEngine.PeerState)
+        /// An SOS arrived.
+        case sos(StatelyEngine.PeerState)
+        /// A peer's state expired (or it went invisible).
+        case stateExpired(PeerID)
     }
 
     public let identity: Identity
@@ -95,6 +108,9 @@ public actor MeshNode {
     private var lastHello: UInt64 = 0
     private var running = false
     private var sessions: SessionManager
+    /// Stately: this node's state and the states around, in memory only.
+    private var stately: StatelyEngine
+    private var lastPowerReading: UInt64 = 0
     /// Private payloads waiting for a session, per peer.
     private var waiting: [PeerID: [NoisePayload]] = [:]
     /// Our private messages and files not yet acknowledged, by message ID:
@@ -142,6 +158,12 @@ public actor MeshNode {
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.sessions = SessionManager(identity: identity)
         self.tracker = DeliveryTracker(schedule: options.retry)
+        var statelyConfiguration = StatelyEngine.Configuration(name: StateReport.clip(options.nickname))
+        statelyConfiguration.key = options.stateKey
+        self.stately = StatelyEngine(senderID: identity.peerID, configuration: statelyConfiguration,
+                                     seed: UInt64.random(in: 0...UInt64.max),
+                                     nonce: { (0..<12).map { _ in UInt8.random(in: 0...255) } })
+        self.stately.setOverride(options.powerMode, now: 0)
         self.favorites = options.favorites
         self.router.favorites = Set(options.favorites.map(\.peerID))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
@@ -309,6 +331,7 @@ public actor MeshNode {
     /// Changes this node's nickname and announces it at once.
     public func rename(_ name: String) {
         nickname = name
+        stately.configuration.name = StateReport.clip(name)
         announce()
     }
 
@@ -359,6 +382,7 @@ public actor MeshNode {
         addressOf[l] = address
         watch.up(l, now: Self.now())
         router.linkUp(l, maxFrame: options.maxFrame, now: Self.now())
+        performStately(stately.linkUp(l))
         continuation.yield(.linkUp(address))
         announce()
         return l
@@ -366,11 +390,27 @@ public actor MeshNode {
 
     private func handle(_ bytes: [UInt8], from address: UDPAddress) {
         guard running else { return }
-        if Discovery.isHello(bytes) {
+        switch Channel.of(bytes) {
+        case .hello:
             guard let from = Discovery.parseHello(bytes), from != peerID else { return } // our own, looped back
             let l = link(for: address)
             watch.heard(l, now: Self.now())
             return
+        case .stately:
+            // A state from an address we have no link with starts one only when it is well formed.
+            let packet = Channel.statelyPacket(bytes)
+            let l: LinkID
+            if let known = linkOf[address] {
+                l = known
+            } else {
+                guard linkOf.count < options.maxLinks, (try? StatePacket(decoding: packet)) != nil else { return }
+                l = link(for: address)
+            }
+            watch.heard(l, now: Self.now())
+            performStately(stately.receive(packet, on: l, now: Self.now()))
+            return
+        case .bitchat:
+            break
         }
         // A bitchat packet from an address we have no link with yet starts one
         // (any bitchat implementation can talk to us over UDP); junk does not.
@@ -387,6 +427,43 @@ public actor MeshNode {
         watch.heard(l, now: Self.now())
         perform(router.receive(bytes, on: l, now: Self.now()))
     }
+
+    private func performStately(_ actions: [StatelyEngine.Action]) {
+        for action in actions {
+            switch action {
+            case let .transmit(bytes, links):
+                let datagram = Channel.stately(bytes)
+                for l in links { if let a = addressOf[l] { socket.send(datagram, to: a) } }
+            case let .updated(state):
+                if !isBlocked(state.senderID) { continuation.yield(.state(state)) }
+            case let .sos(state):
+                if !isBlocked(state.senderID) { continuation.yield(.sos(state)) }
+            case let .expired(peer):
+                continuation.yield(.stateExpired(peer))
+            case let .rejected(why):
+                continuation.yield(.rejected(why))
+            }
+        }
+    }
+
+    // MARK: Stately
+
+    /// Sets this node's state and broadcasts it at once (`invisible` stops broadcasting).
+    public func setStatus(_ state: StateKind) {
+        performStately(stately.set(state, now: Self.now()))
+    }
+
+    /// Ends an SOS: the state before it goes out at once.
+    public func clearSOS() {
+        performStately(stately.clearSOS(now: Self.now()))
+    }
+
+    public var status: StateKind { stately.current }
+    /// The states around, SOS first.
+    public var statusBoard: [StatelyEngine.PeerState] { stately.sortedBoard.filter { !isBlocked($0.senderID) } }
+    public var powerMode: PowerMode { stately.powerMode }
+    public var statusInterval: UInt64 { stately.interval }
+    public var statelyStatistics: StatelyEngine.Statistics { stately.statistics }
 
     private func perform(_ actions: [MeshRouter.Action]) {
         for action in actions {
@@ -553,6 +630,11 @@ public actor MeshNode {
         guard running else { return false }
         let now = Self.now()
         perform(router.tick(now: now))
+        if now - lastPowerReading >= 60_000 {
+            lastPowerReading = now
+            stately.update(reading: options.power.read(), now: now)
+        }
+        performStately(stately.tick(now: now))
         retry(now: now)
         if now - lastHello >= Discovery.helloInterval {
             lastHello = now
@@ -568,6 +650,7 @@ public actor MeshNode {
                     continuation.yield(.linkDown(a))
                 }
                 router.linkDown(l)
+                stately.linkDown(l)
             }
             for gone in present.expire(now: now) {
                 router.peerGone(gone)

@@ -19,6 +19,16 @@ public struct StateReport: Hashable, Sendable, Codable {
     public var state: StateKind
     public var timestamp: UInt64
 
+    /// `name` cut to at most ``maxNameBytes`` bytes of UTF-8, whole characters only ("anon" when empty).
+    public static func clip(_ name: String) -> String {
+        var out = ""
+        for c in name {
+            if out.utf8.count + String(c).utf8.count > maxNameBytes { break }
+            out.append(c)
+        }
+        return out.isEmpty ? "anon" : out
+    }
+
     public init(name: String, state: StateKind, timestamp: UInt64) {
         self.name = name
         self.state = state

@@ -89,6 +89,7 @@ public struct StatelyEngine: Sendable {
     public private(set) var reading: PowerReading?
     private var links: [LinkID] = []
     private var nextBroadcast: Millis?
+    private var lastBroadcast: [UInt8]?
     private var seen: [Seen: Millis] = [:]
     private var pending: [Seen: Pending] = [:]
     private var rng: SeededGenerator
@@ -107,8 +108,15 @@ public struct StatelyEngine: Sendable {
 
     // MARK: Links
 
-    public mutating func linkUp(_ link: LinkID) {
-        if !links.contains(link) { links.append(link); links.sort() }
+    /// A link came up: it gets this node's current state at once (the last
+    /// broadcast's bytes, when this node is broadcasting).
+    @discardableResult
+    public mutating func linkUp(_ link: LinkID) -> [Action] {
+        guard !links.contains(link) else { return [] }
+        links.append(link)
+        links.sort()
+        guard nextBroadcast != nil, let last = lastBroadcast else { return [] }
+        return [.transmit(last, links: [link])]
     }
 
     public mutating func linkDown(_ link: LinkID) { links.removeAll { $0 == link } }
@@ -172,6 +180,7 @@ public struct StatelyEngine: Sendable {
             let bytes = try StatePacket(ttl: ttl, timestamp: now, senderID: senderID, box: box).encoded()
             seen[Seen(sender: senderID, timestamp: now, box: box.hashValue)] = now
             statistics.broadcasts += 1
+            lastBroadcast = bytes
             return links.isEmpty ? [] : [.transmit(bytes, links: links)]
         } catch {
             return [.rejected("own state not sent: \(error)")]

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingNode
+import StarlingStately
 import StarlingWire
 
 struct Chat: AsyncParsableCommand {
@@ -123,6 +124,12 @@ actor ChatScreen {
             say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
         case let .failed(id, _):
             if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
+        case let .state(s):
+            say("* \(await display(s.senderID)) is \(s.state.emoji) \(s.state.displayName)\(s.hops > 1 ? " (\(s.hops) hops)" : "")")
+        case let .sos(s):
+            say("\u{7}\u{1B}[1;31m🆘 SOS from \(DisplayText.clean(s.name)) (\(s.hops == 1 ? "direct" : "\(s.hops) hops")) — /status to see everyone\u{1B}[0m")
+        case .stateExpired:
+            break
         case let .held(id, _):
             if let o = outgoing[id] { say("  · to \(o.to): held until they are back") }
         case .linkUp, .linkDown:
@@ -130,6 +137,35 @@ actor ChatScreen {
         case let .rejected(why):
             say("! \(why)")
         }
+    }
+
+    /// /status: everyone's states; /status STATE sets ours; sos and clear.
+    func status(_ args: [String]) async {
+        guard let word = args.first else {
+            let mine = await node.status
+            say("* you: \(mine.emoji) \(mine.displayName) (every \(await node.statusInterval / 1000) s, \(await node.powerMode.rawValue))")
+            let board = await node.statusBoard
+            if board.isEmpty { say("* no states around yet") }
+            let now = UInt64(Date().timeIntervalSince1970 * 1000)
+            for s in board {
+                let age = now > s.timestamp ? (now - s.timestamp) / 1000 : 0
+                let line = "  \(s.state.emoji) \(DisplayText.clean(s.name)) — \(s.state.displayName), \(age) s ago, \(s.hops) hop\(s.hops == 1 ? "" : "s")"
+                say(s.state == .sos ? "\u{1B}[1;31m\(line)\u{1B}[0m" : line)
+            }
+            return
+        }
+        if word == "clear" {
+            await node.clearSOS()
+            say("* SOS cleared: \(await node.status.emoji) \(await node.status.displayName)")
+            return
+        }
+        guard let kind = StateKind(name: word) else {
+            say("! states: " + StateKind.allCases.map { "\($0.emoji) \($0.rawValue)" }.joined(separator: ", ") + ", or clear")
+            return
+        }
+        await node.setStatus(kind)
+        say(kind == .invisible ? "* invisible: your state is no longer broadcast"
+                               : "* you are \(kind.emoji) \(kind.displayName)\(kind == .sos ? " — broadcast every 5 s to 7 hops; /status clear ends it" : "")")
     }
 
     func peer(named name: String) async -> PeerID? {
@@ -182,6 +218,8 @@ actor ChatScreen {
                 outgoing[id] = (await display(to), false)
                 say("[\(Self.clock())] <you → \(await display(to))> file \(name) (\(data.count) bytes)  · sent")
             } catch { say("! \(error)") }
+        case "/status":
+            await status(Array(words.dropFirst()))
         case "/who":
             let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
             if peers.isEmpty { say("* nobody yet") }
@@ -245,6 +283,7 @@ actor ChatScreen {
               /verify NICK      compare fingerprints and mark verified
               /block NICK, /unblock NICK, /fav NICK, /unfav NICK
               /nick NAME        rename yourself
+              /status [STATE|sos|clear]  your state, or everyone's (Stately)
               /stats            mesh statistics
               /clear, /leave, /panic (wipe keys and state, then quit), /help
             """)

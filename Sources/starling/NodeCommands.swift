@@ -3,6 +3,7 @@ import Foundation
 import StarlingCrypto
 import StarlingMesh
 import StarlingNode
+import StarlingStately
 import StarlingTransport
 import StarlingWire
 
@@ -19,6 +20,10 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, parsing: .singleValue,
             help: "A favourite's fingerprint (64 hex digits; repeatable), besides those /fav stored: messages for it are held while it is away.")
     var favorite: [String] = []
+    @Option(help: "Stately group passphrase: broadcast and read only that group's states (default: the shared key everyone has).")
+    var group: String?
+    @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
+    var powerMode: String?
 
     func makeNode() throws -> MeshNode {
         keepFreedMemoryInTheHeap()
@@ -33,6 +38,13 @@ struct NodeOptions: ParsableArguments {
         options.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.favorites = store.favorites()
+        if let group { options.stateKey = try StateKey.group(passphrase: group) }
+        if let powerMode {
+            guard let mode = PowerMode(name: powerMode) else {
+                throw ValidationError("--power-mode \(powerMode): one of \(PowerMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            options.powerMode = mode
+        }
         for hex in favorite {
             guard let f = Fingerprint(hex: hex.lowercased()) else { throw ValidationError("--favorite \(hex): expected 64 hex digits") }
             options.favorites.insert(f)
@@ -61,8 +73,18 @@ private func keepFreedMemoryInTheHeap() {
 }
 
 /// Prints node events, as text or one JSON object per line.
-struct EventPrinter {
+struct EventPrinter: Sendable {
     var json: Bool
+
+    /// A line of text, unbuffered.
+    func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func json(_ s: StatelyEngine.PeerState, event: String) -> [String: Any] {
+        ["event": event, "peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji,
+         "hops": s.hops, "timestamp": s.timestamp]
+    }
 
     func print(_ event: MeshNode.Event) {
         let object: [String: Any]
@@ -85,6 +107,9 @@ struct EventPrinter {
         case let .left(peer): object = ["event": "left", "peerID": peer.description]
         case let .failed(id, to): object = ["event": "failed", "messageID": id, "to": to.description]
         case let .held(id, peer): object = ["event": "held", "messageID": id, "for": peer.description]
+        case let .state(s): object = Self.json(s, event: "state")
+        case let .sos(s): object = Self.json(s, event: "sos")
+        case let .stateExpired(peer): object = ["event": "stateExpired", "peerID": peer.description]
         case let .fileProgress(from, received, total):
             object = ["event": "fileProgress", "from": from.description, "received": received, "total": total]
         case let .fileReceived(from, name, size, path, id):
@@ -110,6 +135,9 @@ struct EventPrinter {
             case let .left(peer): line = "* \(peer) left"
             case let .failed(id, to): line = "! message \(id) to \(to) was not delivered"
             case let .held(id, peer): line = "* message \(id) to \(peer) is held until they return"
+            case let .state(s): line = "* \(DisplayText.clean(s.name)) (\(s.senderID)) is \(s.state.emoji) \(s.state.displayName), \(s.hops) hop\(s.hops == 1 ? "" : "s") away"
+            case let .sos(s): line = "\u{1B}[1;31m🆘 SOS from \(DisplayText.clean(s.name)) (\(s.senderID)), \(s.hops) hop\(s.hops == 1 ? "" : "s") away\u{1B}[0m"
+            case let .stateExpired(peer): line = "* \(peer)'s state expired"
             case let .fileProgress(from, received, total): line = "* receiving a file from \(from): \(received)/\(total)"
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
