@@ -120,7 +120,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingNodeTests",
-        dependencies: ["StarlingNode", "StarlingCrypto", "StarlingMesh", "StarlingTransport", "StarlingWire"]
+        dependencies: ["StarlingNode", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingTransport", "StarlingWire"]
     ),
     // Runs the built `starling` binary as a user would.
     .testTarget(

@@ -119,7 +119,11 @@ struct StatusRun {
                     var last = ""
                     while !Task.isCancelled {
                         let text = StatusTable.render(await n.statusBoard)
-                        if text != last { printer.say(text); last = text }
+                        if text != last {
+                            // On a terminal the table is redrawn in place; in a pipe each change is printed.
+                            printer.say(isatty(STDOUT_FILENO) == 1 ? "\u{1B}[H\u{1B}[2J" + text : text)
+                            last = text
+                        }
                         try? await Task.sleep(for: .seconds(1))
                     }
                 }
