@@ -137,6 +137,7 @@ let package = Package(
         .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
         .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
         .library(name: "StarlingSim", targets: ["StarlingSim"]),
+        .library(name: "StarlingStately", targets: ["StarlingStately"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],

@@ -6,7 +6,7 @@ import PackageDescription
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state",
 ]
 
 let package = Package(
@@ -18,6 +18,8 @@ let package = Package(
             dependencies: [
                 .product(name: "StarlingWire", package: "Starling"),
                 .product(name: "StarlingCrypto", package: "Starling"),
+                .product(name: "StarlingMesh", package: "Starling"),
+                .product(name: "StarlingStately", package: "Starling"),
             ]
         )
     },
