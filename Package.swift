@@ -44,6 +44,12 @@ let targets: [Target] = [
         name: "StarlingStately",
         dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh"]
     ),
+    // WiFiSet (seed 003): provisioning a device's Wi-Fi over BLE — the device's
+    // state machine (no I/O), the phone's async SDK, GATT-like links.
+    .target(
+        name: "StarlingWiFiSet",
+        dependencies: ["StarlingWire", "StarlingCrypto"]
+    ),
     // The discrete-event mesh simulator: the same router over a simulated radio.
     .target(
         name: "StarlingSim",
@@ -62,7 +68,7 @@ let targets: [Target] = [
     // The node runtime: composes the layers; owns files, paths and sockets.
     .target(
         name: "StarlingNode",
-        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingTransport"]
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet", "StarlingTransport"]
     ),
     .executableTarget(
         name: "starling",
@@ -73,6 +79,7 @@ let targets: [Target] = [
             "StarlingMesh",
             "StarlingSim",
             "StarlingStately",
+            "StarlingWiFiSet",
             "StarlingTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]
@@ -119,6 +126,10 @@ let targets: [Target] = [
         dependencies: ["StarlingStately", "StarlingSim", "StarlingMesh", "StarlingCrypto", "StarlingWire"]
     ),
     .testTarget(
+        name: "StarlingWiFiSetTests",
+        dependencies: ["StarlingWiFiSet", "StarlingCrypto", "StarlingWire"]
+    ),
+    .testTarget(
         name: "StarlingNodeTests",
         dependencies: ["StarlingNode", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingTransport", "StarlingWire"]
     ),
@@ -138,6 +149,7 @@ let package = Package(
         .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
         .library(name: "StarlingSim", targets: ["StarlingSim"]),
         .library(name: "StarlingStately", targets: ["StarlingStately"]),
+        .library(name: "StarlingWiFiSet", targets: ["StarlingWiFiSet"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],

@@ -52,7 +52,9 @@ struct StarlingProcess {
     static func waitForExit(_ process: Process, seconds: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
         let pid = process.processIdentifier
-        while Date() < deadline {
+        var first = true // checked at least once, even with 0 seconds
+        while first || Date() < deadline {
+            first = false
             var raw: Int32 = 0
             let r = waitpid(pid, &raw, WNOHANG)
             if r == pid { return (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F) }

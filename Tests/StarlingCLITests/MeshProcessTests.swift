@@ -47,11 +47,13 @@ final class LiveProcess: @unchecked Sendable {
     func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
 
     /// Polls the plain output for `needle` for at most `seconds`.
-    func waitForText(_ needle: String, seconds: Double = 10) -> Bool {
+    /// Async, so that waiting never holds a thread of the shared pool that
+    /// in-process tests run on.
+    func waitForText(_ needle: String, seconds: Double = 10) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if text.contains(needle) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return false
     }
@@ -62,21 +64,32 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Polls for an event matching `predicate` for at most `seconds`.
-    func waitFor(seconds: Double = 10, _ predicate: ([String: Any]) -> Bool) -> [String: Any]? {
+    func waitFor(seconds: Double = 10, _ predicate: ([String: Any]) -> Bool) async -> [String: Any]? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let e = events.first(where: predicate) { return e }
-            Thread.sleep(forTimeInterval: 0.02)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
     }
 
+    /// The exit status, polled without holding a thread (nil: still running after `seconds`).
     @discardableResult
-    func waitForExit(seconds: Double = 15) -> Int32? { StarlingProcess.waitForExit(process, seconds: seconds) }
+    func waitForExit(seconds: Double = 15) async -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let status = await StarlingProcess.waitForExit(process, seconds: 0) { return status }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await StarlingProcess.waitForExit(process, seconds: 0)
+    }
 
     func stop() {
         if process.isRunning { process.terminate() }
-        if waitForExit(seconds: 5) == nil { kill(process.processIdentifier, SIGKILL); _ = waitForExit(seconds: 5) }
+        if StarlingProcess.waitForExit(process, seconds: 5) == nil {
+            kill(process.processIdentifier, SIGKILL)
+            _ = StarlingProcess.waitForExit(process, seconds: 5)
+        }
     }
 }
 
@@ -96,8 +109,8 @@ final class LiveProcess: @unchecked Sendable {
                          "--data-dir", dataDir(), "--peer", "127.0.0.1:\(peer)"])
     }
 
-    static func port(of p: LiveProcess) throws -> UInt16 {
-        let started = try #require(p.waitFor { $0["event"] as? String == "started" })
+    static func port(of p: LiveProcess) async throws -> UInt16 {
+        let started = try #require(await p.waitFor { $0["event"] as? String == "started" })
         return UInt16(try #require(started["port"] as? Int))
     }
 
@@ -121,16 +134,16 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Bob, and carol linked to bob only; alice will link to bob only too.
-    static func line() throws -> (bob: LiveProcess, carol: LiveProcess, bobPort: UInt16) {
+    static func line() async throws -> (bob: LiveProcess, carol: LiveProcess, bobPort: UInt16) {
         let bob = try node("bob")
-        let bobPort = try port(of: bob)
+        let bobPort = try await port(of: bob)
         let carol = try node("carol", peers: [bobPort])
-        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+        #expect(await bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
         return (bob, carol, bobPort)
     }
 
-    @Test func publicMessageCrossesALineOfThreeProcesses() throws {
-        let (bob, carol, bobPort) = try Self.line()
+    @Test func publicMessageCrossesALineOfThreeProcesses() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
 
         // Junk on bob's port first: random bytes, truncated packets, a bad hello.
@@ -142,125 +155,125 @@ final class LiveProcess: @unchecked Sendable {
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
                                      "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1", "hello across the mesh"])
         defer { alice.stop() }
-        let got = carol.waitFor(seconds: 12) { $0["event"] as? String == "message" }
+        let got = await carol.waitFor(seconds: 12) { $0["event"] as? String == "message" }
         let message = try #require(got, "carol's output:\n\(carol.text)\nbob's:\n\(bob.text)\nalice's:\n\(alice.text)")
         #expect(message["text"] as? String == "hello across the mesh")
-        let alicePeer = alice.waitFor { $0["event"] as? String == "started" }?["peerID"] as? String
+        let alicePeer = await alice.waitFor { $0["event"] as? String == "started" }?["peerID"] as? String
         #expect(message["from"] as? String == alicePeer)
         #expect(message["nickname"] as? String == "alice")
         #expect(message["hops"] as? Int == 2)       // through bob
         #expect(bob.process.isRunning)               // the junk did not stop it
-        #expect(bob.waitFor { $0["event"] as? String == "message" }?["hops"] as? Int == 1)
-        #expect(alice.waitForExit() == 0)
+        #expect(await bob.waitFor { $0["event"] as? String == "message" }?["hops"] as? Int == 1)
+        #expect(await alice.waitForExit() == 0)
     }
 
-    @Test func privateMessageIsEncryptedEndToEndWithReceipts() throws {
-        let (bob, carol, bobPort) = try Self.line()
+    @Test func privateMessageIsEncryptedEndToEndWithReceipts() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
         let secret = "meet at the north gate \(UUID().uuidString)"
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
                                      "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--wait", "8", "--linger", "3", secret])
         defer { alice.stop() }
-        let got = try #require(carol.waitFor(seconds: 12) { $0["event"] as? String == "privateMessage" },
+        let got = try #require(await carol.waitFor(seconds: 12) { $0["event"] as? String == "privateMessage" },
                                "carol:\n\(carol.text)\nalice:\n\(alice.text)")
         #expect(got["text"] as? String == secret)
         #expect(got["nickname"] as? String == "alice")
         #expect(got["hops"] as? Int == 2)
         let id = try #require(got["messageID"] as? String)
-        #expect(alice.waitFor { $0["event"] as? String == "delivered" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
-        #expect(alice.waitFor { $0["event"] as? String == "read" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
+        #expect(await alice.waitFor { $0["event"] as? String == "delivered" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
+        #expect(await alice.waitFor { $0["event"] as? String == "read" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
         // Bob relayed every packet of it and never saw the plaintext.
         #expect(!bob.text.contains(secret))
         #expect(!bob.events.contains { $0["event"] as? String == "privateMessage" })
     }
 
-    @Test func chatSessionWithCommands() throws {
-        let (bob, carol, bobPort) = try Self.line()
+    @Test func chatSessionWithCommands() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
         let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
-        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/who")
-        #expect(alice.waitForText("2 hops"))
+        #expect(await alice.waitForText("2 hops"))
         alice.type("hello \u{202E}everyone")
-        let message = try #require(carol.waitFor { $0["event"] as? String == "message" })
+        let message = try #require(await carol.waitFor { $0["event"] as? String == "message" })
         #expect(message["text"] as? String == "hello \u{202E}everyone") // the wire carries it as typed
         alice.type("/msg carol a private word")
-        #expect(carol.waitFor { $0["event"] as? String == "privateMessage" }?["text"] as? String == "a private word")
-        #expect(alice.waitForText("to carol: delivered"), "\(alice.text)")
-        #expect(alice.waitForText("to carol: read"), "\(alice.text)")
+        #expect(await carol.waitFor { $0["event"] as? String == "privateMessage" }?["text"] as? String == "a private word")
+        #expect(await alice.waitForText("to carol: delivered"), "\(alice.text)")
+        #expect(await alice.waitForText("to carol: read"), "\(alice.text)")
         alice.type("/verify carol")
-        #expect(alice.waitForText("y to mark verified"))
+        #expect(await alice.waitForText("y to mark verified"))
         alice.type("y")
-        #expect(alice.waitForText("carol✓ verified"))
+        #expect(await alice.waitForText("carol✓ verified"))
         alice.type("/stats")
-        #expect(alice.waitForText("relays scheduled"))
+        #expect(await alice.waitForText("relays scheduled"))
         alice.type("/status busy")
-        #expect(alice.waitForText("you are 🔶 Busy"))
-        let state = carol.waitFor { $0["event"] as? String == "state" && $0["name"] as? String == "alice" }
+        #expect(await alice.waitForText("you are 🔶 Busy"))
+        let state = await carol.waitFor { $0["event"] as? String == "state" && $0["name"] as? String == "alice" }
         #expect(state?["state"] as? String == "busy" && state?["hops"] as? Int == 2, "\(carol.text)")
         alice.type("/fav carol")
-        #expect(alice.waitForText("carol is a favourite"))
+        #expect(await alice.waitForText("carol is a favourite"))
         alice.type("/status")
-        #expect(alice.waitForText("you: 🔶 Busy"))
+        #expect(await alice.waitForText("you: 🔶 Busy"))
         alice.type("/nick alicia")
-        #expect(bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alicia" } != nil)
+        #expect(await bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alicia" } != nil)
         alice.type("/leave")
-        #expect(alice.waitForText("* left"))
-        #expect(carol.waitFor { $0["event"] as? String == "left" } != nil)
-        #expect(alice.waitForExit() == 0)
+        #expect(await alice.waitForText("* left"))
+        #expect(await carol.waitFor { $0["event"] as? String == "left" } != nil)
+        #expect(await alice.waitForExit() == 0)
     }
 
-    @Test func chatShowsStrangersTextCleaned() throws {
+    @Test func chatShowsStrangersTextCleaned() async throws {
         let bob = try Self.node("bob")
         defer { bob.stop() }
-        let bobPort = try Self.port(of: bob)
+        let bobPort = try await Self.port(of: bob)
         let watcher = try Self.chat("watcher", peer: bobPort)
         defer { watcher.stop() }
-        #expect(watcher.waitForText("bob joined"))
+        #expect(await watcher.waitForText("bob joined"))
         let sender = try LiveProcess(["send", "--no-discovery", "--port", "0", "--name", "m\u{200B}allory", "--data-dir", Self.dataDir(),
                                       "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1",
                                       "clear\u{1B}[2J screen \u{202E}gnp.exe watcher"])
         defer { sender.stop() }
-        #expect(watcher.waitForText("clear[2J screen gnp.exe watcher"), "\(watcher.text)")
-        #expect(watcher.waitForText("<mallory"))            // zero-width stripped from the nickname
+        #expect(await watcher.waitForText("clear[2J screen gnp.exe watcher"), "\(watcher.text)")
+        #expect(await watcher.waitForText("<mallory"))            // zero-width stripped from the nickname
         #expect(!watcher.text.contains("\u{1B}[2J"))          // no escape reached the terminal
         #expect(watcher.text.contains("\u{7}"))               // the mention rang the bell
     }
 
-    @Test func messagesQueueWhileTheRelayIsDownAndArriveWhenItReturns() throws {
+    @Test func messagesQueueWhileTheRelayIsDownAndArriveWhenItReturns() async throws {
         let bobDir = Self.dataDir()
         var bob = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--duration", "40",
                                    "--announce-interval", "1", "--data-dir", bobDir])
-        let bobPort = try Self.port(of: bob)
+        let bobPort = try await Self.port(of: bob)
         let carol = try Self.node("carol", peers: [bobPort], duration: 40)
         defer { carol.stop() }
         let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
-        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/msg carol before the outage")
-        #expect(alice.waitForText("to carol: delivered"))
+        #expect(await alice.waitForText("to carol: delivered"))
 
         bob.stop() // the only relay goes away
         alice.type("/msg carol during the outage")
-        Thread.sleep(forTimeInterval: 3)
+        try await Task.sleep(for: .seconds(3))
         #expect(!carol.text.contains("during the outage"))
 
         bob = try LiveProcess(["listen", "--no-discovery", "--port", String(bobPort), "--json", "--name", "bob", "--duration", "30",
                                "--announce-interval", "1", "--data-dir", bobDir])
         defer { bob.stop() }
-        let got = carol.waitFor(seconds: 25) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "during the outage" }
+        let got = await carol.waitFor(seconds: 25) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "during the outage" }
         #expect(got != nil, "carol:\n\(carol.text)\nalice:\n\(alice.text)")
         // Alice hears it was delivered: two deliveries now, before and during the outage.
         let deadline = Date().addingTimeInterval(5)
-        while alice.text.components(separatedBy: "to carol: delivered").count < 3, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while alice.text.components(separatedBy: "to carol: delivered").count < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(alice.text.components(separatedBy: "to carol: delivered").count == 3, "\(alice.text)")
         // Shown once, however many times it was sent.
         #expect(carol.events.filter { $0["text"] as? String == "during the outage" }.count == 1)
     }
 
-    @Test func fileOf100KiBCrossesTheLineIntact() throws {
-        let (bob, carol, bobPort) = try Self.line()
+    @Test func fileOf100KiBCrossesTheLineIntact() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
         var rng = SystemRandomNumberGenerator()
         let content = Data((0..<100 * 1024).map { _ in UInt8.random(in: 0...255, using: &rng) })
@@ -269,9 +282,9 @@ final class LiveProcess: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: path) }
         let alice = try Self.chat("alice", peer: bobPort)
         defer { alice.stop() }
-        #expect(alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/send carol \(path.path)")
-        let received = try #require(carol.waitFor(seconds: 20) { $0["event"] as? String == "fileReceived" },
+        let received = try #require(await carol.waitFor(seconds: 20) { $0["event"] as? String == "fileReceived" },
                                     "carol:\n\(carol.text.suffix(2000))\nalice:\n\(alice.text)")
         #expect(received["size"] as? Int == content.count)
         #expect(received["name"] as? String == path.lastPathComponent)
@@ -279,18 +292,18 @@ final class LiveProcess: @unchecked Sendable {
         #expect(FileManager.default.contents(atPath: saved) == content)
         // Progress was reported as fragments came in, and the sender heard of the delivery.
         #expect(carol.events.filter { $0["event"] as? String == "fileProgress" }.count > 100)
-        #expect(alice.waitForText("to carol: delivered"), "\(alice.text)")
+        #expect(await alice.waitForText("to carol: delivered"), "\(alice.text)")
         #expect(!bob.events.contains { $0["event"] as? String == "fileReceived" })
     }
 
     /// Five processes: everyone learns everyone (the /who list) within a few announce intervals.
     @Test(arguments: ["ring", "star"])
-    func fiveProcessesSeeEachOther(shape: String) throws {
+    func fiveProcessesSeeEachOther(shape: String) async throws {
         var nodes: [LiveProcess] = []
         defer { nodes.forEach { $0.stop() } }
         let first = try Self.node("n0", duration: 20)
         nodes.append(first)
-        let firstPort = try Self.port(of: first)
+        let firstPort = try await Self.port(of: first)
         var previous = firstPort
         for i in 1..<5 {
             // Ring: each links the previous (and the last also the first). Star: all link n0.
@@ -298,11 +311,11 @@ final class LiveProcess: @unchecked Sendable {
             if shape == "ring" && i == 4 { peers.append(firstPort) }
             let n = try Self.node("n\(i)", peers: peers, duration: 20)
             nodes.append(n)
-            previous = try Self.port(of: n)
+            previous = try await Self.port(of: n)
         }
         for (i, n) in nodes.enumerated() {
             for j in 0..<5 where j != i {
-                let seen = n.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "n\(j)" }
+                let seen = await n.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "n\(j)" }
                 #expect(seen != nil, "n\(i) never saw n\(j) in the \(shape)")
             }
         }
@@ -310,7 +323,7 @@ final class LiveProcess: @unchecked Sendable {
 
     /// `--lan` finds peers by multicast on a real (virtual) network: two network
     /// namespaces this test creates, joined by a veth pair. Nothing leaves them.
-    @Test func lanDiscoveryAcrossTwoNetworkNamespaces() throws {
+    @Test func lanDiscoveryAcrossTwoNetworkNamespaces() async throws {
         let tag = String(getpid() % 100_000)
         let (a, b) = ("stA\(tag)", "stB\(tag)")
         func ip(_ args: String...) throws {
@@ -340,20 +353,20 @@ final class LiveProcess: @unchecked Sendable {
         }
         let left = try node(a, "left"), right = try node(b, "right")
         defer { left.stop(); right.stop() }
-        let seen = left.waitFor(seconds: 10) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "right" }
+        let seen = await left.waitFor(seconds: 10) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "right" }
         #expect(seen != nil, "left:\n\(left.text)\nright:\n\(right.text)")
-        #expect(right.waitFor(seconds: 5) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "left" } != nil)
+        #expect(await right.waitFor(seconds: 5) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "left" } != nil)
         // They linked each other's address on the virtual network, not loopback.
         #expect(left.events.contains { ($0["address"] as? String)?.hasPrefix("10.247.0.2:") == true })
     }
 
-    @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() throws {
+    @Test func nodesFindEachOtherWithoutConfigurationOnLoopback() async throws {
         // Discovery uses the fixed rendezvous ports; run only if two are free.
         let a = try LiveProcess(["listen", "--json", "--name", "disco-a", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
         defer { a.stop() }
         let b = try LiveProcess(["listen", "--json", "--name", "disco-b", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
         defer { b.stop() }
-        let seen = a.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "disco-b" }
+        let seen = await a.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "disco-b" }
         #expect(seen != nil, "a:\n\(a.text)\nb:\n\(b.text)")
     }
 }
