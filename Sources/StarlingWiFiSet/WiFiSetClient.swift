@@ -219,6 +219,8 @@ public actor WiFiSetClient {
     /// again when none comes in time. A device Error ends it.
     private func exchange(_ message: WiFiSet.Message, attempts: Int, timeout: Duration, what: String,
                           classify: (WiFiSet.Message) -> Verdict) async throws {
+        // Answers already here belong to an earlier question (a retried write's second ACK, an old status).
+        inbox.removeAll { if case .notThis = classify($0) { false } else { true } }
         for _ in 0..<max(1, attempts) {
             try await send(message, sealed: channel != nil)
             let deadline = ContinuousClock.now + timeout
