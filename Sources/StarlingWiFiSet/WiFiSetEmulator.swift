@@ -111,6 +111,7 @@ public actor WiFiSetEmulator {
         self.environment = environment
         self.store = store
         self.device = WiFiSetDevice(configuration: configuration, stored: store.load())
+        self.lastReported = device.status
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1_000))
     }
 
@@ -118,29 +119,35 @@ public actor WiFiSetEmulator {
 
     static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Serves the link until it disconnects.
+    /// Serves the link, one phone after another, until the link closes.
     public func run() async {
         for await event in peripheral.events {
             switch event {
             case let .subscribed(c): await handle(.subscribed(c))
             case let .written(c, v): await handle(.written(c, v))
-            case .disconnected:
-                await handle(.disconnected)
-                break
+            case .disconnected: await handle(.disconnected)
             }
-            if case .disconnected = event { break }
         }
         timer?.cancel()
         for t in tasks { t.cancel() }
         continuation.finish()
     }
 
+    private var lastReported: WiFiSet.Status
+
     private func handle(_ input: WiFiSetDevice.Input) async {
-        let before = device.status
         let outputs = device.handle(input, now: Self.now())
         await perform(outputs)
-        if device.status != before { continuation.yield(.status(device.status)) }
+        reportStatus()
         armTimer()
+    }
+
+    /// Each status once, as it changes.
+    private func reportStatus() {
+        if device.status != lastReported {
+            lastReported = device.status
+            continuation.yield(.status(device.status))
+        }
     }
 
     private func perform(_ outputs: [WiFiSetDevice.Output]) async {
@@ -203,9 +210,8 @@ public actor WiFiSetEmulator {
     }
 
     private func fire() async {
-        let before = device.status
         await perform(device.tick(now: Self.now()))
-        if device.status != before { continuation.yield(.status(device.status)) }
+        reportStatus()
         armTimer()
     }
 }

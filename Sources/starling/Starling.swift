@@ -10,7 +10,7 @@ struct Starling: AsyncParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Chat.self, Id.self, Inspect.self, Listen.self, Relay.self, Send.self, Sim.self, Status.self]
+        subcommands: [Chat.self, Id.self, Inspect.self, Listen.self, Relay.self, Send.self, Sim.self, Status.self, WiFi.self]
     )
 }
 

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+/// `starling wifi` between real processes: the device emulator and the client.
+@Suite(.serialized) struct WiFiCommandTests {
+    static func networksFile() throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("networks-\(UUID().uuidString).json")
+        try Data("""
+        {"networks": [
+          {"ssid": "Home", "rssi": -48, "security": "wpa2", "channel": 6, "password": "correct horse"},
+          {"ssid": "Office", "rssi": -62, "security": "wpa3", "channel": 36, "password": "s3cret"},
+          {"ssid": "Café", "rssi": -80, "security": "open", "channel": 11}
+        ], "scanDelay": 50, "connectDelay": 200}
+        """.utf8).write(to: url)
+        return url.path
+    }
+
+    static func device(_ extra: [String]) throws -> (LiveProcess, UInt16, String) {
+        let port = UInt16.random(in: 47_600...47_900)
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("wifi-\(UUID().uuidString).json").path
+        let p = try LiveProcess(["wifi", "device", "--networks", try networksFile(), "--port", String(port), "--store", store,
+                                 "--duration", "20", "--json"] + extra)
+        return (p, port, store)
+    }
+
+    @Test func scanAndSecuredProvisioningAcrossProcesses() async throws {
+        let (device, port, store) = try Self.device(["--secure-only", "--pop", "K7QF2M9X"])
+        defer { device.stop() }
+        #expect(await device.waitFor { $0["event"] as? String == "pop" }?["code"] as? String == "K7QF2M9X")
+        let scan = try StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:\(port)"])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let lines = scan.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.first?.contains("▂▄▆█  Home") == true)          // strongest first, four bars
+        #expect(lines.last?.contains("Café") == true && lines.last?.contains("▂ ") == true)
+
+        let clear = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+                                             "--password", "correct horse"])
+        #expect(clear.status == 1)
+        #expect(clear.stdout.contains("securedSessionRequired"), "\(clear.stdout)")
+
+        let wrongCode = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+                                                 "--password", "correct horse", "--pop", "K7QF2M9Y"])
+        #expect(wrongCode.status == 1)
+        #expect(wrongCode.stdout.contains("secured mode failed"), "\(wrongCode.stdout)")
+
+        let ok = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+                                          "--pop", "K7QF2M9X", "--json"], environment: ["STARLING_WIFI_PASSWORD": "correct horse"])
+        #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
+        #expect(ok.stdout.contains(#""secured":true"#))
+        #expect(ok.stdout.contains(#""ip":"192.168.1.100""#) && ok.stdout.contains(#""state":"connected""#))
+        #expect(await device.waitFor { $0["event"] as? String == "status" && $0["state"] as? String == "connected" } != nil)
+        let saved = try String(contentsOfFile: store, encoding: .utf8)
+        #expect(saved.contains("correct horse"))
+        let mode = try FileManager.default.attributesOfItem(atPath: store)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test func aWrongPasswordFailsAndSaysSo() async throws {
+        let (device, port, _) = try Self.device([])
+        defer { device.stop() }
+        #expect(await device.waitFor { $0["event"] as? String == "started" } != nil)
+        let r = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess"])
+        #expect(r.status == 1)
+        #expect(r.stdout.contains("connection to Office failed"), "\(r.stdout)")
+        let none = try StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:1"])
+        #expect(none.status != 0)
+        #expect(none.stderr.contains("no WiFiSet device answered"))
+    }
+}
