@@ -6,7 +6,7 @@ import PackageDescription
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset",
 ]
 
 let package = Package(
@@ -20,6 +20,7 @@ let package = Package(
                 .product(name: "StarlingCrypto", package: "Starling"),
                 .product(name: "StarlingMesh", package: "Starling"),
                 .product(name: "StarlingStately", package: "Starling"),
+                .product(name: "StarlingWiFiSet", package: "Starling"),
             ]
         )
     },

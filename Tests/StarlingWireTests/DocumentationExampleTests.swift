@@ -54,6 +54,11 @@ import Testing
             "file-transfer": try FileTransfer(name: "note.txt", mimeType: "text/plain", content: Array("hello".utf8)).encoded(),
             "request-sync": try RequestSync(filter: GCSFilter(ids: gcsIDs)).encoded(),
             "version-hello": try VersionNegotiation.encodeHello([1, 2]),
+            "wifiset-network-entry": try WiFiSet.Frame(sequence: 5, .networkEntry(.init(ssid: "MyNetwork2.4", rssi: -56,
+                                                                                         security: .wpaPSK, channel: 6))).encoded(),
+            "wifiset-credential-write": try WiFiSet.Frame(sequence: 1, .credentialWrite(ssid: "MyNetwork2.4", password: "mypassword123")).encoded(),
+            "wifiset-status-response": try WiFiSet.Frame(sequence: 10, .statusResponse(.init(state: .connected, rssi: -56, ip: [192, 168, 1, 100],
+                                                                                              ssid: "MyNetwork2.4"))).encoded(),
         ]
     }
 
