@@ -128,6 +128,21 @@ struct Bench {
         await b.finish()
     }
 
+    @Test(arguments: [23, 128, 512])
+    func theFlowWorksAtEachMTU(mtu: Int) async throws {
+        var device = WiFiSetDevice.Configuration()
+        device.security = .optional(pop: "K7QF2M9X")
+        var options = WiFiSetClient.Options()
+        options.security = .preferred(pop: "K7QF2M9X")
+        let b = Bench(mtu: mtu, device: device, client: options)
+        #expect(try await b.client.networks().count == 3)
+        try await b.client.provision(ssid: "Office", password: "s3cret")
+        #expect(try await b.client.outcome(within: .seconds(5)).state == .connected)
+        #expect(b.link.tapped.allSatisfy { $0.value.count <= mtu - 3 })
+        #expect(await b.client.isSecured)
+        await b.finish()
+    }
+
     @Test func aWrongPasswordEndsInConnectionFailed() async throws {
         let b = Bench()
         try await b.client.provision(ssid: "Home", password: "wrong")
