@@ -11,6 +11,18 @@ let targets: [Target] = [
         pkgConfig: "zlib",
         providers: [.apt(["zlib1g-dev"])]
     ),
+    // Debian's libdbus-1, for BlueZ (Bluetooth on Linux) over D-Bus.
+    .systemLibrary(
+        name: "CDBus",
+        pkgConfig: "dbus-1",
+        providers: [.apt(["libdbus-1-dev"])]
+    ),
+    // A small, safe Swift layer over libdbus: values, calls, signals, exported
+    // objects; one dispatch thread per connection, async calls.
+    .target(
+        name: "StarlingDBus",
+        dependencies: ["CDBus"]
+    ),
     // The bitchat wire format: bytes in, values out. No I/O, no keys.
     .target(
         name: "StarlingWire",
@@ -128,6 +140,10 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingWiFiSetTests",
         dependencies: ["StarlingWiFiSet", "StarlingCrypto", "StarlingWire"]
+    ),
+    .testTarget(
+        name: "StarlingDBusTests",
+        dependencies: ["StarlingDBus"]
     ),
     .testTarget(
         name: "StarlingNodeTests",

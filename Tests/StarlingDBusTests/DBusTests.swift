@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+@testable import StarlingDBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private dbus-daemon for one test, stopped at the end.
+final class PrivateBus {
+    let process = Process()
+    let address: String
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1",
+                             "--address=unix:path=\(directory.path)/bus"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice // never the test runner's own output
+        try process.run()
+        var line = [UInt8]()
+        while let b = try out.fileHandleForReading.read(upToCount: 1)?.first, b != 0x0A, line.count < 512 { line.append(b) }
+        address = String(decoding: line, as: UTF8.self)
+        guard address.hasPrefix("unix:") else { throw DBusError(name: "test", message: "dbus-daemon did not start") }
+    }
+
+    deinit {
+        let pid = process.processIdentifier
+        var status: Int32 = 0
+        kill(pid, SIGTERM)
+        var reaped = false
+        for _ in 0..<100 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) != 0
+            if !reaped { usleep(10_000) }
+        }
+        if !reaped {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Suite(.serialized) struct DBusTests {
+    static let everyType: [DBusValue] = [
+        .byte(0xFE), .bool(true), .bool(false), .int16(-2), .uint16(65_000), .int32(-70_000), .uint32(4_000_000_000),
+        .int64(-5_000_000_000), .uint64(18_000_000_000_000_000_000), .double(-1.5), .string("héllo ☕"), .objectPath("/org/bluez/hci0"),
+        .signature("a{sv}"), .variant(.uint16(517)), .bytes([0, 1, 2, 255]), .bytes([]), .strings(["a", "b"]),
+        .array(element: "(is)", [.structure([.int32(1), .string("x")])]),
+        .properties(["UUID": .string("f47b5e2d-4a9e-4c5a-9b3f-8e1d2c3a4b5c"), "Flags": .strings(["notify", "write"]),
+                     "Value": .bytes([9, 9])]),
+        .dictionary(key: "o", value: "a{sa{sv}}", [.init(.objectPath("/a"), .dictionary(key: "s", value: "a{sv}", [
+            .init(.string("org.bluez.GattService1"), .properties(["Primary": .bool(true)])),
+        ]))]),
+    ]
+
+    @Test func callsCarryEveryTypeAndErrorsComeBackNamed() async throws {
+        let bus = try PrivateBus()
+        let server = try DBusConnection(address: bus.address)
+        defer { server.close() }
+        let client = try DBusConnection(address: bus.address)
+        defer { client.close() }
+        #expect(server.uniqueName.hasPrefix(":") && server.uniqueName != client.uniqueName)
+        try await server.requestName("org.starling.Test")
+        try server.export("/org/starling/Echo") { call in
+            switch call.member {
+            case "Echo": .values(call.args)
+            case "Fail": .error(name: "org.starling.Error.Nope", message: "as asked")
+            default: .notHandled
+            }
+        }
+        let back = try await client.call("org.starling.Test", "/org/starling/Echo", "org.starling.Echo", "Echo", Self.everyType)
+        #expect(back == Self.everyType)
+        do {
+            _ = try await client.call("org.starling.Test", "/org/starling/Echo", "org.starling.Echo", "Fail")
+            Issue.record("no error")
+        } catch let e as DBusError {
+            #expect(e.name == "org.starling.Error.Nope" && e.message == "as asked")
+        }
+        do {
+            _ = try await client.call("org.starling.Test", "/org/starling/Echo", "org.starling.Echo", "Missing")
+            Issue.record("no error")
+        } catch let e as DBusError {
+            #expect(e.name == "org.freedesktop.DBus.Error.UnknownMethod")
+        }
+        do {
+            _ = try await client.call("org.starling.Nobody", "/", "org.starling.Echo", "Echo")
+            Issue.record("no error")
+        } catch let e as DBusError {
+            #expect(e.name == "org.freedesktop.DBus.Error.ServiceUnknown")
+        }
+    }
+
+    @Test func signalsArriveWhereAMatchAsksForThem() async throws {
+        let bus = try PrivateBus()
+        let server = try DBusConnection(address: bus.address)
+        defer { server.close() }
+        let client = try DBusConnection(address: bus.address)
+        defer { client.close() }
+        try await client.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        try server.emit("/org/bluez/hci0/dev_00/char0", "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                        [.string("org.bluez.GattCharacteristic1"), .properties(["Value": .bytes([1, 2, 3])]), .strings([])])
+        try server.emit("/x", "org.starling.Unwanted", "Noise", [])
+        let got = await withTaskGroup(of: DBusMessageInfo?.self) { group in
+            group.addTask { for await s in client.signals where s.member == "PropertiesChanged" { return s }; return nil }
+            group.addTask { try? await Task.sleep(for: .seconds(5)); return nil }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        let signal = try #require(got)
+        #expect(signal.path == "/org/bluez/hci0/dev_00/char0")
+        #expect(signal.args.first?.string == "org.bluez.GattCharacteristic1")
+        #expect(signal.args.dropFirst().first?.dictionary?["Value"]?.bytes == [1, 2, 3])
+        #expect(signal.sender == server.uniqueName)
+    }
+
+    @Test func aSubtreeAnswersForEveryPathBelowIt() async throws {
+        let bus = try PrivateBus()
+        let server = try DBusConnection(address: bus.address)
+        defer { server.close() }
+        let client = try DBusConnection(address: bus.address)
+        defer { client.close() }
+        try server.export("/app", subtree: true) { call in .values([.objectPath(call.path ?? "")]) }
+        for path in ["/app", "/app/service0", "/app/service0/char0"] {
+            let r = try await client.call(server.uniqueName, path, "org.starling.Where", "Am")
+            #expect(r == [.objectPath(path)])
+        }
+    }
+}
