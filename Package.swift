@@ -23,6 +23,11 @@ let targets: [Target] = [
         name: "StarlingDBus",
         dependencies: ["CDBus"]
     ),
+    // The BLE transport on Linux: BlueZ over D-Bus, both roles.
+    .target(
+        name: "StarlingBlueZ",
+        dependencies: ["StarlingDBus"]
+    ),
     // The bitchat wire format: bytes in, values out. No I/O, no keys.
     .target(
         name: "StarlingWire",
@@ -143,7 +148,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingDBusTests",
-        dependencies: ["StarlingDBus"]
+        dependencies: ["StarlingDBus", "StarlingBlueZ"]
     ),
     .testTarget(
         name: "StarlingNodeTests",

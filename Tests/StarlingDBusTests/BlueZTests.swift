@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import StarlingBlueZ
+@testable import StarlingDBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// bluezoo (a mock of BlueZ's D-Bus API) on a private bus, with virtual adapters.
+final class MockBlueZ {
+    let bus: PrivateBus
+    let process = Process()
+    let log: URL
+
+    init(adapters: Int) throws {
+        bus = try PrivateBus()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let exe = root.appendingPathComponent(".venv/bin/bluezoo")
+        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
+            throw DBusError(name: "test", message: "bluezoo is not installed: run scripts/install-deps --test")
+        }
+        process.executableURL = exe
+        process.arguments = ["--auto-enable", "--scan-interval", "1", "-v"]
+            + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
+        var env = ProcessInfo.processInfo.environment
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        process.environment = env
+        log = bus.directory.appendingPathComponent("bluezoo.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits until bluezoo shows `count` adapters.
+    func ready(_ connection: DBusConnection, count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            if let a = try? await BlueZ.adapters(connection), a.count >= count { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw DBusError(name: "test", message: "bluezoo did not come up:\n\(logText)")
+    }
+
+    deinit {
+        let pid = process.processIdentifier
+        var status: Int32 = 0
+        kill(pid, SIGTERM)
+        var reaped = false
+        for _ in 0..<100 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) != 0
+            if !reaped { usleep(10_000) }
+        }
+        if !reaped { kill(pid, SIGKILL); _ = waitpid(pid, &status, 0) }
+    }
+}
+
+@Suite(.serialized) struct BlueZTests {
+    static let service = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"
+    static let characteristic = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
+
+    @Test func aPeripheralAndACentralOnTwoAdaptersExchangeBytes() async throws {
+        let zoo = try MockBlueZ(adapters: 2)
+        let a = try DBusConnection(address: zoo.bus.address)
+        defer { a.close() }
+        let b = try DBusConnection(address: zoo.bus.address)
+        defer { b.close() }
+        try await zoo.ready(a, count: 2)
+        let adapters = try await BlueZ.adapters(a)
+        #expect(adapters.keys.sorted() == ["/org/bluez/hci0", "/org/bluez/hci1"])
+
+        let peripheral = BlueZPeripheral(bus: a, adapter: "/org/bluez/hci0", serviceUUID: Self.service, characteristicUUID: Self.characteristic)
+        try await peripheral.start()
+        let central = BlueZCentral(bus: b, adapter: "/org/bluez/hci1", serviceUUID: Self.service, characteristicUUID: Self.characteristic)
+        try await central.startDiscovery()
+        var found: [(path: String, address: String, rssi: Int?)] = []
+        let deadline = ContinuousClock.now + .seconds(15)
+        while found.isEmpty, ContinuousClock.now < deadline {
+            found = try await central.candidates()
+            if found.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        let device = try #require(found.first, "no device found:\n\(zoo.logText)")
+        #expect(device.address == "00:00:00:00:00:01")
+        await central.stopDiscovery()
+
+        let link: BlueZLink
+        do { link = try await central.connect(device.path) } catch {
+            Issue.record("\(error)\n\(zoo.logText)")
+            throw error
+        }
+        #expect(link.mtu >= 23)
+        try await link.write(Array("hello".utf8))
+        let written = await first(peripheral.writes, seconds: 5)
+        #expect(written?.bytes == Array("hello".utf8), "\(zoo.logText)")
+        #expect(written?.device.hasPrefix("/org/bluez/hci0/dev_") == true)
+
+        // Notifications reach the subscribed central.
+        let deadline2 = ContinuousClock.now + .seconds(5)
+        while !peripheral.isNotifying, ContinuousClock.now < deadline2 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(peripheral.isNotifying)
+        try peripheral.notify(Array("world".utf8))
+        let notified = await first(link.notifications, seconds: 5)
+        #expect(notified == Array("world".utf8), "\(zoo.logText)")
+        await link.disconnect()
+        await peripheral.stop()
+    }
+
+    func first<S: AsyncSequence & Sendable>(_ s: S, seconds: Double) async -> S.Element? where S.Element: Sendable {
+        await withTaskGroup(of: S.Element?.self) { group in
+            group.addTask { var it = s.makeAsyncIterator(); return try? await it.next() }
+            group.addTask { try? await Task.sleep(for: .seconds(seconds)); return nil }
+            let r = await group.next() ?? nil
+            group.cancelAll()
+            return r
+        }
+    }
+}
