@@ -85,7 +85,8 @@ let targets: [Target] = [
     // The node runtime: composes the layers; owns files, paths and sockets.
     .target(
         name: "StarlingNode",
-        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet", "StarlingTransport"]
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet", "StarlingTransport",
+                       "StarlingBlueZ", "StarlingDBus"]
     ),
     .executableTarget(
         name: "starling",
@@ -146,9 +147,15 @@ let targets: [Target] = [
         name: "StarlingWiFiSetTests",
         dependencies: ["StarlingWiFiSet", "StarlingCrypto", "StarlingWire"]
     ),
+    // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
+    .target(
+        name: "StarlingTestSupport",
+        dependencies: ["StarlingDBus", "StarlingBlueZ"],
+        path: "Tests/StarlingTestSupport"
+    ),
     .testTarget(
         name: "StarlingDBusTests",
-        dependencies: ["StarlingDBus", "StarlingBlueZ"]
+        dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingTestSupport"]
     ),
     .testTarget(
         name: "StarlingNodeTests",
@@ -157,7 +164,7 @@ let targets: [Target] = [
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
-        dependencies: ["starling"]
+        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ"]
     ),
 ]
 

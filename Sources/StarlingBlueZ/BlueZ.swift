@@ -44,9 +44,14 @@ public final class BlueZPeripheral: @unchecked Sendable {
     private let lock = NSLock()
     private var value: [UInt8] = []
     private var notifying = false
-    /// Values centrals wrote, with the device object that wrote each.
-    public let writes: AsyncStream<(device: String, bytes: [UInt8])>
-    private let writeContinuation: AsyncStream<(device: String, bytes: [UInt8])>.Continuation
+    /// Values centrals wrote: the device object that wrote each, and the MTU BlueZ reported.
+    public struct Write: Sendable {
+        public var device: String
+        public var bytes: [UInt8]
+        public var mtu: Int?
+    }
+    public let writes: AsyncStream<Write>
+    private let writeContinuation: AsyncStream<Write>.Continuation
 
     var servicePath: String { root + "/service0" }
     var characteristicPath: String { root + "/service0/char0" }
@@ -59,7 +64,7 @@ public final class BlueZPeripheral: @unchecked Sendable {
         self.serviceUUID = serviceUUID.lowercased()
         self.characteristicUUID = characteristicUUID.lowercased()
         self.root = root
-        (writes, writeContinuation) = AsyncStream.makeStream(of: (device: String, bytes: [UInt8]).self, bufferingPolicy: .bufferingNewest(1_024))
+        (writes, writeContinuation) = AsyncStream.makeStream(of: Write.self, bufferingPolicy: .bufferingNewest(1_024))
     }
 
     public var isNotifying: Bool { lock.withLock { notifying } }
@@ -140,8 +145,8 @@ public final class BlueZPeripheral: @unchecked Sendable {
             return .values([.bytes(lock.withLock { value })])
         case ("org.bluez.GattCharacteristic1", "WriteValue") where path == characteristicPath:
             guard let bytes = call.args.first?.bytes else { return .error(name: "org.bluez.Error.InvalidArguments", message: "value?") }
-            let device = call.args.dropFirst().first?.dictionary?["device"]?.string ?? ""
-            writeContinuation.yield((device, bytes))
+            let options = call.args.dropFirst().first?.dictionary
+            writeContinuation.yield(Write(device: options?["device"]?.string ?? "", bytes: bytes, mtu: options?["mtu"]?.int))
             return .values([])
         case ("org.bluez.GattCharacteristic1", "StartNotify") where path == characteristicPath:
             lock.withLock { notifying = true }

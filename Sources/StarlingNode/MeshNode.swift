@@ -5,6 +5,19 @@ import StarlingStately
 import StarlingTransport
 import StarlingWire
 
+/// Where a link goes: a UDP address, or a Bluetooth LE connection (named by
+/// the role and the device object BlueZ gives it).
+public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
+    case udp(UDPAddress)
+    case ble(String)
+    public var description: String {
+        switch self {
+        case let .udp(a): a.description
+        case let .ble(id): "ble " + id
+        }
+    }
+}
+
 /// A running node: the mesh router over the UDP transport, with this node's
 /// identity, signed announces, loopback discovery and the application events.
 public actor MeshNode {
@@ -39,13 +52,15 @@ public actor MeshNode {
         public var stateKey: StateKey = .broadcast
         public var powerMode: PowerMode?
         public var power: any PowerProvider = SysfsPowerProvider()
+        /// Bluetooth LE through BlueZ on this adapter (hci0 …); nil: no BLE.
+        public var bleAdapter: String?
         public init(nickname: String) { self.nickname = nickname }
     }
 
     public enum Event: Sendable {
         case started(port: UInt16, peerID: PeerID, nickname: String)
-        case linkUp(UDPAddress)
-        case linkDown(UDPAddress)
+        case linkUp(LinkAddress)
+        case linkDown(LinkAddress)
         /// A verified announce from a peer not seen before (or renamed).
         case peer(PeerID, nickname: String, hops: Int)
         case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64)
@@ -82,8 +97,9 @@ public actor MeshNode {
     private let socket: UDPSocket
     private let lanSocket: UDPSocket?
     private var router: MeshRouter
-    private var linkOf: [UDPAddress: LinkID] = [:]
-    private var addressOf: [LinkID: UDPAddress] = [:]
+    private var linkOf: [LinkAddress: LinkID] = [:]
+    private var addressOf: [LinkID: LinkAddress] = [:]
+    private var ble: BLETransport?
     /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
     private var watch = LinkWatch<LinkID>()
     /// Peers present (an announce within the last 60 s): the one record of them.
@@ -175,7 +191,17 @@ public actor MeshNode {
     public func run(until deadline: UInt64? = nil) async {
         running = true
         continuation.yield(.started(port: port, peerID: peerID, nickname: nickname))
-        for address in options.peers { _ = link(for: address) }
+        for address in options.peers { _ = link(for: .udp(address)) }
+        if let adapter = options.bleAdapter {
+            do {
+                let t = try BLETransport(adapter: adapter)
+                try await t.start()
+                ble = t
+            } catch {
+                continuation.yield(.rejected("Bluetooth: \(error)"))
+            }
+        }
+        let bleEvents = ble?.events
         let datagrams = socket.datagrams()
         let lanHellos = lanSocket?.datagrams()
         await withTaskGroup(of: Void.self) { group in
@@ -184,6 +210,14 @@ public actor MeshNode {
                     for await (from, bytes) in lanHellos where Discovery.isHello(bytes) {
                         guard let self else { return }
                         await self.handle(bytes, from: from)
+                    }
+                }
+            }
+            if let bleEvents {
+                group.addTask { [weak self] in
+                    for await event in bleEvents {
+                        guard let self else { return }
+                        await self.bleEvent(event)
                     }
                 }
             }
@@ -208,6 +242,7 @@ public actor MeshNode {
 
     public func stop() {
         running = false
+        if let ble { Task { await ble.stop() } }
         socket.close()
         lanSocket?.close()
     }
@@ -374,46 +409,51 @@ public actor MeshNode {
 
     // MARK: Internals
 
-    private func link(for address: UDPAddress) -> LinkID {
+    private func link(for address: LinkAddress, maxFrame: Int? = nil) -> LinkID {
         if let l = linkOf[address] { return l }
         let l = LinkID(nextLink)
         nextLink += 1
         linkOf[address] = l
         addressOf[l] = address
         watch.up(l, now: Self.now())
-        router.linkUp(l, maxFrame: options.maxFrame, now: Self.now())
+        router.linkUp(l, maxFrame: maxFrame ?? options.maxFrame, now: Self.now())
         performStately(stately.linkUp(l))
         continuation.yield(.linkUp(address))
         announce()
         return l
     }
 
-    private func handle(_ bytes: [UInt8], from address: UDPAddress) {
+    private func handle(_ bytes: [UInt8], from udp: UDPAddress) {
         guard running else { return }
+        let address = LinkAddress.udp(udp)
         switch Channel.of(bytes) {
         case .hello:
             guard let from = Discovery.parseHello(bytes), from != peerID else { return } // our own, looped back
             let l = link(for: address)
             watch.heard(l, now: Self.now())
-            return
         case .stately:
-            // A state from an address we have no link with starts one only when it is well formed.
-            let packet = Channel.statelyPacket(bytes)
-            let l: LinkID
-            if let known = linkOf[address] {
-                l = known
-            } else {
-                guard linkOf.count < options.maxLinks, (try? StatePacket(decoding: packet)) != nil else { return }
-                l = link(for: address)
-            }
-            watch.heard(l, now: Self.now())
-            performStately(stately.receive(packet, on: l, now: Self.now()))
-            return
+            receiveState(Channel.statelyPacket(bytes), from: address)
         case .bitchat:
-            break
+            receivePacket(bytes, from: address)
         }
-        // A bitchat packet from an address we have no link with yet starts one
-        // (any bitchat implementation can talk to us over UDP); junk does not.
+    }
+
+    /// A state packet: from an address we have no link with, it starts one only when well formed.
+    private func receiveState(_ packet: [UInt8], from address: LinkAddress) {
+        let l: LinkID
+        if let known = linkOf[address] {
+            l = known
+        } else {
+            guard linkOf.count < options.maxLinks, (try? StatePacket(decoding: packet)) != nil else { return }
+            l = link(for: address)
+        }
+        watch.heard(l, now: Self.now())
+        performStately(stately.receive(packet, on: l, now: Self.now()))
+    }
+
+    /// A bitchat packet from an address we have no link with yet starts one
+    /// (any bitchat implementation can talk to us); junk does not.
+    private func receivePacket(_ bytes: [UInt8], from address: LinkAddress) {
         let l: LinkID
         if let known = linkOf[address] {
             l = known
@@ -428,12 +468,49 @@ public actor MeshNode {
         perform(router.receive(bytes, on: l, now: Self.now()))
     }
 
+    private func bleEvent(_ event: BLETransport.Event) {
+        guard running else { return }
+        switch event {
+        case let .up(id, maxFrame):
+            _ = link(for: .ble(id), maxFrame: maxFrame)
+        case let .frame(id, bytes):
+            // Over BLE a state packet comes as it is (version 1, type 0x0A: no bitchat type).
+            if StatePacket.looksLike(bytes) { receiveState(bytes, from: .ble(id)) } else { receivePacket(bytes, from: .ble(id)) }
+        case let .down(id):
+            dropLink(.ble(id))
+        }
+    }
+
+    private func dropLink(_ a: LinkAddress) {
+        guard let l = linkOf.removeValue(forKey: a) else { return }
+        addressOf[l] = nil
+        router.linkDown(l)
+        stately.linkDown(l)
+        continuation.yield(.linkDown(a))
+    }
+
+    /// Sends on each link by its transport. Over BLE a state packet goes as it is.
+    private func send(_ bytes: [UInt8], stately: [UInt8]? = nil, on links: [LinkID]) {
+        var bleLinks: [String] = []
+        for l in links {
+            switch addressOf[l] {
+            case let .udp(a)?: socket.send(bytes, to: a)
+            case let .ble(id)?: bleLinks.append(id)
+            case nil: break
+            }
+        }
+        if !bleLinks.isEmpty, let ble {
+            let frame = stately ?? bytes
+            Task { await ble.send(frame, to: bleLinks) }
+        }
+    }
+
     private func performStately(_ actions: [StatelyEngine.Action]) {
         for action in actions {
             switch action {
             case let .transmit(bytes, links):
                 let datagram = Channel.stately(bytes)
-                for l in links { if let a = addressOf[l] { socket.send(datagram, to: a) } }
+                send(datagram, stately: bytes, on: links)
             case let .updated(state):
                 if !isBlocked(state.senderID) { continuation.yield(.state(state)) }
             case let .sos(state):
@@ -469,7 +546,7 @@ public actor MeshNode {
         for action in actions {
             switch action {
             case let .transmit(bytes, links):
-                for l in links { if let a = addressOf[l] { socket.send(bytes, to: a) } }
+                send(bytes, on: links)
             case let .deliver(packet, link, hops):
                 deliver(packet, link: link, hops: hops)
             case let .progress(sender, _, received, total):

@@ -20,6 +20,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, parsing: .singleValue,
             help: "A favourite's fingerprint (64 hex digits; repeatable), besides those /fav stored: messages for it are held while it is away.")
     var favorite: [String] = []
+    @Flag(help: "Also use Bluetooth LE (BlueZ over D-Bus): advertise, scan and link with nearby nodes and bitchat phones.")
+    var ble = false
+    @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
     @Option(help: "Stately group passphrase: broadcast and read only that group's states (default: the shared key everyone has).")
     var group: String?
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
@@ -38,6 +41,7 @@ struct NodeOptions: ParsableArguments {
         options.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.favorites = store.favorites()
+        if ble { options.bleAdapter = adapter }
         if let group { options.stateKey = try StateKey.group(passphrase: group) }
         if let powerMode {
             guard let mode = PowerMode(name: powerMode) else {

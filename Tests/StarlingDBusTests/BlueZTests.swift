@@ -2,61 +2,10 @@ import Foundation
 import Testing
 @testable import StarlingBlueZ
 @testable import StarlingDBus
+import StarlingTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// bluezoo (a mock of BlueZ's D-Bus API) on a private bus, with virtual adapters.
-final class MockBlueZ {
-    let bus: PrivateBus
-    let process = Process()
-    let log: URL
-
-    init(adapters: Int) throws {
-        bus = try PrivateBus()
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let exe = root.appendingPathComponent(".venv/bin/bluezoo")
-        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
-            throw DBusError(name: "test", message: "bluezoo is not installed: run scripts/install-deps --test")
-        }
-        process.executableURL = exe
-        process.arguments = ["--auto-enable", "--scan-interval", "1", "-v"]
-            + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
-        var env = ProcessInfo.processInfo.environment
-        env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
-        process.environment = env
-        log = bus.directory.appendingPathComponent("bluezoo.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-    }
-
-    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// Waits until bluezoo shows `count` adapters.
-    func ready(_ connection: DBusConnection, count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            if let a = try? await BlueZ.adapters(connection), a.count >= count { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw DBusError(name: "test", message: "bluezoo did not come up:\n\(logText)")
-    }
-
-    deinit {
-        let pid = process.processIdentifier
-        var status: Int32 = 0
-        kill(pid, SIGTERM)
-        var reaped = false
-        for _ in 0..<100 where !reaped {
-            reaped = waitpid(pid, &status, WNOHANG) != 0
-            if !reaped { usleep(10_000) }
-        }
-        if !reaped { kill(pid, SIGKILL); _ = waitpid(pid, &status, 0) }
-    }
-}
 
 @Suite(.serialized) struct BlueZTests {
     static let service = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"

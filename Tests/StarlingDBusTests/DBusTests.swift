@@ -1,48 +1,10 @@
 import Foundation
 import Testing
 @testable import StarlingDBus
+import StarlingTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A private dbus-daemon for one test, stopped at the end.
-final class PrivateBus {
-    let process = Process()
-    let address: String
-    let directory: URL
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1",
-                             "--address=unix:path=\(directory.path)/bus"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice // never the test runner's own output
-        try process.run()
-        var line = [UInt8]()
-        while let b = try out.fileHandleForReading.read(upToCount: 1)?.first, b != 0x0A, line.count < 512 { line.append(b) }
-        address = String(decoding: line, as: UTF8.self)
-        guard address.hasPrefix("unix:") else { throw DBusError(name: "test", message: "dbus-daemon did not start") }
-    }
-
-    deinit {
-        let pid = process.processIdentifier
-        var status: Int32 = 0
-        kill(pid, SIGTERM)
-        var reaped = false
-        for _ in 0..<100 where !reaped {
-            reaped = waitpid(pid, &status, WNOHANG) != 0
-            if !reaped { usleep(10_000) }
-        }
-        if !reaped {
-            kill(pid, SIGKILL)
-            _ = waitpid(pid, &status, 0)
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
 
 @Suite(.serialized) struct DBusTests {
     static let everyType: [DBusValue] = [

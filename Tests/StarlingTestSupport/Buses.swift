@@ -1,0 +1,100 @@
+import Foundation
+import StarlingBlueZ
+import StarlingDBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Shared by the test targets: a private D-Bus daemon, and bluezoo on it.
+
+/// A private dbus-daemon for one test, stopped at the end.
+public final class PrivateBus {
+    let process = Process()
+    public let address: String
+    public let directory: URL
+
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1",
+                             "--address=unix:path=\(directory.path)/bus"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice // never the test runner's own output
+        try process.run()
+        var line = [UInt8]()
+        while let b = try out.fileHandleForReading.read(upToCount: 1)?.first, b != 0x0A, line.count < 512 { line.append(b) }
+        address = String(decoding: line, as: UTF8.self)
+        guard address.hasPrefix("unix:") else { throw DBusError(name: "test", message: "dbus-daemon did not start") }
+    }
+
+    deinit {
+        let pid = process.processIdentifier
+        var status: Int32 = 0
+        kill(pid, SIGTERM)
+        var reaped = false
+        for _ in 0..<100 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) != 0
+            if !reaped { usleep(10_000) }
+        }
+        if !reaped {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// bluezoo (a mock of BlueZ's D-Bus API) on a private bus, with virtual adapters.
+public final class MockBlueZ {
+    public let bus: PrivateBus
+    let process = Process()
+    let log: URL
+
+    public init(adapters: Int) throws {
+        bus = try PrivateBus()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let exe = root.appendingPathComponent(".venv/bin/bluezoo")
+        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
+            throw DBusError(name: "test", message: "bluezoo is not installed: run scripts/install-deps --test")
+        }
+        process.executableURL = exe
+        process.arguments = ["--auto-enable", "--scan-interval", "1", "-v"]
+            + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
+        var env = ProcessInfo.processInfo.environment
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        process.environment = env
+        log = bus.directory.appendingPathComponent("bluezoo.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits until bluezoo shows `count` adapters.
+    public func ready(_ connection: DBusConnection, count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            if let a = try? await BlueZ.adapters(connection), a.count >= count { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw DBusError(name: "test", message: "bluezoo did not come up:\n\(logText)")
+    }
+
+    deinit {
+        let pid = process.processIdentifier
+        var status: Int32 = 0
+        kill(pid, SIGTERM)
+        var reaped = false
+        for _ in 0..<100 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) != 0
+            if !reaped { usleep(10_000) }
+        }
+        if !reaped { kill(pid, SIGKILL); _ = waitpid(pid, &status, 0) }
+    }
+}
+
