@@ -20,6 +20,8 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, parsing: .singleValue,
             help: "A favourite's fingerprint (64 hex digits; repeatable), besides those /fav stored: messages for it are held while it is away.")
     var favorite: [String] = []
+    @Option(help: ArgumentHelp("Seconds a private message is retried before it fails (favourites' are then held).", visibility: .hidden))
+    var retryBudget: Double?
     @Flag(help: "Also use Bluetooth LE (BlueZ over D-Bus): advertise, scan and link with nearby nodes and bitchat phones.")
     var ble = false
     @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
@@ -42,6 +44,13 @@ struct NodeOptions: ParsableArguments {
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.favorites = store.favorites()
         if ble { options.bleAdapter = adapter }
+        if let retryBudget {
+            // A shorter budget scales the backoff with it (for tests and measurements).
+            let budget = UInt64(max(0.1, retryBudget) * 1000)
+            options.retry.budget = budget
+            options.retry.firstRetry = min(2_000, max(50, budget / 5))
+            options.retry.maxInterval = min(60_000, max(100, budget / 2))
+        }
         if let group { options.stateKey = try StateKey.group(passphrase: group) }
         if let powerMode {
             guard let mode = PowerMode(name: powerMode) else {

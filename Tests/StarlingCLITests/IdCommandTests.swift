@@ -11,10 +11,10 @@ import Testing
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
-    @Test func createsOnceKeepsAcrossRunsWith0600() throws {
+    @Test func createsOnceKeepsAcrossRunsWith0600() async throws {
         let dir = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let first = try StarlingProcess.run(["id", "--data-dir", dir, "--name", "alice", "--json"])
+        let first = try await StarlingProcess.run(["id", "--data-dir", dir, "--name", "alice", "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         let a = try Self.json(first.stdout)
         #expect(a["created"] as? Bool == true)
@@ -25,36 +25,36 @@ import Testing
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/identity.key")[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
-        let second = try Self.json(try StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)
+        let second = try Self.json(try await StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)
         #expect(second["created"] as? Bool == false)
         #expect(second["fingerprint"] as? String == fingerprint)
 
-        let text = try StarlingProcess.run(["id", "--data-dir", dir])
+        let text = try await StarlingProcess.run(["id", "--data-dir", dir])
         #expect(text.stdout.contains("nickname:    alice"))
         #expect(text.stdout.contains("fingerprint: \(fingerprint.prefix(4)) "))
 
         // A nickname an announce cannot carry is refused, and the old one kept.
-        let long = try StarlingProcess.run(["id", "--data-dir", dir, "--name", String(repeating: "n", count: 256)])
+        let long = try await StarlingProcess.run(["id", "--data-dir", dir, "--name", String(repeating: "n", count: 256)])
         #expect(long.status != 0 && long.stderr.contains("1 to 255 bytes"))
-        #expect(try Self.json(try StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)["nickname"] as? String == "alice")
+        #expect(try Self.json(try await StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)["nickname"] as? String == "alice")
 
         // Readable by others: refused.
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir + "/identity.key")
-        let loose = try StarlingProcess.run(["id", "--data-dir", dir])
+        let loose = try await StarlingProcess.run(["id", "--data-dir", dir])
         #expect(loose.status != 0)
         #expect(loose.stderr.contains("chmod 600"))
     }
 
-    @Test func sealedKeyFileNeedsItsPassphrase() throws {
+    @Test func sealedKeyFileNeedsItsPassphrase() async throws {
         let dir = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let created = try StarlingProcess.run(["id", "--data-dir", dir, "--seal", "--json"],
+        let created = try await StarlingProcess.run(["id", "--data-dir", dir, "--seal", "--json"],
                                               environment: ["STARLING_PASSPHRASE": "river stone"])
         let a = try Self.json(created.stdout)
         #expect(a["sealed"] as? Bool == true)
-        let again = try StarlingProcess.run(["id", "--data-dir", dir, "--json"], environment: ["STARLING_PASSPHRASE": "river stone"])
+        let again = try await StarlingProcess.run(["id", "--data-dir", dir, "--json"], environment: ["STARLING_PASSPHRASE": "river stone"])
         #expect(try Self.json(again.stdout)["fingerprint"] as? String == a["fingerprint"] as? String)
-        let wrong = try StarlingProcess.run(["id", "--data-dir", dir], environment: ["STARLING_PASSPHRASE": "wrong"])
+        let wrong = try await StarlingProcess.run(["id", "--data-dir", dir], environment: ["STARLING_PASSPHRASE": "wrong"])
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("wrong passphrase"))
         let key = try Data(contentsOf: URL(fileURLWithPath: dir + "/identity.key"))

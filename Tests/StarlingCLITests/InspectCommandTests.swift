@@ -17,7 +17,9 @@ struct StarlingProcess {
             .deletingLastPathComponent().appendingPathComponent("starling")
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
+    /// Runs `starling` to the end. Async: waiting never holds a thread of the
+    /// shared pool that in-process async tests need.
+    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -33,15 +35,21 @@ struct StarlingProcess {
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
         // Not on end-of-file: that waits forever when another child holds a pipe.
-        let status = waitForExit(process, seconds: 60) ?? {
+        var status: Int32?
+        let deadline = Date().addingTimeInterval(60)
+        while status == nil, Date() < deadline {
+            status = waitForExit(process, seconds: 0)
+            if status == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        if status == nil {
             kill(process.processIdentifier, SIGKILL)
-            return -1
-        }()
+            status = -1
+        }
         // Let the handlers drain what the child wrote before it exited.
-        collected.settle()
+        await collected.settle()
         out.fileHandleForReading.readabilityHandler = nil
         err.fileHandleForReading.readabilityHandler = nil
-        return Result(status: status, stdout: collected.stdout, stderr: collected.stderr)
+        return Result(status: status ?? -1, stdout: collected.stdout, stderr: collected.stderr)
     }
 
     /// Waits for a child to exit, for at most `seconds`, and returns its exit
@@ -77,12 +85,12 @@ struct StarlingProcess {
         var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
         var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
         /// Returns once nothing new arrived for 100 ms (at most 2 s).
-        func settle() {
+        func settle() async {
             let start = Date(), end = start.addingTimeInterval(2)
             while Date() < end {
-                lock.lock(); let quiet = Date().timeIntervalSince(lastChange) > 0.1; lock.unlock()
+                let quiet = lock.withLock { Date().timeIntervalSince(lastChange) > 0.1 }
                 if quiet && Date().timeIntervalSince(start) > 0.1 { return }
-                Thread.sleep(forTimeInterval: 0.02)
+                try? await Task.sleep(for: .milliseconds(20))
             }
         }
     }
@@ -92,8 +100,8 @@ struct StarlingProcess {
     static let hello = "01 02 07 0000019aaaac2600 00 0005 a1b2c3d4e5f60718 68656c6c6f"
     static let helloHex = hello.replacingOccurrences(of: " ", with: "")
 
-    @Test func textOutputShowsEveryField() throws {
-        let r = try StarlingProcess.run(["inspect", Self.helloHex])
+    @Test func textOutputShowsEveryField() async throws {
+        let r = try await StarlingProcess.run(["inspect", Self.helloHex])
         #expect(r.status == 0)
         #expect(r.stdout.contains("type: 2 (message)"))
         #expect(r.stdout.contains("timestamp: 1763800000000 (2025-11-22T08:26:40.000Z)"))
@@ -102,8 +110,8 @@ struct StarlingProcess {
         #expect(r.stdout.contains("packetID: \"edc627a8bb30fbc405e2f403f7b946ce\""))
     }
 
-    @Test func jsonOutputParses() throws {
-        let r = try StarlingProcess.run(["inspect", "--json", Self.helloHex])
+    @Test func jsonOutputParses() async throws {
+        let r = try await StarlingProcess.run(["inspect", "--json", Self.helloHex])
         #expect(r.status == 0)
         let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
         let packet = try #require(object?["packet"] as? [String: Any])
@@ -112,8 +120,8 @@ struct StarlingProcess {
         #expect((packet["type"] as? [String: Any])?["note"] as? String == "message")
     }
 
-    @Test func readsStandardInputAndFiles() throws {
-        let viaStdin = try StarlingProcess.run(["inspect"], stdin: Data((Self.hello + "\n").utf8))
+    @Test func readsStandardInputAndFiles() async throws {
+        let viaStdin = try await StarlingProcess.run(["inspect"], stdin: Data((Self.hello + "\n").utf8))
         #expect(viaStdin.status == 0)
         #expect(viaStdin.stdout.contains("message: \"hello\""))
 
@@ -123,28 +131,28 @@ struct StarlingProcess {
         while !s.isEmpty { raw.append(UInt8(s.prefix(2), radix: 16)!); s = s.dropFirst(2) }
         try Data(raw).write(to: path)
         defer { try? FileManager.default.removeItem(at: path) }
-        let viaFile = try StarlingProcess.run(["inspect", "--binary", "--file", path.path])
+        let viaFile = try await StarlingProcess.run(["inspect", "--binary", "--file", path.path])
         #expect(viaFile.status == 0)
         #expect(viaFile.stdout.contains("message: \"hello\""))
     }
 
-    @Test func malformedInputNamesFieldAndOffset() throws {
-        let r = try StarlingProcess.run(["inspect", String(Self.helloHex.prefix(40))])
+    @Test func malformedInputNamesFieldAndOffset() async throws {
+        let r = try await StarlingProcess.run(["inspect", String(Self.helloHex.prefix(40))])
         #expect(r.status == 1)
         #expect(r.stderr.contains("senderID at byte 14: truncated: needs 8 bytes, 6 available"))
         #expect(r.stdout.isEmpty)
 
-        let badVersion = try StarlingProcess.run(["inspect", "09" + Self.helloHex.dropFirst(2)])
+        let badVersion = try await StarlingProcess.run(["inspect", "09" + Self.helloHex.dropFirst(2)])
         #expect(badVersion.status == 1)
         #expect(badVersion.stderr.contains("version at byte 0: unsupported version 9"))
 
-        let notHex = try StarlingProcess.run(["inspect", "01zz"])
+        let notHex = try await StarlingProcess.run(["inspect", "01zz"])
         #expect(notHex.status != 0)
         #expect(notHex.stderr.contains("not hexadecimal"))
     }
 
-    @Test func noisePlaintext() throws {
-        let r = try StarlingProcess.run(["inspect", "--noise-plaintext", "--json", "0100046d2d303101026869"])
+    @Test func noisePlaintext() async throws {
+        let r = try await StarlingProcess.run(["inspect", "--noise-plaintext", "--json", "0100046d2d303101026869"])
         #expect(r.status == 0)
         let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
         let payload = try #require(object?["noisePayload"] as? [String: Any])

@@ -272,6 +272,55 @@ final class LiveProcess: @unchecked Sendable {
         #expect(carol.events.filter { $0["text"] as? String == "during the outage" }.count == 1)
     }
 
+    /// Carol's identity, made ahead: her data directory and fingerprint.
+    static func identity() async throws -> (dataDir: String, fingerprint: String) {
+        let dir = dataDir()
+        let r = try await StarlingProcess.run(["id", "--json", "--data-dir", dir])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        return (dir, try #require(object["fingerprint"] as? String))
+    }
+
+    @Test func aMessageForAnAbsentFavouriteIsHeldAndDeliveredWhenSheReturns() async throws {
+        let carol = try await Self.identity()
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", Self.dataDir(), "--favorite", carol.fingerprint, "--retry-budget", "1"])
+        defer { alice.stop() }
+        #expect(await alice.waitForText("you are alice"))
+        let alicePort = try #require(alice.text.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let carol1 = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--announce-interval", "1",
+                                      "--data-dir", carol.dataDir, "--peer", "127.0.0.1:\(alicePort)", "--duration", "30"])
+        let carolPort = try await Self.port(of: carol1)
+        #expect(await alice.waitForText("carol joined"), "\(alice.text)")
+        carol1.stop()                                               // she goes, without a word
+        alice.type("/msg carol while you were away")
+        #expect(await alice.waitForText("held until they are back", seconds: 10), "\(alice.text)")
+        #expect(!alice.text.contains("failed"))
+        let carol2 = try LiveProcess(["listen", "--no-discovery", "--port", String(carolPort), "--json", "--name", "carol",
+                                      "--announce-interval", "1", "--data-dir", carol.dataDir, "--peer", "127.0.0.1:\(alicePort)",
+                                      "--duration", "30"])
+        defer { carol2.stop() }
+        let got = await carol2.waitFor(seconds: 20) { $0["event"] as? String == "privateMessage" }
+        #expect(got?["text"] as? String == "while you were away", "carol:\n\(carol2.text)\nalice:\n\(alice.text)")
+        #expect(await alice.waitForText("to carol: delivered", seconds: 10), "\(alice.text)")
+    }
+
+    @Test func aMessageForSomeoneElseFailsAtTheEndOfItsBudgetAndSaysSo() async throws {
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", Self.dataDir(), "--retry-budget", "1"])
+        defer { alice.stop() }
+        #expect(await alice.waitForText("you are alice"))
+        let alicePort = try #require(alice.text.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let dave = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "dave", "--announce-interval", "1",
+                                    "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(alicePort)", "--duration", "30"])
+        #expect(await alice.waitForText("dave joined"), "\(alice.text)")
+        dave.stop()
+        let start = Date()
+        alice.type("/msg dave are you there")
+        #expect(await alice.waitForText("to dave: failed (not delivered)", seconds: 10), "\(alice.text)")
+        #expect(Date().timeIntervalSince(start) >= 1.0)             // not before the budget
+        #expect(!alice.text.contains("held"))
+    }
+
     @Test func fileOf100KiBCrossesTheLineIntact() async throws {
         let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 
 @Suite struct SimCommandTests {
-    @Test func jsonHasEveryPolicyFloodingAndTheCDS() throws {
-        let r = try StarlingProcess.run(["sim", "--nodes", "60", "--degree", "8", "--broadcasts", "5", "--ttl", "32", "--json"])
+    @Test func jsonHasEveryPolicyFloodingAndTheCDS() async throws {
+        let r = try await StarlingProcess.run(["sim", "--nodes", "60", "--degree", "8", "--broadcasts", "5", "--ttl", "32", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let topology = try #require(object["topology"] as? [String: Any])
@@ -20,10 +20,10 @@ import Testing
         #expect((flooding["deliveryMean"] as? Double ?? 0) > 0.9)
     }
 
-    @Test func textTableAndPlot() throws {
+    @Test func textTableAndPlot() async throws {
         let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-sim-\(getpid()).svg")
         defer { try? FileManager.default.removeItem(at: plot) }
-        let r = try StarlingProcess.run(["sim", "--topology", "grid", "--nodes", "36", "--broadcasts", "3",
+        let r = try await StarlingProcess.run(["sim", "--topology", "grid", "--nodes", "36", "--broadcasts", "3",
                                          "--policy", "backbone", "--plot", plot.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("grid: 36 nodes"))
@@ -33,8 +33,8 @@ import Testing
         #expect(svg.hasPrefix("<svg") && svg.contains("polyline") && svg.contains("backbone"))
     }
 
-    @Test func privateScenarioReportsRoutesAndDelivery() throws {
-        let r = try StarlingProcess.run(["sim", "--scenario", "private", "--nodes", "40", "--messages", "40",
+    @Test func privateScenarioReportsRoutesAndDelivery() async throws {
+        let r = try await StarlingProcess.run(["sim", "--scenario", "private", "--nodes", "40", "--messages", "40",
                                          "--loss", "0.1", "--churn", "0.05", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -48,15 +48,15 @@ import Testing
         #expect((delivery["delivered"] as? Int ?? 0) + (delivery["failed"] as? Int ?? 0) == 40)
     }
 
-    @Test func partitionScenarioConverges() throws {
-        let r = try StarlingProcess.run(["sim", "--scenario", "partition", "--nodes", "80", "--messages", "4"])
+    @Test func partitionScenarioConverges() async throws {
+        let r = try await StarlingProcess.run(["sim", "--scenario", "partition", "--nodes", "80", "--messages", "4"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("every node holds every message"))
         #expect(r.stdout.contains("B/node/interval"))
     }
 
-    @Test func badArgumentsAreRefused() throws {
-        let r = try StarlingProcess.run(["sim", "--policy", "nonsense"])
+    @Test func badArgumentsAreRefused() async throws {
+        let r = try await StarlingProcess.run(["sim", "--policy", "nonsense"])
         #expect(r.status != 0)
         #expect(r.stderr.contains("unknown policy"))
     }

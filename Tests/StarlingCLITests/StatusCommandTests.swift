@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func badStatesAreRefused() async throws {
-        let r = try StarlingProcess.run(["status", "set", "dancing", "--no-discovery"])
+        let r = try await StarlingProcess.run(["status", "set", "dancing", "--no-discovery"])
         #expect(r.status != 0)
         #expect(r.stderr.contains("unknown state dancing"))
     }

@@ -27,24 +27,24 @@ import Testing
         let (device, port, store) = try Self.device(["--secure-only", "--pop", "K7QF2M9X"])
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "pop" }?["code"] as? String == "K7QF2M9X")
-        let scan = try StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:\(port)"])
+        let scan = try await StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:\(port)"])
         #expect(scan.status == 0, "\(scan.stderr)")
         let lines = scan.stdout.split(separator: "\n")
         #expect(lines.count == 3)
         #expect(lines.first?.contains("▂▄▆█  Home") == true)          // strongest first, four bars
         #expect(lines.last?.contains("Café") == true && lines.last?.contains("▂ ") == true)
 
-        let clear = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+        let clear = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
                                              "--password", "correct horse"])
         #expect(clear.status == 1)
         #expect(clear.stdout.contains("securedSessionRequired"), "\(clear.stdout)")
 
-        let wrongCode = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+        let wrongCode = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
                                                  "--password", "correct horse", "--pop", "K7QF2M9Y"])
         #expect(wrongCode.status == 1)
         #expect(wrongCode.stdout.contains("secured mode failed"), "\(wrongCode.stdout)")
 
-        let ok = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+        let ok = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
                                           "--pop", "K7QF2M9X", "--json"], environment: ["STARLING_WIFI_PASSWORD": "correct horse"])
         #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
         #expect(ok.stdout.contains(#""secured":true"#))
@@ -60,10 +60,10 @@ import Testing
         let (device, port, _) = try Self.device([])
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "started" } != nil)
-        let r = try StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess"])
+        let r = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess"])
         #expect(r.status == 1)
         #expect(r.stdout.contains("connection to Office failed"), "\(r.stdout)")
-        let none = try StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:1"])
+        let none = try await StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:1"])
         #expect(none.status != 0)
         #expect(none.stderr.contains("no WiFiSet device answered"))
     }
