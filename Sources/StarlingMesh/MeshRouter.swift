@@ -126,6 +126,12 @@ public struct MeshRouter: Sendable {
         return peerLinked(peer, on: link, now: now)
     }
 
+    /// A link's largest frame changed (BLE: a smaller MTU joined a shared notification).
+    public mutating func setMaxFrame(_ link: LinkID, _ maxFrame: Int?) {
+        guard neighborhood.links[link] != nil else { return }
+        frameLimits[link] = maxFrame
+    }
+
     public mutating func linkDown(_ link: LinkID) {
         neighborhood.remove(link)
         frameLimits[link] = nil

@@ -17,6 +17,9 @@ public final class BLETransport: @unchecked Sendable {
     public enum Event: Sendable {
         /// A link, and the largest frame it carries (ATT MTU − 3).
         case up(String, maxFrame: Int)
+        /// Links whose largest frame changed: every peripheral-role link gets the
+        /// same notifications, so all are sized for the smallest MTU among them.
+        case resized([String], maxFrame: Int)
         case frame(String, [UInt8])
         case down(String)
     }
@@ -37,13 +40,20 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     public let adapter: String
+    /// When set, only these device addresses are linked (an operator's
+    /// allow-list; tests use it to make lines out of adapters that all hear each other).
+    public var allowed: Set<String>?
     private let bus: DBusConnection
     private let adapterPath: String
     private var peripheral: BlueZPeripheral?
     private var central: BlueZCentral?
     private let lock = NSLock()
     private var centralLinks: [String: BlueZLink] = [:]
-    private var peripheralLinks: Set<String> = []
+    private var peripheralLinks: [String: Int] = [:]
+    /// Between two frames sent back to back (BLE controllers drop bursts).
+    public var pacing: Duration = .milliseconds(20)
+    private let outbox: AsyncStream<([UInt8], [String])>
+    private let outboxContinuation: AsyncStream<([UInt8], [String])>.Continuation
     private var tasks: [Task<Void, Never>] = []
     private var ownAddress = ""
     public let events: AsyncStream<Event>
@@ -54,6 +64,7 @@ public final class BLETransport: @unchecked Sendable {
         adapterPath = adapter.hasPrefix("/") ? adapter : "/org/bluez/" + adapter
         do { bus = try DBusConnection(address: busAddress) } catch { throw Failure.noBus("\(error)") }
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(4_096))
+        (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String]).self, bufferingPolicy: .bufferingNewest(4_096))
     }
 
     /// Checks the adapter, registers the peripheral, starts scanning.
@@ -74,10 +85,15 @@ public final class BLETransport: @unchecked Sendable {
         tasks.append(Task { [weak self] in
             for await w in p.writes {
                 guard let self else { return }
-                let id = "p:" + w.device
-                let new = self.lock.withLock { self.peripheralLinks.insert(id).inserted }
-                if new { self.continuation.yield(.up(id, maxFrame: max(20, (w.mtu ?? 23) - 3))) }
-                self.continuation.yield(.frame(id, w.bytes))
+                self.peripheralWrite(w)
+            }
+        })
+        tasks.append(Task { [weak self] in
+            guard let outbox = self?.outbox else { return }
+            for await (bytes, ids) in outbox {
+                guard let self else { return }
+                await self.transmit(bytes, to: ids)
+                try? await Task.sleep(for: self.pacing)
             }
         })
         tasks.append(Task { [weak self] in
@@ -88,12 +104,37 @@ public final class BLETransport: @unchecked Sendable {
         })
     }
 
+    /// "…/dev_00_11_22_33_44_55" → "00:11:22:33:44:55".
+    static func address(ofDevice path: String) -> String {
+        let last = path.split(separator: "/").last.map(String.init) ?? ""
+        return last.hasPrefix("dev_") ? String(last.dropFirst(4)).replacingOccurrences(of: "_", with: ":") : ""
+    }
+
+    private func isAllowed(_ address: String) -> Bool { allowed.map { $0.contains(address.uppercased()) } ?? true }
+
+    private func peripheralWrite(_ w: BlueZPeripheral.Write) {
+        guard isAllowed(Self.address(ofDevice: w.device)) else { return }
+        let id = "p:" + w.device
+        let frame = max(20, (w.mtu ?? 23) - 3)
+        let (new, before, after, all) = lock.withLock { () -> (Bool, Int?, Int, [String]) in
+            let before = peripheralLinks.values.min()
+            let new = peripheralLinks[id] == nil
+            if new { peripheralLinks[id] = frame }
+            return (new, before, peripheralLinks.values.min()!, Array(peripheralLinks.keys).sorted())
+        }
+        if new {
+            continuation.yield(.up(id, maxFrame: after))
+            if let before, after < before { continuation.yield(.resized(all.filter { $0 != id }, maxFrame: after)) }
+        }
+        continuation.yield(.frame(id, w.bytes))
+    }
+
     /// Connects to devices that offer the service, are not linked yet, and
     /// whose address is above ours (the other of two Starling nodes connects
     /// to us instead).
     private func connectNewPeers() async {
         guard let central, let found = try? await central.candidates() else { return }
-        for d in found where d.address > ownAddress {
+        for d in found where d.address > ownAddress && isAllowed(d.address) {
             let id = "c:" + d.path
             guard lock.withLock({ centralLinks[id] == nil }) else { continue }
             guard let link = try? await central.connect(d.path, timeout: .seconds(5)) else { continue }
@@ -107,9 +148,14 @@ public final class BLETransport: @unchecked Sendable {
         }
     }
 
-    /// Sends one frame on links: a write to each central-role link; one
-    /// notification for all peripheral-role links (BlueZ notifies every subscriber).
-    public func send(_ bytes: [UInt8], to ids: [String]) async {
+    /// Queues one frame for links; frames go out in order, `pacing` apart.
+    public func send(_ bytes: [UInt8], to ids: [String]) {
+        outboxContinuation.yield((bytes, ids))
+    }
+
+    /// A write to each central-role link; one notification for all
+    /// peripheral-role links (BlueZ notifies every subscriber).
+    private func transmit(_ bytes: [UInt8], to ids: [String]) async {
         var notify = false
         for id in ids {
             if id.hasPrefix("p:") { notify = true; continue }
@@ -119,6 +165,7 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     public func stop() async {
+        outboxContinuation.finish()
         for t in tasks { t.cancel() }
         for link in lock.withLock({ Array(centralLinks.values) }) { await link.disconnect() }
         await central?.stopDiscovery()

@@ -54,6 +54,8 @@ public actor MeshNode {
         public var power: any PowerProvider = SysfsPowerProvider()
         /// Bluetooth LE through BlueZ on this adapter (hci0 …); nil: no BLE.
         public var bleAdapter: String?
+        /// Only these Bluetooth addresses are linked (nil: any).
+        public var bleAllowed: Set<String>?
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -195,6 +197,7 @@ public actor MeshNode {
         if let adapter = options.bleAdapter {
             do {
                 let t = try BLETransport(adapter: adapter)
+                t.allowed = options.bleAllowed
                 try await t.start()
                 ble = t
             } catch {
@@ -476,6 +479,8 @@ public actor MeshNode {
         case let .frame(id, bytes):
             // Over BLE a state packet comes as it is (version 1, type 0x0A: no bitchat type).
             if StatePacket.looksLike(bytes) { receiveState(bytes, from: .ble(id)) } else { receivePacket(bytes, from: .ble(id)) }
+        case let .resized(ids, maxFrame):
+            for id in ids { if let l = linkOf[.ble(id)] { router.setMaxFrame(l, maxFrame) } }
         case let .down(id):
             dropLink(.ble(id))
         }
@@ -500,8 +505,7 @@ public actor MeshNode {
             }
         }
         if !bleLinks.isEmpty, let ble {
-            let frame = stately ?? bytes
-            Task { await ble.send(frame, to: bleLinks) }
+            ble.send(stately ?? bytes, to: bleLinks)
         }
     }
 

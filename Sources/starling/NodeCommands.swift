@@ -25,6 +25,7 @@ struct NodeOptions: ParsableArguments {
     @Flag(help: "Also use Bluetooth LE (BlueZ over D-Bus): advertise, scan and link with nearby nodes and bitchat phones.")
     var ble = false
     @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
+    @Option(help: "Link only these Bluetooth addresses (comma-separated), e.g. to pin a topology.") var bleOnly: String?
     @Option(help: "Stately group passphrase: broadcast and read only that group's states (default: the shared key everyone has).")
     var group: String?
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
@@ -44,6 +45,7 @@ struct NodeOptions: ParsableArguments {
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.favorites = store.favorites()
         if ble { options.bleAdapter = adapter }
+        if let bleOnly { options.bleAllowed = Set(bleOnly.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }) }
         if let retryBudget {
             // A shorter budget scales the backoff with it (for tests and measurements).
             let budget = UInt64(max(0.1, retryBudget) * 1000)

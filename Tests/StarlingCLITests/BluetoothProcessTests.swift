@@ -38,6 +38,33 @@ import Testing
         #expect(await bob.waitForExit(seconds: 15) == 0)
     }
 
+    @Test func aLineOfThreeAdaptersRelaysThroughTheMiddle() async throws {
+        let zoo = try MockBlueZ(adapters: 3)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        try await zoo.ready(probe, count: 3)
+        probe.close()
+        func listen(_ name: String, _ adapter: String, only: String) throws -> LiveProcess {
+            try Self.node(["listen", "--ble", "--adapter", adapter, "--ble-only", only, "--no-discovery", "--port", "0", "--json",
+                           "--name", name, "--duration", "40", "--announce-interval", "1", "--data-dir", MeshProcessTests.dataDir()],
+                          bus: zoo.bus.address)
+        }
+        // All three adapters hear each other; the allow-lists make a line A – B – C.
+        let bob = try listen("bob", "hci1", only: "00:00:00:00:00:01,00:00:00:00:00:03")
+        defer { bob.stop() }
+        let carol = try listen("carol", "hci2", only: "00:00:00:00:00:02")
+        defer { carol.stop() }
+        #expect(await bob.waitFor(seconds: 20) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil,
+                "bob:\n\(bob.text)\ncarol:\n\(carol.text)")
+        let alice = try Self.node(["send", "--ble", "--adapter", "hci0", "--ble-only", "00:00:00:00:00:02", "--no-discovery",
+                                   "--port", "0", "--json", "--name", "alice", "--data-dir", MeshProcessTests.dataDir(),
+                                   "--wait", "20", "--linger", "2", "--public", "along the line"], bus: zoo.bus.address)
+        defer { alice.stop() }
+        let got = await carol.waitFor(seconds: 30) { $0["event"] as? String == "message" }
+        #expect(got?["text"] as? String == "along the line", "carol:\n\(carol.text)\nbob:\n\(bob.text)\nalice:\n\(alice.text)")
+        #expect(got?["hops"] as? Int == 2)                   // relayed by bob
+        #expect(!carol.events.contains { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" && $0["hops"] as? Int == 1 })
+    }
+
     @Test func noAdapterIsSaidPlainly() async throws {
         let zoo = try MockBlueZ(adapters: 1)
         let probe = try DBusConnection(address: zoo.bus.address)
