@@ -164,7 +164,7 @@ let targets: [Target] = [
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
-        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ"]
+        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingWire"]
     ),
 ]
 

@@ -1,10 +1,17 @@
 import Foundation
+import StarlingBlueZ
 import StarlingDBus
 import StarlingTestSupport
+import StarlingWire
 import Testing
 
 /// `starling --ble` processes on virtual Bluetooth adapters (bluezoo on a
 /// private D-Bus the test starts and stops).
+enum BLEIDs {
+    static let service = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"
+    static let characteristic = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
+}
+
 @Suite(.serialized) struct BluetoothProcessTests {
     static func node(_ arguments: [String], bus: String) throws -> LiveProcess {
         let p = LiveProcess.unstarted([StarlingProcess.executable.path] + arguments)
@@ -63,6 +70,41 @@ import Testing
         #expect(got?["text"] as? String == "along the line", "carol:\n\(carol.text)\nbob:\n\(bob.text)\nalice:\n\(alice.text)")
         #expect(got?["hops"] as? Int == 2)                   // relayed by bob
         #expect(!carol.events.contains { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" && $0["hops"] as? Int == 1 })
+    }
+
+    @Test func aPeerWritingGarbageDoesNotStopTheNode() async throws {
+        let zoo = try MockBlueZ(adapters: 2)
+        let bus = try DBusConnection(address: zoo.bus.address)
+        defer { bus.close() }
+        try await zoo.ready(bus, count: 2)
+        let node = try Self.node(["listen", "--ble", "--adapter", "hci1", "--no-discovery", "--port", "0", "--json",
+                                  "--name", "target", "--duration", "40", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
+        defer { node.stop() }
+        #expect(await node.waitFor { $0["event"] as? String == "started" } != nil)
+        // The test is the attacker: a central on hci0.
+        let central = BlueZCentral(bus: bus, adapter: "/org/bluez/hci0", serviceUUID: BLEIDs.service, characteristicUUID: BLEIDs.characteristic)
+        try await central.startDiscovery()
+        var found: [(path: String, address: String, rssi: Int?)] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while found.isEmpty, ContinuousClock.now < deadline {
+            found = try await central.candidates()
+            if found.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        let device = try #require(found.first, "\(zoo.logText.suffix(2000))")
+        let link = try await central.connect(device.path)
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<200 {
+            let junk = (0..<Int.random(in: 0...180, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            try await link.write(i % 3 == 0 ? [1, 1, 7] + junk : junk)
+        }
+        // Then something real: a public message from a made-up sender.
+        let hello = Packet(type: .message, ttl: 3, timestamp: UInt64(Date().timeIntervalSince1970 * 1000),
+                           senderID: PeerID(rawValue: 0xBAD0_600D_0000_0001), payload: Array("still listening?".utf8))
+        try await link.write(try hello.encoded())
+        let got = await node.waitFor(seconds: 15) { $0["event"] as? String == "message" }
+        #expect(got?["text"] as? String == "still listening?", "\(node.text)")
+        #expect(node.process.isRunning)
+        await link.disconnect()
     }
 
     @Test func noAdapterIsSaidPlainly() async throws {
