@@ -32,53 +32,88 @@ public enum BlueZ {
     }
 }
 
-/// This node as a BLE peripheral: a GATT application with the service and its
-/// characteristic (notify, write, write without response, read), and an LE
-/// advertisement of the service UUID with no local name.
+/// A characteristic of a service this node serves: its UUID and GATT flags.
+public struct GATTCharacteristicSpec: Hashable, Sendable {
+    public var uuid: String
+    public var flags: [String]
+    public init(uuid: String, flags: [String]) {
+        self.uuid = uuid.lowercased()
+        self.flags = flags
+    }
+}
+
+/// This node as a BLE peripheral: a GATT application with one service and its
+/// characteristics, and (optionally) an LE advertisement of the service UUID
+/// with no local name. The mesh serves one characteristic (notify, write,
+/// write without response, read); WiFiSet serves three.
 public final class BlueZPeripheral: @unchecked Sendable {
     public let adapter: String
     public let serviceUUID: String
-    public let characteristicUUID: String
+    public let characteristics: [GATTCharacteristicSpec]
     public let root: String
+    public let advertise: Bool
     private let bus: DBusConnection
     private let lock = NSLock()
-    private var value: [UInt8] = []
-    private var notifying = false
-    /// Values centrals wrote: the device object that wrote each, and the MTU BlueZ reported.
+    private var values: [String: [UInt8]] = [:]
+    private var notifying: Set<String> = []
+
+    /// Values centrals wrote: the device object that wrote each, the
+    /// characteristic, and the MTU BlueZ reported.
     public struct Write: Sendable {
         public var device: String
+        public var characteristic: String
         public var bytes: [UInt8]
         public var mtu: Int?
     }
-    public let writes: AsyncStream<Write>
-    private let writeContinuation: AsyncStream<Write>.Continuation
+    public enum Event: Sendable {
+        case write(Write)
+        /// A central turned notifications on (or off) for a characteristic.
+        case subscribed(String)
+        case unsubscribed(String)
+    }
+    public let events: AsyncStream<Event>
+    private let eventContinuation: AsyncStream<Event>.Continuation
+
+    /// Writes only (the mesh's view of ``events``).
+    public var writes: AsyncCompactMapSequence<AsyncStream<Event>, Write> {
+        events.compactMap { if case let .write(w) = $0 { w } else { nil } }
+    }
 
     var servicePath: String { root + "/service0" }
-    var characteristicPath: String { root + "/service0/char0" }
+    func path(of index: Int) -> String { root + "/service0/char\(index)" }
     var advertisementPath: String { root + "/advertisement0" }
 
-    public init(bus: DBusConnection, adapter: String, serviceUUID: String, characteristicUUID: String,
-                root: String = "/org/starling/ble") {
+    public init(bus: DBusConnection, adapter: String, serviceUUID: String, characteristics: [GATTCharacteristicSpec],
+                root: String = "/org/starling/ble", advertise: Bool = true) {
         self.bus = bus
         self.adapter = adapter
         self.serviceUUID = serviceUUID.lowercased()
-        self.characteristicUUID = characteristicUUID.lowercased()
+        self.characteristics = characteristics
         self.root = root
-        (writes, writeContinuation) = AsyncStream.makeStream(of: Write.self, bufferingPolicy: .bufferingNewest(1_024))
+        self.advertise = advertise
+        (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1_024))
     }
 
-    public var isNotifying: Bool { lock.withLock { notifying } }
+    /// The mesh's service: one characteristic for everything.
+    public convenience init(bus: DBusConnection, adapter: String, serviceUUID: String, characteristicUUID: String,
+                            root: String = "/org/starling/ble") {
+        self.init(bus: bus, adapter: adapter, serviceUUID: serviceUUID,
+                  characteristics: [.init(uuid: characteristicUUID, flags: ["read", "write", "write-without-response", "notify"])],
+                  root: root)
+    }
+
+    public var isNotifying: Bool { lock.withLock { !notifying.isEmpty } }
 
     func serviceProperties() -> [String: DBusValue] {
         // Only GattService1's documented properties (strict clients refuse others).
         ["UUID": .string(serviceUUID), "Primary": .bool(true), "Handle": .uint16(0x000C)]
     }
 
-    func characteristicProperties() -> [String: DBusValue] {
-        lock.withLock {
-            ["UUID": .string(characteristicUUID), "Service": .objectPath(servicePath), "Value": .bytes(value),
-             "Notifying": .bool(notifying), "Flags": .strings(["read", "write", "write-without-response", "notify"]),
-             "Handle": .uint16(0x0010)]
+    func characteristicProperties(_ i: Int) -> [String: DBusValue] {
+        let c = characteristics[i]
+        return lock.withLock {
+            ["UUID": .string(c.uuid), "Service": .objectPath(servicePath), "Value": .bytes(values[c.uuid] ?? []),
+             "Notifying": .bool(notifying.contains(c.uuid)), "Flags": .strings(c.flags), "Handle": .uint16(UInt16(0x0010 + 2 * i))]
         }
     }
 
@@ -94,41 +129,49 @@ public final class BlueZPeripheral: @unchecked Sendable {
         }
         _ = try await bus.call(BlueZ.bus, adapter, "org.bluez.GattManager1", "RegisterApplication",
                                [.objectPath(root), .properties([:])])
-        _ = try await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
-                               [.objectPath(advertisementPath), .properties([:])])
+        if advertise {
+            _ = try await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+                                   [.objectPath(advertisementPath), .properties([:])])
+        }
     }
 
     public func stop() async {
-        _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(advertisementPath)])
+        if advertise {
+            _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(advertisementPath)])
+        }
         _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
         bus.unexport(root)
-        writeContinuation.finish()
+        eventContinuation.finish()
     }
 
     /// Notifies every subscribed central (BlueZ sends a notification to each).
-    public func notify(_ bytes: [UInt8]) throws {
-        lock.withLock { value = bytes }
-        try bus.emit(characteristicPath, BlueZ.properties, "PropertiesChanged",
+    public func notify(_ bytes: [UInt8], on uuid: String? = nil) throws {
+        let u = (uuid ?? characteristics[0].uuid).lowercased()
+        guard let i = characteristics.firstIndex(where: { $0.uuid == u }) else { return }
+        lock.withLock { values[u] = bytes }
+        try bus.emit(path(of: i), BlueZ.properties, "PropertiesChanged",
                      [.string("org.bluez.GattCharacteristic1"), .properties(["Value": .bytes(bytes)]), .strings([])])
     }
 
+    private func index(of path: String) -> Int? {
+        characteristics.indices.first { self.path(of: $0) == path }
+    }
+
     private func props(of path: String, _ interface: String) -> [String: DBusValue]? {
-        switch (path, interface) {
-        case (servicePath, "org.bluez.GattService1"): serviceProperties()
-        case (characteristicPath, "org.bluez.GattCharacteristic1"): characteristicProperties()
-        case (advertisementPath, "org.bluez.LEAdvertisement1"): advertisementProperties()
-        default: nil
-        }
+        if path == servicePath, interface == "org.bluez.GattService1" { return serviceProperties() }
+        if path == advertisementPath, interface == "org.bluez.LEAdvertisement1" { return advertisementProperties() }
+        if interface == "org.bluez.GattCharacteristic1", let i = index(of: path) { return characteristicProperties(i) }
+        return nil
     }
 
     private func handle(_ call: DBusMessageInfo) -> DBusReply {
         let path = call.path ?? ""
         switch (call.interface, call.member) {
         case (BlueZ.objectManager, "GetManagedObjects") where path == root:
-            let objects: [(String, String, [String: DBusValue])] = [
-                (servicePath, "org.bluez.GattService1", serviceProperties()),
-                (characteristicPath, "org.bluez.GattCharacteristic1", characteristicProperties()),
-            ]
+            var objects: [(String, String, [String: DBusValue])] = [(servicePath, "org.bluez.GattService1", serviceProperties())]
+            for i in characteristics.indices {
+                objects.append((self.path(of: i), "org.bluez.GattCharacteristic1", characteristicProperties(i)))
+            }
             return .values([.dictionary(key: "o", value: "a{sa{sv}}", objects.map { p, i, props in
                 .init(.objectPath(p), .dictionary(key: "s", value: "a{sv}", [.init(.string(i), .properties(props))]))
             })])
@@ -141,20 +184,32 @@ public final class BlueZPeripheral: @unchecked Sendable {
                 return .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
             }
             return .values([.variant(v)])
-        case ("org.bluez.GattCharacteristic1", "ReadValue") where path == characteristicPath:
-            return .values([.bytes(lock.withLock { value })])
-        case ("org.bluez.GattCharacteristic1", "WriteValue") where path == characteristicPath:
-            guard let bytes = call.args.first?.bytes else { return .error(name: "org.bluez.Error.InvalidArguments", message: "value?") }
-            let options = call.args.dropFirst().first?.dictionary
-            writeContinuation.yield(Write(device: options?["device"]?.string ?? "", bytes: bytes, mtu: options?["mtu"]?.int))
-            return .values([])
-        case ("org.bluez.GattCharacteristic1", "StartNotify") where path == characteristicPath:
-            lock.withLock { notifying = true }
-            return .values([])
-        case ("org.bluez.GattCharacteristic1", "StopNotify") where path == characteristicPath:
-            lock.withLock { notifying = false }
-            return .values([])
-        case ("org.bluez.GattCharacteristic1", "Confirm"), ("org.bluez.LEAdvertisement1", "Release"):
+        case ("org.bluez.GattCharacteristic1", let member?):
+            guard let i = index(of: path) else { return .notHandled }
+            let uuid = characteristics[i].uuid
+            switch member {
+            case "ReadValue":
+                return .values([.bytes(lock.withLock { values[uuid] ?? [] })])
+            case "WriteValue":
+                guard let bytes = call.args.first?.bytes else { return .error(name: "org.bluez.Error.InvalidArguments", message: "value?") }
+                let options = call.args.dropFirst().first?.dictionary
+                eventContinuation.yield(.write(Write(device: options?["device"]?.string ?? "", characteristic: uuid, bytes: bytes,
+                                                     mtu: options?["mtu"]?.int)))
+                return .values([])
+            case "StartNotify":
+                lock.withLock { _ = notifying.insert(uuid) }
+                eventContinuation.yield(.subscribed(uuid))
+                return .values([])
+            case "StopNotify":
+                lock.withLock { _ = notifying.remove(uuid) }
+                eventContinuation.yield(.unsubscribed(uuid))
+                return .values([])
+            case "Confirm":
+                return .values([])
+            default:
+                return .notHandled
+            }
+        case ("org.bluez.LEAdvertisement1", "Release"):
             return .values([])
         default:
             return .notHandled
@@ -164,14 +219,14 @@ public final class BlueZPeripheral: @unchecked Sendable {
 
 /// This node as a BLE central: finds devices that offer the service (filtered
 /// here, not by BlueZ's UUID filter, which has crashed bluetoothd 5.87),
-/// connects, subscribes, writes without response.
+/// connects, subscribes, writes.
 public final class BlueZCentral: @unchecked Sendable {
     public let adapter: String
     public let serviceUUID: String
     public let characteristicUUID: String
     private let bus: DBusConnection
 
-    public init(bus: DBusConnection, adapter: String, serviceUUID: String, characteristicUUID: String) {
+    public init(bus: DBusConnection, adapter: String, serviceUUID: String, characteristicUUID: String = "") {
         self.bus = bus
         self.adapter = adapter
         self.serviceUUID = serviceUUID.lowercased()
@@ -196,49 +251,75 @@ public final class BlueZCentral: @unchecked Sendable {
         }.sorted { $0.path < $1.path }
     }
 
-    /// Connects to a device, finds the characteristic once services resolve,
-    /// and subscribes to its notifications.
-    public func connect(_ device: String, timeout: Duration = .seconds(10)) async throws -> BlueZLink {
+    /// Connects and finds the characteristics (by UUID) once services resolve.
+    public func connectGATT(_ device: String, characteristics uuids: [String], timeout: Duration = .seconds(10)) async throws -> BlueZDevice {
         try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='\(BlueZ.properties)',member='PropertiesChanged',path_namespace='\(device)'")
         _ = try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Connect", timeout: timeout)
+        let wanted = Set(uuids.map { $0.lowercased() })
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let objects = try await BlueZ.objects(bus)
-            if let (path, _) = objects.first(where: { p, ifaces in
-                p.hasPrefix(device + "/") && ifaces["org.bluez.GattCharacteristic1"]?["UUID"]?.string?.lowercased() == characteristicUUID
-            }) {
-                let mtu = objects[path]?["org.bluez.GattCharacteristic1"]?["MTU"]?.int ?? 23
-                let link = BlueZLink(bus: bus, device: device, characteristic: path, mtu: mtu)
-                _ = try await bus.call(BlueZ.bus, path, "org.bluez.GattCharacteristic1", "StartNotify")
-                return link
+            var found: [String: String] = [:]
+            var mtu = 23
+            for (p, ifaces) in objects where p.hasPrefix(device + "/") {
+                if let c = ifaces["org.bluez.GattCharacteristic1"], let u = c["UUID"]?.string?.lowercased(), wanted.contains(u) {
+                    found[u] = p
+                    mtu = max(mtu, c["MTU"]?.int ?? 23)
+                }
             }
+            if found.count == wanted.count { return BlueZDevice(bus: bus, device: device, characteristics: found, mtu: mtu) }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw DBusError(name: "org.starling.Error.Timeout", message: "no \(characteristicUUID) characteristic on \(device)")
+        throw DBusError(name: "org.starling.Error.Timeout", message: "the characteristics \(uuids) did not appear on \(device)")
+    }
+
+    /// The mesh's link: connect, find the one characteristic, subscribe.
+    public func connect(_ device: String, timeout: Duration = .seconds(10)) async throws -> BlueZLink {
+        let d = try await connectGATT(device, characteristics: [characteristicUUID], timeout: timeout)
+        try await d.subscribe(characteristicUUID)
+        return BlueZLink(device: d, characteristic: characteristicUUID)
     }
 }
 
-/// One connection to a peripheral: write without response, notifications in.
-public final class BlueZLink: @unchecked Sendable {
+/// A connected GATT server: its characteristics by UUID.
+public final class BlueZDevice: @unchecked Sendable {
     public let device: String
-    public let characteristic: String
     /// The ATT MTU BlueZ reports (a value carries MTU − 3 bytes).
     public let mtu: Int
-    private let bus: DBusConnection
-    public let notifications: AsyncStream<[UInt8]>
+    let bus: DBusConnection
+    let paths: [String: String]
 
-    init(bus: DBusConnection, device: String, characteristic: String, mtu: Int) {
+    init(bus: DBusConnection, device: String, characteristics: [String: String], mtu: Int) {
         self.bus = bus
         self.device = device
-        self.characteristic = characteristic
+        self.paths = characteristics
         self.mtu = mtu
-        let path = characteristic
+    }
+
+    func path(_ uuid: String) throws -> String {
+        guard let p = paths[uuid.lowercased()] else { throw DBusError(name: "org.starling.Error.NoCharacteristic", message: uuid) }
+        return p
+    }
+
+    public func subscribe(_ uuid: String) async throws {
+        _ = try await bus.call(BlueZ.bus, try path(uuid), "org.bluez.GattCharacteristic1", "StartNotify")
+    }
+
+    /// Writes a value; `withResponse` false is a write command (no response).
+    public func write(_ bytes: [UInt8], to uuid: String, withResponse: Bool = false) async throws {
+        _ = try await bus.call(BlueZ.bus, try path(uuid), "org.bluez.GattCharacteristic1", "WriteValue",
+                               [.bytes(bytes), .properties(["type": .string(withResponse ? "request" : "command")])])
+    }
+
+    /// Notified values, with the characteristic's UUID.
+    public var notifications: AsyncStream<(String, [UInt8])> {
+        let byPath = Dictionary(uniqueKeysWithValues: paths.map { ($0.value, $0.key) })
         let signals = bus.signals
-        notifications = AsyncStream { continuation in
+        return AsyncStream { continuation in
             let task = Task {
-                for await s in signals where s.path == path && s.member == "PropertiesChanged"
-                    && s.args.first?.string == "org.bluez.GattCharacteristic1" {
-                    if let v = s.args.dropFirst().first?.dictionary?["Value"]?.bytes { continuation.yield(v) }
+                for await s in signals where s.member == "PropertiesChanged" && s.args.first?.string == "org.bluez.GattCharacteristic1" {
+                    guard let path = s.path, let uuid = byPath[path], let v = s.args.dropFirst().first?.dictionary?["Value"]?.bytes else { continue }
+                    continuation.yield((uuid, v))
                 }
                 continuation.finish()
             }
@@ -246,13 +327,34 @@ public final class BlueZLink: @unchecked Sendable {
         }
     }
 
-    public func write(_ bytes: [UInt8]) async throws {
-        _ = try await bus.call(BlueZ.bus, characteristic, "org.bluez.GattCharacteristic1", "WriteValue",
-                               [.bytes(bytes), .properties(["type": .string("command")])])
-    }
-
     public func disconnect() async {
-        _ = try? await bus.call(BlueZ.bus, characteristic, "org.bluez.GattCharacteristic1", "StopNotify")
+        for p in paths.values { _ = try? await bus.call(BlueZ.bus, p, "org.bluez.GattCharacteristic1", "StopNotify") }
         _ = try? await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect")
     }
+}
+
+/// One connection to a peripheral for the mesh: write without response, notifications in.
+public final class BlueZLink: @unchecked Sendable {
+    public let gatt: BlueZDevice
+    public let characteristic: String
+    public var device: String { gatt.device }
+    public var mtu: Int { gatt.mtu }
+    public let notifications: AsyncStream<[UInt8]>
+
+    init(device: BlueZDevice, characteristic: String) {
+        gatt = device
+        self.characteristic = characteristic
+        let all = device.notifications
+        notifications = AsyncStream { continuation in
+            let task = Task {
+                for await (_, v) in all { continuation.yield(v) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) async throws { try await gatt.write(bytes, to: characteristic) }
+
+    public func disconnect() async { await gatt.disconnect() }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StarlingDBus
 import StarlingNode
 import StarlingTransport
 import StarlingWiFiSet
@@ -31,6 +32,8 @@ struct WiFi: AsyncParsableCommand {
         @Option(help: "The networks the device sees: JSON {\"networks\": [{\"ssid\", \"rssi\", \"security\", \"channel\", \"password\"}]}.")
         var networks: String
         @Option(help: "UDP port on 127.0.0.1.") var port: UInt16 = WiFi.defaultPort
+        @Flag(help: "Serve over Bluetooth LE (BlueZ) as a GATT peripheral instead of the loopback link.") var ble = false
+        @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
         @Option(help: "Largest ATT MTU the device accepts (23–517).") var mtu = 512
         @Flag(help: "Do not cut long messages into several notifications (as a v1 device that cannot).") var noChunking = false
         @Flag(help: "Offer secured mode, with a proof-of-possession code shown here.") var secure = false
@@ -59,13 +62,33 @@ struct WiFi: AsyncParsableCommand {
             if secure || secureOnly || pop != nil { config.security = secureOnly ? .required(pop: code) : .optional(pop: code) }
             let storeURL = store.map { URL(fileURLWithPath: $0) }
                 ?? DataDirectory(explicit: dataDir).file("wifi-credentials.json")
-            let peripheral = try GATTOverUDP.Peripheral(port: port, maxMTU: mtu)
-            let emulator = WiFiSetEmulator(peripheral: peripheral, environment: environment,
+            let link: any WiFiSetPeripheral
+            let whereText: String
+            var close: @Sendable () async -> Void
+            var bleBus: DBusConnection?
+            if ble {
+                let bus: DBusConnection
+                do { bus = try DBusConnection(address: DBusConnection.systemBusAddress) } catch {
+                    throw ValidationError("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
+                }
+                let p = WiFiSetOverBLE.Peripheral(bus: bus, adapter: adapter, mtu: mtu)
+                do { try await p.start() } catch { throw ValidationError("Bluetooth adapter \(adapter): \(error)") }
+                link = p
+                bleBus = bus
+                whereText = "Bluetooth LE on \(adapter)"
+                close = { await p.stop() }
+            } else {
+                let p = try GATTOverUDP.Peripheral(port: port, maxMTU: mtu)
+                link = p
+                whereText = "127.0.0.1:\(p.port)"
+                close = { p.close() }
+            }
+            let emulator = WiFiSetEmulator(peripheral: link, environment: environment,
                                            store: FileCredentialStore(url: storeURL), configuration: config)
             let out = Printer(json: json)
-            out.emit(["event": "started", "port": Int(peripheral.port), "service": WiFiSetGATT.serviceUUID,
+            out.emit(["event": "started", "at": whereText, "service": WiFiSetGATT.serviceUUID,
                       "networks": environment.networks.count, "secured": config.security != .none],
-                     "* WiFiSet device on 127.0.0.1:\(peripheral.port) (service \(WiFiSetGATT.serviceUUID)), \(environment.networks.count) networks around")
+                     "* WiFiSet device on \(whereText) (service \(WiFiSetGATT.serviceUUID)), \(environment.networks.count) networks around")
             if let p = config.security.popShown {
                 out.emit(["event": "pop", "code": p], "* proof of possession: \(p)\(secureOnly ? " (required)" : "")")
             }
@@ -92,9 +115,10 @@ struct WiFi: AsyncParsableCommand {
                 } else {
                     await group.next()
                 }
-                peripheral.close()
+                await close()
                 group.cancelAll()
             }
+            bleBus?.close()
         }
 
         static func randomCode() -> String {
@@ -115,6 +139,8 @@ struct WiFi: AsyncParsableCommand {
 
     struct ClientOptions: ParsableArguments {
         @Option(help: "The device's HOST:PORT.") var device = "127.0.0.1:\(WiFi.defaultPort)"
+        @Flag(help: "Find the device over Bluetooth LE (BlueZ) instead of the loopback link.") var ble = false
+        @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
         @Option(help: "ATT MTU to ask for (23–517).") var mtu = 512
         @Flag(help: "Never cut a message into several writes (a device that cannot take chunks).") var noChunking = false
         @Option(help: "The device's proof-of-possession code: use secured mode.") var pop: String?
@@ -127,8 +153,19 @@ struct WiFi: AsyncParsableCommand {
         }
 
         func connect() async throws -> WiFiSetClient {
-            guard let address = UDPAddress(device) else { throw ValidationError("--device \(device): expected HOST:PORT with an IPv4 host") }
-            let central = try await GATTOverUDP.Central.connect(to: address, mtu: mtu)
+            let central: any WiFiSetCentral
+            if ble {
+                let bus: DBusConnection
+                do { bus = try DBusConnection(address: DBusConnection.systemBusAddress) } catch {
+                    throw ValidationError("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
+                }
+                do { central = try await WiFiSetOverBLE.Central.connect(bus: bus, adapter: adapter) } catch {
+                    throw ValidationError("\(error)")
+                }
+            } else {
+                guard let address = UDPAddress(device) else { throw ValidationError("--device \(device): expected HOST:PORT with an IPv4 host") }
+                central = try await GATTOverUDP.Central.connect(to: address, mtu: mtu)
+            }
             var o = WiFiSetClient.Options()
             o.chunking = !noChunking
             if let pop { o.security = requireSecure ? .required(pop: pop) : .preferred(pop: pop) }

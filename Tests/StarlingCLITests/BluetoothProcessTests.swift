@@ -107,6 +107,44 @@ enum BLEIDs {
         await link.disconnect()
     }
 
+    @Test func wifiSetProvisioningOverGATT() async throws {
+        let zoo = try MockBlueZ(adapters: 2)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        try await zoo.ready(probe, count: 2)
+        probe.close()
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("wifi-\(UUID().uuidString).json").path
+        let device = try Self.node(["wifi", "device", "--ble", "--adapter", "hci0", "--networks", try WiFiCommandTests.networksFile(),
+                                    "--store", store, "--secure", "--pop", "K7QF2M9X", "--duration", "40", "--json"], bus: zoo.bus.address)
+        defer { device.stop() }
+        #expect(await device.waitFor { $0["event"] as? String == "pop" } != nil, "\(device.text)")
+        let env = ["DBUS_SYSTEM_BUS_ADDRESS": zoo.bus.address]
+        // One connection per bluezoo run: it keeps a device's GATT objects after a
+        // disconnection and fails the next Connect (so no scan first here).
+        let ok = try await StarlingProcess.run(["wifi", "provision", "--ble", "--adapter", "hci1", "--ssid", "Home", "--password", "correct horse",
+                                                "--pop", "K7QF2M9X", "--json"], environment: env)
+        #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
+        #expect(ok.stdout.contains(#""secured":true"#) && ok.stdout.contains(#""state":"connected""#))
+        #expect(await device.waitFor { $0["event"] as? String == "status" && $0["state"] as? String == "connected" } != nil)
+    }
+
+    @Test func wifiSetScanOverGATT() async throws {
+        let zoo = try MockBlueZ(adapters: 2)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        try await zoo.ready(probe, count: 2)
+        probe.close()
+        let device = try Self.node(["wifi", "device", "--ble", "--adapter", "hci0", "--networks", try WiFiCommandTests.networksFile(),
+                                    "--duration", "40", "--json"], bus: zoo.bus.address)
+        defer { device.stop() }
+        #expect(await device.waitFor { $0["event"] as? String == "started" } != nil, "\(device.text)")
+        let scan = try await StarlingProcess.run(["wifi", "scan", "--ble", "--adapter", "hci1", "--json"],
+                                                 environment: ["DBUS_SYSTEM_BUS_ADDRESS": zoo.bus.address])
+        #expect(scan.status == 0, "\(scan.stdout)\(scan.stderr)")
+        let ssids = scan.stdout.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["ssid"] as? String
+        }
+        #expect(ssids == ["Home", "Office", "Café"])
+    }
+
     @Test func noAdapterIsSaidPlainly() async throws {
         let zoo = try MockBlueZ(adapters: 1)
         let probe = try DBusConnection(address: zoo.bus.address)
