@@ -40,6 +40,13 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     public let adapter: String
+    /// Links at most (a phone holds 6–8; the power mode's link budget).
+    public var maxLinks = 8
+    /// Devices heard weaker than this are not connected to (dBm).
+    public var minRSSI = -90
+    /// Scanning runs this share of each 10 s window (the power mode's duty cycle).
+    public var scanDutyCycle = 1.0
+    private var failures: [String: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
     /// When set, only these device addresses are linked (an operator's
     /// allow-list; tests use it to make lines out of adapters that all hear each other).
     public var allowed: Set<String>?
@@ -97,8 +104,19 @@ public final class BLETransport: @unchecked Sendable {
             }
         })
         tasks.append(Task { [weak self] in
+            var scanning = true
+            var windowStart = ContinuousClock.now
             while !Task.isCancelled {
-                await self?.connectNewPeers()
+                guard let self else { return }
+                // Duty-cycled scanning: on for the duty share of each 10 s window.
+                let into = ContinuousClock.now - windowStart
+                if into >= .seconds(10) { windowStart = .now }
+                let on = into < .seconds(10) * self.scanDutyCycle || self.scanDutyCycle >= 1
+                if on != scanning {
+                    scanning = on
+                    if on { try? await c.startDiscovery() } else { await c.stopDiscovery() }
+                }
+                await self.connectNewPeers()
                 try? await Task.sleep(for: .seconds(1))
             }
         })
@@ -132,13 +150,26 @@ public final class BLETransport: @unchecked Sendable {
     /// Connects to devices that offer the service, are not linked yet, and
     /// whose address is above ours (the other of two Starling nodes connects
     /// to us instead).
+    public var linkCount: Int { lock.withLock { centralLinks.count + peripheralLinks.count } }
+
     private func connectNewPeers() async {
         guard let central, let found = try? await central.candidates() else { return }
-        for d in found where d.address > ownAddress && isAllowed(d.address) {
+        for d in found where d.address > ownAddress && isAllowed(d.address) && (d.rssi ?? 0) >= minRSSI {
             let id = "c:" + d.path
-            guard lock.withLock({ centralLinks[id] == nil }) else { continue }
-            guard let link = try? await central.connect(d.path, timeout: .seconds(5)) else { continue }
-            lock.withLock { centralLinks[id] = link }
+            guard lock.withLock({ centralLinks[id] == nil }), linkCount < maxLinks else { continue }
+            // A device that failed waits 2, 4, 8 … 60 s before the next attempt.
+            if let f = lock.withLock({ failures[id] }), ContinuousClock.now < f.retryAt { continue }
+            guard let link = try? await central.connect(d.path, timeout: .seconds(5)) else {
+                lock.withLock {
+                    let n = (failures[id]?.count ?? 0) + 1
+                    failures[id] = (n, .now + .seconds(min(60, 1 << min(n, 6))))
+                }
+                continue
+            }
+            lock.withLock {
+                failures[id] = nil
+                centralLinks[id] = link
+            }
             continuation.yield(.up(id, maxFrame: max(20, link.mtu - 3)))
             tasks.append(Task { [weak self] in
                 for await bytes in link.notifications { self?.continuation.yield(.frame(id, bytes)) }
@@ -146,6 +177,16 @@ public final class BLETransport: @unchecked Sendable {
                 self?.continuation.yield(.down(id))
             })
         }
+    }
+
+    /// Ends a link (a peer that never announced, or misbehaved).
+    public func disconnect(_ id: String) async {
+        if let link = lock.withLock({ centralLinks.removeValue(forKey: id) }) {
+            await link.disconnect()
+        } else if id.hasPrefix("p:"), lock.withLock({ peripheralLinks.removeValue(forKey: id) }) != nil {
+            _ = try? await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect")
+        }
+        continuation.yield(.down(id))
     }
 
     /// Queues one frame for links; frames go out in order, `pacing` apart.

@@ -198,6 +198,9 @@ public actor MeshNode {
             do {
                 let t = try BLETransport(adapter: adapter)
                 t.allowed = options.bleAllowed
+                let mode = stately.powerMode
+                t.maxLinks = mode.linkBudget
+                t.scanDutyCycle = mode.scanDutyCycle
                 try await t.start()
                 ble = t
             } catch {
@@ -729,6 +732,8 @@ public actor MeshNode {
                 if let a = addressOf.removeValue(forKey: l) {
                     linkOf[a] = nil
                     continuation.yield(.linkDown(a))
+                    // A Bluetooth peer that never announced, or went silent: let it go.
+                    if case let .ble(id) = a, let ble { Task { await ble.disconnect(id) } }
                 }
                 router.linkDown(l)
                 stately.linkDown(l)

@@ -156,4 +156,17 @@ enum BLEIDs {
         let rejected = await p.waitFor(seconds: 10) { $0["event"] as? String == "rejected" }
         #expect((rejected?["reason"] as? String)?.contains("no Bluetooth adapter hci7; there is hci0") == true, "\(p.text)")
     }
+
+    @Test func anAdapterThatIsOffIsSaidPlainly() async throws {
+        let zoo = try MockBlueZ(adapters: 1, poweredOn: false)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        try await zoo.ready(probe, count: 1)
+        probe.close()
+        let p = try Self.node(["listen", "--ble", "--no-discovery", "--port", "0", "--json",
+                               "--name", "x", "--duration", "3", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
+        defer { p.stop() }
+        let rejected = await p.waitFor(seconds: 10) { $0["event"] as? String == "rejected" }
+        #expect((rejected?["reason"] as? String)?.contains("hci0 is off") == true, "\(p.text)")
+        #expect(await p.waitForExit(seconds: 10) == 0)            // it still runs its other links, then stops on time
+    }
 }

@@ -52,7 +52,7 @@ public final class MockBlueZ {
     let process = Process()
     let log: URL
 
-    public init(adapters: Int) throws {
+    public init(adapters: Int, poweredOn: Bool = true) throws {
         bus = try PrivateBus()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let exe = root.appendingPathComponent(".venv/bin/bluezoo")
@@ -60,7 +60,7 @@ public final class MockBlueZ {
             throw DBusError(name: "test", message: "bluezoo is not installed: run scripts/install-deps --test")
         }
         process.executableURL = exe
-        process.arguments = ["--auto-enable", "--scan-interval", "1", "-v"]
+        process.arguments = (poweredOn ? ["--auto-enable"] : []) + ["--scan-interval", "1", "-v"]
             + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
         var env = ProcessInfo.processInfo.environment
         env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
