@@ -251,23 +251,27 @@ public final class BlueZCentral: @unchecked Sendable {
         }.sorted { $0.path < $1.path }
     }
 
-    /// Connects and finds the characteristics (by UUID) once services resolve.
-    public func connectGATT(_ device: String, characteristics uuids: [String], timeout: Duration = .seconds(10)) async throws -> BlueZDevice {
+    /// Connects and finds the characteristics (by UUID) once services resolve;
+    /// `optional` ones are taken when the device has them (a bitchat phone has
+    /// no Stately characteristic).
+    public func connectGATT(_ device: String, characteristics uuids: [String], optional: [String] = [],
+                            timeout: Duration = .seconds(10)) async throws -> BlueZDevice {
         try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='\(BlueZ.properties)',member='PropertiesChanged',path_namespace='\(device)'")
         _ = try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Connect", timeout: timeout)
         let wanted = Set(uuids.map { $0.lowercased() })
+        let welcome = wanted.union(optional.map { $0.lowercased() })
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let objects = try await BlueZ.objects(bus)
             var found: [String: String] = [:]
             var mtu = 23
             for (p, ifaces) in objects where p.hasPrefix(device + "/") {
-                if let c = ifaces["org.bluez.GattCharacteristic1"], let u = c["UUID"]?.string?.lowercased(), wanted.contains(u) {
+                if let c = ifaces["org.bluez.GattCharacteristic1"], let u = c["UUID"]?.string?.lowercased(), welcome.contains(u) {
                     found[u] = p
                     mtu = max(mtu, c["MTU"]?.int ?? 23)
                 }
             }
-            if found.count == wanted.count { return BlueZDevice(bus: bus, device: device, characteristics: found, mtu: mtu) }
+            if wanted.isSubset(of: found.keys) { return BlueZDevice(bus: bus, device: device, characteristics: found, mtu: mtu) }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw DBusError(name: "org.starling.Error.Timeout", message: "the characteristics \(uuids) did not appear on \(device)")
@@ -295,6 +299,8 @@ public final class BlueZDevice: @unchecked Sendable {
         self.paths = characteristics
         self.mtu = mtu
     }
+
+    public func has(_ uuid: String) -> Bool { paths[uuid.lowercased()] != nil }
 
     func path(_ uuid: String) throws -> String {
         guard let p = paths[uuid.lowercased()] else { throw DBusError(name: "org.starling.Error.NoCharacteristic", message: uuid) }

@@ -13,6 +13,16 @@ import StarlingDBus
 public final class BLETransport: @unchecked Sendable {
     public static let serviceUUID = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"
     public static let characteristicUUID = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
+    /// Stately's own characteristic in the same service (docs/PROTOCOL.md).
+    public static let statelyUUID = "53544154-4553-4C5A-9B3F-8E1D2C3A4B5C"
+
+    /// Which characteristic a frame travels on.
+    public enum Channel: Hashable, Sendable {
+        case mesh
+        case stately
+        var uuid: String { self == .mesh ? BLETransport.characteristicUUID.lowercased() : BLETransport.statelyUUID.lowercased() }
+        init(uuid: String) { self = uuid.lowercased() == BLETransport.statelyUUID.lowercased() ? .stately : .mesh }
+    }
 
     public enum Event: Sendable {
         /// A link, and the largest frame it carries (ATT MTU − 3).
@@ -20,7 +30,7 @@ public final class BLETransport: @unchecked Sendable {
         /// Links whose largest frame changed: every peripheral-role link gets the
         /// same notifications, so all are sized for the smallest MTU among them.
         case resized([String], maxFrame: Int)
-        case frame(String, [UInt8])
+        case frame(String, [UInt8], Channel)
         case down(String)
     }
 
@@ -55,12 +65,12 @@ public final class BLETransport: @unchecked Sendable {
     private var peripheral: BlueZPeripheral?
     private var central: BlueZCentral?
     private let lock = NSLock()
-    private var centralLinks: [String: BlueZLink] = [:]
+    private var centralLinks: [String: BlueZDevice] = [:]
     private var peripheralLinks: [String: Int] = [:]
     /// Between two frames sent back to back (BLE controllers drop bursts).
     public var pacing: Duration = .milliseconds(20)
-    private let outbox: AsyncStream<([UInt8], [String])>
-    private let outboxContinuation: AsyncStream<([UInt8], [String])>.Continuation
+    private let outbox: AsyncStream<([UInt8], [String], Channel)>
+    private let outboxContinuation: AsyncStream<([UInt8], [String], Channel)>.Continuation
     private var tasks: [Task<Void, Never>] = []
     private var ownAddress = ""
     public let events: AsyncStream<Event>
@@ -71,7 +81,7 @@ public final class BLETransport: @unchecked Sendable {
         adapterPath = adapter.hasPrefix("/") ? adapter : "/org/bluez/" + adapter
         do { bus = try DBusConnection(address: busAddress) } catch { throw Failure.noBus("\(error)") }
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(4_096))
-        (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String]).self, bufferingPolicy: .bufferingNewest(4_096))
+        (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String], Channel).self, bufferingPolicy: .bufferingNewest(4_096))
     }
 
     /// Checks the adapter, registers the peripheral, starts scanning.
@@ -83,7 +93,9 @@ public final class BLETransport: @unchecked Sendable {
         }
         guard props["Powered"]?.bool == true else { throw Failure.poweredOff(adapter) }
         ownAddress = props["Address"]?.string ?? ""
-        let p = BlueZPeripheral(bus: bus, adapter: adapterPath, serviceUUID: Self.serviceUUID, characteristicUUID: Self.characteristicUUID)
+        let flags = ["read", "write", "write-without-response", "notify"]
+        let p = BlueZPeripheral(bus: bus, adapter: adapterPath, serviceUUID: Self.serviceUUID,
+                                characteristics: [.init(uuid: Self.characteristicUUID, flags: flags), .init(uuid: Self.statelyUUID, flags: flags)])
         try await p.start()
         peripheral = p
         let c = BlueZCentral(bus: bus, adapter: adapterPath, serviceUUID: Self.serviceUUID, characteristicUUID: Self.characteristicUUID)
@@ -97,9 +109,9 @@ public final class BLETransport: @unchecked Sendable {
         })
         tasks.append(Task { [weak self] in
             guard let outbox = self?.outbox else { return }
-            for await (bytes, ids) in outbox {
+            for await (bytes, ids, channel) in outbox {
                 guard let self else { return }
-                await self.transmit(bytes, to: ids)
+                await self.transmit(bytes, to: ids, on: channel)
                 try? await Task.sleep(for: self.pacing)
             }
         })
@@ -144,7 +156,7 @@ public final class BLETransport: @unchecked Sendable {
             continuation.yield(.up(id, maxFrame: after))
             if let before, after < before { continuation.yield(.resized(all.filter { $0 != id }, maxFrame: after)) }
         }
-        continuation.yield(.frame(id, w.bytes))
+        continuation.yield(.frame(id, w.bytes, Channel(uuid: w.characteristic)))
     }
 
     /// Connects to devices that offer the service, are not linked yet, and
@@ -159,7 +171,8 @@ public final class BLETransport: @unchecked Sendable {
             guard lock.withLock({ centralLinks[id] == nil }), linkCount < maxLinks else { continue }
             // A device that failed waits 2, 4, 8 … 60 s before the next attempt.
             if let f = lock.withLock({ failures[id] }), ContinuousClock.now < f.retryAt { continue }
-            guard let link = try? await central.connect(d.path, timeout: .seconds(5)) else {
+            guard let link = try? await central.connectGATT(d.path, characteristics: [Self.characteristicUUID],
+                                                            optional: [Self.statelyUUID], timeout: .seconds(5)) else {
                 lock.withLock {
                     let n = (failures[id]?.count ?? 0) + 1
                     failures[id] = (n, .now + .seconds(min(60, 1 << min(n, 6))))
@@ -170,9 +183,11 @@ public final class BLETransport: @unchecked Sendable {
                 failures[id] = nil
                 centralLinks[id] = link
             }
+            try? await link.subscribe(Self.characteristicUUID)
+            if link.has(Self.statelyUUID) { try? await link.subscribe(Self.statelyUUID) }
             continuation.yield(.up(id, maxFrame: max(20, link.mtu - 3)))
             tasks.append(Task { [weak self] in
-                for await bytes in link.notifications { self?.continuation.yield(.frame(id, bytes)) }
+                for await (uuid, bytes) in link.notifications { self?.continuation.yield(.frame(id, bytes, Channel(uuid: uuid))) }
                 self?.lock.withLock { _ = self?.centralLinks.removeValue(forKey: id) }
                 self?.continuation.yield(.down(id))
             })
@@ -190,19 +205,20 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     /// Queues one frame for links; frames go out in order, `pacing` apart.
-    public func send(_ bytes: [UInt8], to ids: [String]) {
-        outboxContinuation.yield((bytes, ids))
+    public func send(_ bytes: [UInt8], to ids: [String], on channel: Channel = .mesh) {
+        outboxContinuation.yield((bytes, ids, channel))
     }
 
     /// A write to each central-role link; one notification for all
     /// peripheral-role links (BlueZ notifies every subscriber).
-    private func transmit(_ bytes: [UInt8], to ids: [String]) async {
+    private func transmit(_ bytes: [UInt8], to ids: [String], on channel: Channel) async {
         var notify = false
         for id in ids {
             if id.hasPrefix("p:") { notify = true; continue }
-            if let link = lock.withLock({ centralLinks[id] }) { try? await link.write(bytes) }
+            // A device without the Stately characteristic (a bitchat phone) gets no states.
+            if let link = lock.withLock({ centralLinks[id] }), link.has(channel.uuid) { try? await link.write(bytes, to: channel.uuid) }
         }
-        if notify { try? peripheral?.notify(bytes) }
+        if notify { try? peripheral?.notify(bytes, on: channel.uuid) }
     }
 
     public func stop() async {

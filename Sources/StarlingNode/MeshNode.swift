@@ -479,9 +479,9 @@ public actor MeshNode {
         switch event {
         case let .up(id, maxFrame):
             _ = link(for: .ble(id), maxFrame: maxFrame)
-        case let .frame(id, bytes):
-            // Over BLE a state packet comes as it is (version 1, type 0x0A: no bitchat type).
-            if StatePacket.looksLike(bytes) { receiveState(bytes, from: .ble(id)) } else { receivePacket(bytes, from: .ble(id)) }
+        case let .frame(id, bytes, channel):
+            // States come on their own characteristic.
+            if channel == .stately { receiveState(bytes, from: .ble(id)) } else { receivePacket(bytes, from: .ble(id)) }
         case let .resized(ids, maxFrame):
             for id in ids { if let l = linkOf[.ble(id)] { router.setMaxFrame(l, maxFrame) } }
         case let .down(id):
@@ -497,7 +497,8 @@ public actor MeshNode {
         continuation.yield(.linkDown(a))
     }
 
-    /// Sends on each link by its transport. Over BLE a state packet goes as it is.
+    /// Sends on each link by its transport. Over BLE a state packet goes as it
+    /// is, on Stately's own characteristic.
     private func send(_ bytes: [UInt8], stately: [UInt8]? = nil, on links: [LinkID]) {
         var bleLinks: [String] = []
         for l in links {
@@ -508,7 +509,7 @@ public actor MeshNode {
             }
         }
         if !bleLinks.isEmpty, let ble {
-            ble.send(stately ?? bytes, to: bleLinks)
+            if let stately { ble.send(stately, to: bleLinks, on: .stately) } else { ble.send(bytes, to: bleLinks) }
         }
     }
 

@@ -72,6 +72,22 @@ enum BLEIDs {
         #expect(!carol.events.contains { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" && $0["hops"] as? Int == 1 })
     }
 
+    @Test func statesTravelOnTheirOwnCharacteristic() async throws {
+        let zoo = try MockBlueZ(adapters: 2)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        try await zoo.ready(probe, count: 2)
+        probe.close()
+        let watcher = try Self.node(["status", "watch", "--json", "--ble", "--adapter", "hci1", "--no-discovery", "--port", "0",
+                                     "--name", "watcher", "--duration", "30", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
+        defer { watcher.stop() }
+        let setter = try Self.node(["status", "set", "working", "--ble", "--adapter", "hci0", "--no-discovery", "--port", "0",
+                                    "--name", "erin", "--duration", "30", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
+        defer { setter.stop() }
+        let state = await watcher.waitFor(seconds: 25) { $0["event"] as? String == "state" && $0["name"] as? String == "erin" }
+        #expect(state?["state"] as? String == "working", "watcher:\n\(watcher.text)\nsetter:\n\(setter.text)")
+        #expect(state?["hops"] as? Int == 1)
+    }
+
     @Test func aPeerWritingGarbageDoesNotStopTheNode() async throws {
         let zoo = try MockBlueZ(adapters: 2)
         let bus = try DBusConnection(address: zoo.bus.address)
