@@ -23,10 +23,7 @@ enum BLEIDs {
     }
 
     @Test func twoNodesFindEachOtherOverBluetoothAndTalkPrivately() async throws {
-        let zoo = try MockBlueZ(adapters: 2)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 2)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 2)
         let alice = try Self.node(["listen", "--ble", "--adapter", "hci0", "--no-discovery", "--port", "0", "--json",
                                    "--name", "alice", "--duration", "40", "--announce-interval", "1",
                                    "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
@@ -46,10 +43,7 @@ enum BLEIDs {
     }
 
     @Test func aLineOfThreeAdaptersRelaysThroughTheMiddle() async throws {
-        let zoo = try MockBlueZ(adapters: 3)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 3)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 3)
         func listen(_ name: String, _ adapter: String, only: String) throws -> LiveProcess {
             try Self.node(["listen", "--ble", "--adapter", adapter, "--ble-only", only, "--no-discovery", "--port", "0", "--json",
                            "--name", name, "--duration", "40", "--announce-interval", "1", "--data-dir", MeshProcessTests.dataDir()],
@@ -73,10 +67,7 @@ enum BLEIDs {
     }
 
     @Test func statesTravelOnTheirOwnCharacteristic() async throws {
-        let zoo = try MockBlueZ(adapters: 2)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 2)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 2)
         let watcher = try Self.node(["status", "watch", "--json", "--ble", "--adapter", "hci1", "--no-discovery", "--port", "0",
                                      "--name", "watcher", "--duration", "30", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { watcher.stop() }
@@ -124,10 +115,7 @@ enum BLEIDs {
     }
 
     @Test func wifiSetProvisioningOverGATT() async throws {
-        let zoo = try MockBlueZ(adapters: 2)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 2)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 2)
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("wifi-\(UUID().uuidString).json").path
         let device = try Self.node(["wifi", "device", "--ble", "--adapter", "hci0", "--networks", try WiFiCommandTests.networksFile(),
                                     "--store", store, "--secure", "--pop", "K7QF2M9X", "--duration", "40", "--json"], bus: zoo.bus.address)
@@ -144,10 +132,7 @@ enum BLEIDs {
     }
 
     @Test func wifiSetScanOverGATT() async throws {
-        let zoo = try MockBlueZ(adapters: 2)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 2)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 2)
         let device = try Self.node(["wifi", "device", "--ble", "--adapter", "hci0", "--networks", try WiFiCommandTests.networksFile(),
                                     "--duration", "40", "--json"], bus: zoo.bus.address)
         defer { device.stop() }
@@ -162,10 +147,7 @@ enum BLEIDs {
     }
 
     @Test func noAdapterIsSaidPlainly() async throws {
-        let zoo = try MockBlueZ(adapters: 1)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 1)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 1)
         let p = try Self.node(["listen", "--ble", "--adapter", "hci7", "--no-discovery", "--port", "0", "--json",
                                "--name", "x", "--duration", "3", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { p.stop() }
@@ -174,10 +156,7 @@ enum BLEIDs {
     }
 
     @Test func anAdapterThatIsOffIsSaidPlainly() async throws {
-        let zoo = try MockBlueZ(adapters: 1, poweredOn: false)
-        let probe = try DBusConnection(address: zoo.bus.address)
-        try await zoo.ready(probe, count: 1)
-        probe.close()
+        let zoo = try await MockBlueZ.started(adapters: 1, poweredOn: false)
         let p = try Self.node(["listen", "--ble", "--no-discovery", "--port", "0", "--json",
                                "--name", "x", "--duration", "3", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { p.stop() }

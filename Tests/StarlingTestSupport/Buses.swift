@@ -7,6 +7,19 @@ import Glibc
 
 // Shared by the test targets: a private D-Bus daemon, and bluezoo on it.
 
+/// SIGTERM, then SIGKILL after a second, and the child reaped either way.
+func terminate(_ process: Process) {
+    let pid = process.processIdentifier
+    var status: Int32 = 0
+    kill(pid, SIGTERM)
+    for _ in 0..<100 {
+        if waitpid(pid, &status, WNOHANG) != 0 { return }
+        usleep(10_000)
+    }
+    kill(pid, SIGKILL)
+    _ = waitpid(pid, &status, 0)
+}
+
 /// A private dbus-daemon for one test, stopped at the end.
 public final class PrivateBus {
     let process = Process()
@@ -30,18 +43,7 @@ public final class PrivateBus {
     }
 
     deinit {
-        let pid = process.processIdentifier
-        var status: Int32 = 0
-        kill(pid, SIGTERM)
-        var reaped = false
-        for _ in 0..<100 where !reaped {
-            reaped = waitpid(pid, &status, WNOHANG) != 0
-            if !reaped { usleep(10_000) }
-        }
-        if !reaped {
-            kill(pid, SIGKILL)
-            _ = waitpid(pid, &status, 0)
-        }
+        terminate(process)
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -75,6 +77,15 @@ public final class MockBlueZ {
 
     public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
+    /// bluezoo with `adapters` adapters, once they are all there.
+    public static func started(adapters: Int, poweredOn: Bool = true) async throws -> MockBlueZ {
+        let zoo = try MockBlueZ(adapters: adapters, poweredOn: poweredOn)
+        let probe = try DBusConnection(address: zoo.bus.address)
+        defer { probe.close() }
+        try await zoo.ready(probe, count: adapters)
+        return zoo
+    }
+
     /// Waits until bluezoo shows `count` adapters.
     public func ready(_ connection: DBusConnection, count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(15)
@@ -85,16 +96,6 @@ public final class MockBlueZ {
         throw DBusError(name: "test", message: "bluezoo did not come up:\n\(logText)")
     }
 
-    deinit {
-        let pid = process.processIdentifier
-        var status: Int32 = 0
-        kill(pid, SIGTERM)
-        var reaped = false
-        for _ in 0..<100 where !reaped {
-            reaped = waitpid(pid, &status, WNOHANG) != 0
-            if !reaped { usleep(10_000) }
-        }
-        if !reaped { kill(pid, SIGKILL); _ = waitpid(pid, &status, 0) }
-    }
+    deinit { terminate(process) }
 }
 
