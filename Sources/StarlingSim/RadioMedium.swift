@@ -104,3 +104,25 @@ public struct RadioMedium: Sendable {
         queue.insert(Queued(at: at, seq: seq, event: event))
     }
 }
+
+/// A simulation that runs engines over a ``RadioMedium``: it says what a node
+/// does with a frame and at its deadline; the event loop is shared.
+public protocol RadioSimulation {
+    var medium: RadioMedium { get set }
+    mutating func receive(_ bytes: [UInt8], at node: Int, from: Int)
+    mutating func tick(_ node: Int)
+}
+
+extension RadioSimulation {
+    /// Runs events until none are left before `time`, then sets the clock to it.
+    public mutating func run(until time: Millis, maxEvents: Int = 50_000_000) {
+        var processed = 0
+        while processed < maxEvents, let event = medium.next(until: time) {
+            processed += 1
+            switch event {
+            case let .receive(node, from, bytes): receive(bytes, at: node, from: from)
+            case let .tick(node): tick(node)
+            }
+        }
+    }
+}

@@ -5,12 +5,12 @@ import StarlingWire
 /// The simulated radio: every node runs a real ``MeshRouter``; frames travel
 /// along the topology's links with a per-hop latency and independent loss per
 /// reception, on a virtual clock. Deterministic for a given seed.
-public struct Simulator {
+public struct Simulator: RadioSimulation {
     public typealias Radio = RadioMedium.Radio
 
     public private(set) var topology: Topology
     public private(set) var routers: [MeshRouter]
-    public private(set) var medium: RadioMedium
+    public var medium: RadioMedium
     public var radio: Radio { medium.radio }
     public var now: Millis { medium.now }
     /// Radio transmissions and receptions per node: the energy proxy.
@@ -112,18 +112,12 @@ public struct Simulator {
         routers[node].favorites = favorites
     }
 
-    /// Runs events until none are left before `time`, then sets the clock to it.
-    public mutating func run(until time: Millis, maxEvents: Int = 50_000_000) {
-        var processed = 0
-        while processed < maxEvents, let event = medium.next(until: time) {
-            processed += 1
-            switch event {
-            case let .receive(node, from, bytes):
-                perform(routers[node].receive(bytes, on: LinkID(UInt32(from)), now: now), node: node)
-            case let .tick(node):
-                perform(routers[node].tick(now: now), node: node)
-            }
-        }
+    public mutating func receive(_ bytes: [UInt8], at node: Int, from: Int) {
+        perform(routers[node].receive(bytes, on: LinkID(UInt32(from)), now: now), node: node)
+    }
+
+    public mutating func tick(_ node: Int) {
+        perform(routers[node].tick(now: now), node: node)
     }
 
     private mutating func perform(_ actions: [MeshRouter.Action], node: Int) {

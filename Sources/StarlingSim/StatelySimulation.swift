@@ -5,10 +5,10 @@ import StarlingWire
 
 /// Stately on every node of a topology, over the simulated radio: the same
 /// engine as a real node, on a virtual clock. Deterministic for a seed.
-public struct StatelySimulation {
+public struct StatelySimulation: RadioSimulation {
     public private(set) var topology: Topology
     public private(set) var engines: [StatelyEngine]
-    public private(set) var medium: RadioMedium
+    public var medium: RadioMedium
     public var now: Millis { medium.now }
     /// Every action an engine gives, with the node and the time (transmissions included).
     public var onAction: ((_ node: Int, _ action: StatelyEngine.Action, _ at: Millis) -> Void)?
@@ -44,17 +44,12 @@ public struct StatelySimulation {
         perform(actions, node: node)
     }
 
-    public mutating func run(until time: Millis, maxEvents: Int = 50_000_000) {
-        var processed = 0
-        while processed < maxEvents, let event = medium.next(until: time) {
-            processed += 1
-            switch event {
-            case let .receive(node, from, bytes):
-                perform(engines[node].receive(bytes, on: LinkID(UInt32(from)), now: now), node: node)
-            case let .tick(node):
-                perform(engines[node].tick(now: now), node: node)
-            }
-        }
+    public mutating func receive(_ bytes: [UInt8], at node: Int, from: Int) {
+        perform(engines[node].receive(bytes, on: LinkID(UInt32(from)), now: now), node: node)
+    }
+
+    public mutating func tick(_ node: Int) {
+        perform(engines[node].tick(now: now), node: node)
     }
 
     private mutating func perform(_ actions: [StatelyEngine.Action], node: Int) {
