@@ -251,13 +251,34 @@ public final class BlueZCentral: @unchecked Sendable {
         }.sorted { $0.path < $1.path }
     }
 
+    /// Removes device objects under this adapter that are not connected and not
+    /// in `keep`: phones rotate their address about every 15 minutes, and each
+    /// old address would stay behind. Returns the paths removed.
+    @discardableResult
+    public func pruneStale(keeping keep: Set<String>) async throws -> [String] {
+        var removed: [String] = []
+        for (path, ifaces) in try await BlueZ.objects(bus) where path.hasPrefix(adapter + "/") && !keep.contains(path) {
+            guard let d = ifaces["org.bluez.Device1"], d["Connected"]?.bool != true else { continue }
+            if (try? await bus.call(BlueZ.bus, adapter, "org.bluez.Adapter1", "RemoveDevice", [.objectPath(path)])) != nil {
+                removed.append(path)
+            }
+        }
+        return removed.sorted()
+    }
+
     /// Connects and finds the characteristics (by UUID) once services resolve;
     /// `optional` ones are taken when the device has them (a bitchat phone has
     /// no Stately characteristic).
     public func connectGATT(_ device: String, characteristics uuids: [String], optional: [String] = [],
                             timeout: Duration = .seconds(10)) async throws -> BlueZDevice {
         try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='\(BlueZ.properties)',member='PropertiesChanged',path_namespace='\(device)'")
-        _ = try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Connect", timeout: timeout)
+        do {
+            _ = try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Connect", timeout: timeout)
+        } catch {
+            // A timed-out attempt is cancelled, not left pending in BlueZ.
+            _ = try? await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect", timeout: .seconds(2))
+            throw error
+        }
         let wanted = Set(uuids.map { $0.lowercased() })
         let welcome = wanted.union(optional.map { $0.lowercased() })
         let deadline = ContinuousClock.now + timeout

@@ -118,6 +118,7 @@ public final class BLETransport: @unchecked Sendable {
         tasks.append(Task { [weak self] in
             var scanning = true
             var windowStart = ContinuousClock.now
+            var nextPrune = ContinuousClock.now + .seconds(900)
             while !Task.isCancelled {
                 guard let self else { return }
                 // Duty-cycled scanning: on for the duty share of each 10 s window.
@@ -129,6 +130,11 @@ public final class BLETransport: @unchecked Sendable {
                     if on { try? await c.startDiscovery() } else { await c.stopDiscovery() }
                 }
                 await self.connectNewPeers()
+                if ContinuousClock.now >= nextPrune {
+                    nextPrune = .now + .seconds(900)
+                    let linked = self.lock.withLock { Set(self.centralLinks.values.map(\.device)) }
+                    _ = try? await c.pruneStale(keeping: linked)
+                }
                 try? await Task.sleep(for: .seconds(1))
             }
         })
@@ -145,6 +151,12 @@ public final class BLETransport: @unchecked Sendable {
     private func peripheralWrite(_ w: BlueZPeripheral.Write) {
         guard isAllowed(Self.address(ofDevice: w.device)) else { return }
         let id = "p:" + w.device
+        // A flood of connections: past the link budget, newcomers are let go.
+        if lock.withLock({ peripheralLinks[id] == nil }), linkCount >= maxLinks {
+            let bus = self.bus
+            Task { _ = try? await bus.call(BlueZ.bus, w.device, "org.bluez.Device1", "Disconnect") }
+            return
+        }
         let frame = max(20, (w.mtu ?? 23) - 3)
         let (new, before, after, all) = lock.withLock { () -> (Bool, Int?, Int, [String]) in
             let before = peripheralLinks.values.min()

@@ -55,6 +55,13 @@ import Glibc
         #expect(notified == Array("world".utf8), "\(zoo.logText)")
         await link.disconnect()
         await peripheral.stop()
+
+        // Devices left behind (address rotation) are pruned; kept ones stay.
+        let kept = try await central.pruneStale(keeping: [device.path])
+        #expect(kept.isEmpty)
+        let pruned = try await central.pruneStale(keeping: [])
+        #expect(pruned == [device.path])
+        #expect(try await central.candidates().isEmpty)
     }
 
     func first<S: AsyncSequence & Sendable>(_ s: S, seconds: Double) async -> S.Element? where S.Element: Sendable {
