@@ -38,7 +38,8 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         var address = in_addr(s_addr: host)
         var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
         inet_ntop(AF_INET, &address, &buffer, socklen_t(INET_ADDRSTRLEN))
-        return String(cString: buffer) + ":\(port)"
+        let text = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: text, as: UTF8.self) + ":\(port)"
     }
 }
 

@@ -78,7 +78,7 @@ actor ChatScreen {
         let peers = await node.peers
         let name = DisplayText.clean(peers[peer]?.nickname ?? peer.description)
         let twins = peers.filter { $0.value.nickname == peers[peer]?.nickname }.count
-        let mark = (await peers[peer].map { verified.contains($0.fingerprint) } ?? false) ? "✓" : ""
+        let mark = (peers[peer].map { verified.contains($0.fingerprint) } ?? false) ? "✓" : ""
         return (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
     }
 
