@@ -103,7 +103,11 @@ public final class DBusConnection: @unchecked Sendable {
             }
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }, box.toOpaque(), nil)
-        let t = Thread { [weak self] in self?.loop() }
+        // The thread holds the connection only for one turn at a time, so that a
+        // connection nobody holds any more is closed by its deinit.
+        let t = Thread { [weak self] in
+            while let connection = self, connection.turn() {}
+        }
         t.name = "dbus"
         thread = t
         t.start()
@@ -111,11 +115,13 @@ public final class DBusConnection: @unchecked Sendable {
 
     private static let threadsReady: Bool = dbus_threads_init_default() != 0
 
-    private func loop() {
-        while isRunning {
-            if dbus_connection_read_write_dispatch(raw, 50) == 0 { break } // disconnected
+    /// One turn of reading, writing and dispatching; false once stopped or disconnected.
+    private func turn() -> Bool {
+        guard isRunning, dbus_connection_read_write_dispatch(raw, 50) != 0 else {
+            signalContinuation.finish()
+            return false
         }
-        signalContinuation.finish()
+        return true
     }
 
     private var isRunning: Bool { lock.withLock { running } }
@@ -130,7 +136,9 @@ public final class DBusConnection: @unchecked Sendable {
             return r
         }
         guard was else { return }
-        while let t = thread, !t.isFinished { usleep(1_000) }
+        // Wait for the dispatch thread's last turn (unless this is it: a deinit there).
+        if let t = thread, t != Thread.current { while !t.isFinished { usleep(1_000) } }
+        signalContinuation.finish()
         for path in lock.withLock({ Array(exported.keys) }) { unexport(path) }
         dbus_connection_close(raw)
         if let f = filter { f.release() }

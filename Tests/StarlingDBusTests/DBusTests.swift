@@ -80,6 +80,29 @@ import Glibc
         #expect(signal.sender == server.uniqueName)
     }
 
+    @Test func aConnectionNobodyHoldsClosesItself() async throws {
+        let bus = try PrivateBus()
+        let watcher = try DBusConnection(address: bus.address)
+        defer { watcher.close() }
+        func owned(_ name: String) async throws -> Bool {
+            try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+                                   [.string(name)]).first?.bool ?? false
+        }
+        var name = ""
+        do {
+            let dropped = try DBusConnection(address: bus.address)
+            name = dropped.uniqueName
+            #expect(try await owned(name))
+        }   // no close(): the last reference goes here
+        let deadline = ContinuousClock.now + .seconds(5)
+        var gone = false
+        while !gone, ContinuousClock.now < deadline {
+            gone = try await !owned(name)
+            if !gone { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(gone)
+    }
+
     @Test func aSubtreeAnswersForEveryPathBelowIt() async throws {
         let bus = try PrivateBus()
         let server = try DBusConnection(address: bus.address)

@@ -68,7 +68,7 @@ public final class MockBlueZ {
         env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
         process.environment = env
         log = bus.directory.appendingPathComponent("bluezoo.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
