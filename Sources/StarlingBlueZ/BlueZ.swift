@@ -301,8 +301,9 @@ public final class BlueZCentral: @unchecked Sendable {
     /// The mesh's link: connect, find the one characteristic, subscribe.
     public func connect(_ device: String, timeout: Duration = .seconds(10)) async throws -> BlueZLink {
         let d = try await connectGATT(device, characteristics: [characteristicUUID], timeout: timeout)
+        let link = BlueZLink(device: d, characteristic: characteristicUUID) // reading before the first notification
         try await d.subscribe(characteristicUUID)
-        return BlueZLink(device: d, characteristic: characteristicUUID)
+        return link
     }
 }
 

@@ -65,8 +65,10 @@ public enum DBusReply: Sendable {
 public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     public let uniqueName: String
-    public let signals: AsyncStream<DBusMessageInfo>
-    private let signalContinuation: AsyncStream<DBusMessageInfo>.Continuation
+    /// The signals that match rules let through: each use of this property is
+    /// a stream of its own (every reader sees every signal).
+    public var signals: AsyncStream<DBusMessageInfo> { fanout.subscribe() }
+    private let fanout = SignalFanout()
     private let lock = NSLock()
     private var running = true
     private var thread: Thread?
@@ -93,13 +95,12 @@ public final class DBusConnection: @unchecked Sendable {
         dbus_connection_set_exit_on_disconnect(c, 0)
         raw = c
         uniqueName = dbus_bus_get_unique_name(c).map { String(cString: $0) } ?? ""
-        (signals, signalContinuation) = AsyncStream.makeStream(of: DBusMessageInfo.self, bufferingPolicy: .bufferingNewest(4_096))
-        let box = Unmanaged.passRetained(FilterBox(continuation: signalContinuation))
+        let box = Unmanaged.passRetained(FilterBox(fanout: fanout))
         filter = box
         dbus_connection_add_filter(c, { _, message, data in
             guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
             if dbus_message_get_type(message) == DBusMessageInfo.Kind.signal.rawValue, let info = DBusMessageInfo(message) {
-                Unmanaged<FilterBox>.fromOpaque(data).takeUnretainedValue().continuation.yield(info)
+                Unmanaged<FilterBox>.fromOpaque(data).takeUnretainedValue().fanout.yield(info)
             }
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }, box.toOpaque(), nil)
@@ -118,7 +119,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// One turn of reading, writing and dispatching; false once stopped or disconnected.
     private func turn() -> Bool {
         guard isRunning, dbus_connection_read_write_dispatch(raw, 50) != 0 else {
-            signalContinuation.finish()
+            fanout.finish()
             return false
         }
         return true
@@ -138,7 +139,7 @@ public final class DBusConnection: @unchecked Sendable {
         guard was else { return }
         // Wait for the dispatch thread's last turn (unless this is it: a deinit there).
         if let t = thread, t != Thread.current { while !t.isFinished { usleep(1_000) } }
-        signalContinuation.finish()
+        fanout.finish()
         for path in lock.withLock({ Array(exported.keys) }) { unexport(path) }
         dbus_connection_close(raw)
         if let f = filter { f.release() }
@@ -263,8 +264,42 @@ public final class DBusConnection: @unchecked Sendable {
 }
 
 final class FilterBox {
-    let continuation: AsyncStream<DBusMessageInfo>.Continuation
-    init(continuation: AsyncStream<DBusMessageInfo>.Continuation) { self.continuation = continuation }
+    let fanout: SignalFanout
+    init(fanout: SignalFanout) { self.fanout = fanout }
+}
+
+/// Hands each signal to every current reader.
+final class SignalFanout: @unchecked Sendable {
+    private let lock = NSLock()
+    private var readers: [Int: AsyncStream<DBusMessageInfo>.Continuation] = [:]
+    private var next = 0
+    private var finished = false
+
+    func subscribe() -> AsyncStream<DBusMessageInfo> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DBusMessageInfo.self, bufferingPolicy: .bufferingNewest(4_096))
+        let id: Int? = lock.withLock {
+            guard !finished else { return nil }
+            next += 1
+            readers[next] = continuation
+            return next
+        }
+        guard let id else { continuation.finish(); return stream }
+        continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.readers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    func yield(_ info: DBusMessageInfo) {
+        for c in lock.withLock({ Array(readers.values) }) { c.yield(info) }
+    }
+
+    func finish() {
+        let all = lock.withLock { () -> [AsyncStream<DBusMessageInfo>.Continuation] in
+            finished = true
+            defer { readers = [:] }
+            return Array(readers.values)
+        }
+        for c in all { c.finish() }
+    }
 }
 
 final class ObjectBox {

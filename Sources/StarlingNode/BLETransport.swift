@@ -72,6 +72,8 @@ public final class BLETransport: @unchecked Sendable {
     private let outbox: AsyncStream<([UInt8], [String], Channel)>
     private let outboxContinuation: AsyncStream<([UInt8], [String], Channel)>.Continuation
     private var tasks: [Task<Void, Never>] = []
+    /// The task reading each central-role link's notifications.
+    private var linkTasks: [String: Task<Void, Never>] = [:]
     private var ownAddress = ""
     public let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
@@ -105,6 +107,19 @@ public final class BLETransport: @unchecked Sendable {
             for await w in p.writes {
                 guard let self else { return }
                 self.peripheralWrite(w)
+            }
+        })
+        // A device that disconnects (either role) ends its link at once.
+        try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='\(adapterPath)'")
+        let signals = bus.signals
+        tasks.append(Task { [weak self] in
+            for await sig in signals where sig.member == "PropertiesChanged" && sig.args.first?.string == "org.bluez.Device1" {
+                guard let path = sig.path, sig.args.dropFirst().first?.dictionary?["Connected"]?.bool == false,
+                      let self, self.isLinked(path) else { continue }
+                // A signal may be older than the link it seems to end: ask BlueZ now.
+                let connected = try? await self.bus.call(BlueZ.bus, path, "org.freedesktop.DBus.Properties", "Get",
+                                                         [.string("org.bluez.Device1"), .string("Connected")])
+                if connected?.first?.bool != true { self.deviceDisconnected(path) }
             }
         })
         tasks.append(Task { [weak self] in
@@ -195,20 +210,38 @@ public final class BLETransport: @unchecked Sendable {
                 failures[id] = nil
                 centralLinks[id] = link
             }
+            let notifications = link.notifications // reading before the first one can come
+            let reader = Task { [weak self] in
+                for await (uuid, bytes) in notifications { self?.continuation.yield(.frame(id, bytes, Channel(uuid: uuid))) }
+            }
             try? await link.subscribe(Self.characteristicUUID)
             if link.has(Self.statelyUUID) { try? await link.subscribe(Self.statelyUUID) }
             continuation.yield(.up(id, maxFrame: max(20, link.mtu - 3)))
-            tasks.append(Task { [weak self] in
-                for await (uuid, bytes) in link.notifications { self?.continuation.yield(.frame(id, bytes, Channel(uuid: uuid))) }
-                self?.lock.withLock { _ = self?.centralLinks.removeValue(forKey: id) }
-                self?.continuation.yield(.down(id))
-            })
+            lock.withLock { linkTasks[id] = reader }
         }
+    }
+
+    private func isLinked(_ path: String) -> Bool {
+        lock.withLock { centralLinks["c:" + path] != nil || peripheralLinks["p:" + path] != nil }
+    }
+
+    /// BlueZ says a device is no longer connected: its links (either role) go down.
+    private func deviceDisconnected(_ path: String) {
+        let (central, reader, peripheral) = lock.withLock { () -> (Bool, Task<Void, Never>?, Bool) in
+            let c = centralLinks.removeValue(forKey: "c:" + path) != nil
+            let r = linkTasks.removeValue(forKey: "c:" + path)
+            let p = peripheralLinks.removeValue(forKey: "p:" + path) != nil
+            return (c, r, p)
+        }
+        reader?.cancel()
+        if central { continuation.yield(.down("c:" + path)) }
+        if peripheral { continuation.yield(.down("p:" + path)) }
     }
 
     /// Ends a link (a peer that never announced, or misbehaved).
     public func disconnect(_ id: String) async {
         if let link = lock.withLock({ centralLinks.removeValue(forKey: id) }) {
+            lock.withLock { linkTasks.removeValue(forKey: id) }?.cancel()
             await link.disconnect()
         } else if id.hasPrefix("p:"), lock.withLock({ peripheralLinks.removeValue(forKey: id) }) != nil {
             _ = try? await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect")
@@ -236,7 +269,12 @@ public final class BLETransport: @unchecked Sendable {
     public func stop() async {
         outboxContinuation.finish()
         for t in tasks { t.cancel() }
+        for t in lock.withLock({ Array(linkTasks.values) }) { t.cancel() }
         for link in lock.withLock({ Array(centralLinks.values) }) { await link.disconnect() }
+        // Centrals connected to us are let go too, so that they see the link end now.
+        for id in lock.withLock({ Array(peripheralLinks.keys) }) {
+            _ = try? await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect", timeout: .seconds(2))
+        }
         await central?.stopDiscovery()
         await peripheral?.stop()
         continuation.finish()

@@ -243,12 +243,13 @@ public actor MeshNode {
             await group.next()
             group.cancelAll()
         }
+        // Bluetooth goes last, and is waited for: centrals and peripherals see the links end.
+        if let ble { await ble.stop() }
         continuation.finish()
     }
 
     public func stop() {
         running = false
-        if let ble { Task { await ble.stop() } }
         socket.close()
         lanSocket?.close()
     }

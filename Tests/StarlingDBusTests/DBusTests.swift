@@ -63,11 +63,13 @@ import Glibc
         let client = try DBusConnection(address: bus.address)
         defer { client.close() }
         try await client.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        let stream = client.signals                       // a reader from here on
+        let other = client.signals                        // and another: each sees every signal
         try server.emit("/org/bluez/hci0/dev_00/char0", "org.freedesktop.DBus.Properties", "PropertiesChanged",
                         [.string("org.bluez.GattCharacteristic1"), .properties(["Value": .bytes([1, 2, 3])]), .strings([])])
         try server.emit("/x", "org.starling.Unwanted", "Noise", [])
         let got = await withTaskGroup(of: DBusMessageInfo?.self) { group in
-            group.addTask { for await s in client.signals where s.member == "PropertiesChanged" { return s }; return nil }
+            group.addTask { for await s in stream where s.member == "PropertiesChanged" { return s }; return nil }
             group.addTask { try? await Task.sleep(for: .seconds(5)); return nil }
             let first = await group.next() ?? nil
             group.cancelAll()
@@ -78,6 +80,8 @@ import Glibc
         #expect(signal.args.first?.string == "org.bluez.GattCharacteristic1")
         #expect(signal.args.dropFirst().first?.dictionary?["Value"]?.bytes == [1, 2, 3])
         #expect(signal.sender == server.uniqueName)
+        var it = other.makeAsyncIterator()
+        #expect(await it.next()?.member == "PropertiesChanged")
     }
 
     @Test func aConnectionNobodyHoldsClosesItself() async throws {
