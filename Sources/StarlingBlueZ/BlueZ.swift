@@ -251,6 +251,16 @@ public final class BlueZCentral: @unchecked Sendable {
         }.sorted { $0.path < $1.path }
     }
 
+    /// Waits (polling, bounded) until some device offers the service; empty when none did in time.
+    public func discover(within timeout: Duration) async throws -> [(path: String, address: String, rssi: Int?)] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let found = try await candidates()
+            if !found.isEmpty || ContinuousClock.now >= deadline { return found }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
     /// Removes device objects under this adapter that are not connected and not
     /// in `keep`: phones rotate their address about every 15 minutes, and each
     /// old address would stay behind. Returns the paths removed.

@@ -68,12 +68,7 @@ public enum WiFiSetOverBLE {
             let path = adapter.hasPrefix("/") ? adapter : "/org/bluez/" + adapter
             let central = BlueZCentral(bus: bus, adapter: path, serviceUUID: WiFiSetGATT.serviceUUID)
             try await central.startDiscovery()
-            let deadline = ContinuousClock.now + timeout
-            var found: String?
-            while found == nil, ContinuousClock.now < deadline {
-                found = try await central.candidates().first?.path
-                if found == nil { try await Task.sleep(for: .milliseconds(200)) }
-            }
+            let found = try await central.discover(within: timeout).first?.path
             await central.stopDiscovery()
             guard let found else { throw DBusError(name: "org.starling.Error.NotFound", message: "no WiFiSet device nearby") }
             let device = try await central.connectGATT(found, characteristics: WiFiSetGATT.Characteristic.allCases.map(\.uuid))

@@ -91,12 +91,7 @@ enum BLEIDs {
         // The test is the attacker: a central on hci0.
         let central = BlueZCentral(bus: bus, adapter: "/org/bluez/hci0", serviceUUID: BLEIDs.service, characteristicUUID: BLEIDs.characteristic)
         try await central.startDiscovery()
-        var found: [(path: String, address: String, rssi: Int?)] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        while found.isEmpty, ContinuousClock.now < deadline {
-            found = try await central.candidates()
-            if found.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
-        }
+        let found = try await central.discover(within: .seconds(20))
         let device = try #require(found.first, "\(zoo.logText.suffix(2000))")
         let link = try await central.connect(device.path)
         var rng = SystemRandomNumberGenerator()

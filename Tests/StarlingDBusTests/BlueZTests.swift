@@ -25,12 +25,7 @@ import Glibc
         try await peripheral.start()
         let central = BlueZCentral(bus: b, adapter: "/org/bluez/hci1", serviceUUID: Self.service, characteristicUUID: Self.characteristic)
         try await central.startDiscovery()
-        var found: [(path: String, address: String, rssi: Int?)] = []
-        let deadline = ContinuousClock.now + .seconds(15)
-        while found.isEmpty, ContinuousClock.now < deadline {
-            found = try await central.candidates()
-            if found.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
-        }
+        let found = try await central.discover(within: .seconds(15))
         let device = try #require(found.first, "no device found:\n\(zoo.logText)")
         #expect(device.address == "00:00:00:00:00:01")
         await central.stopDiscovery()
