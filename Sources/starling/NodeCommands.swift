@@ -165,7 +165,7 @@ struct EventPrinter: Sendable {
 
 struct Listen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Join the mesh over UDP and print what arrives (relaying for others meanwhile).",
+        abstract: "Join the mesh (UDP; Bluetooth LE with --ble) and print what arrives (relaying for others meanwhile).",
         discussion: "With no flags it finds the other starling processes on this machine over loopback."
     )
     @OptionGroup var node: NodeOptions
