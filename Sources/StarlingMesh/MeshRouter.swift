@@ -215,6 +215,14 @@ public struct MeshRouter: Sendable {
         return transmit(bytes, packet: packet, on: links, now: now)
     }
 
+    /// The packet a relay sends: the same bytes but for the TTL, encoded.
+    static func relayed(_ packet: Packet, ttl: UInt8) -> (Packet, [UInt8])? {
+        var copy = packet
+        copy.ttl = ttl
+        guard let bytes = try? wireBytes(copy) else { return nil }
+        return (copy, bytes)
+    }
+
     static func wireBytes(_ packet: Packet) throws -> [UInt8] {
         let padded = packet.type == .noiseHandshake || packet.type == .noiseEncrypted
         return try packet.encoded(padded: padded)
@@ -243,10 +251,10 @@ public struct MeshRouter: Sendable {
                 } else {
                     // A copy that came a shorter way carries more TTL: relay that one,
                     // or the packet stops short of nodes within its TTL.
-                    if let ttl = relayTTL(packet.ttl), ttl > p.packet.ttl, p.packet.signature == packet.signature {
-                        var better = p.packet
-                        better.ttl = ttl
-                        if let bytes = try? Self.wireBytes(better) { p.packet = better; p.bytes = bytes }
+                    if let ttl = relayTTL(packet.ttl), ttl > p.packet.ttl, p.packet.signature == packet.signature,
+                       let (better, bytes) = Self.relayed(p.packet, ttl: ttl) {
+                        p.packet = better
+                        p.bytes = bytes
                     }
                     pending[key] = p
                 }
@@ -322,9 +330,7 @@ public struct MeshRouter: Sendable {
                     statistics.relaysDeclined += 1
                     return actions
                 }
-                var copy = packet
-                copy.ttl = ttl
-                guard let b = try? Self.wireBytes(copy) else { return actions }
+                guard let (copy, b) = Self.relayed(packet, ttl: ttl) else { return actions }
                 statistics.relaysScheduled += 1
                 statistics.relaysExecuted += 1
                 statistics.unicastForwards += 1
@@ -351,9 +357,7 @@ public struct MeshRouter: Sendable {
                 statistics.relaysOverflowed += 1
                 return actions
             }
-            var copy = packet
-            copy.ttl = ttl
-            guard let out = try? Self.wireBytes(copy) else { return actions }
+            guard let (copy, out) = Self.relayed(packet, ttl: ttl) else { return actions }
             statistics.relaysScheduled += 1
             if delay == 0 {
                 statistics.relaysExecuted += 1

@@ -345,7 +345,8 @@ public actor MeshNode {
             if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
             try? startHandshake(with: peer, now: now) // rate-limited by the session manager
         }
-        followUp(tracker.due(now: now))
+        // Every 10 ms: ask the tracker only when something of it is due.
+        if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now)) }
     }
 
     private func followUp(_ steps: [DeliveryTracker<String>.Step]) {
