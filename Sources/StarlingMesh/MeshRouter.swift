@@ -347,7 +347,9 @@ public struct MeshRouter: Sendable {
             packet.ttl = configuration.maxTTL
             statistics.repairsRelayed += 1
         }
-        let context = RelayContext(ttl: packet.ttl, type: packet.type, fromLink: link, fromPeer: fromPeer, now: now)
+        var context = RelayContext(ttl: packet.ttl, type: packet.type, fromLink: link, fromPeer: fromPeer, now: now,
+                                   source: packet.senderID, routes: policy.usesTopology ? routes : nil)
+        context.originTTL = configuration.maxTTL
         var tracking = RelayTracking()
         switch policy.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) {
         case .drop:

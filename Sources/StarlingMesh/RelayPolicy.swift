@@ -10,13 +10,22 @@ public struct RelayContext: Sendable {
     /// The peer at the end of that link, when known.
     public var fromPeer: PeerID?
     public var now: Millis
+    /// The packet's originator.
+    public var source: PeerID?
+    /// The announced topology (for policies that plan broadcasts over it).
+    public var routes: RouteTable?
+    /// The TTL packets start with (the router's `maxTTL`).
+    public var originTTL: UInt8 = 7
 
-    public init(ttl: UInt8, type: MessageType, fromLink: LinkID?, fromPeer: PeerID?, now: Millis) {
+    public init(ttl: UInt8, type: MessageType, fromLink: LinkID?, fromPeer: PeerID?, now: Millis,
+                source: PeerID? = nil, routes: RouteTable? = nil) {
         self.ttl = ttl
         self.type = type
         self.fromLink = fromLink
         self.fromPeer = fromPeer
         self.now = now
+        self.source = source
+        self.routes = routes
     }
 }
 
@@ -27,6 +36,11 @@ public struct RelayTracking: Sendable {
     /// Neighbours still to be covered, with how many more transmissions each
     /// should hear (coverage policies only).
     public var need: [PeerID: Int] = [:]
+    /// The neighbours heard transmitting the packet, the first sender included
+    /// (planned policies only).
+    public var heardFrom: Set<PeerID> = []
+    /// The broadcast plan for the packet's source (planned policies only).
+    public var plan: BroadcastPlan?
     public init() {}
     public var uncoveredWeight: Int { need.values.reduce(0) { $0 + max(0, $1) } }
 
@@ -63,6 +77,9 @@ public enum RelayDecision: Hashable, Sendable {
 /// randomness comes in through the generator.
 public protocol RelayPolicy: Sendable {
     var name: String { get }
+    /// Whether the policy plans over the announced topology (the router then
+    /// passes its route table in the context).
+    var usesTopology: Bool { get }
     /// Called on the first copy. `tracking` starts fresh and is kept with the
     /// pending relay.
     func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
@@ -73,6 +90,8 @@ public protocol RelayPolicy: Sendable {
 }
 
 extension RelayPolicy {
+    public var usesTopology: Bool { false }
+
     public func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
         tracking.heard += 1
         return false

@@ -20,6 +20,9 @@ public struct BroadcastExperiment: Sendable {
     /// links change.
     public var movement: Double = 0
     public var movementRadius: Double?
+    /// Whether routers learn the topology again after each move (converged
+    /// announces), or plan over the one they knew at the start (stale).
+    public var refreshTopology = true
     public init() {}
 
     public struct Result: Sendable {
@@ -58,6 +61,8 @@ public struct BroadcastExperiment: Sendable {
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
         var sim = Simulator(topology: topology, radio: radio, policy: policy, seed: seed, configuration: config)
+        // Converged announces (complete neighbour lists): the topology planned policies plan over.
+        if policy.usesTopology { sim.learnTopology(listed: .max) }
         let component = topology.largestComponent
         let cds = cdsSize ?? topology.greedyConnectedDominatingSet(of: component).count
         var rng = SeededGenerator(seed: seed ^ 0xB40A_DCA5)
@@ -83,6 +88,7 @@ public struct BroadcastExperiment: Sendable {
                 points = p
                 let next = Topology.geometric(p, radius: radius)
                 let (up, down) = sim.rewire(to: next)
+                if policy.usesTopology, refreshTopology { sim.learnTopology(listed: .max) }
                 linkChanges += up + down
                 current = next
             }

@@ -1,12 +1,13 @@
 import StarlingMesh
 import StarlingSim
+import StarlingWire
 
 /// `starling-bench mesh`: relay policies on random geometric graphs with 5%
 /// loss per reception, against pure flooding and the greedy CDS of each graph.
 enum MeshBench {
     static let policies: [any RelayPolicy] = [
         FloodingPolicy(), DegreeTablePolicy(), DeployedBitchatPolicy(), CounterPolicy(threshold: 3),
-        CoveragePolicy(redundancy: 1), BackbonePolicy(),
+        CoveragePolicy(redundancy: 1), BackbonePolicy(), PlannedPolicy(),
     ]
 
     /// The random geometric graph of a bench cell (the same for every run).
@@ -15,23 +16,57 @@ enum MeshBench {
         return Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
     }
 
-    /// A parameter sweep of the default policy on three graphs (for tuning).
+    /// A parameter sweep of the planned policy on the bench's graphs (for
+    /// tuning): its plan's size, what it spends without loss (repairs that
+    /// were not needed), and with 5% loss; then movement with a stale topology.
     static func sweep() {
         var experiment = BroadcastExperiment()
         experiment.radio.loss = 0.05
         experiment.ttl = 64
         experiment.broadcasts = 30
-        for (n, degree) in [(300, 8.0), (300, 16.0), (1000, 8.0)] {
+        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
             let topology = graph(nodes: n, degree: degree)
-            let cds = topology.greedyConnectedDominatingSet(of: topology.largestComponent).count
-            let probe = Simulator(topology: topology, radio: .init(), policy: BackbonePolicy(), seed: 1)
-            let forwarders = probe.routers.filter { $0.neighborhood.isForwarder }.count
-            print("n=\(n) d=\(degree) CDS=\(cds) self-pruned forwarders=\(forwarders)")
-            for (fj, bd, bj, cov) in [(10, 60, 40, 1), (20, 100, 60, 1), (10, 60, 40, 2)] as [(Millis, Millis, Millis, Int)] {
-                let p = BackbonePolicy(forwarderJitter: fj, backstopDelay: bd, backstopJitter: bj, backstopCoverage: cov)
+            let component = topology.largestComponent
+            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            var routes = RouteTable()
+            for i in 0..<n { routes.learn(Simulator.peerID(i), neighbors: Set(topology.neighbors[i].map(Simulator.peerID)), now: 0) }
+            let cache = BroadcastPlanCache()
+            let sizes = component.prefix(10).compactMap { cache.plan(from: Simulator.peerID($0), routes: routes)?.relays.count }
+            print("n=\(n) d=\(degree) CDS=\(cds) plan/CDS=\(format2(Double(sizes.reduce(0, +)) / Double(max(1, sizes.count)) / Double(cds)))")
+            var lossless = experiment
+            lossless.radio.loss = 0
+            for (near, far, target) in [(0.5, 0.95, 0.001), (0.5, 0.9, 0.005), (0.5, 0.97, 0.001), (0.5, 0.99, 0.001)] {
+                let p = PlannedPolicy(silentNeighborHas: near, distantRelayHas: far, plans: BroadcastPlanCache(target: target))
+                let clean = lossless.run(on: topology, policy: p, cdsSize: cds)
+                experiment.seed = UInt64(n) + UInt64(degree)
                 let r = experiment.run(on: topology, policy: p, cdsSize: cds)
-                print("  fj=\(fj) bd=\(bd) bj=\(bj) coverage=\(cov): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) p95 \(r.latencyPercentile(0.95))")
+                print("  plan target \(target), silent neighbour has \(near), distant relay has \(far): no loss tx/CDS \(format2(clean.transmissionsPerCDS)); 5% loss delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
             }
+        }
+        // Seed 001's 20-node meshes (degree ≈ 4, TTL 7).
+        var small = BroadcastExperiment()
+        small.radio.loss = 0.05
+        small.broadcasts = 100
+        small.ttl = 7
+        var srng = SeededGenerator(seed: 20)
+        let twenty = Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &srng)
+        for (near, far, target) in [(0.5, 0.95, 0.001), (0.5, 0.9, 0.005)] {
+            let r = small.run(on: twenty, policy: PlannedPolicy(silentNeighborHas: near, distantRelayHas: far, plans: BroadcastPlanCache(target: target)))
+            print("20 nodes: plan target \(target), silent \(near), distant \(far): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/bcast \(format1(r.transmissionsPerBroadcast))")
+        }
+        let rb = small.run(on: twenty, policy: BackbonePolicy())
+        print("20 nodes: backbone delivery \(pct(rb.meanDelivery)) (min \(pct(rb.minDelivery))) tx/bcast \(format1(rb.transmissionsPerBroadcast))")
+        // Movement: 300 nodes d≈10, every node moves up to 0.02 between broadcasts.
+        let moving = graph(nodes: 300, degree: 10)
+        var e = experiment
+        e.movement = 0.02
+        e.movementRadius = Topology.radius(nodes: 300, meanDegree: 10)
+        print("movement (300 nodes, d≈10, steps ≤ 0.02 between broadcasts, 5% loss)")
+        for (name, policy, refresh) in [("backbone", BackbonePolicy() as any RelayPolicy, true), ("planned, topology refreshed", PlannedPolicy(), true),
+                                        ("planned, topology stale", PlannedPolicy(), false)] {
+            e.refreshTopology = refresh
+            let r = e.run(on: moving, policy: policy)
+            print("  \(name): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) link changes \(r.linkChanges)")
         }
     }
 
@@ -64,7 +99,7 @@ enum MeshBench {
         small.ttl = 7
         var srng = SeededGenerator(seed: 20)
         let twenty = Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &srng)
-        for policy in [DegreeTablePolicy(), BackbonePolicy()] as [any RelayPolicy] {
+        for policy in [DegreeTablePolicy(), BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] {
             let r = small.run(on: twenty, policy: policy)
             let dupShare = 1 - r.usefulness
             print("  \(policy.name.padding(14)) delivery \(pct(r.meanDelivery))  duplicate share of receptions \(pct(dupShare))  latency p50/p95 \(r.latencyPercentile(0.5))/\(r.latencyPercentile(0.95)) ms")

@@ -10,7 +10,9 @@ struct Sim: ParsableCommand {
         Every node runs the same mesh router as a real node, over a simulated radio with \
         per-hop latency and independent loss per reception. The run is deterministic for a \
         given --seed. Pure flooding and the size of a greedy connected dominating set (a \
-        near-lower bound on the transmissions a broadcast needs) are always computed too.
+        near-lower bound on the transmissions a broadcast needs) are always computed too. \
+        The planned policy plans each broadcast over the announced topology (every node \
+        is given it, as converged announces would) and repairs what loss tears.
 
         Examples:
           starling sim --nodes 300 --degree 8 --loss 0.05
@@ -54,7 +56,7 @@ struct Sim: ParsableCommand {
 
     static var policies: [any RelayPolicy] {
         [FloodingPolicy(), DegreeTablePolicy(), DeployedBitchatPolicy(), CounterPolicy(threshold: 3),
-         CoveragePolicy(redundancy: 1), BackbonePolicy()]
+         CoveragePolicy(redundancy: 1), BackbonePolicy(), PlannedPolicy()]
     }
     static var policyNames: [String] { policies.map(\.name) }
 

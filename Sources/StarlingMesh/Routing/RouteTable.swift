@@ -21,6 +21,10 @@ public struct RouteTable: Sendable {
     private var entries: [PeerID: Entry] = [:]
     /// Who names each peer as a neighbour (the reverse of `entries`).
     private var namedBy: [PeerID: Set<PeerID>] = [:]
+    /// Changes whenever what the table holds changes, and is the same in every
+    /// table holding the same announces (order-independent): plans computed
+    /// over one table hold for another with the same fingerprint.
+    public private(set) var fingerprint: UInt64 = 0
 
     public init() {}
 
@@ -33,16 +37,35 @@ public struct RouteTable: Sendable {
 
     public func neighbors(of peer: PeerID) -> Set<PeerID>? { entries[peer]?.neighbors }
 
+    /// Whether some announce names `peer` as a neighbour.
+    public func isNamed(_ peer: PeerID) -> Bool { namedBy[peer] != nil }
+
+    /// Every announced neighbour list, by announcer.
+    public var announcedEdges: [PeerID: Set<PeerID>] { entries.mapValues(\.neighbors) }
+
+    private static func mix(_ x: UInt64) -> UInt64 {
+        var z = x &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    private static func digest(_ peer: PeerID, _ neighbors: Set<PeerID>) -> UInt64 {
+        neighbors.reduce(mix(peer.rawValue)) { $0 &+ mix(peer.rawValue ^ mix($1.rawValue)) }
+    }
+
     /// Records what `peer` announced as its neighbours.
     public mutating func learn(_ peer: PeerID, neighbors: Set<PeerID>, now: Millis) {
         if let old = entries[peer] {
             for n in old.neighbors.subtracting(neighbors) { unname(n, by: peer) }
+            if old.neighbors != neighbors { fingerprint ^= Self.digest(peer, old.neighbors) ^ Self.digest(peer, neighbors) }
         } else if entries.count >= capacity {
             expire(now: now)
             if entries.count >= capacity, let stalest = entries.min(by: { $0.value.heardAt < $1.value.heardAt })?.key {
                 forget(stalest)
             }
         }
+        if entries[peer] == nil { fingerprint ^= Self.digest(peer, neighbors) }
         for n in neighbors { namedBy[n, default: []].insert(peer) }
         entries[peer] = Entry(neighbors: neighbors, heardAt: now)
     }
@@ -50,6 +73,7 @@ public struct RouteTable: Sendable {
     /// A LEAVE, or an expiry: the peer's edges go.
     public mutating func forget(_ peer: PeerID) {
         guard let old = entries.removeValue(forKey: peer) else { return }
+        fingerprint ^= Self.digest(peer, old.neighbors)
         for n in old.neighbors { unname(n, by: peer) }
     }
 

@@ -1,0 +1,176 @@
+import Testing
+import StarlingWire
+@testable import StarlingMesh
+@testable import StarlingSim
+
+private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
+    var routes = RouteTable()
+    for i in order ?? Array(0..<t.nodeCount) {
+        routes.learn(Simulator.peerID(i), neighbors: Set(t.neighbors[i].map(Simulator.peerID)), now: 0)
+    }
+    return routes
+}
+
+@Suite struct BroadcastPlanTests {
+    static func graph(_ n: Int = 120, degree: Double = 9, seed: UInt64 = 7) -> Topology {
+        var rng = SeededGenerator(seed: seed)
+        return Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
+    }
+
+    @Test func fingerprintDependsOnContentNotOrder() {
+        let t = Self.graph()
+        let a = routeTable(t)
+        let b = routeTable(t, order: Array((0..<t.nodeCount).reversed()))
+        #expect(a.fingerprint == b.fingerprint)
+        var c = a
+        let peer = Simulator.peerID(3), before = c.neighbors(of: peer)!
+        c.learn(peer, neighbors: before.union([Simulator.peerID(99)]), now: 1)
+        #expect(c.fingerprint != a.fingerprint)
+        c.learn(peer, neighbors: before, now: 2) // back as it was
+        #expect(c.fingerprint == a.fingerprint)
+        c.forget(peer)
+        #expect(c.fingerprint != a.fingerprint)
+        c.learn(peer, neighbors: before, now: 3)
+        #expect(c.fingerprint == a.fingerprint)
+    }
+
+    @Test func everyNodeComputesTheSamePlanAndItMeetsItsTarget() throws {
+        let t = Self.graph()
+        let component = t.largestComponent
+        let source = component[component.count / 2]
+        let a = BroadcastPlanCache(target: 0.005).plan(from: Simulator.peerID(source), routes: routeTable(t))
+        let b = BroadcastPlanCache(target: 0.005).plan(from: Simulator.peerID(source), routes: routeTable(t, order: Array((0..<t.nodeCount).reversed())))
+        let plan = try #require(a)
+        #expect(plan == b)
+        #expect(plan.relays.contains(Simulator.peerID(source)))
+        #expect(plan.covered == component.count)
+        // Connected, and the expected misses (loss^k for a node hearing k relays) are within the target.
+        let relays = Set(component.filter { plan.relays.contains(Simulator.peerID($0)) })
+        var reached: Set = [source], queue = [source]
+        while let u = queue.popLast() {
+            for v in t.neighbors[u] where relays.contains(v) && !reached.contains(v) { reached.insert(v); queue.append(v) }
+        }
+        #expect(reached == relays)
+        var misses = 0.0
+        for x in component where x != source {
+            let k = t.neighbors[x].filter(relays.contains).count
+            #expect(k >= 1, "node \(x) hears no planned relay")
+            misses += (0..<k).reduce(1.0) { p, _ in p * 0.05 }
+        }
+        #expect(misses <= 0.005 * Double(component.count) + 1e-9)
+        // Most nodes hear two relays or more: the plan is not a bare dominating set.
+        let single = component.filter { x in !relays.contains(x) && t.neighbors[x].filter(relays.contains).count == 1 }
+        #expect(Double(single.count) < 0.1 * Double(component.count))
+        // Not much larger than the greedy connected dominating set; a lower target costs more relays.
+        let cds = t.greedyConnectedDominatingSet(of: component).count
+        #expect(Double(relays.count) < 1.5 * Double(cds))
+        let stricter = try #require(BroadcastPlanCache(target: 0.001).plan(from: Simulator.peerID(source), routes: routeTable(t)))
+        #expect(stricter.relays.count > plan.relays.count)
+    }
+
+    /// With a TTL, every node within it hears a planned relay that the TTL still lets relay.
+    @Test func planPathsFitTheTTL() throws {
+        let t = Self.graph(200, degree: 7, seed: 3)
+        let component = t.largestComponent
+        let source = component[0]
+        let routes = routeTable(t)
+        let distance = t.distances(from: source)
+        for ttl in [4, 7] {
+            let plan = try #require(BroadcastPlanCache().plan(from: Simulator.peerID(source), routes: routes, maxHops: ttl))
+            let relays = Set(component.filter { plan.relays.contains(Simulator.peerID($0)) })
+            // Hops along the plan from the source.
+            var depth: [Int: Int] = [source: 0]
+            var frontier = [source]
+            while !frontier.isEmpty {
+                var next: [Int] = []
+                for u in frontier {
+                    for v in t.neighbors[u] where relays.contains(v) && depth[v] == nil { depth[v] = depth[u]! + 1; next.append(v) }
+                }
+                frontier = next
+            }
+            for x in component where x != source && (distance[x] ?? .max) <= ttl {
+                #expect(t.neighbors[x].contains { relays.contains($0) && (depth[$0] ?? .max) < ttl },
+                        "node \(x) at \(distance[x]!) hops hears no planned relay within TTL \(ttl)")
+            }
+        }
+    }
+
+    @Test func unknownSourceHasNoPlan() {
+        let t = Self.graph(30, degree: 6)
+        #expect(BroadcastPlanCache().plan(from: PeerID(rawValue: 0xDEAD), routes: routeTable(t)) == nil)
+    }
+
+    /// A planned relay relays at once; a node off the plan relays only when a
+    /// neighbour is likely to lack the packet, and stands down when the copies
+    /// it hears say otherwise.
+    @Test func plannedRelaysAndRepairs() throws {
+        // A line 0 – 1 – 2 – 3: from 0, the plan is 0, 1, 2 (3 is a leaf).
+        let t = Topology.line(4)
+        let routes = routeTable(t)
+        let cache = BroadcastPlanCache()
+        let plan = try #require(cache.plan(from: Simulator.peerID(0), routes: routes))
+        #expect(plan.relays == Set([0, 1, 2].map(Simulator.peerID)))
+        let policy = PlannedPolicy(plans: cache)
+        func hood(_ node: Int) -> Neighborhood {
+            var h = Neighborhood(localPeer: Simulator.peerID(node))
+            for j in t.neighbors[node] {
+                h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+                h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
+            }
+            return h
+        }
+        func ctx(from: Int) -> RelayContext {
+            RelayContext(ttl: 7, type: .message, fromLink: LinkID(UInt32(from)), fromPeer: Simulator.peerID(from), now: 0,
+                         source: Simulator.peerID(0), routes: routes)
+        }
+        var rng = SeededGenerator(seed: 1)
+        var tracking = RelayTracking()
+        // Node 1 is planned: relays within the jitter, and a copy heard does not cancel it.
+        guard case let .relay(delay, ttl, _) = policy.firstHeard(ctx(from: 0), neighborhood: hood(1), tracking: &tracking, rng: &rng) else {
+            Issue.record("a planned relay relays"); return
+        }
+        #expect(delay < policy.plannedJitter && ttl == 6)
+        #expect(!policy.duplicateHeard(from: Simulator.peerID(2), neighborhood: hood(1), tracking: &tracking))
+        // Node 3 is not planned and has no neighbour but 2, which sent it the packet: nothing to repair.
+        tracking = RelayTracking()
+        #expect(policy.firstHeard(ctx(from: 2), neighborhood: hood(3), tracking: &tracking, rng: &rng) == .drop)
+
+        // The estimate itself, with a plan given: 0 – 1 – 3 and 0 – 2 – 3, node 2
+        // off the plan {0, 1, 3}. Having heard only 0, planned node 3 next to it
+        // has said nothing: it may lack the packet, so node 2 would repair…
+        let d = Topology(neighbors: [[1, 2], [0, 3], [0, 3], [1, 2]])
+        var h = Neighborhood(localPeer: Simulator.peerID(2))
+        for j in d.neighbors[2] {
+            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+            h.setNeighbors(of: Simulator.peerID(j), Set(d.neighbors[j].map(Simulator.peerID)))
+        }
+        tracking = RelayTracking()
+        tracking.plan = BroadcastPlan(source: Simulator.peerID(0), relays: Set([0, 1, 3].map(Simulator.peerID)), covered: 4)
+        tracking.heardFrom = [Simulator.peerID(0)]
+        #expect(policy.neighborAtRisk(h, tracking))
+        // …until it hears 3 relay.
+        #expect(policy.duplicateHeard(from: Simulator.peerID(3), neighborhood: h, tracking: &tracking))
+        #expect(!policy.neighborAtRisk(h, tracking))
+    }
+
+    /// Over the simulator: the planned policy delivers, at fewer transmissions than flooding.
+    @Test func plannedBroadcastsDeliverUnderLoss() {
+        let t = Self.graph(150, degree: 10, seed: 11)
+        var e = BroadcastExperiment()
+        e.radio.loss = 0.05
+        e.broadcasts = 20
+        e.ttl = 64
+        let flood = e.run(on: t, policy: FloodingPolicy())
+        let planned = e.run(on: t, policy: PlannedPolicy())
+        #expect(planned.meanDelivery >= 0.99)
+        #expect(planned.transmissionsPerBroadcast < 0.5 * flood.transmissionsPerBroadcast)
+        // Without a topology (nobody announced) it falls back to the backbone and still delivers.
+        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 2)
+        var got = Set<Int>()
+        sim.onDeliver = { node, _, _, _ in got.insert(node) }
+        let source = t.largestComponent[0]
+        sim.originate(Packet(type: .message, ttl: 64, timestamp: 0, senderID: Simulator.peerID(source), payload: [1, 2, 3], compress: false), at: source)
+        sim.run(until: 5_000)
+        #expect(got.count == t.largestComponent.count - 1)
+    }
+}
