@@ -23,6 +23,8 @@ public struct BroadcastExperiment: Sendable {
     /// Whether routers learn the topology again after each move (converged
     /// announces), or plan over the one they knew at the start (stale).
     public var refreshTopology = true
+    /// Called after each broadcast with its number, source and the nodes it reached.
+    public var onBroadcast: (@Sendable (_ index: Int, _ source: Int, _ reached: Set<Int>) -> Void)?
     public init() {}
 
     public struct Result: Sendable {
@@ -61,7 +63,10 @@ public struct BroadcastExperiment: Sendable {
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
         var sim = Simulator(topology: topology, radio: radio, policy: policy, seed: seed, configuration: config)
-        // Converged announces (complete neighbour lists): the topology planned policies plan over.
+        // Converged announces (complete neighbour lists), heard again every 30 s
+        // (the route table forgets lists after 60 s): the topology planned
+        // policies plan over.
+        var learnt: Millis = 0
         if policy.usesTopology { sim.learnTopology(listed: .max) }
         let component = topology.largestComponent
         let cds = cdsSize ?? topology.greedyConnectedDominatingSet(of: component).count
@@ -88,9 +93,13 @@ public struct BroadcastExperiment: Sendable {
                 points = p
                 let next = Topology.geometric(p, radius: radius)
                 let (up, down) = sim.rewire(to: next)
-                if policy.usesTopology, refreshTopology { sim.learnTopology(listed: .max) }
+                if policy.usesTopology, refreshTopology { sim.learnTopology(listed: .max); learnt = sim.now }
                 linkChanges += up + down
                 current = next
+            }
+            if policy.usesTopology, sim.now >= learnt + 30_000 {
+                sim.learnTopology(listed: .max, described: refreshTopology ? nil : topology)
+                learnt = sim.now
             }
             sim.offline = churn > 0 ? Set((0..<topology.nodeCount).filter { _ in rng.unit() < churn }) : []
             let live = movement > 0 ? current.largestComponent : component
@@ -114,6 +123,7 @@ public struct BroadcastExperiment: Sendable {
             let distance = alive.distances(from: source)
             let reachable = (0..<topology.nodeCount).filter { $0 != source && (distance[$0].map { $0 <= Int(ttl) } ?? false) }
             let got = log.firstDelivery[PacketID(packet).high] ?? [:]
+            onBroadcast?(b, source, Set(got.keys))
             let delivered = reachable.filter { got[$0] != nil }.count
             ratios.append(reachable.isEmpty ? 1 : Double(delivered) / Double(reachable.count))
             latencies += got.filter { $0.key != source }.map { $0.value - t0 }.sorted()

@@ -99,9 +99,12 @@ public struct Simulator: RadioSimulation {
     /// neighbours): the topology source routes are computed over. Offline
     /// nodes announce nothing, so what others know of them ages out. Call it
     /// every announce interval; between two calls the lists go stale as links change.
-    public mutating func learnTopology(listed: Int = Announce.maxNeighbors) {
+    /// `described` is the topology the announces describe (the current one unless
+    /// given: an older one makes the lists stale).
+    public mutating func learnTopology(listed: Int = Announce.maxNeighbors, described: Topology? = nil) {
+        let graph = described ?? topology
         let announcing = (0..<topology.nodeCount).filter { !offline.contains($0) }
-        let lists = announcing.map { Set(topology.neighbors[$0].map(Self.peerID).sorted().prefix(listed)) }
+        let lists = announcing.map { Set(graph.neighbors[$0].map(Self.peerID).sorted().prefix(listed)) }
         for i in routers.indices {
             for (k, j) in announcing.enumerated() { routers[i].setNeighbors(of: Self.peerID(j), lists[k], now: now) }
         }

@@ -16,6 +16,16 @@ enum MeshBench {
         return Topology.randomGeometric(nodes: n, radius: Topology.radius(nodes: n, meanDegree: degree), rng: &rng)
     }
 
+    /// Seed 001's setting: a 20-node mesh of degree ≈ 4, TTL 7, 5% loss, 100 broadcasts.
+    static func seed001Mesh() -> (BroadcastExperiment, Topology) {
+        var small = BroadcastExperiment()
+        small.radio.loss = 0.05
+        small.broadcasts = 100
+        small.ttl = 7
+        var rng = SeededGenerator(seed: 20)
+        return (small, Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &rng))
+    }
+
     /// A parameter sweep of the planned policy on the bench's graphs (for
     /// tuning): its plan's size, what it spends without loss (repairs that
     /// were not needed), and with 5% loss; then movement with a stale topology.
@@ -35,24 +45,19 @@ enum MeshBench {
             print("n=\(n) d=\(degree) CDS=\(cds) plan/CDS=\(format2(Double(sizes.reduce(0, +)) / Double(max(1, sizes.count)) / Double(cds)))")
             var lossless = experiment
             lossless.radio.loss = 0
-            for (near, far, target) in [(0.5, 0.95, 0.001), (0.5, 0.9, 0.005), (0.5, 0.97, 0.001), (0.5, 0.99, 0.001)] {
-                let p = PlannedPolicy(silentNeighborHas: near, distantRelayHas: far, plans: BroadcastPlanCache(target: target))
+            for (th, down, target) in [(0.3, 0.5, 0.002), (0.2, 0.5, 0.002), (0.3, 0.5, 0.003), (0.4, 0.5, 0.002)] {
+                let p = PlannedPolicy(threshold: th, downstreamRelayHas: down, plans: BroadcastPlanCache(target: target))
                 let clean = lossless.run(on: topology, policy: p, cdsSize: cds)
                 experiment.seed = UInt64(n) + UInt64(degree)
                 let r = experiment.run(on: topology, policy: p, cdsSize: cds)
-                print("  plan target \(target), silent neighbour has \(near), distant relay has \(far): no loss tx/CDS \(format2(clean.transmissionsPerCDS)); 5% loss delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
+                print("  threshold \(th), downstream relay has \(down), plan target \(target): no loss tx/CDS \(format2(clean.transmissionsPerCDS)); 5% loss delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
             }
         }
         // Seed 001's 20-node meshes (degree ≈ 4, TTL 7).
-        var small = BroadcastExperiment()
-        small.radio.loss = 0.05
-        small.broadcasts = 100
-        small.ttl = 7
-        var srng = SeededGenerator(seed: 20)
-        let twenty = Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &srng)
-        for (near, far, target) in [(0.5, 0.95, 0.001), (0.5, 0.9, 0.005)] {
-            let r = small.run(on: twenty, policy: PlannedPolicy(silentNeighborHas: near, distantRelayHas: far, plans: BroadcastPlanCache(target: target)))
-            print("20 nodes: plan target \(target), silent \(near), distant \(far): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/bcast \(format1(r.transmissionsPerBroadcast))")
+        let (small, twenty) = seed001Mesh()
+        for th in [0.3, 0.2] {
+            let r = small.run(on: twenty, policy: PlannedPolicy(threshold: th))
+            print("20 nodes: threshold \(th): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/bcast \(format1(r.transmissionsPerBroadcast))")
         }
         let rb = small.run(on: twenty, policy: BackbonePolicy())
         print("20 nodes: backbone delivery \(pct(rb.meanDelivery)) (min \(pct(rb.minDelivery))) tx/bcast \(format1(rb.transmissionsPerBroadcast))")
@@ -93,12 +98,7 @@ enum MeshBench {
         // Seed 001's claims, on 20-node meshes: > 95% delivery, < 20% duplicate
         // transmissions, < 200 ms added latency over multiple hops.
         print("\nseed 001's claims on 20-node meshes (degree ≈ 4, TTL 7, 5% loss, 100 broadcasts)")
-        var small = BroadcastExperiment()
-        small.radio.loss = 0.05
-        small.broadcasts = 100
-        small.ttl = 7
-        var srng = SeededGenerator(seed: 20)
-        let twenty = Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &srng)
+        let (small, twenty) = seed001Mesh()
         for policy in [DegreeTablePolicy(), BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] {
             let r = small.run(on: twenty, policy: policy)
             let dupShare = 1 - r.usefulness

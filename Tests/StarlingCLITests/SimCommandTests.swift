@@ -10,7 +10,7 @@ import Testing
         #expect((topology["greedyCDS"] as? Int ?? 0) > 0)
         let policies = try #require(object["policies"] as? [[String: Any]])
         let names = policies.compactMap { $0["policy"] as? String }
-        #expect(names == ["flooding", "degree-table", "bitchat", "counter-3", "coverage", "backbone"])
+        #expect(names == ["flooding", "degree-table", "bitchat", "counter-3", "coverage", "backbone", "planned"])
         for p in policies {
             let delivery = try #require(p["deliveryMean"] as? Double)
             #expect(delivery >= 0 && delivery <= 1)

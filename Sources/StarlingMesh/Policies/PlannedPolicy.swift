@@ -8,40 +8,47 @@ import StarlingWire
 ///   short jitter.
 /// - Every other node waits (`repairDelay` plus jitter, long enough for the
 ///   planned relays around it to have spoken) and estimates, for each
-///   neighbour, the chance that it still lacks the packet: each transmission
-///   heard that reaches it leaves a `loss` chance; each planned relay next to it
-///   that we did not hear leaves more (a planned relay we should have heard but
-///   did not probably lacks the packet itself, one out of earshot probably
-///   spoke); a planned relay we did not hear is itself likely to be missing it.
-///   When some neighbour's chance is above `threshold` it relays; every copy
-///   heard meanwhile updates the estimate and may cancel the relay.
+///   neighbour, the chance that it still lacks the packet:
+///   - each transmission we heard that reaches it leaves a `loss` chance;
+///   - each planned relay next to it that we did not hear may or may not have
+///     spoken: it has the packet with `1 − (1 − prior) × loss^k`, where k
+///     counts the transmissions we heard next to it and the prior is
+///     `distantRelayHas`, or `downstreamRelayHas` when it is further from the
+///     source than we are (it may be waiting for us); if it is our neighbour,
+///     its silence is evidence too (Bayes: we would have heard it but for a
+///     `loss` chance);
+///   - a planned neighbour we did not hear is itself likely to lack the packet
+///     (the same Bayes), and weighs as much as the nodes that hear no other
+///     planned relay.
+///   When some neighbour's chance, so weighed, is above `threshold`, it relays;
+///   every copy heard meanwhile updates the estimate and may cancel the relay.
 /// - Without a plan (the source or this node unknown to the topology), it
 ///   behaves as ``BackbonePolicy``.
 public struct PlannedPolicy: RelayPolicy {
     public var plannedJitter: Millis
     public var repairDelay: Millis
     public var repairJitter: Millis
-    /// Relay when a neighbour lacks the packet with at least this probability.
+    /// Relay when a neighbour lacks the packet with at least this (weighed) probability.
     public var threshold: Double
     /// The loss per reception the estimates assume.
     public var loss: Double
-    /// How likely a planned neighbour we did not hear has the packet all the same.
-    public var silentNeighborHas: Double
-    /// How likely a planned relay out of our earshot has the packet.
+    /// How likely a planned relay no further from the source than us has the packet, before evidence.
     public var distantRelayHas: Double
+    /// How likely a planned relay further from the source than us has it, before evidence.
+    public var downstreamRelayHas: Double
     public var fallback: BackbonePolicy
     public let plans: BroadcastPlanCache
 
     public init(plannedJitter: Millis = 10, repairDelay: Millis = 50, repairJitter: Millis = 60,
-                threshold: Double = 0.08, loss: Double = 0.05, silentNeighborHas: Double = 0.5,
-                distantRelayHas: Double = 0.95, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
+                threshold: Double = 0.3, loss: Double = 0.05, distantRelayHas: Double = 0.9,
+                downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
         self.repairDelay = repairDelay
         self.repairJitter = repairJitter
         self.threshold = threshold
         self.loss = loss
-        self.silentNeighborHas = silentNeighborHas
         self.distantRelayHas = distantRelayHas
+        self.downstreamRelayHas = downstreamRelayHas
         self.plans = plans ?? BroadcastPlanCache(loss: loss)
         self.fallback = fallback
     }
@@ -76,21 +83,32 @@ public struct PlannedPolicy: RelayPolicy {
         return !neighborAtRisk(neighborhood, tracking)
     }
 
-    /// Whether some neighbour lacks the packet with a probability above the threshold.
+    /// Whether some neighbour lacks the packet with a (weighed) probability above the threshold.
     func neighborAtRisk(_ neighborhood: Neighborhood, _ tracking: RelayTracking) -> Bool {
         guard let plan = tracking.plan, let me = neighborhood.localPeer else { return true }
         let heard = tracking.heardFrom
-        let silentKeep = 1 - silentNeighborHas
-        let distantKeep = 1 - distantRelayHas * (1 - loss)
+        let myHops = plan.hops[me] ?? 0
+        // The chance that planned relay t, not heard, has the packet.
+        func has(_ t: PeerID) -> Double {
+            var lacks = 1 - ((plan.hops[t] ?? .max) > myHops ? downstreamRelayHas : distantRelayHas)
+            for u in heard where neighborhood.neighbors(of: u)?.contains(t) ?? false { lacks *= loss }
+            let p = 1 - lacks
+            // Our neighbour: we would have heard it, but for a loss.
+            return neighborhood.neighborPeers.contains(t) ? p * loss / (p * loss + (1 - p)) : p
+        }
         for x in neighborhood.neighborPeers where !heard.contains(x) {
             guard let around = neighborhood.neighbors(of: x) else { return true }
             var miss = 1.0
-            for t in heard where neighborhood.neighbors(of: t)?.contains(x) ?? false { miss *= loss }
+            for u in heard where neighborhood.neighbors(of: u)?.contains(x) ?? false { miss *= loss }
             for t in around where t != me && !heard.contains(t) && plan.relays.contains(t) {
-                miss *= neighborhood.neighborPeers.contains(t) ? silentKeep : distantKeep
+                miss *= 1 - has(t) * (1 - loss)
             }
-            if plan.relays.contains(x) { miss /= miss + (1 - miss) * loss }
-            if miss > threshold { return true }
+            var weight = 1.0
+            if plan.relays.contains(x) {
+                miss /= miss + (1 - miss) * loss
+                weight += Double(plan.dependents[x] ?? 0)
+            }
+            if miss * weight > threshold { return true }
         }
         return false
     }

@@ -31,11 +31,18 @@ public struct BroadcastPlan: Sendable, Equatable {
     public let relays: Set<PeerID>
     /// The nodes of the topology the plan covers (the source's component).
     public let covered: Int
+    /// For each planned relay, how many nodes hear no other planned relay: what
+    /// its losing the packet would cost.
+    public let dependents: [PeerID: Int]
+    /// Hops from the source, by the shortest path, of every node it covers.
+    public let hops: [PeerID: Int]
 
-    public init(source: PeerID, relays: Set<PeerID>, covered: Int) {
+    public init(source: PeerID, relays: Set<PeerID>, covered: Int, dependents: [PeerID: Int] = [:], hops: [PeerID: Int] = [:]) {
         self.source = source
         self.relays = relays
         self.covered = covered
+        self.dependents = dependents
+        self.hops = hops
     }
 
     /// The plan for `source` over `graph`, or nil when the graph does not know it.
@@ -142,7 +149,16 @@ public struct BroadcastPlan: Sendable, Equatable {
         }
         var relays = Set<PeerID>()
         for i in 0..<n where planned[i] { relays.insert(graph.peers[i]) }
-        return BroadcastPlan(source: source, relays: relays, covered: size)
+        var dependents: [PeerID: Int] = [:]
+        for y in component where y != s {
+            var only = -1, count = 0
+            for t in adjacency[y] where planned[Int(t)] { only = Int(t); count += 1 }
+            if count == 1 { dependents[graph.peers[only], default: 0] += 1 }
+        }
+        var hops: [PeerID: Int] = [:]
+        hops.reserveCapacity(size)
+        for x in component { hops[graph.peers[x]] = distance[x] }
+        return BroadcastPlan(source: source, relays: relays, covered: size, dependents: dependents, hops: hops)
     }
 }
 
@@ -190,7 +206,7 @@ public final class BroadcastPlanCache: @unchecked Sendable {
 
     struct PlanKey: Hashable { var fingerprint: UInt64; var source: PeerID; var maxHops: Int }
 
-    public init(loss: Double = 0.05, target: Double = 0.001, capacity: Int = 4_096) {
+    public init(loss: Double = 0.05, target: Double = 0.002, capacity: Int = 256) {
         self.loss = loss
         self.target = target
         self.capacity = capacity
