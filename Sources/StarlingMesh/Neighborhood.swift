@@ -55,6 +55,7 @@ public struct Neighborhood: Sendable {
 
     /// Records what a neighbour announced as its own neighbours.
     public mutating func setNeighbors(of peer: PeerID, _ neighbors: Set<PeerID>) {
+        guard neighborsOfPeer[peer] != neighbors else { return } // announced again, unchanged
         neighborsOfPeer[peer] = neighbors
         updateForwarder()
     }

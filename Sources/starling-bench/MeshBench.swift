@@ -45,7 +45,7 @@ enum MeshBench {
             print("n=\(n) d=\(degree) CDS=\(cds) plan/CDS=\(format2(Double(sizes.reduce(0, +)) / Double(max(1, sizes.count)) / Double(cds)))")
             var lossless = experiment
             lossless.radio.loss = 0
-            for (th, down, target) in [(0.3, 0.5, 0.002), (0.2, 0.5, 0.002), (0.3, 0.5, 0.003), (0.4, 0.5, 0.002)] {
+            for (th, down, target) in [(0.6, 0.5, 0.002), (0.3, 0.5, 0.002), (1.0, 0.5, 0.002), (0.6, 0.5, 0.001), (0.6, 0.3, 0.002)] {
                 let p = PlannedPolicy(threshold: th, downstreamRelayHas: down, plans: BroadcastPlanCache(target: target))
                 let clean = lossless.run(on: topology, policy: p, cdsSize: cds)
                 experiment.seed = UInt64(n) + UInt64(degree)
@@ -55,7 +55,7 @@ enum MeshBench {
         }
         // Seed 001's 20-node meshes (degree ≈ 4, TTL 7).
         let (small, twenty) = seed001Mesh()
-        for th in [0.3, 0.2] {
+        for th in [0.6, 0.3] {
             let r = small.run(on: twenty, policy: PlannedPolicy(threshold: th))
             print("20 nodes: threshold \(th): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/bcast \(format1(r.transmissionsPerBroadcast))")
         }

@@ -110,6 +110,10 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         let cache = BroadcastPlanCache()
         let plan = try #require(cache.plan(from: Simulator.peerID(0), routes: routes))
         #expect(plan.relays == Set([0, 1, 2].map(Simulator.peerID)))
+        // Hops by the shortest path, and what each relay's loss would cost: 1 carries 2 and 3, 2 carries 3.
+        #expect((0..<4).map { plan.hops[Simulator.peerID($0)] } == [0, 1, 2, 3])
+        #expect(plan.dependents[Simulator.peerID(1)] == 2 && plan.dependents[Simulator.peerID(2)] == 1)
+        #expect(plan.dependents[Simulator.peerID(3)] == nil)
         let policy = PlannedPolicy(plans: cache)
         func hood(_ node: Int) -> Neighborhood {
             var h = Neighborhood(localPeer: Simulator.peerID(node))

@@ -18,8 +18,8 @@ import StarlingWire
 ///     its silence is evidence too (Bayes: we would have heard it but for a
 ///     `loss` chance);
 ///   - a planned neighbour we did not hear is itself likely to lack the packet
-///     (the same Bayes), and weighs as much as the nodes that hear no other
-///     planned relay.
+///     (the same Bayes), and weighs as much as the nodes that depend on it in
+///     the plan's tree, itself included.
 ///   When some neighbour's chance, so weighed, is above `threshold`, it relays;
 ///   every copy heard meanwhile updates the estimate and may cancel the relay.
 /// - Without a plan (the source or this node unknown to the topology), it
@@ -40,7 +40,7 @@ public struct PlannedPolicy: RelayPolicy {
     public let plans: BroadcastPlanCache
 
     public init(plannedJitter: Millis = 10, repairDelay: Millis = 50, repairJitter: Millis = 60,
-                threshold: Double = 0.3, loss: Double = 0.05, distantRelayHas: Double = 0.9,
+                threshold: Double = 0.6, loss: Double = 0.05, distantRelayHas: Double = 0.9,
                 downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
         self.repairDelay = repairDelay

@@ -31,8 +31,8 @@ public struct BroadcastPlan: Sendable, Equatable {
     public let relays: Set<PeerID>
     /// The nodes of the topology the plan covers (the source's component).
     public let covered: Int
-    /// For each planned relay, how many nodes hear no other planned relay: what
-    /// its losing the packet would cost.
+    /// For each planned relay, how many nodes depend on it in the plan's tree:
+    /// what its losing the packet would cost.
     public let dependents: [PeerID: Int]
     /// Hops from the source, by the shortest path, of every node it covers.
     public let hops: [PeerID: Int]
@@ -149,12 +149,17 @@ public struct BroadcastPlan: Sendable, Equatable {
         }
         var relays = Set<PeerID>()
         for i in 0..<n where planned[i] { relays.insert(graph.peers[i]) }
-        var dependents: [PeerID: Int] = [:]
-        for y in component where y != s {
-            var only = -1, count = 0
-            for t in adjacency[y] where planned[Int(t)] { only = Int(t); count += 1 }
-            if count == 1 { dependents[graph.peers[only], default: 0] += 1 }
+        // What a planned relay's losing the packet would cost: the nodes that
+        // depend on it in the plan's tree (each node's parent is its planned
+        // neighbour nearest the source, ties to the lowest index).
+        var below = [Int](repeating: 0, count: n)
+        for y in component.reversed() where y != s {
+            var parent = -1
+            for t in adjacency[y] where planned[Int(t)] && (parent < 0 || distance[Int(t)] < distance[parent]) { parent = Int(t) }
+            if parent >= 0 { below[parent] += 1 + below[y] * (planned[y] ? 1 : 0) }
         }
+        var dependents: [PeerID: Int] = [:]
+        for x in component where planned[x] && below[x] > 0 { dependents[graph.peers[x]] = below[x] }
         var hops: [PeerID: Int] = [:]
         hops.reserveCapacity(size)
         for x in component { hops[graph.peers[x]] = distance[x] }

@@ -56,6 +56,10 @@ public struct RouteTable: Sendable {
 
     /// Records what `peer` announced as its neighbours.
     public mutating func learn(_ peer: PeerID, neighbors: Set<PeerID>, now: Millis) {
+        if entries[peer]?.neighbors == neighbors {
+            entries[peer]!.heardAt = now // heard again, unchanged
+            return
+        }
         if let old = entries[peer] {
             for n in old.neighbors.subtracting(neighbors) { unname(n, by: peer) }
             if old.neighbors != neighbors { fingerprint ^= Self.digest(peer, old.neighbors) ^ Self.digest(peer, neighbors) }
