@@ -80,6 +80,10 @@ import StarlingWire
         let backbone = e.run(on: t, policy: BackbonePolicy())
         #expect(backbone.meanDelivery >= 0.99)
         #expect(backbone.transmissionsPerBroadcast < 0.6 * flood.transmissionsPerBroadcast)
+        // Planned broadcasts (over the announced topology) deliver as well, for fewer still.
+        let planned = e.run(on: t, policy: PlannedPolicy())
+        #expect(planned.meanDelivery >= 0.99)
+        #expect(planned.transmissionsPerBroadcast < backbone.transmissionsPerBroadcast)
     }
 
     @Test func movementRewiresLinksAndTheMeshKeepsDelivering() {
