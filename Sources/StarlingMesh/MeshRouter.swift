@@ -166,6 +166,16 @@ public struct MeshRouter: Sendable {
         if neighborhood.neighborPeers.contains(peer) { neighborhood.setNeighbors(of: peer, neighbors) }
     }
 
+    /// Takes a whole table of announces at once, as if each had been heard
+    /// through ``setNeighbors(of:_:now:)`` (a simulation hands every router the
+    /// same table, shared until one of them changes it).
+    public mutating func adoptRoutes(_ table: RouteTable) {
+        routes = table
+        for peer in neighborhood.neighborPeers {
+            if let n = table.neighbors(of: peer) { neighborhood.setNeighbors(of: peer, n) }
+        }
+    }
+
     /// A peer left (LEAVE) or its announces expired: its edges go from the topology.
     public mutating func peerGone(_ peer: PeerID) { routes.forget(peer) }
 

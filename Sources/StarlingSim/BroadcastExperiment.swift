@@ -67,7 +67,7 @@ public struct BroadcastExperiment: Sendable {
         // (the route table forgets lists after 60 s): the topology planned
         // policies plan over.
         var learnt: Millis = 0
-        if policy.usesTopology { sim.learnTopology(listed: .max) }
+        if policy.usesTopology { sim.learnTopology(listed: .max, shared: true) }
         let component = topology.largestComponent
         let cds = cdsSize ?? topology.greedyConnectedDominatingSet(of: component).count
         var rng = SeededGenerator(seed: seed ^ 0xB40A_DCA5)
@@ -93,12 +93,12 @@ public struct BroadcastExperiment: Sendable {
                 points = p
                 let next = Topology.geometric(p, radius: radius)
                 let (up, down) = sim.rewire(to: next)
-                if policy.usesTopology, refreshTopology { sim.learnTopology(listed: .max); learnt = sim.now }
+                if policy.usesTopology, refreshTopology { sim.learnTopology(listed: .max, shared: true); learnt = sim.now }
                 linkChanges += up + down
                 current = next
             }
             if policy.usesTopology, sim.now >= learnt + 30_000 {
-                sim.learnTopology(listed: .max, described: refreshTopology ? nil : topology)
+                sim.learnTopology(listed: .max, described: refreshTopology ? nil : topology, shared: true)
                 learnt = sim.now
             }
             sim.offline = churn > 0 ? Set((0..<topology.nodeCount).filter { _ in rng.unit() < churn }) : []

@@ -101,10 +101,22 @@ public struct Simulator: RadioSimulation {
     /// every announce interval; between two calls the lists go stale as links change.
     /// `described` is the topology the announces describe (the current one unless
     /// given: an older one makes the lists stale).
-    public mutating func learnTopology(listed: Int = Announce.maxNeighbors, described: Topology? = nil) {
+    ///
+    /// With `shared`, every router gets one table learnt once (much faster for
+    /// large meshes): the same as learning each list in every router when all
+    /// routers held the same table before, as they do once every node has
+    /// announced to all of them.
+    public mutating func learnTopology(listed: Int = Announce.maxNeighbors, described: Topology? = nil, shared: Bool = false) {
         let graph = described ?? topology
         let announcing = (0..<topology.nodeCount).filter { !offline.contains($0) }
         let lists = announcing.map { Set(graph.neighbors[$0].map(Self.peerID).sorted().prefix(listed)) }
+        if shared {
+            // One table, learnt once and shared (copy on write) by every router.
+            var table = routers.first?.routes ?? RouteTable()
+            for (k, j) in announcing.enumerated() { table.learn(Self.peerID(j), neighbors: lists[k], now: now) }
+            for i in routers.indices { routers[i].adoptRoutes(table) }
+            return
+        }
         for i in routers.indices {
             for (k, j) in announcing.enumerated() { routers[i].setNeighbors(of: Self.peerID(j), lists[k], now: now) }
         }
