@@ -80,23 +80,26 @@ public struct Neighborhood: Sendable {
             guard let n = neighborsOfPeer[x] else { isForwarder = true; return }
             if priority(of: x, degree: n.count) > myPriority { higher.append(x) }
         }
-        // Connected components of the higher-priority neighbours (edges as announced).
+        // Connected components of the higher-priority neighbours. An edge counts
+        // when either end announces it (announces list at most ten neighbours),
+        // so the components, and the answer, do not depend on where a search starts.
+        func linked(_ u: PeerID, _ w: PeerID) -> Bool {
+            (neighborsOfPeer[u]?.contains(w) ?? false) || (neighborsOfPeer[w]?.contains(u) ?? false)
+        }
         var unvisited = Set(higher)
-        while let seed = unvisited.first {
+        for seed in higher.sorted() where unvisited.contains(seed) {
             var component: [PeerID] = [seed]
             unvisited.remove(seed)
             var i = 0
             while i < component.count {
                 let u = component[i]; i += 1
-                for w in neighborsOfPeer[u] ?? [] where unvisited.contains(w) {
+                for w in unvisited.sorted() where linked(u, w) {
                     unvisited.remove(w)
                     component.append(w)
                 }
             }
             // Does this component cover all of our neighbours?
-            var covered = Set(component)
-            for u in component { covered.formUnion(neighborsOfPeer[u] ?? []) }
-            if mine.isSubset(of: covered) { isForwarder = false; return }
+            if mine.allSatisfy({ x in component.contains { $0 == x || linked($0, x) } }) { isForwarder = false; return }
         }
         isForwarder = true
     }

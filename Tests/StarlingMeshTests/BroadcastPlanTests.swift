@@ -169,3 +169,25 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         #expect(got.count == t.largestComponent.count - 1)
     }
 }
+
+@Suite struct SelfPruningTests {
+    /// Announces list at most ten neighbours, so one end may name an edge the
+    /// other does not. Whether a node forwards must not depend on which
+    /// neighbour a search starts from (the simulator must be deterministic, and
+    /// Swift's set order changes from run to run): here b does not name a, a
+    /// names b; together they cover everything, apart they do not.
+    @Test func oneSidedEdgesCountBothWays() {
+        let me = PeerID(rawValue: 100), a = PeerID(rawValue: 20), b = PeerID(rawValue: 10), x = PeerID(rawValue: 30)
+        let lists: [PeerID: Set<PeerID>] = [
+            a: [b, me, PeerID(rawValue: 41), PeerID(rawValue: 42)],
+            b: [me, x, PeerID(rawValue: 43), PeerID(rawValue: 44)],
+            x: [b, me],
+        ]
+        for order in [[a, b, x], [x, b, a], [b, x, a]] {
+            var h = Neighborhood(localPeer: me)
+            for (i, p) in order.enumerated() { h.add(LinkID(UInt32(i)), peer: p) }
+            for p in order { h.setNeighbors(of: p, lists[p]!) }
+            #expect(!h.isForwarder, "a and b, linked by a's announce, cover every neighbour")
+        }
+    }
+}
