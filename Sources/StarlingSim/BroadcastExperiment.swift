@@ -23,8 +23,6 @@ public struct BroadcastExperiment: Sendable {
     /// Whether routers learn the topology again after each move (converged
     /// announces), or plan over the one they knew at the start (stale).
     public var refreshTopology = true
-    /// Called after each broadcast with its number, source and the nodes it reached.
-    public var onBroadcast: (@Sendable (_ index: Int, _ source: Int, _ reached: Set<Int>) -> Void)?
     public init() {}
 
     public struct Result: Sendable {
@@ -123,7 +121,6 @@ public struct BroadcastExperiment: Sendable {
             let distance = alive.distances(from: source)
             let reachable = (0..<topology.nodeCount).filter { $0 != source && (distance[$0].map { $0 <= Int(ttl) } ?? false) }
             let got = log.firstDelivery[PacketID(packet).high] ?? [:]
-            onBroadcast?(b, source, Set(got.keys))
             let delivered = reachable.filter { got[$0] != nil }.count
             ratios.append(reachable.isEmpty ? 1 : Double(delivered) / Double(reachable.count))
             latencies += got.filter { $0.key != source }.map { $0.value - t0 }.sorted()
