@@ -86,14 +86,15 @@ public struct Neighborhood: Sendable {
         func linked(_ u: PeerID, _ w: PeerID) -> Bool {
             (neighborsOfPeer[u]?.contains(w) ?? false) || (neighborsOfPeer[w]?.contains(u) ?? false)
         }
+        higher.sort()
         var unvisited = Set(higher)
-        for seed in higher.sorted() where unvisited.contains(seed) {
+        for seed in higher where unvisited.contains(seed) {
             var component: [PeerID] = [seed]
             unvisited.remove(seed)
             var i = 0
             while i < component.count {
                 let u = component[i]; i += 1
-                for w in unvisited.sorted() where linked(u, w) {
+                for w in higher where unvisited.contains(w) && linked(u, w) {
                     unvisited.remove(w)
                     component.append(w)
                 }

@@ -60,7 +60,7 @@ public struct PlannedPolicy: RelayPolicy {
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let me = neighborhood.localPeer, let source = context.source, let routes = context.routes,
               let from = context.fromPeer, let plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL)),
-              routes.neighbors(of: me) != nil || routes.isNamed(me) else {
+              plan.hops[me] != nil else {
             return fallback.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng)
         }
         guard let ttl = relayTTL(context.ttl) else { return .drop }
@@ -88,18 +88,22 @@ public struct PlannedPolicy: RelayPolicy {
         guard let plan = tracking.plan, let me = neighborhood.localPeer else { return true }
         let heard = tracking.heardFrom
         let myHops = plan.hops[me] ?? 0
+        // How many of the transmissions we heard reached each peer (counted once, read often).
+        var reached: [PeerID: Int] = [:]
+        for u in heard { for w in neighborhood.neighbors(of: u) ?? [] { reached[w, default: 0] += 1 } }
+        func missedAll(_ peer: PeerID) -> Double {
+            (0..<(reached[peer] ?? 0)).reduce(1.0) { m, _ in m * loss }
+        }
         // The chance that planned relay t, not heard, has the packet.
         func has(_ t: PeerID) -> Double {
-            var lacks = 1 - ((plan.hops[t] ?? .max) > myHops ? downstreamRelayHas : distantRelayHas)
-            for u in heard where neighborhood.neighbors(of: u)?.contains(t) ?? false { lacks *= loss }
+            let lacks = (1 - ((plan.hops[t] ?? .max) > myHops ? downstreamRelayHas : distantRelayHas)) * missedAll(t)
             let p = 1 - lacks
             // Our neighbour: we would have heard it, but for a loss.
             return neighborhood.neighborPeers.contains(t) ? p * loss / (p * loss + (1 - p)) : p
         }
         for x in neighborhood.neighborPeers where !heard.contains(x) {
             guard let around = neighborhood.neighbors(of: x) else { return true }
-            var miss = 1.0
-            for u in heard where neighborhood.neighbors(of: u)?.contains(x) ?? false { miss *= loss }
+            var miss = missedAll(x)
             for t in around where t != me && !heard.contains(t) && plan.relays.contains(t) {
                 miss *= 1 - has(t) * (1 - loss)
             }

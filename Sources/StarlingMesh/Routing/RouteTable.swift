@@ -43,11 +43,10 @@ public struct RouteTable: Sendable {
     /// Every announced neighbour list, by announcer.
     public var announcedEdges: [PeerID: Set<PeerID>] { entries.mapValues(\.neighbors) }
 
+    /// SplitMix64's output for `x`: a fixed, well-spread hash (not Swift's seeded one).
     private static func mix(_ x: UInt64) -> UInt64 {
-        var z = x &+ 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        var g = SeededGenerator(seed: x)
+        return g.next()
     }
 
     private static func digest(_ peer: PeerID, _ neighbors: Set<PeerID>) -> UInt64 {
@@ -62,7 +61,7 @@ public struct RouteTable: Sendable {
         }
         if let old = entries[peer] {
             for n in old.neighbors.subtracting(neighbors) { unname(n, by: peer) }
-            if old.neighbors != neighbors { fingerprint ^= Self.digest(peer, old.neighbors) ^ Self.digest(peer, neighbors) }
+            fingerprint ^= Self.digest(peer, old.neighbors) ^ Self.digest(peer, neighbors)
         } else if entries.count >= capacity {
             expire(now: now)
             if entries.count >= capacity, let stalest = entries.min(by: { $0.value.heardAt < $1.value.heardAt })?.key {
