@@ -57,6 +57,7 @@ public struct MeshRouter: Sendable {
         var incoming: LinkID?
         var links: LinkSelection
         var tracking: RelayTracking
+        var context: RelayContext
     }
 
     struct Deadline: Comparable {
@@ -222,7 +223,31 @@ public struct MeshRouter: Sendable {
             }
         }
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
-        return transmit(bytes, packet: packet, on: links, now: now)
+        let actions = transmit(bytes, packet: packet, on: links, now: now)
+        if packet.isBroadcast, packet.type != .requestSync {
+            var context = RelayContext(ttl: packet.ttl, type: packet.type, fromLink: nil, fromPeer: nil, now: now,
+                                       source: packet.senderID, routes: policy.usesTopology ? routes : nil)
+            context.originTTL = configuration.maxTTL
+            watch(id.high, bytes: bytes, packet: packet, incoming: nil, links: .allButIncoming, context: context,
+                  tracking: RelayTracking(), now: now)
+        }
+        return actions
+    }
+
+    /// After our transmission of a broadcast: the policy may watch for signs
+    /// that it arrived, and send it again at the deadline.
+    private mutating func watch(_ key: UInt64, bytes: [UInt8], packet: Packet, incoming: LinkID?, links: LinkSelection,
+                                context: RelayContext, tracking: RelayTracking, now: Millis) {
+        var tracking = tracking
+        guard pending.count < configuration.maxPendingRelays,
+              let delay = policy.transmitted(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) else {
+            return
+        }
+        tracking.watching = true
+        pending[key] = Pending(fireAt: now + delay, bytes: bytes, packet: packet, incoming: incoming, links: links,
+                               tracking: tracking, context: context)
+        sequence += 1
+        deadlines.insert(Deadline(at: now + delay, seq: sequence, key: key))
     }
 
     /// The packet a relay sends: the same bytes but for the TTL, encoded.
@@ -257,7 +282,9 @@ public struct MeshRouter: Sendable {
             if var p = pending[key] {
                 if policy.duplicateHeard(from: fromPeer, neighborhood: neighborhood, tracking: &p.tracking) {
                     pending[key] = nil
-                    statistics.relaysCancelled += 1
+                    if !p.tracking.watching { statistics.relaysCancelled += 1 }
+                } else if p.tracking.watching {
+                    pending[key] = p
                 } else {
                     // A copy that came a shorter way carries more TTL: relay that one,
                     // or the packet stops short of nodes within its TTL.
@@ -374,9 +401,13 @@ public struct MeshRouter: Sendable {
             if delay == 0 {
                 statistics.relaysExecuted += 1
                 actions += transmit(out, packet: copy, on: select(links, excluding: link), now: now)
+                if copy.isBroadcast {
+                    watch(key, bytes: out, packet: copy, incoming: link, links: links, context: context,
+                          tracking: tracking, now: now)
+                }
             } else {
                 pending[key] = Pending(fireAt: now + delay, bytes: out, packet: copy, incoming: link,
-                                       links: links, tracking: tracking)
+                                       links: links, tracking: tracking, context: context)
                 sequence += 1
                 deadlines.insert(Deadline(at: now + delay, seq: sequence, key: key))
             }
@@ -395,9 +426,19 @@ public struct MeshRouter: Sendable {
         var actions = syncRequests(now: now)
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
-            guard let p = pending.removeValue(forKey: next.key), p.fireAt == next.at else { continue }
-            statistics.relaysExecuted += 1
+            guard var p = pending[next.key], p.fireAt == next.at else { continue }
+            pending[next.key] = nil
+            if p.tracking.watching {
+                guard policy.retransmit(neighborhood: neighborhood, tracking: &p.tracking) else { continue }
+                statistics.retransmissions += 1
+            } else {
+                statistics.relaysExecuted += 1
+            }
             actions += transmit(p.bytes, packet: p.packet, on: select(p.links, excluding: p.incoming), now: now)
+            if p.packet.isBroadcast {
+                watch(next.key, bytes: p.bytes, packet: p.packet, incoming: p.incoming, links: p.links,
+                      context: p.context, tracking: p.tracking, now: now)
+            }
         }
         return actions
     }

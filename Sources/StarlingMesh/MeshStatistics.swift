@@ -18,6 +18,8 @@ public struct MeshStatistics: Hashable, Sendable {
     public var relaysExecuted = 0
     /// Pending relays cancelled because the packet was heard enough.
     public var relaysCancelled = 0
+    /// Broadcasts sent again (the policy saw no sign that a neighbour got them).
+    public var retransmissions = 0
     /// Relays the policy declined, or the TTL forbade.
     public var relaysDeclined = 0
     /// Relays refused because too many were pending.

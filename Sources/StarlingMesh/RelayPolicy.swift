@@ -41,6 +41,13 @@ public struct RelayTracking: Sendable {
     public var heardFrom: Set<PeerID> = []
     /// The broadcast plan for the packet's source (planned policies only).
     public var plan: BroadcastPlan?
+    /// After our own transmission: the neighbours whose relay would show they
+    /// got it, not heard yet (planned policies only).
+    public var awaiting: Set<PeerID> = []
+    /// Whether our transmission went out and we are watching for those relays.
+    public var watching = false
+    /// Times we sent the packet again.
+    public var retransmissions = 0
     public init() {}
     public var uncoveredWeight: Int { need.values.reduce(0) { $0 + max(0, $1) } }
 
@@ -87,6 +94,17 @@ public protocol RelayPolicy: Sendable {
     /// Called for each later copy heard before the relay fires (from `peer`,
     /// when known). Return true to cancel the relay.
     func duplicateHeard(from peer: PeerID?, neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool
+    /// Called right after this node transmitted a broadcast: its relay
+    /// (`tracking` as the pending relay kept it) or its own packet (fresh
+    /// `tracking`; `context` has no incoming link). Return a delay to watch
+    /// for evidence that the transmission arrived (copies heard meanwhile go
+    /// to `duplicateHeard`, where true ends the watch), after which
+    /// `retransmit` decides whether to send it again; nil not to watch.
+    func transmitted(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
+                     rng: inout SeededGenerator) -> Millis?
+    /// At the end of a watch: whether to transmit the packet again (a new
+    /// watch may follow through `transmitted`).
+    func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool
 }
 
 extension RelayPolicy {
@@ -96,7 +114,16 @@ extension RelayPolicy {
         tracking.heard += 1
         return false
     }
+
+    public func transmitted(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
+                            rng: inout SeededGenerator) -> Millis? { nil }
+
+    public func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool { false }
 }
+
+/// The relay policy a node uses unless told otherwise: the one that measures
+/// best (`starling-bench mesh`, docs/MESH.md).
+public func defaultRelayPolicy() -> any RelayPolicy { PlannedPolicy() }
 
 /// The TTL a relayed copy carries, or nil when the packet must not be relayed
 /// (it arrived with TTL 0 or 1: decremented to 0, it is processed, not relayed).

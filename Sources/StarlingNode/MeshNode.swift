@@ -45,7 +45,7 @@ public actor MeshNode {
         public var favorites: Set<Fingerprint> = []
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
-        public var policy: any RelayPolicy = BackbonePolicy()
+        public var policy: any RelayPolicy = defaultRelayPolicy()
         /// Stately: the key states are sealed with (a group's, or the shared
         /// broadcast key), the power mode (nil: from the battery), and where
         /// battery readings come from.

@@ -13,6 +13,9 @@ public struct DirectedExperiment: Sendable {
     public var messages = 200
     /// Virtual time between two messages' first sends.
     public var spacing: Millis = 500
+    /// How long each phase of ``routeCost(on:policy:)`` runs: long enough for a
+    /// flood's last repairs, so that none is counted against the next phase.
+    public var settle: Millis = 3_000
     public var ttl: UInt8 = 16
     public var radio = Simulator.Radio()
     /// Fraction of nodes offline at any moment. Each node's offline spells
@@ -70,7 +73,7 @@ public struct DirectedExperiment: Sendable {
                 let packet = Packet(type: .noiseEncrypted, ttl: ttl, timestamp: sim.now + UInt64(m), senderID: Simulator.peerID(s),
                                     recipientID: Simulator.peerID(d), payload: Array("m\(m)".utf8), compress: false)
                 sim.originate(packet, at: s, routing: routing)
-                sim.run(until: sim.now + spacing)
+                sim.run(until: sim.now + settle)
                 let cost = sim.transmissions.reduce(0, +) - before
                 if routing == .automatic { routedTx += cost } else { floodTx += cost }
                 if routing == .automatic, log.got.contains(PacketID(packet).high) { delivered += 1 }

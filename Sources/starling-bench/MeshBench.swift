@@ -1,3 +1,4 @@
+import Foundation
 import StarlingMesh
 import StarlingSim
 import StarlingWire
@@ -45,20 +46,26 @@ enum MeshBench {
             print("n=\(n) d=\(degree) CDS=\(cds) plan/CDS=\(format2(Double(sizes.reduce(0, +)) / Double(max(1, sizes.count)) / Double(cds)))")
             var lossless = experiment
             lossless.radio.loss = 0
-            for (th, down, target) in [(0.6, 0.5, 0.002), (0.3, 0.5, 0.002), (1.0, 0.5, 0.002), (0.6, 0.5, 0.001), (0.6, 0.3, 0.002)] {
-                let p = PlannedPolicy(threshold: th, downstreamRelayHas: down, plans: BroadcastPlanCache(target: target))
+            let variants: [(String, PlannedPolicy)] = [
+                ("default (target 0.3%, 2 watchers, repair after 120 ms)", PlannedPolicy()),
+                ("target 0.2%", PlannedPolicy(plans: BroadcastPlanCache(target: 0.002))),
+                ("target 0.5%", PlannedPolicy(plans: BroadcastPlanCache(target: 0.005))),
+                ("1 watcher", PlannedPolicy(plans: BroadcastPlanCache(watchers: 1))),
+                ("3 watchers", PlannedPolicy(plans: BroadcastPlanCache(watchers: 3))),
+                ("no watchers (every neighbour judges)", PlannedPolicy(plans: BroadcastPlanCache(watchers: 0))),
+                ("repair after 50 ms", PlannedPolicy(repairDelay: 50)),
+            ]
+            for (name, p) in variants {
                 let clean = lossless.run(on: topology, policy: p, cdsSize: cds)
                 experiment.seed = UInt64(n) + UInt64(degree)
                 let r = experiment.run(on: topology, policy: p, cdsSize: cds)
-                print("  threshold \(th), downstream relay has \(down), plan target \(target): no loss tx/CDS \(format2(clean.transmissionsPerCDS)); 5% loss delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
+                print("  \(name): no loss tx/CDS \(format2(clean.transmissionsPerCDS)); 5% loss delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
             }
         }
         // Seed 001's 20-node meshes (degree ≈ 4, TTL 7).
         let (small, twenty) = seed001Mesh()
-        for th in [0.6, 0.3] {
-            let r = small.run(on: twenty, policy: PlannedPolicy(threshold: th))
-            print("20 nodes: threshold \(th): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/bcast \(format1(r.transmissionsPerBroadcast))")
-        }
+        let rp = small.run(on: twenty, policy: PlannedPolicy())
+        print("20 nodes: planned delivery \(pct(rp.meanDelivery)) (min \(pct(rp.minDelivery))) tx/bcast \(format1(rp.transmissionsPerBroadcast))")
         let rb = small.run(on: twenty, policy: BackbonePolicy())
         print("20 nodes: backbone delivery \(pct(rb.meanDelivery)) (min \(pct(rb.minDelivery))) tx/bcast \(format1(rb.transmissionsPerBroadcast))")
         // Movement: 300 nodes d≈10, every node moves up to 0.02 between broadcasts.
@@ -72,6 +79,51 @@ enum MeshBench {
             e.refreshTopology = refresh
             let r = e.run(on: moving, policy: policy)
             print("  \(name): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) link changes \(r.linkChanges)")
+        }
+    }
+
+    /// The default policy against the backbone on the bench's graphs, with five
+    /// run seeds each (150 broadcasts per cell): how often a broadcast misses
+    /// more than 1% of the mesh, beyond the one seed `mesh` shows.
+    static func seeds() {
+        print("starling-bench mesh-seeds (5% loss, TTL 64, 5 seeds × 30 broadcasts per cell)")
+        var experiment = BroadcastExperiment()
+        experiment.radio.loss = 0.05
+        experiment.ttl = 64
+        experiment.broadcasts = 30
+        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
+            let topology = graph(nodes: n, degree: degree)
+            let cds = topology.greedyConnectedDominatingSet(of: topology.largestComponent).count
+            for policy in [BackbonePolicy(), defaultRelayPolicy()] {
+                var below = 0, total = 0, tx = 0.0, mean = 0.0, worst = 1.0
+                for k in 0..<5 {
+                    experiment.seed = UInt64(n) + UInt64(degree) + UInt64(k) * 1000
+                    let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
+                    below += r.deliveryRatios.filter { $0 < 0.99 }.count
+                    total += r.deliveryRatios.count
+                    tx += r.transmissionsPerCDS / 5
+                    mean += r.meanDelivery / 5
+                    worst = min(worst, r.minDelivery)
+                }
+                print("  n=\(n) d≈\(format1(topology.meanDegree)) \(policy.name.padding(9)) delivery \(pct(mean)) (min \(pct(worst)))  tx/CDS \(format2(tx))  broadcasts below 99%: \(below)/\(total)")
+            }
+        }
+    }
+
+    /// Writes the bench's graphs into the current directory (CDS size, the
+    /// largest component, then each node's neighbours, one line each) for
+    /// tools/broadcast-bound.py.
+    static func graphs() {
+        let directory = FileManager.default.currentDirectoryPath
+        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
+            let topology = graph(nodes: n, degree: degree)
+            let component = topology.largestComponent
+            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            let lines = ["\(cds)", component.map(String.init).joined(separator: " ")]
+                + topology.neighbors.map { $0.map(String.init).joined(separator: " ") }
+            let path = "\(directory)/graph-\(n)-\(Int(degree)).txt"
+            _ = FileManager.default.createFile(atPath: path, contents: Data((lines.joined(separator: "\n") + "\n").utf8))
+            print("wrote \(path)")
         }
     }
 
@@ -120,7 +172,7 @@ enum MeshBench {
         // Speed: 1,000 nodes × 100 broadcasts with the default policy.
         let big = graph(nodes: 1000, degree: 8)
         experiment.broadcasts = 100
-        let r = experiment.run(on: big, policy: BackbonePolicy())
+        let r = experiment.run(on: big, policy: defaultRelayPolicy())
         print("\nspeed: 1,000 nodes × 100 broadcasts (\(r.policy)): \(format2(r.wallSeconds)) s wall (goal < 10 s)")
     }
 

@@ -92,7 +92,7 @@ struct Sim: ParsableCommand {
     }
 
     var chosenPolicy: any RelayPolicy {
-        Self.policies.first { $0.name == policy } ?? BackbonePolicy()
+        Self.policies.first { $0.name == policy } ?? defaultRelayPolicy()
     }
 
     func emit(_ object: [String: Any]) throws {

@@ -51,11 +51,12 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
             for v in t.neighbors[u] where relays.contains(v) && !reached.contains(v) { reached.insert(v); queue.append(v) }
         }
         #expect(reached == relays)
+        // Planned relays are watched (their loss is repaired), so only the others count.
         var misses = 0.0
         for x in component where x != source {
             let k = t.neighbors[x].filter(relays.contains).count
             #expect(k >= 1, "node \(x) hears no planned relay")
-            misses += (0..<k).reduce(1.0) { p, _ in p * 0.05 }
+            if !relays.contains(x) { misses += (0..<k).reduce(1.0) { p, _ in p * 0.05 } }
         }
         #expect(misses <= 0.005 * Double(component.count) + 1e-9)
         // Most nodes hear two relays or more: the plan is not a bare dominating set.
@@ -100,16 +101,49 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         #expect(BroadcastPlanCache().plan(from: PeerID(rawValue: 0xDEAD), routes: routeTable(t)) == nil)
     }
 
+    /// Watchers are next to their relay, off the plan, and get the packet
+    /// without it: through planned relays that do not pass through it.
+    @Test func watchersGetThePacketWithoutTheirRelay() throws {
+        let t = Self.graph(200, degree: 8, seed: 5)
+        let component = t.largestComponent
+        let source = component[0]
+        let plan = try #require(BroadcastPlanCache().plan(from: Simulator.peerID(source), routes: routeTable(t)))
+        let relays = Set(component.filter { plan.relays.contains(Simulator.peerID($0)) })
+        let index = Dictionary(uniqueKeysWithValues: (0..<t.nodeCount).map { (Simulator.peerID($0), $0) })
+        var watched = 0
+        for (relay, watchers) in plan.watchers {
+            let r = try #require(index[relay])
+            #expect(relays.contains(r) && r != source)
+            #expect((1...2).contains(watchers.count))
+            // The planned relays the source reaches without r.
+            var reached: Set = [source], queue = [source]
+            while let u = queue.popLast() {
+                for v in t.neighbors[u] where v != r && relays.contains(v) && !reached.contains(v) { reached.insert(v); queue.append(v) }
+            }
+            for w in watchers.map({ index[$0]! }) {
+                #expect(t.neighbors[r].contains(w) && !relays.contains(w))
+                #expect(t.neighbors[w].contains { $0 != r && reached.contains($0) }, "watcher \(w) of \(r) depends on it")
+            }
+            watched += 1
+        }
+        // Most relays are watched; the others have a second way in or a repeat.
+        #expect(Double(watched) > 0.8 * Double(relays.count - 1))
+    }
+
     /// A planned relay relays at once; a node off the plan relays only when a
     /// neighbour is likely to lack the packet, and stands down when the copies
     /// it hears say otherwise.
     @Test func plannedRelaysAndRepairs() throws {
-        // A line 0 – 1 – 2 – 3: from 0, the plan is 0, 1, 2 (3 is a leaf).
+        // A line 0 – 1 – 2 – 3: from 0, the plan is 0, 1, 2 (3 is a leaf: its
+        // relay would help nobody). Nobody can watch 1 or 2, each with a single
+        // way in: 0 and 1 send twice (0 also as a source with one neighbour).
         let t = Topology.line(4)
         let routes = routeTable(t)
         let cache = BroadcastPlanCache()
         let plan = try #require(cache.plan(from: Simulator.peerID(0), routes: routes))
         #expect(plan.relays == Set([0, 1, 2].map(Simulator.peerID)))
+        #expect(plan.watchers.isEmpty)
+        #expect(plan.repeats == [Simulator.peerID(0): [Simulator.peerID(1)], Simulator.peerID(1): [Simulator.peerID(2)]])
         // Hops by the shortest path, and what each relay's loss would cost: 1 carries 2 and 3, 2 carries 3.
         #expect((0..<4).map { plan.hops[Simulator.peerID($0)] } == [0, 1, 2, 3])
         #expect(plan.dependents[Simulator.peerID(1)] == 2 && plan.dependents[Simulator.peerID(2)] == 1)
@@ -155,6 +189,82 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         // …until it hears 3 relay.
         #expect(policy.duplicateHeard(from: Simulator.peerID(3), neighborhood: h, tracking: &tracking))
         #expect(!policy.neighborAtRisk(h, tracking))
+    }
+
+    /// The repeats go out through the router: on the line, 0 and 1 send twice,
+    /// 2 once, 3 not at all; each repeat is counted.
+    @Test func bridgesAreSentTwice() {
+        let t = Topology.line(4)
+        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 3)
+        sim.learnTopology(listed: .max, shared: true)
+        var got = Set<Int>()
+        sim.onDeliver = { node, _, _, _ in got.insert(node) }
+        sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: [9], compress: false), at: 0)
+        sim.run(until: 2_000)
+        #expect(got == [1, 2, 3])
+        #expect(sim.transmissions == [2, 2, 1, 0])
+        #expect(sim.routers.map(\.statistics.retransmissions) == [1, 1, 0, 0])
+    }
+
+    /// A watcher that has not heard its relay repairs after `repairDelay` (the
+    /// second watcher later still); hearing the relay stands it down.
+    @Test func watcherRepairsASilentRelay() throws {
+        let t = Self.graph(120, degree: 9, seed: 7)
+        let component = t.largestComponent
+        let source = component[0]
+        let routes = routeTable(t)
+        let cache = BroadcastPlanCache()
+        let plan = try #require(cache.plan(from: Simulator.peerID(source), routes: routes, maxHops: 64))
+        let index = Dictionary(uniqueKeysWithValues: (0..<t.nodeCount).map { (Simulator.peerID($0), $0) })
+        let (relay, watchers) = try #require(plan.watchers.sorted { $0.key < $1.key }.first)
+        let w = index[watchers[0]]!
+        var h = Neighborhood(localPeer: Simulator.peerID(w))
+        for j in t.neighbors[w] {
+            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+            h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
+        }
+        // Its first copy comes from a planned neighbour other than the relay.
+        let from = try #require(t.neighbors[w].first { plan.relays.contains(Simulator.peerID($0)) && Simulator.peerID($0) != relay })
+        let policy = PlannedPolicy(plans: cache)
+        var rng = SeededGenerator(seed: 4)
+        var tracking = RelayTracking()
+        var context = RelayContext(ttl: 60, type: .message, fromLink: LinkID(UInt32(from)), fromPeer: Simulator.peerID(from),
+                                   now: 0, source: Simulator.peerID(source), routes: routes)
+        context.originTTL = 64
+        guard case let .relay(delay, _, _) = policy.firstHeard(context, neighborhood: h, tracking: &tracking, rng: &rng) else {
+            Issue.record("a watcher whose relay is silent repairs"); return
+        }
+        let rank = h.neighborPeers.compactMap { plan.watchers[$0]?.firstIndex(of: Simulator.peerID(w)) }.min()!
+        let earliest = policy.repairDelay + Millis(rank) * policy.watchStagger
+        #expect(delay >= earliest && delay < earliest + policy.watchJitter)
+        #expect(policy.neighborAtRisk(h, tracking))
+        // The relay speaks (and every other neighbour is covered twice over): the repair is off.
+        for peer in h.neighborPeers where peer != relay { tracking.heardFrom.insert(peer) }
+        #expect(policy.duplicateHeard(from: relay, neighborhood: h, tracking: &tracking))
+    }
+
+    /// A topology that moved on (a link the plan counts on is down): the node
+    /// relays as the backbone would, whatever the plan says.
+    @Test func outdatedTopologyFallsBackToTheBackbone() {
+        // The announces say 0 – 1 – 2 – 3 and 1 – 3; the live links are the line.
+        let line = Topology.line(4)
+        var routes = routeTable(line)
+        routes.learn(Simulator.peerID(1), neighbors: Set([0, 2, 3].map(Simulator.peerID)), now: 0)
+        var h = Neighborhood(localPeer: Simulator.peerID(1))
+        for j in line.neighbors[1] {
+            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+            h.setNeighbors(of: Simulator.peerID(j), Set(line.neighbors[j].map(Simulator.peerID)))
+        }
+        let policy = PlannedPolicy()
+        #expect(policy.outdated(routes, around: Simulator.peerID(1), h))
+        #expect(!policy.outdated(routeTable(line), around: Simulator.peerID(1), h))
+        let context = RelayContext(ttl: 7, type: .message, fromLink: LinkID(0), fromPeer: Simulator.peerID(0), now: 0,
+                                   source: Simulator.peerID(0), routes: routes)
+        var a = RelayTracking(), b = RelayTracking()
+        var r1 = SeededGenerator(seed: 8), r2 = SeededGenerator(seed: 8)
+        #expect(policy.firstHeard(context, neighborhood: h, tracking: &a, rng: &r1)
+                == BackbonePolicy().firstHeard(context, neighborhood: h, tracking: &b, rng: &r2))
+        #expect(a.plan == nil)
     }
 
     /// Without a topology (nobody announced) the planned policy falls back to the backbone and still delivers.

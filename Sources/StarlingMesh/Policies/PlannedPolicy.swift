@@ -6,9 +6,20 @@ import StarlingWire
 /// - Every node computes the same ``BroadcastPlan`` for a packet's source from
 ///   the announces it holds. A planned relay relays on its first copy after a
 ///   short jitter.
-/// - Every other node waits (`repairDelay` plus jitter, long enough for the
-///   planned relays around it to have spoken) and estimates, for each
-///   neighbour, the chance that it still lacks the packet:
+/// - **Watchers.** Each planned relay has up to two watchers, nodes outside the
+///   plan next to it that get the packet without it (``BroadcastPlan/watchers``).
+///   A relay never sends a packet back where it came from, so nobody upstream
+///   can hear that it relayed; its watchers can. A watcher that has not heard
+///   its relay `repairDelay` (plus 0–`watchJitter`) after its own first copy
+///   relays the packet itself, the second watcher `watchStagger` later, when
+///   the first one's repair has had time to make the relay speak.
+/// - **Bridges.** A planned relay with no watcher and a single planned
+///   neighbour upstream would be lost unnoticed: that neighbour sends the
+///   packet twice (``BroadcastPlan/repeats``), as does the source when all its
+///   neighbours missing it matters (nobody watches the source).
+/// - **Everything else** is estimated: every other node waits `repairDelay`
+///   plus 0–`repairJitter` and estimates, for each neighbour, the chance that it
+///   still lacks the packet:
 ///   - each transmission we heard that reaches it leaves a `loss` chance;
 ///   - each planned relay next to it that we did not hear may or may not have
 ///     spoken: it has the packet with `1 − (1 − prior) × loss^k`, where k
@@ -17,17 +28,23 @@ import StarlingWire
 ///     source than we are (it may be waiting for us); if it is our neighbour,
 ///     its silence is evidence too (Bayes: we would have heard it but for a
 ///     `loss` chance);
-///   - a planned neighbour we did not hear is itself likely to lack the packet
-///     (the same Bayes), and weighs as much as the nodes that depend on it in
-///     the plan's tree, itself included.
+///   - a planned neighbour that has no watcher, not heard, is itself likely to
+///     lack the packet (the same Bayes), and weighs as much as the nodes that
+///     depend on it in the plan's tree, itself included.
 ///   When some neighbour's chance, so weighed, is above `threshold`, it relays;
 ///   every copy heard meanwhile updates the estimate and may cancel the relay.
 /// - Without a plan (the source or this node unknown to the topology), it
 ///   behaves as ``BackbonePolicy``.
 public struct PlannedPolicy: RelayPolicy {
     public var plannedJitter: Millis
+    /// How long a watcher, or any other node, waits after its first copy before it repairs.
     public var repairDelay: Millis
     public var repairJitter: Millis
+    /// How much later a relay's second watcher acts than its first.
+    public var watchStagger: Millis
+    public var watchJitter: Millis
+    /// How long after its transmission a node next to a bridge sends again.
+    public var repeatDelay: Millis
     /// Relay when a neighbour lacks the packet with at least this (weighed) probability.
     public var threshold: Double
     /// The loss per reception the estimates assume.
@@ -39,12 +56,16 @@ public struct PlannedPolicy: RelayPolicy {
     public var fallback: BackbonePolicy
     public let plans: BroadcastPlanCache
 
-    public init(plannedJitter: Millis = 10, repairDelay: Millis = 50, repairJitter: Millis = 60,
+    public init(plannedJitter: Millis = 10, repairDelay: Millis = 120, repairJitter: Millis = 60,
+                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15,
                 threshold: Double = 0.6, loss: Double = 0.05, distantRelayHas: Double = 0.9,
                 downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
         self.repairDelay = repairDelay
         self.repairJitter = repairJitter
+        self.watchStagger = watchStagger
+        self.watchJitter = watchJitter
+        self.repeatDelay = repeatDelay
         self.threshold = threshold
         self.loss = loss
         self.distantRelayHas = distantRelayHas
@@ -60,7 +81,7 @@ public struct PlannedPolicy: RelayPolicy {
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let me = neighborhood.localPeer, let source = context.source, let routes = context.routes,
               let from = context.fromPeer, let plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL)),
-              plan.hops[me] != nil else {
+              plan.hops[me] != nil, !outdated(routes, around: me, neighborhood) else {
             return fallback.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng)
         }
         guard let ttl = relayTTL(context.ttl) else { return .drop }
@@ -70,6 +91,11 @@ public struct PlannedPolicy: RelayPolicy {
             return .relay(delay: uniform(plannedJitter, &rng), ttl: ttl, links: .allButIncoming)
         }
         guard neighborAtRisk(neighborhood, tracking) else { return .drop }
+        // A watcher answers for its relays in turn: the first has repaired (and
+        // the relay relayed) before the next decides.
+        if let rank = neighborhood.neighborPeers.compactMap({ liveWatchers(of: $0, plan, neighborhood).firstIndex(of: me) }).min() {
+            return .relay(delay: repairDelay + Millis(rank) * watchStagger + uniform(watchJitter, &rng), ttl: ttl, links: .allButIncoming)
+        }
         return .relay(delay: repairDelay + uniform(repairJitter, &rng), ttl: ttl, links: .allButIncoming)
     }
 
@@ -78,9 +104,56 @@ public struct PlannedPolicy: RelayPolicy {
             return fallback.duplicateHeard(from: peer, neighborhood: neighborhood, tracking: &tracking)
         }
         tracking.heard += 1
-        guard let peer, let me = neighborhood.localPeer, !plan.relays.contains(me) else { return false }
+        guard let peer, let me = neighborhood.localPeer else { return false }
         tracking.heardFrom.insert(peer)
+        tracking.awaiting.remove(peer)
+        if tracking.watching { return tracking.awaiting.isEmpty }
+        guard !plan.relays.contains(me) else { return false }
         return !neighborAtRisk(neighborhood, tracking)
+    }
+
+    /// A node next to a bridge (a planned relay nobody watches, with no other
+    /// way in), or a source whose neighbours might all miss it, sends the
+    /// packet again unless the bridge was heard meanwhile.
+    public func transmitted(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
+                            rng: inout SeededGenerator) -> Millis? {
+        guard tracking.retransmissions == 0, let me = neighborhood.localPeer else { return nil }
+        if tracking.plan == nil, context.fromLink == nil, let source = context.source, source == me, let routes = context.routes {
+            tracking.plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL))
+        }
+        guard let plan = tracking.plan else { return nil }
+        var again = Set(plan.repeats[me] ?? [])
+        if !plan.relays.contains(me) {
+            // A repair for a relay we alone watch: nobody would back it up.
+            for x in neighborhood.neighborPeers where liveWatchers(of: x, plan, neighborhood) == [me] { again.insert(x) }
+        }
+        tracking.awaiting = again.subtracting(tracking.heardFrom)
+        return tracking.awaiting.isEmpty ? nil : repeatDelay
+    }
+
+    public func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
+        guard !tracking.awaiting.isEmpty, tracking.retransmissions == 0 else { return false }
+        tracking.retransmissions += 1
+        return true
+    }
+
+    /// Whether the topology the plan stands on is out of date around us: a
+    /// link it counts on is down, or a neighbour is unknown to it. Then this
+    /// node relays as ``BackbonePolicy`` (its own links and its neighbours'
+    /// lists are what it can trust).
+    func outdated(_ routes: RouteTable, around me: PeerID, _ neighborhood: Neighborhood) -> Bool {
+        let live = neighborhood.neighborPeers
+        let known = routes.edges(of: me)
+        return !known.isSubset(of: live) || live.contains { routes.neighbors(of: $0) == nil && !routes.isNamed($0) }
+    }
+
+    /// The watchers of planned relay `x` that are still its neighbours (as its
+    /// announce says): with a topology that moved on since the plan, a relay
+    /// whose watchers left is judged by every neighbour.
+    func liveWatchers(of x: PeerID, _ plan: BroadcastPlan, _ neighborhood: Neighborhood) -> [PeerID] {
+        guard let watchers = plan.watchers[x] else { return [] }
+        guard let around = neighborhood.neighbors(of: x) else { return watchers }
+        return watchers.filter { around.contains($0) || ($0 == neighborhood.localPeer && neighborhood.neighborPeers.contains(x)) }
     }
 
     /// Whether some neighbour lacks the packet with a (weighed) probability above the threshold.
@@ -107,8 +180,10 @@ public struct PlannedPolicy: RelayPolicy {
             for t in around where t != me && !heard.contains(t) && plan.relays.contains(t) {
                 miss *= 1 - has(t) * (1 - loss)
             }
+            let watchers = liveWatchers(of: x, plan, neighborhood)
+            if watchers.contains(me) { return true }
             var weight = 1.0
-            if plan.relays.contains(x) {
+            if plan.relays.contains(x), watchers.isEmpty {
                 miss /= miss + (1 - miss) * loss
                 weight += Double(plan.dependents[x] ?? 0)
             }

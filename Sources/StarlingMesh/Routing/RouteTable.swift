@@ -40,6 +40,11 @@ public struct RouteTable: Sendable {
     /// Whether some announce names `peer` as a neighbour.
     public func isNamed(_ peer: PeerID) -> Bool { namedBy[peer] != nil }
 
+    /// `peer`'s neighbours as the table has them: those it names and those naming it.
+    public func edges(of peer: PeerID) -> Set<PeerID> {
+        (entries[peer]?.neighbors ?? []).union(namedBy[peer] ?? [])
+    }
+
     /// Every announced neighbour list, by announcer.
     public var announcedEdges: [PeerID: Set<PeerID>] { entries.mapValues(\.neighbors) }
 
