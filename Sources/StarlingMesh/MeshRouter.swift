@@ -239,7 +239,10 @@ public struct MeshRouter: Sendable {
     private mutating func watch(_ key: UInt64, bytes: [UInt8], packet: Packet, incoming: LinkID?, links: LinkSelection,
                                 context: RelayContext, tracking: RelayTracking, now: Millis) {
         var tracking = tracking
-        guard pending.count < configuration.maxPendingRelays,
+        // A packet sent in fragments is not sent again: new fragments would be
+        // new packets to every relay.
+        let fits = neighborhood.linkIDs.allSatisfy { frameLimits[$0].map { bytes.count <= $0 } ?? true }
+        guard fits, pending.count < configuration.maxPendingRelays,
               let delay = policy.transmitted(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) else {
             return
         }

@@ -204,6 +204,23 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         #expect(got == [1, 2, 3])
         #expect(sim.transmissions == [2, 2, 1, 0])
         #expect(sim.routers.map(\.statistics.retransmissions) == [1, 1, 0, 0])
+
+        // A packet that goes in fragments is not sent again by its source
+        // (new fragments would be new packets to every relay); the pieces
+        // themselves are packets that fit, and cross the bridge twice each.
+        var radio = Simulator.Radio()
+        radio.maxFrame = 128
+        var small = Simulator(topology: t, radio: radio, policy: PlannedPolicy(), seed: 3)
+        small.learnTopology(listed: .max, shared: true)
+        var whole = Set<Int>()
+        small.onDeliver = { node, packet, _, _ in if packet.payload.count == 400 { whole.insert(node) } }
+        small.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0),
+                               payload: [UInt8](repeating: 7, count: 400), compress: false), at: 0)
+        small.run(until: 2_000)
+        #expect(whole == [1, 2, 3])
+        let pieces = small.routers[0].statistics.fragmentsSent
+        #expect(pieces > 1)
+        #expect(small.routers.map(\.statistics.retransmissions) == [0, pieces, 0, 0])
     }
 
     /// A watcher that has not heard its relay repairs after `repairDelay` (the
