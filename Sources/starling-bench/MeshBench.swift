@@ -11,6 +11,18 @@ enum MeshBench {
         CoveragePolicy(redundancy: 1), BackbonePolicy(), PlannedPolicy(),
     ]
 
+    /// The bench's cells: nodes and mean degree of a random geometric graph.
+    static let cells: [(Int, Double)] = [(100, 8), (100, 16), (300, 8), (300, 16), (1000, 8), (1000, 16)]
+
+    /// The bench's experiment: 5% loss per reception, TTL 64, 30 broadcasts.
+    static func benchExperiment() -> BroadcastExperiment {
+        var experiment = BroadcastExperiment()
+        experiment.radio.loss = 0.05
+        experiment.ttl = 64
+        experiment.broadcasts = 30
+        return experiment
+    }
+
     /// The random geometric graph of a bench cell (the same for every run).
     static func graph(nodes n: Int, degree: Double) -> Topology {
         var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
@@ -31,11 +43,8 @@ enum MeshBench {
     /// tuning): its plan's size, what it spends without loss (repairs that
     /// were not needed), and with 5% loss; then movement with a stale topology.
     static func sweep() {
-        var experiment = BroadcastExperiment()
-        experiment.radio.loss = 0.05
-        experiment.ttl = 64
-        experiment.broadcasts = 30
-        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
+        var experiment = benchExperiment()
+        for (n, degree) in cells {
             let topology = graph(nodes: n, degree: degree)
             let component = topology.largestComponent
             let cds = topology.greedyConnectedDominatingSet(of: component).count
@@ -87,11 +96,8 @@ enum MeshBench {
     /// more than 1% of the mesh, beyond the one seed `mesh` shows.
     static func seeds() {
         print("starling-bench mesh-seeds (5% loss, TTL 64, 5 seeds × 30 broadcasts per cell)")
-        var experiment = BroadcastExperiment()
-        experiment.radio.loss = 0.05
-        experiment.ttl = 64
-        experiment.broadcasts = 30
-        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
+        var experiment = benchExperiment()
+        for (n, degree) in cells {
             let topology = graph(nodes: n, degree: degree)
             let cds = topology.greedyConnectedDominatingSet(of: topology.largestComponent).count
             for policy in [BackbonePolicy(), defaultRelayPolicy()] {
@@ -115,7 +121,7 @@ enum MeshBench {
     /// tools/broadcast-bound.py.
     static func graphs() {
         let directory = FileManager.default.currentDirectoryPath
-        for (n, degree) in [(100, 8.0), (100, 16.0), (300, 8.0), (300, 16.0), (1000, 8.0), (1000, 16.0)] {
+        for (n, degree) in cells {
             let topology = graph(nodes: n, degree: degree)
             let component = topology.largestComponent
             let cds = topology.greedyConnectedDominatingSet(of: component).count
@@ -130,22 +136,17 @@ enum MeshBench {
     static func run() {
         print("starling-bench mesh (release; random geometric graphs; 5% loss per reception; TTL 64; 30 broadcasts per cell)")
         print("delivery = mean (min over broadcasts); tx/CDS = transmissions per broadcast ÷ greedy CDS size\n")
-        var experiment = BroadcastExperiment()
-        experiment.radio.loss = 0.05
-        experiment.broadcasts = 30
-        experiment.ttl = 64
-        for n in [100, 300, 1000] {
-            for degree in [8.0, 16.0] {
-                let topology = graph(nodes: n, degree: degree)
-                let component = topology.largestComponent
-                let cds = topology.greedyConnectedDominatingSet(of: component).count
-                print("n=\(n) degree≈\(format1(topology.meanDegree)) component=\(component.count) CDS=\(cds)")
-                for policy in policies {
-                    experiment.seed = UInt64(n) + UInt64(degree)
-                    let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
-                    let below = r.deliveryRatios.filter { $0 < 0.99 }.count
-                    print("  \(policy.name.padding(14)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery)); \(below) below 99%)  tx/bcast \(format1(r.transmissionsPerBroadcast).leftPadding(7))  tx/CDS \(format2(r.transmissionsPerCDS).leftPadding(5))  p50/p95 \(r.latencyPercentile(0.5))/\(r.latencyPercentile(0.95)) ms  \(format2(r.wallSeconds)) s")
-                }
+        var experiment = benchExperiment()
+        for (n, degree) in cells {
+            let topology = graph(nodes: n, degree: degree)
+            let component = topology.largestComponent
+            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            print("n=\(n) degree≈\(format1(topology.meanDegree)) component=\(component.count) CDS=\(cds)")
+            for policy in policies {
+                experiment.seed = UInt64(n) + UInt64(degree)
+                let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
+                let below = r.deliveryRatios.filter { $0 < 0.99 }.count
+                print("  \(policy.name.padding(14)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery)); \(below) below 99%)  tx/bcast \(format1(r.transmissionsPerBroadcast).leftPadding(7))  tx/CDS \(format2(r.transmissionsPerCDS).leftPadding(5))  p50/p95 \(r.latencyPercentile(0.5))/\(r.latencyPercentile(0.95)) ms  \(format2(r.wallSeconds)) s")
             }
         }
         // Seed 001's claims, on 20-node meshes: > 95% delivery, < 20% duplicate
