@@ -148,20 +148,28 @@ public struct BroadcastPlan: Sendable, Equatable {
         // `maxHops` would hear no planned relay soon enough for the TTL (with
         // a sixteenth of it to spare, or by its shortest path if it is further),
         // the relays of a shortest path to it join the plan.
-        if maxHops < size {
-            var planDepth = [Int](repeating: .max, count: n)
-            var frontier = [s]
-            planDepth[s] = 0
-            while !frontier.isEmpty {
+        // Hops along planned relays from the source (.max: not reached), and
+        // each relay's parent in that breadth-first tree (levels in index
+        // order, so ties go to the lowest index).
+        func relayTree() -> (depth: [Int], parent: [Int]) {
+            var depth = [Int](repeating: .max, count: n), parent = [Int](repeating: -1, count: n)
+            depth[s] = 0
+            var level = [s]
+            while !level.isEmpty {
                 var next: [Int] = []
-                for u in frontier {
-                    for v in adjacency[u] where planned[Int(v)] && planDepth[Int(v)] == .max {
-                        planDepth[Int(v)] = planDepth[u] + 1
+                for u in level {
+                    for v in adjacency[u] where planned[Int(v)] && depth[Int(v)] == .max {
+                        depth[Int(v)] = depth[u] + 1
+                        parent[Int(v)] = u
                         next.append(Int(v))
                     }
                 }
-                frontier = next
+                level = next.sorted()
             }
+            return (depth, parent)
+        }
+        if maxHops < size {
+            var planDepth = relayTree().depth
             // Repairs add hops (a watcher relays for a relay that lost the
             // packet): long plans keep a few in hand.
             let slack = maxHops / 16
@@ -183,11 +191,9 @@ public struct BroadcastPlan: Sendable, Equatable {
         // depend on it in the plan's tree (each node's parent is its planned
         // neighbour nearest the source, ties to the lowest index).
         var below = [Int](repeating: 0, count: n)
-        var treeParent = [Int](repeating: -1, count: n)
         for y in component.reversed() where y != s {
             var parent = -1
             for t in adjacency[y] where planned[Int(t)] && (parent < 0 || distance[Int(t)] < distance[parent]) { parent = Int(t) }
-            treeParent[y] = parent
             if parent >= 0 { below[parent] += 1 + (planned[y] ? below[y] : 0) }
         }
         var dependents: [PeerID: Int] = [:]
@@ -200,31 +206,17 @@ public struct BroadcastPlan: Sendable, Equatable {
         var watchers: [PeerID: [PeerID]] = [:]
         var repeats: [PeerID: [PeerID]] = [:]
         if watcherCount > 0 {
-            var planDepth = [Int](repeating: -1, count: n)
-            var planParent = [Int](repeating: -1, count: n)
-            planDepth[s] = 0
-            var level = [s]
-            while !level.isEmpty {
-                var next: [Int] = []
-                for u in level {
-                    for v in adjacency[u] where planned[Int(v)] && planDepth[Int(v)] < 0 {
-                        planDepth[Int(v)] = planDepth[u] + 1
-                        planParent[Int(v)] = u
-                        next.append(Int(v))
-                    }
-                }
-                level = next.sorted()
-            }
+            let (planDepth, planParent) = relayTree()
             func downstream(_ u: Int, of t: Int) -> Bool {
                 var a = u
                 while a >= 0, planDepth[a] > planDepth[t] { a = planParent[a] }
                 return a == t
             }
-            for t in component where planned[t] && t != s && planDepth[t] > 0 {
+            for t in component where planned[t] && t != s && planDepth[t] < .max {
                 var candidates: [(Int, Int, Int, Int)] = []
                 for y in adjacency[t] where !planned[Int(y)] {
                     var earliest = Int.max, ways = 0
-                    for u in adjacency[Int(y)] where Int(u) != t && planned[Int(u)] && planDepth[Int(u)] >= 0
+                    for u in adjacency[Int(y)] where Int(u) != t && planned[Int(u)] && planDepth[Int(u)] < .max
                         && !downstream(Int(u), of: t) {
                         earliest = min(earliest, planDepth[Int(u)])
                         ways += 1
@@ -240,7 +232,7 @@ public struct BroadcastPlan: Sendable, Equatable {
                     watchers[graph.peers[t]] = candidates.sorted { $0 < $1 }.prefix(watcherCount).map { graph.peers[$0.3] }
                     continue
                 }
-                let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] >= 0 && !downstream(Int($0), of: t) }
+                let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] < .max && !downstream(Int($0), of: t) }
                 if upstream.count == 1 { repeats[graph.peers[Int(upstream[0])], default: []].append(graph.peers[t]) }
             }
             // Nobody watches the source: where all its neighbours missing its
