@@ -102,6 +102,15 @@ import StarlingWire
         #expect(flood.meanDelivery > 0.98)
         #expect(backbone.meanDelivery > 0.98)
         #expect(backbone.transmissionsPerBroadcast < flood.transmissionsPerBroadcast)
+        // Planned broadcasts over announces that follow the movement; and over
+        // announces learnt once, where the nodes whose links disagree with them
+        // relay as the backbone (stale plans alone died out).
+        let planned = e.run(on: t, policy: PlannedPolicy())
+        #expect(planned.meanDelivery > 0.98)
+        #expect(planned.transmissionsPerBroadcast < backbone.transmissionsPerBroadcast)
+        e.refreshTopology = false
+        let stale = e.run(on: t, policy: PlannedPolicy())
+        #expect(stale.meanDelivery > 0.98 && stale.minDelivery > 0.9)
     }
 
     @Test func rewireUpdatesLinksAndTwoHopKnowledge() {
