@@ -23,6 +23,13 @@ enum MeshBench {
         return experiment
     }
 
+    /// A cell's graph, its largest component and the size of its greedy CDS.
+    static func cell(nodes n: Int, degree: Double) -> (Topology, [Int], Int) {
+        let topology = graph(nodes: n, degree: degree)
+        let component = topology.largestComponent
+        return (topology, component, topology.greedyConnectedDominatingSet(of: component).count)
+    }
+
     /// The random geometric graph of a bench cell (the same for every run).
     static func graph(nodes n: Int, degree: Double) -> Topology {
         var rng = SeededGenerator(seed: UInt64(n) * 31 + UInt64(degree))
@@ -44,11 +51,8 @@ enum MeshBench {
     /// were not needed), and with 5% loss; then movement with a stale topology.
     static func sweep() {
         var experiment = benchExperiment()
-        var goals: [String] = []
         for (n, degree) in cells {
-            let topology = graph(nodes: n, degree: degree)
-            let component = topology.largestComponent
-            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            let (topology, component, cds) = cell(nodes: n, degree: degree)
             var routes = RouteTable()
             for i in 0..<n { routes.learn(Simulator.peerID(i), neighbors: Set(topology.neighbors[i].map(Simulator.peerID)), now: 0) }
             let cache = BroadcastPlanCache()
@@ -99,8 +103,7 @@ enum MeshBench {
         print("starling-bench mesh-seeds (5% loss, TTL 64, 5 seeds × 30 broadcasts per cell)")
         var experiment = benchExperiment()
         for (n, degree) in cells {
-            let topology = graph(nodes: n, degree: degree)
-            let cds = topology.greedyConnectedDominatingSet(of: topology.largestComponent).count
+            let (topology, _, cds) = cell(nodes: n, degree: degree)
             for policy in [BackbonePolicy(), defaultRelayPolicy()] {
                 var below = 0, total = 0, tx = 0.0, mean = 0.0, worst = 1.0
                 for k in 0..<5 {
@@ -123,9 +126,7 @@ enum MeshBench {
     static func graphs() {
         let directory = FileManager.default.currentDirectoryPath
         for (n, degree) in cells {
-            let topology = graph(nodes: n, degree: degree)
-            let component = topology.largestComponent
-            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            let (topology, component, cds) = cell(nodes: n, degree: degree)
             let lines = ["\(cds)", component.map(String.init).joined(separator: " ")]
                 + topology.neighbors.map { $0.map(String.init).joined(separator: " ") }
             let path = "\(directory)/graph-\(n)-\(Int(degree)).txt"
@@ -140,9 +141,7 @@ enum MeshBench {
         var experiment = benchExperiment()
         var goals: [String] = []
         for (n, degree) in cells {
-            let topology = graph(nodes: n, degree: degree)
-            let component = topology.largestComponent
-            let cds = topology.greedyConnectedDominatingSet(of: component).count
+            let (topology, component, cds) = cell(nodes: n, degree: degree)
             print("n=\(n) degree≈\(format1(topology.meanDegree)) component=\(component.count) CDS=\(cds)")
             for policy in policies {
                 experiment.seed = UInt64(n) + UInt64(degree)
