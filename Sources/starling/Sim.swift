@@ -205,12 +205,16 @@ struct Sim: ParsableCommand {
             for r in results {
                 let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
                 let rxMean = Double(r.receptionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
-                let name = r.policy + String(repeating: " ", count: max(1, 15 - r.policy.count))
+                let label = r.policy == defaultRelayPolicy().name ? r.policy + " *" : r.policy
+                let name = label + String(repeating: " ", count: max(1, 15 - label.count))
                 print(name + String(format: "%8.2f%%  (%6.2f%%)  %8.1f  %6.2f  %8.2f  %5.1f%%  %6d/%6d/%6d   %8.1f/%-6d  %8.1f/%d",
-                             r.meanDelivery * 100, r.minDelivery * 100, r.transmissionsPerBroadcast,
+                             r.meanDelivery * 100, (r.minDelivery * 10_000).rounded(.down) / 100, r.transmissionsPerBroadcast,
                              r.transmissionsPerCDS, r.duplicatesPerNodePerBroadcast, r.usefulness * 100,
                              r.latencyPercentile(0.5), r.latencyPercentile(0.95), r.latencyPercentile(0.99),
                              txMean, r.transmissionsPerNode.max() ?? 0, rxMean, r.receptionsPerNode.max() ?? 0))
+            }
+            if results.contains(where: { $0.policy == defaultRelayPolicy().name }) {
+                print("* the default; worst = the least-delivered broadcast, rounded down")
             }
         }
         if let plot {

@@ -29,8 +29,12 @@ import Testing
         #expect(r.stdout.contains("grid: 36 nodes"))
         #expect(r.stdout.contains("backbone"))
         #expect(r.stdout.contains("flooding")) // always there for comparison
+        #expect(!r.stdout.contains("* the default")) // the default (planned) was not asked for
         let svg = try String(contentsOf: plot, encoding: .utf8)
         #expect(svg.hasPrefix("<svg") && svg.contains("polyline") && svg.contains("backbone"))
+        let planned = try await StarlingProcess.run(["sim", "--topology", "grid", "--nodes", "36", "--broadcasts", "3", "--policy", "planned"])
+        #expect(planned.status == 0, "\(planned.stderr)")
+        #expect(planned.stdout.contains("planned *") && planned.stdout.contains("* the default"))
     }
 
     @Test func privateScenarioReportsRoutesAndDelivery() async throws {
