@@ -41,6 +41,8 @@ public struct BroadcastExperiment: Sendable {
         public var receptionsPerNode: [Int]
         public var relaysScheduled: Int
         public var relaysCancelled: Int
+        /// Broadcasts sent again by the node that had just sent them (repeats over bridges, a sole watcher's repair).
+        public var retransmissions = 0
         /// Links that came up and went down through movement.
         public var linkChanges = 0
         public var wallSeconds: Double
@@ -139,6 +141,7 @@ public struct BroadcastExperiment: Sendable {
             latencies: latencies, transmissionsPerNode: sim.transmissions, receptionsPerNode: sim.receptions,
             relaysScheduled: stats.reduce(0) { $0 + $1.relaysScheduled },
             relaysCancelled: stats.reduce(0) { $0 + $1.relaysCancelled },
+            retransmissions: stats.reduce(0) { $0 + $1.retransmissions },
             linkChanges: linkChanges,
             wallSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }

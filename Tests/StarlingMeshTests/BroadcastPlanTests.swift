@@ -144,6 +144,7 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         #expect(plan.relays == Set([0, 1, 2].map(Simulator.peerID)))
         #expect(plan.watchers.isEmpty)
         #expect(plan.repeats == [Simulator.peerID(0): [Simulator.peerID(1)], Simulator.peerID(1): [Simulator.peerID(2)]])
+        #expect(plan.sends == [Simulator.peerID(0): 2, Simulator.peerID(1): 2])
         // Hops by the shortest path, and what each relay's loss would cost: 1 carries 2 and 3, 2 carries 3.
         #expect((0..<4).map { plan.hops[Simulator.peerID($0)] } == [0, 1, 2, 3])
         #expect(plan.dependents[Simulator.peerID(1)] == 2 && plan.dependents[Simulator.peerID(2)] == 1)
@@ -221,6 +222,59 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         let pieces = small.routers[0].statistics.fragmentsSent
         #expect(pieces > 1)
         #expect(small.routers.map(\.statistics.retransmissions) == [0, pieces, 0, 0])
+    }
+
+    /// Nodes depend on the relays of the plan's own tree: every node of the
+    /// component hangs under the source, each once, even where the plan's
+    /// paths are longer than the shortest (a tree by hops from the source
+    /// would give some nodes a parent the packet never comes from).
+    @Test func dependentsFollowThePlansTree() throws {
+        for seed: UInt64 in [3, 7, 11] {
+            let t = Self.graph(300, degree: 7, seed: seed)
+            let component = t.largestComponent
+            let routes = routeTable(t)
+            for source in component.prefix(8) {
+                let plan = try #require(BroadcastPlanCache().plan(from: Simulator.peerID(source), routes: routes, maxHops: 64))
+                #expect(plan.dependents[Simulator.peerID(source)] == component.count - 1)
+                // A relay carries at least the relays below it and itself.
+                for (relay, below) in plan.dependents where relay != Simulator.peerID(source) {
+                    #expect(below < component.count - 1)
+                }
+            }
+        }
+    }
+
+    /// Copies go out again where a loss would go unnoticed and cost much:
+    /// 0 – 1 – 2 – 4 – {25 leaves}, and 3 next to 0 and 2. Node 4 feeds 25
+    /// nodes and nobody can watch it: 2 sends three times (two copies would
+    /// still lose 0.0025 × 26 nodes). Node 2 has a watcher, 3, but 3's only
+    /// way in is the source: 2 and 3 both missing their copies loses 27
+    /// nodes 0.25% of the time, so 1 sends twice. Node 1 is a bridge that
+    /// carries 28, and the source's one carrier: 0 sends three times. A relay
+    /// cannot hear the next one (it never sends back where the packet came
+    /// from), so every copy goes out.
+    @Test func unnoticedLossesAreSentAgain() throws {
+        var neighbors: [[Int]] = [[1, 3], [0, 2], [1, 3, 4], [0, 2], [2] + Array(5..<30)]
+        neighbors += (5..<30).map { _ in [4] }
+        let t = Topology(neighbors: neighbors)
+        let plan = try #require(BroadcastPlanCache().plan(from: Simulator.peerID(0), routes: routeTable(t), maxHops: 64))
+        #expect(plan.relays == Set([0, 1, 2, 4].map(Simulator.peerID)))
+        #expect(plan.watchers == [Simulator.peerID(2): [Simulator.peerID(3)]])
+        #expect(plan.sends == [Simulator.peerID(0): 3, Simulator.peerID(1): 2, Simulator.peerID(2): 3])
+        #expect(plan.repeats[Simulator.peerID(2)] == [Simulator.peerID(4)])
+        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 5)
+        sim.learnTopology(listed: .max, shared: true)
+        var got = Set<Int>()
+        sim.onDeliver = { node, _, _, _ in got.insert(node) }
+        sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: [1], compress: false), at: 0)
+        sim.run(until: 3_000)
+        #expect(got == Set(1..<30))
+        #expect(Array(sim.transmissions.prefix(5)) == [3, 2, 3, 0, 1])
+        #expect(sim.transmissions.dropFirst(5).allSatisfy { $0 == 0 })
+        #expect(sim.routers.prefix(5).map(\.statistics.retransmissions) == [2, 1, 2, 0, 0])
+        // Where nothing rides on it, nothing is sent again.
+        let plain = try #require(BroadcastPlanCache(repeatWorth: .infinity).plan(from: Simulator.peerID(0), routes: routeTable(t), maxHops: 64))
+        #expect(plain.sends.isEmpty)
     }
 
     /// A watcher that has not heard its relay repairs after `repairDelay` (the

@@ -13,10 +13,10 @@ import StarlingWire
 ///   its relay `repairDelay` (plus 0–`watchJitter`) after its own first copy
 ///   relays the packet itself, the second watcher `watchStagger` later, when
 ///   the first one's repair has had time to make the relay speak.
-/// - **Bridges.** A planned relay with no watcher and a single planned
-///   neighbour upstream would be lost unnoticed: that neighbour sends the
-///   packet twice (``BroadcastPlan/repeats``), as does the source when all its
-///   neighbours missing it matters (nobody watches the source).
+/// - **Copies.** A planned relay whose loss could go unnoticed (a bridge,
+///   which nobody can watch, or one whose watchers have few ways in) and
+///   that many nodes depend on gets its parent in the plan to send the packet
+///   again, up to ``BroadcastPlan/sends`` times, unless it hears the relay.
 /// - **Everything else** is estimated: every other node waits `repairDelay`
 ///   plus 0–`repairJitter` and estimates, for each neighbour, the chance that it
 ///   still lacks the packet:
@@ -43,7 +43,7 @@ public struct PlannedPolicy: RelayPolicy {
     /// How much later a relay's second watcher acts than its first.
     public var watchStagger: Millis
     public var watchJitter: Millis
-    /// How long after its transmission a node next to a bridge sends again.
+    /// How long after its transmission a node sends its next copy (``BroadcastPlan/sends``).
     public var repeatDelay: Millis
     /// Relay when a neighbour lacks the packet with at least this (weighed) probability.
     public var threshold: Double
@@ -112,27 +112,33 @@ public struct PlannedPolicy: RelayPolicy {
         return !neighborAtRisk(neighborhood, tracking)
     }
 
-    /// A node next to a bridge (a planned relay nobody watches, with no other
-    /// way in), or a source whose neighbours might all miss it, sends the
-    /// packet again unless the bridge was heard meanwhile.
+    /// A node the plan has send copies (``BroadcastPlan/sends``), and a sole
+    /// watcher after its repair (sent twice: nobody would back it up), send
+    /// again until their copies are out, unless they hear meanwhile the
+    /// relays the copies are for.
     public func transmitted(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                             rng: inout SeededGenerator) -> Millis? {
-        guard tracking.retransmissions == 0, let me = neighborhood.localPeer else { return nil }
+        guard let me = neighborhood.localPeer else { return nil }
         if tracking.plan == nil, context.fromLink == nil, let source = context.source, source == me, let routes = context.routes {
             tracking.plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL))
         }
         guard let plan = tracking.plan else { return nil }
         var again = Set(plan.repeats[me] ?? [])
+        var times = plan.sends[me] ?? 1
         if !plan.relays.contains(me) {
             // A repair for a relay we alone watch: nobody would back it up.
-            for x in neighborhood.neighborPeers where liveWatchers(of: x, plan, neighborhood) == [me] { again.insert(x) }
+            for x in neighborhood.neighborPeers where liveWatchers(of: x, plan, neighborhood) == [me] {
+                again.insert(x)
+                times = max(times, 2)
+            }
         }
+        guard tracking.retransmissions + 1 < times else { return nil }
         tracking.awaiting = again.subtracting(tracking.heardFrom)
         return tracking.awaiting.isEmpty ? nil : repeatDelay
     }
 
     public func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
-        guard !tracking.awaiting.isEmpty, tracking.retransmissions == 0 else { return false }
+        guard !tracking.awaiting.isEmpty else { return false }
         tracking.retransmissions += 1
         return true
     }

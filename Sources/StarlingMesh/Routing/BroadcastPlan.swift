@@ -46,16 +46,24 @@ public struct BroadcastPlan: Sendable, Equatable {
     /// plan, then the lowest peer. A relay without any is judged by every
     /// neighbour.
     public let watchers: [PeerID: [PeerID]]
-    /// For a planned relay, the planned relays next to it that have no
-    /// watcher and no other way in from upstream (bridges): it sends the
-    /// packet twice unless it hears them, since nobody would notice their
-    /// loss. For the source, also its planned neighbours when all of them
-    /// missing its transmission is not negligible (`loss^degree × covered`
-    /// above 0.01): nobody watches the source.
+    /// For a node that sends the packet more than once (``sends``), the
+    /// planned relays whose transmissions, all heard, stand it down: the
+    /// relays it sends again for, or its own planned neighbours downstream.
     public let repeats: [PeerID: [PeerID]]
+    /// How many times a planned relay sends the packet, when more than once.
+    /// A relay is lost unnoticed when it misses every copy from upstream
+    /// while each of its watchers misses every copy it could get: with
+    /// `loss^(ways in of the relay and of its watchers)`, times the nodes
+    /// that would go with it (itself and its dependents). Its parent in the
+    /// plan sends copies while one more would save more than `repeatWorth`
+    /// of a node (0.05: about what the plan's last relays save each), up to
+    /// `maxSends`; each copy reaches the relay and the watchers next to the
+    /// parent. A bridge (a relay nobody can watch) is the plainest case; the
+    /// source, which nobody watches either, is every child's parent.
+    public let sends: [PeerID: Int]
 
     public init(source: PeerID, relays: Set<PeerID>, covered: Int, dependents: [PeerID: Int] = [:], hops: [PeerID: Int] = [:],
-                watchers: [PeerID: [PeerID]] = [:], repeats: [PeerID: [PeerID]] = [:]) {
+                watchers: [PeerID: [PeerID]] = [:], repeats: [PeerID: [PeerID]] = [:], sends: [PeerID: Int] = [:]) {
         self.source = source
         self.relays = relays
         self.covered = covered
@@ -63,13 +71,15 @@ public struct BroadcastPlan: Sendable, Equatable {
         self.hops = hops
         self.watchers = watchers
         self.repeats = repeats
+        self.sends = sends
     }
 
     /// The plan for `source` over `graph`, or nil when the graph does not know it.
     /// `maxHops` is the TTL broadcasts start with: every node within that many
     /// hops of the source is reached along the plan within it.
     public static func compute(source: PeerID, graph: TopologySnapshot, loss: Double, target: Double,
-                               maxHops: Int = .max, watchers watcherCount: Int = 2) -> BroadcastPlan? {
+                               maxHops: Int = .max, watchers watcherCount: Int = 2, maxSends: Int = 4,
+                               repeatWorth: Double = 0.05) -> BroadcastPlan? {
         guard let s = graph.index[source] else { return nil }
         let adjacency = graph.adjacency
         let n = adjacency.count
@@ -189,12 +199,18 @@ public struct BroadcastPlan: Sendable, Equatable {
         for i in 0..<n where planned[i] { relays.insert(graph.peers[i]) }
         // What a planned relay's losing the packet would cost: the nodes that
         // depend on it in the plan's tree (each node's parent is its planned
-        // neighbour nearest the source, ties to the lowest index).
+        // neighbour nearest the source along the plan, ties to the lowest
+        // index; plan paths may be longer than the shortest).
+        let (planDepth, planParent) = relayTree()
         var below = [Int](repeating: 0, count: n)
-        for y in component.reversed() where y != s {
+        for y in component where y != s && !planned[y] {
             var parent = -1
-            for t in adjacency[y] where planned[Int(t)] && (parent < 0 || distance[Int(t)] < distance[parent]) { parent = Int(t) }
-            if parent >= 0 { below[parent] += 1 + (planned[y] ? below[y] : 0) }
+            for t in adjacency[y] where planned[Int(t)] && planDepth[Int(t)] < .max
+                && (parent < 0 || planDepth[Int(t)] < planDepth[parent]) { parent = Int(t) }
+            if parent >= 0 { below[parent] += 1 }
+        }
+        for y in component.filter({ planned[$0] && $0 != s && planDepth[$0] < .max }).sorted(by: { planDepth[$0] > planDepth[$1] }) {
+            below[planParent[y]] += 1 + below[y]
         }
         var dependents: [PeerID: Int] = [:]
         for x in component where planned[x] && below[x] > 0 { dependents[graph.peers[x]] = below[x] }
@@ -204,16 +220,16 @@ public struct BroadcastPlan: Sendable, Equatable {
         // repair). They must get the packet without it: from a planned relay
         // that is not downstream of it in the plan's breadth-first tree.
         var watchers: [PeerID: [PeerID]] = [:]
-        var repeats: [PeerID: [PeerID]] = [:]
+        var repeats: [PeerID: Set<PeerID>] = [:]
+        var sends: [PeerID: Int] = [:]
         if watcherCount > 0 {
-            let (planDepth, planParent) = relayTree()
             func downstream(_ u: Int, of t: Int) -> Bool {
                 var a = u
                 while a >= 0, planDepth[a] > planDepth[t] { a = planParent[a] }
                 return a == t
             }
             for t in component where planned[t] && t != s && planDepth[t] < .max {
-                var candidates: [(Int, Int, Int, Int)] = []
+                var candidates: [(Int, Int, Int, Int, Int)] = []
                 for y in adjacency[t] where !planned[Int(y)] {
                     var earliest = Int.max, ways = 0
                     for u in adjacency[Int(y)] where Int(u) != t && planned[Int(u)] && planDepth[Int(u)] < .max
@@ -226,27 +242,33 @@ public struct BroadcastPlan: Sendable, Equatable {
                     // have the packet (more ways in), then the earliest.
                     let p = planParent[t]
                     let sameWave = p >= 0 && adjacency[p].contains(y) ? 0 : 1
-                    if earliest < .max { candidates.append((sameWave, -min(ways, 3), earliest, Int(y))) }
+                    if earliest < .max { candidates.append((sameWave, -min(ways, 3), earliest, Int(y), ways)) }
                 }
-                if !candidates.isEmpty {
-                    watchers[graph.peers[t]] = candidates.sorted { $0 < $1 }.prefix(watcherCount).map { graph.peers[$0.3] }
-                    continue
-                }
+                let chosen = candidates.sorted { ($0.0, $0.1, $0.2, $0.3) < ($1.0, $1.1, $1.2, $1.3) }.prefix(watcherCount)
+                if !chosen.isEmpty { watchers[graph.peers[t]] = chosen.map { graph.peers[$0.3] } }
+                // The relay is lost unnoticed when it misses every copy from
+                // upstream and each watcher misses every copy it could get
+                // (a bridge has no watcher at all): its parent in the plan
+                // sends again while a copy, which also reaches the watchers
+                // next to the parent, saves more than `repeatWorth` of a node.
+                let parent = planParent[t]
+                guard parent >= 0 else { continue }
                 let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] < .max && !downstream(Int($0), of: t) }
-                if upstream.count == 1 { repeats[graph.peers[Int(upstream[0])], default: []].append(graph.peers[t]) }
-            }
-            // Nobody watches the source: where all its neighbours missing its
-            // transmission is likely enough to matter, it sends twice.
-            let sourceNeighbors = adjacency[s].filter { planned[Int($0)] }.map { graph.peers[Int($0)] }
-            if missAfter[min(adjacency[s].count, missAfter.count - 1)] * Double(size) > 0.01, !sourceNeighbors.isEmpty {
-                repeats[graph.peers[s]] = Array(Set(sourceNeighbors + (repeats[graph.peers[s]] ?? []))).sorted()
+                let base = upstream.count + chosen.reduce(0) { $0 + $1.4 }
+                let perCopy = 1 + chosen.filter { adjacency[parent].contains(Int32($0.3)) }.count
+                let lost = Double(1 + below[t])
+                var times = 1
+                while times < maxSends, pow(loss, Double(base + (times - 1) * perCopy)) * lost > repeatWorth { times += 1 }
+                guard times > 1 else { continue }
+                sends[graph.peers[parent]] = max(sends[graph.peers[parent]] ?? 1, times)
+                repeats[graph.peers[parent], default: []].insert(graph.peers[t])
             }
         }
         var hops: [PeerID: Int] = [:]
         hops.reserveCapacity(size)
         for x in component { hops[graph.peers[x]] = distance[x] }
         return BroadcastPlan(source: source, relays: relays, covered: size, dependents: dependents, hops: hops,
-                             watchers: watchers, repeats: repeats)
+                             watchers: watchers, repeats: repeats.mapValues { $0.sorted() }, sends: sends)
     }
 }
 
@@ -291,13 +313,16 @@ public final class BroadcastPlanCache: @unchecked Sendable {
     public let target: Double
     /// Watchers per planned relay (see ``BroadcastPlan/watched``); 0: every neighbour watches.
     public let watchers: Int
+    /// What a repeated copy must save, in nodes, to be sent (``BroadcastPlan/sends``).
+    public let repeatWorth: Double
     /// Plans kept at most (all are dropped when full: topologies move on).
     public let capacity: Int
 
     struct PlanKey: Hashable { var fingerprint: UInt64; var source: PeerID; var maxHops: Int }
 
-    public init(loss: Double = 0.05, target: Double = 0.003, watchers: Int = 2, capacity: Int = 256) {
+    public init(loss: Double = 0.05, target: Double = 0.003, watchers: Int = 2, repeatWorth: Double = 0.05, capacity: Int = 256) {
         self.loss = loss
+        self.repeatWorth = repeatWorth
         self.watchers = watchers
         self.target = target
         self.capacity = capacity
@@ -318,7 +343,7 @@ public final class BroadcastPlanCache: @unchecked Sendable {
             return g
         }()
         let plan = BroadcastPlan.compute(source: source, graph: graph, loss: loss, target: target, maxHops: maxHops,
-                                         watchers: watchers)
+                                         watchers: watchers, repeatWorth: repeatWorth)
         lock.withLock {
             if plans.count >= capacity { plans = [:] }
             plans[key] = .some(plan)
