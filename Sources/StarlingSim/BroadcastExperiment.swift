@@ -23,6 +23,9 @@ public struct BroadcastExperiment: Sendable {
     /// Whether routers learn the topology again after each move (converged
     /// announces), or plan over the one they knew at the start (stale).
     public var refreshTopology = true
+    /// A mixed mesh: this share of the nodes (chosen by the seed) relays with
+    /// `policy` instead, as phones running the deployed apps would.
+    public var others: (share: Double, policy: any RelayPolicy)?
     public init() {}
 
     public struct Result: Sendable {
@@ -62,7 +65,12 @@ public struct BroadcastExperiment: Sendable {
         let start = clock.now
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
-        var sim = Simulator(topology: topology, radio: radio, policy: policy, seed: seed, configuration: config)
+        var pick = SeededGenerator(seed: seed ^ 0x0DDB_A11)
+        let policies: [any RelayPolicy] = (0..<topology.nodeCount).map { _ in
+            if let others, pick.unit() < others.share { return others.policy }
+            return policy
+        }
+        var sim = Simulator(topology: topology, radio: radio, policies: policies, seed: seed, configuration: config)
         // Converged announces (complete neighbour lists), heard again every 30 s
         // (the route table forgets lists after 60 s): the topology planned
         // policies plan over.

@@ -37,10 +37,19 @@ public struct Simulator: RadioSimulation {
     /// each node told its neighbours' neighbours (as converged announces would).
     public init(topology: Topology, radio: Radio, policy: any RelayPolicy, seed: UInt64,
                 configuration: MeshRouter.Configuration = .init()) {
+        self.init(topology: topology, radio: radio, policies: Array(repeating: policy, count: topology.nodeCount), seed: seed,
+                  configuration: configuration)
+    }
+
+    /// A mixed mesh: node `i` relays with `policies[i]` (say, phones running
+    /// the deployed apps among Starling nodes).
+    public init(topology: Topology, radio: Radio, policies: [any RelayPolicy], seed: UInt64,
+                configuration: MeshRouter.Configuration = .init()) {
+        precondition(policies.count == topology.nodeCount, "one policy per node")
         self.topology = topology
         var rng = SeededGenerator(seed: seed)
         self.routers = (0..<topology.nodeCount).map { i in
-            MeshRouter(localPeer: Self.peerID(i), policy: policy, seed: rng.next(), configuration: configuration)
+            MeshRouter(localPeer: Self.peerID(i), policy: policies[i], seed: rng.next(), configuration: configuration)
         }
         self.medium = RadioMedium(nodes: topology.nodeCount, radio: radio, rng: rng)
         for i in 0..<topology.nodeCount {

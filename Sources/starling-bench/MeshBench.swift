@@ -84,6 +84,23 @@ enum MeshBench {
         print("20 nodes: planned delivery \(pct(rp.meanDelivery)) (min \(pct(rp.minDelivery))) tx/bcast \(format1(rp.transmissionsPerBroadcast))")
         let rb = small.run(on: twenty, policy: BackbonePolicy())
         print("20 nodes: backbone delivery \(pct(rb.meanDelivery)) (min \(pct(rb.minDelivery))) tx/bcast \(format1(rb.transmissionsPerBroadcast))")
+        // Mixed meshes: Starling nodes among phones that run the deployed apps
+        // (relay everything, TTL clamped at 5 where dense), TTL 7 as the apps send.
+        print("mixed meshes (a share of the nodes runs the deployed apps' policy; TTL 7; 5% loss)")
+        for (n, degree) in [(300, 8.0), (1000, 8.0)] {
+            let (topology, _, cds) = cell(nodes: n, degree: degree)
+            var mixed = experiment
+            mixed.ttl = 7
+            mixed.seed = UInt64(n) + UInt64(degree)
+            for share in [0.0, 0.3, 1.0] {
+                mixed.others = share > 0 ? (share, DeployedBitchatPolicy()) : nil
+                for policy in [BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] where share < 1 || policy is BackbonePolicy {
+                    let r = mixed.run(on: topology, policy: policy, cdsSize: cds)
+                    let name = share == 1 ? "all apps" : "\(policy.name), \(Int(share * 100))% apps"
+                    print("  n=\(n) d≈\(format1(topology.meanDegree)) \(name.padding(20)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
+                }
+            }
+        }
         // Movement: 300 nodes d≈10, every node moves up to 0.02 between broadcasts.
         let moving = graph(nodes: 300, degree: 10)
         var e = experiment
