@@ -30,6 +30,37 @@ import StarlingWire
         #expect(box.reached == [1, 2, 3])
     }
 
+    /// A mixed mesh runs each node's own policy: on a line, a node that never
+    /// relays cuts it; with everyone flooding but some nodes capping the TTL
+    /// (the deployed apps at six links or more), each node's own policy shows.
+    @Test func mixedMeshesRunEachNodesPolicy() {
+        struct Mute: RelayPolicy {
+            var name: String { "mute" }
+            func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
+                            rng: inout SeededGenerator) -> RelayDecision { .drop }
+        }
+        var policies: [any RelayPolicy] = Array(repeating: FloodingPolicy(), count: 8)
+        policies[4] = Mute()
+        var sim = Simulator(topology: .line(8), radio: .init(), policies: policies, seed: 1)
+        final class Box: @unchecked Sendable { var reached: Set<Int> = [] }
+        let box = Box()
+        sim.onDeliver = { node, _, _, _ in box.reached.insert(node) }
+        sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: [1]), at: 0)
+        sim.run(until: 10_000)
+        #expect(box.reached == [1, 2, 3, 4])
+        #expect(sim.transmissions == [1, 1, 1, 1, 0, 0, 0, 0])
+
+        // The experiment picks the share of other nodes by its seed: all of
+        // them mute, nothing leaves the source's neighbours; none, all arrive.
+        var e = BroadcastExperiment()
+        e.broadcasts = 4
+        e.others = (1.0, Mute())
+        let dead = e.run(on: .line(8), policy: FloodingPolicy())
+        #expect(dead.transmissionsPerBroadcast == 1)
+        e.others = (0.0, Mute())
+        #expect(e.run(on: .line(8), policy: FloodingPolicy()).deliveryRatios.allSatisfy { $0 == 1 })
+    }
+
     @Test func sameSeedSameRunDifferentSeedDifferentRun() {
         var rng = SeededGenerator(seed: 5)
         let t = Topology.randomGeometric(nodes: 80, radius: Topology.radius(nodes: 80, meanDegree: 8), rng: &rng)
