@@ -120,24 +120,30 @@ enum MeshBench {
     /// more than 1% of the mesh, beyond the one seed `mesh` shows.
     static func seeds() {
         print("starling-bench mesh-seeds (5% loss, TTL 64, 5 seeds × 30 broadcasts per cell)")
-        var experiment = benchExperiment()
         for (n, degree) in cells {
             let (topology, _, cds) = cell(nodes: n, degree: degree)
             for policy in [BackbonePolicy(), defaultRelayPolicy()] {
-                var below = 0, total = 0, tx = 0.0, copies = 0.0, mean = 0.0, worst = 1.0
-                for k in 0..<5 {
-                    experiment.seed = UInt64(n) + UInt64(degree) + UInt64(k) * 1000
-                    let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
-                    below += r.deliveryRatios.filter { $0 < 0.99 }.count
-                    total += r.deliveryRatios.count
-                    tx += r.transmissionsPerCDS / 5
-                    copies += Double(r.retransmissions) / Double(r.deliveryRatios.count * cds) / 5
-                    mean += r.meanDelivery / 5
-                    worst = min(worst, r.minDelivery)
-                }
-                print("  n=\(n) d≈\(format1(topology.meanDegree)) \(policy.name.padding(9)) delivery \(pct(mean)) (min \(floorPct(worst)))  tx/CDS \(format2(tx)) (copies sent again \(format2(copies)))  broadcasts below 99%: \(below)/\(total)")
+                let (ratios, tx, copies) = runSeeds(5, cell: (n, degree), topology: topology, policy: policy, cds: cds)
+                let below = ratios.filter { $0 < 0.99 }.count
+                print("  n=\(n) d≈\(format1(topology.meanDegree)) \(policy.name.padding(9)) delivery \(pct(ratios.reduce(0, +) / Double(ratios.count))) (min \(floorPct(ratios.min() ?? 0)))  tx/CDS \(format2(tx)) (copies sent again \(format2(copies)))  broadcasts below 99%: \(below)/\(ratios.count)")
             }
         }
+    }
+
+    /// The bench's experiment on one cell (nodes, nominal degree) with `count` run seeds: every
+    /// broadcast's delivery, and the mean transmissions and copies sent again
+    /// per broadcast, over the greedy CDS.
+    static func runSeeds(_ count: Int, cell: (Int, Double), topology: Topology, policy: any RelayPolicy, cds: Int) -> ([Double], Double, Double) {
+        var experiment = benchExperiment()
+        var ratios: [Double] = [], tx = 0.0, copies = 0.0
+        for k in 0..<count {
+            experiment.seed = UInt64(cell.0) + UInt64(cell.1) + UInt64(k) * 1000
+            let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
+            ratios += r.deliveryRatios
+            tx += r.transmissionsPerCDS / Double(count)
+            copies += Double(r.retransmissions) / Double(r.deliveryRatios.count * cds) / Double(count)
+        }
+        return (ratios, tx, copies)
     }
 
     /// The default's tail on the bench's graphs: 100 run seeds × 30
@@ -145,16 +151,9 @@ enum MeshBench {
     /// 98% and 95% of the mesh (the rare losses that one seed cannot show).
     static func tails() {
         print("starling-bench mesh-tails (5% loss, TTL 64, 100 seeds × 30 broadcasts per cell, \(defaultRelayPolicy().name))")
-        var experiment = benchExperiment()
         for (n, degree) in cells {
             let (topology, _, cds) = cell(nodes: n, degree: degree)
-            var ratios: [Double] = [], tx = 0.0
-            for k in 0..<100 {
-                experiment.seed = UInt64(n) + UInt64(degree) + UInt64(k) * 1000
-                let r = experiment.run(on: topology, policy: defaultRelayPolicy(), cdsSize: cds)
-                ratios += r.deliveryRatios
-                tx += r.transmissionsPerCDS / 100
-            }
+            let (ratios, tx, _) = runSeeds(100, cell: (n, degree), topology: topology, policy: defaultRelayPolicy(), cds: cds)
             let below = [0.99, 0.98, 0.95].map { limit in ratios.filter { $0 < limit }.count }
             print("  n=\(n) d≈\(format1(topology.meanDegree)) delivery \(pct(ratios.reduce(0, +) / Double(ratios.count))) (min \(floorPct(ratios.min() ?? 0)))  tx/CDS \(format2(tx))  below 99%: \(below[0])  98%: \(below[1])  95%: \(below[2])  of \(ratios.count)")
         }

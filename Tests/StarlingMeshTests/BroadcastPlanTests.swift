@@ -11,6 +11,20 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
     return routes
 }
 
+/// One broadcast from node 0 over `t` with the planned policy, the topology
+/// learnt first, no loss: the simulator after it, and who got the payload whole.
+private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), seed: UInt64, payload: [UInt8] = [1])
+    -> (Simulator, Set<Int>) {
+    var sim = Simulator(topology: t, radio: radio, policy: PlannedPolicy(), seed: seed)
+    sim.learnTopology(listed: .max, shared: true)
+    final class Box: @unchecked Sendable { var got = Set<Int>() }
+    let box = Box()
+    sim.onDeliver = { node, packet, _, _ in if packet.payload == payload { box.got.insert(node) } }
+    sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: payload, compress: false), at: 0)
+    sim.run(until: 3_000)
+    return (sim, box.got)
+}
+
 @Suite struct BroadcastPlanTests {
     static func graph(_ n: Int = 120, degree: Double = 9, seed: UInt64 = 7) -> Topology {
         var rng = SeededGenerator(seed: seed)
@@ -196,12 +210,7 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
     /// 2 once, 3 not at all; each repeat is counted.
     @Test func bridgesAreSentTwice() {
         let t = Topology.line(4)
-        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 3)
-        sim.learnTopology(listed: .max, shared: true)
-        var got = Set<Int>()
-        sim.onDeliver = { node, _, _, _ in got.insert(node) }
-        sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: [9], compress: false), at: 0)
-        sim.run(until: 2_000)
+        let (sim, got) = plannedBroadcast(t, seed: 3)
         #expect(got == [1, 2, 3])
         #expect(sim.transmissions == [2, 2, 1, 0])
         #expect(sim.routers.map(\.statistics.retransmissions) == [1, 1, 0, 0])
@@ -211,13 +220,7 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         // themselves are packets that fit, and cross the bridge twice each.
         var radio = Simulator.Radio()
         radio.maxFrame = 128
-        var small = Simulator(topology: t, radio: radio, policy: PlannedPolicy(), seed: 3)
-        small.learnTopology(listed: .max, shared: true)
-        var whole = Set<Int>()
-        small.onDeliver = { node, packet, _, _ in if packet.payload.count == 400 { whole.insert(node) } }
-        small.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0),
-                               payload: [UInt8](repeating: 7, count: 400), compress: false), at: 0)
-        small.run(until: 2_000)
+        let (small, whole) = plannedBroadcast(t, radio: radio, seed: 3, payload: [UInt8](repeating: 7, count: 400))
         #expect(whole == [1, 2, 3])
         let pieces = small.routers[0].statistics.fragmentsSent
         #expect(pieces > 1)
@@ -262,12 +265,7 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
         #expect(plan.watchers == [Simulator.peerID(2): [Simulator.peerID(3)]])
         #expect(plan.sends == [Simulator.peerID(0): 3, Simulator.peerID(1): 2, Simulator.peerID(2): 3])
         #expect(plan.repeats[Simulator.peerID(2)] == [Simulator.peerID(4)])
-        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 5)
-        sim.learnTopology(listed: .max, shared: true)
-        var got = Set<Int>()
-        sim.onDeliver = { node, _, _, _ in got.insert(node) }
-        sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(0), payload: [1], compress: false), at: 0)
-        sim.run(until: 3_000)
+        let (sim, got) = plannedBroadcast(t, seed: 5)
         #expect(got == Set(1..<30))
         #expect(Array(sim.transmissions.prefix(5)) == [3, 2, 3, 0, 1])
         #expect(sim.transmissions.dropFirst(5).allSatisfy { $0 == 0 })
