@@ -129,14 +129,14 @@ def envelope(path, ratio, slopes, connected=False, seconds=300, source=0):
     spends `ratio` x the greedy CDS transmissions per broadcast on average: by
     Lagrange duality, for any slope L >= 0, min over plans of (misses + L x
     transmissions) - L x budget is at most what any mixture of plans of that
-    average cost misses. One solve per slope; the best is kept. (Six levels of
-    hearing: nodes hearing more than six copies are counted as missing with
-    loss^6, at most 1.6e-8 each too much.)"""
+    average cost misses. One solve per slope; the best is kept. (Up to seven
+    copies a node, six levels of hearing: nodes hearing more than six copies are
+    counted as missing with loss^6, at most 1.6e-8 each too much.)"""
     cds, _, _ = load(path)
     budget = ratio * cds
     best = 0.0
     for slope in slopes:
-        _, result = bound(path, None, levels=6, connected=connected, seconds=seconds, source=source, slope=slope)
+        _, result = bound(path, None, levels=6, repeats=6, connected=connected, seconds=seconds, source=source, slope=slope)
         proven = getattr(result, "mip_dual_bound", None) or 0.0
         value = proven - slope * budget
         print(f"  slope {slope}: misses + {slope} x transmissions at least {proven:.4f} "
