@@ -112,10 +112,10 @@ public struct PlannedPolicy: RelayPolicy {
         return !neighborAtRisk(neighborhood, tracking)
     }
 
-    /// A node the plan has send copies (``BroadcastPlan/sends``), and a sole
-    /// watcher after its repair (sent twice: nobody would back it up), send
-    /// again until their copies are out, unless they hear meanwhile the
-    /// relays the copies are for.
+    /// A node the plan asks for copies (``BroadcastPlan/sends``), or a sole
+    /// watcher after its repair (sent twice: nobody would back it up), sends
+    /// again until its copies are out, unless it hears meanwhile the relays
+    /// they are for.
     public func transmitted(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                             rng: inout SeededGenerator) -> Millis? {
         guard let me = neighborhood.localPeer else { return nil }

@@ -47,8 +47,7 @@ public struct BroadcastPlan: Sendable, Equatable {
     /// neighbour.
     public let watchers: [PeerID: [PeerID]]
     /// For a node that sends the packet more than once (``sends``), the
-    /// planned relays whose transmissions, all heard, stand it down: the
-    /// relays it sends again for, or its own planned neighbours downstream.
+    /// relays it sends again for: hearing all of them stands it down.
     public let repeats: [PeerID: [PeerID]]
     /// How many times a planned relay sends the packet, when more than once.
     /// A relay is lost unnoticed when it misses every copy from upstream
@@ -229,7 +228,11 @@ public struct BroadcastPlan: Sendable, Equatable {
                 return a == t
             }
             for t in component where planned[t] && t != s && planDepth[t] < .max {
-                var candidates: [(Int, Int, Int, Int, Int)] = []
+                struct Candidate {
+                    var sameWave: Int, ways: Int, earliest: Int, node: Int
+                    var order: (Int, Int, Int, Int) { (sameWave, -min(ways, 3), earliest, node) }
+                }
+                var candidates: [Candidate] = []
                 for y in adjacency[t] where !planned[Int(y)] {
                     var earliest = Int.max, ways = 0
                     for u in adjacency[Int(y)] where Int(u) != t && planned[Int(u)] && planDepth[Int(u)] < .max
@@ -242,10 +245,10 @@ public struct BroadcastPlan: Sendable, Equatable {
                     // have the packet (more ways in), then the earliest.
                     let p = planParent[t]
                     let sameWave = p >= 0 && adjacency[p].contains(y) ? 0 : 1
-                    if earliest < .max { candidates.append((sameWave, -min(ways, 3), earliest, Int(y), ways)) }
+                    if earliest < .max { candidates.append(Candidate(sameWave: sameWave, ways: ways, earliest: earliest, node: Int(y))) }
                 }
-                let chosen = candidates.sorted { ($0.0, $0.1, $0.2, $0.3) < ($1.0, $1.1, $1.2, $1.3) }.prefix(watcherCount)
-                if !chosen.isEmpty { watchers[graph.peers[t]] = chosen.map { graph.peers[$0.3] } }
+                let chosen = candidates.sorted { $0.order < $1.order }.prefix(watcherCount)
+                if !chosen.isEmpty { watchers[graph.peers[t]] = chosen.map { graph.peers[$0.node] } }
                 // The relay is lost unnoticed when it misses every copy from
                 // upstream and each watcher misses every copy it could get
                 // (a bridge has no watcher at all): its parent in the plan
@@ -254,8 +257,8 @@ public struct BroadcastPlan: Sendable, Equatable {
                 let parent = planParent[t]
                 guard parent >= 0 else { continue }
                 let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] < .max && !downstream(Int($0), of: t) }
-                let base = upstream.count + chosen.reduce(0) { $0 + $1.4 }
-                let perCopy = 1 + chosen.filter { adjacency[parent].contains(Int32($0.3)) }.count
+                let base = upstream.count + chosen.reduce(0) { $0 + $1.ways }
+                let perCopy = 1 + chosen.filter { adjacency[parent].contains(Int32($0.node)) }.count
                 let lost = Double(1 + below[t])
                 var times = 1
                 while times < maxSends, pow(loss, Double(base + (times - 1) * perCopy)) * lost > repeatWorth { times += 1 }
