@@ -46,6 +46,7 @@ struct Sim: ParsableCommand {
     @Option(help: "Largest frame a link carries (fragments above it).") var maxFrame: Int?
     @Option(help: "Probability that a node is offline during a broadcast.") var churn = 0.0
     @Option(help: "Movement (rgg only): each node's largest step between broadcasts, in side lengths of the square.") var movement = 0.0
+    @Option(help: "Share of the nodes that run the deployed bitchat apps' policy (a mixed mesh: phones among Starling nodes); the policies compared run on the others.") var apps = 0.0
     @Option(help: "Broadcasts, from random sources.") var broadcasts = 30
     @Option(help: "TTL of each broadcast.") var ttl: UInt8 = 7
     @Option(help: "Payload bytes per broadcast.") var payload = 64
@@ -63,6 +64,7 @@ struct Sim: ParsableCommand {
     func validate() throws {
         guard nodes >= 2, nodes <= 20_000 else { throw ValidationError("--nodes must be 2 to 20,000") }
         guard (0...1).contains(loss), (0...1).contains(churn) else { throw ValidationError("--loss and --churn are probabilities") }
+        guard (0...1).contains(apps) else { throw ValidationError("--apps is a share of the nodes, 0 to 1") }
         guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
         guard messages >= 1, messages <= 100_000 else { throw ValidationError("--messages must be 1 to 100,000") }
         guard churn < 1 || scenario != .private else { throw ValidationError("--churn must be below 1 (the fraction offline)") }
@@ -181,6 +183,7 @@ struct Sim: ParsableCommand {
             experiment.movement = movement
             experiment.movementRadius = Topology.radius(nodes: nodes, meanDegree: degree)
         }
+        if apps > 0 { experiment.others = (apps, DeployedBitchatPolicy()) }
         experiment.seed = seed
         let component = graph.largestComponent
         let cds = graph.greedyConnectedDominatingSet(of: component).count
@@ -193,14 +196,15 @@ struct Sim: ParsableCommand {
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree,
                              "largestComponent": component.count, "greedyCDS": cds],
                 "scenario": ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
-                             "movement": movement, "seed": seed],
+                             "movement": movement, "apps": apps, "seed": seed],
                 "policies": results.map(Self.json),
             ]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
-            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), movement \(movement), seed \(seed)\n")
+            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), movement \(movement)"
+                  + (apps > 0 ? ", \(Int((apps * 100).rounded()))% of nodes running the deployed apps" : "") + ", seed \(seed)\n")
             print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max  rx/node mean/max")
             for r in results {
                 let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))

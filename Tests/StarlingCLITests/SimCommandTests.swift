@@ -20,6 +20,28 @@ import Testing
         #expect((flooding["deliveryMean"] as? Double ?? 0) > 0.9)
     }
 
+    /// A mixed mesh: with every node running the deployed apps, the policy
+    /// asked for runs nowhere, so every policy gives the same run; with a
+    /// share, the apps' relays show up in the planned policy's figures.
+    @Test func mixedMeshWithTheDeployedApps() async throws {
+        func run(_ apps: String) async throws -> [[String: Any]] {
+            let r = try await StarlingProcess.run(["sim", "--nodes", "80", "--degree", "8", "--broadcasts", "6", "--apps", apps,
+                                                   "--policy", "planned", "--json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            #expect((object["scenario"] as? [String: Any])?["apps"] as? Double == Double(apps))
+            return try #require(object["policies"] as? [[String: Any]])
+        }
+        let all = try await run("1")
+        #expect(all.count == 2)
+        #expect(all[0]["deliveryPerBroadcast"] as? [Double] == all[1]["deliveryPerBroadcast"] as? [Double])
+        #expect(all[0]["transmissionsPerNode"] as? [Int] == all[1]["transmissionsPerNode"] as? [Int])
+        let none = try await run("0"), some = try await run("0.3")
+        #expect(none[1]["transmissionsPerNode"] as? [Int] != some[1]["transmissionsPerNode"] as? [Int])
+        let bad = try await StarlingProcess.run(["sim", "--apps", "1.5"])
+        #expect(bad.status != 0 && bad.stderr.contains("--apps"))
+    }
+
     @Test func textTableAndPlot() async throws {
         let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-sim-\(getpid()).svg")
         defer { try? FileManager.default.removeItem(at: plot) }
