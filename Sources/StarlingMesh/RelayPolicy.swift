@@ -36,14 +36,21 @@ public struct RelayTracking: Sendable {
     /// Neighbours still to be covered, with how many more transmissions each
     /// should hear (coverage policies only).
     public var need: [PeerID: Int] = [:]
-    /// The neighbours heard transmitting the packet, the first sender included
-    /// (planned policies only).
+    /// The neighbours heard transmitting the packet, the first sender included,
+    /// and the relays they vouch for (planned policies only).
     public var heardFrom: Set<PeerID> = []
     /// The broadcast plan for the packet's source (planned policies only).
     public var plan: BroadcastPlan?
     /// After our own transmission: the neighbours whose relay would show they
     /// got it, not heard yet (planned policies only).
     public var awaiting: Set<PeerID> = []
+    /// After a watcher's repair: for each planned relay it repaired for and
+    /// did not hear since, its later watchers not heard before the repair
+    /// (planned policies only). Hearing one of them repair shows the relay was
+    /// still silent to them.
+    public var followUps: [PeerID: Set<PeerID>] = [:]
+    /// The relays of `followUps` whose later watcher was heard repairing.
+    public var followUpsDue: Set<PeerID> = []
     /// Whether our transmission went out and we are watching for those relays.
     public var watching = false
     /// Times we sent the packet again.

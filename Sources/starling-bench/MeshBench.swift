@@ -155,7 +155,9 @@ enum MeshBench {
             let (topology, _, cds) = cell(nodes: n, degree: degree)
             let (ratios, tx, _) = runSeeds(100, cell: (n, degree), topology: topology, policy: defaultRelayPolicy(), cds: cds)
             let below = [0.99, 0.98, 0.95].map { limit in ratios.filter { $0 < limit }.count }
-            print("  n=\(n) d≈\(format1(topology.meanDegree)) delivery \(pct(ratios.reduce(0, +) / Double(ratios.count))) (min \(floorPct(ratios.min() ?? 0)))  tx/CDS \(format2(tx))  below 99%: \(below[0])  98%: \(below[1])  95%: \(below[2])  of \(ratios.count)")
+            // Each run (one seed: 30 broadcasts, as `mesh` and `starling sim` run a cell) and its mean.
+            let runs = stride(from: 0, to: ratios.count, by: 30).map { ratios[$0..<min($0 + 30, ratios.count)].reduce(0, +) / Double(min(30, ratios.count - $0)) }
+            print("  n=\(n) d≈\(format1(topology.meanDegree)) delivery \(pct(ratios.reduce(0, +) / Double(ratios.count))) (min \(floorPct(ratios.min() ?? 0)))  tx/CDS \(format2(tx))  below 99%: \(below[0])  98%: \(below[1])  95%: \(below[2])  of \(ratios.count)  runs below 99%: \(runs.filter { $0 < 0.99 }.count) of \(runs.count) (worst run \(floorPct(runs.min() ?? 0)))")
         }
     }
 
@@ -187,12 +189,12 @@ enum MeshBench {
                 let r = experiment.run(on: topology, policy: policy, cdsSize: cds)
                 let below = r.deliveryRatios.filter { $0 < 0.99 }.count
                 if policy.name == defaultRelayPolicy().name {
-                    goals.append("n=\(n) d≈\(format1(topology.meanDegree)): tx/CDS \(format2(r.transmissionsPerCDS)) \(r.transmissionsPerCDS <= 1.5 ? "✓" : "✗")  mean \(pct(r.meanDelivery)) \(r.meanDelivery >= 0.995 ? "✓" : "✗")  below 99%: \(below) of \(r.deliveryRatios.count) \(below == 0 ? "✓" : "✗")")
+                    goals.append("n=\(n) d≈\(format1(topology.meanDegree)): tx/CDS \(format2(r.transmissionsPerCDS)) \(r.transmissionsPerCDS <= 1.5 ? "✓" : "✗")  mean \(pct(r.meanDelivery)) \(r.meanDelivery >= 0.995 ? "✓" : "✗") (the run ≥ 99% \(r.meanDelivery >= 0.99 ? "✓" : "✗"))  broadcasts below 99%: \(below) of \(r.deliveryRatios.count) \(below == 0 ? "✓" : "✗")")
                 }
                 print("  \(policy.name.padding(14)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery)); \(below) below 99%)  tx/bcast \(format1(r.transmissionsPerBroadcast).leftPadding(7))  tx/CDS \(format2(r.transmissionsPerCDS).leftPadding(5))  p50/p95 \(r.latencyPercentile(0.5))/\(r.latencyPercentile(0.95)) ms  \(format2(r.wallSeconds)) s")
             }
         }
-        print("\nthe default (\(defaultRelayPolicy().name)) against the goals: tx/CDS ≤ 1.5, mean ≥ 99.5%, no broadcast below 99%")
+        print("\nthe default (\(defaultRelayPolicy().name)) against the goals: tx/CDS ≤ 1.5, mean ≥ 99.5%, never below 99% (read per run, and per broadcast)")
         for line in goals { print("  " + line) }
         // Seed 001's claims, on 20-node meshes: > 95% delivery, < 20% duplicate
         // transmissions, < 200 ms added latency over multiple hops.

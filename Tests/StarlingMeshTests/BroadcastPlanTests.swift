@@ -312,6 +312,117 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(policy.duplicateHeard(from: relay, neighborhood: h, tracking: &tracking))
     }
 
+    /// A watcher's follow-up. Its relay missed the watcher's repair and then
+    /// the second watcher's: the first watcher, which heard the second one
+    /// repair and the relay still say nothing, sends once more. Hearing the
+    /// relay, or no second repair, ends the watch without a word.
+    @Test func watcherFollowsUpWhenTheRelayMissedBothRepairs() throws {
+        let t = Self.graph(300, degree: 8, seed: 5)
+        let routes = routeTable(t)
+        let cache = BroadcastPlanCache()
+        let policy = PlannedPolicy(plans: cache)
+        let index = Dictionary(uniqueKeysWithValues: (0..<t.nodeCount).map { (Simulator.peerID($0), $0) })
+        let source = t.largestComponent[0]
+        let plan = try #require(cache.plan(from: Simulator.peerID(source), routes: routes, maxHops: 64))
+        func hood(_ node: Int) -> Neighborhood {
+            var h = Neighborhood(localPeer: Simulator.peerID(node))
+            for j in t.neighbors[node] {
+                h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+                h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
+            }
+            return h
+        }
+        // A relay that many depend on, whose two watchers hear each other; the
+        // first gets its copy from another planned relay.
+        let found = plan.watchers.sorted { $0.key < $1.key }.first { relay, watchers in
+            watchers.count == 2 && (plan.dependents[relay] ?? 0) >= 12 && t.neighbors[index[watchers[0]]!].contains(index[watchers[1]]!)
+        }
+        let (relay, watchers) = try #require(found)
+        let (w1, w2) = (index[watchers[0]]!, watchers[1])
+        let from = try #require(t.neighbors[w1].first { plan.relays.contains(Simulator.peerID($0)) && Simulator.peerID($0) != relay })
+        var context = RelayContext(ttl: 60, type: .message, fromLink: LinkID(UInt32(from)), fromPeer: Simulator.peerID(from),
+                                   now: 0, source: Simulator.peerID(source), routes: routes)
+        context.originTTL = 64
+        let h = hood(w1)
+        func repaired() -> RelayTracking {
+            var rng = SeededGenerator(seed: 9)
+            var tracking = RelayTracking()
+            guard case .relay = policy.firstHeard(context, neighborhood: h, tracking: &tracking, rng: &rng) else {
+                Issue.record("the watcher of a silent relay repairs")
+                return tracking
+            }
+            // The repair goes out: the watcher listens for the second watcher and the relay.
+            #expect(policy.transmitted(context, neighborhood: h, tracking: &tracking, rng: &rng) == policy.followUpDelay)
+            #expect(tracking.followUps[relay] == [w2])
+            return tracking
+        }
+        // The second watcher repairs, the relay stays silent: one follow-up, then no more.
+        var tracking = repaired()
+        #expect(!policy.duplicateHeard(from: w2, neighborhood: h, tracking: &tracking))
+        #expect(policy.retransmit(neighborhood: h, tracking: &tracking))
+        var rng = SeededGenerator(seed: 10)
+        #expect(policy.transmitted(context, neighborhood: h, tracking: &tracking, rng: &rng) == nil)
+        // The relay speaks after the second repair: the watch ends.
+        tracking = repaired()
+        #expect(!policy.duplicateHeard(from: w2, neighborhood: h, tracking: &tracking))
+        #expect(policy.duplicateHeard(from: relay, neighborhood: h, tracking: &tracking))
+        // Nobody else repaired (the relay answered the first repair, away from us): silence.
+        tracking = repaired()
+        #expect(!policy.retransmit(neighborhood: h, tracking: &tracking))
+        // A relay few depend on gets no follow-up (it would cost more than it
+        // saves): a first watcher of such a relay only, once its repair is out,
+        // does not listen on.
+        let small = plan.watchers.sorted { $0.key < $1.key }.first { relay, watchers in
+            let w = index[watchers[0]]!
+            return watchers.count == 2 && (plan.dependents[relay] ?? 0) < 5
+                && t.neighbors[w].filter { plan.watchers[Simulator.peerID($0)]?.contains(watchers[0]) ?? false }.count == 1
+        }
+        let (quiet, quietWatchers) = try #require(small)
+        let w = index[quietWatchers[0]]!
+        let way = try #require(t.neighbors[w].first { plan.relays.contains(Simulator.peerID($0)) && Simulator.peerID($0) != quiet })
+        context.fromLink = LinkID(UInt32(way))
+        context.fromPeer = Simulator.peerID(way)
+        var quietTracking = RelayTracking()
+        guard case .relay = policy.firstHeard(context, neighborhood: hood(w), tracking: &quietTracking, rng: &rng) else {
+            Issue.record("the watcher of a silent relay repairs"); return
+        }
+        #expect(policy.transmitted(context, neighborhood: hood(w), tracking: &quietTracking, rng: &rng) == nil)
+    }
+
+    /// A relay that can get the packet from one planned relay only vouches for
+    /// it: a watcher that missed its relay's copy but hears such a child of it
+    /// knows the relay spoke, and its repair is off.
+    @Test func aSoleChildVouchesForItsRelay() throws {
+        // 0 – 1 – 2 – 3 – {4, 5}, 2 – 7, and 6 next to 1, 2 and 3: the plan
+        // is 0, 1, 2, 3; 6 watches 2 (it has the packet from 1); 3 can get it
+        // from 2 only.
+        let t = Topology(neighbors: [[1], [0, 2, 6], [1, 3, 6, 7], [2, 4, 5, 6], [3], [3], [1, 2, 3], [2]])
+        let routes = routeTable(t)
+        let cache = BroadcastPlanCache()
+        let plan = try #require(cache.plan(from: Simulator.peerID(0), routes: routes, maxHops: 64))
+        #expect(plan.relays == Set([0, 1, 2, 3].map(Simulator.peerID)))
+        #expect(plan.watchers[Simulator.peerID(2)] == [Simulator.peerID(6)])
+        #expect(plan.soleUpstream[Simulator.peerID(3)] == Simulator.peerID(2))
+        let policy = PlannedPolicy(plans: cache)
+        var h = Neighborhood(localPeer: Simulator.peerID(6))
+        for j in t.neighbors[6] {
+            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+            h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
+        }
+        var context = RelayContext(ttl: 60, type: .message, fromLink: LinkID(1), fromPeer: Simulator.peerID(1),
+                                   now: 0, source: Simulator.peerID(0), routes: routes)
+        context.originTTL = 64
+        var rng = SeededGenerator(seed: 2)
+        var tracking = RelayTracking()
+        guard case .relay = policy.firstHeard(context, neighborhood: h, tracking: &tracking, rng: &rng) else {
+            Issue.record("the watcher of a silent relay repairs"); return
+        }
+        #expect(policy.neighborAtRisk(h, tracking))
+        // 6 missed 2's copy but hears 3, which could only have it from 2.
+        #expect(policy.duplicateHeard(from: Simulator.peerID(3), neighborhood: h, tracking: &tracking))
+        #expect(tracking.heardFrom.contains(Simulator.peerID(2)))
+    }
+
     /// A topology that moved on (a link the plan counts on is down): the node
     /// relays as the backbone would, whatever the plan says.
     @Test func outdatedTopologyFallsBackToTheBackbone() {

@@ -12,7 +12,16 @@ import StarlingWire
 ///   can hear that it relayed; its watchers can. A watcher that has not heard
 ///   its relay `repairDelay` (plus 0–`watchJitter`) after its own first copy
 ///   relays the packet itself, the second watcher `watchStagger` later, when
-///   the first one's repair has had time to make the relay speak.
+///   the first one's repair has had time to make the relay speak. A relay
+///   answers a repair on every link but the repairer's, so only the other
+///   watcher can tell whether it got it: a first watcher that then hears the
+///   second one repair, and still not the relay within `followUpDelay`, sends
+///   once more (the relay missed both repairs), where the nodes that depend
+///   on the relay make that worth it (`loss` × (1 + dependents) above
+///   `threshold`).
+/// - **Vouching.** Hearing a planned relay that can get the packet from one
+///   planned relay only (``BroadcastPlan/soleUpstream``) counts as hearing that
+///   one too: it spoke, even if we missed it.
 /// - **Copies.** A planned relay whose loss could go unnoticed (a bridge,
 ///   which nobody can watch, or one whose watchers have few ways in) and
 ///   that many nodes depend on gets its parent in the plan to send the packet
@@ -45,6 +54,9 @@ public struct PlannedPolicy: RelayPolicy {
     public var watchJitter: Millis
     /// How long after its transmission a node sends its next copy (``BroadcastPlan/sends``).
     public var repeatDelay: Millis
+    /// How long a watcher listens after its repair for a later watcher's
+    /// repair and the relay's answer to it.
+    public var followUpDelay: Millis
     /// Relay when a neighbour lacks the packet with at least this (weighed) probability.
     public var threshold: Double
     /// The loss per reception the estimates assume.
@@ -57,7 +69,7 @@ public struct PlannedPolicy: RelayPolicy {
     public let plans: BroadcastPlanCache
 
     public init(plannedJitter: Millis = 10, repairDelay: Millis = 120, repairJitter: Millis = 60,
-                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15,
+                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15, followUpDelay: Millis = 150,
                 threshold: Double = 0.6, loss: Double = 0.05, distantRelayHas: Double = 0.9,
                 downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
@@ -66,6 +78,7 @@ public struct PlannedPolicy: RelayPolicy {
         self.watchStagger = watchStagger
         self.watchJitter = watchJitter
         self.repeatDelay = repeatDelay
+        self.followUpDelay = followUpDelay
         self.threshold = threshold
         self.loss = loss
         self.distantRelayHas = distantRelayHas
@@ -86,7 +99,7 @@ public struct PlannedPolicy: RelayPolicy {
         }
         guard let ttl = relayTTL(context.ttl) else { return .drop }
         tracking.plan = plan
-        tracking.heardFrom = [from]
+        heard(from, plan, &tracking)
         if plan.relays.contains(me) {
             return .relay(delay: uniform(plannedJitter, &rng), ttl: ttl, links: .allButIncoming)
         }
@@ -105,9 +118,9 @@ public struct PlannedPolicy: RelayPolicy {
         }
         tracking.heard += 1
         guard let peer, let me = neighborhood.localPeer else { return false }
-        tracking.heardFrom.insert(peer)
-        tracking.awaiting.remove(peer)
-        if tracking.watching { return tracking.awaiting.isEmpty }
+        for (x, later) in tracking.followUps where later.contains(peer) { tracking.followUpsDue.insert(x) }
+        heard(peer, plan, &tracking)
+        if tracking.watching { return tracking.awaiting.isEmpty && tracking.followUps.isEmpty }
         guard !plan.relays.contains(me) else { return false }
         return !neighborAtRisk(neighborhood, tracking)
     }
@@ -126,21 +139,49 @@ public struct PlannedPolicy: RelayPolicy {
         var again = Set(plan.repeats[me] ?? [])
         var times = plan.sends[me] ?? 1
         if !plan.relays.contains(me) {
-            // A repair for a relay we alone watch: nobody would back it up.
-            for x in neighborhood.neighborPeers where liveWatchers(of: x, plan, neighborhood) == [me] {
-                again.insert(x)
-                times = max(times, 2)
+            for x in neighborhood.neighborPeers {
+                let watchers = liveWatchers(of: x, plan, neighborhood)
+                guard let rank = watchers.firstIndex(of: me) else { continue }
+                if watchers.count == 1 {
+                    // A repair for a relay we alone watch: nobody would back it up.
+                    again.insert(x)
+                    times = max(times, 2)
+                } else if tracking.retransmissions == 0, !tracking.heardFrom.contains(x), rank + 1 < watchers.count,
+                          loss * Double(1 + (plan.dependents[x] ?? 0)) > threshold {
+                    // A repair for a relay others watch after us: if one of them
+                    // repairs too and the relay still says nothing, it missed both.
+                    let later = Set(watchers[(rank + 1)...]).intersection(neighborhood.neighborPeers).subtracting(tracking.heardFrom)
+                    if !later.isEmpty { tracking.followUps[x] = later }
+                }
             }
         }
-        guard tracking.retransmissions + 1 < times else { return nil }
-        tracking.awaiting = again.subtracting(tracking.heardFrom)
-        return tracking.awaiting.isEmpty ? nil : repeatDelay
+        tracking.awaiting = tracking.retransmissions + 1 < times ? again.subtracting(tracking.heardFrom) : []
+        if !tracking.awaiting.isEmpty { return repeatDelay }
+        return tracking.followUps.isEmpty ? nil : followUpDelay
     }
 
     public func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
-        guard !tracking.awaiting.isEmpty else { return false }
+        if tracking.awaiting.isEmpty {
+            // A follow-up: once, for the relays a later watcher was heard repairing for.
+            let due = tracking.followUpsDue.subtracting(tracking.heardFrom)
+            tracking.followUps = [:]
+            tracking.followUpsDue = []
+            guard !due.isEmpty else { return false }
+        }
         tracking.retransmissions += 1
         return true
+    }
+
+    /// `peer` was heard sending the packet: it has it, and so had the relay
+    /// it could only get it from (``BroadcastPlan/soleUpstream``), which
+    /// therefore spoke too.
+    func heard(_ peer: PeerID, _ plan: BroadcastPlan, _ tracking: inout RelayTracking) {
+        for spoke in [peer, plan.soleUpstream[peer]].compactMap({ $0 }) {
+            tracking.heardFrom.insert(spoke)
+            tracking.awaiting.remove(spoke)
+            tracking.followUps[spoke] = nil
+            tracking.followUpsDue.remove(spoke)
+        }
     }
 
     /// Whether the topology the plan stands on is out of date around us: a

@@ -60,9 +60,14 @@ public struct BroadcastPlan: Sendable, Equatable {
     /// parent. A bridge (a relay nobody can watch) is the plainest case; the
     /// source, which nobody watches either, is every child's parent.
     public let sends: [PeerID: Int]
+    /// For a planned relay that can get the packet from one planned relay
+    /// only (not downstream of it), that relay: hearing it shows that one
+    /// spoke, even to a watcher that missed it.
+    public let soleUpstream: [PeerID: PeerID]
 
     public init(source: PeerID, relays: Set<PeerID>, covered: Int, dependents: [PeerID: Int] = [:], hops: [PeerID: Int] = [:],
-                watchers: [PeerID: [PeerID]] = [:], repeats: [PeerID: [PeerID]] = [:], sends: [PeerID: Int] = [:]) {
+                watchers: [PeerID: [PeerID]] = [:], repeats: [PeerID: [PeerID]] = [:], sends: [PeerID: Int] = [:],
+                soleUpstream: [PeerID: PeerID] = [:]) {
         self.source = source
         self.relays = relays
         self.covered = covered
@@ -71,6 +76,7 @@ public struct BroadcastPlan: Sendable, Equatable {
         self.watchers = watchers
         self.repeats = repeats
         self.sends = sends
+        self.soleUpstream = soleUpstream
     }
 
     /// The plan for `source` over `graph`, or nil when the graph does not know it.
@@ -221,6 +227,7 @@ public struct BroadcastPlan: Sendable, Equatable {
         var watchers: [PeerID: [PeerID]] = [:]
         var repeats: [PeerID: Set<PeerID>] = [:]
         var sends: [PeerID: Int] = [:]
+        var soleUpstream: [PeerID: PeerID] = [:]
         if watcherCount > 0 {
             func downstream(_ u: Int, of t: Int) -> Bool {
                 var a = u
@@ -257,6 +264,7 @@ public struct BroadcastPlan: Sendable, Equatable {
                 let parent = planParent[t]
                 guard parent >= 0 else { continue }
                 let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] < .max && !downstream(Int($0), of: t) }
+                if upstream.count == 1 { soleUpstream[graph.peers[t]] = graph.peers[Int(upstream[0])] }
                 let base = upstream.count + chosen.reduce(0) { $0 + $1.ways }
                 let perCopy = 1 + chosen.filter { adjacency[parent].contains(Int32($0.node)) }.count
                 let lost = Double(1 + below[t])
@@ -271,7 +279,7 @@ public struct BroadcastPlan: Sendable, Equatable {
         hops.reserveCapacity(size)
         for x in component { hops[graph.peers[x]] = distance[x] }
         return BroadcastPlan(source: source, relays: relays, covered: size, dependents: dependents, hops: hops,
-                             watchers: watchers, repeats: repeats.mapValues { $0.sorted() }, sends: sends)
+                             watchers: watchers, repeats: repeats.mapValues { $0.sorted() }, sends: sends, soleUpstream: soleUpstream)
     }
 }
 
