@@ -312,6 +312,24 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(policy.duplicateHeard(from: relay, neighborhood: h, tracking: &tracking))
     }
 
+    /// In a small mesh the plan meets its target early, and its next relay
+    /// would save little: copies are bought down to that. Seed 001's 20-node
+    /// mesh hangs six nodes on a line of bridges, 18 – 9 – 7 – 14: from 18,
+    /// losing one bridge loses 16 nodes, still 0.25% of the time after two
+    /// copies, so each of 18, 9 and 7 sends three (two with copies worth
+    /// 0.05 of a node, as in a large mesh).
+    @Test func smallMeshesBuyCopiesDownToThePlansNextRelay() throws {
+        var rng = SeededGenerator(seed: 20)
+        let t = Topology.randomGeometric(nodes: 20, radius: Topology.radius(nodes: 20, meanDegree: 4), rng: &rng)
+        #expect(t.neighbors[18] == [9] && t.neighbors[9] == [7, 18] && t.neighbors[7] == [9, 14])
+        let routes = routeTable(t)
+        let plan = try #require(BroadcastPlanCache().plan(from: Simulator.peerID(18), routes: routes, maxHops: 7))
+        for bridge in [18, 9, 7] { #expect(plan.sends[Simulator.peerID(bridge)] == 3) }
+        // An infinite `repeatWorth` still means no copies at all.
+        let none = try #require(BroadcastPlanCache(repeatWorth: .infinity).plan(from: Simulator.peerID(18), routes: routes, maxHops: 7))
+        #expect(none.sends.isEmpty)
+    }
+
     /// A watcher's follow-up. Its relay missed the watcher's repair and then
     /// the second watcher's: the first watcher, which heard the second one
     /// repair and the relay still say nothing, sends once more. Hearing the

@@ -55,8 +55,10 @@ public struct BroadcastPlan: Sendable, Equatable {
     /// `loss^(ways in of the relay and of its watchers)`, times the nodes
     /// that would go with it (itself and its dependents). Its parent in the
     /// plan sends copies while one more would save more than `repeatWorth`
-    /// of a node (0.05: about what the plan's last relays save each), up to
-    /// `maxSends`; each copy reaches the relay and the watchers next to the
+    /// of a node (0.05: about what the plan's last relays save each in a
+    /// large mesh), or than the plan's next relay would have, if less (a
+    /// small mesh: 0.0025 of a node on 20 nodes), up to `maxSends`; each
+    /// copy reaches the relay and the watchers next to the
     /// parent. A bridge (a relay nobody can watch) is the plainest case; the
     /// source, which nobody watches either, is every child's parent.
     public let sends: [PeerID: Int]
@@ -159,6 +161,13 @@ public struct BroadcastPlan: Sendable, Equatable {
             add(t)
             for x in adjacency[t] where !planned[Int(x)] { heap.insert(Candidate(gain: gain(Int(x)), node: x)) }
         }
+        // What the plan's next relay would have saved: a copy (below) must
+        // save as much, or `repeatWorth`, whichever is less (an infinite
+        // `repeatWorth`: no copies). In a small mesh the plan meets its
+        // target early and its next relay saves little.
+        var declined = 0.0
+        for x in component where !planned[x] { declined = max(declined, gain(x)) }
+        let worth = repeatWorth.isFinite && declined > 0 ? min(repeatWorth, declined) : repeatWorth
         // The plan's paths may be longer than the shortest: where a node within
         // `maxHops` would hear no planned relay soon enough for the TTL (with
         // a sixteenth of it to spare, or by its shortest path if it is further),
@@ -226,6 +235,7 @@ public struct BroadcastPlan: Sendable, Equatable {
         // that is not downstream of it in the plan's breadth-first tree.
         var watchers: [PeerID: [PeerID]] = [:]
         var repeats: [PeerID: Set<PeerID>] = [:]
+
         var sends: [PeerID: Int] = [:]
         var soleUpstream: [PeerID: PeerID] = [:]
         if watcherCount > 0 {
@@ -260,7 +270,7 @@ public struct BroadcastPlan: Sendable, Equatable {
                 // upstream and each watcher misses every copy it could get
                 // (a bridge has no watcher at all): its parent in the plan
                 // sends again while a copy, which also reaches the watchers
-                // next to the parent, saves more than `repeatWorth` of a node.
+                // next to the parent, saves more than `worth` of a node.
                 let parent = planParent[t]
                 guard parent >= 0 else { continue }
                 let upstream = adjacency[t].filter { planned[Int($0)] && planDepth[Int($0)] < .max && !downstream(Int($0), of: t) }
@@ -269,7 +279,7 @@ public struct BroadcastPlan: Sendable, Equatable {
                 let perCopy = 1 + chosen.filter { adjacency[parent].contains(Int32($0.node)) }.count
                 let lost = Double(1 + below[t])
                 var times = 1
-                while times < maxSends, pow(loss, Double(base + (times - 1) * perCopy)) * lost > repeatWorth { times += 1 }
+                while times < maxSends, pow(loss, Double(base + (times - 1) * perCopy)) * lost > worth { times += 1 }
                 guard times > 1 else { continue }
                 sends[graph.peers[parent]] = max(sends[graph.peers[parent]] ?? 1, times)
                 repeats[graph.peers[parent], default: []].insert(graph.peers[t])
