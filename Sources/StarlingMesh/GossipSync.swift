@@ -81,10 +81,14 @@ public struct GossipStore: Sendable {
         }
     }
 
-    /// A filter of what we have, newest first within the budget.
-    public func filter() -> GCSFilter {
+    /// A filter of what we have, newest first within the budget (a budget
+    /// to spare buys fewer false positives). Each request should pass a
+    /// different `spread` (``GCSFilter``): a packet that is a false positive
+    /// of one filter, and so never sent back, is then not one of the next.
+    public func filter(spread: UInt32 = 0) -> GCSFilter {
         let ids = entries.values.sorted { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) }.map(\.id)
-        return GCSFilter(ids: ids, budget: configuration.filterBudget, falsePositiveRate: configuration.falsePositiveRate)
+        return GCSFilter(ids: ids, budget: configuration.filterBudget, falsePositiveRate: configuration.falsePositiveRate,
+                         spread: spread, spendSpareBudget: true)
     }
 
     /// What the asker's filter lacks, as packets to send back (TTL 0, isRSR).

@@ -93,6 +93,8 @@ public struct MeshRouter: Sendable {
     private var gossip: GossipStore?
     private var nextSync: Millis?
     private var lastSync: Millis = 0
+    /// Sync requests sent: each filter's M is spread by it (mod 64).
+    private var syncRound: UInt32 = 0
     private var syncDue: [LinkID: Millis] = [:]
     private var nextHousekeeping: Millis = 0
     /// Peers whose directed packets reached us flooded, and when: their route
@@ -463,7 +465,8 @@ public struct MeshRouter: Sendable {
         guard !links.isEmpty, let me = localPeer else { return [] }
         store.expire(now: now)
         gossip = store
-        guard let payload = try? RequestSync(filter: store.filter()).encoded() else { return [] }
+        syncRound &+= 1
+        guard let payload = try? RequestSync(filter: store.filter(spread: syncRound % 64)).encoded() else { return [] }
         var request = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
         signer?(&request)
         guard let bytes = try? Self.wireBytes(request) else { return [] }

@@ -3,7 +3,11 @@ import Crypto
 /// A Golomb-coded set of packet IDs, as REQUEST_SYNC carries it.
 ///
 /// - h64 = first 8 bytes of SHA-256(packet ID), big-endian, top bit cleared;
-/// - P = ceil(log2(1/fpr)) (7 at 1%); N ≤ budget × 8 / (P + 2); M = N · 2^P;
+/// - P = ceil(log2(1/fpr)) (7 at 1%), or more from a spare budget (up to 16);
+///   N ≤ budget × 8 / (P + 2); M = N · 2^P + spread
+///   (`spread` 0 in the deployed apps; a Starling requester changes it from one
+///   request to the next, so that an ID that collides in one filter does not
+///   collide in the next: a receiver reads M from the request);
 /// - each ID maps to h64 mod M, with 0 mapped to 1; values sorted and deduplicated;
 /// - deltas x ≥ 1 (the first from 0) are written as Golomb-Rice codes of x − 1:
 ///   q one-bits, a zero, then P remainder bits, MSB first; the last byte is zero-padded;
@@ -12,6 +16,8 @@ public struct GCSFilter: Hashable, Sendable {
     public static let defaultBudget = 400
     public static let defaultFalsePositiveRate = 0.01
     public static let maxFilterBytes = 1024
+    /// The largest P a filter takes from a spare budget (M stays within a u32).
+    public static let maxSparedP = 16
 
     /// Golomb-Rice parameter.
     public var p: UInt8
@@ -42,17 +48,25 @@ public struct GCSFilter: Hashable, Sendable {
         }
     }
 
-    /// Builds a filter from IDs ordered newest first, within `budget` bytes.
+    /// Builds a filter from IDs ordered newest first, within `budget` bytes;
+    /// `spread` is added to M (N · 2^P). With `spendSpareBudget`, fewer IDs
+    /// than the budget holds get a larger P (at most 16), as far as N · (P + 3)
+    /// bits fit the budget: fewer false positives, within the same budget.
     public init(ids: [PacketID], budget: Int = defaultBudget,
-                falsePositiveRate: Double = defaultFalsePositiveRate) {
-        let p = Self.parameter(falsePositiveRate: falsePositiveRate)
+                falsePositiveRate: Double = defaultFalsePositiveRate, spread: UInt32 = 0,
+                spendSpareBudget: Bool = false) {
+        var p = Self.parameter(falsePositiveRate: falsePositiveRate)
         let budget = min(max(budget, 1), Self.maxFilterBytes)
         let capacity = max(1, budget * 8 / (p + 2))
         let hashes = ids.prefix(capacity).map(Self.hash)
+        if spendSpareBudget, !hashes.isEmpty {
+            // A value costs about P + 2 bits; one more to spare.
+            p = max(p, min(budget * 8 / hashes.count - 3, Self.maxSparedP))
+        }
         var n = hashes.count
         while true {
             // M must fit a u32.
-            let m = UInt32(clamping: max(1, n) << p)
+            let m = UInt32(clamping: (max(1, n) << p) + Int(spread))
             var values = hashes.prefix(n).map { h -> UInt64 in
                 let v = h % UInt64(m)
                 return v == 0 ? 1 : v

@@ -93,6 +93,40 @@ import StarlingWire
         #expect(store.count == 1)
     }
 
+    /// A message that is a false positive of a neighbour's filter is not sent
+    /// back to it; the neighbour's next request spreads M, so it is not one
+    /// again and the message goes (before, it never would: the same set
+    /// gives the same filter).
+    @Test func aFalsePositiveIsNotRepeatedByTheNextRequest() throws {
+        var b = syncing(2)
+        for i in 0..<3 {
+            _ = b.originate(Packet(type: .message, ttl: 7, timestamp: UInt64(i), senderID: PeerID(rawValue: 2),
+                                   payload: Array("mine \(i)".utf8)), now: UInt64(i))
+        }
+        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 1_000)
+        let first = transmissions(b.tick(now: 6_000))
+        let second = transmissions(b.tick(now: try #require(b.nextDeadline)))
+        #expect(first.count == 1 && second.count == 1)
+        let filters = try [first[0], second[0]].map { try RequestSync(decoding: Packet(decoding: $0.bytes).payload).filter }
+        #expect(filters[0].m != filters[1].m)
+        // A message of A's that B's first filter wrongly holds, and its second does not.
+        let values = filters.map { $0.values() }
+        var found: Packet?
+        for k in 0..<400_000 {
+            let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("theirs \(k)".utf8))
+            let id = PacketID(m)
+            if GCSFilter.contains(sortedValues: values[0], id, m: filters[0].m),
+               !GCSFilter.contains(sortedValues: values[1], id, m: filters[1].m) { found = m; break }
+        }
+        let m = try #require(found)
+        var a = syncing(1)
+        _ = a.originate(m, now: 10)
+        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), now: 1_000)
+        #expect(transmissions(a.receive(first[0].bytes, on: LinkID(2), now: 6_010)).isEmpty)
+        let replies = transmissions(a.receive(second[0].bytes, on: LinkID(2), now: 40_010))
+        #expect(try replies.map { try Packet(decoding: $0.bytes).payload } == [m.payload])
+    }
+
     @Test func aHealedPartitionConverges() {
         // Two clusters of 40; the bridge is down while a message spreads in the first.
         var rng = SeededGenerator(seed: 4)

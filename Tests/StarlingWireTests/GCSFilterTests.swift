@@ -75,6 +75,53 @@ struct GCSVector: Decodable, Sendable {
         #expect(ids.prefix(n).allSatisfy { GCSFilter.contains(sortedValues: values, $0, m: filter.m) })
     }
 
+    /// A requester spreads M from one request to the next: an ID that is a
+    /// false positive of one filter is, almost always, not one of the next
+    /// (the receiver maps with the M it is given).
+    @Test func spreadMovesFalsePositives() throws {
+        var rng = SeededRandom(seed: 11)
+        let members = (0..<40).map { _ in PacketID(high: rng.next(), low: rng.next()) }
+        let plain = GCSFilter(ids: members)
+        #expect(plain.m == 40 << 7)
+        let values = plain.values()
+        // Find outsiders that the plain filter wrongly holds (about 1 in 128).
+        var falsePositives: [PacketID] = []
+        for _ in 0..<20_000 where falsePositives.count < 20 {
+            let x = PacketID(high: rng.next(), low: rng.next())
+            if GCSFilter.contains(sortedValues: values, x, m: plain.m) { falsePositives.append(x) }
+        }
+        #expect(falsePositives.count == 20)
+        let spread = GCSFilter(ids: members, spread: 1)
+        #expect(spread.m == plain.m + 1 && spread.p == plain.p)
+        let spreadValues = spread.values()
+        #expect(members.allSatisfy { GCSFilter.contains(sortedValues: spreadValues, $0, m: spread.m) })
+        let still = falsePositives.filter { GCSFilter.contains(sortedValues: spreadValues, $0, m: spread.m) }
+        #expect(still.count <= 2, "\(still.count) of 20 false positives repeat")
+    }
+
+    /// Fewer IDs than the budget holds buy a larger P (fewer false positives),
+    /// up to 16, within the same budget; a full budget keeps P.
+    @Test func aSpareBudgetBuysALargerP() {
+        var rng = SeededRandom(seed: 12)
+        let few = (0..<40).map { _ in PacketID(high: rng.next(), low: rng.next()) }
+        let sharp = GCSFilter(ids: few, spendSpareBudget: true)
+        #expect(sharp.p == 16 && sharp.m == 40 << 16)
+        #expect(sharp.data.count <= GCSFilter.defaultBudget)
+        let values = sharp.values()
+        #expect(few.allSatisfy { GCSFilter.contains(sortedValues: values, $0, m: sharp.m) })
+        var hits = 0
+        for _ in 0..<20_000 where GCSFilter.contains(sortedValues: values, PacketID(high: rng.next(), low: rng.next()), m: sharp.m) {
+            hits += 1
+        }
+        #expect(hits <= 3, "\(hits) false positives in 20,000 at P = 16")
+        // 200 IDs: 400 × 8 / 200 = 16 bits a value, P + 3 of them: P = 13, and all 200 kept.
+        let many = (0..<200).map { _ in PacketID(high: rng.next(), low: rng.next()) }
+        let fuller = GCSFilter(ids: many, spendSpareBudget: true)
+        #expect(fuller.p == 13 && fuller.m == 200 << 13 && fuller.data.count <= GCSFilter.defaultBudget)
+        let full = (0..<1000).map { _ in PacketID(high: rng.next(), low: rng.next()) }
+        #expect(GCSFilter(ids: full, spendSpareBudget: true) == GCSFilter(ids: full))
+    }
+
     @Test func emptyAndDegenerateFilters() {
         let empty = GCSFilter(ids: [])
         #expect(empty.data.isEmpty)
