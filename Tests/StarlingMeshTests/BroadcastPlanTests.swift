@@ -11,6 +11,17 @@ private func routeTable(_ t: Topology, order: [Int]? = nil) -> RouteTable {
     return routes
 }
 
+/// What node `node` of `t` knows around it: its links, and each neighbour's
+/// neighbours (as converged announces give them).
+private func neighborhood(_ t: Topology, of node: Int) -> Neighborhood {
+    var h = Neighborhood(localPeer: Simulator.peerID(node))
+    for j in t.neighbors[node] {
+        h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
+        h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
+    }
+    return h
+}
+
 /// One broadcast from node 0 over `t` with the planned policy, the topology
 /// learnt first, no loss: the simulator after it, and who got the payload whole.
 private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), seed: UInt64, payload: [UInt8] = [1])
@@ -164,14 +175,6 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(plan.dependents[Simulator.peerID(1)] == 2 && plan.dependents[Simulator.peerID(2)] == 1)
         #expect(plan.dependents[Simulator.peerID(3)] == nil)
         let policy = PlannedPolicy(plans: cache)
-        func hood(_ node: Int) -> Neighborhood {
-            var h = Neighborhood(localPeer: Simulator.peerID(node))
-            for j in t.neighbors[node] {
-                h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-                h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
-            }
-            return h
-        }
         func ctx(from: Int) -> RelayContext {
             RelayContext(ttl: 7, type: .message, fromLink: LinkID(UInt32(from)), fromPeer: Simulator.peerID(from), now: 0,
                          source: Simulator.peerID(0), routes: routes)
@@ -179,24 +182,20 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         var rng = SeededGenerator(seed: 1)
         var tracking = RelayTracking()
         // Node 1 is planned: relays within the jitter, and a copy heard does not cancel it.
-        guard case let .relay(delay, ttl, _) = policy.firstHeard(ctx(from: 0), neighborhood: hood(1), tracking: &tracking, rng: &rng) else {
+        guard case let .relay(delay, ttl, _) = policy.firstHeard(ctx(from: 0), neighborhood: neighborhood(t, of: 1), tracking: &tracking, rng: &rng) else {
             Issue.record("a planned relay relays"); return
         }
         #expect(delay < policy.plannedJitter && ttl == 6)
-        #expect(!policy.duplicateHeard(from: Simulator.peerID(2), neighborhood: hood(1), tracking: &tracking))
+        #expect(!policy.duplicateHeard(from: Simulator.peerID(2), neighborhood: neighborhood(t, of: 1), tracking: &tracking))
         // Node 3 is not planned and has no neighbour but 2, which sent it the packet: nothing to repair.
         tracking = RelayTracking()
-        #expect(policy.firstHeard(ctx(from: 2), neighborhood: hood(3), tracking: &tracking, rng: &rng) == .drop)
+        #expect(policy.firstHeard(ctx(from: 2), neighborhood: neighborhood(t, of: 3), tracking: &tracking, rng: &rng) == .drop)
 
         // The estimate itself, with a plan given: 0 – 1 – 3 and 0 – 2 – 3, node 2
         // off the plan {0, 1, 3}. Having heard only 0, planned node 3 next to it
         // has said nothing: it may lack the packet, so node 2 would repair…
         let d = Topology(neighbors: [[1, 2], [0, 3], [0, 3], [1, 2]])
-        var h = Neighborhood(localPeer: Simulator.peerID(2))
-        for j in d.neighbors[2] {
-            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-            h.setNeighbors(of: Simulator.peerID(j), Set(d.neighbors[j].map(Simulator.peerID)))
-        }
+        let h = neighborhood(d, of: 2)
         tracking = RelayTracking()
         tracking.plan = BroadcastPlan(source: Simulator.peerID(0), relays: Set([0, 1, 3].map(Simulator.peerID)), covered: 4)
         tracking.heardFrom = [Simulator.peerID(0)]
@@ -287,11 +286,7 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         let index = Dictionary(uniqueKeysWithValues: (0..<t.nodeCount).map { (Simulator.peerID($0), $0) })
         let (relay, watchers) = try #require(plan.watchers.sorted { $0.key < $1.key }.first)
         let w = index[watchers[0]]!
-        var h = Neighborhood(localPeer: Simulator.peerID(w))
-        for j in t.neighbors[w] {
-            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-            h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
-        }
+        let h = neighborhood(t, of: w)
         // Its first copy comes from a planned neighbour other than the relay.
         let from = try #require(t.neighbors[w].first { plan.relays.contains(Simulator.peerID($0)) && Simulator.peerID($0) != relay })
         let policy = PlannedPolicy(plans: cache)
@@ -342,14 +337,6 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         let index = Dictionary(uniqueKeysWithValues: (0..<t.nodeCount).map { (Simulator.peerID($0), $0) })
         let source = t.largestComponent[0]
         let plan = try #require(cache.plan(from: Simulator.peerID(source), routes: routes, maxHops: 64))
-        func hood(_ node: Int) -> Neighborhood {
-            var h = Neighborhood(localPeer: Simulator.peerID(node))
-            for j in t.neighbors[node] {
-                h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-                h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
-            }
-            return h
-        }
         // A relay that many depend on, whose two watchers hear each other; the
         // first gets its copy from another planned relay.
         let found = plan.watchers.sorted { $0.key < $1.key }.first { relay, watchers in
@@ -361,7 +348,7 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         var context = RelayContext(ttl: 60, type: .message, fromLink: LinkID(UInt32(from)), fromPeer: Simulator.peerID(from),
                                    now: 0, source: Simulator.peerID(source), routes: routes)
         context.originTTL = 64
-        let h = hood(w1)
+        let h = neighborhood(t, of: w1)
         func repaired() -> RelayTracking {
             var rng = SeededGenerator(seed: 9)
             var tracking = RelayTracking()
@@ -401,10 +388,10 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         context.fromLink = LinkID(UInt32(way))
         context.fromPeer = Simulator.peerID(way)
         var quietTracking = RelayTracking()
-        guard case .relay = policy.firstHeard(context, neighborhood: hood(w), tracking: &quietTracking, rng: &rng) else {
+        guard case .relay = policy.firstHeard(context, neighborhood: neighborhood(t, of: w), tracking: &quietTracking, rng: &rng) else {
             Issue.record("the watcher of a silent relay repairs"); return
         }
-        #expect(policy.transmitted(context, neighborhood: hood(w), tracking: &quietTracking, rng: &rng) == nil)
+        #expect(policy.transmitted(context, neighborhood: neighborhood(t, of: w), tracking: &quietTracking, rng: &rng) == nil)
     }
 
     /// A relay that can get the packet from one planned relay only vouches for
@@ -422,11 +409,7 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(plan.watchers[Simulator.peerID(2)] == [Simulator.peerID(6)])
         #expect(plan.soleUpstream[Simulator.peerID(3)] == Simulator.peerID(2))
         let policy = PlannedPolicy(plans: cache)
-        var h = Neighborhood(localPeer: Simulator.peerID(6))
-        for j in t.neighbors[6] {
-            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-            h.setNeighbors(of: Simulator.peerID(j), Set(t.neighbors[j].map(Simulator.peerID)))
-        }
+        let h = neighborhood(t, of: 6)
         var context = RelayContext(ttl: 60, type: .message, fromLink: LinkID(1), fromPeer: Simulator.peerID(1),
                                    now: 0, source: Simulator.peerID(0), routes: routes)
         context.originTTL = 64
@@ -448,11 +431,7 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         let line = Topology.line(4)
         var routes = routeTable(line)
         routes.learn(Simulator.peerID(1), neighbors: Set([0, 2, 3].map(Simulator.peerID)), now: 0)
-        var h = Neighborhood(localPeer: Simulator.peerID(1))
-        for j in line.neighbors[1] {
-            h.add(LinkID(UInt32(j)), peer: Simulator.peerID(j))
-            h.setNeighbors(of: Simulator.peerID(j), Set(line.neighbors[j].map(Simulator.peerID)))
-        }
+        let h = neighborhood(line, of: 1)
         let policy = PlannedPolicy()
         #expect(policy.outdated(routes, around: Simulator.peerID(1), h))
         #expect(!policy.outdated(routeTable(line), around: Simulator.peerID(1), h))
