@@ -235,7 +235,6 @@ public struct BroadcastPlan: Sendable, Equatable {
         // that is not downstream of it in the plan's breadth-first tree.
         var watchers: [PeerID: [PeerID]] = [:]
         var repeats: [PeerID: Set<PeerID>] = [:]
-
         var sends: [PeerID: Int] = [:]
         var soleUpstream: [PeerID: PeerID] = [:]
         if watcherCount > 0 {
