@@ -19,6 +19,10 @@ public struct GossipStore: Sendable {
         public var falsePositiveRate = GCSFilter.defaultFalsePositiveRate
         /// Packets sent back for one request at most.
         public var maxReplies = 200
+        /// An answer of at most this many packets sends twice those that the
+        /// last answer on the same link carried and the asker still lacks
+        /// (they were lost); 0: never.
+        public var resendLostBelow = 16
         /// A public packet learnt from a sync reply whose timestamp is within
         /// this of now is relayed on (with the full TTL); older ones are kept
         /// and not relayed (other nodes may have forgotten them, and a relay

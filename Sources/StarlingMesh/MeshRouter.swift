@@ -96,6 +96,9 @@ public struct MeshRouter: Sendable {
     /// Sync requests sent: each filter's M is spread by it (mod 64).
     private var syncRound: UInt32 = 0
     private var syncDue: [LinkID: Millis] = [:]
+    /// Per link, the packets our last sync answer there carried: asked for
+    /// again, one was lost on the way.
+    private var lastAnswers: [LinkID: Set<UInt64>] = [:]
     private var nextHousekeeping: Millis = 0
     /// Peers whose directed packets reached us flooded, and when: their route
     /// to us failed or they had none, so ours to them is suspect too.
@@ -139,6 +142,7 @@ public struct MeshRouter: Sendable {
         neighborhood.remove(link)
         frameLimits[link] = nil
         syncDue[link] = nil
+        lastAnswers[link] = nil
     }
 
     /// The peer at the end of `link` is now known (its announce came on it).
@@ -481,12 +485,23 @@ public struct MeshRouter: Sendable {
     private mutating func answerSync(_ packet: Packet, on link: LinkID, now: Millis) -> [Action] {
         guard let store = gossip, let request = try? RequestSync(decoding: packet.payload) else { return [] }
         var actions: [Action] = []
-        for reply in store.missing(from: request.filter) {
+        let replies = store.missing(from: request.filter)
+        // A packet our last answer on this link carried, asked for again, was
+        // lost: it goes twice this time (in a short answer; a long one comes
+        // from a filter that cannot hold all the asker has, not from loss).
+        let lost = replies.count <= store.configuration.resendLostBelow ? lastAnswers[link] ?? [] : []
+        var answered = Set<UInt64>()
+        for reply in replies {
             guard let bytes = try? Self.wireBytes(reply) else { continue }
-            statistics.syncRepliesSent += 1
-            statistics.syncReplyBytes += bytes.count
-            actions += transmit(bytes, packet: reply, on: [link], now: now)
+            let key = PacketID(reply).high
+            answered.insert(key)
+            for _ in 0..<(lost.contains(key) ? 2 : 1) {
+                statistics.syncRepliesSent += 1
+                statistics.syncReplyBytes += bytes.count
+                actions += transmit(bytes, packet: reply, on: [link], now: now)
+            }
         }
+        lastAnswers[link] = answered
         return actions
     }
 

@@ -127,6 +127,41 @@ import StarlingWire
         #expect(try replies.map { try Packet(decoding: $0.bytes).payload } == [m.payload])
     }
 
+    /// A reply that was lost shows in the next request, which still lacks it:
+    /// it then goes twice. A long answer (an asker whose filter cannot hold
+    /// all it has) is never doubled.
+    @Test func aLostReplyGoesTwiceWhenAskedForAgain() throws {
+        var a = syncing(1), b = syncing(2)
+        let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("once".utf8))
+        _ = a.originate(m, now: 10)
+        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), now: 1_000)
+        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 1_000)
+        let first = transmissions(b.tick(now: 6_000))
+        #expect(transmissions(a.receive(first[0].bytes, on: LinkID(2), now: 6_010)).count == 1)
+        // B never got it (lost on the air) and asks again.
+        let second = transmissions(b.tick(now: try #require(b.nextDeadline)))
+        let again = transmissions(a.receive(second[0].bytes, on: LinkID(2), now: 40_010))
+        #expect(try again.map { try Packet(decoding: $0.bytes).payload } == [m.payload, m.payload])
+        #expect(a.statistics.syncRepliesSent == 3)
+        // B has it now: its next request gets nothing, and nothing is doubled later.
+        _ = b.receive(again[0].bytes, on: LinkID(1), now: 40_020)
+        let third = transmissions(b.tick(now: try #require(b.nextDeadline)))
+        #expect(transmissions(a.receive(third[0].bytes, on: LinkID(2), now: 80_010)).isEmpty)
+
+        // Twenty messages B lacks, asked for twice: the long answer goes once each time.
+        var c = syncing(3), d = syncing(4)
+        for i in 0..<20 {
+            _ = c.originate(Packet(type: .message, ttl: 7, timestamp: UInt64(i), senderID: PeerID(rawValue: 3),
+                                   payload: Array("many \(i)".utf8)), now: UInt64(i))
+        }
+        c.linkUp(LinkID(4), peer: PeerID(rawValue: 4), now: 1_000)
+        d.linkUp(LinkID(3), peer: PeerID(rawValue: 3), now: 1_000)
+        let ask = transmissions(d.tick(now: 6_000))
+        #expect(transmissions(c.receive(ask[0].bytes, on: LinkID(4), now: 6_010)).count == 20)
+        let askAgain = transmissions(d.tick(now: try #require(d.nextDeadline)))
+        #expect(transmissions(c.receive(askAgain[0].bytes, on: LinkID(4), now: 40_010)).count == 20)
+    }
+
     @Test func aHealedPartitionConverges() {
         // Two clusters of 40; the bridge is down while a message spreads in the first.
         var rng = SeededGenerator(seed: 4)
