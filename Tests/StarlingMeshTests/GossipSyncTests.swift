@@ -10,13 +10,21 @@ import StarlingWire
         return MeshRouter(localPeer: PeerID(rawValue: peer), policy: FloodingPolicy(jitter: 0), seed: peer, configuration: config)
     }
 
+    /// Two syncing routers, peers `x` and `y` (each one's link to the other
+    /// numbered by the other's peer), the first of which sent `packets` first;
+    /// linked at 1 s.
+    func linked(_ x: UInt64, _ y: UInt64, after packets: [Packet]) -> (MeshRouter, MeshRouter) {
+        var a = syncing(x), b = syncing(y)
+        for p in packets { _ = a.originate(p, now: p.timestamp) }
+        a.linkUp(LinkID(UInt32(y)), peer: PeerID(rawValue: y), now: 1_000)
+        b.linkUp(LinkID(UInt32(x)), peer: PeerID(rawValue: x), now: 1_000)
+        return (a, b)
+    }
+
     @Test func aNewNeighbourGetsWhatItMissedAfterFiveSeconds() throws {
-        var a = syncing(1), b = syncing(2)
         // A heard (here: sent) a message before B was around.
         let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("earlier".utf8))
-        _ = a.originate(m, now: 10)
-        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), now: 1_000)
-        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 1_000)
+        var (a, b) = linked(1, 2, after: [m])
         #expect(a.nextDeadline == 6_000)
         #expect(transmissions(a.tick(now: 5_999)).isEmpty)
         // B asks with an (empty) filter; A answers with the message, TTL 0 and isRSR.
@@ -131,11 +139,8 @@ import StarlingWire
     /// it then goes twice. A long answer (an asker whose filter cannot hold
     /// all it has) is never doubled.
     @Test func aLostReplyGoesTwiceWhenAskedForAgain() throws {
-        var a = syncing(1), b = syncing(2)
         let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("once".utf8))
-        _ = a.originate(m, now: 10)
-        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), now: 1_000)
-        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), now: 1_000)
+        var (a, b) = linked(1, 2, after: [m])
         let first = transmissions(b.tick(now: 6_000))
         #expect(transmissions(a.receive(first[0].bytes, on: LinkID(2), now: 6_010)).count == 1)
         // B never got it (lost on the air) and asks again.
@@ -149,13 +154,10 @@ import StarlingWire
         #expect(transmissions(a.receive(third[0].bytes, on: LinkID(2), now: 80_010)).isEmpty)
 
         // Twenty messages B lacks, asked for twice: the long answer goes once each time.
-        var c = syncing(3), d = syncing(4)
-        for i in 0..<20 {
-            _ = c.originate(Packet(type: .message, ttl: 7, timestamp: UInt64(i), senderID: PeerID(rawValue: 3),
-                                   payload: Array("many \(i)".utf8)), now: UInt64(i))
+        let many = (0..<20).map { i in
+            Packet(type: .message, ttl: 7, timestamp: UInt64(i), senderID: PeerID(rawValue: 3), payload: Array("many \(i)".utf8))
         }
-        c.linkUp(LinkID(4), peer: PeerID(rawValue: 4), now: 1_000)
-        d.linkUp(LinkID(3), peer: PeerID(rawValue: 3), now: 1_000)
+        var (c, d) = linked(3, 4, after: many)
         let ask = transmissions(d.tick(now: 6_000))
         #expect(transmissions(c.receive(ask[0].bytes, on: LinkID(4), now: 6_010)).count == 20)
         let askAgain = transmissions(d.tick(now: try #require(d.nextDeadline)))
