@@ -95,16 +95,17 @@ public struct GossipStore: Sendable {
                          spread: spread, spendSpareBudget: true)
     }
 
-    /// What the asker's filter lacks, as packets to send back (TTL 0, isRSR).
-    public func missing(from filter: GCSFilter) -> [Packet] {
+    /// What the asker's filter lacks, as packets to send back (TTL 0, isRSR),
+    /// with their IDs.
+    public func missing(from filter: GCSFilter) -> [(id: PacketID, packet: Packet)] {
         let values = filter.values()
-        var out: [Packet] = []
+        var out: [(id: PacketID, packet: Packet)] = []
         for e in entries.values.sorted(by: { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) })
         where !GCSFilter.contains(sortedValues: values, e.id, m: filter.m) {
             var p = e.packet
             p.ttl = 0
             p.isRSR = true
-            out.append(p)
+            out.append((e.id, p))
             if out.count >= configuration.maxReplies { break }
         }
         return out

@@ -491,11 +491,10 @@ public struct MeshRouter: Sendable {
         // from a filter that cannot hold all the asker has, not from loss).
         let lost = replies.count <= store.configuration.resendLostBelow ? lastAnswers[link] ?? [] : []
         var answered = Set<UInt64>()
-        for reply in replies {
+        for (id, reply) in replies {
             guard let bytes = try? Self.wireBytes(reply) else { continue }
-            let key = PacketID(reply).high
-            answered.insert(key)
-            for _ in 0..<(lost.contains(key) ? 2 : 1) {
+            answered.insert(id.high)
+            for _ in 0..<(lost.contains(id.high) ? 2 : 1) {
                 statistics.syncRepliesSent += 1
                 statistics.syncReplyBytes += bytes.count
                 actions += transmit(bytes, packet: reply, on: [link], now: now)

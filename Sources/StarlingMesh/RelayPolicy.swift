@@ -46,11 +46,9 @@ public struct RelayTracking: Sendable {
     public var awaiting: Set<PeerID> = []
     /// After a watcher's repair: for each planned relay it repaired for and
     /// did not hear since, its later watchers not heard before the repair
-    /// (planned policies only). Hearing one of them repair shows the relay was
-    /// still silent to them.
+    /// (planned policies only). One of them in `heardFrom` since has repaired:
+    /// the relay was still silent to it.
     public var followUps: [PeerID: Set<PeerID>] = [:]
-    /// The relays of `followUps` whose later watcher was heard repairing.
-    public var followUpsDue: Set<PeerID> = []
     /// Whether our transmission went out and we are watching for those relays.
     public var watching = false
     /// Times we sent the packet again.

@@ -155,8 +155,12 @@ enum MeshBench {
             let (topology, _, cds) = cell(nodes: n, degree: degree)
             let (ratios, tx, _) = runSeeds(100, cell: (n, degree), topology: topology, policy: defaultRelayPolicy(), cds: cds)
             let below = [0.99, 0.98, 0.95].map { limit in ratios.filter { $0 < limit }.count }
-            // Each run (one seed: 30 broadcasts, as `mesh` and `starling sim` run a cell) and its mean.
-            let runs = stride(from: 0, to: ratios.count, by: 30).map { ratios[$0..<min($0 + 30, ratios.count)].reduce(0, +) / Double(min(30, ratios.count - $0)) }
+            // Each run (one seed's broadcasts, as `mesh` and `starling sim` run a cell) and its mean.
+            let perRun = benchExperiment().broadcasts
+            let runs = stride(from: 0, to: ratios.count, by: perRun).map { start in
+                let run = ratios[start..<min(start + perRun, ratios.count)]
+                return run.reduce(0, +) / Double(run.count)
+            }
             print("  n=\(n) d≈\(format1(topology.meanDegree)) delivery \(pct(ratios.reduce(0, +) / Double(ratios.count))) (min \(floorPct(ratios.min() ?? 0)))  tx/CDS \(format2(tx))  below 99%: \(below[0])  98%: \(below[1])  95%: \(below[2])  of \(ratios.count)  runs below 99%: \(runs.filter { $0 < 0.99 }.count) of \(runs.count) (worst run \(floorPct(runs.min() ?? 0)))")
         }
     }

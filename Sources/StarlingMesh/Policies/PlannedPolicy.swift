@@ -118,7 +118,6 @@ public struct PlannedPolicy: RelayPolicy {
         }
         tracking.heard += 1
         guard let peer, let me = neighborhood.localPeer else { return false }
-        for (x, later) in tracking.followUps where later.contains(peer) { tracking.followUpsDue.insert(x) }
         heard(peer, plan, &tracking)
         if tracking.watching { return tracking.awaiting.isEmpty && tracking.followUps.isEmpty }
         guard !plan.relays.contains(me) else { return false }
@@ -162,11 +161,11 @@ public struct PlannedPolicy: RelayPolicy {
 
     public func retransmit(neighborhood: Neighborhood, tracking: inout RelayTracking) -> Bool {
         if tracking.awaiting.isEmpty {
-            // A follow-up: once, for the relays a later watcher was heard repairing for.
-            let due = tracking.followUpsDue.subtracting(tracking.heardFrom)
+            // A follow-up: once, if a later watcher of a relay still silent was
+            // heard repairing (it was not heard before ours).
+            let due = tracking.followUps.values.contains { !$0.isDisjoint(with: tracking.heardFrom) }
             tracking.followUps = [:]
-            tracking.followUpsDue = []
-            guard !due.isEmpty else { return false }
+            guard due else { return false }
         }
         tracking.retransmissions += 1
         return true
@@ -180,7 +179,6 @@ public struct PlannedPolicy: RelayPolicy {
             tracking.heardFrom.insert(spoke)
             tracking.awaiting.remove(spoke)
             tracking.followUps[spoke] = nil
-            tracking.followUpsDue.remove(spoke)
         }
     }
 
