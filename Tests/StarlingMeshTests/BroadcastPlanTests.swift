@@ -424,6 +424,65 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(tracking.heardFrom.contains(Simulator.peerID(2)))
     }
 
+    /// Where the TTL binds, a planned relay whose first copy came the long way
+    /// round waits for the copy along the shortest path, and relays that one:
+    /// its TTL is what the rest of the plan needs.
+    @Test func aLongWayCopyWaitsForTheShortestPathsTTL() throws {
+        // 0 – 1 – 2 – 3 – 4, and a detour 0 – 5 – 6 – 2. Node 2 is planned,
+        // two hops from 0; node 4 is two hops further.
+        let t = Topology(neighbors: [[1, 5], [0, 2], [1, 3, 6], [2, 4], [3], [0, 6], [5, 2]])
+        let routes = routeTable(t)
+        let packet = Packet(type: .message, ttl: 4, timestamp: 0, senderID: Simulator.peerID(0), payload: [9], compress: false)
+        func node2(maxTTL: UInt8) -> MeshRouter {
+            var config = MeshRouter.Configuration()
+            config.maxTTL = maxTTL
+            var r = MeshRouter(localPeer: Simulator.peerID(2), policy: PlannedPolicy(), seed: 5, configuration: config)
+            r.adoptRoutes(routes)
+            for j in t.neighbors[2] { _ = r.linkUp(LinkID(UInt32(j)), peer: Simulator.peerID(j)) }
+            return r
+        }
+        func sentTTLs(_ actions: [MeshRouter.Action]) throws -> [UInt8] {
+            try transmissions(actions).map { try Packet(decoding: $0.bytes).ttl }
+        }
+        func copy(ttl: UInt8) throws -> [UInt8] {
+            var p = packet
+            p.ttl = ttl
+            return try p.encoded()
+        }
+        // Runs the router's deadlines up to `time`: the TTLs it sent.
+        func run(_ r: inout MeshRouter, until time: Millis) throws -> [UInt8] {
+            var sent: [UInt8] = []
+            for _ in 0..<10 {
+                guard let due = r.nextDeadline, due <= time else { break }
+                sent += try sentTTLs(r.tick(now: due))
+            }
+            return sent
+        }
+        // With TTL 4 the copy along 0 – 1 – 2 arrives with 3 and leaves with 2,
+        // just enough for node 4; the detour's arrives with 2. The shorter
+        // path's copy comes 20 ms later: it is the one relayed.
+        let policy = PlannedPolicy()
+        var r = node2(maxTTL: 4)
+        #expect(try sentTTLs(r.receive(try copy(ttl: 2), on: LinkID(6), now: 0)).isEmpty)
+        #expect(try #require(r.nextDeadline) >= policy.lateCopyWait)
+        #expect(try run(&r, until: 20).isEmpty)
+        #expect(try sentTTLs(r.receive(try copy(ttl: 3), on: LinkID(1), now: 20)).isEmpty)
+        let out = try run(&r, until: 1_000)
+        // (2 sends twice: nobody can watch 3, a bridge to 4.)
+        #expect(!out.isEmpty && out.allSatisfy { $0 == 2 }, "sent \(out)")
+
+        // The shortest path's copy first: relayed within the jitter.
+        r = node2(maxTTL: 4)
+        #expect(try sentTTLs(r.receive(try copy(ttl: 3), on: LinkID(1), now: 0)).isEmpty)
+        #expect(try #require(r.nextDeadline) <= policy.plannedJitter)
+
+        // Where the TTL does not bind (7 hops for a graph 4 deep), the detour's
+        // copy goes at once too.
+        r = node2(maxTTL: 7)
+        #expect(try sentTTLs(r.receive(try copy(ttl: 5), on: LinkID(6), now: 0)).isEmpty)
+        #expect(try #require(r.nextDeadline) <= policy.plannedJitter)
+    }
+
     /// A topology that moved on (a link the plan counts on is down): the node
     /// relays as the backbone would, whatever the plan says.
     @Test func outdatedTopologyFallsBackToTheBackbone() {

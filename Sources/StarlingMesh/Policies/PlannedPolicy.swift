@@ -5,7 +5,10 @@ import StarlingWire
 ///
 /// - Every node computes the same ``BroadcastPlan`` for a packet's source from
 ///   the announces it holds. A planned relay relays on its first copy after a
-///   short jitter.
+///   short jitter, or `lateCopyWait` later when that copy came by a path up
+///   to `lateCopyHops` longer than the shortest and the TTL it leaves falls
+///   short of the plan's furthest node (the copy along the shortest path may
+///   still come, and the router relays the copy with the most TTL).
 /// - **Watchers.** Each planned relay has up to two watchers, nodes outside the
 ///   plan next to it that get the packet without it (``BroadcastPlan/watchers``).
 ///   A relay never sends a packet back where it came from, so nobody upstream
@@ -57,6 +60,14 @@ public struct PlannedPolicy: RelayPolicy {
     /// How long a watcher listens after its repair for a later watcher's
     /// repair and the relay's answer to it.
     public var followUpDelay: Millis
+    /// How much longer a planned relay waits when its first copy came by a
+    /// longer path than the shortest and left too little TTL for the rest of
+    /// the plan (the TTL binds: the deployed apps' 7 hops).
+    public var lateCopyWait: Millis
+    /// How many hops longer than the shortest path a first copy may have come
+    /// for that wait (a copy that went much further round, where the TTL is
+    /// large, is not racing a shorter one any more).
+    public var lateCopyHops: Int
     /// Relay when a neighbour lacks the packet with at least this (weighed) probability.
     public var threshold: Double
     /// The loss per reception the estimates assume.
@@ -69,7 +80,7 @@ public struct PlannedPolicy: RelayPolicy {
     public let plans: BroadcastPlanCache
 
     public init(plannedJitter: Millis = 10, repairDelay: Millis = 120, repairJitter: Millis = 60,
-                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15, followUpDelay: Millis = 150,
+                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15, followUpDelay: Millis = 150, lateCopyWait: Millis = 60, lateCopyHops: Int = 3,
                 threshold: Double = 0.6, loss: Double = 0.05, distantRelayHas: Double = 0.9,
                 downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
@@ -79,6 +90,8 @@ public struct PlannedPolicy: RelayPolicy {
         self.watchJitter = watchJitter
         self.repeatDelay = repeatDelay
         self.followUpDelay = followUpDelay
+        self.lateCopyWait = lateCopyWait
+        self.lateCopyHops = lateCopyHops
         self.threshold = threshold
         self.loss = loss
         self.distantRelayHas = distantRelayHas
@@ -101,7 +114,17 @@ public struct PlannedPolicy: RelayPolicy {
         tracking.plan = plan
         heard(from, plan, &tracking)
         if plan.relays.contains(me) {
-            return .relay(delay: uniform(plannedJitter, &rng), ttl: ttl, links: .allButIncoming)
+            var delay = uniform(plannedJitter, &rng)
+            // A copy that came a little the long way round (up to
+            // `lateCopyHops` more than the shortest path), where the TTL it
+            // leaves is too short for the rest of the plan: the copy along the
+            // shortest path (a slower relay, or a repair of it) may still come,
+            // and the router relays the one with the most TTL.
+            if let d = plan.hops[me], case let longer = Int(context.originTTL) - d + 1 - Int(context.ttl),
+               longer > 0, longer <= lateCopyHops, Int(ttl) < plan.reach - d {
+                delay += lateCopyWait
+            }
+            return .relay(delay: delay, ttl: ttl, links: .allButIncoming)
         }
         guard neighborAtRisk(neighborhood, tracking) else { return .drop }
         // A watcher answers for its relays in turn: the first has repaired (and

@@ -38,6 +38,8 @@ public struct BroadcastPlan: Sendable, Equatable {
     public let dependents: [PeerID: Int]
     /// Hops from the source, by the shortest path, of every node it covers.
     public let hops: [PeerID: Int]
+    /// The most hops from the source to a node it covers.
+    public let reach: Int
     /// For each planned relay, the nodes outside the plan next to it that
     /// answer for its silence, in turn: those that get the packet from a
     /// planned relay other than it and not downstream of it in the plan's
@@ -75,6 +77,7 @@ public struct BroadcastPlan: Sendable, Equatable {
         self.covered = covered
         self.dependents = dependents
         self.hops = hops
+        self.reach = hops.values.max() ?? 0
         self.watchers = watchers
         self.repeats = repeats
         self.sends = sends
