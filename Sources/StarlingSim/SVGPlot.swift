@@ -20,6 +20,7 @@ public enum SVGPlot {
         let minY = min(90, (results.map { $0.minDelivery * 100 }.min() ?? 90).rounded(.down))
         svg += axes(left, xLabel: "transmissions per broadcast ÷ greedy CDS", yLabel: "delivery (%)",
                     xTicks: ticks(0, maxX), yTicks: ticks(minY, 100), xRange: (0, maxX), yRange: (minY, 100))
+        var dots: [(x: Double, y: Double)] = []
         for (i, r) in results.enumerated() {
             let c = colors[i % colors.count]
             let px = left.x + r.transmissionsPerCDS / maxX * left.w
@@ -27,7 +28,16 @@ public enum SVGPlot {
             let pyMin = left.y + left.h - (max(minY, r.minDelivery * 100) - minY) / (100 - minY) * left.h
             svg += "<line x1=\"\(px)\" y1=\"\(py)\" x2=\"\(px)\" y2=\"\(pyMin)\" stroke=\"\(c)\" stroke-width=\"2\" opacity=\"0.5\"/>\n"
             svg += "<circle cx=\"\(px)\" cy=\"\(py)\" r=\"6\" fill=\"\(c)\"/>\n"
-            svg += "<text x=\"\(px + 9)\" y=\"\(py - 6)\" fill=\"\(c)\">\(escape(r.policy))</text>\n"
+            dots.append((px, py))
+        }
+        let labels = placeLabels(dots.enumerated().map { (x: $0.element.x, y: $0.element.y, text: results[$0.offset].policy) },
+                                 within: (x: left.x, y: left.y - 30, w: left.w + 90, h: left.h + 30))
+        for (i, l) in labels.enumerated() {
+            let c = colors[i % colors.count]
+            if l.leader {
+                svg += "<line x1=\"\(dots[i].x)\" y1=\"\(dots[i].y)\" x2=\"\(l.box.x + (l.box.x < dots[i].x ? l.box.w : 0))\" y2=\"\(l.box.y + l.box.h / 2)\" stroke=\"\(c)\" stroke-width=\"1\"/>\n"
+            }
+            svg += "<text x=\"\(l.box.x)\" y=\"\(l.box.y + l.box.h - 3)\" fill=\"\(c)\">\(escape(results[i].policy))</text>\n"
         }
         svg += "<text x=\"\(left.x)\" y=\"\(left.y + left.h + 48)\" font-size=\"11\" fill=\"#555\">dot: mean over broadcasts; bar: down to the worst broadcast</text>\n"
 
@@ -68,6 +78,44 @@ public enum SVGPlot {
         s += "<text x=\"\(box.x + box.w / 2)\" y=\"\(box.y + box.h + 34)\" text-anchor=\"middle\">\(escape(xLabel))</text>\n"
         s += "<text transform=\"translate(\(box.x - 48),\(box.y + box.h / 2)) rotate(-90)\" text-anchor=\"middle\">\(escape(yLabel))</text>\n"
         return s
+    }
+
+    typealias Box = (x: Double, y: Double, w: Double, h: Double)
+
+    /// Where to write each dot's label (12 px text, about 7 px a character):
+    /// next to its dot where that overlaps no label placed before it and no
+    /// other dot, else further away with a line to the dot. Dots are labelled
+    /// from the top of the picture down; the boxes stay within `area` where they can.
+    static func placeLabels(_ dots: [(x: Double, y: Double, text: String)], within area: Box) -> [(box: Box, leader: Bool)] {
+        func overlaps(_ a: Box, _ b: Box) -> Bool { a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h }
+        func inside(_ a: Box) -> Bool { a.x >= area.x - 60 && a.x + a.w <= area.x + area.w && a.y >= area.y && a.y + a.h <= area.y + area.h }
+        let dotBoxes: [Box] = dots.map { (x: $0.x - 6, y: $0.y - 6, w: 12, h: 12) }
+        var placed: [Box] = []
+        var result = [(box: Box, leader: Bool)](repeating: ((0, 0, 0, 0), false), count: dots.count)
+        for i in dots.indices.sorted(by: { (dots[$0].y, dots[$0].x) < (dots[$1].y, dots[$1].x) }) {
+            let d = dots[i]
+            let w = 7.0 * Double(d.text.count) + 2, h = 14.0
+            // Beside the dot first (right, above-right, below-right, left…), then
+            // at growing distances up and down, with a leader line.
+            var tries: [(Box, Bool)] = [
+                ((d.x + 9, d.y - h / 2, w, h), false), ((d.x + 8, d.y - h - 4, w, h), false),
+                ((d.x + 8, d.y + 4, w, h), false), ((d.x - 9 - w, d.y - h / 2, w, h), false),
+                ((d.x - w - 8, d.y - h - 4, w, h), false), ((d.x - w - 8, d.y + 4, w, h), false),
+            ]
+            for step in 1...12 {
+                for dy in [-1.0, 1.0] {
+                    tries.append(((d.x + 18, d.y - h / 2 + dy * Double(step) * h, w, h), true))
+                    tries.append(((d.x - 18 - w, d.y - h / 2 + dy * Double(step) * h, w, h), true))
+                }
+            }
+            let free = tries.first { box, _ in
+                inside(box) && !placed.contains { overlaps($0, box) }
+                    && !dotBoxes.enumerated().contains { $0.offset != i && overlaps($0.element, box) }
+            } ?? tries[0]
+            placed.append(free.0)
+            result[i] = (free.0, free.1)
+        }
+        return result
     }
 
     static func ticks(_ lo: Double, _ hi: Double) -> [Double] {

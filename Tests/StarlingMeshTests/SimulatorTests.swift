@@ -169,4 +169,28 @@ import StarlingWire
         #expect(r.meanDelivery > 0.95)
         #expect(r.transmissionsPerBroadcast < 60)
     }
+
+    /// The plot's labels: policies that measure alike put their dots on top of
+    /// each other; their labels must still be readable, none over another or
+    /// over another dot.
+    @Test func plotLabelsDoNotOverlap() {
+        let dots: [(x: Double, y: Double, text: String)] = [
+            (270, 60, "planned"), (298, 57, "coverage"), (300, 90, "counter-3"), (228, 84, "backbone"),
+            (272, 62, "flooding"), (271, 61, "degree-table"), (130, 277, "bitchat"),
+        ]
+        let area = (x: 70.0, y: 20.0, w: 470.0, h: 330.0)
+        let placed = SVGPlot.placeLabels(dots, within: area)
+        #expect(placed.count == dots.count)
+        func overlaps(_ a: SVGPlot.Box, _ b: SVGPlot.Box) -> Bool { a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h }
+        for i in placed.indices {
+            #expect(placed[i].box.w >= 7 * Double(dots[i].text.count), "\(dots[i].text) fits its box")
+            for j in placed.indices where j != i {
+                #expect(!overlaps(placed[i].box, placed[j].box), "\(dots[i].text) and \(dots[j].text)")
+                #expect(!overlaps(placed[i].box, (dots[j].x - 6, dots[j].y - 6, 12, 12)), "\(dots[i].text) over the dot of \(dots[j].text)")
+            }
+        }
+        // A lone dot keeps its label right beside it, without a leader line.
+        let lone = SVGPlot.placeLabels([(200, 200, "planned")], within: area)
+        #expect(!lone[0].leader && lone[0].box.x == 209)
+    }
 }
