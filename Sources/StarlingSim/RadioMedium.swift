@@ -15,7 +15,19 @@ public struct RadioMedium: Sendable {
         public var latencyJitter: Millis = 4
         /// Largest frame a link carries in one piece (BLE: up to 512).
         public var maxFrame: Int? = nil
+        /// Loss that grows with a link's length, on topologies with positions:
+        /// `loss` for a link of no length, rising with the square of
+        /// length ÷ `range` to `edge` at `range` (a radio's signal weakens with
+        /// distance, and its error rate climbs near the edge of its range).
+        public var lossAtRange: (edge: Double, range: Double)? = nil
         public init() {}
+
+        /// The loss of a link `length` long.
+        public func loss(atLength length: Double) -> Double {
+            guard let (edge, range) = lossAtRange, range > 0 else { return loss }
+            let x = min(1, length / range)
+            return loss + (edge - loss) * x * x
+        }
     }
 
     /// What happens next: a frame reaches a node, or a node's deadline comes.
@@ -41,6 +53,9 @@ public struct RadioMedium: Sendable {
     public private(set) var bytesSent: [Int]
     /// Nodes switched off (churn): they neither send nor receive.
     public var offline: Set<Int> = []
+    /// Loss per link where it differs from the radio's (both directions; see
+    /// ``Radio/lossAtRange`` and ``linkKey(_:_:)``).
+    public var linkLoss: [Int: Double] = [:]
     private var queue = Heap<Queued>()
     private var seq: UInt64 = 0
     private var scheduledTick: [Millis?]
@@ -66,11 +81,15 @@ public struct RadioMedium: Sendable {
         transmissions[node] += 1
         bytesSent[node] += bytes.count
         for link in links {
-            if radio.loss > 0, rng.unit() < radio.loss { continue }
+            let loss = linkLoss.isEmpty ? radio.loss : linkLoss[Self.linkKey(node, Int(link.rawValue))] ?? radio.loss
+            if loss > 0, rng.unit() < loss { continue }
             let delay = radio.latency + (radio.latencyJitter == 0 ? 0 : rng.next() % radio.latencyJitter)
             push(now + delay, .receive(node: Int(link.rawValue), from: node, bytes: bytes))
         }
     }
+
+    /// The key of the link between nodes `a` and `b` in ``linkLoss``.
+    public static func linkKey(_ a: Int, _ b: Int) -> Int { min(a, b) << 32 | max(a, b) }
 
     /// Wakes `node` at `deadline` (or now, if it has passed), unless it is to be woken sooner.
     public mutating func wake(_ node: Int, at deadline: Millis?) {

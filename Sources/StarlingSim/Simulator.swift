@@ -52,6 +52,7 @@ public struct Simulator: RadioSimulation {
             MeshRouter(localPeer: Self.peerID(i), policy: policies[i], seed: rng.next(), configuration: configuration)
         }
         self.medium = RadioMedium(nodes: topology.nodeCount, radio: radio, rng: rng)
+        medium.linkLoss = Self.linkLoss(topology, radio)
         for i in 0..<topology.nodeCount {
             for j in topology.neighbors[i] {
                 routers[i].linkUp(LinkID(UInt32(j)), peer: Self.peerID(j), maxFrame: radio.maxFrame)
@@ -64,6 +65,20 @@ public struct Simulator: RadioSimulation {
     /// disappeared go down, new ones come up, and with `refreshTwoHop` every
     /// affected node learns its neighbours' new neighbour lists at once (as if
     /// announces were instant; without it they stay as they were, stale).
+    /// Each link's loss, where the radio's loss grows with length and the
+    /// topology has positions.
+    public static func linkLoss(_ topology: Topology, _ radio: Radio) -> [Int: Double] {
+        guard radio.lossAtRange != nil, let p = topology.positions else { return [:] }
+        var loss: [Int: Double] = [:]
+        for (i, links) in topology.neighbors.enumerated() {
+            for j in links where i < j {
+                let dx = p[i].x - p[j].x, dy = p[i].y - p[j].y
+                loss[RadioMedium.linkKey(i, j)] = radio.loss(atLength: (dx * dx + dy * dy).squareRoot())
+            }
+        }
+        return loss
+    }
+
     public mutating func rewire(to next: Topology, refreshTwoHop: Bool = true) -> (up: Int, down: Int) {
         precondition(next.nodeCount == topology.nodeCount, "movement keeps the nodes")
         var up = 0, down = 0
@@ -83,6 +98,7 @@ public struct Simulator: RadioSimulation {
             }
         }
         topology = next
+        medium.linkLoss = Self.linkLoss(next, radio)
         for i in changed.sorted() { scheduleTick(i) }
         if refreshTwoHop {
             // Whoever changed tells its neighbours; new neighbours learn each other.

@@ -42,6 +42,7 @@ struct Sim: ParsableCommand {
     @Option(help: "Clusters (for --topology clusters) and bridge links between neighbouring clusters.") var clusters = 3
     @Option(help: "Bridge links between neighbouring clusters.") var bridges = 2
     @Option(help: "Probability that one reception is lost.") var loss = 0.05
+    @Option(help: "Loss at the edge of radio range (rgg): --loss is then the loss of the shortest links, rising with the square of a link's length to this at the radius.") var edgeLoss: Double?
     @Option(help: "Per-hop latency in virtual ms (plus up to half as much jitter).") var latency: UInt64 = 8
     @Option(help: "Largest frame a link carries (fragments above it).") var maxFrame: Int?
     @Option(help: "Probability that a node is offline during a broadcast.") var churn = 0.0
@@ -64,6 +65,10 @@ struct Sim: ParsableCommand {
     func validate() throws {
         guard nodes >= 2, nodes <= 20_000 else { throw ValidationError("--nodes must be 2 to 20,000") }
         guard (0...1).contains(loss), (0...1).contains(churn) else { throw ValidationError("--loss and --churn are probabilities") }
+        if let edgeLoss {
+            guard (0...1).contains(edgeLoss) else { throw ValidationError("--edge-loss is a probability") }
+            guard topology == .rgg else { throw ValidationError("--edge-loss needs link lengths: a random geometric graph (--topology rgg)") }
+        }
         guard (0...1).contains(apps) else { throw ValidationError("--apps is a share of the nodes, 0 to 1") }
         guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
         guard messages >= 1, messages <= 100_000 else { throw ValidationError("--messages must be 1 to 100,000") }
@@ -102,19 +107,36 @@ struct Sim: ParsableCommand {
         print(String(decoding: data, as: UTF8.self))
     }
 
+    /// The radio the flags describe.
+    var radio: Simulator.Radio {
+        var r = Simulator.Radio()
+        r.loss = loss
+        if let edgeLoss { r.lossAtRange = (edgeLoss, Topology.radius(nodes: nodes, meanDegree: degree)) }
+        r.latency = latency
+        r.latencyJitter = max(1, latency / 2)
+        r.maxFrame = maxFrame
+        return r
+    }
+
+    /// How the loss reads in a summary: with a loss that grows with length, its mean over the links.
+    func lossDescription(_ graph: Topology) -> String {
+        guard let edgeLoss else { return "loss \(loss)" }
+        let links = Simulator.linkLoss(graph, radio)
+        let mean = links.isEmpty ? loss : links.values.reduce(0, +) / Double(links.count)
+        return "loss \(loss) rising to \(edgeLoss) at the edge of range (\(String(format: "%.3f", mean)) on average over links)"
+    }
+
     func directed(on graph: Topology) throws {
         var e = DirectedExperiment()
         e.messages = messages
         e.ttl = ttl
-        e.radio.loss = loss
-        e.radio.latency = latency
-        e.radio.latencyJitter = max(1, latency / 2)
-        e.radio.maxFrame = maxFrame
+        e.radio = radio
         e.churn = churn
         e.seed = seed
         let p = chosenPolicy
         var costRun = e
         costRun.radio.loss = 0
+        costRun.radio.lossAtRange = nil
         costRun.churn = 0
         costRun.messages = min(messages, 200)
         let cost = costRun.routeCost(on: graph, policy: p)
@@ -144,7 +166,7 @@ struct Sim: ParsableCommand {
         var e = PartitionExperiment()
         e.messagesPerSide = messages
         e.ttl = ttl
-        e.radio.loss = loss
+        e.radio = radio
         e.seed = seed
         let r = e.run(on: graph, policy: chosenPolicy)
         if json {
@@ -174,10 +196,7 @@ struct Sim: ParsableCommand {
         experiment.broadcasts = broadcasts
         experiment.ttl = ttl
         experiment.payloadBytes = max(8, payload)
-        experiment.radio.loss = loss
-        experiment.radio.latency = latency
-        experiment.radio.latencyJitter = max(1, latency / 2)
-        experiment.radio.maxFrame = maxFrame
+        experiment.radio = radio
         experiment.churn = churn
         if topology == .rgg, movement > 0 {
             experiment.movement = movement
@@ -192,18 +211,20 @@ struct Sim: ParsableCommand {
         let results = chosen.map { experiment.run(on: graph, policy: $0, cdsSize: cds) }
 
         if json {
+            var scenario: [String: Any] = ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
+                                           "movement": movement, "apps": apps, "seed": seed]
+            if let edgeLoss { scenario["edgeLoss"] = edgeLoss }
             let object: [String: Any] = [
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree,
                              "largestComponent": component.count, "greedyCDS": cds],
-                "scenario": ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
-                             "movement": movement, "apps": apps, "seed": seed],
+                "scenario": scenario,
                 "policies": results.map(Self.json),
             ]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
-            print("\(broadcasts) broadcasts, TTL \(ttl), loss \(loss), churn \(churn), movement \(movement)"
+            print("\(broadcasts) broadcasts, TTL \(ttl), \(lossDescription(graph)), churn \(churn), movement \(movement)"
                   + (apps > 0 ? ", \(Int((apps * 100).rounded()))% of nodes running the deployed apps" : "") + ", seed \(seed)\n")
             print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max  rx/node mean/max")
             for r in results {

@@ -42,6 +42,28 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--apps"))
     }
 
+    /// Loss that grows with link length: flooding loses more than with the
+    /// near loss alone, the summary gives the mean over links, and shapes
+    /// without lengths are refused.
+    @Test func edgeLossGrowsWithLength() async throws {
+        func flooding(_ extra: [String]) async throws -> (Double, [String: Any]) {
+            let r = try await StarlingProcess.run(["sim", "--nodes", "120", "--degree", "6", "--broadcasts", "8", "--ttl", "32",
+                                                   "--loss", "0", "--policy", "flooding", "--json"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            let policies = try #require(object["policies"] as? [[String: Any]])
+            return (try #require(policies[0]["deliveryMean"] as? Double), try #require(object["scenario"] as? [String: Any]))
+        }
+        let (clean, plain) = try await flooding([])
+        let (lossy, scenario) = try await flooding(["--edge-loss", "0.9"])
+        #expect(clean == 1 && lossy < 1)
+        #expect(plain["edgeLoss"] == nil && scenario["edgeLoss"] as? Double == 0.9)
+        let text = try await StarlingProcess.run(["sim", "--nodes", "60", "--broadcasts", "2", "--policy", "flooding", "--loss", "0.01", "--edge-loss", "0.2"])
+        #expect(text.status == 0 && text.stdout.contains("loss 0.01 rising to 0.2 at the edge of range ("))
+        let grid = try await StarlingProcess.run(["sim", "--topology", "grid", "--edge-loss", "0.2"])
+        #expect(grid.status != 0 && grid.stderr.contains("--edge-loss"))
+    }
+
     @Test func textTableAndPlot() async throws {
         let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-sim-\(getpid()).svg")
         defer { try? FileManager.default.removeItem(at: plot) }

@@ -193,4 +193,34 @@ import StarlingWire
         let lone = SVGPlot.placeLabels([(200, 200, "planned")], within: area)
         #expect(!lone[0].leader && lone[0].box.x == 209)
     }
+
+    /// A radio whose loss grows with link length: short links lose what
+    /// `loss` says, links at the edge of range what `edge` says.
+    @Test func lossGrowsWithLinkLength() {
+        var radio = Simulator.Radio()
+        radio.loss = 0
+        radio.lossAtRange = (edge: 1, range: 0.1)
+        #expect(radio.loss(atLength: 0) == 0 && radio.loss(atLength: 0.05) == 0.25 && radio.loss(atLength: 0.2) == 1)
+        // Two pairs: 0 – 1 a thousandth apart, 2 – 3 a whole range apart.
+        let t = Topology(neighbors: [[1], [0], [3], [2]], positions: [(0, 0), (0.001, 0), (0.5, 0.5), (0.6, 0.5)])
+        var e = BroadcastExperiment()
+        e.broadcasts = 40
+        e.radio = radio
+        let r = e.run(on: t, policy: FloodingPolicy())
+        // Sources are drawn from the largest component (0 – 1, the first found
+        // of two equal ones): every broadcast crosses the short link.
+        #expect(r.meanDelivery == 1)
+        var sim = Simulator(topology: t, radio: radio, policy: FloodingPolicy(), seed: 3)
+        final class Got: @unchecked Sendable { var nodes = Set<Int>() }
+        let got = Got()
+        sim.onDeliver = { node, _, _, _ in got.nodes.insert(node) }
+        for (k, source) in [0, 2].enumerated() {
+            sim.originate(Packet(type: .message, ttl: 7, timestamp: 0, senderID: Simulator.peerID(source), payload: [UInt8(k)], compress: false), at: source)
+        }
+        sim.run(until: 1_000)
+        #expect(got.nodes == [1], "the long link loses everything")
+        // Without a length-dependent loss the radio's own loss holds on every link.
+        radio.lossAtRange = nil
+        #expect(Simulator.linkLoss(t, radio).isEmpty && radio.loss(atLength: 0.2) == 0)
+    }
 }
