@@ -20,6 +20,7 @@ struct Sim: ParsableCommand {
           starling sim --nodes 1000 --degree 16 --plot mesh.svg
           starling sim --scenario private --nodes 100 --loss 0.1 --churn 0.1 --messages 1000
           starling sim --scenario partition --nodes 300
+          starling sim --config docs/scenarios/phones-and-pis.conf --seed 7
 
         Scenarios: broadcast (the default) compares relay policies; private sends \
         acknowledged messages between random pairs (a source route first, retries \
@@ -27,6 +28,8 @@ struct Sim: ParsableCommand {
         measures routes against the shortest path; partition cuts the mesh in two \
         halves while public messages are sent, joins them, and measures gossip \
         sync's convergence and traffic.
+
+        A scenario can live in a file (--config): one option a line, `name = value`         with the option's name (`nodes = 300`, `edge-loss = 0.2`, `json = true`),         `#` for comments. Options on the command line win over the file's.
         """
     )
 
@@ -55,6 +58,7 @@ struct Sim: ParsableCommand {
     @Option(help: "Policy: all, or one of \(Sim.policyNames.joined(separator: ", ")).") var policy = "all"
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "Write an SVG plot: delivery against transmissions, and latency distributions.") var plot: String?
+    @Option(help: "Read options from a scenario file (`name = value` a line); the command line's win.") var config: String?
 
     static var policies: [any RelayPolicy] {
         [FloodingPolicy(), DegreeTablePolicy(), DeployedBitchatPolicy(), CounterPolicy(threshold: 3),
@@ -80,6 +84,19 @@ struct Sim: ParsableCommand {
     }
 
     func run() throws {
+        if let config {
+            // Re-read the command with the file's options first: later ones win.
+            let text: String
+            do { text = try String(contentsOfFile: config, encoding: .utf8) } catch {
+                throw ValidationError("cannot read scenario file \(config): \(error.localizedDescription)")
+            }
+            let fromFile = try Self.arguments(fromConfig: text, named: config)
+            let merged: Sim
+            do { merged = try Sim.parse(fromFile + Self.withoutConfig(Self.commandLine)) } catch {
+                throw ValidationError("\(config): \(Sim.message(for: error))")
+            }
+            return try merged.run()
+        }
         var rng = SeededGenerator(seed: seed)
         var graph: Topology
         switch topology {
@@ -105,6 +122,57 @@ struct Sim: ParsableCommand {
     func emit(_ object: [String: Any]) throws {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
         print(String(decoding: data, as: UTF8.self))
+    }
+
+    /// This command's own arguments as given (after `sim`).
+    static var commandLine: [String] {
+        let all = Array(CommandLine.arguments.dropFirst())
+        guard let at = all.firstIndex(of: "sim") else { return all }
+        return Array(all[(at + 1)...])
+    }
+
+    /// `arguments` without `--config FILE` (or `--config=FILE`).
+    static func withoutConfig(_ arguments: [String]) -> [String] {
+        var out: [String] = [], skip = false
+        for a in arguments {
+            if skip { skip = false; continue }
+            if a == "--config" { skip = true; continue }
+            if a.hasPrefix("--config=") { continue }
+            out.append(a)
+        }
+        return out
+    }
+
+    /// A scenario file's options as command-line arguments: `name = value`
+    /// (or `name: value`) a line, names as the options are spelt (or in
+    /// camelCase), `true`/`false` for flags, `#` comments.
+    static func arguments(fromConfig text: String, named file: String) throws -> [String] {
+        var out: [String] = []
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
+                .trimmingCharacters(in: .whitespaces) ?? ""
+            guard !line.isEmpty else { continue }
+            guard let cut = line.firstIndex(where: { $0 == "=" || $0 == ":" }) else {
+                throw ValidationError("\(file) line \(number + 1): expected `name = value`, got `\(line)`")
+            }
+            var name = line[..<cut].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: cut)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let q = value.first, q == "\"" || q == "'", value.last == q { value = String(value.dropFirst().dropLast()) }
+            while name.hasPrefix("-") { name.removeFirst() }
+            // camelCase → kebab-case, as the options are spelt.
+            name = name.reduce(into: "") { out, c in
+                if c.isUppercase { out += "-" + c.lowercased() } else { out.append(c) }
+            }
+            guard !name.isEmpty, name != "config" else {
+                throw ValidationError("\(file) line \(number + 1): `\(line)` is not an option a scenario file can set")
+            }
+            switch value.lowercased() {
+            case "true", "yes", "on": out.append("--\(name)")
+            case "false", "no", "off": continue
+            default: out += ["--\(name)", value]
+            }
+        }
+        return out
     }
 
     /// The radio the flags describe.
@@ -243,7 +311,9 @@ struct Sim: ParsableCommand {
             }
         }
         if let plot {
-            let title = "\(topology.rawValue), \(graph.nodeCount) nodes, degree \(String(format: "%.1f", graph.meanDegree)), loss \(loss)"
+            let title = "\(topology.rawValue), \(graph.nodeCount) nodes, degree \(String(format: "%.1f", graph.meanDegree)), "
+                + (edgeLoss.map { "loss \(loss)–\($0) by link length" } ?? "loss \(loss)") + ", TTL \(ttl)"
+                + (apps > 0 ? ", \(Int((apps * 100).rounded()))% apps" : "")
             try SVGPlot.render(results, title: title).write(toFile: plot, atomically: true, encoding: .utf8)
             if !json { print("\nplot written to \(plot)") }
         }

@@ -64,6 +64,59 @@ import Testing
         #expect(grid.status != 0 && grid.stderr.contains("--edge-loss"))
     }
 
+    /// A scenario file sets options as the flags would; the command line wins;
+    /// a line that is not an option is refused with its file and line.
+    @Test func scenarioFile() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-scenario-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("mesh.conf")
+        try """
+        # a small sparse mesh
+        nodes = 70
+        degree: 7        # either separator
+        broadcasts = 4
+        policy = "backbone"
+        edgeLoss = 0.1   # camelCase too
+        json = true
+        """.write(to: file, atomically: true, encoding: .utf8)
+        func scenario(_ extra: [String]) async throws -> ([String: Any], [String: Any], [[String: Any]]) {
+            let r = try await StarlingProcess.run(["sim", "--config", file.path] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            return (try #require(object["topology"] as? [String: Any]), try #require(object["scenario"] as? [String: Any]),
+                    try #require(object["policies"] as? [[String: Any]]))
+        }
+        let (topology, settings, policies) = try await scenario([])
+        #expect(topology["nodes"] as? Int == 70 && settings["broadcasts"] as? Int == 4 && settings["edgeLoss"] as? Double == 0.1)
+        #expect(policies.compactMap { $0["policy"] as? String } == ["flooding", "backbone"])
+        let (_, overridden, _) = try await scenario(["--broadcasts", "2", "--seed", "9"])
+        #expect(overridden["broadcasts"] as? Int == 2 && overridden["seed"] as? Int == 9)
+
+        try "nodes = 50\nthis is not an option\n".write(to: file, atomically: true, encoding: .utf8)
+        let bad = try await StarlingProcess.run(["sim", "--config", file.path])
+        #expect(bad.status != 0 && bad.stderr.contains("line 2"))
+        try "nodes = 50\nwarp = 9\n".write(to: file, atomically: true, encoding: .utf8)
+        let unknown = try await StarlingProcess.run(["sim", "--config", file.path])
+        #expect(unknown.status != 0 && unknown.stderr.contains(file.path) && unknown.stderr.contains("warp"))
+        let missing = try await StarlingProcess.run(["sim", "--config", dir.appendingPathComponent("none.conf").path])
+        #expect(missing.status != 0 && missing.stderr.contains("cannot read scenario file"))
+    }
+
+    /// The scenario shipped in docs/ runs as its comment says.
+    @Test func shippedScenarioRuns() async throws {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = repo.appendingPathComponent("docs/scenarios/phones-and-pis.conf").path
+        let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-scenario-\(getpid()).svg")
+        defer { try? FileManager.default.removeItem(at: plot) }
+        let r = try await StarlingProcess.run(["sim", "--config", file, "--broadcasts", "3", "--plot", plot.path, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try String(contentsOf: plot, encoding: .utf8).contains("loss 0.02–0.15 by link length, TTL 7, 30% apps"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let settings = try #require(object["scenario"] as? [String: Any])
+        #expect(settings["apps"] as? Double == 0.3 && settings["ttl"] as? Int == 7 && settings["edgeLoss"] as? Double == 0.15)
+    }
+
     @Test func textTableAndPlot() async throws {
         let plot = FileManager.default.temporaryDirectory.appendingPathComponent("starling-sim-\(getpid()).svg")
         defer { try? FileManager.default.removeItem(at: plot) }
