@@ -80,7 +80,8 @@ public struct PlannedPolicy: RelayPolicy {
     public let plans: BroadcastPlanCache
 
     public init(plannedJitter: Millis = 10, repairDelay: Millis = 120, repairJitter: Millis = 60,
-                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15, followUpDelay: Millis = 150, lateCopyWait: Millis = 60, lateCopyHops: Int = 3,
+                watchStagger: Millis = 50, watchJitter: Millis = 20, repeatDelay: Millis = 15, followUpDelay: Millis = 150,
+                lateCopyWait: Millis = 60, lateCopyHops: Int = 3,
                 threshold: Double = 0.6, loss: Double = 0.05, distantRelayHas: Double = 0.9,
                 downstreamRelayHas: Double = 0.5, plans: BroadcastPlanCache? = nil, fallback: BackbonePolicy = .init()) {
         self.plannedJitter = plannedJitter
