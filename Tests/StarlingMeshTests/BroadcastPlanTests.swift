@@ -274,6 +274,28 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
         #expect(plain.sends.isEmpty)
     }
 
+    /// A source with two neighbours: its one transmission lost at both, the
+    /// broadcast goes nowhere, though each child can also get it from the
+    /// other and its watchers look well fed (every way in starts at the
+    /// source). The source sends again. (Node 41 of the bench's sparse
+    /// 300-node graph: a broadcast of it once reached nobody.)
+    @Test func aSourceWithFewNeighboursSendsAgain() throws {
+        let t = Self.graph(300, degree: 8, seed: 300 * 31 + 8)
+        #expect(t.neighbors[41] == [132, 283] && t.neighbors[132].contains(283))
+        let cache = BroadcastPlanCache()
+        let plan = try #require(cache.plan(from: Simulator.peerID(41), routes: routeTable(t), maxHops: 64))
+        #expect(plan.relays.isSuperset(of: [Simulator.peerID(132), Simulator.peerID(283)]))
+        // 0.05² × 299 nodes = 0.75 of a node lost per broadcast, far above the
+        // 0.05 a copy must save; with a copy, 0.05⁴ × 299 = 0.002.
+        #expect(plan.sends[Simulator.peerID(41)] == 2)
+        #expect(Set(plan.repeats[Simulator.peerID(41)] ?? []) == [Simulator.peerID(132), Simulator.peerID(283)])
+        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(plans: cache), seed: 4)
+        sim.learnTopology(listed: .max, shared: true)
+        sim.originate(Packet(type: .message, ttl: 64, timestamp: 0, senderID: Simulator.peerID(41), payload: [3], compress: false), at: 41)
+        sim.run(until: 3_000)
+        #expect(sim.transmissions[41] == 2 && sim.routers[41].statistics.retransmissions == 1)
+    }
+
     /// A watcher that has not heard its relay repairs after `repairDelay` (the
     /// second watcher later still); hearing the relay stands it down.
     @Test func watcherRepairsASilentRelay() throws {

@@ -62,7 +62,10 @@ public struct BroadcastPlan: Sendable, Equatable {
     /// small mesh: 0.0025 of a node on 20 nodes), up to `maxSends`; each
     /// copy reaches the relay and the watchers next to the
     /// parent. A bridge (a relay nobody can watch) is the plainest case; the
-    /// source, which nobody watches either, is every child's parent.
+    /// source, which nobody watches either, is every child's parent, and
+    /// sends again too while its one transmission, lost at all of its
+    /// neighbours (`loss^(neighbours × copies)`), would lose more than that
+    /// (every way in counted above starts with it).
     public let sends: [PeerID: Int]
     /// For a planned relay that can get the packet from one planned relay
     /// only (not downstream of it), that relay: hearing it shows that one
@@ -285,6 +288,19 @@ public struct BroadcastPlan: Sendable, Equatable {
                 guard times > 1 else { continue }
                 sends[graph.peers[parent]] = max(sends[graph.peers[parent]] ?? 1, times)
                 repeats[graph.peers[parent], default: []].insert(graph.peers[t])
+            }
+        }
+        // The source's one transmission: lost at each of its neighbours, the
+        // broadcast goes nowhere, whatever the plan beyond (its children's
+        // ways in and their watchers' all come from it). It sends again while
+        // that would lose more than `worth` of a node.
+        if size > 1 {
+            let degree = Double(adjacency[s].count)
+            var times = sends[source] ?? 1
+            while times < maxSends, pow(loss, degree * Double(times)) * Double(size - 1) > worth { times += 1 }
+            if times > (sends[source] ?? 1) {
+                sends[source] = times
+                repeats[source, default: []].formUnion(adjacency[s].map { graph.peers[Int($0)] })
             }
         }
         var hops: [PeerID: Int] = [:]
