@@ -1,12 +1,12 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// libFuzzer harnesses, one per decoder of untrusted bytes. Built only by scripts/fuzz:
+// libFuzzer harnesses, one per decoder of untrusted bytes, and one for the router as a whole. Built only by scripts/fuzz:
 //   swift build --package-path Fuzz --sanitize=fuzzer --sanitize=address
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset", "fuzz-router",
 ]
 
 let package = Package(
@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "StarlingMesh", package: "Starling"),
                 .product(name: "StarlingStately", package: "Starling"),
                 .product(name: "StarlingWiFiSet", package: "Starling"),
+                .product(name: "StarlingSim", package: "Starling"),
             ]
         )
     },

@@ -162,8 +162,13 @@ public struct MeshRouter: Sendable {
         guard mailbox.count(for: peer) > 0 else { return [] }
         let parcels = mailbox.release(for: peer, now: now)
         statistics.handedOver += parcels.count
-        statistics.transmissions += parcels.count
-        return parcels.map { .transmit($0, links: [link]) }
+        var actions: [Action] = []
+        for bytes in parcels {
+            // Held as received; decoded again to fragment it for this link.
+            guard let packet = try? Packet(decoding: bytes) else { continue }
+            actions += transmit(bytes, packet: packet, on: [link], now: now)
+        }
+        return actions
     }
 
     /// What a peer announced as its neighbours (verified by the caller): the
@@ -337,6 +342,10 @@ public struct MeshRouter: Sendable {
                     statistics.messagesReassembled += 1
                     // The whole message counts once, whichever fragments made it.
                     if let whole = try? Packet(decoding: bytes), dedup.insert(PacketID(whole).high, now: now) {
+                        // A sync request too large for its link's frame came in pieces.
+                        if whole.type == .requestSync, whole.ttl == 0, gossip != nil {
+                            actions += answerSync(whole, on: link, now: now)
+                        }
                         statistics.delivered += 1
                         actions.append(.deliver(whole, link: link, hops: max(1, hops)))
                     }
@@ -477,8 +486,8 @@ public struct MeshRouter: Sendable {
         _ = dedup.insert(PacketID(request).high, now: now)
         statistics.syncRequestsSent += 1
         statistics.syncRequestBytes += bytes.count
-        statistics.transmissions += 1
-        return [.transmit(bytes, links: links.sorted())]
+        // A filter larger than a link's frame goes in fragments (TTL 0: never relayed).
+        return transmit(bytes, packet: request, on: links.sorted(), now: now)
     }
 
     /// Sends back, on the link it came from, what a REQUEST_SYNC's filter lacks.

@@ -45,6 +45,30 @@ import StarlingWire
         #expect(a.statistics.syncRepliesSent == 1)
     }
 
+    /// A filter too large for the link's frame goes in fragments (TTL 0, so
+    /// never relayed), and the neighbour answers the request it reassembles.
+    @Test func aLargeRequestGoesInFragmentsAndIsAnswered() throws {
+        let missed = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("missed".utf8))
+        var a = syncing(1), b = syncing(2)
+        _ = a.originate(missed, now: 10)
+        for i in 0..<120 {
+            _ = b.originate(Packet(type: .message, ttl: 7, timestamp: 20 + Millis(i), senderID: PeerID(rawValue: 2),
+                                   payload: Array("b's \(i)".utf8)), now: 20 + Millis(i))
+        }
+        a.linkUp(LinkID(2), peer: PeerID(rawValue: 2), maxFrame: 185, now: 1_000)
+        b.linkUp(LinkID(1), peer: PeerID(rawValue: 1), maxFrame: 185, now: 1_000)
+        let request = transmissions(b.tick(now: 6_000))
+        #expect(request.count > 1)
+        for piece in request {
+            let p = try Packet(decoding: piece.bytes)
+            #expect(piece.bytes.count <= 185 && p.type == .fragment && p.ttl == 0)
+        }
+        let replies = request.flatMap { transmissions(a.receive($0.bytes, on: LinkID(2), now: 6_010)) }
+        let answered = replies.compactMap { try? Packet(decoding: $0.bytes) }.filter { $0.type == .message }
+        #expect(answered.map(\.payload) == [missed.payload])
+        #expect(replies.allSatisfy { $0.links == [LinkID(2)] && $0.bytes.count <= 185 })
+    }
+
     @Test func aRepairLearntFromSyncIsSpreadOnWhenRecent() throws {
         // B has links to A (which answers B's sync) and to C.
         for (age, spread) in [(Millis(60_000), true), (Millis(250_000), false)] {

@@ -210,6 +210,41 @@ private func ring(_ n: Int) -> Topology {
         box.expire(now: 2_000)
         #expect(box.count == 0)
     }
+
+    /// The total bound taking a recipient's only parcel keeps the count true.
+    @Test func theMailboxCountsTrueWhenTheTotalBoundTakesTheSameRecipients() {
+        var limits = Mailbox.Limits()
+        limits.total = 1
+        var box = Mailbox(limits: limits)
+        let p = PeerID(rawValue: 1)
+        box.hold([1], key: 1, for: p, now: 0)
+        box.hold([2], key: 2, for: p, now: 1)
+        #expect(box.count == 1)
+        #expect(box.release(for: p, now: 2) == [[2]])
+    }
+
+    /// What a relay held for a favourite is handed over in frames the link
+    /// carries: fragmented, as any packet the router sends.
+    @Test func aHandOverIsFragmentedForASmallLink() throws {
+        var r = router(links: 1)
+        let fav = PeerID(rawValue: 77)
+        r.favorites = [fav]
+        r.setNeighbors(of: PeerID(rawValue: 99), [fav], now: 0)
+        let held = Packet(type: .noiseEncrypted, ttl: 5, timestamp: 1_000, senderID: alice, recipientID: fav,
+                          payload: Array(repeating: 0xEE, count: 600), compress: false)
+        let bytes = try held.encoded()
+        _ = r.receive(bytes, on: LinkID(0), now: 0)
+        #expect(r.mailbox.count(for: fav) == 1)
+        let sent = transmissions(r.linkUp(LinkID(5), peer: fav, maxFrame: 185, now: 10))
+        #expect(sent.count > 1)
+        #expect(sent.allSatisfy { $0.bytes.count <= 185 && $0.links == [LinkID(5)] })
+        // The favourite puts the pieces back together.
+        var f = MeshRouter(localPeer: fav, policy: FloodingPolicy(jitter: 0), seed: 1)
+        f.linkUp(LinkID(0), peer: me, maxFrame: 185)
+        let got = sent.flatMap { deliveries(f.receive($0.bytes, on: LinkID(0), now: 20)) }
+        #expect(got.map(\.payload) == [held.payload])
+        #expect(r.statistics.handedOver == 1)
+    }
 }
 
 @Suite struct DeliveryTrackerTests {

@@ -36,7 +36,7 @@ public struct Mailbox: Sendable {
         var list = parcels[recipient] ?? []
         guard !list.contains(where: { $0.key == key }) else { return false }
         if list.count >= limits.perRecipient { list.removeFirst(); count -= 1 }
-        if count >= limits.total { dropOldest(); list = parcels[recipient] ?? list }
+        if count >= limits.total { dropOldest(); list = parcels[recipient] ?? [] }
         list.append(Parcel(bytes: bytes, key: key, heldAt: now))
         parcels[recipient] = list
         count += 1
