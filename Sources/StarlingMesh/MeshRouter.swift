@@ -288,6 +288,12 @@ public struct MeshRouter: Sendable {
             statistics.blockedDropped += 1
             return []
         }
+        // No packet goes further than this node's own would: a TTL above ours
+        // (a broken or hostile sender's) is taken as ours.
+        if packet.ttl > configuration.maxTTL {
+            packet.ttl = configuration.maxTTL
+            statistics.ttlClamped += 1
+        }
         let packetID = PacketID(packet)
         let key = packetID.high
         let fromPeer = neighborhood.peer(on: link)

@@ -29,6 +29,8 @@ public struct MeshStatistics: Hashable, Sendable {
     public var fragmentsSent = 0
     public var messagesReassembled = 0
     public var malformed = 0
+    /// Packets that arrived with a TTL above this node's own, taken as its own.
+    public var ttlClamped = 0
     /// Packets from blocked senders, dropped on arrival.
     public var blockedDropped = 0
     public var syncRequestsSent = 0

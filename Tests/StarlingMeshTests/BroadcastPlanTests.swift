@@ -528,7 +528,9 @@ private func plannedBroadcast(_ t: Topology, radio: Simulator.Radio = .init(), s
     /// Without a topology (nobody announced) the planned policy falls back to the backbone and still delivers.
     @Test func withoutATopologyPlannedFallsBackToTheBackbone() {
         let t = Self.graph(150, degree: 10, seed: 11)
-        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 2)
+        var config = MeshRouter.Configuration()
+        config.maxTTL = 64
+        var sim = Simulator(topology: t, radio: .init(), policy: PlannedPolicy(), seed: 2, configuration: config)
         var got = Set<Int>()
         sim.onDeliver = { node, _, _, _ in got.insert(node) }
         let source = t.largestComponent[0]

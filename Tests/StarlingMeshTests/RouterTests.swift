@@ -30,6 +30,17 @@ func deliveries(_ actions: [MeshRouter.Action]) -> [Packet] {
 }
 
 @Suite struct RouterTests {
+    @Test func aTTLAboveOursIsTakenAsOurs() throws {
+        var r = router(links: 2)
+        let sent = transmissions(r.receive(try message(from: alice, ttl: 200).encoded(), on: LinkID(0), now: 0))
+        #expect(sent.count == 1)
+        #expect(try Packet(decoding: sent[0].bytes).ttl == r.configuration.maxTTL - 1)
+        #expect(r.statistics.ttlClamped == 1)
+        let direct = transmissions(r.receive(try message(from: alice, ttl: 7, text: "ours").encoded(), on: LinkID(0), now: 0))
+        #expect(try Packet(decoding: direct[0].bytes).ttl == 6)
+        #expect(r.statistics.ttlClamped == 1)
+    }
+
     @Test func relaysWithTTLDecrementedAndNeverBackToTheSource() throws {
         var r = router(links: 3)
         let bytes = try message(from: alice, ttl: 7).encoded()
