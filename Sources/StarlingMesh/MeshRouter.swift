@@ -149,11 +149,14 @@ public struct MeshRouter: Sendable {
     /// Returns what the mailbox held for it.
     @discardableResult
     public mutating func bind(_ link: LinkID, to peer: PeerID, now: Millis = 0) -> [Action] {
+        // An announce that arrives after its link went down binds nothing (and
+        // hands nothing over to a link that is gone).
+        guard neighborhood.links[link] != nil else { return [] }
         let known = neighborhood.peer(on: link) == peer
         neighborhood.bind(link, to: peer)
         guard !known else { return [] }
         // A new peer's first announce: sync with it 5 s from now.
-        if let sync = configuration.sync, neighborhood.links[link] != nil { syncDue[link] = now + sync.initialDelay }
+        if let sync = configuration.sync { syncDue[link] = now + sync.initialDelay }
         return peerLinked(peer, on: link, now: now)
     }
 

@@ -223,6 +223,20 @@ private func ring(_ n: Int) -> Topology {
         #expect(box.release(for: p, now: 2) == [[2]])
     }
 
+    /// An announce that arrives after its link went down hands nothing over:
+    /// the parcels wait for a link that is up.
+    @Test func aBindOnALinkThatIsGoneHandsNothingOver() throws {
+        var r = router(links: 1)
+        let fav = PeerID(rawValue: 77)
+        r.favorites = [fav]
+        r.setNeighbors(of: PeerID(rawValue: 99), [fav], now: 0)
+        _ = r.receive(try message(from: alice, ttl: 5, recipient: fav, type: .noiseEncrypted).encoded(), on: LinkID(0), now: 0)
+        #expect(r.bind(LinkID(5), to: fav, now: 1).isEmpty)
+        #expect(r.mailbox.count(for: fav) == 1)
+        #expect(transmissions(r.linkUp(LinkID(5), peer: fav, now: 2)).map(\.links) == [[LinkID(5)]])
+        #expect(r.mailbox.count(for: fav) == 0)
+    }
+
     /// What a relay held for a favourite is handed over in frames the link
     /// carries: fragmented, as any packet the router sends.
     @Test func aHandOverIsFragmentedForASmallLink() throws {
