@@ -345,26 +345,7 @@ public struct MeshRouter: Sendable {
             if floodedFrom.count < 1_024 { floodedFrom[packet.senderID] = now }
         }
         if packet.type == .fragment {
-            if forUs, let fragment = try? Fragment(decoding: packet.payload) {
-                switch try? reassembler.receive(fragment, from: packet.senderID, now: now) {
-                case let .complete(bytes)?:
-                    statistics.messagesReassembled += 1
-                    // The whole message counts once, whichever fragments made it.
-                    if let whole = try? Packet(decoding: bytes), dedup.insert(PacketID(whole).high, now: now) {
-                        // A sync request too large for its link's frame came in pieces.
-                        if whole.type == .requestSync, whole.ttl == 0, gossip != nil {
-                            actions += answerSync(whole, on: link, now: now)
-                        }
-                        statistics.delivered += 1
-                        actions.append(.deliver(whole, link: link, hops: max(1, hops)))
-                    }
-                case let .waiting(received, total)?:
-                    actions.append(.progress(sender: packet.senderID, fragmentID: fragment.fragmentID,
-                                             received: received, total: total))
-                default:
-                    break
-                }
-            }
+            if forUs { actions += reassemble(packet, link: link, hops: max(1, hops), now: now) }
         } else if forUs {
             statistics.delivered += 1
             actions.append(.deliver(packet, link: link, hops: max(1, hops)))
@@ -441,6 +422,45 @@ public struct MeshRouter: Sendable {
         }
         return actions
     }
+
+    /// A fragment for this node: the whole, once every piece is in, is
+    /// delivered (and answered, when it is a sync request). A fragment that a
+    /// relay sent on over a link with a smaller frame was fragmented again:
+    /// its pieces make the fragment, which goes on to make the whole.
+    private mutating func reassemble(_ packet: Packet, link: LinkID, hops: Int, now: Millis) -> [Action] {
+        var piece = packet
+        for _ in 0..<Self.maxFragmentNesting {
+            guard let fragment = try? Fragment(decoding: piece.payload) else { return [] }
+            switch try? reassembler.receive(fragment, from: piece.senderID, now: now) {
+            case let .complete(bytes)?:
+                statistics.messagesReassembled += 1
+                // The whole counts once, whichever fragments (or ways) made it.
+                guard let whole = try? Packet(decoding: bytes), dedup.insert(PacketID(whole).high, now: now) else {
+                    return []
+                }
+                if whole.type == .fragment {
+                    piece = whole
+                    continue
+                }
+                var actions: [Action] = []
+                // A sync request too large for its link's frame came in pieces.
+                if whole.type == .requestSync, whole.ttl == 0, gossip != nil {
+                    actions += answerSync(whole, on: link, now: now)
+                }
+                statistics.delivered += 1
+                actions.append(.deliver(whole, link: link, hops: hops))
+                return actions
+            case let .waiting(received, total)? where fragment.originalType != .fragment:
+                return [.progress(sender: piece.senderID, fragmentID: fragment.fragmentID, received: received, total: total)]
+            default:
+                return []
+            }
+        }
+        return []
+    }
+
+    /// Fragments of fragments, at most this deep (each level needs a link with a smaller frame).
+    static let maxFragmentNesting = 4
 
     /// Fires the relays that are due, and sends the sync requests that are.
     public mutating func tick(now: Millis) -> [Action] {

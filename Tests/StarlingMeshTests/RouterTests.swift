@@ -146,6 +146,28 @@ func deliveries(_ actions: [MeshRouter.Action]) -> [Packet] {
         #expect(receiver.statistics.messagesReassembled == 1)
     }
 
+    /// A relay whose next link has a smaller frame fragments the fragments
+    /// again; the receiver puts both levels back together.
+    @Test func fragmentsOfFragmentsAreReassembled() throws {
+        var a = router(links: 1, maxFrame: 512)
+        var b = MeshRouter(localPeer: PeerID(rawValue: 1), policy: FloodingPolicy(jitter: 0), seed: 2)
+        b.linkUp(LinkID(0), peer: me, maxFrame: 512)
+        b.linkUp(LinkID(1), peer: PeerID(rawValue: 3), maxFrame: 185)
+        var c = MeshRouter(localPeer: PeerID(rawValue: 3), policy: FloodingPolicy(jitter: 0), seed: 3)
+        c.linkUp(LinkID(0), peer: PeerID(rawValue: 1), maxFrame: 185)
+        let big = message(from: me, text: String(repeating: "a long way, ", count: 150))
+        let first = transmissions(a.originate(big, now: 0))
+        #expect(first.count > 3 && first.allSatisfy { $0.bytes.count <= 512 })
+        let second = first.flatMap { transmissions(b.receive($0.bytes, on: LinkID(0), now: 1)) }
+        #expect(second.count > first.count && second.allSatisfy { $0.bytes.count <= 185 && $0.links == [LinkID(1)] })
+        var events: [MeshRouter.Action] = []
+        for piece in second.reversed() { events += c.receive(piece.bytes, on: LinkID(0), now: 2) }
+        #expect(deliveries(events) == [big])
+        // Progress is reported for the message's own fragments only.
+        let totals = Set(events.compactMap { if case let .progress(_, _, _, total) = $0 { total } else { nil } })
+        #expect(totals == [first.count])
+    }
+
     @Test func lostFragmentMeansNoDeliveryAndNoTrap() throws {
         var sender = router(links: 1, maxFrame: 100)
         var receiver = MeshRouter(localPeer: PeerID(rawValue: 5), policy: FloodingPolicy(jitter: 0), seed: 1)
