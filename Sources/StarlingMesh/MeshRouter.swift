@@ -196,6 +196,15 @@ public struct MeshRouter: Sendable {
 
     public var pendingRelayCount: Int { pending.count }
 
+    /// The largest encoded packet like `packet` (same header, recipient and
+    /// route) that every link up carries, whole or in as many fragments as
+    /// receivers accept; `defaultFrame` stands for links that give no limit,
+    /// and for all of them when none is up.
+    public func largestPacket(like packet: Packet, defaultFrame: Int) -> Int {
+        let smallest = frameLimits.values.min().map { min($0, defaultFrame) } ?? defaultFrame
+        return Fragmenter.chunkSize(for: packet, linkLimit: smallest) * Reassembler.Limits.default.maxFragmentsPerMessage
+    }
+
     /// Counts input refused before it reached the router (a transport's junk).
     public mutating func noteMalformed() { statistics.malformed += 1 }
     public var nextDeadline: Millis? {
@@ -571,7 +580,11 @@ public struct MeshRouter: Sendable {
         }
         for (limit, group) in byLimit.sorted(by: { $0.key < $1.key }) {
             let chunk = Fragmenter.chunkSize(for: packet, linkLimit: limit)
-            guard let pieces = try? Fragmenter.fragment(packet, chunkSize: chunk, fragmentID: rng.next()) else { continue }
+            guard let pieces = try? Fragmenter.fragment(packet, chunkSize: chunk, fragmentID: rng.next()) else {
+                // More fragments than receivers accept (callers check first: ``largestPacket``).
+                statistics.unsendable += 1
+                continue
+            }
             for piece in pieces {
                 guard let b = try? piece.encoded() else { continue }
                 _ = dedup.insert(PacketID(piece).high, now: now) // our own fragments come back as duplicates

@@ -27,6 +27,8 @@ public struct MeshStatistics: Hashable, Sendable {
     /// Radio transmissions (one per send on a set of links, fragments counted).
     public var transmissions = 0
     public var fragmentsSent = 0
+    /// Packets too large for a link even in fragments (more than receivers accept): not sent.
+    public var unsendable = 0
     public var messagesReassembled = 0
     public var malformed = 0
     /// Packets that arrived with a TTL above this node's own, taken as its own.

@@ -59,6 +59,14 @@ public actor MeshNode {
         public init(nickname: String) { self.nickname = nickname }
     }
 
+    /// A file whose packet would need more fragments than receivers accept.
+    public struct FileTooLarge: Error, Hashable, Sendable, CustomStringConvertible {
+        public var bytes: Int
+        /// The largest file (of this name) the links carry now.
+        public var limit: Int
+        public var description: String { "file too large: \(bytes) bytes; at most \(limit) over these links" }
+    }
+
     public enum Event: Sendable {
         case started(port: UInt16, peerID: PeerID, nickname: String)
         case linkUp(LinkAddress)
@@ -277,6 +285,13 @@ public actor MeshNode {
     @discardableResult
     public func sendFile(name: String, mimeType: String?, content: [UInt8], to peer: PeerID) throws -> String {
         let file = FileTransfer(name: name, mimeType: mimeType, content: content)
+        // The packet it makes must fit the links in as many fragments as receivers
+        // accept; checked here, or it would only fail after the retry budget.
+        let sealed = try NoisePayload.privateFile(file).encoded().count + NoiseTransport.overhead
+        let probe = NoisePackets.encrypted([UInt8](repeating: 0, count: sealed), from: peerID, to: peer, timestamp: 0)
+        let largest = router.largestPacket(like: probe, defaultFrame: options.maxFrame)
+        let size = try probe.encoded().count
+        guard size <= largest else { throw FileTooLarge(bytes: content.count, limit: max(0, content.count - (size - largest))) }
         let id = Self.transferID(try file.encoded())
         try sendTracked(.privateFile(file), id: id, to: peer)
         return id
