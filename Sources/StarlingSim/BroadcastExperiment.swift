@@ -23,9 +23,10 @@ public struct BroadcastExperiment: Sendable {
     /// Whether routers learn the topology again after each move (converged
     /// announces), or plan over the one they knew at the start (stale).
     public var refreshTopology = true
-    /// A mixed mesh: this share of the nodes (chosen by the seed) relays with
-    /// `policy` instead, as phones running the deployed apps would.
-    public var others: (share: Double, policy: any RelayPolicy)?
+    /// A mixed mesh: each of these shares of the nodes (chosen by the seed)
+    /// relays with its `policy` instead, as phones running the deployed apps
+    /// would, or nodes that never relay (``NoRelayPolicy``).
+    public var others: [(share: Double, policy: any RelayPolicy)] = []
     public init() {}
 
     public struct Result: Sendable {
@@ -67,9 +68,16 @@ public struct BroadcastExperiment: Sendable {
         config.maxTTL = ttl
         var pick = SeededGenerator(seed: seed ^ 0x0DDB_A11)
         let policies: [any RelayPolicy] = (0..<topology.nodeCount).map { _ in
-            if let others, pick.unit() < others.share { return others.policy }
+            guard !others.isEmpty else { return policy }
+            var u = pick.unit()
+            for other in others {
+                if u < other.share { return other.policy }
+                u -= other.share
+            }
             return policy
         }
+        // Nodes that never relay are reached, but reach no one further.
+        let silent = Set(policies.indices.filter { policies[$0] is NoRelayPolicy })
         var sim = Simulator(topology: topology, radio: radio, policies: policies, seed: seed, configuration: config)
         // Converged announces (complete neighbour lists), heard again every 30 s
         // (the route table forgets lists after 60 s): the topology planned
@@ -121,11 +129,12 @@ public struct BroadcastExperiment: Sendable {
                                 payload: payload, compress: false)
             sim.originate(packet, at: source)
             sim.run(until: t0 + spacing)
-            // Reachable: online, in the source's component through online nodes, within TTL hops.
+            // Reachable: online, in the source's component through online nodes
+            // that relay (the last hop may be one that does not), within TTL hops.
             var alive = current
-            if !sim.offline.isEmpty {
+            if !sim.offline.isEmpty || !silent.isEmpty {
                 alive.neighbors = alive.neighbors.enumerated().map { i, n in
-                    sim.offline.contains(i) ? [] : n.filter { !sim.offline.contains($0) }
+                    sim.offline.contains(i) || (silent.contains(i) && i != source) ? [] : n.filter { !sim.offline.contains($0) }
                 }
             }
             let distance = alive.distances(from: source)

@@ -93,7 +93,7 @@ enum MeshBench {
             mixed.ttl = 7
             mixed.seed = UInt64(n) + UInt64(degree)
             for share in [0.0, 0.3, 1.0] {
-                mixed.others = share > 0 ? (share, DeployedBitchatPolicy()) : nil
+                mixed.others = share > 0 ? [(share, DeployedBitchatPolicy())] : []
                 for policy in [BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] where share < 1 || policy is BackbonePolicy {
                     let r = mixed.run(on: topology, policy: policy, cdsSize: cds)
                     let name = share == 1 ? "all apps" : "\(policy.name), \(Int(share * 100))% apps"

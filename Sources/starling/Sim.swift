@@ -51,6 +51,7 @@ struct Sim: ParsableCommand {
     @Option(help: "Probability that a node is offline during a broadcast.") var churn = 0.0
     @Option(help: "Movement (rgg only): each node's largest step between broadcasts, in side lengths of the square.") var movement = 0.0
     @Option(help: "Share of the nodes that run the deployed bitchat apps' policy (a mixed mesh: phones among Starling nodes); the policies compared run on the others.") var apps = 0.0
+    @Option(help: "Share of the nodes that never relay (users who opt out, phones kept from relaying); they still receive.") var silent = 0.0
     @Option(help: "Broadcasts, from random sources.") var broadcasts = 30
     @Option(help: "TTL of each broadcast.") var ttl: UInt8 = 7
     @Option(help: "Payload bytes per broadcast.") var payload = 64
@@ -74,6 +75,9 @@ struct Sim: ParsableCommand {
             guard topology == .rgg else { throw ValidationError("--edge-loss needs link lengths: a random geometric graph (--topology rgg)") }
         }
         guard (0...1).contains(apps) else { throw ValidationError("--apps is a share of the nodes, 0 to 1") }
+        guard (0...1).contains(silent), apps + silent <= 1 else {
+            throw ValidationError("--silent is a share of the nodes, 0 to 1, and with --apps at most 1")
+        }
         guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
         guard messages >= 1, messages <= 100_000 else { throw ValidationError("--messages must be 1 to 100,000") }
         guard churn < 1 || scenario != .private else { throw ValidationError("--churn must be below 1 (the fraction offline)") }
@@ -270,7 +274,8 @@ struct Sim: ParsableCommand {
             experiment.movement = movement
             experiment.movementRadius = Topology.radius(nodes: nodes, meanDegree: degree)
         }
-        if apps > 0 { experiment.others = (apps, DeployedBitchatPolicy()) }
+        if apps > 0 { experiment.others.append((apps, DeployedBitchatPolicy())) }
+        if silent > 0 { experiment.others.append((silent, NoRelayPolicy())) }
         experiment.seed = seed
         let component = graph.largestComponent
         let cds = graph.greedyConnectedDominatingSet(of: component).count
@@ -280,7 +285,7 @@ struct Sim: ParsableCommand {
 
         if json {
             var scenario: [String: Any] = ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
-                                           "movement": movement, "apps": apps, "seed": seed]
+                                           "movement": movement, "apps": apps, "silent": silent, "seed": seed]
             if let edgeLoss { scenario["edgeLoss"] = edgeLoss }
             let object: [String: Any] = [
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree,
@@ -293,7 +298,8 @@ struct Sim: ParsableCommand {
         } else {
             print("\(topology.rawValue): \(graph.nodeCount) nodes, mean degree \(String(format: "%.1f", graph.meanDegree)), largest component \(component.count), greedy CDS \(cds)")
             print("\(broadcasts) broadcasts, TTL \(ttl), \(lossDescription(graph)), churn \(churn), movement \(movement)"
-                  + (apps > 0 ? ", \(Int((apps * 100).rounded()))% of nodes running the deployed apps" : "") + ", seed \(seed)\n")
+                  + (apps > 0 ? ", \(Int((apps * 100).rounded()))% of nodes running the deployed apps" : "")
+                  + (silent > 0 ? ", \(Int((silent * 100).rounded()))% of nodes never relaying" : "") + ", seed \(seed)\n")
             print("policy          delivery  (worst)   tx/bcast  tx/CDS  dup/node  useful  latency p50/p95/p99 ms   tx/node mean/max  rx/node mean/max")
             for r in results {
                 let txMean = Double(r.transmissionsPerNode.reduce(0, +)) / Double(max(1, r.nodes))
@@ -314,6 +320,7 @@ struct Sim: ParsableCommand {
             let title = "\(topology.rawValue), \(graph.nodeCount) nodes, degree \(String(format: "%.1f", graph.meanDegree)), "
                 + (edgeLoss.map { "loss \(loss)–\($0) by link length" } ?? "loss \(loss)") + ", TTL \(ttl)"
                 + (apps > 0 ? ", \(Int((apps * 100).rounded()))% apps" : "")
+                + (silent > 0 ? ", \(Int((silent * 100).rounded()))% silent" : "")
             try SVGPlot.render(results, title: title).write(toFile: plot, atomically: true, encoding: .utf8)
             if !json { print("\nplot written to \(plot)") }
         }

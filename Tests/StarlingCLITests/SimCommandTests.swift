@@ -42,6 +42,27 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--apps"))
     }
 
+    /// Nodes that never relay: they transmit nothing but their own broadcasts,
+    /// and a share that does not fit beside the apps' is refused.
+    @Test func silentNodes() async throws {
+        func idle(_ silent: String) async throws -> (Int, Double) {
+            let r = try await StarlingProcess.run(["sim", "--nodes", "80", "--degree", "8", "--broadcasts", "6",
+                                                   "--silent", silent, "--policy", "flooding", "--json", "--ttl", "16"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            #expect((object["scenario"] as? [String: Any])?["silent"] as? Double == Double(silent))
+            let flooding = try #require((object["policies"] as? [[String: Any]])?.first)
+            let perNode = try #require(flooding["transmissionsPerNode"] as? [Int])
+            return (perNode.filter { $0 == 0 }.count, flooding["deliveryMean"] as? Double ?? 0)
+        }
+        // Flooding: every relaying node sends each broadcast once; silent ones only their own.
+        let (before, _) = try await idle("0"), (after, delivery) = try await idle("0.3")
+        #expect(after >= before + 10)
+        #expect(delivery > 0.9)
+        let bad = try await StarlingProcess.run(["sim", "--silent", "0.6", "--apps", "0.5"])
+        #expect(bad.status != 0 && bad.stderr.contains("--silent"))
+    }
+
     /// Loss that grows with link length: flooding loses more than with the
     /// near loss alone, the summary gives the mean over links, and shapes
     /// without lengths are refused.
