@@ -101,6 +101,23 @@ enum MeshBench {
                 }
             }
         }
+        // Nodes that never relay (users who opt out, phones kept from it, or
+        // nodes that lie about it): a planned relay among them cuts off what
+        // depends on it, which watchers cannot repair.
+        print("silent nodes (a share of the nodes never relays; TTL 64; 5% loss; delivery to the nodes the relaying ones can reach)")
+        for (n, degree) in [(300, 8.0), (1000, 8.0)] {
+            let (topology, _, cds) = cell(nodes: n, degree: degree)
+            var silent = experiment
+            silent.seed = UInt64(n) + UInt64(degree)
+            for share in [0.05, 0.1, 0.3] {
+                silent.others = [(share, NoRelayPolicy())]
+                for policy in [FloodingPolicy(), CounterPolicy(threshold: 3), BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] {
+                    let r = silent.run(on: topology, policy: policy, cdsSize: cds)
+                    let name = "\(policy.name), \(Int(share * 100))% silent"
+                    print("  n=\(n) d≈\(format1(topology.meanDegree)) \(name.padding(22)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
+                }
+            }
+        }
         // Movement: 300 nodes d≈10, every node moves up to 0.02 between broadcasts.
         let moving = graph(nodes: 300, degree: 10)
         var e = experiment
