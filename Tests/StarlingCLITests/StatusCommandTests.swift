@@ -3,8 +3,9 @@ import Testing
 
 /// `starling status` between real processes on 127.0.0.1.
 @Suite(.serialized) struct StatusCommandTests {
+    /// A watcher that lives long enough for the slowest test (each test stops its processes).
     static func watcher(_ name: String, extra: [String] = [], peers: [UInt16] = []) throws -> LiveProcess {
-        try LiveProcess(["status", "watch", "--json", "--no-discovery", "--port", "0", "--name", name, "--duration", "15",
+        try LiveProcess(["status", "watch", "--json", "--no-discovery", "--port", "0", "--name", name, "--duration", "60",
                          "--data-dir", MeshProcessTests.dataDir()] + extra + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
     }
 
@@ -13,7 +14,8 @@ import Testing
         let carol = try Self.watcher("carol")
         defer { carol.stop() }
         let carolPort = try await MeshProcessTests.port(of: carol)
-        let bob = try MeshProcessTests.node("bob", peers: [carolPort])
+        // carol and bob outlive alice's run and dave's, however slow a loaded machine makes them.
+        let bob = try MeshProcessTests.node("bob", peers: [carolPort], duration: 60)
         defer { bob.stop() }
         let bobPort = try await MeshProcessTests.port(of: bob)
         let alice = try LiveProcess(["status", "set", "working", "--json", "--no-discovery", "--port", "0", "--name", "alice",
