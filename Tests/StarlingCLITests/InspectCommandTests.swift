@@ -28,16 +28,24 @@ struct StarlingProcess {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
-        let collected = Collected()
-        out.fileHandleForReading.readabilityHandler = { collected.append(stdout: $0.availableData) }
-        err.fileHandleForReading.readabilityHandler = { collected.append(stderr: $0.availableData) }
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
-        // Not on end-of-file: that waits forever when another child holds a pipe.
+        // The pipes are read without blocking while the child runs (a full pipe
+        // would stall it) and drained once it has exited: what it wrote is in
+        // the pipe then. Not read to end-of-file: that waits forever when
+        // another child holds a pipe.
+        var stdout = Data(), stderr = Data()
+        let outFD = out.fileHandleForReading.fileDescriptor, errFD = err.fileHandleForReading.fileDescriptor
+        for fd in [outFD, errFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        func drain() {
+            read(outFD, into: &stdout)
+            read(errFD, into: &stderr)
+        }
         var status: Int32?
         let deadline = Date().addingTimeInterval(60)
         while status == nil, Date() < deadline {
+            drain()
             status = waitForExit(process, seconds: 0)
             if status == nil { try? await Task.sleep(for: .milliseconds(10)) }
         }
@@ -45,11 +53,19 @@ struct StarlingProcess {
             kill(process.processIdentifier, SIGKILL)
             status = -1
         }
-        // Let the handlers drain what the child wrote before it exited.
-        await collected.settle()
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
-        return Result(status: status ?? -1, stdout: collected.stdout, stderr: collected.stderr)
+        drain()
+        return Result(status: status ?? -1, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Appends what a non-blocking descriptor holds now.
+    static func read(_ fd: Int32, into data: inout Data) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return }
+            data.append(contentsOf: buffer[0..<n])
+        }
     }
 
     /// Waits for a child to exit, for at most `seconds`, and returns its exit
@@ -74,25 +90,6 @@ struct StarlingProcess {
             Thread.sleep(forTimeInterval: 0.01)
         }
         return nil
-    }
-
-    final class Collected: @unchecked Sendable {
-        private let lock = NSLock()
-        private var out = Data(), err = Data()
-        private var lastChange = Date()
-        func append(stdout d: Data) { lock.lock(); out += d; if !d.isEmpty { lastChange = Date() }; lock.unlock() }
-        func append(stderr d: Data) { lock.lock(); err += d; if !d.isEmpty { lastChange = Date() }; lock.unlock() }
-        var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
-        var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
-        /// Returns once nothing new arrived for 100 ms (at most 2 s).
-        func settle() async {
-            let start = Date(), end = start.addingTimeInterval(2)
-            while Date() < end {
-                let quiet = lock.withLock { Date().timeIntervalSince(lastChange) > 0.1 }
-                if quiet && Date().timeIntervalSince(start) > 0.1 { return }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
     }
 }
 
