@@ -208,6 +208,7 @@ final class LiveProcess: @unchecked Sendable {
         #expect(await alice.waitForText("carol✓ verified"))
         alice.type("/stats")
         #expect(await alice.waitForText("relays scheduled"))
+        #expect(await alice.waitForText("refused: malformed 0, from blocked senders 0, TTL clamped 0, too large to send 0"))
         alice.type("/status busy")
         #expect(await alice.waitForText("you are 🔶 Busy"))
         let state = await carol.waitFor { $0["event"] as? String == "state" && $0["name"] as? String == "alice" }
