@@ -452,8 +452,9 @@ public struct MeshRouter: Sendable {
                     continue
                 }
                 var actions: [Action] = []
-                // A sync request too large for its link's frame came in pieces.
-                if whole.type == .requestSync, whole.ttl == 0, gossip != nil {
+                // A sync request too large for its link's frame came in pieces:
+                // answered as one that came whole.
+                if whole.type == .requestSync, gossip != nil {
                     actions += answerSync(whole, on: link, now: now)
                 }
                 statistics.delivered += 1

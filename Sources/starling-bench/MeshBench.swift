@@ -87,36 +87,19 @@ enum MeshBench {
         // Mixed meshes: Starling nodes among phones that run the deployed apps
         // (relay everything, TTL clamped at 5 where dense), TTL 7 as the apps send.
         print("mixed meshes (a share of the nodes runs the deployed apps' policy; TTL 7; 5% loss)")
-        for (n, degree) in [(300, 8.0), (1000, 8.0)] {
-            let (topology, _, cds) = cell(nodes: n, degree: degree)
-            var mixed = experiment
-            mixed.ttl = 7
-            mixed.seed = UInt64(n) + UInt64(degree)
-            for share in [0.0, 0.3, 1.0] {
-                mixed.others = share > 0 ? [(share, DeployedBitchatPolicy())] : []
-                for policy in [BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] where share < 1 || policy is BackbonePolicy {
-                    let r = mixed.run(on: topology, policy: policy, cdsSize: cds)
-                    let name = share == 1 ? "all apps" : "\(policy.name), \(Int(share * 100))% apps"
-                    print("  n=\(n) d≈\(format1(topology.meanDegree)) \(name.padding(20)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
-                }
-            }
+        var mixed = experiment
+        mixed.ttl = 7
+        sparseCells(mixed, shares: [0.0, 0.3, 1.0], other: DeployedBitchatPolicy(),
+                    policies: [BackbonePolicy(), PlannedPolicy()]) { policy, share in
+            share < 1 ? "\(policy.name), \(Int(share * 100))% apps" : policy is BackbonePolicy ? "all apps" : nil
         }
         // Nodes that never relay (users who opt out, phones kept from it, or
         // nodes that lie about it): a planned relay among them cuts off what
         // depends on it, which watchers cannot repair.
         print("silent nodes (a share of the nodes never relays; TTL 64; 5% loss; delivery to the nodes the relaying ones can reach)")
-        for (n, degree) in [(300, 8.0), (1000, 8.0)] {
-            let (topology, _, cds) = cell(nodes: n, degree: degree)
-            var silent = experiment
-            silent.seed = UInt64(n) + UInt64(degree)
-            for share in [0.05, 0.1, 0.3] {
-                silent.others = [(share, NoRelayPolicy())]
-                for policy in [FloodingPolicy(), CounterPolicy(threshold: 3), BackbonePolicy(), PlannedPolicy()] as [any RelayPolicy] {
-                    let r = silent.run(on: topology, policy: policy, cdsSize: cds)
-                    let name = "\(policy.name), \(Int(share * 100))% silent"
-                    print("  n=\(n) d≈\(format1(topology.meanDegree)) \(name.padding(22)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
-                }
-            }
+        sparseCells(experiment, shares: [0.05, 0.1, 0.3], other: NoRelayPolicy(),
+                    policies: [FloodingPolicy(), CounterPolicy(threshold: 3), BackbonePolicy(), PlannedPolicy()]) { policy, share in
+            "\(policy.name), \(Int(share * 100))% silent"
         }
         // Movement: 300 nodes d≈10, every node moves up to 0.02 between broadcasts.
         let moving = graph(nodes: 300, degree: 10)
@@ -129,6 +112,25 @@ enum MeshBench {
             e.refreshTopology = refresh
             let r = e.run(on: moving, policy: policy)
             print("  \(name): delivery \(pct(r.meanDelivery)) (min \(pct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS)) link changes \(r.linkChanges)")
+        }
+    }
+
+    /// The sparse 300- and 1,000-node graphs with a share of the nodes running
+    /// `other`: a line per share and policy (`name` nil: that pair is skipped).
+    static func sparseCells(_ base: BroadcastExperiment, shares: [Double], other: any RelayPolicy,
+                            policies: [any RelayPolicy], name: (any RelayPolicy, Double) -> String?) {
+        for (n, degree) in [(300, 8.0), (1000, 8.0)] {
+            let (topology, _, cds) = cell(nodes: n, degree: degree)
+            var e = base
+            e.seed = UInt64(n) + UInt64(degree)
+            for share in shares {
+                e.others = share > 0 ? [(share, other)] : []
+                for policy in policies {
+                    guard let label = name(policy, share) else { continue }
+                    let r = e.run(on: topology, policy: policy, cdsSize: cds)
+                    print("  n=\(n) d≈\(format1(topology.meanDegree)) \(label.padding(22)) delivery \(pct(r.meanDelivery)) (min \(floorPct(r.minDelivery))) tx/CDS \(format2(r.transmissionsPerCDS))")
+                }
+            }
         }
     }
 
