@@ -23,10 +23,17 @@ let targets: [Target] = [
         name: "StarlingDBus",
         dependencies: ["CDBus"]
     ),
-    // The BLE transport on Linux: BlueZ over D-Bus, both roles.
+    // BlueZ over D-Bus, both roles: GATT peripheral, advertisement, central.
     .target(
         name: "StarlingBlueZ",
-        dependencies: ["StarlingDBus"]
+        dependencies: ["StarlingDBus", .product(name: "Logging", package: "swift-log")]
+    ),
+    // Bluetooth LE as a transport (and WiFiSet over BLE): its own product, so
+    // that an app embeds a node without libdbus.
+    .target(
+        name: "StarlingBluetooth",
+        dependencies: ["StarlingBlueZ", "StarlingDBus", "StarlingTransport", "StarlingWiFiSet", "StarlingWire",
+                       .product(name: "Logging", package: "swift-log")]
     ),
     // The bitchat wire format: bytes in, values out. No I/O, no keys.
     .target(
@@ -77,16 +84,31 @@ let targets: [Target] = [
             .product(name: "HeapModule", package: "swift-collections"),
         ]
     ),
-    // Transports: thin adapters that carry frames for the router (UDP today).
+    // The transport interface, and the transports without D-Bus: UDP
+    // (loopback discovery, LAN), an in-memory hub.
     .target(
         name: "StarlingTransport",
         dependencies: ["StarlingWire"]
     ),
-    // The node runtime: composes the layers; owns files, paths and sockets.
+    // A bitchat node without I/O: router, sessions, announces, delivery,
+    // favourites, blocks, files, Stately; and an embedded network of such nodes
+    // on a virtual clock.
+    .target(
+        name: "StarlingNodeCore",
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately",
+                       .product(name: "HeapModule", package: "swift-collections")]
+    ),
+    // The node runtime: a node core over transports, the clock and the files.
     .target(
         name: "StarlingNode",
-        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet", "StarlingTransport",
-                       "StarlingBlueZ", "StarlingDBus"]
+        dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet",
+                       "StarlingTransport", .product(name: "Logging", package: "swift-log")]
+    ),
+    // What an app imports: wire, crypto, mesh, node core and runtime, UDP.
+    .target(
+        name: "Starling",
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingNodeCore", "StarlingNode",
+                       "StarlingTransport"]
     ),
     .executableTarget(
         name: "starling",
@@ -99,7 +121,9 @@ let targets: [Target] = [
             "StarlingStately",
             "StarlingWiFiSet",
             "StarlingTransport",
+            "StarlingBluetooth",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ]
     ),
     .executableTarget(
@@ -159,7 +183,8 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingNodeTests",
-        dependencies: ["StarlingNode", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingTransport", "StarlingWire"]
+        dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingStately",
+                       "StarlingTransport", "StarlingWire"]
     ),
     // Runs the built `starling` binary as a user would.
     .testTarget(
@@ -172,6 +197,12 @@ let package = Package(
     name: "Starling",
     platforms: [.macOS(.v14)],
     products: [
+        // An app embeds a node with this one (no D-Bus); Bluetooth LE is its own product.
+        .library(name: "Starling", targets: ["Starling"]),
+        .library(name: "StarlingBluetooth", targets: ["StarlingBluetooth"]),
+        .library(name: "StarlingNodeCore", targets: ["StarlingNodeCore"]),
+        .library(name: "StarlingNode", targets: ["StarlingNode"]),
+        .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
         .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
         .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
@@ -185,6 +216,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

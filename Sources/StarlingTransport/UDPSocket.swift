@@ -2,6 +2,12 @@ import Dispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
+private let datagramSocket = Int32(SOCK_DGRAM.rawValue)
+private func closeDescriptor(_ fd: Int32) { _ = Glibc.close(fd) }
+#elseif canImport(Darwin)
+import Darwin
+private let datagramSocket = SOCK_DGRAM
+private func closeDescriptor(_ fd: Int32) { _ = Darwin.close(fd) }
 #endif
 
 /// An IPv4 address and port.
@@ -63,7 +69,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// Binds to `address` (port 0: the system picks one). `reuseAddress` lets
     /// several processes bind one multicast port.
     public init(bindTo address: UDPAddress, reuseAddress: Bool = false) throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let descriptor = socket(AF_INET, datagramSocket, 0)
         guard descriptor >= 0 else { throw Error.system("socket", errno) }
         if reuseAddress {
             var one: Int32 = 1
@@ -78,7 +84,7 @@ public final class UDPSocket: @unchecked Sendable {
         }
         guard bound == 0 else {
             let code = errno
-            Glibc.close(descriptor)
+            closeDescriptor(descriptor)
             throw Error.system("bind \(address)", code)
         }
         var actual = sockaddr_in()
@@ -173,6 +179,6 @@ public final class UDPSocket: @unchecked Sendable {
         let wasOpen = !closed
         closed = true
         lock.unlock()
-        if wasOpen { Glibc.close(fd) }
+        if wasOpen { closeDescriptor(fd) }
     }
 }

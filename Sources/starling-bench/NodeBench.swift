@@ -16,11 +16,11 @@ enum NodeBench {
 
     static func node(_ name: String, peers: [UInt16], jitterFree: Bool) throws -> MeshNode {
         var options = MeshNode.Options(nickname: name)
-        options.port = 0
-        options.discovery = false
-        options.announceInterval = 1_000
-        options.peers = peers.map { .loopback($0) }
-        if jitterFree { options.policy = FloodingPolicy(jitter: 0) }
+        options.udp?.port = 0
+        options.udp?.discovery = false
+        options.core.announceInterval = 1_000
+        options.udp?.peers = peers.map { .loopback($0) }
+        if jitterFree { options.core.policy = FloodingPolicy(jitter: 0) }
         return try MeshNode(identity: .generate(), options: options)
     }
 
@@ -140,12 +140,12 @@ enum NodeBench {
     /// Resident memory of a node that knows 1,000 peers (signed, verified announces).
     static func thousandPeers() async throws {
         var options = MeshNode.Options(nickname: "big")
-        options.port = 0
-        options.discovery = false
+        options.udp?.port = 0
+        options.udp?.discovery = false
         let node = try MeshNode(identity: .generate(), options: options)
         let task = Task { await node.run(until: UInt64(Date().timeIntervalSince1970 * 1000) + 60_000) }
         defer { task.cancel() }
-        let port = await node.port
+        guard let port = await node.port else { return }
         let sender = try UDPSocket(bindTo: .loopback(0))
         defer { sender.close() }
         let now = UInt64(Date().timeIntervalSince1970 * 1000)

@@ -86,7 +86,7 @@ actor ChatScreen {
         let me = await node.currentNickname
         switch event {
         case let .started(port, peerID, nickname):
-            say("* you are \(nickname) (\(peerID)) on 127.0.0.1:\(port)")
+            say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
         case let .peer(peer, _, hops):
             say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
         case let .left(peer):
@@ -310,7 +310,7 @@ struct Relay: AsyncParsableCommand {
         let runner = Task { await n.run(until: deadline) }
         for await event in n.events {
             switch event {
-            case let .started(port, peerID, nickname): print("relaying as \(nickname) (\(peerID)) on 127.0.0.1:\(port)")
+            case let .started(port, peerID, nickname): print("relaying as \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
             case let .linkUp(a): print("link up \(a)")
             case let .linkDown(a): print("link down \(a)")
             default: break

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingMesh
+import Logging
+import StarlingBluetooth
 import StarlingNode
 import StarlingStately
 import StarlingTransport
@@ -37,36 +39,46 @@ struct NodeOptions: ParsableArguments {
         let (identity, _) = try store.loadOrCreate(passphrase: try Passphrase.forStoredKey(store))
         if let name { try store.setNickname(name) }
         var options = MeshNode.Options(nickname: store.nickname(or: identity))
-        options.port = port
-        options.discovery = !noDiscovery
-        options.lan = lan
-        if let relayJitter { options.policy = FloodingPolicy(jitter: relayJitter) }
-        options.announceInterval = UInt64(announceInterval * 1000)
+        var udp = UDPTransport.Options()
+        udp.port = port
+        udp.discovery = !noDiscovery
+        udp.lan = lan
+        udp.peers = try peer.map {
+            guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
+            return a
+        }
+        options.udp = udp
+        if let relayJitter { options.core.policy = FloodingPolicy(jitter: relayJitter) }
+        options.core.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
-        options.favorites = store.favorites()
-        if ble { options.bleAdapter = adapter }
-        if let bleOnly { options.bleAllowed = Set(bleOnly.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }) }
+        options.core.favorites = store.favorites()
         if let retryBudget {
             // A shorter budget scales the backoff with it (for tests and measurements).
             let budget = UInt64(max(0.1, retryBudget) * 1000)
-            options.retry.budget = budget
-            options.retry.firstRetry = min(2_000, max(50, budget / 5))
-            options.retry.maxInterval = min(60_000, max(100, budget / 2))
+            options.core.retry.budget = budget
+            options.core.retry.firstRetry = min(2_000, max(50, budget / 5))
+            options.core.retry.maxInterval = min(60_000, max(100, budget / 2))
         }
-        if let group { options.stateKey = try StateKey.group(passphrase: group) }
+        if let group { options.core.stateKey = try StateKey.group(passphrase: group) }
         if let powerMode {
             guard let mode = PowerMode(name: powerMode) else {
                 throw ValidationError("--power-mode \(powerMode): one of \(PowerMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            options.powerMode = mode
+            options.core.powerMode = mode
         }
         for hex in favorite {
             guard let f = Fingerprint(hex: hex.lowercased()) else { throw ValidationError("--favorite \(hex): expected 64 hex digits") }
-            options.favorites.insert(f)
+            options.core.favorites.insert(f)
         }
-        options.peers = try peer.map {
-            guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
-            return a
+        if ble {
+            // Bluetooth LE: its link budget and scan duty cycle follow the power mode.
+            let mode = options.core.powerMode ?? BatteryOptimizer().mode(for: options.power.read())
+            let t = try BLETransport(adapter: adapter)
+            t.logger = Logging.Logger(label: "starling.ble")
+            t.allowed = bleOnly.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }) }
+            t.maxLinks = mode.linkBudget
+            t.scanDutyCycle = mode.scanDutyCycle
+            options.transports.append(t)
         }
         return try MeshNode(identity: identity, options: options)
     }
@@ -91,53 +103,25 @@ private func keepFreedMemoryInTheHeap() {
 struct EventPrinter: Sendable {
     var json: Bool
 
+    /// One event as a line of JSON (its `Encodable` form, keys sorted).
+    static func json(_ event: MeshNode.Event) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"event":"unencodable"}"#
+    }
+
     /// A line of text, unbuffered.
     func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    static func json(_ s: StatelyEngine.PeerState, event: String) -> [String: Any] {
-        ["event": event, "peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji,
-         "hops": s.hops, "timestamp": s.timestamp]
-    }
-
     func print(_ event: MeshNode.Event) {
-        let object: [String: Any]
-        switch event {
-        case let .started(port, peerID, nickname):
-            object = ["event": "started", "port": Int(port), "peerID": peerID.description, "nickname": nickname]
-        case let .linkUp(a): object = ["event": "linkUp", "address": a.description]
-        case let .linkDown(a): object = ["event": "linkDown", "address": a.description]
-        case let .peer(id, nickname, hops): object = ["event": "peer", "peerID": id.description, "nickname": nickname, "hops": hops]
-        case let .message(from, nickname, text, hops, timestamp):
-            object = ["event": "message", "from": from.description, "nickname": nickname ?? NSNull(), "text": text,
-                      "hops": hops, "timestamp": timestamp]
-        case let .privateMessage(from, nickname, text, id, hops):
-            object = ["event": "privateMessage", "from": from.description, "nickname": nickname ?? NSNull(), "text": text,
-                      "messageID": id, "hops": hops]
-        case let .sessionEstablished(peer, fingerprint):
-            object = ["event": "session", "peerID": peer.description, "fingerprint": fingerprint]
-        case let .delivered(id, by): object = ["event": "delivered", "messageID": id, "by": by.description]
-        case let .read(id, by): object = ["event": "read", "messageID": id, "by": by.description]
-        case let .left(peer): object = ["event": "left", "peerID": peer.description]
-        case let .failed(id, to): object = ["event": "failed", "messageID": id, "to": to.description]
-        case let .held(id, peer): object = ["event": "held", "messageID": id, "for": peer.description]
-        case let .state(s): object = Self.json(s, event: "state")
-        case let .sos(s): object = Self.json(s, event: "sos")
-        case let .stateExpired(peer): object = ["event": "stateExpired", "peerID": peer.description]
-        case let .fileProgress(from, received, total):
-            object = ["event": "fileProgress", "from": from.description, "received": received, "total": total]
-        case let .fileReceived(from, name, size, path, id):
-            object = ["event": "fileReceived", "from": from.description, "name": name, "size": size, "path": path, "transferID": id]
-        case let .rejected(why): object = ["event": "rejected", "reason": why]
-        }
         let line: String
         if json {
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-            line = String(decoding: data, as: UTF8.self)
+            line = Self.json(event)
         } else {
             switch event {
-            case let .started(port, peerID, nickname): line = "* \(nickname) (\(peerID)) on 127.0.0.1:\(port)"
+            case let .started(port, peerID, nickname): line = "* \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? "")
             case let .linkUp(a): line = "* link up: \(a)"
             case let .linkDown(a): line = "* link down: \(a)"
             case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"

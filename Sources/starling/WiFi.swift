@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StarlingDBus
+import StarlingBluetooth
 import StarlingNode
 import StarlingTransport
 import StarlingWiFiSet

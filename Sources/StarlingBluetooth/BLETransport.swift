@@ -1,6 +1,9 @@
 import Foundation
+import Logging
 import StarlingBlueZ
 import StarlingDBus
+import StarlingTransport
+import StarlingWire
 
 /// Bluetooth LE through BlueZ, both roles at once (seed 001, chapter 8): as a
 /// peripheral it advertises the bitchat service and takes writes; as a central
@@ -10,28 +13,19 @@ import StarlingDBus
 /// Two Starling nodes would otherwise connect to each other twice: the one with
 /// the lower adapter address acts as the central, the other only as the
 /// peripheral. Phones (bitchat) connect as they like.
-public final class BLETransport: @unchecked Sendable {
+public final class BLETransport: Transport, @unchecked Sendable {
+    public let name = "ble"
     public static let serviceUUID = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"
     public static let characteristicUUID = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
     /// Stately's own characteristic in the same service (docs/PROTOCOL.md).
     public static let statelyUUID = "53544154-4553-4C5A-9B3F-8E1D2C3A4B5C"
 
-    /// Which characteristic a frame travels on.
-    public enum Channel: Hashable, Sendable {
-        case mesh
-        case stately
-        var uuid: String { self == .mesh ? BLETransport.characteristicUUID.lowercased() : BLETransport.statelyUUID.lowercased() }
-        init(uuid: String) { self = uuid.lowercased() == BLETransport.statelyUUID.lowercased() ? .stately : .mesh }
+    static func uuid(of channel: FrameChannel) -> String {
+        channel == .mesh ? characteristicUUID.lowercased() : statelyUUID.lowercased()
     }
 
-    public enum Event: Sendable {
-        /// A link, and the largest frame it carries (ATT MTU − 3).
-        case up(String, maxFrame: Int)
-        /// Links whose largest frame changed: every peripheral-role link gets the
-        /// same notifications, so all are sized for the smallest MTU among them.
-        case resized([String], maxFrame: Int)
-        case frame(String, [UInt8], Channel)
-        case down(String)
+    static func channel(of uuid: String) -> FrameChannel {
+        uuid.lowercased() == statelyUUID.lowercased() ? .stately : .mesh
     }
 
     public enum Failure: Error, CustomStringConvertible {
@@ -69,21 +63,23 @@ public final class BLETransport: @unchecked Sendable {
     private var peripheralLinks: [String: Int] = [:]
     /// Between two frames sent back to back (BLE controllers drop bursts).
     public var pacing: Duration = .milliseconds(20)
-    private let outbox: AsyncStream<([UInt8], [String], Channel)>
-    private let outboxContinuation: AsyncStream<([UInt8], [String], Channel)>.Continuation
+    private let outbox: AsyncStream<([UInt8], [String], FrameChannel)>
+    private let outboxContinuation: AsyncStream<([UInt8], [String], FrameChannel)>.Continuation
     private var tasks: [Task<Void, Never>] = []
     /// The task reading each central-role link's notifications.
     private var linkTasks: [String: Task<Void, Never>] = [:]
     private var ownAddress = ""
-    public let events: AsyncStream<Event>
-    private let continuation: AsyncStream<Event>.Continuation
+    public let events: AsyncStream<TransportEvent>
+    private let continuation: AsyncStream<TransportEvent>.Continuation
+    /// Where failures that end nothing (a write that failed, a device that would not disconnect) are told.
+    public var logger = Logger(label: "starling.ble")
 
     public init(adapter: String = "hci0", busAddress: String = DBusConnection.systemBusAddress) throws {
         self.adapter = adapter
         adapterPath = adapter.hasPrefix("/") ? adapter : "/org/bluez/" + adapter
         do { bus = try DBusConnection(address: busAddress) } catch { throw Failure.noBus("\(error)") }
-        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(4_096))
-        (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String], Channel).self, bufferingPolicy: .bufferingNewest(4_096))
+        (events, continuation) = AsyncStream.makeStream(of: TransportEvent.self, bufferingPolicy: .bufferingNewest(4_096))
+        (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String], FrameChannel).self, bufferingPolicy: .bufferingNewest(4_096))
     }
 
     /// Checks the adapter, registers the peripheral, starts scanning.
@@ -183,7 +179,7 @@ public final class BLETransport: @unchecked Sendable {
             continuation.yield(.up(id, maxFrame: after))
             if let before, after < before { continuation.yield(.resized(all.filter { $0 != id }, maxFrame: after)) }
         }
-        continuation.yield(.frame(id, w.bytes, Channel(uuid: w.characteristic)))
+        continuation.yield(.frame(id, w.bytes, Self.channel(of: w.characteristic)))
     }
 
     /// Connects to devices that offer the service, are not linked yet, and
@@ -212,7 +208,7 @@ public final class BLETransport: @unchecked Sendable {
             }
             let notifications = link.notifications // reading before the first one can come
             let reader = Task { [weak self] in
-                for await (uuid, bytes) in notifications { self?.continuation.yield(.frame(id, bytes, Channel(uuid: uuid))) }
+                for await (uuid, bytes) in notifications { self?.continuation.yield(.frame(id, bytes, Self.channel(of: uuid))) }
             }
             try? await link.subscribe(Self.characteristicUUID)
             if link.has(Self.statelyUUID) { try? await link.subscribe(Self.statelyUUID) }
@@ -239,7 +235,7 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     /// Ends a link (a peer that never announced, or misbehaved).
-    public func disconnect(_ id: String) async {
+    public func close(_ id: String) async {
         if let link = lock.withLock({ centralLinks.removeValue(forKey: id) }) {
             lock.withLock { linkTasks.removeValue(forKey: id) }?.cancel()
             await link.disconnect()
@@ -250,20 +246,28 @@ public final class BLETransport: @unchecked Sendable {
     }
 
     /// Queues one frame for links; frames go out in order, `pacing` apart.
-    public func send(_ bytes: [UInt8], to ids: [String], on channel: Channel = .mesh) {
+    public func send(_ bytes: [UInt8], on channel: FrameChannel, to ids: [String]) {
         outboxContinuation.yield((bytes, ids, channel))
     }
 
     /// A write to each central-role link; one notification for all
     /// peripheral-role links (BlueZ notifies every subscriber).
-    private func transmit(_ bytes: [UInt8], to ids: [String], on channel: Channel) async {
+    private func transmit(_ bytes: [UInt8], to ids: [String], on channel: FrameChannel) async {
         var notify = false
         for id in ids {
             if id.hasPrefix("p:") { notify = true; continue }
             // A device without the Stately characteristic (a bitchat phone) gets no states.
-            if let link = lock.withLock({ centralLinks[id] }), link.has(channel.uuid) { try? await link.write(bytes, to: channel.uuid) }
+            if let link = lock.withLock({ centralLinks[id] }), link.has(Self.uuid(of: channel)) {
+                do { try await link.write(bytes, to: Self.uuid(of: channel)) } catch {
+                    logger.debug("write failed", metadata: ["link": "\(id)", "error": "\(error)"])
+                }
+            }
         }
-        if notify { try? peripheral?.notify(bytes, on: channel.uuid) }
+        if notify {
+            do { try peripheral?.notify(bytes, on: Self.uuid(of: channel)) } catch {
+                logger.debug("notification failed", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     public func stop() async {

@@ -1,0 +1,632 @@
+import StarlingCrypto
+import StarlingMesh
+import StarlingStately
+import StarlingWire
+
+/// A bitchat node without I/O: the mesh router, Noise sessions, signed
+/// announces, private delivery with retries and receipts, favourites and
+/// their mailbox, blocks, files and Stately, as one plain value.
+///
+/// Frames come in with the link they came on and the time; commands come in
+/// with the time. Out come ``Output``s: frames for links, events for the
+/// application, links to close, files to save. The caller takes them with
+/// ``takeOutputs()`` after every call, and calls ``tick(now:)`` at
+/// ``nextDeadline``. The node runtime (`MeshNode`) does this over real
+/// transports and the wall clock; ``EmbeddedNetwork`` does it for many nodes
+/// in one process on a virtual clock.
+public struct NodeCore: Sendable {
+    public struct Configuration: Sendable {
+        public var nickname: String
+        public var announceInterval: Millis = 10_000
+        /// A link with nothing heard for this long is dropped.
+        public var linkTimeout: Millis = 15_000
+        /// Largest frame of a link that gives none (BLE's default).
+        public var maxFrame = 512
+        /// How private messages and files are retried (2 s ×2 ≤ 60 s, 5 minutes;
+        /// favourites' messages are then held until they return).
+        public var retry = DeliveryTracker<String>.Schedule()
+        /// Favourites, by fingerprint: their messages are held while they are
+        /// away, and this node holds packets relayed for them (store-and-forward).
+        public var favorites: Set<Fingerprint> = []
+        /// Whether private files are accepted (the runtime saves them).
+        public var acceptsFiles = true
+        public var policy: any RelayPolicy = defaultRelayPolicy()
+        public var router: MeshRouter.Configuration = {
+            var c = MeshRouter.Configuration()
+            c.sync = GossipStore.Configuration()
+            return c
+        }()
+        public var sessions = SessionManager.Configuration()
+        /// Stately: the key states are sealed with, and the power mode (nil: from
+        /// the battery readings handed in).
+        public var stateKey: StateKey = .broadcast
+        public var powerMode: PowerMode?
+        /// How often the housekeeping runs (link health, peers' expiry, stalled
+        /// handshakes): the node's idle wake-up rate.
+        public var housekeepingInterval: Millis = 1_000
+        public init(nickname: String) { self.nickname = nickname }
+    }
+
+    public enum Output: Sendable {
+        /// Send these bytes on these links, on this channel.
+        case send([UInt8], channel: FrameChannel, links: [LinkID])
+        case event(NodeEvent)
+        /// The core gave up on this link (no announce, or silent): the transport
+        /// should let it go. The core has forgotten it already.
+        case closeLink(LinkID)
+        /// A file for us arrived: save it (under a name of the runtime's choice
+        /// if this one is taken), then report ``NodeEvent/fileReceived``.
+        case saveFile(IncomingFile)
+    }
+
+    /// A private file that arrived, with a name safe to save under.
+    public struct IncomingFile: Hashable, Sendable {
+        public var from: PeerID
+        /// A plain base name (never a path), cleaned of control characters.
+        public var name: String
+        public var mimeType: String?
+        public var content: [UInt8]
+        public var transferID: String
+    }
+
+    /// A file whose packet would need more fragments than receivers accept.
+    public struct FileTooLarge: Error, Hashable, Sendable, CustomStringConvertible {
+        public var bytes: Int
+        /// The largest file (of this name) the links carry now.
+        public var limit: Int
+        public var description: String { "file too large: \(bytes) bytes; at most \(limit) over these links" }
+    }
+
+    /// What verified announces told about each peer.
+    public struct PeerInfo: Hashable, Sendable {
+        public var nickname: String
+        public var fingerprint: Fingerprint
+        public var hops: Int
+        public var lastSeen: UInt64
+    }
+
+    struct PeerCard: Sendable {
+        var nickname: String
+        var fingerprint: Fingerprint
+    }
+
+    public let identity: Identity
+    public private(set) var configuration: Configuration
+    public private(set) var nickname: String
+    private var outbox: [Output] = []
+    private var router: MeshRouter
+    private var sessions: SessionManager
+    private var stately: StatelyEngine
+    private var rng: SeededGenerator
+    private var links: Set<LinkID> = []
+    /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
+    private var watch = LinkWatch<LinkID>()
+    /// Peers present (an announce within the last 60 s): the one record of them.
+    private var present = PeerTable<PeerCard>()
+    private var blocked: Set<Fingerprint> = []
+    private var verifiedFingerprints: Set<Fingerprint> = []
+    private var favorites: Set<Fingerprint>
+    private var lastAnnounce: Millis?
+    private var nextHousekeeping: Millis = 0
+    /// Private payloads waiting for a session, per peer.
+    private var waiting: [PeerID: [NoisePayload]] = [:]
+    /// Our private messages and files not yet acknowledged, by message ID.
+    private var unacknowledged: [String: NoisePayload] = [:]
+    private var tracker: DeliveryTracker<String>
+    /// When each handshake we started began, to start over when one stalls.
+    private var handshakeStarted: [PeerID: Millis] = [:]
+    /// Message IDs already shown, so a retried message is shown once.
+    private var seen = BoundedSet<String>(capacity: 10_000)
+    /// Rekeys started (a fresh XX handshake on a live session), for statistics.
+    public private(set) var rekeys = 0
+
+    public init(identity: Identity, configuration: Configuration, seed: UInt64) {
+        self.identity = identity
+        self.configuration = configuration
+        self.nickname = configuration.nickname
+        var rng = SeededGenerator(seed: seed)
+        self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
+                                 configuration: configuration.router)
+        let signingKey = identity.signingKey
+        self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
+        self.router.favorites = Set(configuration.favorites.map(\.peerID))
+        self.sessions = SessionManager(identity: identity, configuration: configuration.sessions)
+        self.tracker = DeliveryTracker(schedule: configuration.retry)
+        var stately = StatelyEngine.Configuration(name: StateReport.clip(configuration.nickname))
+        stately.key = configuration.stateKey
+        self.stately = StatelyEngine(senderID: identity.peerID, configuration: stately, seed: rng.next(),
+                                     nonce: { (0..<12).map { _ in UInt8.random(in: 0...255) } })
+        self.stately.setOverride(configuration.powerMode, now: 0)
+        self.favorites = configuration.favorites
+        self.watch.silenceLimit = configuration.linkTimeout
+        self.rng = rng
+    }
+
+    public var peerID: PeerID { identity.peerID }
+
+    /// Everything produced since the last call, in order.
+    public mutating func takeOutputs() -> [Output] {
+        defer { outbox = [] }
+        return outbox
+    }
+
+    private mutating func emit(_ event: NodeEvent) { outbox.append(.event(event)) }
+
+    // MARK: Links
+
+    /// A link came up; `maxFrame` is the largest frame it carries (nil: the
+    /// configured default). We announce ourselves on it at once.
+    public mutating func linkUp(_ link: LinkID, maxFrame: Int?, now: Millis) {
+        guard links.insert(link).inserted else { return }
+        watch.up(link, now: now)
+        router.linkUp(link, maxFrame: maxFrame ?? configuration.maxFrame, now: now)
+        performStately(stately.linkUp(link))
+        announce(now: now)
+    }
+
+    /// A link went down (the transport says so).
+    public mutating func linkDown(_ link: LinkID, now: Millis) {
+        guard links.remove(link) != nil else { return }
+        watch.down(link)
+        router.linkDown(link)
+        stately.linkDown(link)
+    }
+
+    /// A link's largest frame changed (BLE: a smaller MTU joined a shared notification).
+    public mutating func setMaxFrame(_ link: LinkID, _ maxFrame: Int) {
+        router.setMaxFrame(link, maxFrame)
+    }
+
+    /// Something was heard on the link that is not a frame (a transport's keepalive).
+    public mutating func heard(_ link: LinkID, now: Millis) { watch.heard(link, now: now) }
+
+    public var linkCount: Int { links.count }
+
+    /// A frame from a link. Frames on links that are not up are ignored.
+    public mutating func receive(_ frame: [UInt8], channel: FrameChannel = .mesh, on link: LinkID, now: Millis) {
+        guard links.contains(link) else { return }
+        watch.heard(link, now: now)
+        switch channel {
+        case .stately: performStately(stately.receive(frame, on: link, now: now))
+        case .mesh: perform(router.receive(frame, on: link, now: now), now: now)
+        }
+    }
+
+    // MARK: Time
+
+    /// When ``tick(now:)`` must run next.
+    public var nextDeadline: Millis? {
+        var deadlines = [nextHousekeeping, (lastAnnounce ?? 0) + configuration.announceInterval]
+        if let d = router.nextDeadline { deadlines.append(d) }
+        if let d = stately.nextDeadline { deadlines.append(d) }
+        if let d = tracker.nextDeadline { deadlines.append(d) }
+        return deadlines.min()
+    }
+
+    /// Runs what is due.
+    public mutating func tick(now: Millis) {
+        perform(router.tick(now: now), now: now)
+        performStately(stately.tick(now: now))
+        if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
+        if now >= nextHousekeeping {
+            nextHousekeeping = now + configuration.housekeepingInterval
+            housekeeping(now: now)
+        }
+        if now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }
+    }
+
+    private mutating func housekeeping(now: Millis) {
+        for (peer, started) in handshakeStarted where now - started > 5_000 && !(waiting[peer] ?? []).isEmpty {
+            if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
+            try? startHandshake(with: peer, now: now) // rate-limited by the session manager
+        }
+        for (l, _) in watch.check(now: now) {
+            links.remove(l)
+            router.linkDown(l)
+            stately.linkDown(l)
+            outbox.append(.closeLink(l))
+        }
+        for gone in present.expire(now: now) {
+            router.peerGone(gone)
+            emit(.left(gone)) // no announce for 60 s
+        }
+    }
+
+    /// A battery reading (the runtime reads it every minute).
+    public mutating func updatePower(_ reading: PowerReading?, now: Millis) {
+        stately.update(reading: reading, now: now)
+    }
+
+    // MARK: Commands
+
+    /// Sends a signed public message to everyone.
+    public mutating func sendPublic(_ text: String, now: Millis) throws {
+        var packet = Packet(type: .message, ttl: 7, timestamp: now, senderID: peerID, payload: Array(text.utf8))
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: now), now: now)
+    }
+
+    /// Sends a private message, end-to-end encrypted with Noise (a handshake
+    /// first when there is no session). Returns its message ID (a UUID v4).
+    @discardableResult
+    public mutating func sendPrivate(_ text: String, to peer: PeerID, now: Millis) throws -> String {
+        let id = newMessageID()
+        try sendTracked(.privateMessage(PrivateMessage(messageID: id, content: text)), id: id, to: peer, now: now)
+        return id
+    }
+
+    /// Sends a file privately (end-to-end encrypted, fragmented on the way).
+    /// Returns its transfer ID: the SHA-256 of the file TLV payload, in hex,
+    /// which the delivered receipt names.
+    @discardableResult
+    public mutating func sendFile(name: String, mimeType: String?, content: [UInt8], to peer: PeerID, now: Millis) throws -> String {
+        let file = FileTransfer(name: name, mimeType: mimeType, content: content)
+        // The packet it makes must fit the links in as many fragments as receivers
+        // accept; checked here, or it would only fail after the retry budget.
+        let sealed = try NoisePayload.privateFile(file).encoded().count + NoiseTransport.overhead
+        let probe = NoisePackets.encrypted([UInt8](repeating: 0, count: sealed), from: peerID, to: peer, timestamp: 0)
+        let largest = router.largestPacket(like: probe, defaultFrame: configuration.maxFrame)
+        let size = try probe.encoded().count
+        guard size <= largest else { throw FileTooLarge(bytes: content.count, limit: max(0, content.count - (size - largest))) }
+        let id = sha256Hex(try file.encoded())
+        try sendTracked(.privateFile(file), id: id, to: peer, now: now)
+        return id
+    }
+
+    /// Tells `peer` that its message was displayed.
+    public mutating func sendReadReceipt(_ messageID: String, to peer: PeerID, now: Millis) throws {
+        try sendNoise(.readReceipt(messageID: messageID), to: peer, now: now)
+    }
+
+    /// Marks a peer a favourite, or not: its messages are held while it is
+    /// away, and this node holds what it relays for it.
+    public mutating func setFavorite(_ fingerprint: Fingerprint, _ on: Bool) {
+        if on { favorites.insert(fingerprint) } else { favorites.remove(fingerprint) }
+        router.favorites = Set(favorites.map(\.peerID))
+    }
+
+    public var favoriteFingerprints: Set<Fingerprint> { favorites }
+
+    /// Marks a fingerprint verified (compared out of band), or not.
+    public mutating func setVerified(_ fingerprint: Fingerprint, _ on: Bool) {
+        if on { verifiedFingerprints.insert(fingerprint) } else { verifiedFingerprints.remove(fingerprint) }
+    }
+
+    public var verified: Set<Fingerprint> { verifiedFingerprints }
+
+    public mutating func block(_ fingerprint: Fingerprint) {
+        blocked.insert(fingerprint)
+        updateBlockedSenders()
+    }
+
+    public mutating func unblock(_ fingerprint: Fingerprint) {
+        blocked.remove(fingerprint)
+        updateBlockedSenders()
+    }
+
+    public var blockedFingerprints: Set<Fingerprint> { blocked }
+
+    public func isBlocked(_ peer: PeerID) -> Bool { present[peer].map { blocked.contains($0.info.fingerprint) } ?? false }
+
+    /// Changes this node's nickname and announces it at once.
+    public mutating func rename(_ name: String, now: Millis) {
+        nickname = name
+        stately.configuration.name = StateReport.clip(name)
+        announce(now: now)
+    }
+
+    /// Tells everyone this node is leaving (a signed LEAVE).
+    public mutating func leave(now: Millis) {
+        var packet = Packet(type: .leave, ttl: 7, timestamp: now, senderID: peerID, payload: [])
+        try? PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: now), now: now)
+    }
+
+    /// Forgets every session and key in memory, and who is around (panic).
+    public mutating func wipe() {
+        sessions.wipeAll()
+        waiting = [:]
+        present.removeAll()
+    }
+
+    // MARK: Stately
+
+    /// Sets this node's state and broadcasts it at once (`invisible` stops broadcasting).
+    public mutating func setStatus(_ state: StateKind, now: Millis) {
+        performStately(stately.set(state, now: now))
+    }
+
+    /// Ends an SOS: the state before it goes out at once.
+    public mutating func clearSOS(now: Millis) {
+        performStately(stately.clearSOS(now: now))
+    }
+
+    public var status: StateKind { stately.current }
+    /// The states around, SOS first, blocked peers left out.
+    public var statusBoard: [StatelyEngine.PeerState] { stately.sortedBoard.filter { !isBlocked($0.senderID) } }
+    public var powerMode: PowerMode { stately.powerMode }
+    public var statusInterval: Millis { stately.interval }
+    public var statelyStatistics: StatelyEngine.Statistics { stately.statistics }
+
+    // MARK: Queries
+
+    public var peers: [PeerID: PeerInfo] {
+        present.entries.mapValues {
+            PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce)
+        }
+    }
+
+    /// The peer ID of a present peer with this nickname.
+    public func peer(named nickname: String) -> PeerID? {
+        present.entries.filter { $0.value.info.nickname == nickname }.keys.min()
+    }
+
+    public var statistics: MeshStatistics { router.statistics }
+    public var sessionCount: Int { sessions.sessionCount }
+    public func hasSession(with peer: PeerID) -> Bool { sessions.hasSession(with: peer) }
+    /// Messages and files not yet acknowledged.
+    public var unacknowledgedCount: Int { unacknowledged.count }
+    public var neighborPeers: Set<PeerID> { router.neighborhood.neighborPeers }
+
+    // MARK: Sending privately
+
+    private mutating func newMessageID() -> String {
+        // A UUID v4 from the node's generator, in the apps' upper-case form.
+        var b = (0..<16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        b[6] = (b[6] & 0x0F) | 0x40
+        b[8] = (b[8] & 0x3F) | 0x80
+        let hex = b.map { String($0, radix: 16, uppercase: true) }.map { $0.count == 1 ? "0" + $0 : $0 }
+        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
+    }
+
+    /// Sends a payload that a delivered receipt will acknowledge, and keeps
+    /// sending it until one comes (or the tracker gives up).
+    private mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
+        _ = try payload.encoded() // fails here, not on a retry
+        unacknowledged[id] = payload
+        tracker.sent(id, to: peer, now: now, favorite: isFavorite(peer))
+        try sendNoise(payload, to: peer, now: now)
+    }
+
+    private func isFavorite(_ peer: PeerID) -> Bool {
+        if let f = present[peer]?.info.fingerprint { return favorites.contains(f) }
+        return router.favorites.contains(peer)
+    }
+
+    /// Seals and sends; without a session the payload waits for a handshake.
+    /// A session due for a rekey (an hour, or 10,000 messages) starts a fresh
+    /// handshake; its old keys carry this payload and keep working until the
+    /// new ones exist. A retry is flooded (`routing: .flood`): the route the
+    /// first try took may be what failed.
+    private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
+                                    routing: MeshRouter.Routing = .automatic) throws {
+        guard sessions.hasSession(with: peer) else {
+            if !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
+            if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
+            return
+        }
+        let frame = try sessions.seal(try payload.encoded(), for: peer)
+        perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now, routing: routing),
+                now: now)
+        if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
+    }
+
+    private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
+        let m1 = try sessions.initiateHandshake(with: peer, now: now)
+        handshakeStarted[peer] = now
+        perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: now), now: now), now: now)
+    }
+
+    private mutating func followUp(_ steps: [DeliveryTracker<String>.Step], now: Millis) {
+        for step in steps {
+            switch step {
+            case let .resend(id, peer, _):
+                // Without a session it waits (once) for the handshake.
+                if let payload = unacknowledged[id] { try? sendNoise(payload, to: peer, now: now, routing: .flood) }
+            case let .failed(id, peer):
+                unacknowledged[id] = nil
+                emit(.failed(messageID: id, to: peer))
+            case let .held(id, peer):
+                emit(.held(messageID: id, for: peer))
+            }
+        }
+    }
+
+    /// The router drops packets from blocked peers before anything else: not
+    /// processed, not relayed, not answered.
+    private mutating func updateBlockedSenders() {
+        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys)
+    }
+
+    // MARK: Receiving
+
+    private mutating func perform(_ actions: [MeshRouter.Action], now: Millis) {
+        for action in actions {
+            switch action {
+            case let .transmit(bytes, links):
+                outbox.append(.send(bytes, channel: .mesh, links: links))
+            case let .deliver(packet, link, hops):
+                deliver(packet, link: link, hops: hops, now: now)
+            case let .progress(sender, _, received, total):
+                if !isBlocked(sender) { emit(.fileProgress(from: sender, received: received, total: total)) }
+            }
+        }
+    }
+
+    private mutating func performStately(_ actions: [StatelyEngine.Action]) {
+        for action in actions {
+            switch action {
+            case let .transmit(bytes, links):
+                outbox.append(.send(bytes, channel: .stately, links: links))
+            case let .updated(state):
+                if !isBlocked(state.senderID) { emit(.state(state)) }
+            case let .sos(state):
+                if !isBlocked(state.senderID) { emit(.sos(state)) }
+            case let .expired(peer):
+                emit(.stateExpired(peer))
+            case let .rejected(why):
+                emit(.rejected(Rejection(.stately, why)))
+            }
+        }
+    }
+
+    private mutating func deliver(_ packet: Packet, link: LinkID?, hops: Int, now: Millis) {
+        // Blocked peers are discarded at the earliest stage, without a word.
+        if isBlocked(packet.senderID) { return }
+        let sender = packet.senderID
+        switch packet.type {
+        case .announce:
+            do {
+                let a = try Announcement.verify(packet, now: now)
+                if hops == 1, let link {
+                    perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
+                    watch.announced(link)
+                }
+                router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
+                let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey))
+                // §6.4: the session follows the Noise key, whatever ID the peer uses now.
+                if sessions.fingerprint(of: sender) == nil { sessions.rebind(sender, to: card.fingerprint) }
+                let previous = present.announced(sender, info: card, hops: hops, now: now)
+                if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+                if previous == nil { followUp(tracker.peerReturned(sender, now: now), now: now) } // back: try again now
+                if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
+            } catch {
+                emit(.rejected(Rejection(.badAnnounce, peer: sender, "announce from \(sender): \(error)")))
+            }
+        case .message:
+            guard let text = String(validating: packet.payload, as: UTF8.self) else {
+                emit(.rejected(Rejection(.notText, peer: sender, "message from \(sender) is not UTF-8")))
+                return
+            }
+            emit(.message(from: sender, nickname: present[sender]?.info.nickname, text: text, hops: hops, timestamp: packet.timestamp))
+        case .leave:
+            router.peerGone(sender)
+            if present.left(sender) != nil { emit(.left(sender)) }
+        case .noiseHandshake where packet.recipientID == peerID:
+            handshake(packet, now: now)
+        case .noiseEncrypted where packet.recipientID == peerID:
+            do {
+                // A frame that comes before its handshake completes is held (with its
+                // hop count) and handed back in the handshake step.
+                if case let .plaintext(p) = try sessions.open(packet.payload, from: sender, now: now, note: hops) {
+                    inner(p, from: sender, hops: hops, now: now)
+                }
+            } catch {
+                emit(.rejected(Rejection(.undecryptable, peer: sender, "frame from \(sender): \(error)")))
+                // A peer we know sends frames we cannot open: one of us restarted
+                // and lost the session. A fresh handshake (rate-limited) recovers it.
+                if present[sender] != nil, !sessions.isHandshaking(with: sender) {
+                    try? startHandshake(with: sender, now: now)
+                }
+            }
+        default:
+            break
+        }
+    }
+
+    private mutating func handshake(_ packet: Packet, now: Millis) {
+        let sender = packet.senderID
+        do {
+            let step = try sessions.receiveHandshake(packet.payload, from: sender, now: now)
+            if let reply = step.reply {
+                perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: sender, timestamp: now), now: now), now: now)
+            }
+            if let fingerprint = step.established {
+                handshakeStarted[sender] = nil
+                emit(.sessionEstablished(sender, fingerprint: fingerprint.hex))
+                for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
+                let flushed = waiting.removeValue(forKey: sender) ?? []
+                for payload in flushed { try? sendNoise(payload, to: sender, now: now) }
+                // A session with the peer: it is back. What we still owe it goes now,
+                // what was held for it with a fresh budget (but not twice).
+                let again = tracker.peerReturned(sender, now: now).filter {
+                    guard case let .resend(id, _, _) = $0, let p = unacknowledged[id] else { return true }
+                    return !flushed.contains(p)
+                }
+                followUp(again, now: now)
+            }
+        } catch {
+            emit(.rejected(Rejection(.handshakeFailed, peer: sender, "handshake from \(sender): \(error)")))
+        }
+    }
+
+    /// A decrypted inner payload.
+    private mutating func inner(_ plaintext: [UInt8], from sender: PeerID, hops: Int, now: Millis) {
+        guard let payload = try? NoisePayload(decoding: plaintext) else {
+            emit(.rejected(Rejection(.malformedPrivatePayload, peer: sender, "malformed private payload from \(sender)")))
+            return
+        }
+        switch payload {
+        case let .privateMessage(m):
+            // A retried copy is acknowledged again but shown once.
+            if seen.insert(m.messageID) {
+                emit(.privateMessage(from: sender, nickname: present[sender]?.info.nickname, text: m.content,
+                                     messageID: m.messageID, hops: hops))
+            }
+            try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
+        case let .privateFile(file):
+            receiveFile(file, from: sender, now: now)
+        case let .delivered(id):
+            // A duplicate receipt, or one from anyone but the recipient, counts for nothing.
+            guard tracker.recipient(of: id) == sender, tracker.acknowledged(id) != nil else { return }
+            unacknowledged[id] = nil
+            emit(.delivered(messageID: id, by: sender))
+        case let .readReceipt(id):
+            emit(.read(messageID: id, by: sender))
+        default:
+            break
+        }
+    }
+
+    private mutating func receiveFile(_ file: FileTransfer, from sender: PeerID, now: Millis) {
+        guard configuration.acceptsFiles, let tlv = try? file.encoded() else {
+            emit(.rejected(Rejection(.fileRefused, peer: sender, "file from \(sender) refused: no download directory")))
+            return
+        }
+        let id = sha256Hex(tlv)
+        try? sendNoise(.delivered(messageID: id), to: sender, now: now)
+        guard seen.insert(id) else { return } // a retried copy
+        outbox.append(.saveFile(IncomingFile(from: sender, name: Self.safeName(file.name, id: id), mimeType: file.mimeType,
+                                             content: file.content, transferID: id)))
+    }
+
+    /// Only a plain base name, never a path a stranger chose.
+    static func safeName(_ name: String?, id: String) -> String {
+        let raw = (name ?? "file").split(separator: "/").last.map(String.init) ?? "file"
+        let base = DisplayText.clean(raw).filter { $0 != "\\" }
+        return base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
+    }
+
+    private mutating func announce(now: Millis) {
+        lastAnnounce = now
+        let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
+        guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: now,
+                                                  directNeighbors: neighbors) else { return }
+        perform(router.originate(packet, now: now), now: now)
+    }
+}
+
+/// A set that forgets its oldest members past a capacity.
+struct BoundedSet<Element: Hashable & Sendable>: Sendable {
+    let capacity: Int
+    private var members: Set<Element> = []
+    private var order: [Element] = []
+    private var head = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Inserts; false when it was there already.
+    mutating func insert(_ e: Element) -> Bool {
+        guard members.insert(e).inserted else { return false }
+        order.append(e)
+        if members.count > capacity {
+            members.remove(order[head])
+            head += 1
+            if head > capacity { order.removeFirst(head); head = 0 }
+        }
+        return true
+    }
+
+    func contains(_ e: Element) -> Bool { members.contains(e) }
+    var count: Int { members.count }
+}

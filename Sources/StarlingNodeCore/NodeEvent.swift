@@ -1,0 +1,177 @@
+import StarlingMesh
+import StarlingStately
+import StarlingWire
+
+/// What a node tells its application. The node core produces most of these;
+/// the runtime adds the ones that only it can know (``started``, links with
+/// their addresses, where a file was saved).
+///
+/// Every event encodes to one JSON object with an `"event"` field naming it
+/// (`starling listen --json` prints exactly these).
+public enum NodeEvent: Sendable {
+    case started(port: UInt16?, peerID: PeerID, nickname: String)
+    case linkUp(String)
+    case linkDown(String)
+    /// A verified announce from a peer not seen before (or renamed).
+    case peer(PeerID, nickname: String, hops: Int)
+    /// A public message. `verified`: signed by the key the sender's verified
+    /// announce carries (docs/PROTOCOL.md, "Public messages").
+    case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64)
+    /// A private message, decrypted; a delivered receipt went back already.
+    case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int)
+    case sessionEstablished(PeerID, fingerprint: String)
+    /// Our private message reached its recipient.
+    case delivered(messageID: String, by: PeerID)
+    /// Our private message was not acknowledged within its retry budget.
+    case failed(messageID: String, to: PeerID)
+    /// Our message to a favourite was not acknowledged within the retry
+    /// budget: it is held, and sent again when the favourite returns.
+    case held(messageID: String, for: PeerID)
+    /// A file for us is arriving, `received` of `total` fragments.
+    case fileProgress(from: PeerID, received: Int, total: Int)
+    /// A file arrived, was saved at `path`, and a delivered receipt went back.
+    case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
+    /// Our private message was displayed to its recipient.
+    case read(messageID: String, by: PeerID)
+    case left(PeerID)
+    /// Something from the network (or a transport) was refused, and why.
+    case rejected(Rejection)
+    /// A peer's Stately state is new or changed.
+    case state(StatelyEngine.PeerState)
+    /// An SOS arrived.
+    case sos(StatelyEngine.PeerState)
+    /// A peer's state expired (or it went invisible).
+    case stateExpired(PeerID)
+}
+
+/// Why something was refused: a kind a program can switch on, the peer it
+/// came from when known, and the words for a person.
+public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
+    public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
+        /// An announce that does not verify (signature, key binding, age).
+        case badAnnounce
+        /// A public message whose payload is not UTF-8 text.
+        case notText
+        /// A Noise transport frame that no session of ours opens.
+        case undecryptable
+        /// A Noise handshake message that failed, or was rate-limited.
+        case handshakeFailed
+        /// A decrypted private payload that does not decode.
+        case malformedPrivatePayload
+        /// A file we do not accept (no download directory).
+        case fileRefused
+        /// A file we accepted but could not write.
+        case fileNotSaved
+        /// A Stately packet refused.
+        case stately
+        /// A transport failed (Bluetooth unreachable, adapter off …).
+        case transport
+    }
+
+    public var kind: Kind
+    public var peer: PeerID?
+    public var detail: String
+
+    public init(_ kind: Kind, peer: PeerID? = nil, _ detail: String) {
+        self.kind = kind
+        self.peer = peer
+        self.detail = detail
+    }
+
+    public var description: String { detail }
+}
+
+extension NodeEvent: Encodable {
+    enum Key: String, CodingKey {
+        case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
+        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji
+    }
+
+    /// The event's name, as the JSON `"event"` field gives it.
+    public var name: String {
+        switch self {
+        case .started: "started"
+        case .linkUp: "linkUp"
+        case .linkDown: "linkDown"
+        case .peer: "peer"
+        case .message: "message"
+        case .privateMessage: "privateMessage"
+        case .sessionEstablished: "session"
+        case .delivered: "delivered"
+        case .failed: "failed"
+        case .held: "held"
+        case .fileProgress: "fileProgress"
+        case .fileReceived: "fileReceived"
+        case .read: "read"
+        case .left: "left"
+        case .rejected: "rejected"
+        case .state: "state"
+        case .sos: "sos"
+        case .stateExpired: "stateExpired"
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(name, forKey: .event)
+        switch self {
+        case let .started(port, peerID, nickname):
+            try c.encodeIfPresent(port, forKey: .port)
+            try c.encode(peerID.description, forKey: .peerID)
+            try c.encode(nickname, forKey: .nickname)
+        case let .linkUp(a), let .linkDown(a):
+            try c.encode(a, forKey: .address)
+        case let .peer(id, nickname, hops):
+            try c.encode(id.description, forKey: .peerID)
+            try c.encode(nickname, forKey: .nickname)
+            try c.encode(hops, forKey: .hops)
+        case let .message(from, nickname, text, hops, timestamp):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(nickname, forKey: .nickname) // null when unknown
+            try c.encode(text, forKey: .text)
+            try c.encode(hops, forKey: .hops)
+            try c.encode(timestamp, forKey: .timestamp)
+        case let .privateMessage(from, nickname, text, id, hops):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(nickname, forKey: .nickname)
+            try c.encode(text, forKey: .text)
+            try c.encode(id, forKey: .messageID)
+            try c.encode(hops, forKey: .hops)
+        case let .sessionEstablished(peer, fingerprint):
+            try c.encode(peer.description, forKey: .peerID)
+            try c.encode(fingerprint, forKey: .fingerprint)
+        case let .delivered(id, by), let .read(id, by):
+            try c.encode(id, forKey: .messageID)
+            try c.encode(by.description, forKey: .by)
+        case let .failed(id, to):
+            try c.encode(id, forKey: .messageID)
+            try c.encode(to.description, forKey: .to)
+        case let .held(id, peer):
+            try c.encode(id, forKey: .messageID)
+            try c.encode(peer.description, forKey: .for)
+        case let .fileProgress(from, received, total):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(received, forKey: .received)
+            try c.encode(total, forKey: .total)
+        case let .fileReceived(from, name, size, path, id):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(name, forKey: .name)
+            try c.encode(size, forKey: .size)
+            try c.encode(path, forKey: .path)
+            try c.encode(id, forKey: .transferID)
+        case let .left(peer), let .stateExpired(peer):
+            try c.encode(peer.description, forKey: .peerID)
+        case let .rejected(r):
+            try c.encode(r.kind, forKey: .kind)
+            try c.encode(r.detail, forKey: .reason)
+            try c.encodeIfPresent(r.peer?.description, forKey: .peerID)
+        case let .state(s), let .sos(s):
+            try c.encode(s.senderID.description, forKey: .peerID)
+            try c.encode(s.name, forKey: .name)
+            try c.encode(s.state.rawValue, forKey: .state)
+            try c.encode(s.state.emoji, forKey: .emoji)
+            try c.encode(s.hops, forKey: .hops)
+            try c.encode(s.timestamp, forKey: .timestamp)
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import StarlingWire
+
+/// Bitchat over UDP: one frame per datagram, links by address (the
+/// transport of `starling` on a laptop or a Raspberry Pi without Bluetooth).
+///
+/// - Explicit peers are links from the start; with discovery, a hello every
+///   2 s to each loopback rendezvous port (and, with `lan`, to the multicast
+///   group) finds the other processes (``Discovery``).
+/// - An address not linked yet becomes a link when it sends a hello, or a
+///   datagram that decodes as a bitchat packet or a Stately packet; junk from
+///   a stranger is counted (``refused``) and links nothing. At most
+///   `maxLinks` links.
+/// - Stately packets travel after the "STAT" tag (``Channel``).
+public final class UDPTransport: Transport, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// UDP port; nil: the first free rendezvous port (with discovery), else one the system picks.
+        public var port: UInt16?
+        public var peers: [UDPAddress] = []
+        public var discovery = true
+        /// Multicast discovery on the local network (opt-in): binds every
+        /// interface and joins ``Discovery/lanGroup``.
+        public var lan = false
+        public var maxLinks = 64
+        public init() {}
+    }
+
+    public let name = "udp"
+    public let localPeer: PeerID
+    public let options: Options
+    public let events: AsyncStream<TransportEvent>
+    private let continuation: AsyncStream<TransportEvent>.Continuation
+    private let socket: UDPSocket
+    private let lanSocket: UDPSocket?
+    private let lock = NSLock()
+    private var links: [String: UDPAddress] = [:]
+    private var tasks: [Task<Void, Never>] = []
+    private var refusedCount = 0
+
+    /// Binds the socket now, so that the port is known before ``start()``.
+    public init(localPeer: PeerID, options: Options) throws {
+        self.localPeer = localPeer
+        self.options = options
+        let lan = options.lan
+        func bind(_ port: UInt16) -> UDPAddress { lan ? .any(port) : .loopback(port) }
+        var socket: UDPSocket?
+        if let port = options.port {
+            socket = try UDPSocket(bindTo: bind(port))
+        } else if options.discovery {
+            for p in Discovery.rendezvousPorts {
+                if let s = try? UDPSocket(bindTo: bind(p)) { socket = s; break }
+            }
+        }
+        self.socket = try socket ?? UDPSocket(bindTo: bind(0))
+        if lan {
+            let s = try UDPSocket(bindTo: .any(Discovery.lanGroup.port), reuseAddress: true)
+            try s.joinMulticastGroup(Discovery.lanGroup.host)
+            lanSocket = s
+        } else {
+            lanSocket = nil
+        }
+        (events, continuation) = AsyncStream.makeStream(of: TransportEvent.self, bufferingPolicy: .bufferingNewest(4_096))
+    }
+
+    public var port: UInt16 { socket.localPort }
+    /// Datagrams from strangers that were neither a hello nor a packet.
+    public var refused: Int { lock.withLock { refusedCount } }
+    public var linkCount: Int { lock.withLock { links.count } }
+
+    public func start() async throws {
+        for address in options.peers { admit(address) }
+        let datagrams = socket.datagrams()
+        let tasks = [
+            Task { [weak self] in
+                for await (from, bytes) in datagrams {
+                    guard let self else { return }
+                    self.handle(bytes, from: from)
+                }
+            },
+            // Hellos: now, then every 2 s.
+            Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    self.sendHellos()
+                    try? await Task.sleep(for: .milliseconds(Discovery.helloInterval))
+                }
+            },
+        ] + (lanSocket.map { lan in
+            let hellos = lan.datagrams()
+            return [Task { [weak self] in
+                for await (from, bytes) in hellos where Discovery.isHello(bytes) {
+                    guard let self else { return }
+                    self.handle(bytes, from: from)
+                }
+            }]
+        } ?? [])
+        lock.withLock { self.tasks = tasks }
+    }
+
+    private func sendHellos() {
+        let hello = Discovery.hello(from: localPeer)
+        if options.discovery {
+            for p in Discovery.rendezvousPorts where p != port { socket.send(hello, to: .loopback(p)) }
+        }
+        for a in options.peers { socket.send(hello, to: a) }
+        if options.lan { socket.send(hello, to: Discovery.lanGroup) }
+    }
+
+    /// Links an address (if there is room); returns its key, nil when full.
+    @discardableResult
+    private func admit(_ address: UDPAddress) -> String? {
+        let key = address.description
+        let new: Bool? = lock.withLock {
+            if links[key] != nil { return false }
+            guard links.count < options.maxLinks else { return nil }
+            links[key] = address
+            return true
+        }
+        guard let new else { return nil }
+        if new { continuation.yield(.up(key, maxFrame: nil)) }
+        return key
+    }
+
+    private func isLinked(_ address: UDPAddress) -> String? {
+        let key = address.description
+        return lock.withLock { links[key] != nil } ? key : nil
+    }
+
+    private func handle(_ bytes: [UInt8], from address: UDPAddress) {
+        switch Channel.of(bytes) {
+        case .hello:
+            guard let from = Discovery.parseHello(bytes), from != localPeer else { return } // our own, looped back
+            if let key = admit(address) { continuation.yield(.heard(key)) }
+        case .stately:
+            let packet = Channel.statelyPacket(bytes)
+            guard let key = isLinked(address) ?? ((try? StatePacket(decoding: packet)) != nil ? admit(address) : nil) else {
+                lock.withLock { refusedCount += 1 }
+                return
+            }
+            continuation.yield(.frame(key, packet, .stately))
+        case .bitchat:
+            // A bitchat packet from an address we have no link with yet starts one
+            // (any bitchat implementation can talk to us); junk does not.
+            guard let key = isLinked(address) ?? ((try? Packet(decoding: bytes)) != nil ? admit(address) : nil) else {
+                lock.withLock { refusedCount += 1 }
+                return
+            }
+            continuation.yield(.frame(key, bytes, .mesh))
+        }
+    }
+
+    public func send(_ frame: [UInt8], on channel: FrameChannel, to keys: [String]) {
+        let addresses = lock.withLock { keys.compactMap { links[$0] } }
+        let datagram = channel == .stately ? Channel.stately(frame) : frame
+        for a in addresses { socket.send(datagram, to: a) }
+    }
+
+    public func close(_ key: String) async {
+        guard lock.withLock({ links.removeValue(forKey: key) }) != nil else { return }
+        continuation.yield(.down(key))
+    }
+
+    public func stop() async {
+        let tasks = lock.withLock { self.tasks }
+        for t in tasks { t.cancel() }
+        socket.close()
+        lanSocket?.close()
+        continuation.finish()
+    }
+}
