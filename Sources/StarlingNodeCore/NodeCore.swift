@@ -94,7 +94,8 @@ public struct NodeCore: Sendable {
     public private(set) var configuration: Configuration
     public private(set) var nickname: String
     private var outbox: [Output] = []
-    private var router: MeshRouter
+    /// The mesh router inside (read-only: statistics, routes, neighbourhood).
+    public private(set) var router: MeshRouter
     private var sessions: SessionManager
     private var stately: StatelyEngine
     private var rng: SeededGenerator

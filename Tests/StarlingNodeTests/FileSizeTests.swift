@@ -8,7 +8,7 @@ import StarlingWire
 @Suite struct FileSizeTests {
     @Test func aFileTooLargeForTheLinksIsRefusedAtOnce() async throws {
         var options = MeshNode.Options(nickname: "sender")
-        options.discovery = false
+        options.udp = nil
         let node = try MeshNode(identity: Identity.generate(), options: options)
         let bob = PeerID(rawValue: 42)
         func send(_ count: Int) async throws {

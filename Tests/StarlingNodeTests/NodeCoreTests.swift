@@ -1,0 +1,309 @@
+import Testing
+import StarlingCrypto
+import StarlingMesh
+import StarlingNodeCore
+import StarlingStately
+import StarlingWire
+
+/// The node core in one process, over in-memory links on a virtual clock:
+/// every behaviour a node has, without sockets, processes or sleeps.
+@Suite struct NodeCoreTests {
+    /// a — b — c, 5 ms links.
+    static func line(_ configure: (inout NodeCore.Configuration) -> Void = { _ in }) -> EmbeddedNetwork {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice", configure: configure)
+        let b = net.addNode("bob", configure: configure)
+        let c = net.addNode("carol", configure: configure)
+        net.connect(a, b)
+        net.connect(b, c)
+        return net
+    }
+
+    static func messages(_ net: EmbeddedNetwork, _ node: Int) -> [String] {
+        net.events[node].compactMap { if case let .message(_, _, text, _, _) = $0 { text } else { nil } }
+    }
+
+    static func privateMessages(_ net: EmbeddedNetwork, _ node: Int) -> [(text: String, hops: Int)] {
+        net.events[node].compactMap { if case let .privateMessage(_, _, text, _, hops) = $0 { (text, hops) } else { nil } }
+    }
+
+    static func count(_ net: EmbeddedNetwork, _ node: Int, _ name: String) -> Int {
+        net.events[node].filter { $0.name == name }.count
+    }
+
+    @Test func announcesTellWhoIsHereAndHowFarAndCarryNeighbourLists() throws {
+        let net = Self.line()
+        net.run(for: 1_000)
+        let alice = net.nodes[0], carol = net.nodes[2]
+        #expect(alice.peers[net.nodes[1].peerID]?.hops == 1)
+        #expect(alice.peers[carol.peerID]?.hops == 2)
+        #expect(alice.peers[carol.peerID]?.nickname == "carol")
+        #expect(alice.peer(named: "carol") == carol.peerID)
+        #expect(alice.peers[carol.peerID]?.fingerprint == carol.identity.fingerprint)
+        // Bob's announce lists alice and carol: bob is alice's neighbour, and the
+        // announce that reaches alice tells her bob's neighbours (a source route to carol).
+        #expect(alice.neighborPeers == [net.nodes[1].peerID])
+        net.run(for: 10_000) // the second round of announces carries the neighbour lists
+        try net.on(0) { try $0.sendPrivate("routed", to: carol.peerID, now: $1) }
+        net.run(for: 2_000)
+        #expect(net.nodes[0].statistics.routed > 0)
+        #expect(Self.privateMessages(net, 2).map(\.text) == ["routed"])
+    }
+
+    @Test func aSignedPublicMessageCrossesTwoHops() throws {
+        let net = Self.line()
+        net.run(for: 500)
+        try net.on(0) { try $0.sendPublic("hello mesh", now: $1) }
+        net.run(for: 500)
+        #expect(Self.messages(net, 2) == ["hello mesh"])
+        guard case let .message(from, nickname, _, hops, timestamp)? = net.events[2].first(where: { $0.name == "message" }) else {
+            Issue.record("no message"); return
+        }
+        #expect(from == net.nodes[0].peerID && nickname == "alice" && hops == 2)
+        #expect(timestamp >= 1_763_800_000_000)
+        #expect(Self.messages(net, 0).isEmpty) // not echoed back to its sender
+    }
+
+    @Test func privateMessagesOpenASessionAndComeBackAsDeliveredAndRead() throws {
+        let net = Self.line()
+        net.run(for: 500)
+        let carol = net.nodes[2].peerID
+        let id = try net.on(0) { try $0.sendPrivate("psst", to: carol, now: $1) }
+        #expect(id.count == 36 && id.split(separator: "-").map(\.count) == [8, 4, 4, 4, 12])
+        net.run(for: 1_000)
+        #expect(Self.privateMessages(net, 2).map(\.text) == ["psst"])
+        #expect(Self.privateMessages(net, 2).first?.hops == 2)
+        #expect(Self.count(net, 0, "session") == 1 && Self.count(net, 2, "session") == 1)
+        #expect(net.nodes[0].hasSession(with: carol))
+        #expect(net.events[0].contains { if case .delivered(id, carol) = $0 { true } else { false } })
+        #expect(net.nodes[0].unacknowledgedCount == 0)
+        // Bob relayed but never saw the text.
+        #expect(Self.privateMessages(net, 1).isEmpty)
+        let alice = net.nodes[0].peerID
+        try net.on(2) { try $0.sendReadReceipt(id, to: alice, now: $1) }
+        net.run(for: 500)
+        #expect(net.events[0].contains { if case .read(id, carol) = $0 { true } else { false } })
+    }
+
+    @Test func aLossyLinkIsOvercomeByRetriesAndTheMessageIsShownOnce() throws {
+        let net = EmbeddedNetwork(seed: 7)
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        net.connect(a, b, loss: 0.25)
+        net.run(for: 3_000)
+        let bob = net.nodes[b].peerID
+        var ids: [String] = []
+        for i in 0..<10 { ids.append(try net.on(a) { try $0.sendPrivate("m\(i)", to: bob, now: $1) }) }
+        let all = net.run(until: { net in ids.allSatisfy { id in net.events[a].contains { if case .delivered(id, _) = $0 { true } else { false } } } },
+                          timeout: 300_000)
+        #expect(all, "delivered \(Self.count(net, a, "delivered")) of 10; \(net.events[a].map(\.name))")
+        #expect(net.framesLost > 0)
+        #expect(Set(Self.privateMessages(net, b).map(\.text)) == Set((0..<10).map { "m\($0)" }))
+        #expect(Self.privateMessages(net, b).count == 10) // retried copies shown once
+    }
+
+    @Test func aMessageToSomeoneAbsentFailsAtTheEndOfItsBudget() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice") {
+            $0.retry.budget = 10_000
+            $0.retry.maxInterval = 4_000
+        }
+        let b = net.addNode("bob")
+        net.connect(a, b)
+        net.run(for: 1_000)
+        let stranger = Identity.generate().peerID
+        let id = try net.on(a) { try $0.sendPrivate("anyone?", to: stranger, now: $1) }
+        net.run(for: 9_000)
+        #expect(!net.events[a].contains { if case .failed = $0 { true } else { false } })
+        net.run(for: 5_000)
+        #expect(net.events[a].contains { if case .failed(id, stranger) = $0 { true } else { false } })
+        #expect(net.nodes[a].unacknowledgedCount == 0)
+    }
+
+    @Test func aFavouritesMessagesAreHeldBySenderAndRelayAndHandedOverWhenSheReturns() throws {
+        // Carol is everyone's favourite: alice holds her messages when the retry
+        // budget ends, and bob (the relay) keeps what he relays for her once she
+        // is gone from the mesh.
+        let carolID = Identity.generate()
+        let net = EmbeddedNetwork()
+        func favouriteOfCarol(_ c: inout NodeCore.Configuration) {
+            c.favorites = [carolID.fingerprint]
+            c.retry.budget = 5_000
+        }
+        let a = net.addNode("alice", configure: favouriteOfCarol), b = net.addNode("bob", configure: favouriteOfCarol)
+        let c = net.addNode(NodeCore.Configuration(nickname: "carol"), identity: carolID)
+        net.connect(a, b)
+        net.connect(b, c)
+        net.run(for: 2_000)
+        try net.on(a) { try $0.sendPrivate("before", to: carolID.peerID, now: $1) }
+        net.run(for: 2_000)
+        #expect(Self.privateMessages(net, c).map(\.text) == ["before"])
+        // She goes, without a word.
+        net.disconnect(b, c)
+        let away = try net.on(a) { try $0.sendPrivate("while away", to: carolID.peerID, now: $1) }
+        net.run(for: 70_000)
+        #expect(net.events[a].contains { if case .held(away, _) = $0 { true } else { false } })
+        #expect(!net.events[a].contains { if case .failed = $0 { true } else { false } })
+        #expect(net.nodes[a].peers[carolID.peerID] == nil) // gone from the mesh
+        // Sent now, it reaches bob, who keeps it for her.
+        let later = try net.on(a) { try $0.sendPrivate("later", to: carolID.peerID, now: $1) }
+        net.run(for: 2_000)
+        #expect(net.nodes[b].statistics.held > 0)
+        #expect(Self.privateMessages(net, c).map(\.text) == ["before"])
+        net.connect(b, c)
+        net.run(for: 10_000)
+        #expect(net.nodes[b].statistics.handedOver > 0)
+        #expect(Self.privateMessages(net, c).map(\.text).sorted() == ["before", "later", "while away"])
+        for id in [away, later] {
+            #expect(net.events[a].contains { if case .delivered(id, _) = $0 { true } else { false } })
+        }
+    }
+
+    @Test func aFileCrossesSmallFramesIntactAndIsAcknowledgedByItsTransferID() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob"), c = net.addNode("carol")
+        net.connect(a, b, maxFrame: 185)
+        net.connect(b, c, maxFrame: 185)
+        net.run(for: 1_000)
+        let content = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let carol = net.nodes[c].peerID
+        let id = try net.on(a) { try $0.sendFile(name: "../../etc/photo.jpg", mimeType: "image/jpeg", content: content,
+                                                to: carol, now: $1) }
+        net.run(for: 5_000)
+        let saved = try #require(net.savedFiles[c].first)
+        #expect(saved.content == content)
+        #expect(saved.name == "photo.jpg") // never a path a stranger chose
+        #expect(saved.transferID == id)
+        #expect(net.events[c].contains { if case .fileProgress = $0 { true } else { false } })
+        #expect(net.events[a].contains { if case .delivered(id, _) = $0 { true } else { false } })
+        #expect(net.savedFiles[c].count == 1)
+    }
+
+    @Test func aBlockedPeerIsNeitherShownNorRelayed() throws {
+        let net = Self.line()
+        net.run(for: 1_000)
+        let alice = net.nodes[0].identity
+        net.on(1) { c, _ in c.block(alice.fingerprint) }
+        #expect(net.nodes[1].isBlocked(alice.peerID))
+        try net.on(0) { try $0.sendPublic("can you hear me", now: $1) }
+        let bob = net.nodes[1].peerID
+        try net.on(0) { try $0.sendPrivate("bob?", to: bob, now: $1) }
+        net.run(for: 3_000)
+        #expect(Self.messages(net, 1).isEmpty)
+        #expect(Self.privateMessages(net, 1).isEmpty)
+        #expect(Self.messages(net, 2).isEmpty) // bob was the only way to carol
+        #expect(net.nodes[1].statistics.blockedDropped > 0)
+        net.on(1) { c, _ in c.unblock(alice.fingerprint) }
+        try net.on(0) { try $0.sendPublic("again", now: $1) }
+        net.run(for: 1_000)
+        #expect(Self.messages(net, 1) == ["again"] && Self.messages(net, 2) == ["again"])
+    }
+
+    @Test func statesAndAnSOSReachEveryone() throws {
+        let net = Self.line()
+        net.run(for: 1_000)
+        net.on(0) { $0.setStatus(.busy, now: $1) }
+        net.run(for: 1_000)
+        let state = net.events[2].compactMap { if case let .state(s) = $0 { s } else { nil } }.last
+        #expect(state?.state == .busy && state?.name == "alice" && state?.hops == 2)
+        net.on(0) { $0.setStatus(.sos, now: $1) }
+        net.run(for: 1_000)
+        #expect(net.events[2].contains { if case .sos = $0 { true } else { false } })
+        #expect(net.nodes[2].statusBoard.first?.state == .sos)
+        net.on(0) { $0.clearSOS(now: $1) }
+        net.run(for: 1_000)
+        #expect(net.nodes[2].statusBoard.first { $0.senderID == net.nodes[0].peerID }?.state == .busy)
+    }
+
+    @Test func aRenameIsAnnouncedAndALeaveIsHeard() throws {
+        let net = Self.line()
+        net.run(for: 1_000)
+        net.on(0) { $0.rename("alicia", now: $1) }
+        net.run(for: 500)
+        #expect(net.nodes[2].peers[net.nodes[0].peerID]?.nickname == "alicia")
+        net.on(0) { $0.leave(now: $1) }
+        net.run(for: 500)
+        #expect(net.nodes[2].peers[net.nodes[0].peerID] == nil)
+        #expect(net.events[2].contains { if case .left(net.nodes[0].peerID) = $0 { true } else { false } })
+    }
+
+    @Test func aPeerThatGoesQuietExpiresAndALinkThatNeverAnnouncesIsClosed() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        net.connect(a, b)
+        let raw = net.openRawLink(to: a)
+        net.run(for: 1_000)
+        #expect(net.nodes[a].linkCount == 2)
+        // Our own announce went out on the raw link too.
+        #expect(net.rawReceived[raw]?.isEmpty == false)
+        net.run(for: 16_000)
+        #expect(net.nodes[a].linkCount == 1) // the silent stranger's link is gone
+        net.disconnect(a, b)
+        net.run(for: 61_000)
+        #expect(net.nodes[a].peers.isEmpty)
+        #expect(net.events[a].contains { if case .left(net.nodes[b].peerID) = $0 { true } else { false } })
+    }
+
+    @Test func aSessionIsRekeyedAfterAnHourAndMessagesFlowAcrossTheSwitch() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        #expect(net.nodes[a].configuration.sessions.rekeyAfterMillis == 3_600_000)
+        #expect(net.nodes[a].configuration.sessions.rekeyAfterMessages == 10_000)
+        net.connect(a, b)
+        net.run(for: 1_000)
+        let bob = net.nodes[b].peerID
+        try net.on(a) { try $0.sendPrivate("first", to: bob, now: $1) }
+        net.run(for: 1_000)
+        #expect(Self.count(net, a, "session") == 1)
+        net.run(for: 3_600_000)
+        try net.on(a) { try $0.sendPrivate("an hour later", to: bob, now: $1) }
+        try net.on(a) { try $0.sendPrivate("right after", to: bob, now: $1) }
+        net.run(for: 2_000)
+        #expect(net.nodes[a].rekeys == 1)
+        #expect(Self.count(net, a, "session") == 2 && Self.count(net, b, "session") == 2)
+        #expect(Self.privateMessages(net, b).map(\.text) == ["first", "an hour later", "right after"])
+        #expect(Self.count(net, a, "delivered") == 3)
+    }
+
+    @Test func aSessionIsRekeyedAfterItsMessageCount() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice") { $0.sessions.rekeyAfterMessages = 40 }
+        let b = net.addNode("bob") { $0.sessions.rekeyAfterMessages = 40 }
+        net.connect(a, b)
+        net.run(for: 1_000)
+        let bob = net.nodes[b].peerID
+        for i in 0..<60 {
+            try net.on(a) { try $0.sendPrivate("n\(i)", to: bob, now: $1) }
+            net.run(for: 50)
+        }
+        net.run(for: 2_000)
+        #expect(net.nodes[a].rekeys >= 1)
+        #expect(Self.count(net, b, "session") >= 2)
+        #expect(Self.privateMessages(net, b).map(\.text) == (0..<60).map { "n\($0)" })
+        #expect(Self.count(net, a, "delivered") == 60)
+    }
+
+    @Test func fiftyNodesOnAGridAllHearOneMessage() throws {
+        let net = EmbeddedNetwork(seed: 3)
+        for i in 0..<50 { net.addNode("n\(i)") }
+        for i in 0..<50 {
+            if i % 10 != 9 { net.connect(i, i + 1) }
+            if i + 10 < 50 { net.connect(i, i + 10) }
+        }
+        net.run(for: 3_000)
+        try net.on(0) { try $0.sendPublic("to all fifty", now: $1) }
+        net.run(for: 3_000)
+        let heard = (1..<50).filter { Self.messages(net, $0) == ["to all fifty"] }.count
+        #expect(heard == 49)
+        #expect(net.nodes[49].peers.count == 49)
+    }
+
+    @Test func eventsEncodeAsTheJSONThatListenPrints() throws {
+        let peer = PeerID(rawValue: 0xA1B2_C3D4_E5F6_0718)
+        let event = NodeEvent.message(from: peer, nickname: nil, text: "hi", hops: 2, timestamp: 5)
+        let json = try String(decoding: JSONEncoderForTests.encode(event), as: UTF8.self)
+        #expect(json == #"{"event":"message","from":"a1b2c3d4e5f60718","hops":2,"nickname":null,"text":"hi","timestamp":5}"#)
+        let rejected = NodeEvent.rejected(Rejection(.badAnnounce, peer: peer, "announce from a1b2c3d4e5f60718: stale"))
+        #expect(try String(decoding: JSONEncoderForTests.encode(rejected), as: UTF8.self)
+            == #"{"event":"rejected","kind":"badAnnounce","peerID":"a1b2c3d4e5f60718","reason":"announce from a1b2c3d4e5f60718: stale"}"#)
+    }
+}
