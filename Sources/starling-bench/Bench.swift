@@ -19,6 +19,11 @@ struct StarlingBench {
         _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 16 << 20)
         #endif
         let args = Array(CommandLine.arguments.dropFirst())
+        // A child of `node`: the previous runtime's wake pattern, for the idle baseline.
+        if args.first == "poll-loop" {
+            await NodeBench.pollLoop(seconds: Double(args.dropFirst().first ?? "60") ?? 60)
+            return
+        }
         let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "mesh": MeshBench.run,
                                                   "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "services": ServicesBench.run, "stately": StatelyBench.run]
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
@@ -100,3 +105,5 @@ extension String {
     func padding(_ n: Int) -> String { count >= n ? self + " " : self + String(repeating: " ", count: n - count) }
     func leftPadding(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }
+
+func format3(_ v: Double) -> String { String(format: "%.3f", v) }

@@ -49,7 +49,8 @@ final class LiveProcess: @unchecked Sendable {
     /// Polls the plain output for `needle` for at most `seconds`.
     /// Async, so that waiting never holds a thread of the shared pool that
     /// in-process tests run on.
-    func waitForText(_ needle: String, seconds: Double = 10) async -> Bool {
+    /// Limits, not sleeps: generous (30 s) so that a cold, loaded first run passes; they cost time only on failure.
+    func waitForText(_ needle: String, seconds: Double = 30) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if text.contains(needle) { return true }
@@ -64,7 +65,7 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Polls for an event matching `predicate` for at most `seconds`.
-    func waitFor(seconds: Double = 10, _ predicate: ([String: Any]) -> Bool) async -> [String: Any]? {
+    func waitFor(seconds: Double = 30, _ predicate: ([String: Any]) -> Bool) async -> [String: Any]? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let e = events.first(where: predicate) { return e }

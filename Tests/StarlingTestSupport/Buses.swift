@@ -86,9 +86,11 @@ public final class MockBlueZ {
         return zoo
     }
 
-    /// Waits until bluezoo shows `count` adapters.
+    /// Waits until bluezoo shows `count` adapters: up to 90 s, since a cold
+    /// machine's first start of bluezoo (Python imports, a loaded CI run) has
+    /// taken more than 15 s here; a warm start takes about a second.
     public func ready(_ connection: DBusConnection, count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + .seconds(90)
         while ContinuousClock.now < deadline {
             if let a = try? await BlueZ.adapters(connection), a.count >= count { return }
             try await Task.sleep(for: .milliseconds(100))
