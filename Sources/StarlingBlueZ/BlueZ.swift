@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StarlingDBus
 
 /// BlueZ, the Linux Bluetooth stack, over D-Bus: what the BLE transport needs
@@ -6,6 +7,19 @@ import StarlingDBus
 /// one characteristic, and an LE advertisement) and a central (discovery,
 /// connection, notifications, writes without response).
 public enum BlueZ {
+    /// Where failures that end nothing are told: a clean-up call that BlueZ
+    /// refused (a device already gone, an advertisement already removed).
+    public static let logger = Logger(label: "starling.bluez")
+
+    /// Runs a call whose failure changes nothing for the caller; a failure is logged, not thrown.
+    @discardableResult
+    public static func attempt<T>(_ what: String, _ body: () async throws -> T) async -> T? {
+        do { return try await body() } catch {
+            logger.debug("\(what) failed", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
     public static let bus = "org.bluez"
     static let objectManager = "org.freedesktop.DBus.ObjectManager"
     static let properties = "org.freedesktop.DBus.Properties"
@@ -137,9 +151,9 @@ public final class BlueZPeripheral: @unchecked Sendable {
 
     public func stop() async {
         if advertise {
-            _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(advertisementPath)])
+            await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(advertisementPath)]) }
         }
-        _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
+        await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)]) }
         bus.unexport(root)
         eventContinuation.finish()
     }
@@ -238,7 +252,7 @@ public final class BlueZCentral: @unchecked Sendable {
     }
 
     public func stopDiscovery() async {
-        _ = try? await bus.call(BlueZ.bus, adapter, "org.bluez.Adapter1", "StopDiscovery")
+        await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, adapter, "org.bluez.Adapter1", "StopDiscovery") }
     }
 
     /// Devices under this adapter that advertise the service, with their RSSI when known.
@@ -269,7 +283,7 @@ public final class BlueZCentral: @unchecked Sendable {
         var removed: [String] = []
         for (path, ifaces) in try await BlueZ.objects(bus) where path.hasPrefix(adapter + "/") && !keep.contains(path) {
             guard let d = ifaces["org.bluez.Device1"], d["Connected"]?.bool != true else { continue }
-            if (try? await bus.call(BlueZ.bus, adapter, "org.bluez.Adapter1", "RemoveDevice", [.objectPath(path)])) != nil {
+            if await BlueZ.attempt("RemoveDevice", { try await bus.call(BlueZ.bus, adapter, "org.bluez.Adapter1", "RemoveDevice", [.objectPath(path)]) }) != nil {
                 removed.append(path)
             }
         }
@@ -286,7 +300,7 @@ public final class BlueZCentral: @unchecked Sendable {
             _ = try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Connect", timeout: timeout)
         } catch {
             // A timed-out attempt is cancelled, not left pending in BlueZ.
-            _ = try? await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect", timeout: .seconds(2))
+            await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect", timeout: .seconds(2)) }
             throw error
         }
         let wanted = Set(uuids.map { $0.lowercased() })
@@ -366,8 +380,8 @@ public final class BlueZDevice: @unchecked Sendable {
     }
 
     public func disconnect() async {
-        for p in paths.values { _ = try? await bus.call(BlueZ.bus, p, "org.bluez.GattCharacteristic1", "StopNotify") }
-        _ = try? await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect")
+        for p in paths.values { await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, p, "org.bluez.GattCharacteristic1", "StopNotify") } }
+        await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, device, "org.bluez.Device1", "Disconnect") }
     }
 }
 

@@ -113,8 +113,8 @@ public final class BLETransport: Transport, @unchecked Sendable {
                 guard let path = sig.path, sig.args.dropFirst().first?.dictionary?["Connected"]?.bool == false,
                       let self, self.isLinked(path) else { continue }
                 // A signal may be older than the link it seems to end: ask BlueZ now.
-                let connected = try? await self.bus.call(BlueZ.bus, path, "org.freedesktop.DBus.Properties", "Get",
-                                                         [.string("org.bluez.Device1"), .string("Connected")])
+                let connected = await BlueZ.attempt("Get Connected") { try await self.bus.call(BlueZ.bus, path, "org.freedesktop.DBus.Properties", "Get",
+                                                         [.string("org.bluez.Device1"), .string("Connected")]) }
                 if connected?.first?.bool != true { self.deviceDisconnected(path) }
             }
         })
@@ -138,13 +138,13 @@ public final class BLETransport: Transport, @unchecked Sendable {
                 let on = into < .seconds(10) * self.scanDutyCycle || self.scanDutyCycle >= 1
                 if on != scanning {
                     scanning = on
-                    if on { try? await c.startDiscovery() } else { await c.stopDiscovery() }
+                    if on { await BlueZ.attempt("StartDiscovery") { try await c.startDiscovery() } } else { await c.stopDiscovery() }
                 }
                 await self.connectNewPeers()
                 if ContinuousClock.now >= nextPrune {
                     nextPrune = .now + .seconds(900)
                     let linked = self.lock.withLock { Set(self.centralLinks.values.map(\.device)) }
-                    _ = try? await c.pruneStale(keeping: linked)
+                    await BlueZ.attempt("prune stale devices") { try await c.pruneStale(keeping: linked) }
                 }
                 try? await Task.sleep(for: .seconds(1))
             }
@@ -165,7 +165,7 @@ public final class BLETransport: Transport, @unchecked Sendable {
         // A flood of connections: past the link budget, newcomers are let go.
         if lock.withLock({ peripheralLinks[id] == nil }), linkCount >= maxLinks {
             let bus = self.bus
-            Task { _ = try? await bus.call(BlueZ.bus, w.device, "org.bluez.Device1", "Disconnect") }
+            Task { await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, w.device, "org.bluez.Device1", "Disconnect") } }
             return
         }
         let frame = max(20, (w.mtu ?? 23) - 3)
@@ -188,14 +188,14 @@ public final class BLETransport: Transport, @unchecked Sendable {
     public var linkCount: Int { lock.withLock { centralLinks.count + peripheralLinks.count } }
 
     private func connectNewPeers() async {
-        guard let central, let found = try? await central.candidates() else { return }
+        guard let central, let found = await BlueZ.attempt("find candidates", { try await central.candidates() }) else { return }
         for d in found where d.address > ownAddress && isAllowed(d.address) && (d.rssi ?? 0) >= minRSSI {
             let id = "c:" + d.path
             guard lock.withLock({ centralLinks[id] == nil }), linkCount < maxLinks else { continue }
             // A device that failed waits 2, 4, 8 … 60 s before the next attempt.
             if let f = lock.withLock({ failures[id] }), ContinuousClock.now < f.retryAt { continue }
-            guard let link = try? await central.connectGATT(d.path, characteristics: [Self.characteristicUUID],
-                                                            optional: [Self.statelyUUID], timeout: .seconds(5)) else {
+            guard let link = await BlueZ.attempt("connect \(d.address)", { try await central.connectGATT(d.path, characteristics: [Self.characteristicUUID],
+                                                            optional: [Self.statelyUUID], timeout: .seconds(5)) }) else {
                 lock.withLock {
                     let n = (failures[id]?.count ?? 0) + 1
                     failures[id] = (n, .now + .seconds(min(60, 1 << min(n, 6))))
@@ -210,8 +210,8 @@ public final class BLETransport: Transport, @unchecked Sendable {
             let reader = Task { [weak self] in
                 for await (uuid, bytes) in notifications { self?.continuation.yield(.frame(id, bytes, Self.channel(of: uuid))) }
             }
-            try? await link.subscribe(Self.characteristicUUID)
-            if link.has(Self.statelyUUID) { try? await link.subscribe(Self.statelyUUID) }
+            await BlueZ.attempt("subscribe") { try await link.subscribe(Self.characteristicUUID) }
+            if link.has(Self.statelyUUID) { await BlueZ.attempt("subscribe to states") { try await link.subscribe(Self.statelyUUID) } }
             continuation.yield(.up(id, maxFrame: max(20, link.mtu - 3)))
             lock.withLock { linkTasks[id] = reader }
         }
@@ -240,7 +240,7 @@ public final class BLETransport: Transport, @unchecked Sendable {
             lock.withLock { linkTasks.removeValue(forKey: id) }?.cancel()
             await link.disconnect()
         } else if id.hasPrefix("p:"), lock.withLock({ peripheralLinks.removeValue(forKey: id) }) != nil {
-            _ = try? await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect")
+            await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect") }
         }
         continuation.yield(.down(id))
     }
@@ -277,7 +277,7 @@ public final class BLETransport: Transport, @unchecked Sendable {
         for link in lock.withLock({ Array(centralLinks.values) }) { await link.disconnect() }
         // Centrals connected to us are let go too, so that they see the link end now.
         for id in lock.withLock({ Array(peripheralLinks.keys) }) {
-            _ = try? await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect", timeout: .seconds(2))
+            await BlueZ.attempt("call") { try await bus.call(BlueZ.bus, String(id.dropFirst(2)), "org.bluez.Device1", "Disconnect", timeout: .seconds(2)) }
         }
         await central?.stopDiscovery()
         await peripheral?.stop()

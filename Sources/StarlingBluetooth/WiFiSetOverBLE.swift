@@ -53,7 +53,9 @@ public enum WiFiSetOverBLE {
         public var mtu: Int { lock.withLock { lastMTU } }
 
         public func notify(_ c: WiFiSetGATT.Characteristic, _ value: [UInt8]) async {
-            try? gatt.notify(value, on: WiFiSetOverBLE.uuid(c))
+            do { try gatt.notify(value, on: WiFiSetOverBLE.uuid(c)) } catch {
+                BlueZ.logger.debug("WiFiSet notification failed", metadata: ["error": "\(error)"])
+            }
         }
     }
 

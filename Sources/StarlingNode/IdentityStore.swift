@@ -108,8 +108,9 @@ public struct IdentityStore: Sendable {
     public func wipe() throws {
         for f in [keyFile, nicknameFile] where FileManager.default.fileExists(atPath: f.path) {
             // Overwrite before unlinking, so the keys do not linger in the file's blocks.
-            if let size = try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int, size > 0 {
-                try? Data(repeating: 0, count: size).write(to: f)
+            // A failure here is thrown: a wipe that may have left the keys must not look done.
+            if let size = try FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int, size > 0 {
+                try Data(repeating: 0, count: size).write(to: f)
             }
             try FileManager.default.removeItem(at: f)
         }
