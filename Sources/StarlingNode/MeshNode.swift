@@ -94,7 +94,7 @@ public actor MeshNode {
                 started.append(i)
                 logger.debug("transport started", metadata: ["transport": "\(t.name)"])
             } catch {
-                logger.warning("transport failed to start", metadata: ["transport": "\(t.name)", "error": "\(error)"])
+                logger.info("transport failed to start", metadata: ["transport": "\(t.name)", "error": "\(error)"])
                 continuation.yield(.rejected(Rejection(.transport, "\(t.name == "ble" ? "Bluetooth" : t.name): \(error)")))
             }
         }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 
 @main
 struct Starling: AsyncParsableCommand {
@@ -12,6 +14,23 @@ struct Starling: AsyncParsableCommand {
         version: StarlingVersion.string,
         subcommands: [Chat.self, Id.self, Inspect.self, Listen.self, Relay.self, Send.self, Sim.self, Status.self, WiFi.self]
     )
+
+    /// Logs go to standard error (standard output is for people and --json),
+    /// at the level STARLING_LOG_LEVEL names (trace … critical; default warning).
+    static func main() async {
+        let level = ProcessInfo.processInfo.environment["STARLING_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level ?? .warning
+            return handler
+        }
+        do {
+            var command = try parseAsRoot()
+            if var async = command as? AsyncParsableCommand { try await async.run() } else { try command.run() }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 enum StarlingVersion {

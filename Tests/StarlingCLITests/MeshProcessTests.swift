@@ -347,31 +347,6 @@ final class LiveProcess: @unchecked Sendable {
         #expect(!bob.events.contains { $0["event"] as? String == "fileReceived" })
     }
 
-    /// Five processes: everyone learns everyone (the /who list) within a few announce intervals.
-    @Test(arguments: ["ring", "star"])
-    func fiveProcessesSeeEachOther(shape: String) async throws {
-        var nodes: [LiveProcess] = []
-        defer { nodes.forEach { $0.stop() } }
-        let first = try Self.node("n0", duration: 20)
-        nodes.append(first)
-        let firstPort = try await Self.port(of: first)
-        var previous = firstPort
-        for i in 1..<5 {
-            // Ring: each links the previous (and the last also the first). Star: all link n0.
-            var peers = [shape == "ring" ? previous : firstPort]
-            if shape == "ring" && i == 4 { peers.append(firstPort) }
-            let n = try Self.node("n\(i)", peers: peers, duration: 20)
-            nodes.append(n)
-            previous = try await Self.port(of: n)
-        }
-        for (i, n) in nodes.enumerated() {
-            for j in 0..<5 where j != i {
-                let seen = await n.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "n\(j)" }
-                #expect(seen != nil, "n\(i) never saw n\(j) in the \(shape)")
-            }
-        }
-    }
-
     /// `--lan` finds peers by multicast on a real (virtual) network: two network
     /// namespaces this test creates, joined by a veth pair. Nothing leaves them.
     @Test func lanDiscoveryAcrossTwoNetworkNamespaces() async throws {

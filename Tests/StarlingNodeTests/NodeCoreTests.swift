@@ -282,6 +282,21 @@ import StarlingWire
         #expect(Self.count(net, a, "delivered") == 60)
     }
 
+    /// Five nodes in a ring and in a star: everyone learns everyone (the /who
+    /// list) within a few announce intervals (a process test did this with five
+    /// processes; the I/O part stays in MeshProcessTests).
+    @Test(arguments: ["ring", "star"])
+    func fiveNodesSeeEachOther(shape: String) {
+        let net = EmbeddedNetwork()
+        for i in 0..<5 { net.addNode("n\(i)") }
+        for i in 1..<5 { net.connect(i, shape == "ring" ? i - 1 : 0) }
+        if shape == "ring" { net.connect(4, 0) }
+        net.run(for: 3_000)
+        for i in 0..<5 {
+            #expect(Set(net.nodes[i].peers.values.map(\.nickname)) == Set((0..<5).filter { $0 != i }.map { "n\($0)" }), "n\(i) in the \(shape)")
+        }
+    }
+
     @Test func fiftyNodesOnAGridAllHearOneMessage() throws {
         let net = EmbeddedNetwork(seed: 3)
         for i in 0..<50 { net.addNode("n\(i)") }
