@@ -184,7 +184,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingNodeTests",
         dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingStately",
-                       "StarlingTransport", "StarlingWire"]
+                       "StarlingTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Runs the built `starling` binary as a user would.
     .testTarget(

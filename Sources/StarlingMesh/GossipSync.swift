@@ -15,6 +15,10 @@ public struct GossipStore: Sendable {
         public var messageRetention: Millis = 300_000
         public var announceRetention: Millis = 60_000
         public var capacity = 1_000
+        /// Bytes kept at most (payloads as inflated, plus compressed copies and
+        /// ~128 bytes a packet): past it the oldest go, so a flood of large
+        /// messages cannot fill memory through the store.
+        public var maxBytes = 4 << 20
         public var filterBudget = GCSFilter.defaultBudget
         public var falsePositiveRate = GCSFilter.defaultFalsePositiveRate
         /// Packets sent back for one request at most.
@@ -45,6 +49,10 @@ public struct GossipStore: Sendable {
     public let configuration: Configuration
     private var entries: [UInt64: Entry] = [:]
     private var latestAnnounce: [PeerID: UInt64] = [:]
+    /// What the packets kept cost, as ``Configuration/maxBytes`` counts it.
+    public private(set) var bytes = 0
+
+    static func cost(_ p: Packet) -> Int { p.payload.count + (p.compressedPayload?.count ?? 0) + 128 }
 
     public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
 
@@ -56,12 +64,16 @@ public struct GossipStore: Sendable {
         if packet.type == .announce {
             if let old = latestAnnounce[packet.senderID], let oldEntry = entries[old] {
                 guard oldEntry.packet.timestamp <= packet.timestamp else { return }
-                entries[old] = nil
+                forget(old)
             }
             latestAnnounce[packet.senderID] = id.high
         }
-        entries[id.high] = Entry(id: id, packet: packet, receivedAt: now)
-        if entries.count > configuration.capacity, let oldest = entries.min(by: { $0.value.receivedAt < $1.value.receivedAt }) {
+        let cost = Self.cost(packet)
+        guard cost <= configuration.maxBytes else { return }
+        if let old = entries.updateValue(Entry(id: id, packet: packet, receivedAt: now), forKey: id.high) { bytes -= Self.cost(old.packet) }
+        bytes += cost
+        while entries.count > configuration.capacity || bytes > configuration.maxBytes,
+              let oldest = entries.min(by: { $0.value.receivedAt < $1.value.receivedAt }) {
             forget(oldest.key)
         }
     }
@@ -80,9 +92,9 @@ public struct GossipStore: Sendable {
     }
 
     private mutating func forget(_ key: UInt64) {
-        if let e = entries.removeValue(forKey: key), e.packet.type == .announce, latestAnnounce[e.packet.senderID] == key {
-            latestAnnounce[e.packet.senderID] = nil
-        }
+        guard let e = entries.removeValue(forKey: key) else { return }
+        bytes -= Self.cost(e.packet)
+        if e.packet.type == .announce, latestAnnounce[e.packet.senderID] == key { latestAnnounce[e.packet.senderID] = nil }
     }
 
     /// A filter of what we have, newest first within the budget (a budget

@@ -96,6 +96,9 @@ public struct MeshRouter: Sendable {
     /// Sync requests sent: each filter's M is spread by it (mod 64).
     private var syncRound: UInt32 = 0
     private var syncDue: [LinkID: Millis] = [:]
+    /// When we last asked each link for a sync: its answers (isRSR) are
+    /// expected for a while (a node's freshness rule lets them through).
+    private var syncAsked: [LinkID: Millis] = [:]
     /// Per link, the packets our last sync answer there carried: asked for
     /// again, one was lost on the way.
     private var lastAnswers: [LinkID: Set<UInt64>] = [:]
@@ -142,6 +145,7 @@ public struct MeshRouter: Sendable {
         neighborhood.remove(link)
         frameLimits[link] = nil
         syncDue[link] = nil
+        syncAsked[link] = nil
         lastAnswers[link] = nil
     }
 
@@ -211,8 +215,12 @@ public struct MeshRouter: Sendable {
         [deadlines.min?.at, nextSync, syncDue.values.min()].compactMap { $0 }.min()
     }
 
-    /// Packets kept for gossip sync.
+    /// Packets kept for gossip sync, and what they cost (GossipStore.bytes).
     public var gossipCount: Int { gossip?.count ?? 0 }
+    public var gossipBytes: Int { gossip?.bytes ?? 0 }
+    /// Bytes held by fragmented messages in progress.
+    public var reassemblyBytes: Int { reassembler.totalBytes }
+    public var pendingCount: Int { pending.count }
 
     // MARK: Sending
 
@@ -291,11 +299,28 @@ public struct MeshRouter: Sendable {
 
     // MARK: Receiving
 
+    /// Whether we asked `link` for a sync within `window` ms before `now`.
+    public func askedForSync(on link: LinkID, within window: Millis, now: Millis) -> Bool {
+        syncAsked[link].map { now >= $0 && now - $0 <= window } ?? false
+    }
+
+    /// Whether the duplicate filter holds this packet (we saw or sent it lately).
+    public func hasSeen(_ packet: Packet) -> Bool { dedup.contains(PacketID(packet).high) }
+
+    /// The largest frame `link` carries (nil: no limit given, or no such link).
+    public func maxFrame(of link: LinkID) -> Int? { frameLimits[link] }
+
     public mutating func receive(_ bytes: [UInt8], on link: LinkID, now: Millis) -> [Action] {
-        guard var packet = try? Packet(decoding: bytes) else {
+        guard let packet = try? Packet(decoding: bytes) else {
             statistics.malformed += 1
             return []
         }
+        return receive(packet, bytes: bytes, on: link, now: now)
+    }
+
+    /// A packet its caller decoded (and screened) already; `bytes` are as received.
+    public mutating func receive(_ packet: Packet, bytes: [UInt8], on link: LinkID, now: Millis) -> [Action] {
+        var packet = packet
         if !blockedSenders.isEmpty, blockedSenders.contains(packet.senderID) {
             statistics.blockedDropped += 1
             return []
@@ -525,6 +550,7 @@ public struct MeshRouter: Sendable {
         _ = dedup.insert(PacketID(request).high, now: now)
         statistics.syncRequestsSent += 1
         statistics.syncRequestBytes += bytes.count
+        for link in links { syncAsked[link] = now }
         // A filter larger than a link's frame goes in fragments (TTL 0: never relayed).
         return transmit(bytes, packet: request, on: links.sorted(), now: now)
     }

@@ -10,10 +10,18 @@ public struct PeerTable<Info: Sendable>: Sendable {
         public var info: Info
         public var lastAnnounce: Millis
         public var hops: Int
+        /// When this peer's first announce (of its current stay) came.
+        public var firstSeen: Millis = 0
     }
 
     public var announceLifetime: Millis = 60_000
+    /// Peers at most; a newcomer past it replaces the peer that arrived last
+    /// (identities are free to make: a flood of them churns among itself, and
+    /// the peers that were here before it stay).
+    public var capacity = 4_096
     public private(set) var entries: [PeerID: Entry] = [:]
+    /// Peers replaced to make room.
+    public private(set) var evicted = 0
 
     public init() {}
 
@@ -22,7 +30,15 @@ public struct PeerTable<Info: Sendable>: Sendable {
     /// Records an announce; returns the entry it replaces (nil: the peer is new, or had expired).
     @discardableResult
     public mutating func announced(_ peer: PeerID, info: Info, hops: Int, now: Millis) -> Entry? {
-        entries.updateValue(Entry(info: info, lastAnnounce: now, hops: hops), forKey: peer)
+        let firstSeen = entries[peer]?.firstSeen ?? now
+        if entries[peer] == nil, entries.count >= capacity {
+            // The newest arrival goes (O(capacity), only while full).
+            if let newest = entries.max(by: { ($0.value.firstSeen, $0.key) < ($1.value.firstSeen, $1.key) })?.key {
+                entries[newest] = nil
+                evicted += 1
+            }
+        }
+        return entries.updateValue(Entry(info: info, lastAnnounce: now, hops: hops, firstSeen: firstSeen), forKey: peer)
     }
 
     @discardableResult

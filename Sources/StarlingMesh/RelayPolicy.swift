@@ -130,6 +130,18 @@ extension RelayPolicy {
 /// best (`starling-bench mesh`, docs/MESH.md).
 public func defaultRelayPolicy() -> any RelayPolicy { PlannedPolicy() }
 
+/// The default policy as a real node runs it: plans worked out at most 4 times
+/// a second (a flood of topology-changing announces costs no more), the
+/// fallback rule past that.
+public func nodeRelayPolicy() -> any RelayPolicy {
+    PlannedPolicy(plans: BroadcastPlanCache(maxComputationsPerSecond: NodeBounds.planComputationsPerSecond))
+}
+
+/// Bounds a real node keeps (docs/MESH.md, "Bounds").
+public enum NodeBounds {
+    public static let planComputationsPerSecond = 4
+}
+
 /// The TTL a relayed copy carries, or nil when the packet must not be relayed
 /// (it arrived with TTL 0 or 1: decremented to 0, it is processed, not relayed).
 @inline(__always)

@@ -61,6 +61,8 @@ public actor MeshNode {
     private let stoppedContinuation: AsyncStream<Void>.Continuation
     /// Times the node woke for its own deadlines (not for a frame or a command).
     public private(set) var wakeUps = 0
+    /// When the node will next wake by itself (wall ms), if it is running.
+    public var scheduledWake: Millis? { timer == nil ? nil : wakeAt }
 
     public init(identity: Identity, options: Options, logger: Logger = Logger(label: "starling.node")) throws {
         self.identity = identity

@@ -30,7 +30,7 @@ public struct NodeCore: Sendable {
         public var favorites: Set<Fingerprint> = []
         /// Whether private files are accepted (the runtime saves them).
         public var acceptsFiles = true
-        public var policy: any RelayPolicy = defaultRelayPolicy()
+        public var policy: any RelayPolicy = nodeRelayPolicy()
         public var router: MeshRouter.Configuration = {
             var c = MeshRouter.Configuration()
             c.sync = GossipStore.Configuration()
@@ -44,7 +44,46 @@ public struct NodeCore: Sendable {
         /// How often the housekeeping runs (link health, peers' expiry, stalled
         /// handshakes): the node's idle wake-up rate.
         public var housekeepingInterval: Millis = 1_000
+        /// Packets stamped further than this from our clock are refused, except
+        /// sync answers (isRSR) on a link we asked within `syncAnswerWindow`
+        /// (the deployed apps' rule: ±120 s, 30 s).
+        public var freshness: Millis = 120_000
+        public var syncAnswerWindow: Millis = 30_000
+        /// Peers present at most (the stalest goes past it).
+        public var maxPeers = 4_096
+        /// Noise first messages answered per minute, all senders together:
+        /// from peers we know (a verified announce), and from strangers.
+        public var handshakesPerMinute = 120
+        public var strangerHandshakesPerMinute = 30
+        /// A public message longer than this (bytes of UTF-8) is relayed but not
+        /// shown (the iOS app shows at most 65,535).
+        public var maxShownText = 65_535
         public init(nickname: String) { self.nickname = nickname }
+    }
+
+    /// What the node refused before the router saw it, by reason
+    /// (docs/MESH.md, "Bounds"): none of these is shown, relayed or answered.
+    public struct Refusals: Hashable, Sendable {
+        /// Larger than the link's frame (or 512 bytes): refused unparsed.
+        public var oversized = 0
+        /// Claiming our own sender ID, and not a copy of a packet of ours.
+        public var ownID = 0
+        /// Stamped more than `freshness` from our clock, not an answer to our sync request.
+        public var stale = 0
+        /// A public message, leave or broadcast file from a peer we know,
+        /// unsigned or with a signature that is not its key's.
+        public var forged = 0
+        /// A public message, leave or broadcast file from a sender with no
+        /// verified announce: nothing to check its signature against.
+        public var unverifiable = 0
+        /// A Noise first message past the handshake budget.
+        public var handshakeBudget = 0
+        /// A public message we showed already (a replay after the duplicate window).
+        public var replayed = 0
+        /// A public message too long to show.
+        public var tooLong = 0
+        public init() {}
+        public var total: Int { oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong }
     }
 
     public enum Output: Sendable {
@@ -88,6 +127,8 @@ public struct NodeCore: Sendable {
     struct PeerCard: Sendable {
         var nickname: String
         var fingerprint: Fingerprint
+        /// The Ed25519 key its verified announce carries: its public messages must be signed by it.
+        var signingKey: [UInt8]
     }
 
     public let identity: Identity
@@ -120,6 +161,15 @@ public struct NodeCore: Sendable {
     private var seen = BoundedSet<String>(capacity: 10_000)
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
     public private(set) var rekeys = 0
+    public private(set) var refusals = Refusals()
+    /// Public messages shown (packet IDs), so that a replay is never shown twice.
+    private var shownPublic = BoundedSet<PacketID>(capacity: 10_000)
+    /// Signed public packets from senders whose announce has not come yet
+    /// (a relay's jitter can put a message before its announce): held 2 s,
+    /// 64 at most, then counted ``Refusals/unverifiable``.
+    private var awaitingAnnounce: [(packet: Packet, bytes: [UInt8], link: LinkID, at: Millis)] = []
+    private var handshakeBudget: TokenBucket
+    private var strangerHandshakeBudget: TokenBucket
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -140,6 +190,9 @@ public struct NodeCore: Sendable {
         self.stately.setOverride(configuration.powerMode, now: 0)
         self.favorites = configuration.favorites
         self.watch.silenceLimit = configuration.linkTimeout
+        self.present.capacity = configuration.maxPeers
+        self.handshakeBudget = TokenBucket(perMinute: configuration.handshakesPerMinute)
+        self.strangerHandshakeBudget = TokenBucket(perMinute: configuration.strangerHandshakesPerMinute)
         self.rng = rng
     }
 
@@ -187,10 +240,57 @@ public struct NodeCore: Sendable {
     public mutating func receive(_ frame: [UInt8], channel: FrameChannel = .mesh, on link: LinkID, now: Millis) {
         guard links.contains(link) else { return }
         watch.heard(link, now: now)
+        // Bounded work first: nothing larger than the link carries is parsed.
+        guard frame.count <= max(router.maxFrame(of: link) ?? configuration.maxFrame, 512) else {
+            refusals.oversized += 1
+            return
+        }
         switch channel {
         case .stately: performStately(stately.receive(frame, on: link, now: now))
-        case .mesh: perform(router.receive(frame, on: link, now: now), now: now)
+        case .mesh:
+            guard let packet = try? Packet(decoding: frame) else {
+                router.noteMalformed()
+                return
+            }
+            guard admits(packet, bytes: frame, on: link, now: now) else { return }
+            perform(router.receive(packet, bytes: frame, on: link, now: now), now: now)
         }
+    }
+
+    /// The rules a packet passes before the router sees it (docs/PROTOCOL.md,
+    /// "Authentication and freshness"): no relay, no answer, no event for what fails.
+    private mutating func admits(_ packet: Packet, bytes: [UInt8], on link: LinkID, now: Millis) -> Bool {
+        let sender = packet.senderID
+        // Our own ID: only a copy of a packet of ours (a relay's echo, which the
+        // router counts as a duplicate and uses as evidence) goes on.
+        if sender == peerID {
+            if router.hasSeen(packet) { return true }
+            refusals.ownID += 1
+            return false
+        }
+        let skew = now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now
+        if skew > configuration.freshness,
+           !(packet.isRSR && router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)) {
+            refusals.stale += 1
+            return false
+        }
+        // What a person reads as said by a peer must be signed by that peer's key.
+        let signedTypes: Bool = packet.type == .message || packet.type == .leave || packet.type == .fileTransfer
+        if signedTypes, packet.isBroadcast {
+            guard let card = present[sender]?.info else {
+                if packet.signature != nil, awaitingAnnounce.count < 64, links.contains(link) {
+                    awaitingAnnounce.append((packet, bytes, link, now))
+                } else {
+                    refusals.unverifiable += 1
+                }
+                return false
+            }
+            guard packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
+                refusals.forged += 1
+                return false
+            }
+        }
+        return true
     }
 
     // MARK: Time
@@ -217,6 +317,12 @@ public struct NodeCore: Sendable {
     }
 
     private mutating func housekeeping(now: Millis) {
+        sessions.expire(now: now)
+        let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
+        if expired > 0 {
+            awaitingAnnounce.removeAll { now >= $0.at + 2_000 }
+            refusals.unverifiable += expired
+        }
         for (peer, started) in handshakeStarted where now - started > 5_000 && !(waiting[peer] ?? []).isEmpty {
             if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
             try? startHandshake(with: peer, now: now) // rate-limited by the session manager
@@ -364,6 +470,8 @@ public struct NodeCore: Sendable {
 
     public var statistics: MeshStatistics { router.statistics }
     public var sessionCount: Int { sessions.sessionCount }
+    /// Noise handshakes under way (bounded: SessionManager.Configuration.maxPendingHandshakes).
+    public var pendingHandshakeCount: Int { sessions.pendingHandshakeCount }
     public func hasSession(with peer: PeerID) -> Bool { sessions.hasSession(with: peer) }
     /// Messages and files not yet acknowledged.
     public var unacknowledgedCount: Int { unacknowledged.count }
@@ -484,19 +592,39 @@ public struct NodeCore: Sendable {
                     watch.announced(link)
                 }
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
-                let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey))
+                let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
+                                    signingKey: a.signingPublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
-                if sessions.fingerprint(of: sender) == nil { sessions.rebind(sender, to: card.fingerprint) }
+                if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
+                    sessions.rebind(sender, to: card.fingerprint)
+                }
                 let previous = present.announced(sender, info: card, hops: hops, now: now)
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
                 if previous == nil { followUp(tracker.peerReturned(sender, now: now), now: now) } // back: try again now
                 if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
+                // What came before the announce is checked now.
+                if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {
+                    let waiting = awaitingAnnounce.filter { $0.packet.senderID == sender }
+                    awaitingAnnounce.removeAll { $0.packet.senderID == sender }
+                    for w in waiting where links.contains(w.link) && admits(w.packet, bytes: w.bytes, on: w.link, now: now) {
+                        perform(router.receive(w.packet, bytes: w.bytes, on: w.link, now: now), now: now)
+                    }
+                }
             } catch {
                 emit(.rejected(Rejection(.badAnnounce, peer: sender, "announce from \(sender): \(error)")))
             }
         case .message:
+            guard packet.payload.count <= configuration.maxShownText else {
+                refusals.tooLong += 1
+                return
+            }
             guard let text = String(validating: packet.payload, as: UTF8.self) else {
                 emit(.rejected(Rejection(.notText, peer: sender, "message from \(sender) is not UTF-8")))
+                return
+            }
+            // The duplicate filter forgets after 5 minutes; what was shown is remembered longer.
+            guard shownPublic.insert(PacketID(packet)) else {
+                refusals.replayed += 1
                 return
             }
             emit(.message(from: sender, nickname: present[sender]?.info.nickname, text: text, hops: hops, timestamp: packet.timestamp))
@@ -504,6 +632,16 @@ public struct NodeCore: Sendable {
             router.peerGone(sender)
             if present.left(sender) != nil { emit(.left(sender)) }
         case .noiseHandshake where packet.recipientID == peerID:
+            // A first message (32 bytes, or padded) that starts a new handshake
+            // costs us two DH operations and a state: budgeted for all senders
+            // together, more tightly for strangers.
+            if packet.payload.count < 64, !sessions.isHandshaking(with: sender) {
+                let known = present[sender] != nil
+                guard known ? handshakeBudget.take(now: now) : strangerHandshakeBudget.take(now: now) else {
+                    refusals.handshakeBudget += 1
+                    return
+                }
+            }
             handshake(packet, now: now)
         case .noiseEncrypted where packet.recipientID == peerID:
             do {
@@ -604,6 +742,27 @@ public struct NodeCore: Sendable {
         guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: now,
                                                   directNeighbors: neighbors) else { return }
         perform(router.originate(packet, now: now), now: now)
+    }
+}
+
+/// A budget of `perMinute` tokens, refilled evenly over the minute, holding
+/// at most a minute's worth.
+struct TokenBucket: Sendable {
+    let perMinute: Int
+    private var tokens: Double
+    private var last: Millis?
+
+    init(perMinute: Int) {
+        self.perMinute = perMinute
+        tokens = Double(perMinute)
+    }
+
+    mutating func take(now: Millis) -> Bool {
+        if let last, now > last { tokens = min(Double(perMinute), tokens + Double(now - last) * Double(perMinute) / 60_000) }
+        last = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
     }
 }
 

@@ -131,6 +131,10 @@ public struct Reassembler: Sendable {
         public var timeoutMillis: UInt64 = 30_000
         public var maxMessageBytes = 1 << 20
         public var maxFragmentsPerMessage = 256
+        /// Bytes held by every message in progress together: past it, the
+        /// oldest messages are dropped to make room (a flood of fragment sets
+        /// cannot hold 128 × 1 MiB).
+        public var maxTotalBytes = 4 << 20
         public init() {}
         public static let `default` = Limits()
     }
@@ -157,6 +161,8 @@ public struct Reassembler: Sendable {
 
     public let limits: Limits
     private var inProgress: [Key: Assembly] = [:]
+    /// Bytes held by the messages in progress.
+    public private(set) var totalBytes = 0
     /// Messages dropped unfinished (timeout or eviction), for statistics.
     public private(set) var dropped = 0
     /// No message in progress can be stale before this time.
@@ -182,28 +188,28 @@ public struct Reassembler: Sendable {
         var assembly: Assembly
         if let existing = inProgress.removeValue(forKey: key) { // unique ownership: no copy on write
             assembly = existing
+            totalBytes -= assembly.bytes
             guard assembly.total == total, assembly.type == fragment.originalType else {
-                inProgress[key] = assembly // the earlier fragments stay; this one is refused
+                put(assembly, key) // the earlier fragments stay; this one is refused
                 throw .inconsistent(field: assembly.total == total ? "originalType" : "total")
             }
         } else {
-            if inProgress.count >= limits.maxInProgress, let oldest = inProgress.min(by: { $0.value.started < $1.value.started }) {
-                inProgress.removeValue(forKey: oldest.key)
-                dropped += 1
-            }
+            if inProgress.count >= limits.maxInProgress { dropOldest() }
             assembly = Assembly(started: now, total: total, type: fragment.originalType,
                                 pieces: Array(repeating: nil, count: total))
         }
         let index = Int(fragment.index)
         if assembly.pieces[index] != nil {
-            inProgress[key] = assembly
+            put(assembly, key)
             return .duplicate
         }
         let bytes = assembly.bytes + fragment.data.count
-        guard bytes <= limits.maxMessageBytes else {
+        guard bytes <= limits.maxMessageBytes, bytes <= limits.maxTotalBytes else {
             dropped += 1
-            throw .tooLarge(bytes: bytes, limit: limits.maxMessageBytes)
+            throw .tooLarge(bytes: bytes, limit: min(limits.maxMessageBytes, limits.maxTotalBytes))
         }
+        // Room for this piece: the oldest other messages go first.
+        while totalBytes + bytes > limits.maxTotalBytes, !inProgress.isEmpty { dropOldest() }
         assembly.pieces[index] = fragment.data
         assembly.bytes = bytes
         assembly.received += 1
@@ -213,8 +219,20 @@ public struct Reassembler: Sendable {
             for piece in assembly.pieces { whole.append(contentsOf: piece!) }
             return .complete(whole)
         }
-        inProgress[key] = assembly
+        put(assembly, key)
         return .waiting(received: assembly.received, total: total)
+    }
+
+    private mutating func put(_ a: Assembly, _ key: Key) {
+        inProgress[key] = a
+        totalBytes += a.bytes
+    }
+
+    private mutating func dropOldest() {
+        guard let oldest = inProgress.min(by: { $0.value.started < $1.value.started }) else { return }
+        inProgress.removeValue(forKey: oldest.key)
+        totalBytes -= oldest.value.bytes
+        dropped += 1
     }
 
     /// Drops messages whose first fragment came more than the timeout ago.
@@ -223,7 +241,7 @@ public struct Reassembler: Sendable {
         guard now > nextExpiry else { return }
         let timeout = limits.timeoutMillis
         let stale = inProgress.compactMap { key, a in now > a.started && now - a.started > timeout ? key : nil }
-        for key in stale { inProgress.removeValue(forKey: key) }
+        for key in stale { totalBytes -= inProgress.removeValue(forKey: key)?.bytes ?? 0 }
         dropped += stale.count
         nextExpiry = (inProgress.values.map(\.started).min() ?? now) &+ timeout
     }

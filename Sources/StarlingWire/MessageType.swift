@@ -57,3 +57,21 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
         return name.map { "\($0) (\(hex))" } ?? "unknown (\(hex))"
     }
 }
+
+extension MessageType {
+    /// The largest payload (inflated) a packet of this type may carry; a
+    /// larger one is refused while decoding, before any inflating. These are
+    /// the deployed iOS app's limits (docs/PROTOCOL.md, "Payload limits"), so a
+    /// compressed public message cannot inflate to a megabyte.
+    public var maxPayloadBytes: Int {
+        switch self {
+        case .announce, .leave, .noiseHandshake, .versionHello, .versionAck: 4_096
+        case .requestSync: 8_192
+        // iOS takes 1,280; Starling's own fragments are at most 482 bytes.
+        case .fragment: 4_096
+        // A file of up to 1 MiB with its TLV and Noise overhead (iOS: 1,179,760).
+        case .noiseEncrypted, .fileTransfer: 1_179_760
+        default: 131_072 // public messages, and types we do not know
+        }
+    }
+}

@@ -255,10 +255,12 @@ extension Packet {
             route = hops
         }
 
-        // The declared length must fit what is left (payload, then signature).
+        // The declared length must fit what is left (payload, then signature),
+        // and the type's limit (docs/PROTOCOL.md, "Payload limits").
         let signatureLength = flags.contains(.hasSignature) ? signatureSize : 0
-        guard length <= limits.maxPayloadBytes else {
-            throw r.error(.lengthOutOfRange(declared: length, limit: limits.maxPayloadBytes), "payloadLength", at: lengthAt)
+        let limit = min(limits.maxPayloadBytes, type.maxPayloadBytes)
+        guard length <= limit else {
+            throw r.error(.lengthOutOfRange(declared: length, limit: limit), "payloadLength", at: lengthAt)
         }
         try r.require(length, "payload")
         try r.require(length + signatureLength, "signature")
@@ -272,9 +274,8 @@ extension Packet {
             }
             let sizeAt = r.position
             let originalSize = version == 2 ? Int(try r.u32("originalSize")) : Int(try r.u16("originalSize"))
-            guard originalSize <= limits.maxPayloadBytes else {
-                throw r.error(.lengthOutOfRange(declared: originalSize, limit: limits.maxPayloadBytes),
-                              "originalSize", at: sizeAt)
+            guard originalSize <= limit else {
+                throw r.error(.lengthOutOfRange(declared: originalSize, limit: limit), "originalSize", at: sizeAt)
             }
             let dataAt = r.position
             let deflated = try r.slice(length - prefix, "payload")

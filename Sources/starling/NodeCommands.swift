@@ -182,17 +182,41 @@ struct Send: AsyncParsableCommand {
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
     }
-    @Option(help: "Seconds to wait for a first peer.") var wait = 5.0
-    @Option(help: "Seconds to stay after sending, relaying meanwhile.") var linger = 1.0
+    @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
+    var wait: Double?
+    @Option(help: "Seconds to stay after sending, relaying meanwhile (with --to: the most to wait for the delivered receipt).")
+    var linger: Double?
     @Flag(help: "One JSON object per line.") var json = false
+
+    /// A private message that was not delivered in time.
+    struct NotDelivered: Error, CustomStringConvertible {
+        var to: String
+        var seconds: Double
+        var description: String {
+            "the message to \(to) was not delivered within \(format(seconds)) s (no delivered receipt); it may still arrive. Wait longer with --linger."
+        }
+    }
+
+    static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
     func run() async throws {
         let n = try node.makeNode()
         let printer = EventPrinter(json: json)
+        let wait = self.wait ?? (node.announceInterval + 2)
+        let linger = self.linger ?? (to == nil ? 1 : 10)
         let start = Date()
         let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
         let runner = Task { await n.run(until: deadline) }
-        let events = Task { for await event in n.events { printer.print(event) } }
+        let delivered = Delivered()
+        let quiet = !json
+        let events = Task {
+            for await event in n.events {
+                if case let .delivered(id, _) = event { await delivered.add(id) }
+                // A one-shot sender prints what concerns it, not the mesh's comings and goings.
+                if quiet { switch event { case .peer, .left, .linkUp, .linkDown, .message, .state, .stateExpired: continue; default: break } }
+                printer.print(event)
+            }
+        }
         // Wait for a peer's announce (or the recipient's), so that the message has somewhere to go.
         func ready() async -> Bool {
             if let to { return await n.peer(named: to) != nil }
@@ -203,22 +227,42 @@ struct Send: AsyncParsableCommand {
         }
         guard await ready() else {
             await n.stop()
-            throw ValidationError(to.map { "\($0) not found within \(wait) s" } ?? "no peer found within \(wait) s")
+            await runner.value
+            let hint = " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))"
+            throw ValidationError((to.map { "\($0) not found within \(Self.format(wait)) s" } ?? "no peer found within \(Self.format(wait)) s") + hint)
         }
         // Give our own announce a moment to cross the mesh, so receivers know our name.
         try await Task.sleep(for: .milliseconds(300))
+        var messageID: String?
         if let to, let recipient = await n.peer(named: to) {
-            try await n.sendPrivate(text, to: recipient)
+            messageID = try await n.sendPrivate(text, to: recipient)
         } else {
             try await n.sendPublic(text)
         }
         if json {
-            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "text": text], options: [.sortedKeys])
+            var object: [String: Any] = ["event": "sent", "text": text]
+            if let messageID { object["messageID"] = messageID }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
-        try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
-        await n.stop()
+        if let messageID {
+            let until = Date().addingTimeInterval(linger)
+            while await !delivered.contains(messageID), Date() < until { try await Task.sleep(for: .milliseconds(20)) }
+        } else {
+            try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
+        }
+        // Leave quietly: a signed LEAVE, so that nobody's chat shows us lingering.
+        await n.leave()
         await runner.value
         events.cancel()
+        if let messageID, let to, await !delivered.contains(messageID) {
+            throw NotDelivered(to: to, seconds: linger)
+        }
+    }
+
+    actor Delivered {
+        var ids: Set<String> = []
+        func add(_ id: String) { ids.insert(id) }
+        func contains(_ id: String) -> Bool { ids.contains(id) }
     }
 }

@@ -22,6 +22,16 @@ public struct SessionManager: Sendable {
         public var previousKeyGraceMillis: UInt64 = 60_000
         /// Frames held per peer while a handshake is under way.
         public var maxHeldFrames = 64
+        /// Handshakes under way at most (started or answered); a new one past
+        /// it replaces the oldest. Each holds an ephemeral key and the
+        /// handshake hash: about 1 KiB.
+        public var maxPendingHandshakes = 128
+        /// A handshake not complete after this long is forgotten (iOS: 20 s for
+        /// a responder).
+        public var handshakeTimeoutMillis: UInt64 = 20_000
+        /// Established sessions at most; past it the least recently used goes
+        /// (its peer's next message starts a fresh handshake).
+        public var maxSessions = 1_024
         public init() {}
     }
 
@@ -49,6 +59,8 @@ public struct SessionManager: Sendable {
         var remoteStatic: [UInt8]
         var previous: NoiseTransport?
         var previousUntil: UInt64 = 0
+        /// Bumped on every seal or open: the least recent goes first when full.
+        var lastUsed: UInt64 = 0
     }
 
     public let configuration: Configuration
@@ -56,6 +68,8 @@ public struct SessionManager: Sendable {
     private var established: [Fingerprint: Established] = [:]
     private var fingerprintOf: [PeerID: Fingerprint] = [:]
     private var handshakes: [PeerID: HandshakeState] = [:]
+    private var handshakeStartedAt: [PeerID: UInt64] = [:]
+    private var useCounter: UInt64 = 0
     private var handshakeTimes: [PeerID: [UInt64]] = [:]
     private var held: [PeerID: [(frame: [UInt8], note: Int)]] = [:]
 
@@ -73,6 +87,8 @@ public struct SessionManager: Sendable {
     public func isHandshaking(with peer: PeerID) -> Bool { handshakes[peer] != nil }
     public func remoteStaticKey(of peer: PeerID) -> [UInt8]? { fingerprintOf[peer].flatMap { established[$0]?.remoteStatic } }
     public var sessionCount: Int { established.count }
+    public var pendingHandshakeCount: Int { handshakes.count }
+    public func hasSession(for fingerprint: Fingerprint) -> Bool { established[fingerprint] != nil }
 
     /// Whether the session with `peer` is due for a rekey (and none is under way).
     public func needsRekey(_ peer: PeerID, now: UInt64) -> Bool {
@@ -89,7 +105,7 @@ public struct SessionManager: Sendable {
         do {
             var state = try HandshakeState(protocol: .bitchat, initiator: true, localStatic: identity.noiseKey)
             let message = try state.writeMessage()
-            handshakes[peer] = state
+            begin(state, with: peer, now: now)
             return message
         } catch {
             throw .handshakeFailed(error)
@@ -108,6 +124,7 @@ public struct SessionManager: Sendable {
             } else if isFirstMessage {
                 // The peer started over (or won the tie-break): answer the new handshake.
                 handshakes[peer] = nil
+                handshakeStartedAt[peer] = nil
             } else {
                 do {
                     _ = try state.readMessage(message)
@@ -115,6 +132,7 @@ public struct SessionManager: Sendable {
                     if state.isMyTurn { step.reply = try state.writeMessage() }
                     if state.isComplete {
                         handshakes[peer] = nil
+                        handshakeStartedAt[peer] = nil
                         let (fp, released) = try complete(state, peer: peer, now: now)
                         step.established = fp
                         step.released = released
@@ -123,8 +141,7 @@ public struct SessionManager: Sendable {
                     }
                     return step
                 } catch {
-                    handshakes[peer] = nil
-                    held[peer] = nil
+                    forgetHandshake(peer)
                     throw .handshakeFailed(error)
                 }
             }
@@ -135,11 +152,36 @@ public struct SessionManager: Sendable {
             var state = try HandshakeState(protocol: .bitchat, initiator: false, localStatic: identity.noiseKey)
             _ = try state.readMessage(message)
             let reply = try state.writeMessage()
-            handshakes[peer] = state
+            begin(state, with: peer, now: now)
             return HandshakeStep(reply: reply)
         } catch {
             throw .handshakeFailed(error)
         }
+    }
+
+    /// A new handshake under way; the oldest goes when there are too many.
+    private mutating func begin(_ state: HandshakeState, with peer: PeerID, now: UInt64) {
+        if handshakes[peer] == nil, handshakes.count >= configuration.maxPendingHandshakes,
+           let oldest = handshakeStartedAt.min(by: { $0.value < $1.value })?.key {
+            forgetHandshake(oldest)
+        }
+        handshakes[peer] = state
+        handshakeStartedAt[peer] = now
+    }
+
+    private mutating func forgetHandshake(_ peer: PeerID) {
+        handshakes[peer] = nil
+        handshakeStartedAt[peer] = nil
+        held[peer] = nil
+    }
+
+    /// Forgets handshakes that did not complete in time, and rate-limit
+    /// records older than a minute. Run it now and then (the node does, every second).
+    public mutating func expire(now: UInt64) {
+        for (peer, started) in handshakeStartedAt where now > started && now - started > configuration.handshakeTimeoutMillis {
+            forgetHandshake(peer)
+        }
+        handshakeTimes = handshakeTimes.filter { _, times in times.contains { now < $0 || now - $0 < 60_000 } }
     }
 
     private mutating func admitHandshake(_ peer: PeerID, now: UInt64) throws(SessionError) {
@@ -160,11 +202,19 @@ public struct SessionManager: Sendable {
                                           : NoiseTransport(sending: r2i, receiving: i2r)
         guard let remote = state.remoteStatic else { throw .missingKey("rs") }
         let fp = Fingerprint(noiseStaticKey: remote)
-        var session = Established(transport: transport, since: now, remoteStatic: remote)
+        useCounter += 1
+        var session = Established(transport: transport, since: now, remoteStatic: remote, lastUsed: useCounter)
         if var old = established[fp] {
             session.previous = old.transport
             session.previousUntil = now + configuration.previousKeyGraceMillis
             old.transport.wipe()
+        }
+        if established[fp] == nil, established.count >= configuration.maxSessions,
+           let lru = established.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
+            established[lru]?.transport.wipe()
+            established[lru]?.previous?.wipe()
+            established[lru] = nil
+            for (other, f) in fingerprintOf where f == lru { fingerprintOf[other] = nil }
         }
         established[fp] = session
         fingerprintOf[peer] = fp
@@ -181,6 +231,8 @@ public struct SessionManager: Sendable {
     public mutating func seal(_ plaintext: [UInt8], for peer: PeerID) throws(SessionError) -> [UInt8] {
         guard let fp = fingerprintOf[peer], var s = established[fp] else { throw .noSession(peer) }
         let frame = try s.transport.seal(plaintext)
+        useCounter += 1
+        s.lastUsed = useCounter
         established[fp] = s
         return frame
     }
@@ -195,6 +247,8 @@ public struct SessionManager: Sendable {
         }
         do {
             let p = try s.transport.open(frame)
+            useCounter += 1
+            s.lastUsed = useCounter
             established[fp] = s
             return .plaintext(p)
         } catch {
@@ -233,8 +287,7 @@ public struct SessionManager: Sendable {
             s.previous?.wipe()
             for (other, f) in fingerprintOf where f == fp { fingerprintOf[other] = nil }
         }
-        handshakes[peer] = nil
-        held[peer] = nil
+        forgetHandshake(peer)
     }
 
     /// Forgets every session and handshake (panic).
@@ -246,6 +299,7 @@ public struct SessionManager: Sendable {
         established = [:]
         fingerprintOf = [:]
         handshakes = [:]
+        handshakeStartedAt = [:]
         held = [:]
         handshakeTimes = [:]
     }

@@ -107,7 +107,7 @@ public struct PlannedPolicy: RelayPolicy {
     public func firstHeard(_ context: RelayContext, neighborhood: Neighborhood, tracking: inout RelayTracking,
                            rng: inout SeededGenerator) -> RelayDecision {
         guard let me = neighborhood.localPeer, let source = context.source, let routes = context.routes,
-              let from = context.fromPeer, let plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL)),
+              let from = context.fromPeer, let plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL), now: context.now),
               plan.hops[me] != nil, !outdated(routes, around: me, neighborhood) else {
             return fallback.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng)
         }
@@ -156,7 +156,7 @@ public struct PlannedPolicy: RelayPolicy {
                             rng: inout SeededGenerator) -> Millis? {
         guard let me = neighborhood.localPeer else { return nil }
         if tracking.plan == nil, context.fromLink == nil, let source = context.source, source == me, let routes = context.routes {
-            tracking.plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL))
+            tracking.plan = plans.plan(from: source, routes: routes, maxHops: Int(context.originTTL), now: context.now)
         }
         guard let plan = tracking.plan else { return nil }
         var again = Set(plan.repeats[me] ?? [])

@@ -356,23 +356,49 @@ public final class BroadcastPlanCache: @unchecked Sendable {
     public let repeatWorth: Double
     /// Plans kept at most (all are dropped when full: topologies move on).
     public let capacity: Int
+    /// Plans worked out per second at most (nil: no limit, as in the
+    /// simulator). A plan costs up to ~12 ms on a topology of thousands; an
+    /// announce that changes the topology makes every cached plan stale, so
+    /// a flood of such announces would cost a plan each. Past the budget a
+    /// broadcast is relayed by the fallback rule instead (docs/MESH.md, "Bounds").
+    public let maxComputationsPerSecond: Int?
+    private var window: (start: UInt64, count: Int) = (0, 0)
+    /// Plans worked out, and plans refused by the budget.
+    public private(set) var computations = 0
+    public private(set) var overBudget = 0
 
     struct PlanKey: Hashable { var fingerprint: UInt64; var source: PeerID; var maxHops: Int }
 
-    public init(loss: Double = 0.05, target: Double = 0.003, watchers: Int = 2, repeatWorth: Double = 0.05, capacity: Int = 256) {
+    public init(loss: Double = 0.05, target: Double = 0.003, watchers: Int = 2, repeatWorth: Double = 0.05, capacity: Int = 256,
+                maxComputationsPerSecond: Int? = nil) {
         self.loss = loss
         self.repeatWorth = repeatWorth
         self.watchers = watchers
         self.target = target
         self.capacity = capacity
+        self.maxComputationsPerSecond = maxComputationsPerSecond
     }
 
     /// The plan for a broadcast from `source` over what `routes` knows, or nil
-    /// when it does not know the source; `maxHops` is the TTL broadcasts start with.
-    public func plan(from source: PeerID, routes: RouteTable, maxHops: Int = .max) -> BroadcastPlan? {
+    /// when it does not know the source (or, given `now`, when this second's
+    /// budget of computations is spent); `maxHops` is the TTL broadcasts start with.
+    public func plan(from source: PeerID, routes: RouteTable, maxHops: Int = .max, now: UInt64? = nil) -> BroadcastPlan? {
         let key = PlanKey(fingerprint: routes.fingerprint, source: source, maxHops: maxHops)
         if let hit = lock.withLock({ plans[key] }) { return hit }
         guard routes.neighbors(of: source) != nil || routes.isNamed(source) else { return nil }
+        if let budget = maxComputationsPerSecond, let now {
+            let admitted: Bool = lock.withLock {
+                if now >= window.start + 1_000 || now < window.start { window = (now, 0) }
+                guard window.count < budget else {
+                    overBudget += 1
+                    return false
+                }
+                window.count += 1
+                return true
+            }
+            guard admitted else { return nil }
+        }
+        lock.withLock { computations += 1 }
         let graph = lock.withLock { graphs[key.fingerprint] } ?? {
             let g = TopologySnapshot(edges: routes.announcedEdges)
             lock.withLock {
