@@ -123,8 +123,9 @@ public enum GATTOverUDP {
         public let notifications: AsyncStream<(WiFiSetGATT.Characteristic, [UInt8])>
         private var pump: Task<Void, Never>?
 
-        /// Connects (asking for `mtu`) and waits up to `timeout` for the device.
-        public static func connect(to device: UDPAddress, mtu: Int = 512, timeout: Duration = .seconds(3)) async throws -> Central {
+        /// Connects (asking for `mtu`) and waits up to `timeout` for the device
+        /// (10 s: a device that is starting, on a loaded machine, answers late).
+        public static func connect(to device: UDPAddress, mtu: Int = 512, timeout: Duration = .seconds(10)) async throws -> Central {
             let socket = try UDPSocket(bindTo: .loopback(0))
             let datagrams = socket.datagrams()
             let (stream, continuation) = AsyncStream.makeStream(of: (WiFiSetGATT.Characteristic, [UInt8]).self)

@@ -12,6 +12,9 @@ import StarlingWire
 ///   a stranger is counted (``refused``) and links nothing. At most
 ///   `maxLinks` links.
 /// - Stately packets travel after the "STAT" tag (``Channel``).
+/// - Fair to senders: each address may send 1,000 datagrams a second (bursts
+///   of 4,000); what is over is dropped here (``throttled``), so one flooder
+///   cannot fill the node's input queue and starve everyone else's packets.
 public final class UDPTransport: Transport, @unchecked Sendable {
     public struct Options: Sendable {
         /// UDP port; nil: the first free rendezvous port (with discovery), else one the system picks.
@@ -22,6 +25,9 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         /// interface and joins ``Discovery/lanGroup``.
         public var lan = false
         public var maxLinks = 64
+        /// Datagrams a second one address may send, and the burst it may send at once.
+        public var perAddressRate = 1_000
+        public var perAddressBurst = 4_000
         public init() {}
     }
 
@@ -36,6 +42,8 @@ public final class UDPTransport: Transport, @unchecked Sendable {
     private var links: [String: UDPAddress] = [:]
     private var tasks: [Task<Void, Never>] = []
     private var refusedCount = 0
+    private var throttledCount = 0
+    private var buckets: [UDPAddress: (tokens: Double, at: ContinuousClock.Instant)] = [:]
 
     /// Binds the socket now, so that the port is known before ``start()``.
     public init(localPeer: PeerID, options: Options) throws {
@@ -66,6 +74,30 @@ public final class UDPTransport: Transport, @unchecked Sendable {
     /// Datagrams from strangers that were neither a hello nor a packet.
     public var refused: Int { lock.withLock { refusedCount } }
     public var linkCount: Int { lock.withLock { links.count } }
+    /// Datagrams dropped because their address sent over its rate.
+    public var throttled: Int { lock.withLock { throttledCount } }
+
+    /// Takes a token from the address's bucket; false when it is empty.
+    private func admitRate(_ address: UDPAddress) -> Bool {
+        let now = ContinuousClock.now
+        return lock.withLock {
+            let rate = Double(options.perAddressRate), burst = Double(options.perAddressBurst)
+            var b = buckets[address] ?? (burst, now)
+            let elapsed = now - b.at
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            b = (min(burst, b.tokens + seconds * rate), now)
+            guard b.tokens >= 1 else {
+                buckets[address] = b
+                throttledCount += 1
+                return false
+            }
+            b.tokens -= 1
+            // The table of senders is bounded too: full ones (idle for a while) go.
+            if buckets.count >= 4_096 { buckets = buckets.filter { $0.value.tokens < burst } }
+            buckets[address] = b
+            return true
+        }
+    }
 
     public func start() async throws {
         for address in options.peers { admit(address) }
@@ -127,6 +159,7 @@ public final class UDPTransport: Transport, @unchecked Sendable {
     }
 
     private func handle(_ bytes: [UInt8], from address: UDPAddress) {
+        guard admitRate(address) else { return }
         switch Channel.of(bytes) {
         case .hello:
             guard let from = Discovery.parseHello(bytes), from != localPeer else { return } // our own, looped back

@@ -1,5 +1,6 @@
 import Foundation
 import StarlingBlueZ
+import StarlingCrypto
 import StarlingDBus
 import StarlingTestSupport
 import StarlingWire
@@ -99,9 +100,12 @@ enum BLEIDs {
             let junk = (0..<Int.random(in: 0...180, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             try await link.write(i % 3 == 0 ? [1, 1, 7] + junk : junk)
         }
-        // Then something real: a public message from a made-up sender.
-        let hello = Packet(type: .message, ttl: 3, timestamp: UInt64(Date().timeIntervalSince1970 * 1000),
-                           senderID: PeerID(rawValue: 0xBAD0_600D_0000_0001), payload: Array("still listening?".utf8))
+        // Then something real: a newcomer's announce and its signed public message.
+        let newcomer = Identity.generate()
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        try await link.write(try Announcement.make(identity: newcomer, nickname: "newcomer", timestamp: now).encoded())
+        var hello = Packet(type: .message, ttl: 3, timestamp: now, senderID: newcomer.peerID, payload: Array("still listening?".utf8))
+        try PacketSigning.sign(&hello, with: newcomer.signingKey)
         try await link.write(try hello.encoded())
         let got = await node.waitFor(seconds: 15) { $0["event"] as? String == "message" }
         #expect(got?["text"] as? String == "still listening?", "\(node.text)")

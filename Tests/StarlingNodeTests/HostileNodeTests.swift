@@ -9,6 +9,7 @@ import StarlingWire
 /// any bytes, claim any sender ID, replay and flood. Each test is one attack
 /// and asserts the rejection or the bound (docs/MESH.md, "Bounds";
 /// docs/PROTOCOL.md, "Authentication and freshness").
+extension InProcessNodes {
 @Suite struct HostileNodeTests {
     /// alice — victim — carol, and an attacker (mallory) on a raw link to the
     /// victim. Mallory announces herself on it, as anyone nearby can, so the
@@ -300,4 +301,5 @@ import StarlingWire
         s.net.run(for: 100)
         #expect(s.victimCore.router.reassemblyBytes <= Reassembler.Limits.default.maxTotalBytes)
     }
+}
 }

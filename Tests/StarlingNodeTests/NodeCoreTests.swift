@@ -7,6 +7,7 @@ import StarlingWire
 
 /// The node core in one process, over in-memory links on a virtual clock:
 /// every behaviour a node has, without sockets, processes or sleeps.
+extension InProcessNodes {
 @Suite struct NodeCoreTests {
     /// a — b — c, 5 ms links.
     static func line(_ configure: (inout NodeCore.Configuration) -> Void = { _ in }) -> EmbeddedNetwork {
@@ -321,4 +322,5 @@ import StarlingWire
         #expect(try String(decoding: JSONEncoderForTests.encode(rejected), as: UTF8.self)
             == #"{"event":"rejected","kind":"badAnnounce","peerID":"a1b2c3d4e5f60718","reason":"announce from a1b2c3d4e5f60718: stale"}"#)
     }
+}
 }

@@ -69,9 +69,10 @@ import Testing
         #expect(bytes.count == 30)
         let e = #expect(throws: WireError.self) { try Packet(decoding: bytes) }
         #expect(e?.field == "payloadLength")
-        #expect(e?.reason == .lengthOutOfRange(declared: 0xFFFF_FFFF, limit: 1 << 20))
-        // Under the limit but beyond the input: truncated, not allocated.
-        let small = h("02 02 07 \(sampleTimeHex) 00 000fffff a1b2c3d4e5f60718 0000")
+        // A public message may carry 128 KiB at most (the type's limit, docs/PROTOCOL.md).
+        #expect(e?.reason == .lengthOutOfRange(declared: 0xFFFF_FFFF, limit: 131_072))
+        // Under the limit (a file transfer's: 1 MiB) but beyond the input: truncated, not allocated.
+        let small = h("02 22 07 \(sampleTimeHex) 00 000fffff a1b2c3d4e5f60718 0000")
         let e2 = #expect(throws: WireError.self) { try Packet(decoding: small) }
         #expect(e2?.reason == .truncated(needed: 0xFFFFF, available: 2))
     }
@@ -100,10 +101,15 @@ import Testing
         let corrupt = h("01 02 07 \(sampleTimeHex) 04 000a a1b2c3d4e5f60718 ffff 4b4c1c1800000000")
         let e = #expect(throws: WireError.self) { try Packet(decoding: corrupt) }
         #expect(e?.reason == .decompressionFailed)
-        // v2: 1 byte of data claiming 1 MiB: over 50,000:1.
-        let bomb = h("02 02 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b")
+        // v2: 1 byte of data claiming 1 MiB: over 50,000:1 (a file transfer may be 1 MiB).
+        let bomb = h("02 22 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b")
         let e2 = #expect(throws: WireError.self) { try Packet(decoding: bomb) }
         #expect(e2?.reason == .compressionRatioTooHigh(originalSize: 1 << 20, compressedSize: 1))
+        // A public message claiming to inflate to 1 MiB is refused on its declared size, before inflating.
+        let messageBomb = h("02 02 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b")
+        let e3 = #expect(throws: WireError.self) { try Packet(decoding: messageBomb) }
+        #expect(e3?.field == "originalSize")
+        #expect(e3?.reason == .lengthOutOfRange(declared: 1 << 20, limit: 131_072))
         // Compressed flag with nothing after the size prefix.
         let empty = h("01 02 07 \(sampleTimeHex) 04 0002 a1b2c3d4e5f60718 0005")
         #expect(throws: WireError.self) { try Packet(decoding: empty) }
