@@ -56,6 +56,8 @@ import Testing
             "version-hello": try VersionNegotiation.encodeHello([1, 2]),
             "wifiset-network-entry": try WiFiSet.Frame(sequence: 5, .networkEntry(.init(ssid: "MyNetwork2.4", rssi: -56,
                                                                                          security: .wpaPSK, channel: 6))).encoded(),
+            // Hand-built: no encoder writes a size its body does not inflate to.
+            "message-bomb": h("02 02 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b"),
             "wifiset-credential-write": try WiFiSet.Frame(sequence: 1, .credentialWrite(ssid: "MyNetwork2.4", password: "mypassword123")).encoded(),
             "wifiset-status-response": try WiFiSet.Frame(sequence: 10, .statusResponse(.init(state: .connected, rssi: -56, ip: [192, 168, 1, 100],
                                                                                               ssid: "MyNetwork2.4"))).encoded(),
@@ -74,6 +76,12 @@ import Testing
         for name in expected.keys {
             #expect(Self.examples[name] != nil, "example \(name) is missing from docs/PROTOCOL.md")
         }
+    }
+
+    @Test func theMessageBombExampleIsRefusedAsTheDocumentSays() throws {
+        let bytes = try #require(Self.examples["message-bomb"])
+        let error = try #require(#expect(throws: WireError.self) { try Packet(decoding: bytes) })
+        #expect(Self.document.contains("refused with `\(error)`"), "docs/PROTOCOL.md should quote: \(error)")
     }
 
     @Test func packetExamplesDecode() throws {
