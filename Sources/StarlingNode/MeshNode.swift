@@ -332,5 +332,7 @@ public actor MeshNode {
     public var currentNickname: String { core.nickname }
     public var linkCount: Int { linkOf.count }
     public var statistics: MeshStatistics { core.statistics }
+    /// What the node refused before relaying (forged, stale, oversized …).
+    public var refusals: NodeCore.Refusals { core.refusals }
     public var unacknowledgedCount: Int { core.unacknowledgedCount }
 }

@@ -250,11 +250,13 @@ actor ChatScreen {
             }
         case "/stats":
             let s = await node.statistics
+            let r = await node.refusals
             say("""
               received \(s.received) (direct \(s.direct), relayed \(s.relayed)), average hops \(String(format: "%.1f", s.averageHops))
               relays scheduled \(s.relaysScheduled), executed \(s.relaysExecuted), cancelled \(s.relaysCancelled)
               duplicates blocked \(s.duplicatesBlocked) (\(String(format: "%.0f", s.duplicateRate * 100))%), transmissions \(s.transmissions)
               refused: malformed \(s.malformed), from blocked senders \(s.blockedDropped), TTL clamped \(s.ttlClamped), too large to send \(s.unsendable)
+              refused before relaying: forged \(r.forged), unverifiable \(r.unverifiable), stale \(r.stale), our own ID \(r.ownID), oversized \(r.oversized), replayed \(r.replayed), handshakes over budget \(r.handshakeBudget)
             """)
         case "/nick":
             guard words.count >= 2 else { say("usage: /nick NAME"); return true }

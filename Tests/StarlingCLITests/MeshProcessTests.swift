@@ -143,6 +143,23 @@ final class LiveProcess: @unchecked Sendable {
         return (bob, carol, bobPort)
     }
 
+    @Test func sendExitsOneAndSaysSoWhenAPrivateMessageIsNotDelivered() async throws {
+        let carol = try Self.node("carol", duration: 30)
+        defer { carol.stop() }
+        let port = try await Self.port(of: carol)
+        // No time to wait for the receipt (--linger 0): not delivered, and said so.
+        let r = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", Self.dataDir(),
+                                               "--peer", "127.0.0.1:\(port)", "--to", "carol", "--linger", "0", "psst"])
+        #expect(r.status == 1, "\(r.stdout)\n\(r.stderr)")
+        #expect(r.stderr.contains("the message to carol was not delivered"), "\(r.stderr)")
+        #expect(r.stderr.contains("--linger"))
+        // Nobody there: the error hints at --wait.
+        let none = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", Self.dataDir(),
+                                                  "--wait", "1", "--to", "nobody", "psst"])
+        #expect(none.status != 0)
+        #expect(none.stderr.contains("nobody not found within 1 s") && none.stderr.contains("--wait"), "\(none.stderr)")
+    }
+
     @Test func publicMessageCrossesALineOfThreeProcesses() async throws {
         let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
