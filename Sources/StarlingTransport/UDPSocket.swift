@@ -129,12 +129,14 @@ public final class UDPSocket: @unchecked Sendable {
         return sent == bytes.count
     }
 
-    /// Datagrams as they arrive, until the socket is closed.
-    public func datagrams() -> AsyncStream<(UDPAddress, [UInt8])> {
+    /// Datagrams as they arrive, until the socket is closed. Datagrams longer
+    /// than `maxSize` are read and dropped at once, never copied or queued
+    /// (``oversized`` counts them).
+    public func datagrams(maxSize: Int = UDPSocket.maxDatagram) -> AsyncStream<(UDPAddress, [UInt8])> {
         AsyncStream(bufferingPolicy: .bufferingNewest(4096)) { continuation in
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
-            source.setEventHandler { [fd] in
+            source.setEventHandler { [fd, weak self] in
                 while true {
                     var from = sockaddr_in()
                     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -146,6 +148,10 @@ public final class UDPSocket: @unchecked Sendable {
                         }
                     }
                     guard n >= 0 else { break }
+                    if n > maxSize {
+                        self?.noteOversized()
+                        continue
+                    }
                     continuation.yield((UDPAddress(host: from.sin_addr.s_addr, port: UInt16(bigEndian: from.sin_port)),
                                         Array(buffer[0..<n])))
                 }
@@ -161,6 +167,10 @@ public final class UDPSocket: @unchecked Sendable {
 
     private var closed = false
     private let lock = NSLock()
+    private var oversizedCount = 0
+    private func noteOversized() { lock.withLock { oversizedCount += 1 } }
+    /// Datagrams dropped for being longer than the reader's `maxSize`.
+    public var oversized: Int { lock.withLock { oversizedCount } }
 
     /// Stops reading (once); the stream of datagrams then finishes.
     private func cancelReading() {

@@ -25,6 +25,9 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         /// interface and joins ``Discovery/lanGroup``.
         public var lan = false
         public var maxLinks = 64
+        /// The largest frame a UDP link carries (the node fragments to it); a
+        /// longer datagram is dropped as it is read, before it is copied or queued.
+        public var maxFrame = 512
         /// Datagrams a second one address may send, and the burst it may send at once.
         public var perAddressRate = 1_000
         public var perAddressBurst = 4_000
@@ -76,6 +79,8 @@ public final class UDPTransport: Transport, @unchecked Sendable {
     public var linkCount: Int { lock.withLock { links.count } }
     /// Datagrams dropped because their address sent over its rate.
     public var throttled: Int { lock.withLock { throttledCount } }
+    /// Datagrams dropped for being longer than a frame.
+    public var oversized: Int { socket.oversized }
 
     /// Takes a token from the address's bucket; false when it is empty.
     private func admitRate(_ address: UDPAddress) -> Bool {
@@ -101,7 +106,8 @@ public final class UDPTransport: Transport, @unchecked Sendable {
 
     public func start() async throws {
         for address in options.peers { admit(address) }
-        let datagrams = socket.datagrams()
+        // A frame, plus the 4-byte tag of a Stately packet.
+        let datagrams = socket.datagrams(maxSize: options.maxFrame + Channel.statelyTag.count)
         let tasks = [
             Task { [weak self] in
                 for await (from, bytes) in datagrams {
@@ -149,7 +155,7 @@ public final class UDPTransport: Transport, @unchecked Sendable {
             return true
         }
         guard let new else { return nil }
-        if new { continuation.yield(.up(key, maxFrame: nil)) }
+        if new { continuation.yield(.up(key, maxFrame: options.maxFrame)) }
         return key
     }
 
