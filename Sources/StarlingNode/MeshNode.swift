@@ -284,6 +284,9 @@ public actor MeshNode {
         try command { try $0.sendFile(name: name, mimeType: mimeType, content: content, to: peer, now: $1) }
     }
 
+    /// Pings `peer`; the pong comes as an event.
+    public func ping(_ peer: PeerID) { command { $0.ping(peer, now: $1) } }
+
     /// Tells `peer` that its message was displayed.
     public func sendReadReceipt(_ messageID: String, to peer: PeerID) throws {
         try command { try $0.sendReadReceipt(messageID, to: peer, now: $1) }

@@ -82,8 +82,14 @@ public struct NodeCore: Sendable {
         public var replayed = 0
         /// A public message too long to show.
         public var tooLong = 0
+        /// An announce whose signing key is not the one pinned to its Noise key.
+        public var pinMismatch = 0
+        /// A ping past the budget of its link (5 in 10 s).
+        public var pings = 0
         public init() {}
-        public var total: Int { oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong }
+        public var total: Int {
+            oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings
+        }
     }
 
     public enum Output: Sendable {
@@ -122,6 +128,8 @@ public struct NodeCore: Sendable {
         public var fingerprint: Fingerprint
         public var hops: Int
         public var lastSeen: UInt64
+        /// What its announce says it can do (nil: it says nothing).
+        public var capabilities: Capabilities? = nil
     }
 
     struct PeerCard: Sendable {
@@ -129,7 +137,11 @@ public struct NodeCore: Sendable {
         var fingerprint: Fingerprint
         /// The Ed25519 key its verified announce carries: its public messages must be signed by it.
         var signingKey: [UInt8]
+        var capabilities: Capabilities?
     }
+
+    /// What this node can do, as its announces say: it answers pings.
+    public static let capabilities: Capabilities = [.meshDiagnostics]
 
     public let identity: Identity
     public private(set) var configuration: Configuration
@@ -168,6 +180,13 @@ public struct NodeCore: Sendable {
     /// (a relay's jitter can put a message before its announce): held 2 s,
     /// 64 at most, then counted ``Refusals/unverifiable``.
     private var awaitingAnnounce: [(packet: Packet, bytes: [UInt8], link: LinkID, at: Millis)] = []
+    /// Signing keys pinned to Noise keys (first use), at most 4,096 (oldest pin goes).
+    private var pins: [Fingerprint: [UInt8]] = [:]
+    private var pinOrder: [Fingerprint] = []
+    /// Pings answered per link: 5 in 10 s (the apps' limit; a sender ID is free to claim).
+    private var pingTimes: [LinkID: [Millis]] = [:]
+    /// Our pings awaiting their pong, by nonce: to whom, when (64 at most, 10 s).
+    private var pings: [[UInt8]: (peer: PeerID, at: Millis)] = [:]
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
 
@@ -221,6 +240,7 @@ public struct NodeCore: Sendable {
     /// A link went down (the transport says so).
     public mutating func linkDown(_ link: LinkID, now: Millis) {
         guard links.remove(link) != nil else { return }
+        pingTimes[link] = nil
         watch.down(link)
         router.linkDown(link)
         stately.linkDown(link)
@@ -329,6 +349,7 @@ public struct NodeCore: Sendable {
         }
         for (l, _) in watch.check(now: now) {
             links.remove(l)
+            pingTimes[l] = nil
             router.linkDown(l)
             stately.linkDown(l)
             outbox.append(.closeLink(l))
@@ -378,6 +399,17 @@ public struct NodeCore: Sendable {
         let id = sha256Hex(try file.encoded())
         try sendTracked(.privateFile(file), id: id, to: peer, now: now)
         return id
+    }
+
+    /// Pings `peer` (mesh diagnostics, 0x26): its pong comes back as
+    /// ``NodeEvent/pong(from:rttMillis:hops:)``. At most 64 pings wait at once.
+    public mutating func ping(_ peer: PeerID, now: Millis) {
+        pings = pings.filter { now < $0.value.at + 10_000 }
+        guard pings.count < 64 else { return }
+        let nonce = (0..<8).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        pings[nonce] = (peer, now)
+        let p = Packet(type: .ping, ttl: 7, timestamp: now, senderID: peerID, recipientID: peer, payload: nonce + [7])
+        perform(router.originate(p, now: now), now: now)
     }
 
     /// Tells `peer` that its message was displayed.
@@ -459,7 +491,8 @@ public struct NodeCore: Sendable {
 
     public var peers: [PeerID: PeerInfo] {
         present.entries.mapValues {
-            PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce)
+            PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce,
+                     capabilities: $0.info.capabilities)
         }
     }
 
@@ -593,7 +626,17 @@ public struct NodeCore: Sendable {
                 }
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
-                                    signingKey: a.signingPublicKey)
+                                    signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)))
+                // The signing key is pinned to the Noise key on first use: a later
+                // announce with the same Noise key and another signing key is refused
+                // (someone else signing in a known peer's name).
+                if let pinned = pins[card.fingerprint], pinned != a.signingPublicKey {
+                    refusals.pinMismatch += 1
+                    emit(.rejected(Rejection(.badAnnounce, peer: sender,
+                                             "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
+                    return
+                }
+                pin(card.fingerprint, a.signingPublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
                 if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
                     sessions.rebind(sender, to: card.fingerprint)
@@ -628,6 +671,14 @@ public struct NodeCore: Sendable {
                 return
             }
             emit(.message(from: sender, nickname: present[sender]?.info.nickname, text: text, hops: hops, timestamp: packet.timestamp))
+        case .ping where packet.recipientID == peerID:
+            answerPing(packet, link: link, now: now)
+        case .pong where packet.recipientID == peerID:
+            let nonce = Array(packet.payload.prefix(8))
+            if let sent = pings[nonce], sent.peer == sender {
+                pings[nonce] = nil
+                emit(.pong(from: sender, rttMillis: now >= sent.at ? now - sent.at : 0, hops: hops))
+            }
         case .leave:
             router.peerGone(sender)
             if present.left(sender) != nil { emit(.left(sender)) }
@@ -736,11 +787,33 @@ public struct NodeCore: Sendable {
         return base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
     }
 
+    private mutating func pin(_ fingerprint: Fingerprint, _ key: [UInt8]) {
+        guard pins[fingerprint] == nil else { return }
+        if pinOrder.count >= 4_096 { pins[pinOrder.removeFirst()] = nil }
+        pins[fingerprint] = key
+        pinOrder.append(fingerprint)
+    }
+
+    /// A ping for us: a pong back with the same payload, as the apps answer.
+    private mutating func answerPing(_ packet: Packet, link: LinkID?, now: Millis) {
+        if let link {
+            var times = (pingTimes[link] ?? []).filter { now >= $0 && now - $0 < 10_000 }
+            guard times.count < 5 else {
+                refusals.pings += 1
+                return
+            }
+            times.append(now)
+            pingTimes[link] = times
+        }
+        let pong = Packet(type: .pong, ttl: 7, timestamp: now, senderID: peerID, recipientID: packet.senderID, payload: packet.payload)
+        perform(router.originate(pong, now: now), now: now)
+    }
+
     private mutating func announce(now: Millis) {
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
         guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: now,
-                                                  directNeighbors: neighbors) else { return }
+                                                  directNeighbors: neighbors, capabilities: Self.capabilities.rawValue) else { return }
         perform(router.originate(packet, now: now), now: now)
     }
 }

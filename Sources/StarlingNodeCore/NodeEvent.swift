@@ -42,6 +42,8 @@ public enum NodeEvent: Sendable {
     case sos(StatelyEngine.PeerState)
     /// A peer's state expired (or it went invisible).
     case stateExpired(PeerID)
+    /// A pong answered our ping: the round trip and how many hops it came.
+    case pong(from: PeerID, rttMillis: UInt64, hops: Int)
 }
 
 /// Why something was refused: a kind a program can switch on, the peer it
@@ -84,7 +86,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji
+        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -108,6 +110,7 @@ extension NodeEvent: Encodable {
         case .state: "state"
         case .sos: "sos"
         case .stateExpired: "stateExpired"
+        case .pong: "pong"
         }
     }
 
@@ -159,6 +162,10 @@ extension NodeEvent: Encodable {
             try c.encode(size, forKey: .size)
             try c.encode(path, forKey: .path)
             try c.encode(id, forKey: .transferID)
+        case let .pong(from, rtt, hops):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(rtt, forKey: .rttMillis)
+            try c.encode(hops, forKey: .hops)
         case let .left(peer), let .stateExpired(peer):
             try c.encode(peer.description, forKey: .peerID)
         case let .rejected(r):

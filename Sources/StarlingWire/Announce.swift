@@ -153,3 +153,39 @@ public struct Announce: Hashable, Sendable {
                   unknown: unknown)
     }
 }
+
+/// What an announce says its sender can do: TLV 0x05, a little-endian
+/// bitfield with trailing zero bytes trimmed (docs/PROTOCOL.md, "Announce").
+/// Bits as the apps define them; unknown bits are kept.
+public struct Capabilities: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static let prekeys = Capabilities(rawValue: 1 << 0)
+    public static let wifiBulk = Capabilities(rawValue: 1 << 1)
+    public static let gateway = Capabilities(rawValue: 1 << 2)
+    public static let groups = Capabilities(rawValue: 1 << 3)
+    public static let board = Capabilities(rawValue: 1 << 4)
+    public static let vouch = Capabilities(rawValue: 1 << 5)
+    /// Answers ping (0x26) with pong (0x27).
+    public static let meshDiagnostics = Capabilities(rawValue: 1 << 6)
+    public static let bridge = Capabilities(rawValue: 1 << 7)
+    public static let privateMedia = Capabilities(rawValue: 1 << 8)
+    public static let privateMediaReceipts = Capabilities(rawValue: 1 << 9)
+    /// Android only, so far.
+    public static let peerIDRotation = Capabilities(rawValue: 1 << 14)
+
+    static let named: [(Capabilities, String)] = [
+        (.prekeys, "prekeys"), (.wifiBulk, "wifiBulk"), (.gateway, "gateway"), (.groups, "groups"), (.board, "board"),
+        (.vouch, "vouch"), (.meshDiagnostics, "meshDiagnostics"), (.bridge, "bridge"), (.privateMedia, "privateMedia"),
+        (.privateMediaReceipts, "privateMediaReceipts"), (.peerIDRotation, "peerIDRotation"),
+    ]
+
+    /// The names of the bits set; unknown ones as "bit N".
+    public var names: [String] {
+        var out = Self.named.filter { contains($0.0) }.map(\.1)
+        let known = Self.named.reduce(UInt64(0)) { $0 | $1.0.rawValue }
+        for bit in 0..<64 where rawValue & ~known & (1 << UInt64(bit)) != 0 { out.append("bit \(bit)") }
+        return out
+    }
+}

@@ -28,13 +28,38 @@ public struct DissectedField: Hashable, Sendable {
     }
 }
 
+/// What a dissection found: every layer it could read, and the first error,
+/// if any (as Wireshark does: the outer layers are shown even when an inner
+/// one is malformed, and the malformed one is marked).
+public struct Dissection: Hashable, Sendable {
+    /// nil when not even the packet's header and addresses decode.
+    public var field: DissectedField?
+    public var error: WireError?
+
+    public init(field: DissectedField?, error: WireError?) {
+        self.field = field
+        self.error = error
+    }
+}
+
 /// Decodes a packet and everything nested in it into ``DissectedField``s.
-/// Any malformation, at any depth, throws a ``WireError`` naming the field and
+/// Any malformation, at any depth, is a ``WireError`` naming the field and
 /// its byte offset.
 public enum Dissector {
-    /// Dissects an encoded packet.
+    /// Dissects an encoded packet; throws at the first malformation, whatever its depth.
     public static func packet(_ bytes: [UInt8], limits: WireLimits = .default) throws(WireError) -> DissectedField {
-        let packet = try Packet(decoding: bytes, limits: limits)
+        let d = dissect(bytes, limits: limits)
+        if let error = d.error { throw error }
+        return d.field!
+    }
+
+    /// Dissects an encoded packet as far as it can: a packet whose inner
+    /// payload is malformed still shows its header, addresses, route and
+    /// signature, with the payload marked (`malformed` note, `error` child).
+    public static func dissect(_ bytes: [UInt8], limits: WireLimits = .default) -> Dissection {
+        let packet: Packet
+        do { packet = try Packet(decoding: bytes, limits: limits) } catch { return Dissection(field: nil, error: error) }
+        var innerError: WireError?
         let headerSize = packet.version == 2 ? Packet.v2HeaderSize : Packet.v1HeaderSize
         let payloadOffset = headerSize + 8 + (packet.recipientID == nil ? 0 : 8)
             + (packet.route.map { 1 + 8 * $0.count } ?? 0)
@@ -64,7 +89,14 @@ public enum Dissector {
         }
         // Offsets inside an inflated payload are relative to the inflated bytes.
         let base = packet.compressedPayload == nil ? payloadOffset : 0
-        fields.append(try payload(of: packet, errorBase: base))
+        do {
+            fields.append(try payload(of: packet, errorBase: base))
+        } catch {
+            innerError = error
+            fields.append(DissectedField("payload", .bytes(packet.payload), note: "malformed", children: [
+                DissectedField("error", .text(error.description)),
+            ]))
+        }
         if let s = packet.signature {
             fields.append(DissectedField("signature", .bytes(s.bytes)))
         }
@@ -74,7 +106,8 @@ public enum Dissector {
                                          note: "PKCS#7 to \(bytes.count) bytes"))
         }
         fields.append(DissectedField("packetID", .text(PacketID(packet).description)))
-        return DissectedField("packet", .number(UInt64(bytes.count)), note: "bytes", children: fields)
+        return Dissection(field: DissectedField("packet", .number(UInt64(bytes.count)), note: "bytes", children: fields),
+                          error: innerError)
     }
 
     /// Dissects the plaintext of a Noise transport frame (an inner payload).
@@ -120,7 +153,9 @@ public enum Dissector {
                 DissectedField("signingPublicKey", .bytes(a.signingPublicKey)),
             ]
             if let n = a.directNeighbors { c.append(DissectedField("directNeighbors", .list(n.map(\.description)))) }
-            if let caps = a.capabilities { c.append(DissectedField("capabilities", .number(caps))) }
+            if let caps = a.capabilities {
+                c.append(DissectedField("capabilities", .number(caps), note: Capabilities(rawValue: caps).names.joined(separator: ", ")))
+            }
             if let g = a.bridgeGeohash { c.append(DissectedField("bridgeGeohash", .text(g))) }
             c += a.unknown.map(unknownField)
             return DissectedField("announce", .number(count), note: "bytes", children: c)
@@ -176,9 +211,71 @@ public enum Dissector {
         case .versionAck:
             let v = try VersionNegotiation.decodeAck(body, errorBase: errorBase)
             return DissectedField("versionAck", v.map { .number(UInt64($0)) } ?? .none, note: v == nil ? "no common version" : nil)
+        case .ping, .pong:
+            guard body.count >= 9 else {
+                throw WireError(.truncated(needed: 9, available: body.count), field: "\(packet.type.name!).nonce", offset: errorBase)
+            }
+            return DissectedField(packet.type.name!, .number(count), note: "bytes", children: [
+                DissectedField("nonce", .bytes(Array(body.prefix(8)))),
+                DissectedField("originTTL", .number(UInt64(body[8])), note: "hops \(max(0, Int(body[8]) - Int(packet.ttl) + 1))"),
+            ])
+        case .courierEnvelope, .boardPost, .prekeyBundle, .groupMessage, .nostrCarrier:
+            let names = tlv16Names[packet.type] ?? [:]
+            let entries = try tlv16(body, field: packet.type.name!, errorBase: errorBase)
+            return DissectedField(packet.type.name!, .number(count), note: "bytes", children: entries.map { t, v in
+                let name = names[t] ?? "tlv 0x" + String(t, radix: 16)
+                let text = (t == 0x02 && packet.type == .nostrCarrier) || (t == 0x03 && packet.type == .nostrCarrier)
+                    ? String(validating: v, as: UTF8.self) : nil
+                return DissectedField(name, text.map { .text($0) } ?? .bytes(v))
+            })
+        case .voiceFrame:
+            guard body.count >= 11 else {
+                throw WireError(.truncated(needed: 11, available: body.count), field: "voiceFrame.header", offset: errorBase)
+            }
+            let kind: String = switch body[10] {
+            case 0x00: "audio"
+            case 0x01: "start"
+            case 0x02: "end"
+            case 0x04: "cancelled"
+            default: "flags 0x" + String(body[10], radix: 16)
+            }
+            return DissectedField("voiceFrame", .number(count), note: "bytes", children: [
+                DissectedField("burstID", .bytes(Array(body.prefix(8)))),
+                DissectedField("sequence", .number(UInt64(body[8]) << 8 | UInt64(body[9]))),
+                DissectedField("flags", .number(UInt64(body[10])), note: kind),
+                DissectedField("body", .bytes(Array(body.dropFirst(11)))),
+            ])
         default:
             return DissectedField("payload", .bytes(body))
         }
+    }
+
+    /// The TLV names of the 2026 types (docs/PROTOCOL.md; from the apps' sources).
+    static let tlv16Names: [MessageType: [UInt8: String]] = [
+        .courierEnvelope: [0x01: "recipientTag", 0x02: "expiry", 0x03: "ciphertext", 0x04: "copies", 0x05: "prekeyID"],
+        .prekeyBundle: [0x01: "noiseStaticKey", 0x02: "prekeys", 0x03: "generatedAt", 0x04: "signature"],
+        .groupMessage: [0x01: "groupID", 0x02: "epoch", 0x03: "nonce", 0x04: "ciphertext"],
+        .nostrCarrier: [0x01: "direction", 0x02: "geohash", 0x03: "eventJSON"],
+        .boardPost: [0x01: "kind"],
+    ]
+
+    /// TLVs of u8 type and u16 big-endian length, to the end of `body`.
+    static func tlv16(_ body: [UInt8], field: String, errorBase: Int) throws(WireError) -> [(UInt8, [UInt8])] {
+        var out: [(UInt8, [UInt8])] = []
+        var i = 0
+        while i < body.count {
+            guard i + 3 <= body.count else {
+                throw WireError(.truncated(needed: 3, available: body.count - i), field: "\(field).tlv", offset: errorBase + i)
+            }
+            let length = Int(body[i + 1]) << 8 | Int(body[i + 2])
+            guard i + 3 + length <= body.count else {
+                throw WireError(.truncated(needed: length, available: body.count - i - 3), field: "\(field).tlv 0x"
+                    + String(body[i], radix: 16), offset: errorBase + i + 3)
+            }
+            out.append((body[i], Array(body[(i + 3)..<(i + 3 + length)])))
+            i += 3 + length
+        }
+        return out
     }
 
     static func file(_ f: FileTransfer) -> DissectedField {

@@ -18,6 +18,20 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let fragment = MessageType(rawValue: 0x20)
     public static let requestSync = MessageType(rawValue: 0x21)
     public static let fileTransfer = MessageType(rawValue: 0x22)
+    // The apps' 2026 types (docs/PROTOCOL.md, "The 2026 packet types"): named,
+    // dissected where their layout is documented, relayed by the same rules.
+    /// A message deposited with a trusted courier for a peer out of reach (TLV-16).
+    public static let courierEnvelope = MessageType(rawValue: 0x04)
+    public static let boardPost = MessageType(rawValue: 0x23)
+    public static let prekeyBundle = MessageType(rawValue: 0x24)
+    public static let groupMessage = MessageType(rawValue: 0x25)
+    /// Mesh diagnostics: nonce (8) ‖ origin TTL (1); answered with a pong carrying the same payload.
+    public static let ping = MessageType(rawValue: 0x26)
+    public static let pong = MessageType(rawValue: 0x27)
+    public static let nostrCarrier = MessageType(rawValue: 0x28)
+    public static let voiceFrame = MessageType(rawValue: 0x29)
+    /// Defined by the apps, not yet sent; local only.
+    public static let announceV2 = MessageType(rawValue: 0x2C)
     /// Starling extension: protocol version negotiation (seed §7.1, §18).
     public static let versionHello = MessageType(rawValue: 0x2D)
     /// Starling extension: the agreed protocol version.
@@ -26,6 +40,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let known: [MessageType] = [
         .announce, .message, .leave, .noiseHandshake, .noiseEncrypted,
         .fragment, .requestSync, .fileTransfer, .versionHello, .versionAck,
+        .courierEnvelope, .boardPost, .prekeyBundle, .groupMessage, .ping, .pong, .nostrCarrier, .voiceFrame, .announceV2,
     ]
 
     public var name: String? {
@@ -40,6 +55,15 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
         case .fileTransfer: "fileTransfer"
         case .versionHello: "versionHello"
         case .versionAck: "versionAck"
+        case .courierEnvelope: "courierEnvelope"
+        case .boardPost: "boardPost"
+        case .prekeyBundle: "prekeyBundle"
+        case .groupMessage: "groupMessage"
+        case .ping: "ping"
+        case .pong: "pong"
+        case .nostrCarrier: "nostrCarrier"
+        case .voiceFrame: "voiceFrame"
+        case .announceV2: "announceV2"
         default: nil
         }
     }
@@ -47,7 +71,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// Whether the deployed apps sign packets of this type (decisions: "Signatures").
     public var isSigned: Bool {
         switch self {
-        case .announce, .message, .leave, .requestSync, .fileTransfer: true
+        case .announce, .message, .leave, .requestSync, .fileTransfer, .courierEnvelope: true
         default: false
         }
     }

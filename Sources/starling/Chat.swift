@@ -136,6 +136,8 @@ actor ChatScreen {
             break
         case let .rejected(why):
             say("! \(why)")
+        case let .pong(from, rtt, hops):
+            say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
         }
     }
 
@@ -226,8 +228,13 @@ actor ChatScreen {
             for (id, info) in peers {
                 let favourite = await node.favoriteFingerprints.contains(info.fingerprint)
                 let marks = (favourite ? " ★" : "") + (await node.isBlocked(id) ? " (blocked)" : "")
-                say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)")
+                let can = info.capabilities.map { $0.isEmpty ? "  (announces no capabilities)" : "  can: " + $0.names.joined(separator: ", ") } ?? ""
+                say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)\(can)")
             }
+        case "/ping":
+            guard words.count >= 2, let id = await peer(named: words[1]) else { say("usage: /ping NICK (a peer /who lists)"); return true }
+            await node.ping(id)
+            say("* ping \(words[1]) …")
         case "/block", "/unblock", "/fav", "/unfav", "/verify":
             guard words.count >= 2, let id = await peer(named: words[1]), let info = await node.peers[id] else {
                 say("usage: \(words[0]) NICK (a peer /who lists)"); return true
@@ -282,7 +289,8 @@ actor ChatScreen {
               text              to everyone
               /msg NICK text    privately, end-to-end encrypted (/m, /dm)
               /send NICK PATH   a file, privately
-              /who              who is here, how far, ★ favourites, ✓ verified
+              /who              who is here, how far, ★ favourites, ✓ verified, what they can do
+              /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
               /block NICK, /unblock NICK, /fav NICK, /unfav NICK
               /nick NAME        rename yourself

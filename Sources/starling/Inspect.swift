@@ -41,10 +41,20 @@ struct Inspect: ParsableCommand {
             FileHandle.standardError.write(Data("starling inspect: input is not hexadecimal: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        do {
-            let field = noisePlaintext ? try Dissector.noisePlaintext(bytes) : try Dissector.packet(bytes)
+        // Every layer that decodes is shown; a malformed inner layer is marked,
+        // and the exit status still says the packet is malformed.
+        let dissection: Dissection
+        if noisePlaintext {
+            do { dissection = Dissection(field: try Dissector.noisePlaintext(bytes), error: nil) } catch {
+                dissection = Dissection(field: nil, error: error)
+            }
+        } else {
+            dissection = Dissector.dissect(bytes)
+        }
+        if let field = dissection.field {
             print(json ? FieldRenderer.json(field) : FieldRenderer.text(field), terminator: json ? "\n" : "")
-        } catch {
+        }
+        if let error = dissection.error {
             FileHandle.standardError.write(Data("starling inspect: malformed \(noisePlaintext ? "Noise payload" : "packet"): \(error)\n".utf8))
             throw ExitCode(1)
         }

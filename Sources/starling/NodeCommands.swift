@@ -140,6 +140,7 @@ struct EventPrinter: Sendable {
             case let .fileProgress(from, received, total): line = "* receiving a file from \(from): \(received)/\(total)"
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
+            case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.

@@ -18,6 +18,38 @@ import Testing
         #expect(d["packetID"] != nil)
     }
 
+    /// As Wireshark does: the header, addresses, route and signature are shown
+    /// even when the payload inside is malformed, and the payload is marked.
+    @Test func outerLayersAreShownWhenAnInnerOneIsMalformed() throws {
+        // A routed v2 0x11 whose 4-byte frame is too short for a Noise frame (nonce 4 + tag 16).
+        let routed = Dissector.dissect(GoldenVectorTests.routedV2)
+        let f = try #require(routed.field)
+        #expect(routed.error != nil)
+        #expect(f["senderID"]?.value == .text("a1b2c3d4e5f60718"))
+        #expect(f["recipientID"]?.value == .text("0102030405060708"))
+        #expect(f["route"]?.value == .list(["1111111111111111", "2222222222222222"]))
+        #expect(f["flags"]?.value == .list(["hasRecipient", "hasRoute", "isRSR"]))
+        #expect(f["payload"]?.note == "malformed")
+        #expect(f["payload"]?["error"] != nil)
+        #expect(f["packetID"] != nil)
+        // A valid v1 public message whose payload is not UTF-8 text, signed.
+        var notText = Packet(type: .message, ttl: 7, timestamp: sampleTime, senderID: aliceID, payload: [0x68, 0xFF, 0xFE],
+                             compress: false)
+        notText.signature = Signature(bytes: [UInt8](repeating: 0x5A, count: 64))!
+        let bytes = try notText.encoded()
+        let d = Dissector.dissect(bytes)
+        let g = try #require(d.field)
+        #expect(d.error != nil)
+        #expect(g["type"]?.note == "message" && g["ttl"]?.value == .number(7))
+        #expect(g["signature"]?.value == .bytes([UInt8](repeating: 0x5A, count: 64)))
+        #expect(g["payload"]?.value == .bytes([0x68, 0xFF, 0xFE]))
+        // The throwing form still throws the inner error.
+        #expect(throws: WireError.self) { try Dissector.packet(bytes) }
+        // A header that does not decode has nothing to show.
+        let broken = Dissector.dissect([0x01, 0x02])
+        #expect(broken.field == nil && broken.error != nil)
+    }
+
     @Test func nestedErrorsPointIntoThePacket() throws {
         // An announce whose Noise key TLV claims 33 bytes: offset is packet-relative.
         var payload = GoldenVectorTests.announcePayload
@@ -54,5 +86,60 @@ import Testing
         #expect(Dissector.iso8601(millis: 0) == "1970-01-01T00:00:00.000Z")
         #expect(Dissector.iso8601(millis: 951_782_400_123) == "2000-02-29T00:00:00.123Z")
         #expect(Dissector.iso8601(millis: sampleTime) == "2025-11-22T08:26:40.000Z")
+    }
+}
+
+/// The apps' 2026 types, dissected from their own golden vectors
+/// (bitchat-android app/src/test/.../model/*Test.kt; docs/research/bitchat-2026.md §9).
+@Suite struct Dissector2026Tests {
+    static func wrap(_ type: MessageType, _ payload: [UInt8], to recipient: PeerID? = nil) throws -> [UInt8] {
+        try Packet(type: type, ttl: 7, timestamp: sampleTime, senderID: aliceID, recipientID: recipient, payload: payload,
+                   compress: false).encoded()
+    }
+
+    @Test func courierEnvelopeFromAndroidsContractTest() throws {
+        // model/CourierEnvelopeTest.kt
+        let envelope = h("010010000102030405060708090a0b0c0d0e0f 0200080102030405060708 030003aabbcc 04000104 05000411223344")
+        let f = try Dissector.packet(try Self.wrap(.courierEnvelope, envelope, to: bobID))
+        #expect(f["type"]?.note == "courierEnvelope")
+        let c = try #require(f["courierEnvelope"])
+        #expect(c["recipientTag"]?.value == .bytes(Array(0...15)))
+        #expect(c["expiry"]?.value == .bytes([1, 2, 3, 4, 5, 6, 7, 8]))
+        #expect(c["ciphertext"]?.value == .bytes([0xAA, 0xBB, 0xCC]))
+        #expect(c["copies"]?.value == .bytes([4]))
+        #expect(c["prekeyID"]?.value == .bytes([0x11, 0x22, 0x33, 0x44]))
+    }
+
+    @Test func nostrCarrierFromAndroidsInteropTest() throws {
+        // model/BridgeProtocolInteropTest.kt
+        let carrier = h("010001030200067534707275790300027b7d")
+        let c = try #require(try Dissector.packet(try Self.wrap(.nostrCarrier, carrier))["nostrCarrier"])
+        #expect(c["direction"]?.value == .bytes([3]))
+        #expect(c["geohash"]?.value == .text("u4pruy"))
+        #expect(c["eventJSON"]?.value == .text("{}"))
+    }
+
+    @Test func pingAndPongShowTheirNonceAndHops() throws {
+        let ping = try Dissector.packet(try Self.wrap(.ping, h("010203040506070807"), to: bobID))
+        #expect(ping["type"]?.note == "ping")
+        #expect(ping["ping"]?["nonce"]?.value == .bytes([1, 2, 3, 4, 5, 6, 7, 8]))
+        #expect(ping["ping"]?["originTTL"]?.note == "hops 1")
+        let short = Dissector.dissect(try Self.wrap(.pong, [1, 2, 3]))
+        #expect(short.error?.field == "pong.nonce" && short.field?["type"]?.note == "pong")
+    }
+
+    @Test func voiceFramesFromTheAppsBurstLayout() throws {
+        // features/voice/VoiceBurstPacketTest.kt (the layout iOS uses too)
+        let start = try Dissector.packet(try Self.wrap(.voiceFrame, h("010203040506070800000101")))
+        #expect(start["voiceFrame"]?["flags"]?.note == "start")
+        let end = try Dissector.packet(try Self.wrap(.voiceFrame, h("0102030405060708002a02002900000a80")))
+        #expect(end["voiceFrame"]?["sequence"]?.value == .number(42))
+        #expect(end["voiceFrame"]?["flags"]?.note == "end")
+    }
+
+    @Test func everyNewTypeHasItsName() {
+        let names = [(0x04, "courierEnvelope"), (0x23, "boardPost"), (0x24, "prekeyBundle"), (0x25, "groupMessage"), (0x26, "ping"),
+                     (0x27, "pong"), (0x28, "nostrCarrier"), (0x29, "voiceFrame"), (0x2C, "announceV2")]
+        for (code, name) in names { #expect(MessageType(rawValue: UInt8(code)).name == name) }
     }
 }

@@ -1,0 +1,87 @@
+import Crypto
+import Testing
+import StarlingCrypto
+import StarlingMesh
+import StarlingNodeCore
+import StarlingWire
+
+/// What the apps added by 2026 that a node acts on: ping/pong, capabilities,
+/// the signing key pinned to the Noise key (docs/PROTOCOL.md).
+extension InProcessNodes {
+@Suite struct Bitchat2026Tests {
+    @Test func aPingIsAnsweredWithAPongAcrossTwoHops() throws {
+        let net = NodeCoreTests.line()
+        net.run(for: 1_000)
+        let carol = net.nodes[2].peerID
+        net.on(0) { $0.ping(carol, now: $1) }
+        net.run(for: 500)
+        let pong = net.events[0].compactMap { if case let .pong(from, rtt, hops) = $0 { (from, rtt, hops) } else { nil } }
+        #expect(pong.count == 1)
+        #expect(pong.first?.0 == carol && pong.first?.2 == 2)
+        #expect((pong.first?.1 ?? 0) >= 20) // four 5 ms links and back, at least
+    }
+
+    @Test func pingsAreAnsweredFiveTimesInTenSecondsPerLink() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim)
+        let victimID = net.nodes[victim].peerID
+        let prober = Identity.generate()
+        net.inject(try Announcement.make(identity: prober, nickname: "prober", timestamp: net.now).encoded(), on: raw)
+        let before = net.rawReceived[raw]?.count ?? 0
+        for i in 0..<20 {
+            let ping = Packet(type: .ping, ttl: 7, timestamp: net.now, senderID: prober.peerID, recipientID: victimID,
+                              payload: [UInt8](repeating: UInt8(i), count: 8) + [7])
+            net.inject(try ping.encoded(), on: raw)
+        }
+        let pongs = (net.rawReceived[raw] ?? []).dropFirst(before).compactMap { try? Packet(decoding: $0) }.filter { $0.type == .pong }
+        #expect(pongs.count == 5)
+        #expect(pongs.first?.payload == [UInt8](repeating: 0, count: 8) + [7]) // the ping's payload, as Android answers
+        #expect(pongs.first?.recipientID == prober.peerID)
+        #expect(net.nodes[victim].refusals.pings == 15)
+    }
+
+    @Test func ourAnnouncesSayWeAnswerPingsAndOthersCapabilitiesAreKept() throws {
+        let net = NodeCoreTests.line()
+        net.run(for: 1_000)
+        #expect(net.nodes[0].peers[net.nodes[2].peerID]?.capabilities == [.meshDiagnostics])
+        #expect(Capabilities(rawValue: 0x8140).names == ["meshDiagnostics", "privateMedia", "bit 15"])
+    }
+
+    @Test func aSigningKeyIsPinnedToItsNoiseKeyOnFirstUse() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim)
+        let alice = Identity.generate()
+        net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
+        #expect(net.nodes[victim].peers[alice.peerID]?.nickname == "alice")
+        // Mallory announces alice's Noise key (so the sender ID binds) with her own signing key.
+        let mallory = Identity.generate()
+        let impostor = Identity(noiseKey: alice.noiseKey, signingKey: mallory.signingKey)
+        net.run(for: 1_000)
+        net.inject(try Announcement.make(identity: impostor, nickname: "alice (really)", timestamp: net.now).encoded(), on: raw)
+        #expect(net.nodes[victim].refusals.pinMismatch == 1)
+        #expect(net.nodes[victim].peers[alice.peerID]?.nickname == "alice")
+        #expect(net.events[victim].contains {
+            if case let .rejected(r) = $0 { r.kind == .badAnnounce && r.detail.contains("signing key") } else { false }
+        })
+        // Her messages, signed by mallory's key, are forgeries.
+        var m = Packet(type: .message, ttl: 7, timestamp: net.now, senderID: alice.peerID, payload: Array("hi".utf8))
+        try PacketSigning.sign(&m, with: mallory.signingKey)
+        net.inject(try m.encoded(), on: raw)
+        #expect(net.nodes[victim].refusals.forged == 1)
+    }
+
+    @Test func packetsOfThe2026TypesAreRelayedByTheSameRules() throws {
+        let net = NodeCoreTests.line()
+        net.run(for: 1_000)
+        // A broadcast group message from alice reaches carol through bob, who cannot read it.
+        let group = Packet(type: .groupMessage, ttl: 7, timestamp: net.now, senderID: net.nodes[0].peerID,
+                           payload: [0x01, 0x00, 0x02, 0xAB, 0xCD])
+        let raw = net.openRawLink(to: 1)
+        net.inject(try group.encoded(), on: raw)
+        net.run(for: 500)
+        #expect(net.nodes[2].router.hasSeen(group))
+    }
+}
+}
