@@ -294,6 +294,11 @@ public struct NodeCore: Sendable {
             refusals.stale += 1
             return false
         }
+        // A copy of a packet the duplicate filter holds costs nothing more: the
+        // first copy was checked before it got there (a forged first copy never
+        // does), and the router only counts this one (a genuine replay would do
+        // the same). In a mesh each packet comes from several neighbours.
+        if router.hasSeen(packet) { return true }
         // What a person reads as said by a peer must be signed by that peer's key.
         let signedTypes: Bool = packet.type == .message || packet.type == .leave || packet.type == .fileTransfer
         if signedTypes, packet.isBroadcast {

@@ -189,6 +189,15 @@ enum NodeBench {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let got = c.arrived - before
         print("  burst of \(n) signed public messages: \(got) arrived at C in \(format2(seconds)) s → \(Int(Double(got) / seconds)) messages/s")
+        // What each hop now spends to check the sender's signature (docs/PROTOCOL.md,
+        // "Authentication and freshness"), measured here on the same kind of packet.
+        let signer = Identity.generate()
+        var sample = Packet(type: .message, ttl: 7, timestamp: 1_763_800_000_000, senderID: signer.peerID, payload: Array("burst 1234".utf8))
+        try PacketSigning.sign(&sample, with: signer.signingKey)
+        let key = signer.signingPublicKey
+        let verify = Timer.measure("verify") { blackHole(PacketSigning.isValid(sample, publicKey: key)) }
+        print("  each hop verifies the sender's signature: \(format2(verify.nanosPerOp / 1000)) µs a message "
+              + "(\(format1(verify.nanosPerOp / 1e9 * Double(got) / seconds * 100))% of this burst's time at each of B and C)")
         await a.stop()
     }
 
