@@ -58,6 +58,12 @@ public struct NodeCore: Sendable {
         /// A public message longer than this (bytes of UTF-8) is relayed but not
         /// shown (the iOS app shows at most 65,535).
         public var maxShownText = 65_535
+        /// Public text shown per sender: a burst of this many bytes, refilled at
+        /// `shownBytesPerSecond` (the iOS app rate-limits senders in its UI too).
+        /// Past it a sender's messages are relayed but not shown: a flooder
+        /// cannot fill the screen, or the application's memory, with text.
+        public var shownBytesBurst = 262_144
+        public var shownBytesPerSecond = 65_536
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -82,13 +88,15 @@ public struct NodeCore: Sendable {
         public var replayed = 0
         /// A public message too long to show.
         public var tooLong = 0
+        /// A public message past its sender's budget of text shown.
+        public var flooding = 0
         /// An announce whose signing key is not the one pinned to its Noise key.
         public var pinMismatch = 0
         /// A ping past the budget of its link (5 in 10 s).
         public var pings = 0
         public init() {}
         public var total: Int {
-            oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings
+            oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
         }
     }
 
@@ -185,6 +193,8 @@ public struct NodeCore: Sendable {
     private var pinOrder: [Fingerprint] = []
     /// Pings answered per link: 5 in 10 s (the apps' limit; a sender ID is free to claim).
     private var pingTimes: [LinkID: [Millis]] = [:]
+    /// Bytes of public text each sender may still have shown (4,096 senders at most).
+    private var shownBudget: [PeerID: (bytes: Double, at: Millis)] = [:]
     /// Our pings awaiting their pong, by nonce: to whom, when (64 at most, 10 s).
     private var pings: [[UInt8]: (peer: PeerID, at: Millis)] = [:]
     private var handshakeBudget: TokenBucket
@@ -671,10 +681,15 @@ public struct NodeCore: Sendable {
                 return
             }
             // The duplicate filter forgets after 5 minutes; what was shown is remembered longer.
-            guard shownPublic.insert(PacketID(packet)) else {
+            guard !shownPublic.contains(PacketID(packet)) else {
                 refusals.replayed += 1
                 return
             }
+            guard takeShownBudget(sender, bytes: packet.payload.count, now: now) else {
+                refusals.flooding += 1
+                return
+            }
+            _ = shownPublic.insert(PacketID(packet))
             emit(.message(from: sender, nickname: present[sender]?.info.nickname, text: text, hops: hops, timestamp: packet.timestamp))
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
@@ -790,6 +805,20 @@ public struct NodeCore: Sendable {
         let raw = (name ?? "file").split(separator: "/").last.map(String.init) ?? "file"
         let base = DisplayText.clean(raw).filter { $0 != "\\" }
         return base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
+    }
+
+    private mutating func takeShownBudget(_ sender: PeerID, bytes: Int, now: Millis) -> Bool {
+        let burst = Double(configuration.shownBytesBurst)
+        var b = shownBudget[sender] ?? (burst, now)
+        if now > b.at { b = (min(burst, b.bytes + Double(now - b.at) * Double(configuration.shownBytesPerSecond) / 1_000), now) }
+        guard b.bytes >= Double(bytes) else {
+            shownBudget[sender] = b
+            return false
+        }
+        b.bytes -= Double(bytes)
+        if shownBudget[sender] == nil, shownBudget.count >= 4_096 { shownBudget = shownBudget.filter { $0.value.bytes < burst } }
+        shownBudget[sender] = b
+        return true
     }
 
     private mutating func pin(_ fingerprint: Fingerprint, _ key: [UInt8]) {

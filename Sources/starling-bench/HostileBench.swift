@@ -170,6 +170,15 @@ enum HostileBench {
                 }
             }, rate: 200),
             Attack(name: "60 KB public messages in one datagram (1,000)", datagrams: {
+                try (0..<1_000).map { i in
+                    var p = Packet(type: .message, ttl: 7, timestamp: now(), senderID: mallory.peerID,
+                                   payload: Array("\(i) ".utf8) + (0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 32) % 94 + 32 },
+                                   compress: false)
+                    try PacketSigning.sign(&p, with: mallory.signingKey)
+                    return try p.encoded()
+                }
+            }, rate: 500),
+            Attack(name: "signed 60 KB public messages compressed into ~200-byte datagrams, 500 a second (1,000)", datagrams: {
                 try (0..<1_000).map { i in try signed("\(i) " + String(repeating: "x", count: 60_000), by: mallory, at: now()) }
             }, rate: 500),
             Attack(name: "messages claiming the victim's own sender ID (10,000)", datagrams: {

@@ -202,6 +202,29 @@ extension InProcessNodes {
         #expect(s.victimCore.refusals.tooLong >= 1) // 120 KB is relayed but not shown (iOS shows ≤ 65,535)
     }
 
+    @Test func aSenderCannotFillTheScreenWithText() throws {
+        let s = Scene()
+        // 40 signed 60 KB messages, each compressed into a small datagram.
+        for i in 0..<40 {
+            let p = try Self.message("\(i) " + String(repeating: "x", count: 60_000), from: s.mallory.peerID, at: s.net.now,
+                                     signedBy: s.mallory.signingKey, compress: true)
+            let bytes = try p.encoded()
+            #expect(bytes.count < 512)
+            s.net.inject(bytes, on: s.raw)
+        }
+        s.net.run(for: 100)
+        #expect(s.shown(1).count == 4) // 256 KiB of text at once
+        #expect(s.victimCore.refusals.flooding == 36)
+        // Others are not affected, and the budget refills (64 KiB a second).
+        try s.net.on(0) { try $0.sendPublic("alice is fine", now: $1) }
+        s.net.run(for: 2_000)
+        #expect(s.shown(1).last == "alice is fine")
+        let later = try Self.message("later " + String(repeating: "y", count: 60_000), from: s.mallory.peerID, at: s.net.now,
+                                     signedBy: s.mallory.signingKey, compress: true)
+        s.net.inject(try later.encoded(), on: s.raw)
+        #expect(s.shown(1).count == 6)
+    }
+
     @Test func aFloodOfNoiseFirstMessagesFromStrangersIsBudgetedAndForgotten() throws {
         let s = Scene()
         let victimID = s.victimCore.peerID
