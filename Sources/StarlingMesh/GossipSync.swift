@@ -19,6 +19,9 @@ public struct GossipStore: Sendable {
         /// ~128 bytes a packet): past it the oldest go, so a flood of large
         /// messages cannot fill memory through the store.
         public var maxBytes = 4 << 20
+        /// Sync requests answered per link within `answerWindow` (the apps: 8 in 30 s).
+        public var answersPerWindow = 8
+        public var answerWindow: Millis = 30_000
         public var filterBudget = GCSFilter.defaultBudget
         public var falsePositiveRate = GCSFilter.defaultFalsePositiveRate
         /// Packets sent back for one request at most.

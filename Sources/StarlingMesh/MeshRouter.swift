@@ -99,6 +99,8 @@ public struct MeshRouter: Sendable {
     /// When we last asked each link for a sync: its answers (isRSR) are
     /// expected for a while (a node's freshness rule lets them through).
     private var syncAsked: [LinkID: Millis] = [:]
+    /// When we answered each link's sync requests lately (a rate limit).
+    private var answeredAt: [LinkID: [Millis]] = [:]
     /// Per link, the packets our last sync answer there carried: asked for
     /// again, one was lost on the way.
     private var lastAnswers: [LinkID: Set<UInt64>] = [:]
@@ -146,6 +148,7 @@ public struct MeshRouter: Sendable {
         frameLimits[link] = nil
         syncDue[link] = nil
         syncAsked[link] = nil
+        answeredAt[link] = nil
         lastAnswers[link] = nil
     }
 
@@ -558,8 +561,22 @@ public struct MeshRouter: Sendable {
     /// Sends back, on the link it came from, what a REQUEST_SYNC's filter lacks.
     private mutating func answerSync(_ packet: Packet, on link: LinkID, now: Millis) -> [Action] {
         guard let store = gossip, let request = try? RequestSync(decoding: packet.payload) else { return [] }
+        // At most `answersPerWindow` answers per link per window (the apps: 8 in 30 s).
+        let window = store.configuration.answerWindow
+        var times = (answeredAt[link] ?? []).filter { now >= $0 && now - $0 < window }
+        guard times.count < store.configuration.answersPerWindow else {
+            statistics.syncRequestsRefused += 1
+            answeredAt[link] = times
+            return []
+        }
+        times.append(now)
+        answeredAt[link] = times
         var actions: [Action] = []
-        let replies = store.missing(from: request.filter)
+        // Only the types asked for (announces and messages unless the request says), from `since` on.
+        let types = request.types ?? .default
+        let replies = store.missing(from: request.filter).filter {
+            types.includes($0.packet.type) && $0.packet.timestamp >= (request.since ?? 0)
+        }
         // A packet our last answer on this link carried, asked for again, was
         // lost: it goes twice this time (in a short answer; a long one comes
         // from a filter that cannot hold all the asker has, not from loss).

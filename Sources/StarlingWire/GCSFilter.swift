@@ -205,22 +205,107 @@ struct BitReader {
     }
 }
 
+/// Which packet types a REQUEST_SYNC asks for (TLV 0x04, little-endian, 1–8
+/// bytes, trailing zero bytes trimmed). Absent: announces and public messages.
+public struct SyncTypes: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// The bit of each type, as the apps number them.
+    public static let bits: [(MessageType, Int)] = [
+        (.announce, 0), (.message, 1), (.leave, 2), (.noiseHandshake, 3), (.noiseEncrypted, 4), (.fragment, 5),
+        (.requestSync, 6), (.fileTransfer, 7), (.boardPost, 8), (.prekeyBundle, 9), (.groupMessage, 10),
+    ]
+    /// What a request without the TLV asks for.
+    public static let `default` = SyncTypes([.announce, .message])
+
+    public init(_ types: [MessageType]) {
+        rawValue = types.reduce(0) { acc, t in acc | (Self.bits.first { $0.0 == t }.map { 1 << UInt64($0.1) } ?? 0) }
+    }
+
+    public func includes(_ type: MessageType) -> Bool {
+        guard let bit = Self.bits.first(where: { $0.0 == type })?.1 else { return false }
+        return rawValue & (1 << UInt64(bit)) != 0
+    }
+
+    /// Little-endian with trailing zero bytes trimmed (at least one byte).
+    public var encoded: [UInt8] {
+        var out = (0..<8).map { UInt8(truncatingIfNeeded: rawValue >> (8 * UInt64($0))) }
+        while out.count > 1, out.last == 0 { out.removeLast() }
+        return out
+    }
+
+    public init?(decoding bytes: ArraySlice<UInt8>) {
+        guard (1...8).contains(bytes.count) else { return nil }
+        rawValue = bytes.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+    }
+}
+
 /// The payload of REQUEST_SYNC (type 0x21): TLVs of u8 type + **u16 BE** length.
 /// 0x01 P (1 byte), 0x02 M (u32 BE), 0x03 filter data (at most 1024 bytes), all
-/// required; other TLVs are skipped and kept. Sent with TTL 0 and signed.
+/// required; then the apps' 2026 options: 0x04 types (``SyncTypes``), 0x05 since
+/// (u64 BE, ms), 0x06 fragment filter (comma-separated 16-hex-digit fragment
+/// IDs, at most 60). Android's earlier numbering (0x05 types as one byte, 0x06
+/// since, 0x07 fragment filter) is read too, and told apart by the TLVs and
+/// their lengths (docs/PROTOCOL.md). Other TLVs are skipped and kept. Sent with
+/// TTL 0 and signed.
 public struct RequestSync: Hashable, Sendable {
     public enum Tag {
         public static let p: UInt8 = 0x01
         public static let m: UInt8 = 0x02
         public static let data: UInt8 = 0x03
+        public static let types: UInt8 = 0x04
+        public static let since: UInt8 = 0x05
+        public static let fragmentIDs: UInt8 = 0x06
     }
 
+    /// Which numbering a decoded request used for its options.
+    public enum Numbering: Hashable, Sendable {
+        /// iOS (and Android's newest): 0x04 types, 0x05 since, 0x06 fragment filter.
+        case ios
+        /// Android's earlier: 0x05 types (one byte), 0x06 since, 0x07 fragment filter.
+        case androidLegacy
+    }
+
+    public static let maxFragmentIDs = 60
+
     public var filter: GCSFilter
+    /// Types asked for; nil: the default (announces and public messages).
+    public var types: SyncTypes?
+    /// Only packets stamped at or after this (ms).
+    public var since: UInt64?
+    /// Fragment streams asked for by ID (a reassembly that stalled).
+    public var fragmentIDs: [UInt64]?
+    public var numbering: Numbering = .ios
     public var unknown: [UnknownTLV]
 
-    public init(filter: GCSFilter, unknown: [UnknownTLV] = []) {
+    public init(filter: GCSFilter, types: SyncTypes? = nil, since: UInt64? = nil, fragmentIDs: [UInt64]? = nil,
+                unknown: [UnknownTLV] = []) {
         self.filter = filter
+        self.types = types
+        self.since = since
+        self.fragmentIDs = fragmentIDs
         self.unknown = unknown
+    }
+
+    static func fragmentFilter(_ ids: [UInt64]) -> [UInt8] {
+        Array(ids.map { id in
+            let hex = String(id, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined(separator: ",").utf8)
+    }
+
+    /// Comma-separated 16-hex-digit IDs; nil when malformed (the apps then ignore the filter).
+    static func fragmentFilter(decoding bytes: ArraySlice<UInt8>) -> [UInt64]? {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count <= maxFragmentIDs else { return nil }
+        var out: [UInt64] = []
+        for part in parts {
+            guard part.count == 16, let v = UInt64(part, radix: 16) else { return nil }
+            out.append(v)
+        }
+        return out
     }
 
     public func encoded() throws(EncodingError) -> [UInt8] {
@@ -233,6 +318,17 @@ public struct RequestSync: Hashable, Sendable {
         var m = [UInt8](); m.appendBE(filter.m)
         out.appendTLV(Tag.m, m, length: .u16)
         out.appendTLV(Tag.data, filter.data, length: .u16)
+        if let types { out.appendTLV(Tag.types, types.encoded, length: .u16) }
+        if let since {
+            var b = [UInt8](); b.appendBE(since)
+            out.appendTLV(Tag.since, b, length: .u16)
+        }
+        if let fragmentIDs {
+            guard fragmentIDs.count <= Self.maxFragmentIDs else {
+                throw EncodingError(field: "requestSync.fragmentIDs", problem: "\(fragmentIDs.count) IDs; at most 60")
+            }
+            out.appendTLV(Tag.fragmentIDs, Self.fragmentFilter(fragmentIDs), length: .u16)
+        }
         for tlv in unknown {
             try checkLength(tlv.value.count, .u16, field: "requestSync.unknown")
             out.appendTLV(tlv.type, tlv.value, length: .u16)
@@ -274,6 +370,17 @@ public struct RequestSync: Hashable, Sendable {
         guard let p else { throw WireError(.missingField, field: "requestSync.p", offset: r.position) }
         guard let m else { throw WireError(.missingField, field: "requestSync.m", offset: r.position) }
         guard let data else { throw WireError(.missingField, field: "requestSync.data", offset: r.position) }
-        self.init(filter: GCSFilter(p: p, m: m, data: data), unknown: unknown)
+        self.init(filter: GCSFilter(p: p, m: m, data: data))
+        // The options: iOS numbering unless the TLVs say Android's earlier one
+        // (a 0x07, or a 0x05 that is not an 8-byte timestamp). A malformed
+        // option is ignored, as the apps ignore it; the filter still counts.
+        func value(_ t: UInt8) -> [UInt8]? { unknown.first { $0.type == t }?.value }
+        let legacy = value(0x04) == nil && (value(0x07) != nil || (value(0x05).map { $0.count != 8 } ?? false))
+        numbering = legacy ? .androidLegacy : .ios
+        let (typesTag, sinceTag, fragmentsTag): (UInt8, UInt8, UInt8) = legacy ? (0x05, 0x06, 0x07) : (0x04, 0x05, 0x06)
+        if let v = value(typesTag) { types = SyncTypes(decoding: v[...]) }
+        if let v = value(sinceTag), v.count == 8 { since = v.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        if let v = value(fragmentsTag) { fragmentIDs = Self.fragmentFilter(decoding: v[...]) }
+        self.unknown = unknown.filter { ![typesTag, sinceTag, fragmentsTag].contains($0.type) }
     }
 }

@@ -50,9 +50,11 @@ import Testing
         let bytes = h("0100011302000401020304030002aabb 040001a00500080102030405060708")
         let r = try RequestSync(decoding: bytes)
         #expect(r.filter.p == 0x13 && r.filter.m == 0x0102_0304 && r.filter.data == [0xAA, 0xBB])
-        // The 2026 TLVs (0x04 sync types, 0x05 since) are kept as they came.
-        #expect(r.unknown == [UnknownTLV(type: 0x04, value: [0xA0]),
-                              UnknownTLV(type: 0x05, value: [1, 2, 3, 4, 5, 6, 7, 8])])
+        // The 2026 options: 0x04 sync types (0xa0: bits 5 and 7, fragments and files), 0x05 since.
+        #expect(r.types == SyncTypes(rawValue: 0xA0) && r.types?.includes(.fragment) == true && r.types?.includes(.fileTransfer) == true)
+        #expect(r.since == 0x0102_0304_0506_0708)
+        #expect(r.numbering == .ios && r.unknown.isEmpty)
+        #expect(try r.encoded() == bytes)
         // A leading TLV nobody knows is skipped.
         let withUnknown = try RequestSync(decoding: h("7f0002cafe") + bytes)
         #expect(withUnknown.filter == r.filter)
