@@ -378,7 +378,9 @@ public struct MeshRouter: Sendable {
 
         let forUs = packet.recipientID == nil || packet.recipientID == .broadcast || packet.recipientID == localPeer
         if packet.recipientID == localPeer, localPeer != nil, packet.route == nil, hops > 1 {
-            if floodedFrom.count >= 1_024 { floodedFrom = floodedFrom.filter { now - $0.value < configuration.floodAnswersFor } }
+            if floodedFrom.count >= 1_024 {
+                floodedFrom = floodedFrom.filter { now >= $0.value && now - $0.value < configuration.floodAnswersFor }
+            }
             if floodedFrom.count < 1_024 { floodedFrom[packet.senderID] = now }
         }
         if packet.type == .fragment {
@@ -471,8 +473,10 @@ public struct MeshRouter: Sendable {
             switch try? reassembler.receive(fragment, from: piece.senderID, now: now) {
             case let .complete(bytes)?:
                 statistics.messagesReassembled += 1
-                // The whole counts once, whichever fragments (or ways) made it.
-                guard let whole = try? Packet(decoding: bytes), dedup.insert(PacketID(whole).high, now: now) else {
+                // The whole counts once, whichever fragments (or ways) made it; its
+                // sender must be the fragments' (a fragment cannot carry someone else's packet).
+                guard let whole = try? Packet(decoding: bytes), whole.senderID == piece.senderID,
+                      dedup.insert(PacketID(whole).high, now: now) else {
                     return []
                 }
                 if whole.type == .fragment {

@@ -22,6 +22,13 @@ public struct PeerTable<Info: Sendable>: Sendable {
     public private(set) var entries: [PeerID: Entry] = [:]
     /// Peers replaced to make room.
     public private(set) var evicted = 0
+    private var evictedPeers: [PeerID] = []
+
+    /// The peers replaced to make room since the last call.
+    public mutating func takeEvicted() -> [PeerID] {
+        defer { evictedPeers = [] }
+        return evictedPeers
+    }
 
     public init() {}
 
@@ -36,6 +43,7 @@ public struct PeerTable<Info: Sendable>: Sendable {
             if let newest = entries.max(by: { ($0.value.firstSeen, $0.key) < ($1.value.firstSeen, $1.key) })?.key {
                 entries[newest] = nil
                 evicted += 1
+                evictedPeers.append(newest)
             }
         }
         return entries.updateValue(Entry(info: info, lastAnnounce: now, hops: hops, firstSeen: firstSeen), forKey: peer)

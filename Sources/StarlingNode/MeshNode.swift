@@ -53,6 +53,8 @@ public actor MeshNode {
     private var keyOf: [LinkID: LinkKey] = [:]
     private var nextLink: UInt32 = 1
     private var running = false
+    private var hasRun = false
+    private var stopping: Task<Void, Never>?
     private var runDeadline: Millis?
     private var timer: Task<Void, Never>?
     private var wakeAt: Millis?
@@ -85,7 +87,10 @@ public actor MeshNode {
     public var peerID: PeerID { identity.peerID }
 
     /// Runs until `deadline` (wall ms), ``stop()``, or until the task is cancelled.
+    /// A node runs once: a second call returns at once.
     public func run(until deadline: Millis? = nil) async {
+        guard !hasRun else { return }
+        hasRun = true
         running = true
         runDeadline = deadline
         continuation.yield(.started(port: port, peerID: peerID, nickname: core.nickname))
@@ -128,6 +133,10 @@ public actor MeshNode {
     /// Stops: transports end their links (Bluetooth is waited for, so that
     /// centrals and peripherals see the links end), ``run(until:)`` returns.
     public func stop() async {
+        if let stopping {
+            await stopping.value // a second call waits for the first to finish
+            return
+        }
         guard running else {
             stoppedContinuation.finish()
             return
@@ -135,8 +144,13 @@ public actor MeshNode {
         running = false
         timer?.cancel()
         timer = nil
-        for t in transports { await t.stop() }
-        stoppedContinuation.finish()
+        let transports = self.transports, done = stoppedContinuation
+        let task = Task {
+            for t in transports { await t.stop() }
+            done.finish()
+        }
+        stopping = task
+        await task.value
     }
 
     // MARK: Time

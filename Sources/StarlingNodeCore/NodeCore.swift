@@ -188,7 +188,11 @@ public struct NodeCore: Sendable {
     /// (a relay's jitter can put a message before its announce): held 2 s,
     /// 64 at most, then counted ``Refusals/unverifiable``.
     private var awaitingAnnounce: [(packet: Packet, bytes: [UInt8], link: LinkID, at: Millis)] = []
-    /// Signing keys pinned to Noise keys (first use), at most 4,096 (oldest pin goes).
+    /// The packet `admits` let through for the router call under way: any
+    /// other packet the router delivers (one reassembled from fragments) is
+    /// screened by the same rules on delivery.
+    private var admitted: PacketID?
+    /// Signing keys pinned to Noise keys (first use), at most 4,096 (newest pin goes).
     private var pins: [Fingerprint: [UInt8]] = [:]
     private var pinOrder: [Fingerprint] = []
     /// Pings answered per link: 5 in 10 s (the apps' limit; a sender ID is free to claim).
@@ -283,8 +287,61 @@ public struct NodeCore: Sendable {
                 return
             }
             guard admits(packet, bytes: frame, on: link, now: now) else { return }
+            admitted = PacketID(packet)
+            defer { admitted = nil }
             perform(router.receive(packet, bytes: frame, on: link, now: now), now: now)
         }
+    }
+
+    /// The rules for a packet reassembled from fragments: our own ID, freshness
+    /// and signatures, as for one that came whole.
+    private mutating func screensWhole(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
+        if packet.senderID == peerID {
+            refusals.ownID += 1
+            return false
+        }
+        guard isFresh(packet, link: link, now: now) else {
+            refusals.stale += 1
+            return false
+        }
+        return signatureHolds(packet, queue: nil)
+    }
+
+    /// Within 120 s of our clock, or an answer (isRSR, TTL 0, an announce or a
+    /// public message: what sync stores) on a link we asked within 30 s.
+    private func isFresh(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
+        let skew = now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now
+        if skew <= configuration.freshness { return true }
+        guard packet.isRSR, packet.ttl == 0, packet.type == .message || packet.type == .announce, let link else { return false }
+        return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
+    }
+
+    /// What a person reads as said by a peer must be signed by that peer's key:
+    /// public messages, leaves and file transfers, whatever their recipient.
+    /// One from a sender with no verified announce goes into `queue` (to wait
+    /// for it) when one is given.
+    private mutating func signatureHolds(_ packet: Packet, queue: (bytes: [UInt8], link: LinkID, now: Millis)?) -> Bool {
+        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer else { return true }
+        guard let card = present[packet.senderID]?.info else {
+            if let q = queue, packet.signature != nil, links.contains(q.link), canAwait(packet, on: q.link) {
+                awaitingAnnounce.append((packet, q.bytes, q.link, q.now))
+            } else {
+                refusals.unverifiable += 1
+            }
+            return false
+        }
+        guard packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
+            refusals.forged += 1
+            return false
+        }
+        return true
+    }
+
+    /// Room to wait for an announce: 64 in all, 8 per link, each packet once.
+    private func canAwait(_ packet: Packet, on link: LinkID) -> Bool {
+        guard awaitingAnnounce.count < 64, awaitingAnnounce.filter({ $0.link == link }).count < 8 else { return false }
+        let id = PacketID(packet)
+        return !awaitingAnnounce.contains { PacketID($0.packet) == id }
     }
 
     /// The rules a packet passes before the router sees it (docs/PROTOCOL.md,
@@ -298,9 +355,7 @@ public struct NodeCore: Sendable {
             refusals.ownID += 1
             return false
         }
-        let skew = now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now
-        if skew > configuration.freshness,
-           !(packet.isRSR && router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)) {
+        guard isFresh(packet, link: link, now: now) else {
             refusals.stale += 1
             return false
         }
@@ -309,23 +364,16 @@ public struct NodeCore: Sendable {
         // does), and the router only counts this one (a genuine replay would do
         // the same). In a mesh each packet comes from several neighbours.
         if router.hasSeen(packet) { return true }
-        // What a person reads as said by a peer must be signed by that peer's key.
-        let signedTypes: Bool = packet.type == .message || packet.type == .leave || packet.type == .fileTransfer
-        if signedTypes, packet.isBroadcast {
-            guard let card = present[sender]?.info else {
-                if packet.signature != nil, awaitingAnnounce.count < 64, links.contains(link) {
-                    awaitingAnnounce.append((packet, bytes, link, now))
-                } else {
-                    refusals.unverifiable += 1
-                }
-                return false
-            }
-            guard packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
-                refusals.forged += 1
-                return false
-            }
+        // An announce whose signing key is not the one pinned to its Noise key
+        // goes no further: not bound, not relayed, not stored (cheap: no crypto).
+        if packet.type == .announce, let a = try? Announce(decoding: packet.payload),
+           let pinned = pins[Fingerprint(noiseStaticKey: a.noisePublicKey)], pinned != a.signingPublicKey {
+            refusals.pinMismatch += 1
+            emit(.rejected(Rejection(.badAnnounce, peer: packet.senderID,
+                                     "announce from \(packet.senderID): its signing key is not the one first seen with its Noise key (refused)")))
+            return false
         }
-        return true
+        return signatureHolds(packet, queue: (bytes, link, now))
     }
 
     // MARK: Time
@@ -358,8 +406,13 @@ public struct NodeCore: Sendable {
             awaitingAnnounce.removeAll { now >= $0.at + 2_000 }
             refusals.unverifiable += expired
         }
-        for (peer, started) in handshakeStarted where now - started > 5_000 && !(waiting[peer] ?? []).isEmpty {
+        for (peer, started) in handshakeStarted where now > started && now - started > 5_000 {
             if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
+            if (waiting[peer] ?? []).isEmpty {
+                // Nothing of ours waits for it (a restart after an undecryptable frame): let it go.
+                if now - started > configuration.sessions.handshakeTimeoutMillis { handshakeStarted[peer] = nil }
+                continue
+            }
             try? startHandshake(with: peer, now: now) // rate-limited by the session manager
         }
         for (l, _) in watch.check(now: now) {
@@ -630,11 +683,22 @@ public struct NodeCore: Sendable {
     private mutating func deliver(_ packet: Packet, link: LinkID?, hops: Int, now: Millis) {
         // Blocked peers are discarded at the earliest stage, without a word.
         if isBlocked(packet.senderID) { return }
+        // A packet made of fragments passes the rules now (its fragments did, not it).
+        if admitted.map({ $0 != PacketID(packet) }) ?? true, !screensWhole(packet, link: link, now: now) { return }
         let sender = packet.senderID
         switch packet.type {
         case .announce:
             do {
                 let a = try Announcement.verify(packet, now: now)
+                // The signing key is pinned to the Noise key on first use: a later
+                // announce with the same Noise key and another signing key is refused
+                // before it binds a link or a route (someone signing in a known peer's name).
+                if let pinned = pins[Fingerprint(noiseStaticKey: a.noisePublicKey)], pinned != a.signingPublicKey {
+                    refusals.pinMismatch += 1
+                    emit(.rejected(Rejection(.badAnnounce, peer: sender,
+                                             "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
+                    return
+                }
                 if hops == 1, let link {
                     perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
                     watch.announced(link)
@@ -642,21 +706,16 @@ public struct NodeCore: Sendable {
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
                                     signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)))
-                // The signing key is pinned to the Noise key on first use: a later
-                // announce with the same Noise key and another signing key is refused
-                // (someone else signing in a known peer's name).
-                if let pinned = pins[card.fingerprint], pinned != a.signingPublicKey {
-                    refusals.pinMismatch += 1
-                    emit(.rejected(Rejection(.badAnnounce, peer: sender,
-                                             "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
-                    return
-                }
                 pin(card.fingerprint, a.signingPublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
                 if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
                     sessions.rebind(sender, to: card.fingerprint)
                 }
                 let previous = present.announced(sender, info: card, hops: hops, now: now)
+                for gone in present.takeEvicted() {
+                    router.peerGone(gone)
+                    emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
+                }
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
                 if previous == nil { followUp(tracker.peerReturned(sender, now: now), now: now) } // back: try again now
                 if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
@@ -703,10 +762,10 @@ public struct NodeCore: Sendable {
             router.peerGone(sender)
             if present.left(sender) != nil { emit(.left(sender)) }
         case .noiseHandshake where packet.recipientID == peerID:
-            // A first message (32 bytes, or padded) that starts a new handshake
+            // A message that starts a new handshake (whatever its size)
             // costs us two DH operations and a state: budgeted for all senders
             // together, more tightly for strangers.
-            if packet.payload.count < 64, !sessions.isHandshaking(with: sender) {
+            if !sessions.isHandshaking(with: sender) {
                 let known = present[sender] != nil
                 guard known ? handshakeBudget.take(now: now) : strangerHandshakeBudget.take(now: now) else {
                     refusals.handshakeBudget += 1
@@ -725,7 +784,7 @@ public struct NodeCore: Sendable {
                 emit(.rejected(Rejection(.undecryptable, peer: sender, "frame from \(sender): \(error)")))
                 // A peer we know sends frames we cannot open: one of us restarted
                 // and lost the session. A fresh handshake (rate-limited) recovers it.
-                if present[sender] != nil, !sessions.isHandshaking(with: sender) {
+                if present[sender] != nil, !sessions.isHandshaking(with: sender), handshakeBudget.take(now: now) {
                     try? startHandshake(with: sender, now: now)
                 }
             }
@@ -816,14 +875,25 @@ public struct NodeCore: Sendable {
             return false
         }
         b.bytes -= Double(bytes)
-        if shownBudget[sender] == nil, shownBudget.count >= 4_096 { shownBudget = shownBudget.filter { $0.value.bytes < burst } }
+        if shownBudget[sender] == nil, shownBudget.count >= 4_096 {
+            // Senders whose budget has refilled are as good as new: they go; if none
+            // has, the one refilling longest.
+            let rate = Double(configuration.shownBytesPerSecond) / 1_000
+            shownBudget = shownBudget.filter { $0.value.bytes + Double(now > $0.value.at ? now - $0.value.at : 0) * rate < burst }
+            if shownBudget.count >= 4_096, let oldest = shownBudget.min(by: { $0.value.at < $1.value.at })?.key {
+                shownBudget[oldest] = nil
+            }
+        }
         shownBudget[sender] = b
         return true
     }
 
+    /// Pins at most 4,096; past that the newest pin goes (as the peer table's
+    /// newest arrival does), so a flood of identities cannot push out the pins
+    /// of the peers that were here before it.
     private mutating func pin(_ fingerprint: Fingerprint, _ key: [UInt8]) {
         guard pins[fingerprint] == nil else { return }
-        if pinOrder.count >= 4_096 { pins[pinOrder.removeFirst()] = nil }
+        if pinOrder.count >= 4_096 { pins[pinOrder.removeLast()] = nil }
         pins[fingerprint] = key
         pinOrder.append(fingerprint)
     }

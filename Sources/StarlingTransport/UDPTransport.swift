@@ -97,8 +97,15 @@ public final class UDPTransport: Transport, @unchecked Sendable {
                 return false
             }
             b.tokens -= 1
-            // The table of senders is bounded too: full ones (idle for a while) go.
-            if buckets.count >= 4_096 { buckets = buckets.filter { $0.value.tokens < burst } }
+            // The table of senders is bounded too: those whose bucket has refilled
+            // (idle a while) go; if none has, the one idle longest.
+            if buckets[address] == nil, buckets.count >= 4_096 {
+                buckets = buckets.filter { _, v in
+                    let idle = now - v.at
+                    return v.tokens + (Double(idle.components.seconds) + Double(idle.components.attoseconds) / 1e18) * rate < burst
+                }
+                if buckets.count >= 4_096, let oldest = buckets.min(by: { $0.value.at < $1.value.at })?.key { buckets[oldest] = nil }
+            }
             buckets[address] = b
             return true
         }

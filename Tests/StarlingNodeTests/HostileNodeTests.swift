@@ -202,6 +202,77 @@ extension InProcessNodes {
         #expect(s.victimCore.refusals.tooLong >= 1) // 120 KB is relayed but not shown (iOS shows ≤ 65,535)
     }
 
+    // Found by review: ways around the rules, each closed.
+
+    @Test func aForgeryInsideAFragmentIsScreenedWhenItIsWhole() throws {
+        let s = Scene()
+        let forged = try Packet(type: .message, ttl: 7, timestamp: s.net.now, senderID: s.alice.peerID,
+                                payload: Array("in one piece".utf8)).encoded()
+        // A fragment set of one, from alice's ID: the whole is unsigned.
+        let f = Fragment(fragmentID: 7, index: 0, total: 1, originalType: .message, data: forged)
+        s.net.inject(try Packet(type: .fragment, ttl: 7, timestamp: s.net.now, senderID: s.alice.peerID, payload: f.encoded(),
+                                compress: false).encoded(), on: s.raw)
+        // Mallory's fragment carrying alice's signed packet: a fragment cannot carry someone else's packet.
+        let signed = try Self.message("not yours to carry", from: s.alice.peerID, at: s.net.now, signedBy: s.alice.signingKey).encoded()
+        let g = Fragment(fragmentID: 8, index: 0, total: 1, originalType: .message, data: signed)
+        s.net.inject(try Packet(type: .fragment, ttl: 7, timestamp: s.net.now, senderID: s.mallory.peerID, payload: g.encoded(),
+                                compress: false).encoded(), on: s.raw)
+        s.net.run(for: 500)
+        #expect(s.shown(1).isEmpty)
+        #expect(s.victimCore.refusals.forged == 1)
+    }
+
+    @Test func directedMessagesAndLeavesMustBeSignedToo() throws {
+        let s = Scene()
+        let victim = s.victimCore.peerID
+        try s.inject(Packet(type: .message, ttl: 7, timestamp: s.net.now, senderID: s.alice.peerID, recipientID: victim,
+                            payload: Array("just for you".utf8)))
+        try s.inject(Packet(type: .leave, ttl: 7, timestamp: s.net.now, senderID: s.alice.peerID, recipientID: victim, payload: []))
+        s.net.run(for: 500)
+        #expect(s.shown(1).isEmpty)
+        #expect(s.victimCore.peers[s.alice.peerID] != nil)
+        #expect(s.victimCore.refusals.forged == 2)
+    }
+
+    @Test func aCapturedLeaveCannotBeReplayedAsASyncAnswer() throws {
+        let s = Scene()
+        var leave = Packet(type: .leave, ttl: 7, timestamp: s.net.now - 300_000, senderID: s.alice.peerID, payload: [])
+        try PacketSigning.sign(&leave, with: s.alice.signingKey)
+        leave.isRSR = true // not covered by the signature: anyone can set it
+        leave.ttl = 0
+        _ = s.net.run(until: { net in net.nodes[1].router.askedForSync(on: s.raw.link, within: 1_000, now: net.now) }, timeout: 30_000)
+        try s.inject(leave)
+        #expect(s.victimCore.refusals.stale == 1)
+        #expect(s.victimCore.peers[s.alice.peerID] != nil)
+    }
+
+    @Test func anImpostorsAnnounceBindsNothing() throws {
+        let s = Scene()
+        let impostor = Identity(noiseKey: s.alice.noiseKey, signingKey: s.mallory.signingKey)
+        let raw2 = s.net.openRawLink(to: 1)
+        s.net.inject(try Announcement.make(identity: impostor, nickname: "alice", timestamp: s.net.now).encoded(), on: raw2)
+        #expect(s.victimCore.refusals.pinMismatch == 1)
+        #expect(s.victimCore.router.neighborhood.peer(on: raw2.link) != s.alice.peerID)
+        // Not relayed to carol either.
+        s.net.run(for: 500)
+        #expect(s.net.nodes[2].refusals.pinMismatch == 0)
+    }
+
+    @Test func largeFirstHandshakeMessagesAreBudgetedToo() throws {
+        let s = Scene()
+        let victimID = s.victimCore.peerID
+        var answered = 0
+        for i in 0..<200 {
+            var hs = try HandshakeState(protocol: .bitchat, initiator: true, localStatic: Identity.generate().noiseKey)
+            let m1 = try hs.writeMessage(payload: [UInt8](repeating: 7, count: 100))
+            let before = s.net.rawReceived[s.raw]?.count ?? 0
+            s.net.inject(try NoisePackets.handshake(m1, from: PeerID(rawValue: UInt64(i) + 1), to: victimID, timestamp: s.net.now).encoded(),
+                         on: s.raw)
+            if (s.net.rawReceived[s.raw]?.count ?? 0) > before { answered += 1 }
+        }
+        #expect(answered <= 31, "\(answered) of 200")
+    }
+
     @Test func aSenderCannotFillTheScreenWithText() throws {
         let s = Scene()
         // 40 signed 60 KB messages, each compressed into a small datagram.

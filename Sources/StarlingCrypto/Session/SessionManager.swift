@@ -20,8 +20,11 @@ public struct SessionManager: Sendable {
         public var maxHandshakesPerMinute = 10
         /// How long the previous receiving key is kept after a rekey.
         public var previousKeyGraceMillis: UInt64 = 60_000
-        /// Frames held per peer while a handshake is under way.
+        /// Frames held per peer while a handshake is under way, and their bytes
+        /// per peer and in all (a frame may carry a file of up to 1 MiB).
         public var maxHeldFrames = 64
+        public var maxHeldBytesPerPeer = 1_310_720
+        public var maxHeldBytes = 8 << 20
         /// Handshakes under way at most (started or answered); a new one past
         /// it replaces the oldest. Each holds an ephemeral key and the
         /// handshake hash: about 1 KiB.
@@ -267,7 +270,17 @@ public struct SessionManager: Sendable {
 
     private mutating func hold(_ frame: [UInt8], from peer: PeerID, note: Int) -> Opened {
         var frames = held[peer] ?? []
-        if frames.count >= configuration.maxHeldFrames { frames.removeFirst() }
+        // The oldest of this peer's go first; past the bytes of all peers the frame is not kept.
+        while !frames.isEmpty, frames.count >= configuration.maxHeldFrames
+                || frames.reduce(0, { $0 + $1.frame.count }) + frame.count > configuration.maxHeldBytesPerPeer {
+            frames.removeFirst()
+        }
+        let others = held.reduce(0) { $0 + ($1.key == peer ? 0 : $1.value.reduce(0) { $0 + $1.frame.count }) }
+        guard frame.count <= configuration.maxHeldBytesPerPeer,
+              others + frames.reduce(0, { $0 + $1.frame.count }) + frame.count <= configuration.maxHeldBytes else {
+            held[peer] = frames.isEmpty ? nil : frames
+            return .held
+        }
         frames.append((frame, note))
         held[peer] = frames
         return .held
