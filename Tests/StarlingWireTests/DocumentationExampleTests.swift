@@ -56,6 +56,8 @@ import Testing
             "version-hello": try VersionNegotiation.encodeHello([1, 2]),
             "wifiset-network-entry": try WiFiSet.Frame(sequence: 5, .networkEntry(.init(ssid: "MyNetwork2.4", rssi: -56,
                                                                                          security: .wpaPSK, channel: 6))).encoded(),
+            "ping": try Packet(type: .ping, ttl: 7, timestamp: sampleTime, senderID: aliceID, recipientID: bobID,
+                               payload: [1, 2, 3, 4, 5, 6, 7, 8, 7], compress: false).encoded(),
             // Hand-built: no encoder writes a size its body does not inflate to.
             "message-bomb": h("02 02 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b"),
             "wifiset-credential-write": try WiFiSet.Frame(sequence: 1, .credentialWrite(ssid: "MyNetwork2.4", password: "mypassword123")).encoded(),
