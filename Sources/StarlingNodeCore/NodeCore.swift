@@ -827,10 +827,15 @@ public struct NodeCore: Sendable {
         }
         switch payload {
         case let .privateMessage(m):
-            // A retried copy is acknowledged again but shown once.
+            // A retried copy is acknowledged again but shown once. A favourite
+            // notification is a notice, not text (docs/PROTOCOL.md).
             if seen.insert(m.messageID) {
-                emit(.privateMessage(from: sender, nickname: present[sender]?.info.nickname, text: m.content,
-                                     messageID: m.messageID, hops: hops))
+                let nickname = present[sender]?.info.nickname
+                if let notice = Self.favoriteNotice(m.content) {
+                    emit(.favorited(by: sender, nickname: nickname, on: notice.on, npub: notice.npub))
+                } else {
+                    emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops))
+                }
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
         case let .privateFile(file):
@@ -857,6 +862,18 @@ public struct NodeCore: Sendable {
         guard seen.insert(id) else { return } // a retried copy
         outbox.append(.saveFile(IncomingFile(from: sender, name: Self.safeName(file.name, id: id), mimeType: file.mimeType,
                                              content: file.content, transferID: id)))
+    }
+
+    /// `[FAVORITED]:npub1…` or `[UNFAVORITED]:npub1…` (the npub may be empty,
+    /// as Android sends it without a Nostr key): whether, and the key.
+    static func favoriteNotice(_ text: String) -> (on: Bool, npub: String?)? {
+        for (prefix, on) in [("[FAVORITED]:", true), ("[UNFAVORITED]:", false)] where text.hasPrefix(prefix) {
+            let key = String(text.dropFirst(prefix.count))
+            // A bech32 npub: "npub1" and lowercase letters and digits; anything else is not a key.
+            let valid = key.hasPrefix("npub1") && key.count <= 100 && key.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) }
+            return (on, valid ? key : nil)
+        }
+        return nil
     }
 
     /// Only a plain base name, never a path a stranger chose.

@@ -44,6 +44,9 @@ public enum NodeEvent: Sendable {
     case stateExpired(PeerID)
     /// A pong answered our ping: the round trip and how many hops it came.
     case pong(from: PeerID, rttMillis: UInt64, hops: Int)
+    /// A peer made us a favourite, or no longer (its private message
+    /// `[FAVORITED]:npub1…` / `[UNFAVORITED]:npub1…`), with its Nostr key when it gave one.
+    case favorited(by: PeerID, nickname: String?, on: Bool, npub: String?)
 }
 
 /// Why something was refused: a kind a program can switch on, the peer it
@@ -86,7 +89,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis
+        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -111,6 +114,7 @@ extension NodeEvent: Encodable {
         case .sos: "sos"
         case .stateExpired: "stateExpired"
         case .pong: "pong"
+        case .favorited: "favorited"
         }
     }
 
@@ -166,6 +170,11 @@ extension NodeEvent: Encodable {
             try c.encode(from.description, forKey: .from)
             try c.encode(rtt, forKey: .rttMillis)
             try c.encode(hops, forKey: .hops)
+        case let .favorited(by, nickname, on, npub):
+            try c.encode(by.description, forKey: .from)
+            try c.encode(nickname, forKey: .nickname)
+            try c.encode(on, forKey: .on)
+            try c.encode(npub, forKey: .npub)
         case let .left(peer), let .stateExpired(peer):
             try c.encode(peer.description, forKey: .peerID)
         case let .rejected(r):

@@ -141,6 +141,7 @@ struct EventPrinter: Sendable {
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
+            case let .favorited(by, nickname, on, _): line = "* \(nickname.map(DisplayText.clean) ?? by.description) \(on ? "favorited" : "unfavorited") you"
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.

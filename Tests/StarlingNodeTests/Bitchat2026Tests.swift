@@ -72,6 +72,23 @@ extension InProcessNodes {
         #expect(net.nodes[victim].refusals.forged == 1)
     }
 
+    @Test func aFavouriteNotificationIsANoticeNotText() throws {
+        let net = NodeCoreTests.line()
+        net.run(for: 1_000)
+        let carol = net.nodes[2].peerID
+        let npub = "npub1" + String(repeating: "q", count: 58)
+        try net.on(0) { try $0.sendPrivate("[FAVORITED]:" + npub, to: carol, now: $1) }
+        try net.on(0) { try $0.sendPrivate("[UNFAVORITED]:", to: carol, now: $1) }
+        try net.on(0) { try $0.sendPrivate("[FAVORITED] is just text", to: carol, now: $1) }
+        net.run(for: 2_000)
+        let notices = net.events[2].compactMap { if case let .favorited(by, nick, on, key) = $0 { (by, nick, on, key) } else { nil } }
+        #expect(notices.count == 2)
+        #expect(notices.first.map { $0.0 == net.nodes[0].peerID && $0.1 == "alice" && $0.2 && $0.3 == npub } == true)
+        #expect(notices.last.map { !$0.2 && $0.3 == nil } == true)
+        #expect(NodeCoreTests.privateMessages(net, 2).map(\.text) == ["[FAVORITED] is just text"])
+        #expect(NodeCoreTests.count(net, 0, "delivered") == 3) // acknowledged like any message
+    }
+
     @Test func packetsOfThe2026TypesAreRelayedByTheSameRules() throws {
         let net = NodeCoreTests.line()
         net.run(for: 1_000)
