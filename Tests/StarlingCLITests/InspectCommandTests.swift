@@ -19,9 +19,10 @@ struct StarlingProcess {
 
     /// Runs `starling` to the end. Async: waiting never holds a thread of the
     /// shared pool that in-process async tests need.
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Result {
+    static func run(executable program: URL? = nil, _ arguments: [String], stdin: Data? = nil,
+                    environment: [String: String] = [:]) async throws -> Result {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = program ?? executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), input = Pipe()

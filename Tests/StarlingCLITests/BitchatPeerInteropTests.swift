@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+
+/// An independent bitchat peer (Tests/interop/bitchat_peer.py: pynacl and
+/// hashlib, written from docs/PROTOCOL.md) against a real `starling listen`
+/// over UDP: the 2026 announce TLVs (capabilities, bridge geohash), ping and
+/// pong, and REQUEST_SYNC's options in both numberings.
+@Suite struct BitchatPeerInteropTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func aPythonPeerAndARealNodeAgreeOnThe2026Additions() async throws {
+        let node = try MeshProcessTests.node("node", duration: 60)
+        defer { node.stop() }
+        let port = try await MeshProcessTests.port(of: node)
+        let python = Self.root.appendingPathComponent(".venv/bin/python")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
+        let r = try await StarlingProcess.run(executable: python,
+                                              [Self.root.appendingPathComponent("Tests/interop/bitchat_peer.py").path, String(port)])
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+        #expect(r.stdout.components(separatedBy: "ok: ").count == 9, "\(r.stdout)")
+        #expect(!r.stdout.contains("FAILED"))
+        // Its signed public message is shown under the nickname its announce gave.
+        let shown = await node.waitFor { $0["event"] as? String == "message" && $0["text"] as? String == "from python" }
+        #expect(shown?["nickname"] as? String == "python")
+    }
+}
