@@ -28,6 +28,11 @@ public struct MeshRouter: Sendable {
         /// that peer is flooded too for this long (answers to a retry take the
         /// way that worked, not the route that failed).
         public var floodAnswersFor: Millis = 30_000
+        /// A broadcast reassembly with no new piece for `stall` ms asks the
+        /// links for its stream by fragment ID (REQUEST_SYNC 0x06), each
+        /// stream at most every `again` ms, as the apps do (5 s, 10 s). Off
+        /// unless set (the simulator measures the mesh without it).
+        public var stalledFragments: (stall: Millis, again: Millis)? = nil
         public init() {}
     }
 
@@ -101,6 +106,10 @@ public struct MeshRouter: Sendable {
     private var syncAsked: [LinkID: Millis] = [:]
     /// When we answered each link's sync requests lately (a rate limit).
     private var answeredAt: [LinkID: [Millis]] = [:]
+    /// When each stalled fragment stream was last asked for.
+    private var streamAsked: [UInt64: Millis] = [:]
+    /// The stalled-stream check runs at most once a second.
+    private var streamCheckAfter: Millis = 0
     /// Per link, the packets our last sync answer there carried: asked for
     /// again, one was lost on the way.
     private var lastAnswers: [LinkID: Set<UInt64>] = [:]
@@ -215,7 +224,8 @@ public struct MeshRouter: Sendable {
     /// Counts input refused before it reached the router (a transport's junk).
     public mutating func noteMalformed() { statistics.malformed += 1 }
     public var nextDeadline: Millis? {
-        [deadlines.min?.at, nextSync, syncDue.values.min()].compactMap { $0 }.min()
+        let stall = configuration.stalledFragments.flatMap { reassembler.nextStall(stall: $0.stall) }.map { max($0, streamCheckAfter) }
+        return [deadlines.min?.at, nextSync, syncDue.values.min(), stall].compactMap { $0 }.min()
     }
 
     /// Packets kept for gossip sync, and what they cost (GossipStore.bytes).
@@ -470,7 +480,7 @@ public struct MeshRouter: Sendable {
         var piece = packet
         for _ in 0..<Self.maxFragmentNesting {
             guard let fragment = try? Fragment(decoding: piece.payload) else { return [] }
-            switch try? reassembler.receive(fragment, from: piece.senderID, now: now) {
+            switch try? reassembler.receive(fragment, from: piece.senderID, now: now, broadcast: piece.isBroadcast) {
             case let .complete(bytes)?:
                 statistics.messagesReassembled += 1
                 // The whole counts once, whichever fragments (or ways) made it; its
@@ -513,6 +523,7 @@ public struct MeshRouter: Sendable {
             floodedFrom = floodedFrom.filter { now >= $0.value && now - $0.value < configuration.floodAnswersFor }
         }
         var actions = syncRequests(now: now)
+        actions += stalledStreamRequests(now: now)
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
             guard var p = pending[next.key], p.fireAt == next.at else { continue }
@@ -530,6 +541,28 @@ public struct MeshRouter: Sendable {
             }
         }
         return actions
+    }
+
+    /// A REQUEST_SYNC for fragments (types: fragment; 0x06: the stalled
+    /// streams' IDs, at most 60) on every link, TTL 0, signed.
+    private mutating func stalledStreamRequests(now: Millis) -> [Action] {
+        guard let rule = configuration.stalledFragments, let me = localPeer, now >= streamCheckAfter,
+              let due = reassembler.nextStall(stall: rule.stall), now >= due else { return [] }
+        streamCheckAfter = now + 1_000
+        streamAsked = streamAsked.filter { now >= $0.value && now - $0.value < rule.again }
+        let ids = reassembler.stalled(now: now, stall: rule.stall).filter { streamAsked[$0] == nil }
+            .prefix(RequestSync.maxFragmentIDs)
+        guard !ids.isEmpty, !neighborhood.linkIDs.isEmpty else { return [] }
+        for id in ids { streamAsked[id] = now }
+        let request = RequestSync(filter: gossip?.filter(spread: syncRound % 64) ?? GCSFilter(p: 7, m: 0, data: []),
+                                  types: SyncTypes([.fragment]), fragmentIDs: Array(ids))
+        guard let payload = try? request.encoded() else { return [] }
+        var packet = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
+        signer?(&packet)
+        guard let bytes = try? Self.wireBytes(packet) else { return [] }
+        _ = dedup.insert(PacketID(packet).high, now: now)
+        statistics.streamRequestsSent += 1
+        return transmit(bytes, packet: packet, on: neighborhood.linkIDs, now: now)
     }
 
     /// REQUEST_SYNC (TTL 0, signed when a signer is set) with a filter of what we keep.

@@ -36,6 +36,8 @@ public struct MeshStatistics: Hashable, Sendable {
     /// Packets from blocked senders, dropped on arrival.
     public var blockedDropped = 0
     public var syncRequestsSent = 0
+    /// Requests for stalled fragment streams sent.
+    public var streamRequestsSent = 0
     /// Sync requests not answered: past a link's rate (8 in 30 s).
     public var syncRequestsRefused = 0
     /// Packets sent back in answer to sync requests.

@@ -34,6 +34,7 @@ public struct NodeCore: Sendable {
         public var router: MeshRouter.Configuration = {
             var c = MeshRouter.Configuration()
             c.sync = GossipStore.Configuration()
+            c.stalledFragments = (stall: 5_000, again: 10_000)
             return c
         }()
         public var sessions = SessionManager.Configuration()

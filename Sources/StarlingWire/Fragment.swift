@@ -157,6 +157,22 @@ public struct Reassembler: Sendable {
         var pieces: [[UInt8]?]
         var received = 0
         var bytes = 0
+        /// When the last new piece came.
+        var progressed: UInt64 = 0
+        /// A broadcast's (not a packet addressed to us): one a stalled reassembly may ask the mesh for.
+        var broadcast = false
+    }
+
+    /// Broadcast messages in progress with no new piece for `stall` ms: their
+    /// fragment IDs, oldest progress first (the apps ask for such a stream by ID).
+    public func stalled(now: UInt64, stall: UInt64) -> [UInt64] {
+        inProgress.filter { $0.value.broadcast && now >= $0.value.progressed && now - $0.value.progressed >= stall }
+            .sorted { $0.value.progressed < $1.value.progressed }.map(\.key.fragmentID)
+    }
+
+    /// When the stalled-stream check is next worth running (nil: no broadcast in progress).
+    public func nextStall(stall: UInt64) -> UInt64? {
+        inProgress.values.filter(\.broadcast).map { $0.progressed + stall }.min()
     }
 
     public let limits: Limits
@@ -172,7 +188,8 @@ public struct Reassembler: Sendable {
 
     public var inProgressCount: Int { inProgress.count }
 
-    public mutating func receive(_ fragment: Fragment, from sender: PeerID, now: UInt64) throws(ReassemblyError) -> Event {
+    public mutating func receive(_ fragment: Fragment, from sender: PeerID, now: UInt64,
+                                 broadcast: Bool = false) throws(ReassemblyError) -> Event {
         expire(now: now)
         let total = Int(fragment.total)
         guard total <= limits.maxFragmentsPerMessage else {
@@ -213,6 +230,8 @@ public struct Reassembler: Sendable {
         assembly.pieces[index] = fragment.data
         assembly.bytes = bytes
         assembly.received += 1
+        assembly.progressed = now
+        assembly.broadcast = assembly.broadcast || broadcast
         if assembly.received == total {
             var whole = [UInt8]()
             whole.reserveCapacity(bytes)

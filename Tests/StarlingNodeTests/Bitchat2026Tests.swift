@@ -102,3 +102,38 @@ extension InProcessNodes {
     }
 }
 }
+
+extension InProcessNodes {
+@Suite struct StalledStreamTests {
+    /// A broadcast that arrives in fragments, one of them lost: after 5 s
+    /// without progress the node asks its links for the stream by ID, at most
+    /// every 10 s, as the apps do.
+    @Test func aStalledBroadcastReassemblyAsksForItsStream() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim, maxFrame: 512)
+        let alice = Identity.generate()
+        net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
+        // Two of three fragments of a broadcast.
+        for index in 0..<2 {
+            let f = Fragment(fragmentID: 0xABCD, index: UInt16(index), total: 3, originalType: .message, data: [UInt8](repeating: 1, count: 100))
+            net.inject(try Packet(type: .fragment, ttl: 7, timestamp: net.now, senderID: alice.peerID, payload: f.encoded(),
+                                  compress: false).encoded(), on: raw)
+        }
+        func requests() throws -> [RequestSync] {
+            try (net.rawReceived[raw] ?? []).compactMap { try? Packet(decoding: $0) }
+                .filter { $0.type == .requestSync }.map { try RequestSync(decoding: $0.payload) }.filter { $0.fragmentIDs != nil }
+        }
+        net.run(for: 4_000)
+        #expect(try requests().isEmpty)
+        net.run(for: 2_000)
+        let asked = try requests()
+        #expect(asked.count == 1)
+        #expect(asked.first?.fragmentIDs == [0xABCD] && asked.first?.types == SyncTypes([.fragment]))
+        net.run(for: 5_000)
+        #expect(try requests().count == 1) // not again within 10 s
+        net.run(for: 6_000)
+        #expect(try requests().count == 2)
+    }
+}
+}
