@@ -99,7 +99,8 @@ final class LiveProcess: @unchecked Sendable {
         FileManager.default.temporaryDirectory.appendingPathComponent("starling-node-\(UUID().uuidString)").path
     }
 
-    static func node(_ name: String, peers: [UInt16] = [], duration: Int = 20) throws -> LiveProcess {
+    /// Runs up to `duration` s (each test stops it sooner; long enough for a loaded machine).
+    static func node(_ name: String, peers: [UInt16] = [], duration: Int = 60) throws -> LiveProcess {
         try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", name, "--duration", String(duration),
                          "--announce-interval", "1", "--data-dir", dataDir()] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
     }

@@ -19,7 +19,7 @@ import Testing
         let port = UInt16.random(in: 47_600...47_900)
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("wifi-\(UUID().uuidString).json").path
         let p = try LiveProcess(["wifi", "device", "--networks", try networksFile(), "--port", String(port), "--store", store,
-                                 "--duration", "20", "--json"] + extra)
+                                 "--duration", "120", "--json"] + extra) // stopped by each test; long enough for a loaded machine
         return (p, port, store)
     }
 
