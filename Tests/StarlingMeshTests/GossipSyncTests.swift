@@ -94,6 +94,40 @@ import StarlingWire
         }
     }
 
+    /// The apps answer at most 8 sync requests per peer in 30 s; so does a Starling router, per link.
+    @Test func syncRequestsAreAnsweredEightTimesPerLinkInThirtySeconds() throws {
+        let m = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("earlier".utf8))
+        var (a, _) = linked(1, 2, after: [m])
+        var answered = 0
+        for i in 0..<12 {
+            // Each request is a new packet (its own timestamp), asking with an empty filter.
+            let request = try Packet(type: .requestSync, ttl: 0, timestamp: 2_000 + UInt64(i), senderID: PeerID(rawValue: 2),
+                                     payload: RequestSync(filter: GCSFilter(ids: [])).encoded(), compress: false).encoded()
+            if !transmissions(a.receive(request, on: LinkID(2), now: 2_000 + UInt64(i) * 100)).isEmpty { answered += 1 }
+        }
+        #expect(answered == 8)
+        #expect(a.statistics.syncRequestsRefused == 4)
+        // Thirty seconds on, answered again.
+        let later = try Packet(type: .requestSync, ttl: 0, timestamp: 40_000, senderID: PeerID(rawValue: 2),
+                               payload: RequestSync(filter: GCSFilter(ids: [])).encoded(), compress: false).encoded()
+        #expect(!transmissions(a.receive(later, on: LinkID(2), now: 40_000)).isEmpty)
+    }
+
+    /// A request's types and since: only those are sent back.
+    @Test func anAnswerKeepsToTheTypesAndTimeAskedFor() throws {
+        let old = Packet(type: .message, ttl: 7, timestamp: 10, senderID: PeerID(rawValue: 1), payload: Array("old".utf8))
+        let new = Packet(type: .message, ttl: 7, timestamp: 900, senderID: PeerID(rawValue: 1), payload: Array("new".utf8))
+        var (a, _) = linked(1, 2, after: [old, new])
+        func ask(_ r: RequestSync, at t: UInt64) throws -> [String] {
+            let request = try Packet(type: .requestSync, ttl: 0, timestamp: t, senderID: PeerID(rawValue: 2), payload: r.encoded(),
+                                     compress: false).encoded()
+            return try transmissions(a.receive(request, on: LinkID(2), now: t)).map { String(decoding: try Packet(decoding: $0.bytes).payload, as: UTF8.self) }
+        }
+        #expect(try ask(RequestSync(filter: GCSFilter(ids: []), since: 500), at: 2_000) == ["new"])
+        #expect(try ask(RequestSync(filter: GCSFilter(ids: []), types: SyncTypes([.announce])), at: 2_001).isEmpty)
+        #expect(try Set(ask(RequestSync(filter: GCSFilter(ids: [])), at: 2_002)) == ["old", "new"])
+    }
+
     @Test func aNewPeersFirstAnnounceSchedulesASyncFiveSecondsLater() {
         var r = syncing(1)
         r.linkUp(LinkID(7), now: 0)                          // the peer is not known yet
