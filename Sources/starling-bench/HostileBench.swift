@@ -16,7 +16,6 @@ enum HostileBench {
     final class Victim: @unchecked Sendable {
         let process = Process()
         private let lock = NSLock()
-        private var buffer = ""
         private var texts: Set<String> = []
         private(set) var port: UInt16 = 0
         private(set) var peerID = PeerID(rawValue: 0)
@@ -26,18 +25,9 @@ enum HostileBench {
             process.executableURL = NodeBench.starlingBinary
             process.arguments = ["listen", "--no-discovery", "--port", "0", "--json", "--name", "victim", "--data-dir", dataDir,
                                  "--duration", "600"]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                guard let self, !data.isEmpty else { return }
-                self.lock.lock()
-                self.buffer += String(decoding: data, as: UTF8.self)
-                while let newline = self.buffer.firstIndex(of: "\n") {
-                    let line = String(self.buffer[..<newline])
-                    self.buffer = String(self.buffer[self.buffer.index(after: newline)...])
-                    guard let e = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+            NodeBench.readJSONLines(of: process) { [weak self] e in
+                guard let self else { return }
+                self.lock.withLock {
                     switch e["event"] as? String {
                     case "started":
                         self.port = UInt16(e["port"] as? Int ?? 0)
@@ -47,7 +37,6 @@ enum HostileBench {
                     default: break
                     }
                 }
-                self.lock.unlock()
             }
             try process.run()
         }

@@ -89,6 +89,39 @@ enum NodeBench {
         print("  relay ÷ poll loop: \(pollShare > 0 ? format2(relayShare / pollShare) : "–")×   (the old runtime measured 1.2–2.2% on this kind of machine)")
     }
 
+    /// Sends each JSON line the process prints to `handle`, as it comes (its
+    /// standard error is dropped).
+    static func readJSONLines(of process: Process, _ handle: @escaping @Sendable ([String: Any]) -> Void) {
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        let buffer = LineBuffer()
+        pipe.fileHandleForReading.readabilityHandler = { h in
+            let data = h.availableData
+            guard !data.isEmpty else { return }
+            for line in buffer.append(data) {
+                if let e = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] { handle(e) }
+            }
+        }
+    }
+
+    /// Bytes in, whole lines out.
+    final class LineBuffer: @unchecked Sendable {
+        private let lock = NSLock()
+        private var text = ""
+        func append(_ data: Data) -> [String] {
+            lock.withLock {
+                text += String(decoding: data, as: UTF8.self)
+                var lines: [String] = []
+                while let newline = text.firstIndex(of: "\n") {
+                    lines.append(String(text[..<newline]))
+                    text = String(text[text.index(after: newline)...])
+                }
+                return lines
+            }
+        }
+    }
+
     /// The `starling` binary next to this one (both built in release).
     static var starlingBinary: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -99,7 +132,6 @@ enum NodeBench {
     final class Listener: @unchecked Sendable {
         let process = Process()
         private let lock = NSLock()
-        private var buffer = ""
         private(set) var port: UInt16 = 0
         private var arrivals: [String: ContinuousClock.Instant] = [:]
         private var peersSeen = 0
@@ -108,19 +140,10 @@ enum NodeBench {
         init(_ arguments: [String]) throws {
             process.executableURL = NodeBench.starlingBinary
             process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                guard let self, !data.isEmpty else { return }
+            NodeBench.readJSONLines(of: process) { [weak self] event in
+                guard let self else { return }
                 let now = self.clock.now
-                self.lock.lock()
-                self.buffer += String(decoding: data, as: UTF8.self)
-                while let newline = self.buffer.firstIndex(of: "\n") {
-                    let line = String(self.buffer[..<newline])
-                    self.buffer = String(self.buffer[self.buffer.index(after: newline)...])
-                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                self.lock.withLock {
                     switch event["event"] as? String {
                     case "started": self.port = UInt16(event["port"] as? Int ?? 0)
                     case "peer": self.peersSeen += 1
@@ -128,7 +151,6 @@ enum NodeBench {
                     default: break
                     }
                 }
-                self.lock.unlock()
             }
             try process.run()
         }
