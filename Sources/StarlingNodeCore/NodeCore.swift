@@ -33,7 +33,11 @@ public struct NodeCore: Sendable {
         public var policy: any RelayPolicy = nodeRelayPolicy()
         public var router: MeshRouter.Configuration = {
             var c = MeshRouter.Configuration()
-            c.sync = GossipStore.Configuration()
+            var sync = GossipStore.Configuration()
+            // Public messages are kept 6 hours for sync, as the apps keep them
+            // (within the store's 1,000 packets and 4 MiB).
+            sync.messageRetention = 6 * 3_600_000
+            c.sync = sync
             c.stalledFragments = (stall: 5_000, again: 10_000)
             return c
         }()

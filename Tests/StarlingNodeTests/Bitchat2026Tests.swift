@@ -72,6 +72,21 @@ extension InProcessNodes {
         #expect(net.nodes[victim].refusals.forged == 1)
     }
 
+    /// The apps keep public messages six hours for sync: a node that joins two
+    /// hours later gets one as an answer to its first request, and shows it.
+    @Test func aPublicMessageIsKeptSixHoursForSync() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        net.connect(a, b)
+        net.run(for: 1_000)
+        try net.on(a) { try $0.sendPublic("said two hours ago", now: $1) }
+        net.run(for: 2 * 3_600_000)
+        let dave = net.addNode("dave")
+        net.connect(b, dave)
+        net.run(for: 20_000)
+        #expect(NodeCoreTests.messages(net, dave) == ["said two hours ago"])
+    }
+
     @Test func aFavouriteNotificationIsANoticeNotText() throws {
         let net = NodeCoreTests.line()
         net.run(for: 1_000)
