@@ -318,16 +318,18 @@ public struct RequestSync: Hashable, Sendable {
         var m = [UInt8](); m.appendBE(filter.m)
         out.appendTLV(Tag.m, m, length: .u16)
         out.appendTLV(Tag.data, filter.data, length: .u16)
-        if let types { out.appendTLV(Tag.types, types.encoded, length: .u16) }
+        // In the numbering the request came in (ours: iOS's).
+        let tags = Self.tags(numbering)
+        if let types { out.appendTLV(tags.types, types.encoded, length: .u16) }
         if let since {
             var b = [UInt8](); b.appendBE(since)
-            out.appendTLV(Tag.since, b, length: .u16)
+            out.appendTLV(tags.since, b, length: .u16)
         }
         if let fragmentIDs {
             guard fragmentIDs.count <= Self.maxFragmentIDs else {
                 throw EncodingError(field: "requestSync.fragmentIDs", problem: "\(fragmentIDs.count) IDs; at most 60")
             }
-            out.appendTLV(Tag.fragmentIDs, Self.fragmentFilter(fragmentIDs), length: .u16)
+            out.appendTLV(tags.fragmentIDs, Self.fragmentFilter(fragmentIDs), length: .u16)
         }
         for tlv in unknown {
             try checkLength(tlv.value.count, .u16, field: "requestSync.unknown")
@@ -373,14 +375,35 @@ public struct RequestSync: Hashable, Sendable {
         self.init(filter: GCSFilter(p: p, m: m, data: data))
         // The options: iOS numbering unless the TLVs say Android's earlier one
         // (a 0x07, or a 0x05 that is not an 8-byte timestamp). A malformed
-        // option is ignored, as the apps ignore it; the filter still counts.
-        func value(_ t: UInt8) -> [UInt8]? { unknown.first { $0.type == t }?.value }
-        let legacy = value(0x04) == nil && (value(0x07) != nil || (value(0x05).map { $0.count != 8 } ?? false))
+        // option is ignored, as the apps ignore it (the filter still counts),
+        // and kept as an unknown TLV, so that the request re-encodes as it came.
+        var rest = unknown
+        func take(_ t: UInt8, _ parse: ([UInt8]) -> Bool) {
+            guard let i = rest.firstIndex(where: { $0.type == t }), parse(rest[i].value) else { return }
+            rest.remove(at: i)
+        }
+        func first(_ t: UInt8) -> [UInt8]? { rest.first { $0.type == t }?.value }
+        let legacy = first(0x04) == nil && (first(0x07) != nil || (first(0x05).map { $0.count != 8 } ?? false))
         numbering = legacy ? .androidLegacy : .ios
-        let (typesTag, sinceTag, fragmentsTag): (UInt8, UInt8, UInt8) = legacy ? (0x05, 0x06, 0x07) : (0x04, 0x05, 0x06)
-        if let v = value(typesTag) { types = SyncTypes(decoding: v[...]) }
-        if let v = value(sinceTag), v.count == 8 { since = v.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-        if let v = value(fragmentsTag) { fragmentIDs = Self.fragmentFilter(decoding: v[...]) }
-        self.unknown = unknown.filter { ![typesTag, sinceTag, fragmentsTag].contains($0.type) }
+        let tags = Self.tags(numbering)
+        take(tags.types) { v in
+            types = SyncTypes(decoding: v[...])
+            return types != nil
+        }
+        take(tags.since) { v in
+            guard v.count == 8 else { return false }
+            since = v.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return true
+        }
+        take(tags.fragmentIDs) { v in
+            fragmentIDs = Self.fragmentFilter(decoding: v[...])
+            return fragmentIDs != nil
+        }
+        self.unknown = rest
+    }
+
+    /// The option tags of a numbering.
+    static func tags(_ n: Numbering) -> (types: UInt8, since: UInt8, fragmentIDs: UInt8) {
+        n == .ios ? (0x04, 0x05, 0x06) : (0x05, 0x06, 0x07)
     }
 }

@@ -60,6 +60,22 @@ import Testing
         #expect(withUnknown.filter == r.filter)
     }
 
+    /// Android's earlier numbering is read, and written back in it; a malformed
+    /// option is ignored and kept as it came (found by the request-sync fuzzer).
+    @Test func requestSyncInAndroidsEarlierNumberingAndWithMalformedOptions() throws {
+        let legacy = h("01000107 020004 00000a00 030000 050001 02 060008 0000000000000064 070010 30303030303030303030303030303061")
+        let r = try RequestSync(decoding: legacy)
+        #expect(r.numbering == .androidLegacy && r.types == SyncTypes([.message]) && r.since == 100 && r.fragmentIDs == [10])
+        #expect(try r.encoded() == legacy)
+        #expect(try RequestSync(decoding: r.encoded()) == r)
+        // A since of 3 bytes and a fragment filter that is not hex: ignored, kept as unknown, re-encoded as they came.
+        let odd = h("01000107 020004 00000a00 030000 040001 02 050003 010203 06000378797a")
+        let o = try RequestSync(decoding: odd)
+        #expect(o.numbering == .ios && o.types == SyncTypes([.message]) && o.since == nil && o.fragmentIDs == nil)
+        #expect(o.unknown.map(\.type) == [0x05, 0x06])
+        #expect(try RequestSync(decoding: o.encoded()) == o)
+    }
+
     @Test func announceWithCapabilitiesAndAnUnknownTLV() throws {
         let bytes = h("0103626f620220") + [UInt8](repeating: 0x11, count: 32) + h("0320") + [UInt8](repeating: 0x22, count: 32)
             + h("050200017f02cafe")

@@ -31,7 +31,10 @@ import Testing
         case "file-transfer":
             if let f = try? FileTransfer(decoding: bytes) { #expect(try FileTransfer(decoding: f.encoded()) == f) }
         case "request-sync":
-            if let r = try? RequestSync(decoding: bytes) { #expect(r.filter.values().count <= r.filter.data.count * 8) }
+            if let r = try? RequestSync(decoding: bytes) {
+                #expect(r.filter.values().count <= r.filter.data.count * 8)
+                #expect(try RequestSync(decoding: r.encoded()) == r) // as the fuzzer checks it
+            }
         case "noise-payload":
             if let n = try? NoisePayload(decoding: bytes) { #expect(try NoisePayload(decoding: n.encoded()) == n) }
         case "fragment":
