@@ -37,10 +37,10 @@ enum BLEIDs {
         let got = await alice.waitFor(seconds: 30) { $0["event"] as? String == "privateMessage" }
         #expect(got?["text"] as? String == "psst over bluetooth", "alice:\n\(alice.text)\nbob:\n\(bob.text)\nbluezoo:\n\(zoo.logText.suffix(3000))")
         #expect(got?["hops"] as? Int == 1)
-        #expect(await bob.waitFor(seconds: 10) { $0["event"] as? String == "delivered" } != nil, "bob:\n\(bob.text)")
+        #expect(await bob.waitFor(seconds: 30) { $0["event"] as? String == "delivered" } != nil, "bob:\n\(bob.text)")
         let link = alice.events.first { $0["event"] as? String == "linkUp" }?["address"] as? String
         #expect(link?.hasPrefix("ble ") == true)
-        #expect(await bob.waitForExit(seconds: 15) == 0)
+        #expect(await bob.waitForExit(seconds: 30) == 0)
     }
 
     @Test func aLineOfThreeAdaptersRelaysThroughTheMiddle() async throws {
@@ -55,7 +55,7 @@ enum BLEIDs {
         defer { bob.stop() }
         let carol = try listen("carol", "hci2", only: "00:00:00:00:00:02")
         defer { carol.stop() }
-        #expect(await bob.waitFor(seconds: 20) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil,
+        #expect(await bob.waitFor(seconds: 30) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil,
                 "bob:\n\(bob.text)\ncarol:\n\(carol.text)")
         let alice = try Self.node(["send", "--ble", "--adapter", "hci0", "--ble-only", "00:00:00:00:00:02", "--no-discovery",
                                    "--port", "0", "--json", "--name", "alice", "--data-dir", MeshProcessTests.dataDir(),
@@ -75,7 +75,7 @@ enum BLEIDs {
         let setter = try Self.node(["status", "set", "working", "--ble", "--adapter", "hci0", "--no-discovery", "--port", "0",
                                     "--name", "erin", "--duration", "30", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { setter.stop() }
-        let state = await watcher.waitFor(seconds: 25) { $0["event"] as? String == "state" && $0["name"] as? String == "erin" }
+        let state = await watcher.waitFor(seconds: 30) { $0["event"] as? String == "state" && $0["name"] as? String == "erin" }
         #expect(state?["state"] as? String == "working", "watcher:\n\(watcher.text)\nsetter:\n\(setter.text)")
         #expect(state?["hops"] as? Int == 1)
     }
@@ -107,7 +107,7 @@ enum BLEIDs {
         var hello = Packet(type: .message, ttl: 3, timestamp: now, senderID: newcomer.peerID, payload: Array("still listening?".utf8))
         try PacketSigning.sign(&hello, with: newcomer.signingKey)
         try await link.write(try hello.encoded())
-        let got = await node.waitFor(seconds: 15) { $0["event"] as? String == "message" }
+        let got = await node.waitFor(seconds: 30) { $0["event"] as? String == "message" }
         #expect(got?["text"] as? String == "still listening?", "\(node.text)")
         #expect(node.process.isRunning)
         await link.disconnect()
@@ -150,7 +150,7 @@ enum BLEIDs {
         let p = try Self.node(["listen", "--ble", "--adapter", "hci7", "--no-discovery", "--port", "0", "--json",
                                "--name", "x", "--duration", "3", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { p.stop() }
-        let rejected = await p.waitFor(seconds: 10) { $0["event"] as? String == "rejected" }
+        let rejected = await p.waitFor(seconds: 30) { $0["event"] as? String == "rejected" }
         #expect((rejected?["reason"] as? String)?.contains("no Bluetooth adapter hci7; there is hci0") == true, "\(p.text)")
     }
 
@@ -159,8 +159,8 @@ enum BLEIDs {
         let p = try Self.node(["listen", "--ble", "--no-discovery", "--port", "0", "--json",
                                "--name", "x", "--duration", "3", "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
         defer { p.stop() }
-        let rejected = await p.waitFor(seconds: 10) { $0["event"] as? String == "rejected" }
+        let rejected = await p.waitFor(seconds: 30) { $0["event"] as? String == "rejected" }
         #expect((rejected?["reason"] as? String)?.contains("hci0 is off") == true, "\(p.text)")
-        #expect(await p.waitForExit(seconds: 10) == 0)            // it still runs its other links, then stops on time
+        #expect(await p.waitForExit(seconds: 30) == 0)            // it still runs its other links, then stops on time
     }
 }

@@ -174,7 +174,7 @@ final class LiveProcess: @unchecked Sendable {
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
                                      "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1", "hello across the mesh"])
         defer { alice.stop() }
-        let got = await carol.waitFor(seconds: 12) { $0["event"] as? String == "message" }
+        let got = await carol.waitFor(seconds: 30) { $0["event"] as? String == "message" }
         let message = try #require(got, "carol's output:\n\(carol.text)\nbob's:\n\(bob.text)\nalice's:\n\(alice.text)")
         #expect(message["text"] as? String == "hello across the mesh")
         let alicePeer = await alice.waitFor { $0["event"] as? String == "started" }?["peerID"] as? String
@@ -193,7 +193,7 @@ final class LiveProcess: @unchecked Sendable {
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
                                      "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--wait", "8", "--linger", "3", secret])
         defer { alice.stop() }
-        let got = try #require(await carol.waitFor(seconds: 12) { $0["event"] as? String == "privateMessage" },
+        let got = try #require(await carol.waitFor(seconds: 30) { $0["event"] as? String == "privateMessage" },
                                "carol:\n\(carol.text)\nalice:\n\(alice.text)")
         #expect(got["text"] as? String == secret)
         #expect(got["nickname"] as? String == "alice")
@@ -282,7 +282,7 @@ final class LiveProcess: @unchecked Sendable {
         bob = try LiveProcess(["listen", "--no-discovery", "--port", String(bobPort), "--json", "--name", "bob", "--duration", "30",
                                "--announce-interval", "1", "--data-dir", bobDir])
         defer { bob.stop() }
-        let got = await carol.waitFor(seconds: 25) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "during the outage" }
+        let got = await carol.waitFor(seconds: 30) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "during the outage" }
         #expect(got != nil, "carol:\n\(carol.text)\nalice:\n\(alice.text)")
         // Alice hears it was delivered: two deliveries now, before and during the outage.
         let deadline = Date().addingTimeInterval(5)
@@ -313,15 +313,15 @@ final class LiveProcess: @unchecked Sendable {
         #expect(await alice.waitForText("carol joined"), "\(alice.text)")
         carol1.stop()                                               // she goes, without a word
         alice.type("/msg carol while you were away")
-        #expect(await alice.waitForText("held until they are back", seconds: 10), "\(alice.text)")
+        #expect(await alice.waitForText("held until they are back", seconds: 30), "\(alice.text)")
         #expect(!alice.text.contains("failed"))
         let carol2 = try LiveProcess(["listen", "--no-discovery", "--port", String(carolPort), "--json", "--name", "carol",
                                       "--announce-interval", "1", "--data-dir", carol.dataDir, "--peer", "127.0.0.1:\(alicePort)",
                                       "--duration", "30"])
         defer { carol2.stop() }
-        let got = await carol2.waitFor(seconds: 20) { $0["event"] as? String == "privateMessage" }
+        let got = await carol2.waitFor(seconds: 30) { $0["event"] as? String == "privateMessage" }
         #expect(got?["text"] as? String == "while you were away", "carol:\n\(carol2.text)\nalice:\n\(alice.text)")
-        #expect(await alice.waitForText("to carol: delivered", seconds: 10), "\(alice.text)")
+        #expect(await alice.waitForText("to carol: delivered", seconds: 30), "\(alice.text)")
     }
 
     @Test func aMessageForSomeoneElseFailsAtTheEndOfItsBudgetAndSaysSo() async throws {
@@ -353,7 +353,7 @@ final class LiveProcess: @unchecked Sendable {
         defer { alice.stop() }
         #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/send carol \(path.path)")
-        let received = try #require(await carol.waitFor(seconds: 20) { $0["event"] as? String == "fileReceived" },
+        let received = try #require(await carol.waitFor(seconds: 30) { $0["event"] as? String == "fileReceived" },
                                     "carol:\n\(carol.text.suffix(2000))\nalice:\n\(alice.text)")
         #expect(received["size"] as? Int == content.count)
         #expect(received["name"] as? String == path.lastPathComponent)
@@ -397,9 +397,9 @@ final class LiveProcess: @unchecked Sendable {
         }
         let left = try node(a, "left"), right = try node(b, "right")
         defer { left.stop(); right.stop() }
-        let seen = await left.waitFor(seconds: 10) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "right" }
+        let seen = await left.waitFor(seconds: 30) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "right" }
         #expect(seen != nil, "left:\n\(left.text)\nright:\n\(right.text)")
-        #expect(await right.waitFor(seconds: 5) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "left" } != nil)
+        #expect(await right.waitFor(seconds: 30) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "left" } != nil)
         // They linked each other's address on the virtual network, not loopback.
         #expect(left.events.contains { ($0["address"] as? String)?.hasPrefix("10.247.0.2:") == true })
     }
@@ -410,7 +410,7 @@ final class LiveProcess: @unchecked Sendable {
         defer { a.stop() }
         let b = try LiveProcess(["listen", "--json", "--name", "disco-b", "--duration", "8", "--announce-interval", "1", "--data-dir", Self.dataDir()])
         defer { b.stop() }
-        let seen = await a.waitFor(seconds: 8) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "disco-b" }
+        let seen = await a.waitFor(seconds: 30) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "disco-b" }
         #expect(seen != nil, "a:\n\(a.text)\nb:\n\(b.text)")
     }
 }

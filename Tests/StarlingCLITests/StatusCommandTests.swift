@@ -21,23 +21,23 @@ import Testing
         let alice = try LiveProcess(["status", "set", "working", "--json", "--no-discovery", "--port", "0", "--name", "alice",
                                      "--duration", "6", "--data-dir", MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
         defer { alice.stop() }
-        let state = try #require(await carol.waitFor(seconds: 10) { $0["event"] as? String == "state" && $0["name"] as? String == "alice" },
+        let state = try #require(await carol.waitFor(seconds: 30) { $0["event"] as? String == "state" && $0["name"] as? String == "alice" },
                                  "carol:\n\(carol.text)\nbob:\n\(bob.text)\nalice:\n\(alice.text)")
         #expect(state["state"] as? String == "working")
         #expect(state["emoji"] as? String == "💼")
         #expect(state["hops"] as? Int == 2)                  // relayed by bob
         #expect(await bob.waitFor { $0["event"] as? String == "state" }?["hops"] as? Int == 1)
-        #expect(await alice.waitForExit(seconds: 15) == 0)
+        #expect(await alice.waitForExit(seconds: 30) == 0)
 
         let sos = try LiveProcess(["status", "sos", "--json", "--no-discovery", "--port", "0", "--name", "dave",
                                    "--duration", "10", "--data-dir", MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(bobPort)"])
         defer { sos.stop() }
-        let alert = try #require(await carol.waitFor(seconds: 10) { $0["event"] as? String == "sos" && $0["name"] as? String == "dave" })
+        let alert = try #require(await carol.waitFor(seconds: 30) { $0["event"] as? String == "sos" && $0["name"] as? String == "dave" })
         #expect(alert["hops"] as? Int == 2)
         sos.type("clear")
-        let cleared = await carol.waitFor(seconds: 5) { $0["event"] as? String == "state" && $0["name"] as? String == "dave" && $0["state"] as? String == "available" }
+        let cleared = await carol.waitFor(seconds: 30) { $0["event"] as? String == "state" && $0["name"] as? String == "dave" && $0["state"] as? String == "available" }
         #expect(cleared != nil, "carol:\n\(carol.text)\ndave:\n\(sos.text)")
-        #expect(await sos.waitForExit(seconds: 10) == 0)
+        #expect(await sos.waitForExit(seconds: 30) == 0)
     }
 
     @Test func anotherGroupSeesNothingTheSameGroupSeesAll() async throws {
@@ -51,9 +51,9 @@ import Testing
                                       "--name", "erin", "--duration", "4", "--data-dir", MeshProcessTests.dataDir(),
                                       "--peer", "127.0.0.1:\(memberPort)", "--peer", "127.0.0.1:\(outsiderPort)"])
         defer { setter.stop() }
-        let seen = await member.waitFor(seconds: 10) { $0["event"] as? String == "state" && $0["name"] as? String == "erin" }
+        let seen = await member.waitFor(seconds: 30) { $0["event"] as? String == "state" && $0["name"] as? String == "erin" }
         #expect(seen?["state"] as? String == "traveling", "member:\n\(member.text)")
-        #expect(await setter.waitForExit(seconds: 15) == 0)
+        #expect(await setter.waitForExit(seconds: 30) == 0)
         #expect(!outsider.events.contains { $0["event"] as? String == "state" }, "outsider:\n\(outsider.text)")
     }
 

@@ -37,16 +37,16 @@ import Glibc
         }
         #expect(link.mtu >= 23)
         try await link.write(Array("hello".utf8))
-        let written = await first(peripheral.writes, seconds: 5)
+        let written = await first(peripheral.writes, seconds: 30)
         #expect(written?.bytes == Array("hello".utf8), "\(zoo.logText)")
         #expect(written?.device.hasPrefix("/org/bluez/hci0/dev_") == true)
 
         // Notifications reach the subscribed central.
-        let deadline2 = ContinuousClock.now + .seconds(5)
+        let deadline2 = ContinuousClock.now + .seconds(30)
         while !peripheral.isNotifying, ContinuousClock.now < deadline2 { try await Task.sleep(for: .milliseconds(50)) }
         #expect(peripheral.isNotifying)
         try peripheral.notify(Array("world".utf8))
-        let notified = await first(link.notifications, seconds: 5)
+        let notified = await first(link.notifications, seconds: 30)
         #expect(notified == Array("world".utf8), "\(zoo.logText)")
         await link.disconnect()
         await peripheral.stop()

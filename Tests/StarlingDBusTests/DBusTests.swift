@@ -70,7 +70,7 @@ import Glibc
         try server.emit("/x", "org.starling.Unwanted", "Noise", [])
         let got = await withTaskGroup(of: DBusMessageInfo?.self) { group in
             group.addTask { for await s in stream where s.member == "PropertiesChanged" { return s }; return nil }
-            group.addTask { try? await Task.sleep(for: .seconds(5)); return nil }
+            group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
             let first = await group.next() ?? nil
             group.cancelAll()
             return first
@@ -98,7 +98,7 @@ import Glibc
             name = dropped.uniqueName
             #expect(try await owned(name))
         }   // no close(): the last reference goes here
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         var gone = false
         while !gone, ContinuousClock.now < deadline {
             gone = try await !owned(name)
