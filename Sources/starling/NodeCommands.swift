@@ -186,7 +186,7 @@ struct Send: AsyncParsableCommand {
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?
-    @Option(help: "Seconds to stay after sending, relaying meanwhile (with --to: the most to wait for the delivered receipt).")
+    @Option(help: "Seconds to stay after sending, relaying meanwhile (with --to: the most to wait for the receipts, delivered then read).")
     var linger: Double?
     @Flag(help: "One JSON object per line.") var json = false
 
@@ -209,11 +209,12 @@ struct Send: AsyncParsableCommand {
         let start = Date()
         let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
         let runner = Task { await n.run(until: deadline) }
-        let delivered = Delivered()
+        let delivered = Delivered(), read = Delivered()
         let quiet = !json
         let events = Task {
             for await event in n.events {
                 if case let .delivered(id, _) = event { await delivered.add(id) }
+                if case let .read(id, _) = event { await read.add(id) }
                 // A one-shot sender prints what concerns it, not the mesh's comings and goings.
                 if quiet { switch event { case .peer, .left, .linkUp, .linkDown, .message, .state, .stateExpired: continue; default: break } }
                 printer.print(event)
@@ -248,8 +249,12 @@ struct Send: AsyncParsableCommand {
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
         if let messageID {
+            // Until it is delivered and read, or the linger ends: the read receipt
+            // follows the delivered one, and a sender that left first would miss it.
             let until = Date().addingTimeInterval(linger)
-            while await !delivered.contains(messageID), Date() < until { try await Task.sleep(for: .milliseconds(20)) }
+            while await !(delivered.contains(messageID) && read.contains(messageID)), Date() < until {
+                try await Task.sleep(for: .milliseconds(20))
+            }
         } else {
             try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
         }
