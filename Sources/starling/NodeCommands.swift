@@ -252,7 +252,9 @@ struct Send: AsyncParsableCommand {
             // Until it is delivered and read, or the linger ends: the read receipt
             // follows the delivered one, and a sender that left first would miss it.
             let until = Date().addingTimeInterval(linger)
-            while await !(delivered.contains(messageID) && read.contains(messageID)), Date() < until {
+            while Date() < until {
+                let wasDelivered = await delivered.contains(messageID), wasRead = await read.contains(messageID)
+                if wasDelivered && wasRead { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
         } else {
