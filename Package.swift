@@ -74,6 +74,30 @@ let targets: [Target] = [
         name: "StarlingWiFiSet",
         dependencies: ["StarlingWire", "StarlingCrypto"]
     ),
+    // Ya OK (seed 002) without I/O: contact cards and safety numbers, sealed
+    // store-and-forward messages, message states and retries, incidents.
+    .target(
+        name: "StarlingYaOK",
+        dependencies: ["StarlingWire", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")]
+    ),
+    // Ya OK's encrypted store on SQLite (GRDB): per-value encryption, the
+    // keyring (PIN, passphrase or key file) with its lockout, backups.
+    .target(
+        name: "StarlingYaOKStore",
+        dependencies: ["StarlingYaOK", "StarlingCrypto", "StarlingWire",
+                       .product(name: "GRDB", package: "GRDB.swift"),
+                       .product(name: "Crypto", package: "swift-crypto"),
+                       .product(name: "CryptoExtras", package: "swift-crypto")]
+    ),
+    // Debian's libqrencode (make QR codes), libzbar (read them) and libpng.
+    .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+    .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+    .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+    // QR codes: made, drawn in a terminal, written and read as PNG.
+    .target(
+        name: "StarlingQR",
+        dependencies: ["CQRencode", "CZbar", "CPNG"]
+    ),
     // The discrete-event mesh simulator: the same router over a simulated radio.
     .target(
         name: "StarlingSim",
@@ -122,6 +146,9 @@ let targets: [Target] = [
             "StarlingWiFiSet",
             "StarlingTransport",
             "StarlingBluetooth",
+            "StarlingYaOK",
+            "StarlingYaOKStore",
+            "StarlingQR",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]
@@ -136,7 +163,11 @@ let targets: [Target] = [
             "StarlingStately",
             "StarlingNode",
             "StarlingTransport",
+            "StarlingYaOK",
+            "StarlingYaOKStore",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]
     ),
     .testTarget(
@@ -170,6 +201,11 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingWiFiSetTests",
         dependencies: ["StarlingWiFiSet", "StarlingCrypto", "StarlingWire"]
+    ),
+    .testTarget(
+        name: "StarlingYaOKTests",
+        dependencies: ["StarlingYaOK", "StarlingYaOKStore", "StarlingQR", "StarlingCrypto", "StarlingWire",
+                       .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
     .target(
@@ -209,6 +245,10 @@ let package = Package(
         .library(name: "StarlingSim", targets: ["StarlingSim"]),
         .library(name: "StarlingStately", targets: ["StarlingStately"]),
         .library(name: "StarlingWiFiSet", targets: ["StarlingWiFiSet"]),
+        // Ya OK: contacts, safety numbers, sealed messages; its store and QR codes.
+        .library(name: "StarlingYaOK", targets: ["StarlingYaOK"]),
+        .library(name: "StarlingYaOKStore", targets: ["StarlingYaOKStore"]),
+        .library(name: "StarlingQR", targets: ["StarlingQR"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],
@@ -217,6 +257,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import StarlingCrypto
+import StarlingWire
 
 /// The node's identity on disk: `identity.key` (0600) and `nickname` in the data
 /// directory. Keys are created on first use; a passphrase seals them.
@@ -29,6 +30,8 @@ public struct IdentityStore: Sendable {
 
     public var keyFile: URL { directory.file("identity.key") }
     public var nicknameFile: URL { directory.file("nickname") }
+    /// The Ya OK user ID (a UUID v4 as text), made once.
+    public var userIDFile: URL { directory.file("user-id") }
     /// Favourites: one fingerprint (64 hex digits) per line.
     public var favoritesFile: URL { directory.file("favorites") }
 
@@ -104,9 +107,21 @@ public struct IdentityStore: Sendable {
         try Data((name + "\n").utf8).write(to: nicknameFile, options: .atomic)
     }
 
+    /// The Ya OK user ID, created (a random UUID v4) and kept on first use.
+    public func userID() throws -> UserID {
+        if let data = try? Data(contentsOf: userIDFile),
+           let id = UserID(string: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) {
+            return id
+        }
+        try directory.create()
+        let id = UserID.random()
+        try Data((id.description + "\n").utf8).write(to: userIDFile, options: .atomic)
+        return id
+    }
+
     /// Deletes the key file and nickname (panic).
     public func wipe() throws {
-        for f in [keyFile, nicknameFile] where FileManager.default.fileExists(atPath: f.path) {
+        for f in [keyFile, nicknameFile, userIDFile] where FileManager.default.fileExists(atPath: f.path) {
             // Overwrite before unlinking, so the keys do not linger in the file's blocks.
             // A failure here is thrown: a wipe that may have left the keys must not look done.
             if let size = try FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int, size > 0 {

@@ -12,7 +12,8 @@ struct Starling: AsyncParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Chat.self, Id.self, Inspect.self, Listen.self, Relay.self, Send.self, Sim.self, Status.self, WiFi.self]
+        subcommands: [Chat.self, Contact.self, Id.self, Inspect.self, Listen.self, Relay.self, Send.self, Sim.self, Status.self, WiFi.self,
+                      Backup.self, Restore.self, Reset.self, Pin.self]
     )
 
     /// Logs go to standard error (standard output is for people and --json),

@@ -1,0 +1,96 @@
+import StarlingCrypto
+import StarlingWire
+import StarlingYaOK
+
+/// A contact: their signed card and what we decided about them.
+public struct ContactRecord: Codable, Hashable, Sendable {
+    public var cardBytes: [UInt8]
+    public var verified: Bool
+    public var favorite: Bool
+    public var blocked: Bool
+    public var addedAt: Double
+
+    public init(card: ContactCard, verified: Bool = false, favorite: Bool = false, blocked: Bool = false, addedAt: Double) {
+        cardBytes = card.bytes
+        self.verified = verified
+        self.favorite = favorite
+        self.blocked = blocked
+        self.addedAt = addedAt
+    }
+
+    /// The card, verified again on every read (a value that does not verify
+    /// never reaches a person).
+    public var card: ContactCard? { try? ContactCard(bytes: cardBytes) }
+}
+
+/// A trust decision about a mesh peer known by its fingerprint (SHA-256 of
+/// its Noise key), whether or not it is a Ya OK contact.
+public struct TrustRecord: Codable, Hashable, Sendable {
+    public var fingerprint: String
+    public var nickname: String?
+    public var verified: Bool
+    public var favorite: Bool
+    public var blocked: Bool
+    public var updatedAt: Double
+
+    public init(fingerprint: String, nickname: String? = nil, verified: Bool = false, favorite: Bool = false,
+                blocked: Bool = false, updatedAt: Double) {
+        self.fingerprint = fingerprint
+        self.nickname = nickname
+        self.verified = verified
+        self.favorite = favorite
+        self.blocked = blocked
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A message in a conversation with a contact.
+public struct MessageRecord: Codable, Hashable, Sendable {
+    public var id: UserID
+    public var contact: UserID
+    public var outgoing: Bool
+    public var text: String
+    /// The sender's timestamp, Unix milliseconds.
+    public var timestamp: UInt64
+    /// When it arrived (incoming) or was written (outgoing), Unix seconds.
+    public var recordedAt: Double
+    /// Outgoing messages: where they are.
+    public var progress: MessageProgress?
+    /// How it came or went: "mesh", "relay" …
+    public var transport: String?
+
+    public init(id: UserID, contact: UserID, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double,
+                progress: MessageProgress? = nil, transport: String? = nil) {
+        self.id = id
+        self.contact = contact
+        self.outgoing = outgoing
+        self.text = text
+        self.timestamp = timestamp
+        self.recordedAt = recordedAt
+        self.progress = progress
+        self.transport = transport
+    }
+
+    public var isPending: Bool {
+        guard outgoing, let state = progress?.state else { return false }
+        return state < .sent && state != .failed
+    }
+}
+
+/// A message that failed its signature or did not decrypt (seed §8.2).
+public struct Incident: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable { case badSignature, decryptionFailed }
+    /// Who it claimed to come from (a user ID or fingerprint, as text).
+    public var sender: String
+    public var kind: Kind
+    /// BLAKE3 of the packet, hex.
+    public var packetHash: String
+    public var at: Double
+
+    public init(sender: String, kind: Kind, packet: [UInt8], at: Double) {
+        self.sender = sender
+        self.kind = kind
+        packetHash = BLAKE3.hash(packet).hexString
+        self.at = at
+    }
+}

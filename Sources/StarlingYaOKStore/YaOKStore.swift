@@ -1,0 +1,424 @@
+import Foundation
+import GRDB
+import StarlingCrypto
+import StarlingWire
+import StarlingYaOK
+
+/// Ya OK's encrypted store (seed 002 §8.3, §10): contacts, conversations and
+/// their messages, trust decisions about mesh peers, and security incidents,
+/// in SQLite through GRDB.
+///
+/// Debian's SQLCipher is too old for GRDB, so the encryption is per value:
+/// every field that says who or what is sealed with XChaCha20-Poly1305 under
+/// a key derived from the data key, with a random nonce, and the row's table
+/// and lookup key as associated data (a value moved to another row does not
+/// open). Rows are found by keyed BLAKE3 hashes, never by a readable value.
+/// What the file shows without the key: how many rows each table has, their
+/// sizes, and which outgoing messages are still pending (one bit per message).
+///
+/// SQLite runs with a rollback journal (no WAL), `synchronous = FULL` and
+/// `secure_delete = ON`; `PRAGMA integrity_check` runs at every open. A daily
+/// backup (a copy of the file: its values stay sealed under the same key) is
+/// kept for 7 days.
+public final class YaOKStore: Sendable {
+    public static let databaseName = "store.sqlite"
+    public static let keyringName = "store.keyring"
+    public static let backupFolder = "backups"
+    public static let maxMessages = 10_000
+    public static let maxContacts = 1_000
+    public static let maxTrust = 4_096
+    public static let backupsKept = 7
+
+    public enum Error: Swift.Error, Hashable, Sendable, CustomStringConvertible {
+        case corrupt(String)
+        case wrongKey
+        case noKeyring
+        case contactExists(name: String)
+        case notFound(String)
+        case full(String)
+        case noBackup
+
+        public var description: String {
+            switch self {
+            case let .corrupt(why):
+                "the store is damaged (\(why)): `starling restore` brings back the newest backup; `starling reset` starts an empty store and keeps the identity"
+            case .wrongKey: "the store does not open with this key (it belongs to another identity or keyring)"
+            case .noKeyring: "the store has no keyring (store.keyring is missing): restore it, or `starling reset`"
+            case let .contactExists(name): "a contact with this user ID is already here (\(name)): replace it, or cancel"
+            case let .notFound(what): "\(what) not found"
+            case let .full(what): "\(what) is full"
+            case .noBackup: "no usable backup was found"
+            }
+        }
+    }
+
+    public let directory: URL
+    let queue: DatabaseQueue
+    let cipher: FieldCipher
+
+    /// Opens the store in `directory`, creating it (and its keyring, under
+    /// `protection`) when it is new. Wrong secrets count toward the lockout.
+    public static func open(directory: URL, protection: Keyring.Protection, now: Double = Date().timeIntervalSince1970,
+                            iterations: Int = Keyring.defaultIterations) throws -> YaOKStore {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let keyringFile = KeyringFile(url: directory.appendingPathComponent(keyringName))
+        let database = directory.appendingPathComponent(databaseName)
+        let dataKey: [UInt8]
+        if keyringFile.exists {
+            dataKey = try keyringFile.unlock(protection, now: now)
+        } else {
+            guard !FileManager.default.fileExists(atPath: database.path) else { throw Error.noKeyring }
+            var rng = SystemRandomNumberGenerator()
+            dataKey = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            try keyringFile.write(try Keyring.seal(dataKey, under: protection, iterations: iterations))
+        }
+        let store = try YaOKStore(directory: directory, database: database, dataKey: dataKey)
+        try? store.backupIfDue(now: now)
+        return store
+    }
+
+    /// What protects the store now, without opening it (nil: no store yet).
+    public static func protection(in directory: URL) -> Keyring.Kind? {
+        try? KeyringFile(url: directory.appendingPathComponent(keyringName)).read().kind
+    }
+
+    init(directory: URL, database: URL, dataKey: [UInt8]) throws {
+        self.directory = directory
+        cipher = FieldCipher(dataKey: dataKey)
+        queue = try Self.openChecked(path: database.path, cipher: cipher)
+    }
+
+    static func configuration() -> Configuration {
+        var config = Configuration()
+        config.journalMode = .default
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = DELETE")
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        return config
+    }
+
+    /// Opens a database file, runs the integrity check and the migrations,
+    /// and checks that `cipher`'s key is the one the file was written with.
+    static func openChecked(path: String, cipher: FieldCipher) throws -> DatabaseQueue {
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration())
+            let result = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            guard result == ["ok"] else { throw Error.corrupt(result.prefix(3).joined(separator: "; ")) }
+            try migrator.migrate(queue)
+        } catch let error as DatabaseError {
+            throw Error.corrupt(error.message ?? "\(error.resultCode)")
+        }
+        try queue.write { db in
+            let check = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'check'")
+            if let check {
+                guard (try? cipher.open(Array(check), table: "meta", row: Array("check".utf8))) == Self.checkValue else {
+                    throw Error.wrongKey
+                }
+            } else {
+                try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('check', ?)",
+                               arguments: [Data(cipher.seal(Self.checkValue, table: "meta", row: Array("check".utf8)))])
+            }
+        }
+        return queue
+    }
+
+    static let checkValue = Array("starling store v1".utf8)
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+                CREATE TABLE contacts (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
+                CREATE TABLE trust (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
+                CREATE TABLE messages (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE,
+                                       conversation BLOB NOT NULL, pending INTEGER NOT NULL, data BLOB NOT NULL);
+                CREATE INDEX messages_by_conversation ON messages (conversation, id);
+                CREATE INDEX messages_pending ON messages (pending) WHERE pending = 1;
+                CREATE TABLE incidents (id INTEGER PRIMARY KEY, sender BLOB NOT NULL, at INTEGER NOT NULL,
+                                        data BLOB NOT NULL);
+                CREATE INDEX incidents_by_sender ON incidents (sender, at);
+                """)
+        }
+        return m
+    }
+
+    // MARK: Contacts
+
+    func contactLookup(_ id: UserID) -> [UInt8] { cipher.lookup("contact", id.bytes) }
+
+    /// Adds a contact; a contact with the same user ID throws `contactExists`
+    /// unless `replace` (then the old card is replaced and the trust
+    /// decisions are kept only if the keys did not change).
+    @discardableResult
+    public func addContact(_ card: ContactCard, replace: Bool = false, now: Double) throws -> ContactRecord {
+        let lookup = contactLookup(card.userID)
+        return try queue.write { db in
+            var record = ContactRecord(card: card, addedAt: now)
+            if let old = try self.readContact(db, lookup: lookup) {
+                guard replace else { throw Error.contactExists(name: old.card?.displayName ?? "?") }
+                if let oldCard = old.card, oldCard.agreementKey == card.agreementKey, oldCard.signingKey == card.signingKey {
+                    record.verified = old.verified
+                    record.favorite = old.favorite
+                    record.blocked = old.blocked
+                }
+            } else {
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM contacts") ?? 0
+                guard count < Self.maxContacts else { throw Error.full("the contact list (\(Self.maxContacts))") }
+            }
+            try self.writeContact(db, record, lookup: lookup)
+            return record
+        }
+    }
+
+    public func updateContact(_ record: ContactRecord) throws {
+        guard let card = record.card else { throw Error.corrupt("a contact card that does not verify") }
+        try queue.write { db in try self.writeContact(db, record, lookup: self.contactLookup(card.userID)) }
+    }
+
+    func writeContact(_ db: Database, _ record: ContactRecord, lookup: [UInt8]) throws {
+        let data = cipher.seal(try JSONEncoder().encode(record), table: "contacts", row: lookup)
+        try db.execute(sql: "INSERT INTO contacts (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
+                       arguments: [Data(lookup), Data(data)])
+    }
+
+    func readContact(_ db: Database, lookup: [UInt8]) throws -> ContactRecord? {
+        guard let data = try Data.fetchOne(db, sql: "SELECT data FROM contacts WHERE lookup = ?", arguments: [Data(lookup)])
+        else { return nil }
+        return try cipher.decode(ContactRecord.self, Array(data), table: "contacts", row: lookup)
+    }
+
+    public func contact(_ id: UserID) throws -> ContactRecord? {
+        try queue.read { db in try self.readContact(db, lookup: self.contactLookup(id)) }
+    }
+
+    /// Every contact, sorted by name.
+    public func contacts() throws -> [ContactRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM contacts").map { row in
+                try self.cipher.decode(ContactRecord.self, Array(row["data"] as Data), table: "contacts",
+                                       row: Array(row["lookup"] as Data))
+            }
+        }.sorted { ($0.card?.displayName ?? "") < ($1.card?.displayName ?? "") }
+    }
+
+    /// Removes a contact and its conversation.
+    @discardableResult
+    public func removeContact(_ id: UserID) throws -> Bool {
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM messages WHERE conversation = ?", arguments: [Data(self.conversationLookup(id))])
+            try db.execute(sql: "DELETE FROM contacts WHERE lookup = ?", arguments: [Data(self.contactLookup(id))])
+            return db.changesCount > 0
+        }
+    }
+
+    // MARK: Trust decisions about mesh peers
+
+    func trustLookup(_ fingerprint: String) -> [UInt8] { cipher.lookup("trust", Array(fingerprint.lowercased().utf8)) }
+
+    /// Stores a decision; one with nothing decided (not verified, favourite
+    /// or blocked) is removed.
+    public func setTrust(_ record: TrustRecord) throws {
+        let lookup = trustLookup(record.fingerprint)
+        try queue.write { db in
+            guard record.verified || record.favorite || record.blocked else {
+                try db.execute(sql: "DELETE FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
+                return
+            }
+            let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM trust WHERE lookup = ?", arguments: [Data(lookup)]) ?? false
+            if !exists {
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM trust") ?? 0
+                guard count < Self.maxTrust else { throw Error.full("the trust list (\(Self.maxTrust))") }
+            }
+            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "trust", row: lookup)
+            try db.execute(sql: "INSERT INTO trust (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
+                           arguments: [Data(lookup), Data(data)])
+        }
+    }
+
+    public func trust() throws -> [TrustRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM trust").map { row in
+                try self.cipher.decode(TrustRecord.self, Array(row["data"] as Data), table: "trust",
+                                       row: Array(row["lookup"] as Data))
+            }
+        }
+    }
+
+    public func trust(fingerprint: String) throws -> TrustRecord? {
+        let lookup = trustLookup(fingerprint)
+        return try queue.read { db in
+            guard let data = try Data.fetchOne(db, sql: "SELECT data FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
+            else { return nil }
+            return try self.cipher.decode(TrustRecord.self, Array(data), table: "trust", row: lookup)
+        }
+    }
+
+    // MARK: Messages
+
+    func messageLookup(_ id: UserID) -> [UInt8] { cipher.lookup("message", id.bytes) }
+    func conversationLookup(_ id: UserID) -> [UInt8] { cipher.lookup("conversation", id.bytes) }
+
+    /// Records a message. Returns false when a message with its ID is already
+    /// stored (a replay or a duplicate delivery). Past `maxMessages`, the
+    /// oldest messages that are not pending are deleted.
+    @discardableResult
+    public func insertMessage(_ message: MessageRecord) throws -> Bool {
+        try insertMessages([message]) == 1
+    }
+
+    /// Records messages in one transaction (one disk sync); returns how many
+    /// were new.
+    @discardableResult
+    public func insertMessages(_ messages: [MessageRecord]) throws -> Int {
+        try queue.write { db in
+            var added = 0
+            for message in messages {
+                let lookup = self.messageLookup(message.id)
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM messages WHERE lookup = ?", arguments: [Data(lookup)]) ?? false {
+                    continue
+                }
+                let data = self.cipher.seal(try JSONEncoder().encode(message), table: "messages", row: lookup)
+                try db.execute(sql: "INSERT INTO messages (lookup, conversation, pending, data) VALUES (?, ?, ?, ?)",
+                               arguments: [Data(lookup), Data(self.conversationLookup(message.contact)), message.isPending,
+                                           Data(data)])
+                added += 1
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messages") ?? 0
+            if count > Self.maxMessages {
+                try db.execute(sql: "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE pending = 0 ORDER BY id LIMIT ?)",
+                               arguments: [count - Self.maxMessages])
+            }
+            return added
+        }
+    }
+
+    /// Replaces a stored message (its state moved).
+    public func updateMessage(_ message: MessageRecord) throws {
+        let lookup = messageLookup(message.id)
+        try queue.write { db in
+            let data = self.cipher.seal(try JSONEncoder().encode(message), table: "messages", row: lookup)
+            try db.execute(sql: "UPDATE messages SET pending = ?, data = ? WHERE lookup = ?",
+                           arguments: [message.isPending, Data(data), Data(lookup)])
+            guard db.changesCount == 1 else { throw Error.notFound("message \(message.id)") }
+        }
+    }
+
+    public func message(_ id: UserID) throws -> MessageRecord? {
+        let lookup = messageLookup(id)
+        return try queue.read { db in
+            guard let data = try Data.fetchOne(db, sql: "SELECT data FROM messages WHERE lookup = ?", arguments: [Data(lookup)])
+            else { return nil }
+            return try self.cipher.decode(MessageRecord.self, Array(data), table: "messages", row: lookup)
+        }
+    }
+
+    /// The newest `limit` messages with a contact, oldest first by the
+    /// sender's timestamp.
+    public func conversation(with contact: UserID, limit: Int = 200) throws -> [MessageRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM messages WHERE conversation = ? ORDER BY id DESC LIMIT ?",
+                             arguments: [Data(self.conversationLookup(contact)), limit]).map { row in
+                try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
+                                       row: Array(row["lookup"] as Data))
+            }
+        }.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
+    }
+
+    /// Outgoing messages not yet sent (waiting for a transport or retrying).
+    public func pendingMessages() throws -> [MessageRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM messages WHERE pending = 1 ORDER BY id").map { row in
+                try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
+                                       row: Array(row["lookup"] as Data))
+            }
+        }
+    }
+
+    public func messageCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messages") ?? 0 }
+    }
+
+    // MARK: Incidents
+
+    /// Logs an incident and says whether its sender now has more than 3 in
+    /// 24 hours (the seed's alert). Incidents older than 30 days are dropped.
+    @discardableResult
+    public func recordIncident(_ incident: Incident, threshold: Int = 3, window: Double = 24 * 3600) throws -> Bool {
+        let sender = cipher.lookup("incident", Array(incident.sender.utf8))
+        return try queue.write { db in
+            var rng = SystemRandomNumberGenerator()
+            let rowKey = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let data = self.cipher.seal(try JSONEncoder().encode(incident), table: "incidents", row: rowKey)
+            try db.execute(sql: "INSERT INTO incidents (sender, at, data) VALUES (?, ?, ?)",
+                           arguments: [Data(sender), Int(incident.at), Data(rowKey + data)])
+            try db.execute(sql: "DELETE FROM incidents WHERE at < ?", arguments: [Int(incident.at - 30 * 86400)])
+            let recent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM incidents WHERE sender = ? AND at > ?",
+                                          arguments: [Data(sender), Int(incident.at - window)]) ?? 0
+            return recent > threshold
+        }
+    }
+
+    public func incidents() throws -> [Incident] {
+        try queue.read { db in
+            try Data.fetchAll(db, sql: "SELECT data FROM incidents ORDER BY id").map { data in
+                let bytes = Array(data)
+                guard bytes.count > 16 else { throw Error.corrupt("an incident row") }
+                return try self.cipher.decode(Incident.self, Array(bytes[16...]), table: "incidents", row: Array(bytes[0..<16]))
+            }
+        }
+    }
+
+    // MARK: Protection
+
+    /// Seals the data key under new protection (a PIN, a passphrase, or the
+    /// key file again). The data itself does not change.
+    public func changeProtection(to protection: Keyring.Protection, iterations: Int = Keyring.defaultIterations) throws {
+        let file = KeyringFile(url: directory.appendingPathComponent(Self.keyringName))
+        try file.write(try Keyring.seal(cipher.dataKey, under: protection, iterations: iterations))
+    }
+}
+
+/// Per-value encryption and keyed lookups under sub-keys of the data key.
+struct FieldCipher: Sendable {
+    let dataKey: [UInt8]
+    let valueKey: [UInt8]
+    let lookupKey: [UInt8]
+
+    init(dataKey: [UInt8]) {
+        self.dataKey = dataKey
+        valueKey = BLAKE3.deriveKey(context: "starling 2026-11-24 ya ok store values", material: dataKey)
+        lookupKey = BLAKE3.deriveKey(context: "starling 2026-11-24 ya ok store lookups", material: dataKey)
+    }
+
+    /// A keyed hash that finds a row without saying what is in it.
+    func lookup(_ domain: String, _ value: [UInt8]) -> [UInt8] {
+        (try? BLAKE3.keyedHash(key: lookupKey, Array(domain.utf8) + [0] + value, byteCount: 16)) ?? []
+    }
+
+    /// nonce 24 ‖ ciphertext ‖ tag, bound to its table and row.
+    func seal(_ plain: some Collection<UInt8>, table: String, row: [UInt8]) -> [UInt8] {
+        let nonce = XChaCha20Poly1305.randomNonce()
+        let sealed = (try? XChaCha20Poly1305.seal(Array(plain), key: valueKey, nonce: nonce,
+                                                  authenticating: Array(table.utf8) + [0] + row)) ?? []
+        return nonce + sealed
+    }
+
+    func open(_ data: [UInt8], table: String, row: [UInt8]) throws -> [UInt8] {
+        guard data.count >= 24 + 16 else { throw YaOKStore.Error.corrupt("a value in \(table) is too short") }
+        do {
+            return try XChaCha20Poly1305.open(Array(data[24...]), key: valueKey, nonce: Array(data[0..<24]),
+                                              authenticating: Array(table.utf8) + [0] + row)
+        } catch {
+            throw YaOKStore.Error.corrupt("a value in \(table) does not decrypt")
+        }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, _ data: [UInt8], table: String, row: [UInt8]) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(try open(data, table: table, row: row)))
+    }
+}

@@ -1,0 +1,274 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingQR
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// Ya OK contacts: our QR code, adding a contact from theirs, safety numbers.
+struct Contact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ya OK contacts: show your QR code, add a contact from theirs, compare safety numbers.",
+        subcommands: [QR.self, Add.self, List.self, Verify.self, Remove.self]
+    )
+
+    struct Options: ParsableArguments {
+        @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+        var dataDir: String?
+    }
+
+    struct QR: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show your contact QR code (and its yaok:// link) for others to scan.")
+
+        @OptionGroup var options: Options
+        @Option(name: .long, help: "Also write the code as a PNG picture to this file.")
+        var png: String?
+        @Flag(help: "For a terminal with a light background.")
+        var light = false
+        @Flag(help: "Print JSON: the URI and the card's fields.")
+        var json = false
+
+        func run() throws {
+            let access = try StoreAccess(dataDir: options.dataDir)
+            let card = try access.card()
+            let code = try QRCode(text: card.uri)
+            if let png { try code.writePNG(to: png) }
+            if json {
+                struct Out: Encodable {
+                    let uri: String, userID: String, displayName: String, x25519Key: String, ed25519Key: String
+                    let signature: String, fingerprint: String, png: String?
+                }
+                try printJSON(Out(uri: card.uri, userID: card.userID.description, displayName: card.displayName,
+                                  x25519Key: card.agreementKey.hexString, ed25519Key: card.signingKey.hexString,
+                                  signature: card.signature.hexString, fingerprint: card.fingerprint.hexString, png: png))
+                return
+            }
+            print(code.terminalText(border: 2, darkTerminal: !light))
+            print("\n\(card.displayName): \(card.uri)")
+            print("fingerprint: \(groupedHex(card.fingerprint))")
+            if let png { print("written to \(png)") }
+        }
+    }
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a contact from their yaok://contact link or a picture of their QR code.",
+            discussion: """
+            The code is signed by the contact's key: a code that was altered is refused \
+            with a security warning. Compare safety numbers afterwards (`starling contact \
+            verify NAME`) to know that no one sits between you.
+            """)
+
+        @OptionGroup var options: Options
+        @Argument(help: "The yaok://contact?v=1&d=… link.")
+        var uri: String?
+        @Option(name: .long, help: "A PNG picture of the QR code.")
+        var image: String?
+        @Flag(help: "Replace a contact with the same user ID without asking.")
+        var replace = false
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func validate() throws {
+            guard (uri == nil) != (image == nil) else { throw ValidationError("give either a yaok:// link or --image FILE") }
+        }
+
+        func run() throws {
+            var text = uri ?? ""
+            if let image {
+                do {
+                    let found = try QRCode.scan(pngAt: image)
+                    text = found.first { $0.lowercased().hasPrefix("yaok://") } ?? found[0]
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+            let card: ContactCard
+            do {
+                card = try ContactCard(uri: text)
+            } catch ContactCard.Error.badSignature {
+                FileHandle.standardError.write(Data("""
+                SECURITY WARNING: this contact code's signature does not verify.
+                It was altered or forged. The contact was NOT added.
+
+                """.utf8))
+                throw ExitCode(3)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let access = try StoreAccess(dataDir: options.dataDir)
+            guard card.userID != access.userID else { throw ValidationError("this is your own contact code") }
+            let store = try access.open()
+            let now = Date().timeIntervalSince1970
+            do {
+                try store.addContact(card, replace: replace, now: now)
+            } catch let YaOKStore.Error.contactExists(name) {
+                guard isatty(STDIN_FILENO) == 1 else {
+                    throw ValidationError("a contact with this user ID is already here (\(name)): use --replace to replace it")
+                }
+                print("A contact with this user ID is already here (\(name)). Replace it with \(card.displayName)? [y/N] ",
+                      terminator: "")
+                guard readLine()?.lowercased().hasPrefix("y") == true else {
+                    print("cancelled")
+                    throw ExitCode(1)
+                }
+                try store.addContact(card, replace: true, now: now)
+            }
+            let safety = SafetyNumber(try access.card(), card)
+            if json {
+                struct Out: Encodable { let userID: String, displayName: String, fingerprint: String, safetyNumber: String }
+                try printJSON(Out(userID: card.userID.description, displayName: card.displayName,
+                                  fingerprint: card.fingerprint.hexString, safetyNumber: safety.groups.joined(separator: " ")))
+                return
+            }
+            print("added \(card.displayName)")
+            print("fingerprint: \(groupedHex(card.fingerprint))")
+            print("Compare safety numbers with \(card.displayName) to verify: starling contact verify \(shellQuoted(card.displayName))")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List contacts (✓ verified, ★ favourite, ⊘ blocked).")
+
+        @OptionGroup var options: Options
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let store = try StoreAccess(dataDir: options.dataDir).open()
+            let contacts = try store.contacts().compactMap { record in record.card.map { (record, $0) } }
+            if json {
+                struct Out: Encodable {
+                    let userID: String, displayName: String, fingerprint: String, verified: Bool, favorite: Bool, blocked: Bool
+                }
+                try printJSON(contacts.map { r, c in
+                    Out(userID: c.userID.description, displayName: c.displayName, fingerprint: c.fingerprint.hexString,
+                        verified: r.verified, favorite: r.favorite, blocked: r.blocked)
+                })
+                return
+            }
+            if contacts.isEmpty { print("no contacts yet: add one with `starling contact add yaok://…`") }
+            for (record, card) in contacts {
+                let marks = (record.verified ? "✓" : "") + (record.favorite ? "★" : "") + (record.blocked ? "⊘" : "")
+                print("\(card.displayName) \(marks)".trimmingCharacters(in: .whitespaces)
+                      + "  \(card.userID.description.prefix(8))  \(card.fingerprint.hexString.prefix(16))")
+            }
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the safety number you share with a contact, and mark them verified when it matches.",
+            discussion: """
+            Both of you see the same 64 digits. Compare them in person or on a call you \
+            trust. If they match, no one has put their own keys between you.
+            """)
+
+        @OptionGroup var options: Options
+        @Argument(help: "The contact's name (or the start of their user ID).")
+        var name: String
+        @Flag(help: "Mark verified without asking (the numbers were compared).")
+        var yes = false
+        @Flag(help: "Report that the numbers do not match.")
+        var mismatch = false
+        @Flag(help: "Print JSON (with a safetyNumber field); marks nothing unless --yes.")
+        var json = false
+
+        func run() throws {
+            let access = try StoreAccess(dataDir: options.dataDir)
+            let store = try access.open()
+            var (record, card) = try resolve(name, in: store)
+            let safety = SafetyNumber(try access.card(), card)
+            if mismatch { return try reportMismatch(card) }
+            if json {
+                if yes { record.verified = true; try store.updateContact(record) }
+                struct Out: Encodable { let displayName: String, userID: String, safetyNumber: String, verified: Bool }
+                try printJSON(Out(displayName: card.displayName, userID: card.userID.description,
+                                  safetyNumber: safety.groups.joined(separator: " "), verified: record.verified))
+                return
+            }
+            print("Safety number with \(card.displayName):\n")
+            print(safety.description.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            print("")
+            var confirmed = yes
+            if !yes {
+                guard isatty(STDIN_FILENO) == 1 else {
+                    print(record.verified ? "\(card.displayName) is verified ✓" : "not verified: compare, then run again with --yes (or --mismatch)")
+                    return
+                }
+                print("Does \(card.displayName)'s device show the same number? [y]es / [n]ot now / [m]ismatch: ", terminator: "")
+                let answer = readLine()?.lowercased() ?? ""
+                if answer.hasPrefix("m") { return try reportMismatch(card) }
+                confirmed = answer.hasPrefix("y")
+            }
+            if confirmed {
+                record.verified = true
+                try store.updateContact(record)
+                print("\(card.displayName) is verified ✓")
+            } else {
+                print("not verified")
+            }
+        }
+
+        func reportMismatch(_ card: ContactCard) throws {
+            FileHandle.standardError.write(Data("""
+            SECURITY WARNING: the safety numbers do not match.
+            Someone may be intercepting your messages with \(card.displayName) (a man-in-the-middle), or one
+            of you has new keys. Do not trust this contact: remove it (starling contact remove \(shellQuoted(card.displayName)))
+            and add \(card.displayName) again from their QR code, in person.
+
+            """.utf8))
+            throw ExitCode(3)
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a contact and your conversation with them.")
+
+        @OptionGroup var options: Options
+        @Argument(help: "The contact's name (or the start of their user ID).")
+        var name: String
+
+        func run() throws {
+            let store = try StoreAccess(dataDir: options.dataDir).open()
+            let (_, card) = try resolve(name, in: store)
+            try store.removeContact(card.userID)
+            print("removed \(card.displayName)")
+        }
+    }
+}
+
+/// One contact by name (case-insensitive) or user-ID prefix; several matches
+/// are refused and listed, never chosen silently.
+func resolve(_ name: String, in store: YaOKStore) throws -> (ContactRecord, ContactCard) {
+    let all = try store.contacts().compactMap { r in r.card.map { (r, $0) } }
+    var matches = all.filter { $0.1.displayName.lowercased() == name.lowercased() }
+    if matches.isEmpty, name.count >= 4 {
+        matches = all.filter { $0.1.userID.description.hasPrefix(name.lowercased()) }
+    }
+    guard !matches.isEmpty else { throw ValidationError("no contact named \(name): `starling contact list` shows them") }
+    guard matches.count == 1 else {
+        let list = matches.map { r, c in
+            "  \(c.displayName)#\(c.userID.description.prefix(8))\(r.verified ? " ✓" : "")\(r.favorite ? "★" : "")"
+        }.joined(separator: "\n")
+        throw ValidationError("\(matches.count) contacts are named \(name); give the start of a user ID:\n\(list)")
+    }
+    return matches[0]
+}
+
+func groupedHex(_ bytes: [UInt8]) -> String {
+    let h = Array(bytes.hexString)
+    return stride(from: 0, to: h.count, by: 4).map { String(h[$0..<min($0 + 4, h.count)]) }.joined(separator: " ")
+}
+
+func shellQuoted(_ s: String) -> String {
+    s.allSatisfy { $0.isLetter || $0.isNumber || "-_.".contains($0) } ? s : "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}

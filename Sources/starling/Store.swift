@@ -1,0 +1,197 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingNode
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// Opening the encrypted store from the command line: the identity (its
+/// passphrase if the key file is sealed), then the store's own secret when
+/// it has a PIN or passphrase (STARLING_PIN, else asked for on the terminal).
+struct StoreAccess {
+    let identityStore: IdentityStore
+    let identity: Identity
+    let userID: UserID
+    let nickname: String
+
+    init(dataDir: String?) throws {
+        identityStore = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        try UserError.writableDirectory(identityStore.directory)
+        identity = try identityStore.loadOrCreate(passphrase: try Passphrase.forStoredKey(identityStore)).identity
+        userID = try identityStore.userID()
+        nickname = identityStore.nickname(or: identity)
+    }
+
+    var directory: URL { identityStore.directory.url }
+
+    /// The store's protection for this identity, asking for the secret when
+    /// one is set.
+    func protection() throws -> Keyring.Protection {
+        switch YaOKStore.protection(in: directory) {
+        case nil, .keyFile?: return .keyFile(identity)
+        case .pin?: return .pin(try Self.secret(prompt: "PIN: "))
+        case .passphrase?: return .passphrase(try Self.secret(prompt: "Store passphrase: "))
+        }
+    }
+
+    func open() throws -> YaOKStore {
+        do {
+            return try YaOKStore.open(directory: directory, protection: try protection())
+        } catch let error as Keyring.Error {
+            throw ValidationError(error.description)
+        } catch let error as YaOKStore.Error {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// Our own contact card.
+    func card() throws -> ContactCard {
+        let name = DisplayName.problem(nickname) == nil ? nickname : String(nickname.prefix(64))
+        return try ContactCard(identity: identity, userID: userID, displayName: name)
+    }
+
+    /// STARLING_PIN, else a prompt without echo.
+    static func secret(prompt: String, environment: String = "STARLING_PIN", confirm: Bool = false) throws -> String {
+        if let env = ProcessInfo.processInfo.environment[environment], !env.isEmpty { return env }
+        guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
+            throw ValidationError("the store is locked: run in a terminal, or set \(environment)")
+        }
+        if confirm {
+            guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
+                throw ValidationError("the two entries differ")
+            }
+        }
+        return first
+    }
+}
+
+/// Errors a person can cause, said in words.
+enum UserError {
+    /// The data directory exists and is writable, or can be made.
+    static func writableDirectory(_ directory: DataDirectory) throws {
+        do {
+            try directory.create()
+        } catch {
+            throw ValidationError("cannot create the data directory \(directory.url.path): \(reason(error)). Choose another with --data-dir.")
+        }
+        guard access(directory.url.path, W_OK) == 0 else {
+            throw ValidationError("the data directory \(directory.url.path) is not writable: fix its permissions, or choose another with --data-dir.")
+        }
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        if ns.domain == NSCocoaErrorDomain, ns.code == 513 || ns.code == 642 { return "permission denied" }
+        return ns.localizedDescription
+    }
+}
+
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Back up the encrypted store now (a daily backup is also made; 7 are kept).")
+
+    @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+    var dataDir: String?
+
+    func run() throws {
+        let access = try StoreAccess(dataDir: dataDir)
+        let store = try access.open()
+        let url = try store.backup(now: Date().timeIntervalSince1970)
+        print("backed up to \(url.path)")
+        print("\(store.backups.count) backup\(store.backups.count == 1 ? "" : "s") kept (7 at most)")
+    }
+}
+
+struct Restore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replace the encrypted store with a backup (the newest good one, or --from FILE).",
+        discussion: "Messages written after that backup are lost; the identity is kept.")
+
+    @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+    var dataDir: String?
+
+    @Option(name: .long, help: "The backup file to restore.")
+    var from: String?
+
+    func run() throws {
+        let access = try StoreAccess(dataDir: dataDir)
+        do {
+            let used = try YaOKStore.restore(directory: access.directory, protection: try access.protection(),
+                                             from: from.map { URL(fileURLWithPath: $0) })
+            print("restored from \(used.lastPathComponent); messages after it are lost, the identity is kept")
+        } catch let error as YaOKStore.Error {
+            throw ValidationError(error.description)
+        } catch let error as Keyring.Error {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete the encrypted store and its backups: contacts, messages, trust decisions. The identity stays.")
+
+    @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+    var dataDir: String?
+
+    @Flag(help: "Do not ask.")
+    var yes = false
+
+    func run() throws {
+        let directory = DataDirectory(explicit: dataDir)
+        if !yes {
+            guard isatty(STDIN_FILENO) == 1 else { throw ValidationError("reset deletes the store: confirm with --yes") }
+            print("Delete all contacts, messages and trust decisions in \(directory.url.path)? The identity stays. [y/N] ",
+                  terminator: "")
+            guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
+        }
+        try YaOKStore.reset(directory: directory.url)
+        print("the store is reset; the identity is kept")
+    }
+}
+
+struct Pin: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lock the encrypted store with a PIN (4–6 digits), a passphrase, or neither.",
+        discussion: """
+        Without a PIN the store's key is sealed with the identity's key file. A PIN \
+        keeps out someone at the keyboard: 5 wrong PINs lock for 30 s. It does not \
+        keep out someone who copies the files (a 6-digit PIN can be guessed offline \
+        in hours): use --passphrase for that. The new secret is asked for twice, or \
+        read from STARLING_NEW_PIN; the current one from STARLING_PIN.
+        """)
+
+    @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
+    var dataDir: String?
+
+    @Flag(help: "Set a passphrase (10 or more characters) instead of a PIN.")
+    var passphrase = false
+
+    @Flag(help: "Remove the PIN or passphrase (the key file seals the store again).")
+    var remove = false
+
+    func run() throws {
+        let access = try StoreAccess(dataDir: dataDir)
+        let store = try access.open()
+        let protection: Keyring.Protection
+        if remove {
+            protection = .keyFile(access.identity)
+        } else {
+            let secret = try StoreAccess.secret(prompt: passphrase ? "New passphrase: " : "New PIN (4–6 digits): ",
+                                                environment: "STARLING_NEW_PIN", confirm: true)
+            protection = passphrase ? .passphrase(secret) : .pin(secret)
+        }
+        do {
+            try store.changeProtection(to: protection)
+        } catch let error as Keyring.Error {
+            throw ValidationError(error.description)
+        }
+        print(remove ? "the store is sealed with the identity key (no PIN)"
+              : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+/// `starling contact`, `pin`, `backup` and `restore` as a person runs them:
+/// two identities in two data directories adding each other by QR code.
+@Suite struct ContactCommandTests {
+    static func temporaryDirectory(_ label: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("starling-\(label)-\(UUID().uuidString)").path
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not JSON: \(text)")
+    }
+
+    @Test func twoPeopleAddEachOtherAndCompareSafetyNumbers() async throws {
+        let alice = Self.temporaryDirectory("alice"), bob = Self.temporaryDirectory("bob")
+        defer { for d in [alice, bob] { try? FileManager.default.removeItem(atPath: d) } }
+        #expect(try await StarlingProcess.run(["id", "--data-dir", alice, "--name", "alice"]).status == 0)
+        #expect(try await StarlingProcess.run(["id", "--data-dir", bob, "--name", "bob"]).status == 0)
+
+        // Bob shows his code as a picture; alice reads the picture.
+        let png = bob + "/bob.png"
+        let bobQR = try await StarlingProcess.run(["contact", "qr", "--data-dir", bob, "--png", png, "--json"])
+        #expect(bobQR.status == 0, "\(bobQR.stderr)")
+        let bobCard = try Self.json(bobQR.stdout)
+        let bobURI = try #require(bobCard["uri"] as? String)
+        #expect(bobURI.hasPrefix("yaok://contact?v=1&d="))
+        #expect(bobCard["displayName"] as? String == "bob")
+        let added = try await StarlingProcess.run(["contact", "add", "--data-dir", alice, "--image", png])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("added bob"))
+
+        // The terminal form draws the code with block characters.
+        let aliceQR = try await StarlingProcess.run(["contact", "qr", "--data-dir", alice])
+        #expect(aliceQR.stdout.contains("█") && aliceQR.stdout.contains("yaok://contact?v=1&d="))
+        let aliceURI = try #require(aliceQR.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("yaok://") }
+            .map(String.init))
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", bob, aliceURI]).status == 0)
+
+        // Both see the same safety number.
+        let onAlice = try Self.json(try await StarlingProcess.run(["contact", "verify", "--data-dir", alice, "bob", "--json"]).stdout)
+        let onBob = try Self.json(try await StarlingProcess.run(["contact", "verify", "--data-dir", bob, "alice", "--json"]).stdout)
+        let number = try #require(onAlice["safetyNumber"] as? String)
+        #expect(number.split(separator: " ").count == 16)
+        #expect(number == number.uppercased())
+        #expect(onBob["safetyNumber"] as? String == number)
+        #expect(onAlice["verified"] as? Bool == false)
+        #expect(try await StarlingProcess.run(["contact", "verify", "--data-dir", alice, "bob", "--yes"]).stdout.contains("verified ✓"))
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).stdout.contains("bob ✓"))
+        let mismatch = try await StarlingProcess.run(["contact", "verify", "--data-dir", bob, "alice", "--mismatch"])
+        #expect(mismatch.status != 0)
+        #expect(mismatch.stderr.contains("SECURITY WARNING") && mismatch.stderr.contains("do not match"))
+
+        // A duplicate asks; a script says --replace.
+        let again = try await StarlingProcess.run(["contact", "add", "--data-dir", alice, bobURI])
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("--replace"))
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", alice, bobURI, "--replace"]).status == 0)
+
+        // A tampered code: a character of the signature changed.
+        var chars = Array(bobURI)
+        let i = chars.count - 10
+        chars[i] = chars[i] == "A" ? "B" : "A"
+        let tampered = try await StarlingProcess.run(["contact", "add", "--data-dir", alice, String(chars), "--replace"])
+        #expect(tampered.status == 3)
+        #expect(tampered.stderr.contains("signature"))
+        // A broken one says which field.
+        let cut = try await StarlingProcess.run(["contact", "add", "--data-dir", alice, String(bobURI.dropLast(20))])
+        #expect(cut.status != 0 && cut.status != 3, "a format error, not a security warning")
+        #expect(cut.stderr.contains("not a valid contact code") && !cut.stderr.contains("SECURITY"))
+
+        #expect(try await StarlingProcess.run(["contact", "remove", "--data-dir", alice, "bob"]).status == 0)
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).stdout.contains("no contacts yet"))
+    }
+
+    /// A PIN locks the store; 5 wrong PINs lock it for 30 s across processes.
+    @Test func pinLockoutAcrossProcesses() async throws {
+        let dir = Self.temporaryDirectory("pin")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let set = try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "2468"])
+        #expect(set.status == 0, "\(set.stderr)")
+        let noPIN = try await StarlingProcess.run(["contact", "list", "--data-dir", dir])
+        #expect(noPIN.status != 0 && noPIN.stderr.contains("STARLING_PIN"))
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", dir], environment: ["STARLING_PIN": "2468"]).status == 0)
+        for attempt in 1...4 {
+            let wrong = try await StarlingProcess.run(["contact", "list", "--data-dir", dir], environment: ["STARLING_PIN": "1111"])
+            #expect(wrong.stderr.contains("\(5 - attempt) attempt"), "\(wrong.stderr)")
+        }
+        let locked = try await StarlingProcess.run(["contact", "list", "--data-dir", dir], environment: ["STARLING_PIN": "1111"])
+        #expect(locked.stderr.contains("locked for"))
+        let right = try await StarlingProcess.run(["contact", "list", "--data-dir", dir], environment: ["STARLING_PIN": "2468"])
+        #expect(right.status != 0 && right.stderr.contains("locked for"), "the lockout holds in a new process")
+    }
+
+    /// A damaged store says what to do; `restore` brings back the backup.
+    @Test func backupAndRestore() async throws {
+        let alice = Self.temporaryDirectory("alice-backup"), bob = Self.temporaryDirectory("bob-backup")
+        defer { for d in [alice, bob] { try? FileManager.default.removeItem(atPath: d) } }
+        let card = try Self.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", bob, "--json"]).stdout)
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", alice, try #require(card["uri"] as? String)]).status == 0)
+        let backup = try await StarlingProcess.run(["backup", "--data-dir", alice])
+        #expect(backup.status == 0 && backup.stdout.contains("backed up to"))
+        try Data("garbage".utf8).write(to: URL(fileURLWithPath: alice + "/store.sqlite"))
+        let damaged = try await StarlingProcess.run(["contact", "list", "--data-dir", alice])
+        #expect(damaged.status != 0)
+        #expect(damaged.stderr.contains("damaged") && damaged.stderr.contains("starling restore"))
+        let restored = try await StarlingProcess.run(["restore", "--data-dir", alice])
+        #expect(restored.status == 0, "\(restored.stderr)")
+        let list = try await StarlingProcess.run(["contact", "list", "--data-dir", alice, "--json"])
+        let contacts = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(contacts.count == 1)
+        #expect(contacts.first?["userID"] as? String != nil)
+        // Reset keeps the identity.
+        let before = try Self.json(try await StarlingProcess.run(["id", "--data-dir", alice, "--json"]).stdout)["fingerprint"] as? String
+        #expect(try await StarlingProcess.run(["reset", "--data-dir", alice, "--yes"]).status == 0)
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).stdout.contains("no contacts yet"))
+        let after = try Self.json(try await StarlingProcess.run(["id", "--data-dir", alice, "--json"]).stdout)["fingerprint"] as? String
+        #expect(before != nil && before == after)
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+import StarlingCrypto
+import StarlingWire
+import StarlingYaOK
+@testable import StarlingYaOKStore
+import Testing
+
+/// The encrypted store on real files in a temporary directory.
+@Suite struct StoreTests {
+    /// PBKDF2 iterations for tests (the default 600,000 costs ~0.3 s a try).
+    static let fast = 2_000
+    let identity = ContactCardTests.alice
+
+    func contact(_ name: String, _ n: UInt8) throws -> ContactCard {
+        try ContactCard(identity: exampleIdentity(n, n &+ 1), userID: .random(), displayName: name)
+    }
+
+    @Test func contactsAndTrustSurviveReopening() throws {
+        let dir = temporaryDirectory("store")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bob = try contact("bob", 0x10)
+        do {
+            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
+            var record = try store.addContact(bob, now: 1_000)
+            #expect(throws: YaOKStore.Error.contactExists(name: "bob")) { try store.addContact(bob, now: 1_001) }
+            record.verified = true
+            record.blocked = true
+            try store.updateContact(record)
+            try store.setTrust(TrustRecord(fingerprint: String(repeating: "ab", count: 32), nickname: "carol",
+                                           verified: true, blocked: true, updatedAt: 1_000))
+        }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 2_000)
+        let contacts = try store.contacts()
+        #expect(contacts.count == 1)
+        #expect(contacts.first?.card == bob)
+        #expect(contacts.first?.verified == true)
+        #expect(contacts.first?.blocked == true)
+        let trust = try store.trust(fingerprint: String(repeating: "AB", count: 32))
+        #expect(trust?.blocked == true && trust?.verified == true && trust?.nickname == "carol")
+        // Replacing a card with new keys drops the old trust decisions.
+        let newKeys = try ContactCard(identity: exampleIdentity(0x20, 0x21), userID: bob.userID, displayName: "bob")
+        let replaced = try store.addContact(newKeys, replace: true, now: 2_001)
+        #expect(!replaced.verified && !replaced.blocked)
+        #expect(try store.removeContact(bob.userID))
+        #expect(try store.contacts().isEmpty)
+        // Another identity's key does not open this store.
+        #expect(throws: (any Error).self) {
+            try YaOKStore.open(directory: dir, protection: .keyFile(ContactCardTests.bob), now: 2_002)
+        }
+    }
+
+    /// Nothing identifying or readable in the database, its journal or its
+    /// backups: no name, no message text, no fingerprint or key, no user ID.
+    @Test func rawFilesRevealNothing() throws {
+        let dir = temporaryDirectory("store-raw")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let name = "Zebediah Quux", text = "the meeting point is the old mill at noon"
+        let bob = try ContactCard(identity: exampleIdentity(0x30, 0x31), userID: .random(), displayName: name)
+        let meshFingerprint = bob.meshFingerprint.hex
+        do {
+            let store = try YaOKStore.open(directory: dir, protection: .pin("482916"), now: 1_000, iterations: Self.fast)
+            try store.addContact(bob, now: 1_000)
+            try store.setTrust(TrustRecord(fingerprint: meshFingerprint, nickname: name, verified: true, updatedAt: 1_000))
+            for i in 0..<20 {
+                try store.insertMessage(MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 2 == 0,
+                                                      text: "\(text) #\(i)", timestamp: 1_795_000_000_000, recordedAt: 1_000))
+            }
+            try store.recordIncident(Incident(sender: bob.userID.description, kind: .badSignature, packet: [1, 2, 3], at: 1_000))
+            try store.backup(now: 1_000)
+            try store.close()
+        }
+        let files = try FileManager.default.subpathsOfDirectory(atPath: dir.path)
+            .map { dir.appendingPathComponent($0) }
+            .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+        #expect(files.contains { $0.lastPathComponent == "store.sqlite" })
+        #expect(files.contains { $0.path.contains("/backups/store-") })
+        let needles: [(String, [UInt8])] = [
+            ("name", Array(name.utf8)), ("name, lowercase", Array(name.lowercased().utf8)),
+            ("text", Array("old mill".utf8)), ("mesh fingerprint, hex", Array(meshFingerprint.utf8)),
+            ("mesh fingerprint, bytes", bob.meshFingerprint.bytes), ("fingerprint", bob.fingerprint),
+            ("X25519 key", bob.agreementKey), ("Ed25519 key", bob.signingKey),
+            ("user ID, bytes", bob.userID.bytes), ("user ID, text", Array(bob.userID.description.utf8)),
+            ("PIN", Array("482916".utf8)),
+        ]
+        for file in files {
+            let bytes = Array(try Data(contentsOf: file))
+            for (what, needle) in needles {
+                #expect(!contains(bytes, needle), "\(what) found in \(file.lastPathComponent)")
+            }
+        }
+    }
+
+    func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard needle.count <= haystack.count, let first = needle.first else { return false }
+        var i = 0
+        while i <= haystack.count - needle.count {
+            if haystack[i] == first, Array(haystack[i..<i + needle.count]) == needle { return true }
+            i += 1
+        }
+        return false
+    }
+
+    /// 5 wrong PINs lock entry for 30 s, and the lockout holds for a new
+    /// process (a new `open`) too; the right PIN after it opens.
+    @Test func pinLockoutSurvivesARestart() throws {
+        let dir = temporaryDirectory("store-pin")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_000, iterations: Self.fast)
+        #expect(YaOKStore.protection(in: dir) == .pin)
+        for attempt in 1...4 {
+            #expect(throws: Keyring.Error.wrongSecret(attemptsLeft: 5 - attempt)) {
+                try YaOKStore.open(directory: dir, protection: .pin("0000"), now: 1_000 + Double(attempt))
+            }
+        }
+        #expect(throws: Keyring.Error.lockedOut(secondsLeft: 30)) {
+            try YaOKStore.open(directory: dir, protection: .pin("0000"), now: 1_005)
+        }
+        // Even the right PIN waits; the state is on disk, not in this process.
+        #expect(throws: Keyring.Error.lockedOut(secondsLeft: 20)) {
+            try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_015)
+        }
+        #expect(KeyringFile(url: dir.appendingPathComponent("store.keyring")).lockoutRemaining(now: 1_015) == 20)
+        _ = try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_036)
+        // The count starts again.
+        #expect(throws: Keyring.Error.wrongSecret(attemptsLeft: 4)) {
+            try YaOKStore.open(directory: dir, protection: .pin("9999"), now: 1_040)
+        }
+        #expect(throws: Keyring.Error.badPIN) { try Keyring.validate(.pin("12a4")) }
+        #expect(throws: Keyring.Error.badPIN) { try Keyring.validate(.pin("1234567")) }
+        #expect(throws: Keyring.Error.badPassphrase) { try Keyring.validate(.passphrase("short")) }
+    }
+
+    /// From a PIN to a passphrase and back to the key file: the data stays.
+    @Test func changingTheProtection() throws {
+        let dir = temporaryDirectory("store-change")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        try store.addContact(try contact("dora", 0x40), now: 1)
+        try store.changeProtection(to: .passphrase("correct horse battery"), iterations: Self.fast)
+        #expect(YaOKStore.protection(in: dir) == .passphrase)
+        #expect(throws: Keyring.Error.needsSecret(.passphrase)) {
+            try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 2)
+        }
+        let reopened = try YaOKStore.open(directory: dir, protection: .passphrase("correct horse battery"), now: 3)
+        #expect(try reopened.contacts().map { $0.card?.displayName } == ["dora"])
+    }
+
+    /// A damaged database is detected at open, and restored from the backup.
+    @Test func corruptionIsDetectedAndRestoredFromABackup() throws {
+        let dir = temporaryDirectory("store-corrupt")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let protection = Keyring.Protection.keyFile(identity)
+        let eve = try contact("eve", 0x50)
+        do {
+            let store = try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 10, iterations: Self.fast)
+            try store.addContact(eve, now: 1)
+            try store.insertMessages((0..<200).map { i in
+                MessageRecord(id: .random(), contact: eve.userID, outgoing: false,
+                              text: String(repeating: "x", count: 200) + "\(i)", timestamp: UInt64(i), recordedAt: 1)
+            })
+            try store.backup(now: 86_400 * 10)
+            try store.close()
+        }
+        // Scribble over the middle of the file (past the header page).
+        let database = dir.appendingPathComponent("store.sqlite")
+        var bytes = Array(try Data(contentsOf: database))
+        #expect(bytes.count > 20_000)
+        for i in 4_096..<min(bytes.count, 40_960) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+        try Data(bytes).write(to: database)
+        #expect(throws: YaOKStore.Error.self) { try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 11) }
+        let used = try YaOKStore.restore(directory: dir, protection: protection, now: 86_400 * 11)
+        #expect(used.lastPathComponent == "store-1970-01-11.sqlite")
+        let store = try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 11)
+        #expect(try store.conversation(with: eve.userID, limit: 1_000).count == 200)
+        // A garbage file is "damaged" too, not a crash.
+        try store.close()
+        try Data("not a database at all".utf8).write(to: database)
+        #expect(throws: YaOKStore.Error.self) { try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 12) }
+    }
+
+    /// Daily backups, the 7 newest kept; reset keeps nothing of the store.
+    @Test func backupsAreDailyAndKeptSevenDays() throws {
+        let dir = temporaryDirectory("store-backups")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for day in 0..<10 {
+            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: Double(day) * 86_400 + 5,
+                                           iterations: Self.fast)
+            try store.close()
+        }
+        let names = YaOKStore.backups(in: dir).map(\.lastPathComponent)
+        #expect(names.count == 7)
+        #expect(names.first == "store-1970-01-10.sqlite")
+        #expect(names.last == "store-1970-01-04.sqlite")
+        try YaOKStore.reset(directory: dir)
+        #expect(YaOKStore.backups(in: dir).isEmpty)
+        #expect(YaOKStore.protection(in: dir) == nil)
+    }
+
+    /// Messages keep their states; duplicates are refused; pending ones are
+    /// found; the history is bounded and never drops a pending message.
+    @Test func messagesStatesAndBounds() throws {
+        let dir = temporaryDirectory("store-messages")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let bob = try contact("bob", 0x60)
+        var progress = MessageProgress(at: 1)
+        try progress.move(to: .encrypting, at: 1)
+        try progress.move(to: .routing, at: 1)
+        var pending = MessageRecord(id: .random(), contact: bob.userID, outgoing: true, text: "are you there?",
+                                    timestamp: 1_000, recordedAt: 1, progress: progress)
+        #expect(try store.insertMessage(pending))
+        #expect(try !store.insertMessage(pending), "a duplicate ID is refused")
+        #expect(try store.pendingMessages().map(\.id) == [pending.id])
+        let many = (0..<(YaOKStore.maxMessages + 5)).map { i in
+            MessageRecord(id: .random(), contact: bob.userID, outgoing: false, text: "m\(i)",
+                          timestamp: UInt64(2_000 + i), recordedAt: 2)
+        }
+        #expect(try store.insertMessages(Array(many[0..<6_000])) == 6_000)
+        #expect(try store.insertMessages(Array(many[5_000...])) == YaOKStore.maxMessages + 5 - 6_000, "duplicates skipped")
+        #expect(try store.messageCount() == YaOKStore.maxMessages)
+        #expect(try store.message(pending.id) != nil, "the pending message was kept")
+        try pending.progress!.attempt(on: 0, at: 3)
+        try pending.progress!.move(to: .sent, at: 4)
+        pending.progress!.receipt(.delivered, at: 5)
+        try store.updateMessage(pending)
+        #expect(try store.pendingMessages().isEmpty)
+        #expect(try store.message(pending.id)?.progress?.state == .delivered)
+        let recent = try store.conversation(with: bob.userID, limit: 3)
+        #expect(recent.map(\.text) == ["m10002", "m10003", "m10004"])
+    }
+
+    /// More than 3 incidents from one sender in 24 h alert, across reopening.
+    @Test func incidentsAlertAfterThree() throws {
+        let dir = temporaryDirectory("store-incidents")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sender = UserID.random().description
+        var alerts = [Bool]()
+        for i in 0..<5 {
+            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+            alerts.append(try store.recordIncident(Incident(sender: sender, kind: .decryptionFailed, packet: [UInt8(i)],
+                                                            at: 1_000 + Double(i))))
+            try store.close()
+        }
+        #expect(alerts == [false, false, false, true, true])
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1)
+        #expect(try store.incidents().map(\.packetHash) == (0..<5).map { BLAKE3.hash([UInt8($0)]).hexString })
+        #expect(try !store.recordIncident(Incident(sender: sender, kind: .badSignature, packet: [9], at: 1_000 + 2 * 86_400)))
+    }
+}
