@@ -41,7 +41,7 @@ public actor MeshNode {
         var key: String
     }
 
-    public let identity: Identity
+    nonisolated public let identity: Identity
     public let options: Options
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation

@@ -58,9 +58,12 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     public var progress: MessageProgress?
     /// How it came or went: "mesh", "relay" …
     public var transport: String?
+    /// The transport's own ID for it (a bitchat message ID), so that its
+    /// receipts find it after a restart.
+    public var transportID: String?
 
     public init(id: UserID, contact: UserID, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double,
-                progress: MessageProgress? = nil, transport: String? = nil) {
+                progress: MessageProgress? = nil, transport: String? = nil, transportID: String? = nil) {
         self.id = id
         self.contact = contact
         self.outgoing = outgoing
@@ -69,6 +72,7 @@ public struct MessageRecord: Codable, Hashable, Sendable {
         self.recordedAt = recordedAt
         self.progress = progress
         self.transport = transport
+        self.transportID = transportID
     }
 
     public var isPending: Bool {

@@ -4,6 +4,8 @@ import StarlingCrypto
 import StarlingNode
 import StarlingStately
 import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
 
 struct Chat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,7 +21,14 @@ struct Chat: AsyncParsableCommand {
     func run() async throws {
         let n = try node.makeNode()
         let store = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
-        let ui = ChatScreen(node: n, store: store)
+        var yaok: YaOKStore?
+        do {
+            yaok = try StoreAccess.open(directory: store.directory.url, identity: n.identity)
+        } catch {
+            print("! the encrypted store did not open (\(error)); contacts, history and saved trust are off this time")
+        }
+        let ui = ChatScreen(node: n, store: store, yaok: yaok)
+        await ui.loadStore()
         let runner = Task { await n.run() }
         let input = Self.lines()
         await ui.say("starling chat — /help for commands")
@@ -57,10 +66,20 @@ actor ChatScreen {
     /// Our private messages by ID: recipient as shown, and whether delivery was reported.
     var outgoing: [String: (to: String, delivered: Bool)] = [:]
     var pendingVerify: PeerID?
+    /// The encrypted store (nil when it did not open).
+    let yaok: YaOKStore?
+    var contacts: [(ContactRecord, ContactCard)] = []
+    /// Bitchat message IDs of stored messages, for their receipts.
+    var transportIDs: [String: UserID] = [:]
+    /// Fingerprints of peers we hold Noise sessions with (known before their announce).
+    var sessionFingerprints: [PeerID: Fingerprint] = [:]
+    /// The last name each peer was shown with, for lines after it has gone.
+    var lastNames: [PeerID: String] = [:]
 
-    init(node: MeshNode, store: IdentityStore) {
+    init(node: MeshNode, store: IdentityStore, yaok: YaOKStore? = nil) {
         self.node = node
         self.store = store
+        self.yaok = yaok
     }
 
     static func clock() -> String {
@@ -73,13 +92,22 @@ actor ChatScreen {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
-    /// A nickname as shown: cleaned, and with 4 digits of the peer ID when two peers share it.
+    /// A nickname as shown: cleaned, and with 4 digits of the peer ID when two peers share it;
+    /// a peer known only by its session shows as the contact it is, else by its ID.
     func display(_ peer: PeerID) async -> String {
         let peers = await node.peers
-        let name = DisplayText.clean(peers[peer]?.nickname ?? peer.description)
-        let twins = peers.filter { $0.value.nickname == peers[peer]?.nickname }.count
-        let mark = (peers[peer].map { verified.contains($0.fingerprint) } ?? false) ? "✓" : ""
-        return (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
+        guard let info = peers[peer] else {
+            if let f = sessionFingerprints[peer], let (_, card) = contact(for: f) {
+                return DisplayText.clean(card.displayName) + (verified.contains(f) ? "✓" : "")
+            }
+            return lastNames[peer] ?? peer.description
+        }
+        let name = DisplayText.clean(info.nickname)
+        let twins = peers.filter { $0.value.nickname == info.nickname }.count
+        let mark = verified.contains(info.fingerprint) ? "✓" : ""
+        let shown = (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
+        lastNames[peer] = shown
+        return shown
     }
 
     func show(_ event: MeshNode.Event) async {
@@ -89,8 +117,9 @@ actor ChatScreen {
             say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
         case let .peer(peer, _, hops):
             say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
+            await flushPending(to: peer)
         case let .left(peer):
-            say("* \(peer) left")
+            say("* \(await display(peer)) left")
         case let .message(from, _, text, hops, _):
             let clean = DisplayText.clean(text)
             let mention = DisplayText.mentions(clean, nickname: me)
@@ -100,16 +129,20 @@ actor ChatScreen {
         case let .privateMessage(from, _, text, id, hops):
             let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
             say("[\(Self.clock())] <\(await display(from)) → you>\(via) \(DisplayText.clean(text))")
+            await storeIncoming(from: from, text: text, messageID: id)
             try? await node.sendReadReceipt(id, to: from) // displayed: read
-        case let .sessionEstablished(peer, _):
+        case let .sessionEstablished(peer, fingerprint):
+            if let f = Fingerprint(hex: fingerprint) { sessionFingerprints[peer] = f }
             say("* encrypted session with \(await display(peer))")
         case let .delivered(id, _):
+            storeProgress(id) { p, now in p.receipt(.delivered, at: now) }
             if let o = outgoing[id], !o.delivered {
                 outgoing[id]?.delivered = true
                 say("  · to \(o.to): delivered")
             }
         case let .read(id, _):
             // Receipts travel separately and may arrive in either order; read implies delivered.
+            storeProgress(id) { p, now in p.receipt(.read, at: now) }
             if let o = outgoing.removeValue(forKey: id) {
                 if !o.delivered { say("  · to \(o.to): delivered") }
                 say("  · to \(o.to): read")
@@ -123,6 +156,10 @@ actor ChatScreen {
             say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
             say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
         case let .failed(id, _):
+            storeProgress(id) { p, now in
+                try? p.move(to: .retrying, at: now)
+                try? p.move(to: .failed, at: now)
+            }
             if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
         case let .state(s):
             say("* \(await display(s.senderID)) is \(s.state.emoji) \(s.state.displayName)\(s.hops > 1 ? " (\(s.hops) hops)" : "")")
@@ -191,6 +228,8 @@ actor ChatScreen {
             pendingVerify = nil
             if line.lowercased().hasPrefix("y"), let info = await node.peers[pending] {
                 verified.insert(info.fingerprint)
+                await node.setVerified(info.fingerprint, true)
+                rememberTrust(info.fingerprint, nickname: info.nickname) { $0.verified = true }
                 say("* \(await display(pending)) verified")
                 return true
             }
@@ -206,6 +245,15 @@ actor ChatScreen {
         switch words[0] {
         case "/msg", "/m", "/dm":
             guard words.count == 3 else { say("usage: /msg NICK text"); return true }
+            let named = contacts.filter { $0.1.displayName.lowercased() == words[1].lowercased() }
+            if named.count > 1 {
+                say("! \(named.count) contacts are called \(words[1]): " + named.map { "\($0.1.displayName)#\($0.1.userID.description.prefix(4))" }.joined(separator: ", "))
+                return true
+            }
+            if let (_, card) = named.first {
+                await sendToContact(card, text: words[2])
+                return true
+            }
             guard let to = await peer(named: words[1]) else { say("! no peer called \(words[1]) (try /who)"); return true }
             do {
                 let id = try await node.sendPrivate(words[2], to: to)
@@ -224,6 +272,11 @@ actor ChatScreen {
             } catch { say("! \(error)") }
         case "/status":
             await status(Array(words.dropFirst()))
+        case "/contacts":
+            await listContacts()
+        case "/history":
+            guard words.count >= 2 else { say("usage: /history NAME (a contact)"); return true }
+            history(words[1...].joined(separator: " "))
         case "/who":
             let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
             if peers.isEmpty { say("* nobody yet") }
@@ -242,17 +295,24 @@ actor ChatScreen {
                 say("usage: \(words[0]) NICK (a peer /who lists)"); return true
             }
             switch words[0] {
-            case "/block": await node.block(info.fingerprint); say("* \(words[1]) blocked")
-            case "/unblock": await node.unblock(info.fingerprint); say("* \(words[1]) unblocked")
+            case "/block":
+                await node.block(info.fingerprint)
+                rememberTrust(info.fingerprint, nickname: info.nickname) { $0.blocked = true }
+                say("* \(words[1]) blocked")
+            case "/unblock":
+                await node.unblock(info.fingerprint)
+                rememberTrust(info.fingerprint, nickname: info.nickname) { $0.blocked = false }
+                say("* \(words[1]) unblocked")
             case "/fav", "/unfav":
                 await node.setFavorite(info.fingerprint, words[0] == "/fav")
+                rememberTrust(info.fingerprint, nickname: info.nickname) { $0.favorite = words[0] == "/fav" }
                 do {
                     try store.setFavorites(await node.favoriteFingerprints)
                     say(words[0] == "/fav" ? "* \(words[1]) is a favourite: messages for them are held while they are away"
                                            : "* \(words[1]) is no longer a favourite")
                 } catch { say("! favourites not saved: \(error)") }
             default:
-                say("* your fingerprint:\n" + indent(await node.identity.fingerprint.grouped))
+                say("* your fingerprint:\n" + indent(node.identity.fingerprint.grouped))
                 say("* \(words[1])'s fingerprint:\n" + indent(info.fingerprint.grouped))
                 say("* do they read the same on \(words[1])'s screen? y to mark verified")
                 pendingVerify = id
@@ -289,7 +349,10 @@ actor ChatScreen {
         case "/help":
             say("""
               text              to everyone
-              /msg NICK text    privately, end-to-end encrypted (/m, /dm)
+              /msg NICK text    privately, end-to-end encrypted (/m, /dm); to a contact
+                                who is away, kept and sent when they appear
+              /contacts         Ya OK contacts (starling contact add), here or away
+              /history NAME     your conversation with a contact, kept in the encrypted store
               /send NICK PATH   a file, privately
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)

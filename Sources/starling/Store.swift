@@ -15,6 +15,17 @@ struct StoreAccess {
     let userID: UserID
     let nickname: String
 
+    /// Opens the store of a node that already holds its identity (the chat).
+    static func open(directory: URL, identity: Identity) throws -> YaOKStore {
+        let protection: Keyring.Protection
+        switch YaOKStore.protection(in: directory) {
+        case nil, .keyFile?: protection = .keyFile(identity)
+        case .pin?: protection = .pin(try secret(prompt: "PIN for the store: "))
+        case .passphrase?: protection = .passphrase(try secret(prompt: "Store passphrase: "))
+        }
+        return try YaOKStore.open(directory: directory, protection: protection)
+    }
+
     init(dataDir: String?) throws {
         identityStore = IdentityStore(directory: DataDirectory(explicit: dataDir))
         try UserError.writableDirectory(identityStore.directory)

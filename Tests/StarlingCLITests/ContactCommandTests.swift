@@ -118,3 +118,65 @@ import Testing
         #expect(before != nil && before == after)
     }
 }
+
+/// The chat with the encrypted store: a message to a contact who is away
+/// waits and goes when they appear; the conversation and trust decisions
+/// survive a restart.
+@Suite(.serialized) struct ContactChatProcessTests {
+    static func chat(_ name: String, dir: String, peer: UInt16) throws -> LiveProcess {
+        try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1",
+                         "--data-dir", dir, "--peer", "127.0.0.1:\(peer)"])
+    }
+
+    @Test func pendingForAnAbsentContactThenHistoryAndTrustAfterARestart() async throws {
+        let alice = ContactCommandTests.temporaryDirectory("chat-alice"), bob = ContactCommandTests.temporaryDirectory("chat-bob")
+        defer { for d in [alice, bob] { try? FileManager.default.removeItem(atPath: d) } }
+        for (dir, name) in [(alice, "alice"), (bob, "bob")] {
+            #expect(try await StarlingProcess.run(["id", "--data-dir", dir, "--name", name]).status == 0)
+        }
+        func uri(_ dir: String) async throws -> String {
+            try #require(try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", dir, "--json"]).stdout)["uri"] as? String)
+        }
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", alice, try await uri(bob)]).status == 0)
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", bob, try await uri(alice)]).status == 0)
+
+        // A relay both link to; bob is not there yet.
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let relayPort = try await MeshProcessTests.port(of: relay)
+        let first = try Self.chat("alice", dir: alice, peer: relayPort)
+        defer { first.stop() }
+        #expect(await first.waitForText("relay joined"), "\(first.text)")
+        first.type("/msg bob hello while you were away")
+        #expect(await first.waitForText("pending: not on the mesh now"), "\(first.text)")
+
+        let bobChat = try Self.chat("bob", dir: bob, peer: relayPort)
+        defer { bobChat.stop() }
+        #expect(await first.waitForText("bob is here: sending 1 waiting message"), "\(first.text)")
+        #expect(await bobChat.waitForText("<alice → you> (via 1 relay) hello while you were away"), "\(bobChat.text)")
+        #expect(await first.waitForText("to bob: read"), "\(first.text)")
+        first.type("/verify bob")
+        #expect(await first.waitForText("y to mark verified"))
+        first.type("y")
+        #expect(await first.waitForText("verified"))
+        first.type("/block relay")
+        #expect(await first.waitForText("relay blocked"))
+        first.type("/quit")
+        #expect(await first.waitForExit() == 0)
+
+        // Restarted: the conversation with its states, the verification and the block.
+        let second = try Self.chat("alice", dir: alice, peer: relayPort)
+        defer { second.stop() }
+        #expect(await second.waitForText("1 contact"), "\(second.text)")
+        second.type("/history bob")
+        #expect(await second.waitForText("<you → bob> hello while you were away  ✓✓ read"), "\(second.text)")
+        second.type("/contacts")
+        #expect(await second.waitForText("bob ✓"), "\(second.text)")
+        #expect(await second.waitForText("relay joined"), "\(second.text)")
+        second.type("/who")
+        #expect(await second.waitForText("(blocked)"), "\(second.text)")
+        // Bob's side kept alice's message too.
+        bobChat.type("/history alice")
+        #expect(await bobChat.waitForText("<alice → you> hello while you were away"), "\(bobChat.text)")
+    }
+}

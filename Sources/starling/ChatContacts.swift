@@ -1,0 +1,172 @@
+import Foundation
+import StarlingCrypto
+import StarlingNode
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The chat's use of the encrypted store: Ya OK contacts (a contact is also a
+/// mesh peer: their X25519 key is their Noise key), their conversations with
+/// message states, messages pending until the contact is on the mesh, and
+/// trust decisions (verified, blocked, favourite) that outlive the process.
+extension ChatScreen {
+    /// A contact known by the fingerprint the mesh shows.
+    func contact(for fingerprint: Fingerprint) -> (ContactRecord, ContactCard)? {
+        contacts.first { $0.1.meshFingerprint == fingerprint }
+    }
+
+    func reloadContacts() {
+        guard let yaok else { return }
+        contacts = ((try? yaok.contacts()) ?? []).compactMap { r in r.card.map { (r, $0) } }
+    }
+
+    /// At start: trust decisions to the node, receipts' IDs, a summary.
+    func loadStore() async {
+        guard let yaok else { return }
+        reloadContacts()
+        for record in (try? yaok.trust()) ?? [] {
+            guard let fingerprint = Fingerprint(hex: record.fingerprint.lowercased()) else { continue }
+            if record.verified { verified.insert(fingerprint); await node.setVerified(fingerprint, true) }
+            if record.blocked { await node.block(fingerprint) }
+            if record.favorite { await node.setFavorite(fingerprint, true) }
+        }
+        for (record, card) in contacts {
+            if record.verified { verified.insert(card.meshFingerprint); await node.setVerified(card.meshFingerprint, true) }
+            if record.blocked { await node.block(card.meshFingerprint) }
+            for m in (try? yaok.conversation(with: card.userID, limit: 200)) ?? [] where m.outgoing {
+                if let t = m.transportID { transportIDs[t] = m.id }
+            }
+        }
+        let pending = (try? yaok.pendingMessages().count) ?? 0
+        if !contacts.isEmpty || pending > 0 {
+            say("* \(contacts.count) contact\(contacts.count == 1 ? "" : "s") (/contacts, /history NAME)"
+                + (pending > 0 ? "; \(pending) message\(pending == 1 ? "" : "s") waiting for their contact to appear" : ""))
+        }
+    }
+
+    /// Remembers a trust decision about a mesh peer (and on its contact
+    /// record when it is a contact).
+    func rememberTrust(_ fingerprint: Fingerprint, nickname: String?, _ change: (inout TrustRecord) -> Void) {
+        guard let yaok else { return }
+        if var (record, _) = contact(for: fingerprint) {
+            var probe = TrustRecord(fingerprint: fingerprint.hex, verified: record.verified, favorite: record.favorite,
+                                    blocked: record.blocked, updatedAt: 0)
+            change(&probe)
+            record.verified = probe.verified
+            record.favorite = probe.favorite
+            record.blocked = probe.blocked
+            try? yaok.updateContact(record)
+            reloadContacts()
+        }
+        var record = (try? yaok.trust(fingerprint: fingerprint.hex))
+            ?? TrustRecord(fingerprint: fingerprint.hex, updatedAt: Date().timeIntervalSince1970)
+        change(&record)
+        record.nickname = nickname ?? record.nickname
+        record.updatedAt = Date().timeIntervalSince1970
+        do { try yaok.setTrust(record) } catch { say("! not saved: \(error)") }
+    }
+
+    /// The fingerprint of a peer: from its verified announce, else from the
+    /// Noise session it opened (a private message can come before the announce).
+    func fingerprint(of peer: PeerID) async -> Fingerprint? {
+        if let info = await node.peers[peer] { return info.fingerprint }
+        return sessionFingerprints[peer]
+    }
+
+    /// A private message from a contact goes into their conversation.
+    func storeIncoming(from peer: PeerID, text: String, messageID: String) async {
+        guard let yaok, let fingerprint = await fingerprint(of: peer), let (_, card) = contact(for: fingerprint) else { return }
+        let now = Date().timeIntervalSince1970
+        let record = MessageRecord(id: Self.recordID(messageID), contact: card.userID, outgoing: false, text: text,
+                                   timestamp: UInt64(now * 1000), recordedAt: now, transport: "mesh", transportID: messageID)
+        do { try yaok.insertMessage(record) } catch { say("! message not stored: \(error)") }
+    }
+
+    /// A private message to a contact: sent now if they are on the mesh,
+    /// else kept as pending until they appear.
+    func sendToContact(_ card: ContactCard, text: String) async {
+        guard let yaok else { return }
+        let now = Date().timeIntervalSince1970
+        var progress = MessageProgress(at: now)
+        try? progress.move(to: .encrypting, at: now)
+        try? progress.move(to: .routing, at: now)
+        var record = MessageRecord(id: .random(), contact: card.userID, outgoing: true, text: text,
+                                   timestamp: UInt64(now * 1000), recordedAt: now, progress: progress)
+        let peer = await node.peers.first { $0.value.fingerprint == card.meshFingerprint }?.key
+        if let peer {
+            await send(&record, to: peer)
+        } else {
+            say("[\(Self.clock())] <you → \(DisplayText.clean(card.displayName))> \(text)  · pending: not on the mesh now; sent when they appear")
+        }
+        do { try yaok.insertMessage(record) } catch { say("! message not stored: \(error)") }
+    }
+
+    /// Hands a stored message to the node and moves it to sending.
+    func send(_ record: inout MessageRecord, to peer: PeerID) async {
+        let now = Date().timeIntervalSince1970
+        do {
+            let id = try await node.sendPrivate(record.text, to: peer)
+            try? record.progress?.attempt(on: 0, at: now)
+            record.transport = "mesh"
+            record.transportID = id
+            transportIDs[id] = record.id
+            outgoing[id] = (await display(peer), false)
+            say("[\(Self.clock())] <you → \(await display(peer))> \(record.text)  · sent")
+        } catch {
+            say("! \(error)")
+        }
+    }
+
+    /// A contact appeared on the mesh: their pending messages go now.
+    func flushPending(to peer: PeerID) async {
+        guard let yaok, let info = await node.peers[peer], let (_, card) = contact(for: info.fingerprint) else { return }
+        let pending = ((try? yaok.pendingMessages()) ?? []).filter { $0.contact == card.userID }
+        guard !pending.isEmpty else { return }
+        say("* \(DisplayText.clean(card.displayName)) is here: sending \(pending.count) waiting message\(pending.count == 1 ? "" : "s")")
+        for var record in pending {
+            await send(&record, to: peer)
+            try? yaok.updateMessage(record)
+        }
+    }
+
+    /// A receipt or failure for a stored message moves its state.
+    func storeProgress(_ transportID: String, _ change: (inout MessageProgress, Double) -> Void) {
+        guard let yaok, let id = transportIDs[transportID], var record = try? yaok.message(id), record.progress != nil else { return }
+        change(&record.progress!, Date().timeIntervalSince1970)
+        try? yaok.updateMessage(record)
+    }
+
+    /// /history NAME: the stored conversation, by the sender's time.
+    func history(_ name: String) {
+        guard yaok != nil else { say("! the store is not open"); return }
+        let matches = contacts.filter { $0.1.displayName.lowercased() == name.lowercased() }
+        guard let (_, card) = matches.first else { say("! no contact called \(name) (/contacts)"); return }
+        let messages = (try? yaok?.conversation(with: card.userID, limit: 200)) ?? []
+        if messages.isEmpty { say("* no messages with \(DisplayText.clean(card.displayName)) yet") }
+        let f = DateFormatter()
+        f.dateFormat = "yyyy-MM-dd HH:mm"
+        for m in messages {
+            let when = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
+            let who = m.outgoing ? "you → \(card.displayName)" : "\(card.displayName) → you"
+            let mark = m.progress.map { "  \($0.state.mark)" } ?? ""
+            say("  [\(when)] <\(DisplayText.clean(who))> \(DisplayText.clean(m.text))\(mark)")
+        }
+    }
+
+    /// /contacts: who they are, whether they are here.
+    func listContacts() async {
+        guard yaok != nil else { say("! the store is not open"); return }
+        if contacts.isEmpty { say("* no contacts: add one with `starling contact add yaok://…`") }
+        let here = Set(await node.peers.values.map(\.fingerprint))
+        for (record, card) in contacts {
+            let marks = (record.verified || verified.contains(card.meshFingerprint) ? " ✓" : "") + (record.favorite ? " ★" : "") + (record.blocked ? " (blocked)" : "")
+            say("  \(DisplayText.clean(card.displayName))\(marks)  \(here.contains(card.meshFingerprint) ? "here" : "away")")
+        }
+    }
+
+    /// A bitchat message ID as a record ID: the UUID it is, or 16 bytes of
+    /// its BLAKE3 hash.
+    static func recordID(_ messageID: String) -> UserID {
+        UserID(string: messageID) ?? UserID(bytes: BLAKE3.hash(Array(messageID.utf8), byteCount: 16))!
+    }
+}
