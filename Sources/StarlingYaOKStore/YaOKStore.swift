@@ -277,16 +277,15 @@ public final class YaOKStore: Sendable {
     public func insertMessages(_ messages: [MessageRecord]) throws -> Int {
         try queue.write { db in
             var added = 0
+            let encoder = JSONEncoder()
             for message in messages {
                 let lookup = self.messageLookup(message.id)
-                if try Bool.fetchOne(db, sql: "SELECT 1 FROM messages WHERE lookup = ?", arguments: [Data(lookup)]) ?? false {
-                    continue
-                }
-                let data = self.cipher.seal(try JSONEncoder().encode(message), table: "messages", row: lookup)
-                try db.execute(sql: "INSERT INTO messages (lookup, conversation, pending, data) VALUES (?, ?, ?, ?)",
+                let data = self.cipher.seal(try encoder.encode(message), table: "messages", row: lookup)
+                // A message ID already stored (a replay, a duplicate delivery) is ignored.
+                try db.execute(sql: "INSERT OR IGNORE INTO messages (lookup, conversation, pending, data) VALUES (?, ?, ?, ?)",
                                arguments: [Data(lookup), Data(self.conversationLookup(message.contact)), message.isPending,
                                            Data(data)])
-                added += 1
+                added += db.changesCount
             }
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messages") ?? 0
             if count > Self.maxMessages {

@@ -4,8 +4,8 @@
 /// it is written from the specification and tested against the official test
 /// vectors and the Python `blake3` package.
 ///
-/// A portable implementation: one compression at a time, four columns in a
-/// `SIMD4`; `starling-bench store` prints its speed.
+/// A portable implementation: one compression at a time on sixteen scalars;
+/// `starling-bench store` prints its speed.
 /// Ya OK uses it for fingerprints, safety numbers, packet hashes and the store's
 /// sub-keys and lookups, never for bulk data.
 ///
@@ -188,6 +188,26 @@ public struct BLAKE3: Sendable {
 
         mutating func update(_ input: ArraySlice<UInt8>) {
             var index = input.startIndex
+            // Whole blocks straight from the input, while more input follows
+            // them (the last block of a chunk must stay buffered).
+            if bufferLength == 0 || bufferLength == BLAKE3.blockLength {
+                if bufferLength == BLAKE3.blockLength {
+                    cv = BLAKE3.compress(cv, BLAKE3.words16(buffer), counter: counter,
+                                         blockLength: 64, flags: flags | startFlag).lowHalf
+                    blocksCompressed += 1
+                    bufferLength = 0
+                }
+                input.withUnsafeBytes { raw in
+                    var offset = 0
+                    while raw.count - offset > BLAKE3.blockLength {
+                        cv = BLAKE3.compress(cv, BLAKE3.words16(raw, at: offset), counter: counter,
+                                             blockLength: 64, flags: flags | startFlag).lowHalf
+                        blocksCompressed += 1
+                        offset += BLAKE3.blockLength
+                    }
+                    index += offset
+                }
+            }
             while index < input.endIndex {
                 if bufferLength == BLAKE3.blockLength {
                     cv = BLAKE3.compress(cv, BLAKE3.words16(buffer), counter: counter,
@@ -218,50 +238,45 @@ public struct BLAKE3: Sendable {
     // MARK: The compression function
 
     @inline(__always)
-    static func rotateRight(_ x: SIMD4<UInt32>, _ n: UInt32) -> SIMD4<UInt32> {
-        (x &>> n) | (x &<< (32 - n))
+    static func g(_ a: inout UInt32, _ b: inout UInt32, _ c: inout UInt32, _ d: inout UInt32, _ x: UInt32, _ y: UInt32) {
+        a = a &+ b &+ x
+        d = (d ^ a).rotatedRight(16)
+        c = c &+ d
+        b = (b ^ c).rotatedRight(12)
+        a = a &+ b &+ y
+        d = (d ^ a).rotatedRight(8)
+        c = c &+ d
+        b = (b ^ c).rotatedRight(7)
     }
 
-    /// G on four columns (or four diagonals) at once.
-    @inline(__always)
-    static func g(_ a: inout SIMD4<UInt32>, _ b: inout SIMD4<UInt32>, _ c: inout SIMD4<UInt32>, _ d: inout SIMD4<UInt32>,
-                  _ mx: SIMD4<UInt32>, _ my: SIMD4<UInt32>) {
-        a = a &+ b &+ mx
-        d = rotateRight(d ^ a, 16)
-        c = c &+ d
-        b = rotateRight(b ^ c, 12)
-        a = a &+ b &+ my
-        d = rotateRight(d ^ a, 8)
-        c = c &+ d
-        b = rotateRight(b ^ c, 7)
-    }
-
+    /// The compression function on sixteen scalars (the permutation of the
+    /// message words between rounds is a renaming of locals).
     static func compress(_ cv: SIMD8<UInt32>, _ block: SIMD16<UInt32>, counter: UInt64, blockLength: UInt32,
                          flags: UInt32) -> SIMD16<UInt32> {
-        var r0 = cv.lowHalf, r1 = cv.highHalf
-        var r2 = iv.lowHalf
-        var r3 = SIMD4<UInt32>(UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32),
-                               blockLength, flags)
-        var m = block
+        var v0 = cv[0], v1 = cv[1], v2 = cv[2], v3 = cv[3], v4 = cv[4], v5 = cv[5], v6 = cv[6], v7 = cv[7]
+        var v8 = iv[0], v9 = iv[1], v10 = iv[2], v11 = iv[3]
+        var v12 = UInt32(truncatingIfNeeded: counter), v13 = UInt32(truncatingIfNeeded: counter >> 32)
+        var v14 = blockLength, v15 = flags
+        var m0 = block[0], m1 = block[1], m2 = block[2], m3 = block[3], m4 = block[4], m5 = block[5]
+        var m6 = block[6], m7 = block[7], m8 = block[8], m9 = block[9], m10 = block[10], m11 = block[11]
+        var m12 = block[12], m13 = block[13], m14 = block[14], m15 = block[15]
         for round in 0..<7 {
-            // Columns: G(0,4,8,12) G(1,5,9,13) G(2,6,10,14) G(3,7,11,15).
-            g(&r0, &r1, &r2, &r3, SIMD4(m[0], m[2], m[4], m[6]), SIMD4(m[1], m[3], m[5], m[7]))
-            // Diagonals: turn rows 1–3 so that each lane holds one diagonal.
-            r1 = SIMD4(r1[1], r1[2], r1[3], r1[0])
-            r2 = SIMD4(r2[2], r2[3], r2[0], r2[1])
-            r3 = SIMD4(r3[3], r3[0], r3[1], r3[2])
-            g(&r0, &r1, &r2, &r3, SIMD4(m[8], m[10], m[12], m[14]), SIMD4(m[9], m[11], m[13], m[15]))
-            r1 = SIMD4(r1[3], r1[0], r1[1], r1[2])
-            r2 = SIMD4(r2[2], r2[3], r2[0], r2[1])
-            r3 = SIMD4(r3[1], r3[2], r3[3], r3[0])
+            g(&v0, &v4, &v8, &v12, m0, m1)
+            g(&v1, &v5, &v9, &v13, m2, m3)
+            g(&v2, &v6, &v10, &v14, m4, m5)
+            g(&v3, &v7, &v11, &v15, m6, m7)
+            g(&v0, &v5, &v10, &v15, m8, m9)
+            g(&v1, &v6, &v11, &v12, m10, m11)
+            g(&v2, &v7, &v8, &v13, m12, m13)
+            g(&v3, &v4, &v9, &v14, m14, m15)
             if round < 6 {
-                m = SIMD16(m[2], m[6], m[3], m[10], m[7], m[0], m[4], m[13],
-                           m[1], m[11], m[12], m[5], m[9], m[14], m[15], m[8])
+                // MSG_PERMUTATION = 2 6 3 10 7 0 4 13 1 11 12 5 9 14 15 8
+                (m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15) =
+                    (m2, m6, m3, m10, m7, m0, m4, m13, m1, m11, m12, m5, m9, m14, m15, m8)
             }
         }
-        let low = SIMD8(lowHalf: r0 ^ r2, highHalf: r1 ^ r3)
-        let high = SIMD8(lowHalf: r2, highHalf: r3) ^ cv
-        return SIMD16(lowHalf: low, highHalf: high)
+        return SIMD16(v0 ^ v8, v1 ^ v9, v2 ^ v10, v3 ^ v11, v4 ^ v12, v5 ^ v13, v6 ^ v14, v7 ^ v15,
+                      v8 ^ cv[0], v9 ^ cv[1], v10 ^ cv[2], v11 ^ cv[3], v12 ^ cv[4], v13 ^ cv[5], v14 ^ cv[6], v15 ^ cv[7])
     }
 
     static func words8(_ bytes: [UInt8]) -> SIMD8<UInt32> {
@@ -271,8 +286,13 @@ public struct BLAKE3: Sendable {
     }
 
     static func words16(_ bytes: [UInt8]) -> SIMD16<UInt32> {
+        bytes.withUnsafeBytes { words16($0, at: 0) }
+    }
+
+    @inline(__always)
+    static func words16(_ raw: UnsafeRawBufferPointer, at offset: Int) -> SIMD16<UInt32> {
         var w = SIMD16<UInt32>()
-        for i in 0..<16 { w[i] = word(bytes, at: 4 * i) }
+        for i in 0..<16 { w[i] = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4 * i, as: UInt32.self)) }
         return w
     }
 
@@ -280,4 +300,9 @@ public struct BLAKE3: Sendable {
     static func word(_ b: [UInt8], at i: Int) -> UInt32 {
         UInt32(b[i]) | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 24
     }
+}
+
+extension UInt32 {
+    @inline(__always)
+    func rotatedRight(_ n: UInt32) -> UInt32 { (self >> n) | (self << (32 - n)) }
 }

@@ -72,22 +72,26 @@ public enum XChaCha20Poly1305 {
         func word(_ b: [UInt8], _ i: Int) -> UInt32 {
             UInt32(b[i]) | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 24
         }
-        var s: [UInt32] = [0x6170_7865, 0x3320_646E, 0x7962_2D32, 0x6B20_6574]
-        for i in 0..<8 { s.append(word(key, 4 * i)) }
-        for i in 0..<4 { s.append(word(nonce, 4 * i)) }
-        func quarter(_ a: Int, _ b: Int, _ c: Int, _ d: Int) {
-            s[a] = s[a] &+ s[b]; s[d] ^= s[a]; s[d] = s[d] << 16 | s[d] >> 16
-            s[c] = s[c] &+ s[d]; s[b] ^= s[c]; s[b] = s[b] << 12 | s[b] >> 20
-            s[a] = s[a] &+ s[b]; s[d] ^= s[a]; s[d] = s[d] << 8 | s[d] >> 24
-            s[c] = s[c] &+ s[d]; s[b] ^= s[c]; s[b] = s[b] << 7 | s[b] >> 25
+        var x0: UInt32 = 0x6170_7865, x1: UInt32 = 0x3320_646E, x2: UInt32 = 0x7962_2D32, x3: UInt32 = 0x6B20_6574
+        var x4 = word(key, 0), x5 = word(key, 4), x6 = word(key, 8), x7 = word(key, 12)
+        var x8 = word(key, 16), x9 = word(key, 20), x10 = word(key, 24), x11 = word(key, 28)
+        var x12 = word(nonce, 0), x13 = word(nonce, 4), x14 = word(nonce, 8), x15 = word(nonce, 12)
+        @inline(__always)
+        func quarter(_ a: inout UInt32, _ b: inout UInt32, _ c: inout UInt32, _ d: inout UInt32) {
+            a = a &+ b; d ^= a; d = d << 16 | d >> 16
+            c = c &+ d; b ^= c; b = b << 12 | b >> 20
+            a = a &+ b; d ^= a; d = d << 8 | d >> 24
+            c = c &+ d; b ^= c; b = b << 7 | b >> 25
         }
         for _ in 0..<10 {
-            quarter(0, 4, 8, 12); quarter(1, 5, 9, 13); quarter(2, 6, 10, 14); quarter(3, 7, 11, 15)
-            quarter(0, 5, 10, 15); quarter(1, 6, 11, 12); quarter(2, 7, 8, 13); quarter(3, 4, 9, 14)
+            quarter(&x0, &x4, &x8, &x12); quarter(&x1, &x5, &x9, &x13)
+            quarter(&x2, &x6, &x10, &x14); quarter(&x3, &x7, &x11, &x15)
+            quarter(&x0, &x5, &x10, &x15); quarter(&x1, &x6, &x11, &x12)
+            quarter(&x2, &x7, &x8, &x13); quarter(&x3, &x4, &x9, &x14)
         }
         var out = [UInt8]()
         out.reserveCapacity(32)
-        for w in s[0..<4] + s[12..<16] {
+        for w in [x0, x1, x2, x3, x12, x13, x14, x15] {
             out += [UInt8(truncatingIfNeeded: w), UInt8(truncatingIfNeeded: w >> 8),
                     UInt8(truncatingIfNeeded: w >> 16), UInt8(truncatingIfNeeded: w >> 24)]
         }
