@@ -17,6 +17,8 @@ struct Chat: AsyncParsableCommand {
         """
     )
     @OptionGroup var node: NodeOptions
+    @Option(help: "Lock the encrypted store after this many idle seconds when it has a PIN or passphrase (0: never).")
+    var lockAfter: Double = 300
 
     func run() async throws {
         let n = try node.makeNode()
@@ -28,12 +30,20 @@ struct Chat: AsyncParsableCommand {
             print("! the encrypted store did not open (\(error)); contacts, history and saved trust are off this time")
         }
         let ui = ChatScreen(node: n, store: store, yaok: yaok)
+        await ui.setLockAfter(YaOKStore.protection(in: store.directory.url).map { $0 != .keyFile } == true ? lockAfter : 0)
         await ui.loadStore()
         let runner = Task { await n.run() }
         let input = Self.lines()
         await ui.say("starling chat — /help for commands")
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in n.events { await ui.show(event) } }
+            group.addTask {
+                // The auto-lock's clock: a look every second, bounded by the chat's life.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    await ui.lockIfIdle()
+                }
+            }
             group.addTask {
                 for await line in input {
                     if await !ui.handle(line) { break }
@@ -66,8 +76,8 @@ actor ChatScreen {
     /// Our private messages by ID: recipient as shown, and whether delivery was reported.
     var outgoing: [String: (to: String, delivered: Bool)] = [:]
     var pendingVerify: PeerID?
-    /// The encrypted store (nil when it did not open).
-    let yaok: YaOKStore?
+    /// The encrypted store (nil when it did not open, or while it is locked).
+    var yaok: YaOKStore?
     var contacts: [(ContactRecord, ContactCard)] = []
     /// Bitchat message IDs of stored messages, for their receipts.
     var transportIDs: [String: UserID] = [:]
@@ -75,6 +85,13 @@ actor ChatScreen {
     var sessionFingerprints: [PeerID: Fingerprint] = [:]
     /// The last name each peer was shown with, for lines after it has gone.
     var lastNames: [PeerID: String] = [:]
+    /// Auto-lock: idle seconds before the store closes (0: never), the last
+    /// typed line, whether the next line is the secret, messages that came
+    /// while locked.
+    var lockAfter: Double = 0
+    var lastActivity = Date()
+    var awaitingSecret = false
+    var heldWhileLocked: [MessageRecord] = []
 
     init(node: MeshNode, store: IdentityStore, yaok: YaOKStore? = nil) {
         self.node = node
@@ -222,6 +239,11 @@ actor ChatScreen {
 
     /// Handles one typed line; false means quit.
     func handle(_ raw: String) async -> Bool {
+        lastActivity = Date()
+        if awaitingSecret {
+            await unlock(with: raw)
+            return true
+        }
         let line = raw.trimmingCharacters(in: .whitespaces)
         guard !line.isEmpty else { return true }
         if let pending = pendingVerify {
@@ -274,6 +296,10 @@ actor ChatScreen {
             await status(Array(words.dropFirst()))
         case "/contacts":
             await listContacts()
+        case "/lock":
+            lock(reason: "locked")
+        case "/unlock":
+            beginUnlock()
         case "/history":
             guard words.count >= 2 else { say("usage: /history NAME (a contact)"); return true }
             history(words[1...].joined(separator: " "))
@@ -353,6 +379,7 @@ actor ChatScreen {
                                 who is away, kept and sent when they appear
               /contacts         Ya OK contacts (starling contact add), here or away
               /history NAME     your conversation with a contact, kept in the encrypted store
+              /lock, /unlock    close the store now (with a PIN it also closes when idle); open it again
               /send NICK PATH   a file, privately
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
@@ -394,5 +421,16 @@ struct Relay: AsyncParsableCommand {
         await runner.value
         let s = await n.statistics
         print("relayed \(s.relaysExecuted) of \(s.received) packets; \(s.duplicatesBlocked) duplicates blocked")
+    }
+}
+
+/// The terminal's echo, off while a secret is typed (a no-op on a pipe).
+enum Terminal {
+    static func echo(_ on: Bool) {
+        guard isatty(STDIN_FILENO) == 1 else { return }
+        var t = termios()
+        guard tcgetattr(STDIN_FILENO, &t) == 0 else { return }
+        if on { t.c_lflag |= tcflag_t(ECHO) } else { t.c_lflag &= ~tcflag_t(ECHO) }
+        tcsetattr(STDIN_FILENO, TCSANOW, &t)
     }
 }

@@ -73,19 +73,75 @@ extension ChatScreen {
         return sessionFingerprints[peer]
     }
 
-    /// A private message from a contact goes into their conversation.
+    /// A private message from a contact goes into their conversation (held
+    /// in memory while the store is locked, and written when it opens).
     func storeIncoming(from peer: PeerID, text: String, messageID: String) async {
-        guard let yaok, let fingerprint = await fingerprint(of: peer), let (_, card) = contact(for: fingerprint) else { return }
+        guard let fingerprint = await fingerprint(of: peer), let (_, card) = contact(for: fingerprint) else { return }
         let now = Date().timeIntervalSince1970
         let record = MessageRecord(id: Self.recordID(messageID), contact: card.userID, outgoing: false, text: text,
                                    timestamp: UInt64(now * 1000), recordedAt: now, transport: "mesh", transportID: messageID)
+        guard let yaok else {
+            if heldWhileLocked.count < Self.maxHeldWhileLocked { heldWhileLocked.append(record) }
+            else { say("! the store is locked and \(Self.maxHeldWhileLocked) messages wait: /unlock to keep more") }
+            return
+        }
         do { try yaok.insertMessage(record) } catch { say("! message not stored: \(error)") }
+    }
+
+    static let maxHeldWhileLocked = 1_000
+
+    // MARK: Auto-lock
+
+    func setLockAfter(_ seconds: Double) { lockAfter = seconds }
+
+    /// Closes the store after `lockAfter` idle seconds (only a store with a
+    /// PIN or passphrase: the key file would open it again at once).
+    func lockIfIdle() {
+        guard lockAfter > 0, yaok != nil, Date().timeIntervalSince(lastActivity) >= lockAfter else { return }
+        lock(reason: "locked after \(Int(lockAfter)) s idle")
+    }
+
+    func lock(reason: String) {
+        guard let store = yaok else { say("* the store is already locked"); return }
+        try? store.close()
+        yaok = nil
+        say("* \(reason): contacts' history is closed; messages still arrive and are kept. /unlock opens it again")
+    }
+
+    /// /unlock: the next line is the PIN or passphrase (not echoed on a terminal).
+    func beginUnlock() {
+        guard yaok == nil else { say("* the store is open"); return }
+        awaitingSecret = true
+        Terminal.echo(false)
+        say(YaOKStore.protection(in: store.directory.url) == .passphrase ? "passphrase:" : "PIN:")
+    }
+
+    func unlock(with secret: String) async {
+        awaitingSecret = false
+        Terminal.echo(true)
+        let directory = store.directory.url
+        let protection: Keyring.Protection
+        switch YaOKStore.protection(in: directory) {
+        case .pin?: protection = .pin(secret)
+        case .passphrase?: protection = .passphrase(secret)
+        case nil, .keyFile?: protection = .keyFile(node.identity)
+        }
+        do {
+            let opened = try YaOKStore.open(directory: directory, protection: protection)
+            yaok = opened
+            let held = heldWhileLocked
+            heldWhileLocked = []
+            if !held.isEmpty { _ = try? opened.insertMessages(held) }
+            reloadContacts()
+            say("* unlocked" + (held.isEmpty ? "" : "; \(held.count) message\(held.count == 1 ? "" : "s") that came meanwhile stored"))
+        } catch {
+            say("! \(error)")
+        }
     }
 
     /// A private message to a contact: sent now if they are on the mesh,
     /// else kept as pending until they appear.
     func sendToContact(_ card: ContactCard, text: String) async {
-        guard let yaok else { return }
         let now = Date().timeIntervalSince1970
         var progress = MessageProgress(at: now)
         try? progress.move(to: .encrypting, at: now)
@@ -93,6 +149,17 @@ extension ChatScreen {
         var record = MessageRecord(id: .random(), contact: card.userID, outgoing: true, text: text,
                                    timestamp: UInt64(now * 1000), recordedAt: now, progress: progress)
         let peer = await node.peers.first { $0.value.fingerprint == card.meshFingerprint }?.key
+        guard let yaok else {
+            // Locked: what can go now goes, and is stored at /unlock; a
+            // message that would have to wait is refused, not lost.
+            guard let peer else {
+                say("! the store is locked and \(DisplayText.clean(card.displayName)) is away: /unlock first (not sent)")
+                return
+            }
+            await send(&record, to: peer)
+            if heldWhileLocked.count < Self.maxHeldWhileLocked { heldWhileLocked.append(record) }
+            return
+        }
         if let peer {
             await send(&record, to: peer)
         } else {
@@ -138,7 +205,7 @@ extension ChatScreen {
 
     /// /history NAME: the stored conversation, by the sender's time.
     func history(_ name: String) {
-        guard yaok != nil else { say("! the store is not open"); return }
+        guard yaok != nil else { say("! the store is locked (/unlock)"); return }
         let matches = contacts.filter { $0.1.displayName.lowercased() == name.lowercased() }
         guard let (_, card) = matches.first else { say("! no contact called \(name) (/contacts)"); return }
         let messages = (try? yaok?.conversation(with: card.userID, limit: 200)) ?? []
@@ -155,7 +222,7 @@ extension ChatScreen {
 
     /// /contacts: who they are, whether they are here.
     func listContacts() async {
-        guard yaok != nil else { say("! the store is not open"); return }
+        guard yaok != nil else { say("! the store is locked (/unlock)"); return }
         if contacts.isEmpty { say("* no contacts: add one with `starling contact add yaok://…`") }
         let here = Set(await node.peers.values.map(\.fingerprint))
         for (record, card) in contacts {

@@ -179,4 +179,36 @@ import Testing
         bobChat.type("/history alice")
         #expect(await bobChat.waitForText("<alice → you> hello while you were away"), "\(bobChat.text)")
     }
+
+    /// With a PIN, the chat closes the store when idle; /unlock with the PIN
+    /// opens it again (a wrong PIN is refused and counted).
+    @Test func theStoreLocksWhenIdleAndOpensWithThePIN() async throws {
+        let dora = ContactCommandTests.temporaryDirectory("chat-lock"), bob = ContactCommandTests.temporaryDirectory("chat-lock-bob")
+        defer { for d in [dora, bob] { try? FileManager.default.removeItem(atPath: d) } }
+        #expect(try await StarlingProcess.run(["id", "--data-dir", bob, "--name", "bob"]).status == 0)
+        let card = try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", bob, "--json"]).stdout)
+        #expect(try await StarlingProcess.run(["contact", "add", "--data-dir", dora, try #require(card["uri"] as? String)]).status == 0)
+        #expect(try await StarlingProcess.run(["pin", "--data-dir", dora], environment: ["STARLING_NEW_PIN": "1357"]).status == 0)
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let relayPort = try await MeshProcessTests.port(of: relay)
+        let chat = LiveProcess.unstarted([StarlingProcess.executable.path, "chat", "--no-discovery", "--port", "0", "--name", "dora",
+                                          "--data-dir", dora, "--peer", "127.0.0.1:\(relayPort)", "--lock-after", "2"])
+        chat.process.environment = ProcessInfo.processInfo.environment.merging(["STARLING_PIN": "1357"]) { $1 }
+        try chat.start()
+        defer { chat.stop() }
+        #expect(await chat.waitForText("1 contact"), "\(chat.text)")
+        #expect(await chat.waitForText("locked after 2 s idle"), "\(chat.text)")
+        chat.type("/history bob")
+        #expect(await chat.waitForText("the store is locked (/unlock)"), "\(chat.text)")
+        chat.type("/unlock")
+        #expect(await chat.waitForText("PIN:"))
+        chat.type("0000")
+        #expect(await chat.waitForText("wrong PIN or passphrase (4 attempts left"), "\(chat.text)")
+        chat.type("/unlock")
+        chat.type("1357")
+        #expect(await chat.waitForText("* unlocked"), "\(chat.text)")
+        chat.type("/history bob")
+        #expect(await chat.waitForText("no messages with"), "\(chat.text)")
+    }
 }
