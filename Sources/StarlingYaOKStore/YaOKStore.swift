@@ -92,6 +92,8 @@ public final class YaOKStore: Sendable {
     static func configuration() -> Configuration {
         var config = Configuration()
         config.journalMode = .default
+        // The chat and a `starling contact` command may write at once: wait.
+        config.busyMode = .timeout(10)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = DELETE")
             try db.execute(sql: "PRAGMA synchronous = FULL")

@@ -85,6 +85,8 @@ actor ChatScreen {
     var sessionFingerprints: [PeerID: Fingerprint] = [:]
     /// The last name each peer was shown with, for lines after it has gone.
     var lastNames: [PeerID: String] = [:]
+    /// Nicknames as announced, to tell a rename from a join.
+    var knownNicknames: [PeerID: String] = [:]
     /// Auto-lock: idle seconds before the store closes (0: never), the last
     /// typed line, whether the next line is the secret, messages that came
     /// while locked.
@@ -132,8 +134,13 @@ actor ChatScreen {
         switch event {
         case let .started(port, peerID, nickname):
             say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
-        case let .peer(peer, _, hops):
-            say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
+        case let .peer(peer, nickname, hops):
+            if let old = knownNicknames[peer], old != nickname {
+                say("* \(DisplayText.clean(old)) is now known as \(await display(peer))")
+            } else {
+                say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
+            }
+            knownNicknames[peer] = nickname
             await flushPending(to: peer)
         case let .left(peer):
             say("* \(await display(peer)) left")
@@ -226,14 +233,30 @@ actor ChatScreen {
                                : "* you are \(kind.emoji) \(kind.displayName)\(kind == .sos ? " — broadcast every 5 s to 7 hops; /status clear ends it" : "")")
     }
 
+    /// The one peer a typed name means. Several peers with that nickname are
+    /// refused and listed (`bob#fde2 ✓★, bob#7e6b`), never chosen silently;
+    /// `NAME#XXXX` picks one. Says why when there is no single answer.
     func peer(named name: String) async -> PeerID? {
         let peers = await node.peers
-        if let exact = peers.first(where: { $0.value.nickname == name })?.key { return exact }
-        // nick#abcd picks one of two peers sharing a nickname
+        var matches = peers.filter { $0.value.nickname == name }.map(\.key)
         let parts = name.split(separator: "#")
-        if parts.count == 2 {
-            return peers.first { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }?.key
+        if matches.isEmpty, parts.count == 2 {
+            matches = peers.filter { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }.map(\.key)
         }
+        if matches.count == 1 { return matches[0] }
+        if matches.isEmpty {
+            say("! no peer called \(name) (try /who)")
+            return nil
+        }
+        var labels: [String] = []
+        let favourites = await node.favoriteFingerprints
+        for id in matches.sorted(by: { $0.description < $1.description }) {
+            let info = peers[id]
+            let marks = (info.map { verified.contains($0.fingerprint) } == true ? "✓" : "")
+                + (info.map { favourites.contains($0.fingerprint) } == true ? "★" : "")
+            labels.append("\(DisplayText.clean(info?.nickname ?? name))#\(id.description.prefix(4))\(marks.isEmpty ? "" : " " + marks)")
+        }
+        say("! \(matches.count) peers are called \(name): \(labels.joined(separator: ", ")); say which, e.g. \(DisplayText.clean(name))#\(matches.sorted(by: { $0.description < $1.description })[0].description.prefix(4))")
         return nil
     }
 
@@ -267,6 +290,7 @@ actor ChatScreen {
         switch words[0] {
         case "/msg", "/m", "/dm":
             guard words.count == 3 else { say("usage: /msg NICK text"); return true }
+            reloadContacts()
             let named = contacts.filter { $0.1.displayName.lowercased() == words[1].lowercased() }
             if named.count > 1 {
                 say("! \(named.count) contacts are called \(words[1]): " + named.map { "\($0.1.displayName)#\($0.1.userID.description.prefix(4))" }.joined(separator: ", "))
@@ -276,7 +300,7 @@ actor ChatScreen {
                 await sendToContact(card, text: words[2])
                 return true
             }
-            guard let to = await peer(named: words[1]) else { say("! no peer called \(words[1]) (try /who)"); return true }
+            guard let to = await peer(named: words[1]) else { return true }
             do {
                 let id = try await node.sendPrivate(words[2], to: to)
                 outgoing[id] = (await display(to), false)
@@ -284,10 +308,11 @@ actor ChatScreen {
             } catch { say("! \(error)") }
         case "/send":
             guard words.count == 3 else { say("usage: /send NICK PATH"); return true }
-            guard let to = await peer(named: words[1]) else { say("! no peer called \(words[1]) (try /who)"); return true }
-            guard let data = FileManager.default.contents(atPath: words[2]) else { say("! cannot read \(words[2])"); return true }
+            guard let to = await peer(named: words[1]) else { return true }
+            let path = Self.typedPath(words[2])
+            guard let data = FileManager.default.contents(atPath: path) else { say("! cannot read \(path)"); return true }
             do {
-                let name = URL(fileURLWithPath: words[2]).lastPathComponent
+                let name = URL(fileURLWithPath: path).lastPathComponent
                 let id = try await node.sendFile(name: name, mimeType: nil, content: [UInt8](data), to: to)
                 outgoing[id] = (await display(to), false)
                 say("[\(Self.clock())] <you → \(await display(to))> file \(name) (\(data.count) bytes)  · sent")
@@ -313,13 +338,13 @@ actor ChatScreen {
                 say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)\(can)")
             }
         case "/ping":
-            guard words.count >= 2, let id = await peer(named: words[1]) else { say("usage: /ping NICK (a peer /who lists)"); return true }
+            guard words.count >= 2 else { say("usage: /ping NICK (a peer /who lists)"); return true }
+            guard let id = await peer(named: words[1]) else { return true }
             await node.ping(id)
             say("* ping \(words[1]) …")
         case "/block", "/unblock", "/fav", "/unfav", "/verify":
-            guard words.count >= 2, let id = await peer(named: words[1]), let info = await node.peers[id] else {
-                say("usage: \(words[0]) NICK (a peer /who lists)"); return true
-            }
+            guard words.count >= 2 else { say("usage: \(words[0]) NICK (a peer /who lists)"); return true }
+            guard let id = await peer(named: words[1]), let info = await node.peers[id] else { return true }
             switch words[0] {
             case "/block":
                 await node.block(info.fingerprint)
@@ -394,6 +419,20 @@ actor ChatScreen {
             say("! unknown command \(words[0]) (/help)")
         }
         return true
+    }
+
+    /// A path as a person types it: in quotes or with `\ ` for spaces, `~` for home.
+    static func typedPath(_ typed: String) -> String {
+        var path = typed.trimmingCharacters(in: .whitespaces)
+        if path.count >= 2, let first = path.first, first == "\"" || first == "'", path.last == first {
+            path = String(path.dropFirst().dropLast())
+        } else {
+            path = path.replacingOccurrences(of: "\\ ", with: " ")
+        }
+        if path == "~" || path.hasPrefix("~/") {
+            path = (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + path.dropFirst()
+        }
+        return path
     }
 
     func indent(_ s: String) -> String { s.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n") }

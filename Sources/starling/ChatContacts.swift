@@ -223,6 +223,7 @@ extension ChatScreen {
     /// /contacts: who they are, whether they are here.
     func listContacts() async {
         guard yaok != nil else { say("! the store is locked (/unlock)"); return }
+        reloadContacts() // `starling contact add` may have run meanwhile
         if contacts.isEmpty { say("* no contacts: add one with `starling contact add yaok://…`") }
         let here = Set(await node.peers.values.map(\.fingerprint))
         for (record, card) in contacts {

@@ -10,6 +10,9 @@ import StarlingTransport
 import StarlingWire
 
 /// Options shared by the commands that run a node.
+/// The data directory's lock, held for the life of the process that runs a node.
+nonisolated(unsafe) var runningNodeLock: DirectoryLock?
+
 struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Nickname (default: the stored one, else anon + 4 hex digits).") var name: String?
     @Option(help: "UDP port on 127.0.0.1 (default: the first free of 47370–47385, else any).") var port: UInt16?
@@ -36,6 +39,12 @@ struct NodeOptions: ParsableArguments {
     func makeNode() throws -> MeshNode {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        try UserError.writableDirectory(store.directory)
+        do {
+            runningNodeLock = try DirectoryLock(store.directory)
+        } catch let held as DirectoryLock.Held {
+            throw ValidationError(held.description)
+        }
         let (identity, _) = try store.loadOrCreate(passphrase: try Passphrase.forStoredKey(store))
         if let name { try store.setNickname(name) }
         var options = MeshNode.Options(nickname: store.nickname(or: identity))

@@ -212,3 +212,75 @@ import Testing
         #expect(await chat.waitForText("no messages with"), "\(chat.text)")
     }
 }
+
+/// One node per data directory: a second refuses and names the first.
+@Suite struct DataDirectoryLockTests {
+    @Test func aSecondNodeOnOneDirectoryRefuses() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("lock")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--duration", "60", "--data-dir", dir])
+        defer { first.stop() }
+        #expect(await first.waitFor { $0["event"] as? String == "started" } != nil, "\(first.text)")
+        let second = try await StarlingProcess.run(["listen", "--no-discovery", "--port", "0", "--duration", "5", "--data-dir", dir])
+        #expect(second.status != 0)
+        #expect(second.stderr.contains("another starling process (pid \(first.process.processIdentifier))"), "\(second.stderr)")
+        first.stop()
+        // The lock goes with the process.
+        let third = try await StarlingProcess.run(["listen", "--no-discovery", "--port", "0", "--duration", "0.5", "--data-dir", dir])
+        #expect(third.status == 0, "\(third.stderr)")
+    }
+
+    @Test func anUnwritableDataDirectoryIsSaidInWords() async throws {
+        // Not even root can make a directory in /proc.
+        let result = try await StarlingProcess.run(["listen", "--duration", "1", "--data-dir", "/proc/starling-cannot-be-here"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("cannot create the data directory"))
+    }
+}
+
+/// Names as a person reads them: two peers with one nickname are never
+/// confused, a rename is a rename, and `/send` takes `~` and quoted paths.
+@Suite(.serialized) struct ChatNamesProcessTests {
+    @Test func twoPeersWithOneNicknameARenameAndATypedPath() async throws {
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let port = try await MeshProcessTests.port(of: relay)
+        let first = try MeshProcessTests.chat("bob", peer: port)
+        defer { first.stop() }
+        let second = try MeshProcessTests.chat("bob", peer: port)
+        defer { second.stop() }
+        let home = ContactCommandTests.temporaryDirectory("home")
+        try FileManager.default.createDirectory(atPath: home + "/my files", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        try Data("a note".utf8).write(to: URL(fileURLWithPath: home + "/my files/note.txt"))
+        let alice = LiveProcess.unstarted([StarlingProcess.executable.path, "chat", "--no-discovery", "--port", "0", "--name", "alice",
+                                           "--announce-interval", "1", "--data-dir", ContactCommandTests.temporaryDirectory("alice-names"),
+                                           "--peer", "127.0.0.1:\(port)"])
+        alice.process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home]) { $1 }
+        try alice.start()
+        defer { alice.stop() }
+        func peerID(_ p: LiveProcess) async throws -> String {
+            #expect(await p.waitForText("* you are bob ("))
+            let line = try #require(p.text.split(separator: "\n").first { $0.contains("* you are bob (") })
+            return String(try #require(line.split(separator: "(").dropFirst().first?.prefix(16)))
+        }
+        let firstID = try await peerID(first), secondID = try await peerID(second)
+        // The second to arrive is shown with 4 digits of its ID; /who lists both so.
+        #expect(await alice.waitForText("bob#"), "\(alice.text)")
+        alice.type("/who")
+        #expect(await alice.waitForText("bob#\(firstID.prefix(4))  \(firstID)"), "\(alice.text)")
+        #expect(await alice.waitForText("bob#\(secondID.prefix(4))  \(secondID)"), "\(alice.text)")
+        alice.type("/msg bob which of you?")
+        #expect(await alice.waitForText("2 peers are called bob:"), "\(alice.text)")
+        #expect(!first.text.contains("which of you?") && !second.text.contains("which of you?"))
+        alice.type("/msg bob#\(firstID.prefix(4)) you, the first")
+        #expect(await first.waitForText("you, the first"), "\(first.text)")
+        #expect(!second.text.contains("you, the first"))
+        second.type("/nick robert")
+        #expect(await alice.waitForText("is now known as robert"), "\(alice.text)")
+        alice.type("/send robert \"~/my files/note.txt\"")
+        #expect(await second.waitForText("file note.txt (6 bytes) saved"), "\(second.text)\n---\n\(alice.text)")
+        alice.type("/send robert ~/my\\ files/note.txt")
+        #expect(await alice.waitForText("file note.txt (6 bytes)  · sent"), "\(alice.text)")
+    }
+}
