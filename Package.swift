@@ -205,7 +205,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingYaOKTests",
         dependencies: ["StarlingYaOK", "StarlingYaOKStore", "StarlingQR", "StarlingCrypto", "StarlingWire",
-                       .product(name: "Crypto", package: "swift-crypto")]
+                       .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]
     ),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
     .target(

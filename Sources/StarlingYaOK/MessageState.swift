@@ -33,7 +33,7 @@ public enum MessageState: String, Codable, Sendable, CaseIterable, Comparable {
     public func canMove(to next: MessageState) -> Bool {
         switch (self, next) {
         case (.composing, .encrypting), (.encrypting, .routing), (.routing, .sending),
-             (.sending, .sent), (.sending, .retrying), (.retrying, .sending), (.retrying, .failed),
+             (.sending, .sent), (.sending, .retrying), (.retrying, .sending), (.retrying, .failed), (.retrying, .sent),
              (.failed, .retrying), (.routing, .failed), (.encrypting, .failed):
             true
         case (_, .delivered), (_, .read):

@@ -71,7 +71,7 @@ extension YaOKStore {
             defer { try? FileManager.default.removeItem(at: probe) }
             do {
                 try FileManager.default.copyItem(at: candidate, to: probe)
-                let queue = try openChecked(path: probe.path, cipher: cipher)
+                let queue = try openChecked(path: probe.path, cipher: cipher, requireCheck: true)
                 try queue.close()
             } catch {
                 if chosen != nil { throw error }
@@ -90,6 +90,11 @@ extension YaOKStore {
     /// Deletes the store, its keyring and backups; the identity (key file,
     /// user ID, nickname) stays.
     public static func reset(directory: URL) throws {
+        // The keyring first, overwritten: without it nothing left on the disk opens.
+        let keyring = directory.appendingPathComponent(keyringName)
+        if FileManager.default.fileExists(atPath: keyring.path) {
+            try Data(repeating: 0, count: Keyring.byteCount).write(to: keyring)
+        }
         for name in [databaseName, databaseName + "-journal", databaseName + "-wal", databaseName + "-shm", keyringName,
                      "store.attempts", backupFolder] {
             let url = directory.appendingPathComponent(name)

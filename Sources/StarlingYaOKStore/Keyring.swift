@@ -3,6 +3,11 @@ import CryptoExtras
 import Foundation
 import StarlingCrypto
 import StarlingWire
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The store's data key, sealed: `store.keyring` in the data directory.
 ///
@@ -211,12 +216,20 @@ public struct KeyringFile: Sendable {
 
     func attempts() -> Attempts {
         guard let data = try? Data(contentsOf: attemptsURL),
-              let value = try? JSONDecoder().decode(Attempts.self, from: data) else { return Attempts() }
+              var value = try? JSONDecoder().decode(Attempts.self, from: data) else { return Attempts() }
+        // Whatever the file says, within the rules' range.
+        value.failures = min(max(value.failures, 0), Self.maxFailures)
+        if !value.lockedUntil.isFinite || value.lockedUntil < 0 { value.lockedUntil = 0 }
         return value
     }
 
+    /// Writes the count in place (the file is the one held locked).
     func save(_ a: Attempts) {
-        if let data = try? JSONEncoder().encode(a) { try? data.write(to: attemptsURL, options: [.atomic]) }
+        guard let data = try? JSONEncoder().encode(a), let handle = try? FileHandle(forWritingTo: attemptsURL) else { return }
+        try? handle.truncate(atOffset: 0)
+        try? handle.write(contentsOf: data)
+        try? handle.synchronize()
+        try? handle.close()
     }
 
     /// Seconds left in a lockout, 0 when none.
@@ -224,10 +237,26 @@ public struct KeyringFile: Sendable {
         max(0, attempts().lockedUntil - now)
     }
 
-    /// Opens the keyring with `protection`, counting wrong attempts.
+    /// Opens the keyring with `protection`, counting wrong attempts. The
+    /// count is read, the secret tried and the count written under an
+    /// exclusive lock on the attempts file, so parallel processes cannot each
+    /// take a free guess.
     public func unlock(_ protection: Protection, now: Double) throws -> [UInt8] {
+        let fd = open(attemptsURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Keyring.Error.corrupt("cannot open \(attemptsURL.path)") }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw Keyring.Error.corrupt("cannot lock \(attemptsURL.path)") }
+        defer { flock(fd, LOCK_UN) }
+        return try unlockLocked(protection, now: now)
+    }
+
+    private func unlockLocked(_ protection: Protection, now: Double) throws -> [UInt8] {
         var a = attempts()
-        if a.lockedUntil > now { throw Keyring.Error.lockedOut(secondsLeft: Int((a.lockedUntil - now).rounded(.up))) }
+        if a.lockedUntil > now {
+            // A lockout never lasts longer than the rule, whatever the file says.
+            let left = min(a.lockedUntil - now, Self.lockoutSeconds)
+            throw Keyring.Error.lockedOut(secondsLeft: Int(left.rounded(.up)))
+        }
         let keyring = try read()
         let result = Result { () throws(Keyring.Error) -> [UInt8] in try keyring.open(protection) }
         switch result {

@@ -75,9 +75,12 @@ public struct MessageRecord: Codable, Hashable, Sendable {
         self.transportID = transportID
     }
 
+    /// Waiting for a transport to take it: never handed over yet
+    /// (routing), or to be tried again (retrying). A message in `sending` is
+    /// the transport's until its receipt or failure.
     public var isPending: Bool {
         guard outgoing, let state = progress?.state else { return false }
-        return state < .sent && state != .failed
+        return state == .composing || state == .encrypting || state == .routing || state == .retrying
     }
 }
 

@@ -104,7 +104,7 @@ public final class YaOKStore: Sendable {
 
     /// Opens a database file, runs the integrity check and the migrations,
     /// and checks that `cipher`'s key is the one the file was written with.
-    static func openChecked(path: String, cipher: FieldCipher) throws -> DatabaseQueue {
+    static func openChecked(path: String, cipher: FieldCipher, requireCheck: Bool = false) throws -> DatabaseQueue {
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration())
@@ -121,6 +121,8 @@ public final class YaOKStore: Sendable {
                     throw Error.wrongKey
                 }
             } else {
+                // A new store gets its check value; a backup must already have one.
+                guard !requireCheck else { throw Error.wrongKey }
                 try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('check', ?)",
                                arguments: [Data(cipher.seal(Self.checkValue, table: "meta", row: Array("check".utf8)))])
             }
@@ -177,9 +179,16 @@ public final class YaOKStore: Sendable {
         }
     }
 
+    /// Replaces a stored contact's record; a contact removed meanwhile stays
+    /// removed (`notFound`).
     public func updateContact(_ record: ContactRecord) throws {
         guard let card = record.card else { throw Error.corrupt("a contact card that does not verify") }
-        try queue.write { db in try self.writeContact(db, record, lookup: self.contactLookup(card.userID)) }
+        let lookup = contactLookup(card.userID)
+        try queue.write { db in
+            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "contacts", row: lookup)
+            try db.execute(sql: "UPDATE contacts SET data = ? WHERE lookup = ?", arguments: [Data(data), Data(lookup)])
+            guard db.changesCount == 1 else { throw Error.notFound("contact \(card.displayName)") }
+        }
     }
 
     func writeContact(_ db: Database, _ record: ContactRecord, lookup: [UInt8]) throws {
@@ -262,7 +271,9 @@ public final class YaOKStore: Sendable {
 
     // MARK: Messages
 
-    func messageLookup(_ id: UserID) -> [UInt8] { cipher.lookup("message", id.bytes) }
+    /// A message is known by its sender's conversation and its ID: another
+    /// contact reusing an ID cannot shadow it.
+    func messageLookup(_ id: UserID, contact: UserID) -> [UInt8] { cipher.lookup("message", contact.bytes + id.bytes) }
     func conversationLookup(_ id: UserID) -> [UInt8] { cipher.lookup("conversation", id.bytes) }
 
     /// Records a message. Returns false when a message with its ID is already
@@ -281,7 +292,7 @@ public final class YaOKStore: Sendable {
             var added = 0
             let encoder = JSONEncoder()
             for message in messages {
-                let lookup = self.messageLookup(message.id)
+                let lookup = self.messageLookup(message.id, contact: message.contact)
                 let data = self.cipher.seal(try encoder.encode(message), table: "messages", row: lookup)
                 // A message ID already stored (a replay, a duplicate delivery) is ignored.
                 try db.execute(sql: "INSERT OR IGNORE INTO messages (lookup, conversation, pending, data) VALUES (?, ?, ?, ?)",
@@ -300,7 +311,7 @@ public final class YaOKStore: Sendable {
 
     /// Replaces a stored message (its state moved).
     public func updateMessage(_ message: MessageRecord) throws {
-        let lookup = messageLookup(message.id)
+        let lookup = messageLookup(message.id, contact: message.contact)
         try queue.write { db in
             let data = self.cipher.seal(try JSONEncoder().encode(message), table: "messages", row: lookup)
             try db.execute(sql: "UPDATE messages SET pending = ?, data = ? WHERE lookup = ?",
@@ -309,8 +320,8 @@ public final class YaOKStore: Sendable {
         }
     }
 
-    public func message(_ id: UserID) throws -> MessageRecord? {
-        let lookup = messageLookup(id)
+    public func message(_ id: UserID, contact: UserID) throws -> MessageRecord? {
+        let lookup = messageLookup(id, contact: contact)
         return try queue.read { db in
             guard let data = try Data.fetchOne(db, sql: "SELECT data FROM messages WHERE lookup = ?", arguments: [Data(lookup)])
             else { return nil }
@@ -327,7 +338,10 @@ public final class YaOKStore: Sendable {
                 try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
                                        row: Array(row["lookup"] as Data))
             }
-        }.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
+        }
+        // The clear conversation column only finds rows; the sealed record decides.
+        .filter { $0.contact == contact }
+        .sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
     }
 
     /// Outgoing messages not yet sent (waiting for a transport or retrying).
@@ -337,7 +351,7 @@ public final class YaOKStore: Sendable {
                 try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
                                        row: Array(row["lookup"] as Data))
             }
-        }
+        }.filter(\.isPending) // the clear flag only finds rows; the sealed state decides
     }
 
     public func messageCount() throws -> Int {

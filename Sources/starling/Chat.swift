@@ -79,8 +79,8 @@ actor ChatScreen {
     /// The encrypted store (nil when it did not open, or while it is locked).
     var yaok: YaOKStore?
     var contacts: [(ContactRecord, ContactCard)] = []
-    /// Bitchat message IDs of stored messages, for their receipts.
-    var transportIDs: [String: UserID] = [:]
+    /// Bitchat message IDs of stored messages (and their contacts), for their receipts.
+    var transportIDs: [String: (UserID, UserID)] = [:]
     /// Fingerprints of peers we hold Noise sessions with (known before their announce).
     var sessionFingerprints: [PeerID: Fingerprint] = [:]
     /// The last name each peer was shown with, for lines after it has gone.
@@ -94,6 +94,11 @@ actor ChatScreen {
     var lastActivity = Date()
     var awaitingSecret = false
     var heldWhileLocked: [MessageRecord] = []
+    var heldReceipts: [(String, Receipt)] = []
+    /// Sends of waiting messages under way (the store does not lock meanwhile).
+    var flushing = 0
+    /// A quit with messages not yet stored asks once.
+    var quitWarned = false
 
     init(node: MeshNode, store: IdentityStore, yaok: YaOKStore? = nil) {
         self.node = node
@@ -159,14 +164,14 @@ actor ChatScreen {
             if let f = Fingerprint(hex: fingerprint) { sessionFingerprints[peer] = f }
             say("* encrypted session with \(await display(peer))")
         case let .delivered(id, _):
-            storeProgress(id) { p, now in p.receipt(.delivered, at: now) }
+            storeProgress(id, .delivered)
             if let o = outgoing[id], !o.delivered {
                 outgoing[id]?.delivered = true
                 say("  · to \(o.to): delivered")
             }
         case let .read(id, _):
             // Receipts travel separately and may arrive in either order; read implies delivered.
-            storeProgress(id) { p, now in p.receipt(.read, at: now) }
+            storeProgress(id, .read)
             if let o = outgoing.removeValue(forKey: id) {
                 if !o.delivered { say("  · to \(o.to): delivered") }
                 say("  · to \(o.to): read")
@@ -180,10 +185,7 @@ actor ChatScreen {
             say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
             say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
         case let .failed(id, _):
-            storeProgress(id) { p, now in
-                try? p.move(to: .retrying, at: now)
-                try? p.move(to: .failed, at: now)
-            }
+            storeProgress(id, .failed)
             if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
         case let .state(s):
             say("* \(await display(s.senderID)) is \(s.state.emoji) \(s.state.displayName)\(s.hops > 1 ? " (\(s.hops) hops)" : "")")
@@ -291,9 +293,9 @@ actor ChatScreen {
         case "/msg", "/m", "/dm":
             guard words.count == 3 else { say("usage: /msg NICK text"); return true }
             reloadContacts()
-            let named = contacts.filter { $0.1.displayName.lowercased() == words[1].lowercased() }
+            let named = contacts(named: words[1])
             if named.count > 1 {
-                say("! \(named.count) contacts are called \(words[1]): " + named.map { "\($0.1.displayName)#\($0.1.userID.description.prefix(4))" }.joined(separator: ", "))
+                say(ambiguity(words[1], named))
                 return true
             }
             if let (_, card) = named.first {
@@ -389,11 +391,20 @@ actor ChatScreen {
         case "/clear":
             FileHandle.standardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
         case "/leave", "/quit":
+            if !heldWhileLocked.isEmpty, !quitWarned {
+                quitWarned = true
+                say("! \(heldWhileLocked.count) message\(heldWhileLocked.count == 1 ? "" : "s") that came while the store was locked are not stored yet: /unlock to keep them, or \(words[0]) again to leave without")
+                return true
+            }
             await node.leave()
             say("* left")
             return false
         case "/panic":
             await node.wipe()
+            try? yaok?.close()
+            yaok = nil
+            heldWhileLocked = []
+            try? YaOKStore.reset(directory: store.directory.url)
             try? store.wipe()
             say("* keys, sessions and state wiped")
             return false
@@ -413,7 +424,7 @@ actor ChatScreen {
               /nick NAME        rename yourself
               /status [STATE|sos|clear]  your state, or everyone's (Stately)
               /stats            mesh statistics
-              /clear, /leave, /panic (wipe keys and state, then quit), /help
+              /clear, /leave, /panic (wipe keys, the store and state, then quit), /help
             """)
         default:
             say("! unknown command \(words[0]) (/help)")

@@ -33,8 +33,15 @@ extension ChatScreen {
         for (record, card) in contacts {
             if record.verified { verified.insert(card.meshFingerprint); await node.setVerified(card.meshFingerprint, true) }
             if record.blocked { await node.block(card.meshFingerprint) }
-            for m in (try? yaok.conversation(with: card.userID, limit: 200)) ?? [] where m.outgoing {
-                if let t = m.transportID { transportIDs[t] = m.id }
+            for var m in (try? yaok.conversation(with: card.userID, limit: 200)) ?? [] where m.outgoing {
+                if let t = m.transportID { transportIDs[t] = (m.id, m.contact) }
+                // Handed to the mesh by an earlier run, no receipt since: that
+                // run's retries are gone, so it is tried again when the contact
+                // appears (at least once; a duplicate is possible, a loss is not).
+                if m.progress?.state == .sending {
+                    try? m.progress?.move(to: .retrying, at: Date().timeIntervalSince1970)
+                    try? yaok.updateMessage(m)
+                }
             }
         }
         let pending = (try? yaok.pendingMessages().count) ?? 0
@@ -97,7 +104,7 @@ extension ChatScreen {
     /// Closes the store after `lockAfter` idle seconds (only a store with a
     /// PIN or passphrase: the key file would open it again at once).
     func lockIfIdle() {
-        guard lockAfter > 0, yaok != nil, Date().timeIntervalSince(lastActivity) >= lockAfter else { return }
+        guard lockAfter > 0, yaok != nil, flushing == 0, Date().timeIntervalSince(lastActivity) >= lockAfter else { return }
         lock(reason: "locked after \(Int(lockAfter)) s idle")
     }
 
@@ -130,10 +137,18 @@ extension ChatScreen {
             let opened = try YaOKStore.open(directory: directory, protection: protection)
             yaok = opened
             let held = heldWhileLocked
-            heldWhileLocked = []
-            if !held.isEmpty { _ = try? opened.insertMessages(held) }
+            do {
+                if !held.isEmpty { _ = try opened.insertMessages(held) }
+                heldWhileLocked = []
+            } catch {
+                say("! the \(held.count) messages that came meanwhile were not stored (\(error)); they stay in memory")
+            }
+            let receipts = heldReceipts
+            heldReceipts = []
+            for (id, receipt) in receipts { storeProgress(id, receipt) }
             reloadContacts()
-            say("* unlocked" + (held.isEmpty ? "" : "; \(held.count) message\(held.count == 1 ? "" : "s") that came meanwhile stored"))
+            say("* unlocked" + (held.isEmpty || !heldWhileLocked.isEmpty ? ""
+                                : "; \(held.count) message\(held.count == 1 ? "" : "s") from meanwhile stored"))
         } catch {
             say("! \(error)")
         }
@@ -158,6 +173,7 @@ extension ChatScreen {
             }
             await send(&record, to: peer)
             if heldWhileLocked.count < Self.maxHeldWhileLocked { heldWhileLocked.append(record) }
+            else { say("! the store is locked and \(Self.maxHeldWhileLocked) messages wait: this one was sent but is not kept (/unlock)") }
             return
         }
         if let peer {
@@ -176,7 +192,7 @@ extension ChatScreen {
             try? record.progress?.attempt(on: 0, at: now)
             record.transport = "mesh"
             record.transportID = id
-            transportIDs[id] = record.id
+            transportIDs[id] = (record.id, record.contact)
             outgoing[id] = (await display(peer), false)
             say("[\(Self.clock())] <you → \(await display(peer))> \(record.text)  · sent")
         } catch {
@@ -189,24 +205,44 @@ extension ChatScreen {
         guard let yaok, let info = await node.peers[peer], let (_, card) = contact(for: info.fingerprint) else { return }
         let pending = ((try? yaok.pendingMessages()) ?? []).filter { $0.contact == card.userID }
         guard !pending.isEmpty else { return }
+        // The store stays open until every sent message's new state is written.
+        flushing += 1
+        defer { flushing -= 1 }
         say("* \(DisplayText.clean(card.displayName)) is here: sending \(pending.count) waiting message\(pending.count == 1 ? "" : "s")")
         for var record in pending {
             await send(&record, to: peer)
-            try? yaok.updateMessage(record)
+            do { try yaok.updateMessage(record) } catch { say("! the state of a sent message was not stored: \(error)") }
         }
     }
 
-    /// A receipt or failure for a stored message moves its state.
-    func storeProgress(_ transportID: String, _ change: (inout MessageProgress, Double) -> Void) {
-        guard let yaok, let id = transportIDs[transportID], var record = try? yaok.message(id), record.progress != nil else { return }
-        change(&record.progress!, Date().timeIntervalSince1970)
-        try? yaok.updateMessage(record)
+    enum Receipt { case delivered, read, failed }
+
+    /// A receipt or failure for a stored message moves its state (kept in
+    /// memory while the store is locked, applied at unlock).
+    func storeProgress(_ transportID: String, _ receipt: Receipt) {
+        guard let yaok else {
+            if heldReceipts.count < Self.maxHeldWhileLocked { heldReceipts.append((transportID, receipt)) }
+            return
+        }
+        guard let (id, contact) = transportIDs[transportID], var record = try? yaok.message(id, contact: contact),
+              record.progress != nil else { return }
+        let now = Date().timeIntervalSince1970
+        switch receipt {
+        case .delivered: record.progress!.receipt(.delivered, at: now)
+        case .read: record.progress!.receipt(.read, at: now)
+        case .failed:
+            try? record.progress!.move(to: .retrying, at: now)
+            try? record.progress!.move(to: .failed, at: now)
+        }
+        do { try yaok.updateMessage(record) } catch { say("! a receipt was not stored: \(error)") }
     }
 
     /// /history NAME: the stored conversation, by the sender's time.
     func history(_ name: String) {
         guard yaok != nil else { say("! the store is locked (/unlock)"); return }
-        let matches = contacts.filter { $0.1.displayName.lowercased() == name.lowercased() }
+        reloadContacts()
+        let matches = contacts(named: name)
+        guard matches.count <= 1 else { say(ambiguity(name, matches)); return }
         guard let (_, card) = matches.first else { say("! no contact called \(name) (/contacts)"); return }
         let messages = (try? yaok?.conversation(with: card.userID, limit: 200)) ?? []
         if messages.isEmpty { say("* no messages with \(DisplayText.clean(card.displayName)) yet") }
@@ -230,6 +266,24 @@ extension ChatScreen {
             let marks = (record.verified || verified.contains(card.meshFingerprint) ? " ✓" : "") + (record.favorite ? " ★" : "") + (record.blocked ? " (blocked)" : "")
             say("  \(DisplayText.clean(card.displayName))\(marks)  \(here.contains(card.meshFingerprint) ? "here" : "away")")
         }
+    }
+
+    /// Contacts a typed name means: by display name, or `NAME#XXXX` with the
+    /// start of the user ID.
+    func contacts(named name: String) -> [(ContactRecord, ContactCard)] {
+        let exact = contacts.filter { $0.1.displayName.lowercased() == name.lowercased() }
+        if !exact.isEmpty { return exact }
+        let parts = name.split(separator: "#")
+        guard parts.count == 2, parts[1].count >= 4 else { return [] }
+        return contacts.filter {
+            $0.1.displayName.lowercased() == parts[0].lowercased() && $0.1.userID.description.hasPrefix(parts[1].lowercased())
+        }
+    }
+
+    func ambiguity(_ name: String, _ matches: [(ContactRecord, ContactCard)]) -> String {
+        "! \(matches.count) contacts are called \(name): "
+            + matches.map { r, c in "\(DisplayText.clean(c.displayName))#\(c.userID.description.prefix(4))\(r.verified ? " ✓" : "")" }
+                .joined(separator: ", ") + "; say which, e.g. \(DisplayText.clean(matches[0].1.displayName))#\(matches[0].1.userID.description.prefix(4))"
     }
 
     /// A bitchat message ID as a record ID: the UUID it is, or 16 bytes of

@@ -181,7 +181,10 @@ struct Contact: ParsableCommand {
             let store = try access.open()
             var (record, card) = try resolve(name, in: store)
             let safety = SafetyNumber(try access.card(), card)
-            if mismatch { return try reportMismatch(card) }
+            if mismatch {
+                if record.verified { record.verified = false; try store.updateContact(record) }
+                return try reportMismatch(card)
+            }
             if json {
                 if yes { record.verified = true; try store.updateContact(record) }
                 struct Out: Encodable { let displayName: String, userID: String, safetyNumber: String, verified: Bool }
@@ -200,7 +203,10 @@ struct Contact: ParsableCommand {
                 }
                 print("Does \(card.displayName)'s device show the same number? [y]es / [n]ot now / [m]ismatch: ", terminator: "")
                 let answer = readLine()?.lowercased() ?? ""
-                if answer.hasPrefix("m") { return try reportMismatch(card) }
+                if answer.hasPrefix("m") {
+                    if record.verified { record.verified = false; try store.updateContact(record) }
+                    return try reportMismatch(card)
+                }
                 confirmed = answer.hasPrefix("y")
             }
             if confirmed {

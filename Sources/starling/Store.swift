@@ -131,6 +131,8 @@ struct Restore: ParsableCommand {
 
     func run() throws {
         let access = try StoreAccess(dataDir: dataDir)
+        let lock = try holdDirectory(access.identityStore.directory)
+        defer { withExtendedLifetime(lock) {} }
         do {
             let used = try YaOKStore.restore(directory: access.directory, protection: try access.protection(),
                                              from: from.map { URL(fileURLWithPath: $0) })
@@ -161,6 +163,8 @@ struct Reset: ParsableCommand {
                   terminator: "")
             guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
         }
+        let lock = try holdDirectory(directory)
+        defer { withExtendedLifetime(lock) {} }
         try YaOKStore.reset(directory: directory.url)
         print("the store is reset; the identity is kept")
     }
@@ -204,5 +208,15 @@ struct Pin: ParsableCommand {
         }
         print(remove ? "the store is sealed with the identity key (no PIN)"
               : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
+    }
+}
+
+/// The data directory's lock for a command that replaces the store under a
+/// running node (restore, reset): refused while a node runs there.
+func holdDirectory(_ directory: DataDirectory) throws -> DirectoryLock {
+    do {
+        return try DirectoryLock(directory)
+    } catch let held as DirectoryLock.Held {
+        throw ValidationError(held.description)
     }
 }

@@ -20,9 +20,12 @@ import Testing
         while let marker = rest.range(of: "<!-- example: ") {
             let nameEnd = rest[marker.upperBound...].range(of: " -->")!
             let name = String(rest[marker.upperBound..<nameEnd.lowerBound])
-            let open = rest[nameEnd.upperBound...].range(of: "```hex\n")!
-            let close = rest[open.upperBound...].range(of: "```")!
-            out[name] = try! [UInt8](hex: rest[open.upperBound..<close.lowerBound])
+            // The example is the first fenced block after its marker; only hex
+            // blocks are bytes (a ```text example is checked where it is made).
+            let fence = rest[nameEnd.upperBound...].range(of: "```")!
+            let close = rest[fence.upperBound...].range(of: "```")!
+            let block = rest[fence.upperBound..<close.lowerBound]
+            if block.hasPrefix("hex\n") { out[name] = try! [UInt8](hex: block.dropFirst(4)) }
             rest = rest[close.upperBound...]
         }
         return out
@@ -70,8 +73,9 @@ import Testing
         let expected = try Self.expected()
         #expect(!Self.examples.isEmpty, "docs/PROTOCOL.md not found or has no examples")
         // Examples named crypto-… are checked by StarlingCryptoTests, hello by StarlingTransportTests,
-        // stately-… by StarlingStatelyTests (they need keys).
-        for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-") && name != "hello" {
+        // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys).
+        for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-")
+            && !name.hasPrefix("yaok-") && name != "hello" {
             let want = try #require(expected[name], "example \(name) in docs/PROTOCOL.md has no check")
             #expect(bytes == want, "example \(name): doc \(bytes.hexString) ≠ code \(want.hexString)")
         }

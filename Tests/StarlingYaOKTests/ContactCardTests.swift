@@ -113,6 +113,12 @@ import Testing
         #expect(UserID(string: id.description) == id)
         #expect(UUID(uuidString: id.description) != nil)
         #expect(UserID(string: "not-a-uuid") == nil)
+        // Exactly 8-4-4-4-12 hex digits: prefixes and separators a hex reader
+        // might skip are refused (they would make IDs of 15 or 14 bytes).
+        #expect(UserID(string: "0x1c2a3b-4d5e-4f60-8172-8394a5b6c7d8") == nil)
+        #expect(UserID(string: "6f1c2a3b-4d5e-4f60-8172-8394a5b6::::") == nil)
+        #expect(UserID(string: "6f1c2a3b 4d5e-4f60-8172-8394a5b6c7d8") == nil)
+        #expect(UserID(string: "6F1C2A3B-4D5E-4F60-8172-8394A5B6C7D8")?.description == "6f1c2a3b-4d5e-4f60-8172-8394a5b6c7d8")
         #expect(UserID.random() != id)
     }
 

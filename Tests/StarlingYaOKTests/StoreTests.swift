@@ -3,6 +3,7 @@ import StarlingCrypto
 import StarlingWire
 import StarlingYaOK
 @testable import StarlingYaOKStore
+import GRDB
 import Testing
 
 /// The encrypted store on real files in a temporary directory.
@@ -218,13 +219,13 @@ import Testing
         #expect(try store.insertMessages(Array(many[0..<6_000])) == 6_000)
         #expect(try store.insertMessages(Array(many[5_000...])) == YaOKStore.maxMessages + 5 - 6_000, "duplicates skipped")
         #expect(try store.messageCount() == YaOKStore.maxMessages)
-        #expect(try store.message(pending.id) != nil, "the pending message was kept")
+        #expect(try store.message(pending.id, contact: bob.userID) != nil, "the pending message was kept")
         try pending.progress!.attempt(on: 0, at: 3)
         try pending.progress!.move(to: .sent, at: 4)
         pending.progress!.receipt(.delivered, at: 5)
         try store.updateMessage(pending)
         #expect(try store.pendingMessages().isEmpty)
-        #expect(try store.message(pending.id)?.progress?.state == .delivered)
+        #expect(try store.message(pending.id, contact: bob.userID)?.progress?.state == .delivered)
         let recent = try store.conversation(with: bob.userID, limit: 3)
         #expect(recent.map(\.text) == ["m10002", "m10003", "m10004"])
     }
@@ -245,5 +246,70 @@ import Testing
         let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1)
         #expect(try store.incidents().map(\.packetHash) == (0..<5).map { BLAKE3.hash([UInt8($0)]).hexString })
         #expect(try !store.recordIncident(Incident(sender: sender, kind: .badSignature, packet: [9], at: 1_000 + 2 * 86_400)))
+    }
+
+    /// What someone who can write the file (but has no key) can and cannot do.
+    @Test func tamperingWithClearColumnsChangesNothingAPersonSees() throws {
+        let dir = temporaryDirectory("store-tamper")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let bob = try contact("bob", 0x70), carol = try contact("carol", 0x72)
+        let delivered = MessageRecord(id: .random(), contact: bob.userID, outgoing: true, text: "old news", timestamp: 1,
+                                      recordedAt: 1, progress: {
+                                          var p = MessageProgress(at: 1)
+                                          try? p.move(to: .encrypting, at: 1); try? p.move(to: .routing, at: 1)
+                                          try? p.attempt(on: 0, at: 1); p.receipt(.delivered, at: 2)
+                                          return p
+                                      }())
+        try store.insertMessage(delivered)
+        // Mark it pending and move it into carol's conversation, in the clear columns.
+        try store.queue.write { db in
+            try db.execute(sql: "UPDATE messages SET pending = 1, conversation = ?", arguments: [Data(store.conversationLookup(carol.userID))])
+        }
+        #expect(try store.pendingMessages().isEmpty, "the sealed state says delivered")
+        #expect(try store.conversation(with: carol.userID).isEmpty, "the sealed record says bob")
+        // The same message ID from two contacts: two messages.
+        let shared = UserID.random()
+        #expect(try store.insertMessage(MessageRecord(id: shared, contact: bob.userID, outgoing: false, text: "from bob", timestamp: 2, recordedAt: 2)))
+        #expect(try store.insertMessage(MessageRecord(id: shared, contact: carol.userID, outgoing: false, text: "from carol", timestamp: 2, recordedAt: 2)))
+        #expect(try store.message(shared, contact: bob.userID)?.text == "from bob")
+        #expect(try store.message(shared, contact: carol.userID)?.text == "from carol")
+        // A removed contact is not brought back by an update.
+        var record = try store.addContact(bob, now: 3)
+        try store.removeContact(bob.userID)
+        record.blocked = true
+        #expect(throws: YaOKStore.Error.self) { try store.updateContact(record) }
+        #expect(try store.contacts().isEmpty)
+    }
+
+    /// A backup must be this store's: an empty or foreign file is refused and
+    /// the database is left as it was.
+    @Test func restoreRefusesWhatIsNotABackupOfThisStore() throws {
+        let dir = temporaryDirectory("store-restore")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        try store.addContact(try contact("zed", 0x74), now: 1)
+        try store.close()
+        let empty = dir.appendingPathComponent("empty.sqlite")
+        try Data().write(to: empty)
+        #expect(throws: (any Error).self) { try YaOKStore.restore(directory: dir, protection: .keyFile(identity), from: empty, now: 2) }
+        let other = temporaryDirectory("store-other")
+        defer { try? FileManager.default.removeItem(at: other) }
+        let foreign = try YaOKStore.open(directory: other, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let foreignBackup = try foreign.backup(now: 1)
+        #expect(throws: (any Error).self) { try YaOKStore.restore(directory: dir, protection: .keyFile(identity), from: foreignBackup, now: 2) }
+        let reopened = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 3)
+        #expect(try reopened.contacts().map { $0.card?.displayName } == ["zed"])
+    }
+
+    /// An attempts file with absurd values is read within the rules.
+    @Test func aDoctoredAttemptsFileIsClamped() throws {
+        let dir = temporaryDirectory("store-attempts")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 1, iterations: Self.fast)
+        try Data(#"{"failures": 9223372036854775807, "lockedUntil": 1e300}"#.utf8).write(to: dir.appendingPathComponent("store.attempts"))
+        #expect(throws: Keyring.Error.lockedOut(secondsLeft: 30)) { try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 10) }
+        try Data(#"{"failures": -5, "lockedUntil": -1}"#.utf8).write(to: dir.appendingPathComponent("store.attempts"))
+        _ = try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 10)
     }
 }

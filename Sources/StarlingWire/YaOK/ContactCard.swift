@@ -138,9 +138,28 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, C
 
     /// From the textual form `8-4-4-4-12` hex digits (any case).
     public init?(string: String) {
-        let hex = string.filter { $0 != "-" }
-        guard string.count == 36, hex.count == 32, let b = try? [UInt8](hex: hex) else { return nil }
-        bytes = b
+        // Exactly 8-4-4-4-12 hex digits: nothing else is skipped or accepted.
+        let chars = Array(string.utf8)
+        guard chars.count == 36 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(16)
+        var high: UInt8?
+        for (i, c) in chars.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        guard out.count == 16 else { return nil }
+        bytes = out
     }
 
     /// Lowercase `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
