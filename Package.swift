@@ -93,6 +93,9 @@ let targets: [Target] = [
     .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
     .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
     .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+    // The chat client's terminal input without I/O: keys from bytes (escape
+    // sequences, UTF-8, bracketed paste) and the line editor.
+    .target(name: "StarlingTerminal"),
     // QR codes: made, drawn in a terminal, written and read as PNG.
     .target(
         name: "StarlingQR",
@@ -207,6 +210,7 @@ let targets: [Target] = [
         dependencies: ["StarlingYaOK", "StarlingYaOKStore", "StarlingQR", "StarlingCrypto", "StarlingWire",
                        .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]
     ),
+    .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
     .target(
         name: "StarlingTestSupport",

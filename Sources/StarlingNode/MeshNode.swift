@@ -311,6 +311,10 @@ public actor MeshNode {
     public func setVerified(_ fingerprint: Fingerprint, _ on: Bool) { command { c, _ in c.setVerified(fingerprint, on) } }
     public var verifiedFingerprints: Set<Fingerprint> { core.verified }
     public func block(_ fingerprint: Fingerprint) { command { c, _ in c.block(fingerprint) } }
+    /// Pins a signing key to a Noise key (a kept pin, or a contact card's).
+    public func pinSigningKey(_ key: [UInt8], for fingerprint: Fingerprint) {
+        command { c, _ in c.pinSigningKey(key, for: fingerprint) }
+    }
     public func unblock(_ fingerprint: Fingerprint) { command { c, _ in c.unblock(fingerprint) } }
     public func isBlocked(_ peer: PeerID) -> Bool { core.isBlocked(peer) }
 

@@ -918,7 +918,24 @@ public struct NodeCore: Sendable {
         if pinOrder.count >= 4_096 { pins[pinOrder.removeLast()] = nil }
         pins[fingerprint] = key
         pinOrder.append(fingerprint)
+        emit(.pinned(fingerprint: fingerprint, signingKey: key))
     }
+
+    /// Pins a signing key to a Noise key from a source the application
+    /// trusts: a pin kept from an earlier run, or a Ya OK contact card (signed,
+    /// scanned in person). It replaces a pin made on first use in this run;
+    /// announces with another signing key for that Noise key are refused.
+    public mutating func pinSigningKey(_ key: [UInt8], for fingerprint: Fingerprint) {
+        guard key.count == 32 else { return }
+        if pins[fingerprint] == nil {
+            if pinOrder.count >= 4_096 { pins[pinOrder.removeLast()] = nil }
+            pinOrder.append(fingerprint)
+        }
+        pins[fingerprint] = key
+    }
+
+    /// The signing key pinned to a Noise key, if any.
+    public func pinnedSigningKey(for fingerprint: Fingerprint) -> [UInt8]? { pins[fingerprint] }
 
     /// A ping for us: a pong back with the same payload, as the apps answer.
     private mutating func answerPing(_ packet: Packet, link: LinkID?, now: Millis) {

@@ -1,3 +1,4 @@
+import StarlingCrypto
 import StarlingMesh
 import StarlingStately
 import StarlingWire
@@ -47,6 +48,10 @@ public enum NodeEvent: Sendable {
     /// A peer made us a favourite, or no longer (its private message
     /// `[FAVORITED]:npub1…` / `[UNFAVORITED]:npub1…`), with its Nostr key when it gave one.
     case favorited(by: PeerID, nickname: String?, on: Bool, npub: String?)
+    /// A signing key was pinned to a Noise key on first use (a verified
+    /// announce): an application that keeps pins across restarts stores it
+    /// and hands it back with `NodeCore.pinSigningKey`.
+    case pinned(fingerprint: Fingerprint, signingKey: [UInt8])
 }
 
 /// Why something was refused: a kind a program can switch on, the peer it
@@ -89,7 +94,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub
+        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -115,6 +120,7 @@ extension NodeEvent: Encodable {
         case .stateExpired: "stateExpired"
         case .pong: "pong"
         case .favorited: "favorited"
+        case .pinned: "pinned"
         }
     }
 
@@ -175,6 +181,9 @@ extension NodeEvent: Encodable {
             try c.encode(nickname, forKey: .nickname)
             try c.encode(on, forKey: .on)
             try c.encode(npub, forKey: .npub)
+        case let .pinned(fingerprint, key):
+            try c.encode(fingerprint.hex, forKey: .fingerprint)
+            try c.encode(key.hexString, forKey: .signingKey)
         case let .left(peer), let .stateExpired(peer):
             try c.encode(peer.description, forKey: .peerID)
         case let .rejected(r):

@@ -27,6 +27,7 @@ public final class YaOKStore: Sendable {
     public static let maxMessages = 10_000
     public static let maxContacts = 1_000
     public static let maxTrust = 4_096
+    public static let maxPins = 4_096
     public static let backupsKept = 7
 
     public enum Error: Swift.Error, Hashable, Sendable, CustomStringConvertible {
@@ -148,6 +149,9 @@ public final class YaOKStore: Sendable {
                 CREATE INDEX incidents_by_sender ON incidents (sender, at);
                 """)
         }
+        m.registerMigration("v2 pins") { db in
+            try db.execute(sql: "CREATE TABLE pins (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL)")
+        }
         return m
     }
 
@@ -266,6 +270,36 @@ public final class YaOKStore: Sendable {
             guard let data = try Data.fetchOne(db, sql: "SELECT data FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
             else { return nil }
             return try self.cipher.decode(TrustRecord.self, Array(data), table: "trust", row: lookup)
+        }
+    }
+
+    // MARK: Pins
+
+    struct Pin: Codable { let fingerprint: String; let signingKey: [UInt8]; let at: Double }
+
+    /// Keeps the signing key pinned to a mesh fingerprint (first pin wins; at
+    /// most 4,096, the oldest goes).
+    public func setPin(fingerprint: String, signingKey: [UInt8], at: Double) throws {
+        let lookup = cipher.lookup("pin", Array(fingerprint.lowercased().utf8))
+        try queue.write { db in
+            guard !(try Bool.fetchOne(db, sql: "SELECT 1 FROM pins WHERE lookup = ?", arguments: [Data(lookup)]) ?? false) else { return }
+            let data = self.cipher.seal(try JSONEncoder().encode(Pin(fingerprint: fingerprint.lowercased(), signingKey: signingKey, at: at)),
+                                        table: "pins", row: lookup)
+            try db.execute(sql: "INSERT INTO pins (lookup, data) VALUES (?, ?)", arguments: [Data(lookup), Data(data)])
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pins") ?? 0
+            if count > Self.maxPins {
+                try db.execute(sql: "DELETE FROM pins WHERE id IN (SELECT id FROM pins ORDER BY id LIMIT ?)", arguments: [count - Self.maxPins])
+            }
+        }
+    }
+
+    /// Every kept pin: fingerprint (hex) and signing key.
+    public func pins() throws -> [(String, [UInt8])] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM pins ORDER BY id").map { row in
+                let pin = try self.cipher.decode(Pin.self, Array(row["data"] as Data), table: "pins", row: Array(row["lookup"] as Data))
+                return (pin.fingerprint, pin.signingKey)
+            }
         }
     }
 

@@ -201,6 +201,8 @@ actor ChatScreen {
             say("! \(why)")
         case let .pong(from, rtt, hops):
             say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
+        case let .pinned(fingerprint, key):
+            rememberPin(fingerprint, key)
         case let .favorited(by, _, on, _):
             say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you")
         }

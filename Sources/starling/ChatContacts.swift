@@ -30,7 +30,14 @@ extension ChatScreen {
             if record.blocked { await node.block(fingerprint) }
             if record.favorite { await node.setFavorite(fingerprint, true) }
         }
+        // Pins kept from earlier runs, then contacts' cards (signed, scanned in
+        // person) over them: an announce with another signing key for a
+        // contact's Noise key is refused.
+        for (fingerprint, key) in (try? yaok.pins()) ?? [] {
+            if let f = Fingerprint(hex: fingerprint) { await node.pinSigningKey(key, for: f) }
+        }
         for (record, card) in contacts {
+            await node.pinSigningKey(card.signingKey, for: card.meshFingerprint)
             if record.verified { verified.insert(card.meshFingerprint); await node.setVerified(card.meshFingerprint, true) }
             if record.blocked { await node.block(card.meshFingerprint) }
             for var m in (try? yaok.conversation(with: card.userID, limit: 200)) ?? [] where m.outgoing {
@@ -49,6 +56,11 @@ extension ChatScreen {
             say("* \(contacts.count) contact\(contacts.count == 1 ? "" : "s") (/contacts, /history NAME)"
                 + (pending > 0 ? "; \(pending) message\(pending == 1 ? "" : "s") waiting for their contact to appear" : ""))
         }
+    }
+
+    /// Keeps a pin the node made on first use, for the next run.
+    func rememberPin(_ fingerprint: Fingerprint, _ key: [UInt8]) {
+        try? yaok?.setPin(fingerprint: fingerprint.hex, signingKey: key, at: Date().timeIntervalSince1970)
     }
 
     /// Remembers a trust decision about a mesh peer (and on its contact

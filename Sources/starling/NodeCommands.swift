@@ -151,6 +151,7 @@ struct EventPrinter: Sendable {
             case let .rejected(why): line = "! \(why)"
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
             case let .favorited(by, nickname, on, _): line = "* \(nickname.map(DisplayText.clean) ?? by.description) \(on ? "favorited" : "unfavorited") you"
+            case .pinned: return // kept by applications with a store; nothing for a person here
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.

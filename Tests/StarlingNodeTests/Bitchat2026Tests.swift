@@ -72,6 +72,34 @@ extension InProcessNodes {
         #expect(net.nodes[victim].refusals.forged == 1)
     }
 
+    /// A first-use pin is announced to the application (to keep it), and a
+    /// pin handed in (a kept one, or a contact card's) holds from the first
+    /// announce on: the impostor never gets a first use.
+    @Test func pinsAreReportedAndCanBeHandedIn() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim)
+        let alice = Identity.generate(), mallory = Identity.generate()
+        net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
+        #expect(net.events[victim].contains {
+            if case let .pinned(f, key) = $0 { f == alice.fingerprint && key == alice.signingPublicKey } else { false }
+        })
+
+        // A fresh node told alice's pin (as a chat restarting with its store is)
+        // refuses mallory's announce with alice's Noise key even as the first it hears.
+        let restarted = net.addNode("restarted")
+        net.on(restarted) { core, _ in core.pinSigningKey(alice.signingPublicKey, for: alice.fingerprint) }
+        #expect(net.nodes[restarted].pinnedSigningKey(for: alice.fingerprint) == alice.signingPublicKey)
+        let raw2 = net.openRawLink(to: restarted)
+        let impostor = Identity(noiseKey: alice.noiseKey, signingKey: mallory.signingKey)
+        net.inject(try Announcement.make(identity: impostor, nickname: "alice", timestamp: net.now).encoded(), on: raw2)
+        #expect(net.nodes[restarted].refusals.pinMismatch == 1)
+        #expect(net.nodes[restarted].peers[alice.peerID] == nil)
+        net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now + 1).encoded(), on: raw2)
+        #expect(net.nodes[restarted].peers[alice.peerID]?.nickname == "alice")
+        #expect(!net.events[restarted].contains { if case .pinned = $0 { true } else { false } }, "handed in, not first use")
+    }
+
     /// The apps keep public messages six hours for sync: a node that joins two
     /// hours later gets one as an answer to its first request, and shows it.
     @Test func aPublicMessageIsKeptSixHoursForSync() throws {

@@ -312,4 +312,20 @@ import Testing
         try Data(#"{"failures": -5, "lockedUntil": -1}"#.utf8).write(to: dir.appendingPathComponent("store.attempts"))
         _ = try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 10)
     }
+
+    /// Pins are kept across reopening; the first pin for a fingerprint wins.
+    @Test func pinsAreKept() throws {
+        let dir = temporaryDirectory("store-pins")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        do {
+            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+            try store.setPin(fingerprint: String(repeating: "AB", count: 32), signingKey: [UInt8](repeating: 1, count: 32), at: 1)
+            try store.setPin(fingerprint: String(repeating: "ab", count: 32), signingKey: [UInt8](repeating: 2, count: 32), at: 2)
+            try store.setPin(fingerprint: String(repeating: "cd", count: 32), signingKey: [UInt8](repeating: 3, count: 32), at: 3)
+        }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 4)
+        let pins = try store.pins()
+        #expect(pins.map(\.0) == [String(repeating: "ab", count: 32), String(repeating: "cd", count: 32)])
+        #expect(pins.map(\.1) == [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 3, count: 32)])
+    }
 }
