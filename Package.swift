@@ -96,6 +96,8 @@ let targets: [Target] = [
     // The chat client's terminal input without I/O: keys from bytes (escape
     // sequences, UTF-8, bracketed paste) and the line editor.
     .target(name: "StarlingTerminal"),
+    // Debian's ncursesw, for the full-screen chat.
+    .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
     // QR codes: made, drawn in a terminal, written and read as PNG.
     .target(
         name: "StarlingQR",
@@ -152,6 +154,8 @@ let targets: [Target] = [
             "StarlingYaOK",
             "StarlingYaOKStore",
             "StarlingQR",
+            "StarlingTerminal",
+            "CNcurses",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]

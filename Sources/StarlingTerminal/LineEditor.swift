@@ -107,6 +107,11 @@ public struct LineEditor: Sendable {
         return nil
     }
 
+    /// Drops the newest history entry (a secret that was typed).
+    public mutating func forgetLast() {
+        if !history.isEmpty { history.removeLast() }
+    }
+
     @discardableResult
     private mutating func insert(_ characters: [Character], pasted: Bool) -> Int {
         let room = max(0, maxCharacters - text.count)

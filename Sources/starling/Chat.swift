@@ -3,6 +3,7 @@ import Foundation
 import StarlingCrypto
 import StarlingNode
 import StarlingStately
+import StarlingTerminal
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
@@ -19,6 +20,8 @@ struct Chat: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Option(help: "Lock the encrypted store after this many idle seconds when it has a PIN or passphrase (0: never).")
     var lockAfter: Double = 300
+    @Flag(help: "Plain lines instead of the full-screen client (also when the output is not a terminal).")
+    var plain = false
 
     func run() async throws {
         let n = try node.makeNode()
@@ -33,8 +36,28 @@ struct Chat: AsyncParsableCommand {
         await ui.setLockAfter(YaOKStore.protection(in: store.directory.url).map { $0 != .keyFile } == true ? lockAfter : 0)
         await ui.loadStore()
         let runner = Task { await n.run() }
-        let input = Self.lines()
-        await ui.say("starling chat — /help for commands")
+        let fullScreen = !plain && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
+            && ProcessInfo.processInfo.environment["TERM"].map { $0 != "dumb" && !$0.isEmpty } == true
+        let input: AsyncStream<FullScreen.Submission>
+        var screen: FullScreen?
+        if fullScreen {
+            let (stream, continuation) = AsyncStream.makeStream(of: FullScreen.Submission.self)
+            input = stream
+            let s = FullScreen { continuation.yield($0) }
+            screen = s
+            await ui.attach(s)
+            s.start()
+        } else {
+            let lines = Self.lines()
+            input = AsyncStream { continuation in
+                let task = Task {
+                    for await line in lines { continuation.yield(FullScreen.Submission(text: line, command: true, window: "")) }
+                    continuation.finish()
+                }
+                continuation.onTermination = { _ in task.cancel() }
+            }
+        }
+        await ui.say("starling chat — /help for commands" + (fullScreen ? "; Alt-1…9 or /win N switch windows, /query NICK opens one" : ""))
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in n.events { await ui.show(event) } }
             group.addTask {
@@ -45,8 +68,8 @@ struct Chat: AsyncParsableCommand {
                 }
             }
             group.addTask {
-                for await line in input {
-                    if await !ui.handle(line) { break }
+                for await submission in input {
+                    if await !ui.handle(submission) { break }
                 }
                 await n.stop()
             }
@@ -55,6 +78,7 @@ struct Chat: AsyncParsableCommand {
         }
         await n.stop()
         _ = await runner.value
+        screen?.stop()
     }
 
     /// Standard input, line by line (read on its own thread).
@@ -106,14 +130,111 @@ actor ChatScreen {
         self.yaok = yaok
     }
 
-    static func clock() -> String {
-        let f = DateFormatter()
-        f.dateFormat = "HH:mm:ss"
-        return f.string(from: Date())
+    /// Text from the network for the full screen: each line cleaned of
+    /// controls, the line breaks kept (shown as marked continuation rows).
+    static func lines(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { DisplayText.clean(String($0)) }.joined(separator: "\n")
     }
 
+    /// Now, or a packet's timestamp (Unix ms), as HH:mm:ss.
+    static func clock(_ timestamp: UInt64? = nil) -> String {
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss"
+        return f.string(from: timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date())
+    }
+
+    /// The full-screen client, when there is one (else plain lines on stdout).
+    var screen: FullScreen?
+
+    func attach(_ screen: FullScreen) { self.screen = screen }
+
+    /// A notice for the person: a line in the window in view, or on stdout.
     func say(_ text: String) {
+        if let screen {
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                screen.append(.init(time: FullScreen.clock(), text: String(line)))
+            }
+            return
+        }
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// A peer's window name: its name as shown, without marks.
+    func window(_ peer: PeerID) async -> String {
+        await display(peer).replacingOccurrences(of: "✓", with: "")
+    }
+
+    /// Keeps the screen's title, status and completions current.
+    func refreshScreen() async {
+        guard let screen else { return }
+        let peers = await node.peers
+        let names = Set(peers.values.map { DisplayText.clean($0.nickname) } + contacts.map { DisplayText.clean($0.1.displayName) })
+        screen.setNicknames(names.sorted())
+        let sessions = sessionFingerprints.count
+        screen.setStatus("\(peers.count) here · \(sessions) encrypted session\(sessions == 1 ? "" : "s")" + (yaok == nil && lockAfter > 0 ? " · store locked" : ""))
+    }
+
+    /// A line typed or pasted in a window: a command, public text in #mesh,
+    /// or a private message in a conversation's window.
+    func handle(_ submission: FullScreen.Submission) async -> Bool {
+        guard let screen, !awaitingSecret, pendingVerify == nil else { return await handle(submission.text) }
+        let text = submission.text
+        if submission.command, text.hasPrefix("/") {
+            let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+            switch words[0] {
+            case "/query", "/q":
+                guard words.count == 2 else { say("usage: /query NICK"); return true }
+                screen.open(words[1].trimmingCharacters(in: .whitespaces))
+                await refreshScreen()
+                return true
+            case "/win", "/w":
+                guard words.count == 2, let n = Int(words[1].trimmingCharacters(in: .whitespaces)) else { say("usage: /win N"); return true }
+                screen.select(n)
+                return true
+            case "/close":
+                screen.closeCurrent()
+                return true
+            case "/clear":
+                screen.clearCurrent()
+                return true
+            default:
+                return await handle(text)
+            }
+        }
+        lastActivity = Date()
+        if submission.window == ChatBuffers.publicName || submission.window.isEmpty {
+            await sendPublicText(text)
+        } else {
+            return await handle("/msg \(submission.window) \(text)")
+        }
+        return true
+    }
+
+    /// Public text as typed (or pasted): sent and shown.
+    func sendPublicText(_ line: String) async {
+        do {
+            try await node.sendPublic(line)
+            let me = await node.currentNickname
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: me, text: line, own: true), to: ChatBuffers.publicName)
+            } else {
+                say("[\(Self.clock())] <\(me)> \(line)")
+            }
+        } catch { say("! \(error)") }
+    }
+
+    /// Our private message, shown in its conversation with its first mark.
+    func showOwnPrivate(to peerName: String, window: String, text: String, id: String?, note: String) {
+        if let screen {
+            screen.append(.init(time: FullScreen.clock(), nick: "you", text: text, messageID: id, mark: note, own: true), to: window)
+        } else {
+            say("[\(Self.clock())] <you → \(peerName)> \(text)  · \(note)")
+        }
+    }
+
+    /// A receipt: on the message's own line in the full screen, a line of its own in plain mode.
+    func showReceipt(_ id: String, mark: String, plain: String) {
+        if let screen { screen.mark(id, mark) } else { say(plain) }
     }
 
     /// A nickname as shown: cleaned, and with 4 digits of the peer ID when two peers share it;
@@ -139,6 +260,8 @@ actor ChatScreen {
         switch event {
         case let .started(port, peerID, nickname):
             say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
+            screen?.setTitle("starling — you are \(nickname) (\(peerID))")
+            await refreshScreen()
         case let .peer(peer, nickname, hops):
             if let old = knownNicknames[peer], old != nickname {
                 say("* \(DisplayText.clean(old)) is now known as \(await display(peer))")
@@ -147,46 +270,68 @@ actor ChatScreen {
             }
             knownNicknames[peer] = nickname
             await flushPending(to: peer)
+            await refreshScreen()
         case let .left(peer):
             say("* \(await display(peer)) left")
-        case let .message(from, _, text, hops, _):
+            await refreshScreen()
+        case let .message(from, _, text, hops, timestamp):
             let clean = DisplayText.clean(text)
             let mention = DisplayText.mentions(clean, nickname: me)
             let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
-            let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
-            say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(timestamp), nick: await display(from), text: Self.lines(text) + via,
+                                    highlight: mention), to: ChatBuffers.publicName)
+                if mention { screen.ring() }
+            } else {
+                let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
+                say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
+            }
         case let .privateMessage(from, _, text, id, hops):
             let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
-            say("[\(Self.clock())] <\(await display(from)) → you>\(via) \(DisplayText.clean(text))")
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: Self.lines(text) + via, highlight: true),
+                              to: await window(from))
+                screen.ring() // a private message rings
+            } else {
+                say("[\(Self.clock())] <\(await display(from)) → you>\(via) \(DisplayText.clean(text))")
+            }
             await storeIncoming(from: from, text: text, messageID: id)
             try? await node.sendReadReceipt(id, to: from) // displayed: read
         case let .sessionEstablished(peer, fingerprint):
             if let f = Fingerprint(hex: fingerprint) { sessionFingerprints[peer] = f }
             say("* encrypted session with \(await display(peer))")
+            await refreshScreen()
         case let .delivered(id, _):
             storeProgress(id, .delivered)
             if let o = outgoing[id], !o.delivered {
                 outgoing[id]?.delivered = true
-                say("  · to \(o.to): delivered")
+                showReceipt(id, mark: "✓✓", plain: "  · to \(o.to): delivered")
             }
         case let .read(id, _):
             // Receipts travel separately and may arrive in either order; read implies delivered.
             storeProgress(id, .read)
             if let o = outgoing.removeValue(forKey: id) {
-                if !o.delivered { say("  · to \(o.to): delivered") }
-                say("  · to \(o.to): read")
+                if !o.delivered, screen == nil { say("  · to \(o.to): delivered") }
+                showReceipt(id, mark: "✓✓ read", plain: "  · to \(o.to): read")
             }
         case let .fileProgress(from, received, total):
             let width = 20, filled = received * width / max(1, total)
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-            // One line, redrawn in place.
-            FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
+            if screen == nil {
+                // One line, redrawn in place.
+                FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
+            }
         case let .fileReceived(from, name, size, path, _):
-            say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
-            say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)"),
+                              to: await window(from))
+            } else {
+                say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
+                say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
+            }
         case let .failed(id, _):
             storeProgress(id, .failed)
-            if let o = outgoing.removeValue(forKey: id) { say("  · to \(o.to): failed (not delivered)") }
+            if let o = outgoing.removeValue(forKey: id) { showReceipt(id, mark: "✗ not delivered", plain: "  · to \(o.to): failed (not delivered)") }
         case let .state(s):
             say("* \(await display(s.senderID)) is \(s.state.emoji) \(s.state.displayName)\(s.hops > 1 ? " (\(s.hops) hops)" : "")")
         case let .sos(s):
@@ -194,7 +339,7 @@ actor ChatScreen {
         case .stateExpired:
             break
         case let .held(id, _):
-            if let o = outgoing[id] { say("  · to \(o.to): held until they are back") }
+            if let o = outgoing[id] { showReceipt(id, mark: "↻ held until they are back", plain: "  · to \(o.to): held until they are back") }
         case .linkUp, .linkDown:
             break
         case let .rejected(why):
@@ -284,10 +429,7 @@ actor ChatScreen {
             }
         }
         guard line.hasPrefix("/") else {
-            do {
-                try await node.sendPublic(line)
-                say("[\(Self.clock())] <\(await node.currentNickname)> \(line)")
-            } catch { say("! \(error)") }
+            await sendPublicText(line)
             return true
         }
         let words = line.split(separator: " ", maxSplits: 2).map(String.init)
@@ -308,7 +450,7 @@ actor ChatScreen {
             do {
                 let id = try await node.sendPrivate(words[2], to: to)
                 outgoing[id] = (await display(to), false)
-                say("[\(Self.clock())] <you → \(await display(to))> \(words[2])  · sent")
+                showOwnPrivate(to: await display(to), window: await window(to), text: words[2], id: id, note: screen == nil ? "sent" : "✓")
             } catch { say("! \(error)") }
         case "/send":
             guard words.count == 3 else { say("usage: /send NICK PATH"); return true }
@@ -319,7 +461,8 @@ actor ChatScreen {
                 let name = URL(fileURLWithPath: path).lastPathComponent
                 let id = try await node.sendFile(name: name, mimeType: nil, content: [UInt8](data), to: to)
                 outgoing[id] = (await display(to), false)
-                say("[\(Self.clock())] <you → \(await display(to))> file \(name) (\(data.count) bytes)  · sent")
+                showOwnPrivate(to: await display(to), window: await window(to), text: "file \(name) (\(data.count) bytes)", id: id,
+                               note: screen == nil ? "sent" : "✓")
             } catch { say("! \(error)") }
         case "/status":
             await status(Array(words.dropFirst()))
@@ -426,6 +569,7 @@ actor ChatScreen {
               /nick NAME        rename yourself
               /status [STATE|sos|clear]  your state, or everyone's (Stately)
               /stats            mesh statistics
+              /query NICK, /win N, /close   windows (full screen): Alt-1…9, Ctrl-N/Ctrl-P switch; PgUp/PgDn scroll
               /clear, /leave, /panic (wipe keys, the store and state, then quit), /help
             """)
         default:

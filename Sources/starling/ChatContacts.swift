@@ -132,6 +132,7 @@ extension ChatScreen {
         guard yaok == nil else { say("* the store is open"); return }
         awaitingSecret = true
         Terminal.echo(false)
+        screen?.expectSecret()
         say(YaOKStore.protection(in: store.directory.url) == .passphrase ? "passphrase:" : "PIN:")
     }
 
@@ -191,7 +192,8 @@ extension ChatScreen {
         if let peer {
             await send(&record, to: peer)
         } else {
-            say("[\(Self.clock())] <you → \(DisplayText.clean(card.displayName))> \(text)  · pending: not on the mesh now; sent when they appear")
+            showOwnPrivate(to: DisplayText.clean(card.displayName), window: DisplayText.clean(card.displayName), text: text,
+                           id: nil, note: "pending: not on the mesh now; sent when they appear")
         }
         do { try yaok.insertMessage(record) } catch { say("! message not stored: \(error)") }
     }
@@ -206,7 +208,7 @@ extension ChatScreen {
             record.transportID = id
             transportIDs[id] = (record.id, record.contact)
             outgoing[id] = (await display(peer), false)
-            say("[\(Self.clock())] <you → \(await display(peer))> \(record.text)  · sent")
+            showOwnPrivate(to: await display(peer), window: await window(peer), text: record.text, id: id, note: screen == nil ? "sent" : "✓")
         } catch {
             say("! \(error)")
         }

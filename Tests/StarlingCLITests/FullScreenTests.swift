@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+/// A terminal for tests: tmux on a private socket, typed into with
+/// send-keys and read with capture-pane, as a person would use the client.
+final class Tmux: @unchecked Sendable {
+    let socket = "starling-\(UUID().uuidString.prefix(8))"
+
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
+
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/tmux")
+        p.arguments = ["-L", socket, "-f", "/dev/null"] + arguments
+        // Output to a file, not a pipe: the tmux server this may start keeps
+        // the descriptors it inherits, and a pipe would never reach its end.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(socket)-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: file.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let handle = try FileHandle(forWritingTo: file)
+        p.standardOutput = handle
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        // Reaped with waitpid (the suite's helper): Foundation's wait can miss
+        // a child whose own child (the tmux server) lives on.
+        _ = StarlingProcess.waitForExit(p, seconds: 20)
+        try handle.close()
+        return String(decoding: try Data(contentsOf: file), as: UTF8.self)
+    }
+
+    /// Starts `command` in a new session of `width` × `height`.
+    func start(_ session: String, _ command: [String], width: Int = 100, height: Int = 24, environment: [String: String] = [:]) throws {
+        let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        try run(["new-session", "-d", "-s", session, "-x", String(width), "-y", String(height)]
+            + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + [quoted])
+    }
+
+    func keys(_ session: String, _ keys: String...) throws { try run(["send-keys", "-t", session] + keys) }
+    func type(_ session: String, _ text: String) throws { try run(["send-keys", "-t", session, "-l", text]) }
+
+    /// A paste, bracketed as a terminal does it for a program that asked.
+    func paste(_ session: String, _ text: String) throws {
+        try run(["set-buffer", "--", text])
+        try run(["paste-buffer", "-p", "-t", session])
+    }
+
+    func screen(_ session: String) -> String { (try? run(["capture-pane", "-p", "-t", session])) ?? "" }
+
+    /// Polls the screen for `needle` (a generous limit, for a loaded first run).
+    func waitForScreen(_ session: String, _ needle: String, seconds: Double = 30) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if screen(session).contains(needle) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    func stop() { _ = try? run(["kill-server"]) }
+}
+
+/// The full-screen client driven through a real terminal (tmux): editing
+/// with arrow keys, history, Tab completion, a bracketed paste, windows and
+/// receipts on their lines; each step asserts what the screen shows.
+@Suite(.serialized) struct FullScreenTests {
+    static func chat(_ tmux: Tmux, _ name: String, relay: UInt16) throws {
+        try tmux.start(name, [StarlingProcess.executable.path, "chat", "--no-discovery", "--port", "0", "--name", name,
+                              "--announce-interval", "1", "--data-dir", MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(relay)"],
+                       environment: ["TERM": "screen"])
+    }
+
+    @Test(.enabled(if: Tmux.available)) func editingCompletionPasteWindowsAndReceipts() async throws {
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let port = try await MeshProcessTests.port(of: relay)
+        let tmux = Tmux()
+        defer { tmux.stop() }
+        try Self.chat(tmux, "alice", relay: port)
+        try Self.chat(tmux, "bob", relay: port)
+        #expect(await tmux.waitForScreen("alice", "bob joined"), "\(tmux.screen("alice"))")
+        #expect(await tmux.waitForScreen("bob", "alice joined"), "\(tmux.screen("bob"))")
+
+        // Editing in the middle of the line with the arrow keys.
+        try tmux.type("alice", "helo wrld")
+        try tmux.keys("alice", "Left", "Left", "Left")
+        try tmux.type("alice", "o")
+        try tmux.keys("alice", "Home", "Right", "Right", "Right")
+        try tmux.type("alice", "l")
+        try tmux.keys("alice", "Enter")
+        #expect(await tmux.waitForScreen("bob", "<alice> hello world"), "\(tmux.screen("bob"))")
+        #expect(!tmux.screen("alice").contains("[D"), "no escape codes in the text")
+
+        // The history: ↑ brings the line back into the input line.
+        try tmux.keys("alice", "Up")
+        #expect(await tmux.waitForScreen("alice", "[#mesh] hello world"), "\(tmux.screen("alice"))")
+        try tmux.keys("alice", "C-u")
+
+        // Tab completes a command and a nickname.
+        try tmux.type("alice", "/ms")
+        try tmux.keys("alice", "Tab")
+        try tmux.type("alice", "bo")
+        try tmux.keys("alice", "Tab")
+        try tmux.type("alice", "a private word")
+        // (capture-pane trims trailing spaces: the completion's space shows once text follows it)
+        #expect(await tmux.waitForScreen("alice", "[#mesh] /msg bob a private word"), "\(tmux.screen("alice"))")
+        try tmux.keys("alice", "Enter")
+        // Bob: a window of its own, unread and flagged; alice: the receipt on the line.
+        #expect(await tmux.waitForScreen("bob", "2:alice(1)!"), "\(tmux.screen("bob"))")
+        try tmux.keys("bob", "M-2")
+        #expect(await tmux.waitForScreen("bob", "<alice> a private word"), "\(tmux.screen("bob"))")
+        try tmux.keys("alice", "M-2")
+        #expect(await tmux.waitForScreen("alice", "<you> a private word  ✓✓ read"), "\(tmux.screen("alice"))")
+        // Typed in a conversation's window, text goes to that peer.
+        try tmux.type("bob", "and back")
+        try tmux.keys("bob", "Enter")
+        #expect(await tmux.waitForScreen("alice", "<bob> and back"), "\(tmux.screen("alice"))")
+
+        // A paste of several lines is one message, and its "/nick" is text.
+        try tmux.keys("alice", "M-1")
+        try tmux.paste("alice", "line one\n/nick mallory")
+        try tmux.keys("alice", "Enter")
+        try tmux.keys("bob", "M-1")
+        #expect(await tmux.waitForScreen("bob", "<alice> line one"), "\(tmux.screen("bob"))")
+        #expect(await tmux.waitForScreen("bob", "┆ /nick mallory"), "\(tmux.screen("bob"))")
+        #expect(!tmux.screen("bob").contains("known as mallory"))
+        #expect(tmux.screen("alice").contains("you are alice"))
+    }
+}
