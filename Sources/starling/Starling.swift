@@ -25,6 +25,18 @@ struct Starling: AsyncParsableCommand {
             handler.logLevel = level ?? .warning
             return handler
         }
+        // An unknown command is said so, with the nearest one: not as an
+        // unknown option of the default command.
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let first = arguments.first, !first.hasPrefix("-") {
+            let names = configuration.subcommands.map { $0._commandName } + ["help"]
+            if !names.contains(first) {
+                let nearest = names.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
+                let hint = nearest.flatMap { $0.1 <= 2 ? ": did you mean \($0.0)?" : nil } ?? ""
+                FileHandle.standardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))
+                Foundation.exit(64)
+            }
+        }
         do {
             var command = try parseAsRoot()
             if var async = command as? AsyncParsableCommand { try await async.run() } else { try command.run() }
@@ -36,4 +48,18 @@ struct Starling: AsyncParsableCommand {
 
 enum StarlingVersion {
     static let string = "0.1.0"
+}
+
+/// Levenshtein distance, for "did you mean".
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(1, a.count) where !a.isEmpty {
+        var current = [i] + [Int](repeating: 0, count: b.count)
+        for j in 1...max(1, b.count) where !b.isEmpty {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return a.isEmpty ? b.count : previous[b.count]
 }

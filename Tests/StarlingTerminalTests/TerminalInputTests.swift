@@ -106,3 +106,62 @@ import Testing
         #expect(type(&h, chars("/msg bob ") + [.paste("pasted", cut: false), .enter]) == [.submit("/msg bob pasted", command: true)])
     }
 }
+
+@Suite struct ChatBuffersTests {
+    func line(_ text: String, nick: String? = "bob", id: String? = nil, own: Bool = false, highlight: Bool = false) -> ChatBuffers.Line {
+        .init(time: "12:00", nick: nick, text: text, messageID: id, highlight: highlight, own: own)
+    }
+
+    @Test func windowsUnreadAndReceiptsOnTheirLine() {
+        var b = ChatBuffers()
+        b.append(line("hello all"), to: ChatBuffers.publicName)
+        b.append(line("psst", highlight: true), to: "bob")
+        b.append(line("mine", nick: "you", id: "m1", own: true), to: "carol")
+        #expect(b.activity == "1:*#mesh 2:bob(1)! 3:carol")
+        let marked = b.mark("m1", "✓✓ read")
+        #expect(marked)
+        #expect(b.buffers[2].lines[0].mark == "✓✓ read")
+        b.select(1)
+        #expect(b.activity == "1:#mesh 2:*bob 3:carol")
+        b.append(line("a notice", nick: nil))
+        #expect(b.buffers[1].lines.last?.text == "a notice", "a line without a window goes to the one in view")
+        b.close(2)
+        let gone = b.mark("m1", "x")
+        #expect(!gone, "its window is gone")
+        b.close(0)
+        #expect(b.buffers.count == 2, "#mesh stays")
+    }
+
+    /// Old lines go past the cap, and a receipt still finds its line.
+    @Test func boundsAndMarksAfterTrimming() {
+        var b = ChatBuffers()
+        b.maxLines = 10
+        b.maxBuffers = 3
+        b.append(line("first", id: "early"), to: "bob")
+        b.append(line("mine", nick: "you", id: "late", own: true), to: "bob")
+        for i in 0..<9 { b.append(line("\(i)"), to: "bob") }
+        #expect(b.buffers[1].lines.count == 10)
+        let early = b.mark("early", "✓✓"), late = b.mark("late", "✓✓")
+        #expect(!early)
+        #expect(late)
+        #expect(b.buffers[1].lines[0].mark == "✓✓")
+        b.append(line("x"), to: "carol")
+        b.append(line("overflow"), to: "dave")
+        #expect(b.buffers.count == 3)
+        #expect(b.buffers[0].lines.last?.text == "overflow", "no more windows: the public one")
+    }
+}
+
+@Suite struct TextWidthTests {
+    @Test func widthsAndWrapping() {
+        #expect(TextWidth.of("abc") == 3)
+        #expect(TextWidth.of("日本") == 4)
+        #expect(TextWidth.of("😀") == 2)
+        #expect(TextWidth.of("e\u{301}") == 1)
+        #expect(TextWidth.wrap("the quick brown fox", width: 10) == ["the quick", "brown fox"])
+        #expect(TextWidth.wrap("a\nb", width: 10) == ["a", "b"])
+        #expect(TextWidth.wrap("abcdefghij", width: 4) == ["abcd", "efgh", "ij"])
+        let (shown, cursor) = TextWidth.window(Array("0123456789"), cursor: 10, width: 5)
+        #expect(shown == "6789" && cursor == 4)
+    }
+}

@@ -1,0 +1,13 @@
+import Foundation
+import Testing
+
+@Suite struct UnknownCommandTests {
+    @Test func aTypoIsAnsweredWithTheNearestCommand() async throws {
+        let typo = try await StarlingProcess.run(["chta", "--name", "alice"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("unknown command 'chta': did you mean chat?"), "\(typo.stderr)")
+        let far = try await StarlingProcess.run(["zzzzzz"])
+        #expect(far.status == 64 && far.stderr.contains("unknown command 'zzzzzz' (`starling --help` lists them)"), "\(far.stderr)")
+        #expect(try await StarlingProcess.run(["help", "contact"]).stdout.contains("Ya OK contacts"))
+    }
+}
