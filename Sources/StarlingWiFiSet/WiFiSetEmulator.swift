@@ -19,6 +19,10 @@ public struct WiFiEnvironment: Codable, Hashable, Sendable {
             self.password = password
         }
 
+        /// The security words a networks file may use.
+        public static let securityNames = ["open", "none", "wep", "wpa", "wpa2", "wpa-psk", "wpa2-psk", "psk", "wpa3", "sae",
+                                           "wpa2-enterprise", "enterprise", "eap"]
+
         public var securityType: WiFiSet.Security {
             switch security.lowercased() {
             case "open", "none": .open
@@ -43,8 +47,83 @@ public struct WiFiEnvironment: Codable, Hashable, Sendable {
         self.connectDelay = connectDelay
     }
 
+    /// What is wrong with a networks file, in words: which field, and why.
+    public enum LoadError: Error, Hashable, Sendable, CustomStringConvertible {
+        case unreadable(String)
+        case notJSON(String)
+        case field(String, String)
+        case unknownSecurity(field: String, value: String)
+
+        public var description: String {
+            switch self {
+            case let .unreadable(why): "cannot read it: \(why)"
+            case let .notJSON(why): "not JSON: \(why)"
+            case let .field(path, why): "\(path): \(why)"
+            case let .unknownSecurity(path, value):
+                "\(path): unknown security \"\(value)\" (one of: \(Network.securityNames.joined(separator: ", ")))"
+            }
+        }
+    }
+
+    /// Reads a networks file: `{"networks": [...]}` or a plain array of networks.
     public static func load(_ url: URL) throws -> WiFiEnvironment {
-        try JSONDecoder().decode(WiFiEnvironment.self, from: Data(contentsOf: url))
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch { throw LoadError.unreadable((error as NSError).localizedDescription) }
+        return try decode(data)
+    }
+
+    public static func decode(_ data: Data) throws -> WiFiEnvironment {
+        var environment: WiFiEnvironment
+        do {
+            environment = try JSONDecoder().decode(WiFiEnvironment.self, from: data)
+        } catch let DecodingError.typeMismatch(_, context) where context.codingPath.isEmpty {
+            do {
+                environment = WiFiEnvironment(networks: try JSONDecoder().decode([Network].self, from: data))
+            } catch {
+                throw words(error, data: data)
+            }
+        } catch {
+            throw words(error, data: data)
+        }
+        let root = (try? JSONSerialization.jsonObject(with: data)) is [Any] ? "" : "networks"
+        for (i, n) in environment.networks.enumerated() where !Network.securityNames.contains(n.security.lowercased()) {
+            throw LoadError.unknownSecurity(field: "\(root)[\(i)].security", value: n.security)
+        }
+        return environment
+    }
+
+    static func words(_ error: any Error, data: Data) -> LoadError {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        }
+        guard let e = error as? DecodingError else { return .notJSON("\(error)") }
+        switch e {
+        case let .dataCorrupted(c):
+            if c.codingPath.isEmpty {
+                // The parser says where, as a character offset: as a line and column.
+                var said = c.debugDescription
+                do { _ = try JSONSerialization.jsonObject(with: data) } catch {
+                    said = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? said
+                }
+                if let range = said.range(of: #"character (\d+)"#, options: .regularExpression),
+                   let offset = Int(said[range].dropFirst("character ".count)) {
+                    let before = data.prefix(offset)
+                    let line = before.filter { $0 == 0x0A }.count + 1
+                    let column = offset - (before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) + 1
+                    said = "\(said.replacingOccurrences(of: #" around character \d+\.?"#, with: "", options: .regularExpression)) at line \(line), column \(column)"
+                }
+                return .notJSON(said)
+            }
+            return .field(path(c.codingPath), c.debugDescription)
+        case let .keyNotFound(key, c):
+            return .field(path(c.codingPath + [key]), "missing")
+        case let .typeMismatch(type, c):
+            return .field(path(c.codingPath), "expected \(type == String.self ? "text" : type == [Network].self || type == [Any].self ? "a list" : "a number")")
+        case let .valueNotFound(_, c):
+            return .field(path(c.codingPath), "missing")
+        @unknown default:
+            return .notJSON("\(error)")
+        }
     }
 
     /// The networks as a scan reports them, strongest first.

@@ -30,7 +30,7 @@ struct WiFi: AsyncParsableCommand {
 
     struct Device: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Emulate a WiFiSet device (the ESP32 side) with a simulated Wi-Fi environment.")
-        @Option(help: "The networks the device sees: JSON {\"networks\": [{\"ssid\", \"rssi\", \"security\", \"channel\", \"password\"}]}.")
+        @Option(help: "The networks the device sees: JSON [{\"ssid\", \"rssi\", \"security\", \"channel\", \"password\"}] (or {\"networks\": [...]}).")
         var networks: String
         @Option(help: "UDP port on 127.0.0.1.") var port: UInt16 = WiFi.defaultPort
         @Flag(help: "Serve over Bluetooth LE (BlueZ) as a GATT peripheral instead of the loopback link.") var ble = false

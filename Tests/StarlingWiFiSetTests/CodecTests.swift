@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import StarlingWire
 @testable import StarlingWiFiSet
@@ -115,5 +116,30 @@ func frame(_ hex: String) throws -> [UInt8] { try [UInt8](hex: hex) }
         #expect(assembler.add(Array(a.prefix(10)), now: 0).isEmpty)
         #expect(assembler.add(b, now: 5_000) == [b])   // the half from 5 s ago was a lost chunk's: dropped
         #expect(assembler.dropped == 1)
+    }
+}
+
+/// The networks file of the device emulator: both forms, and errors in words.
+@Suite struct NetworksFileTests {
+    func decode(_ json: String) throws -> WiFiEnvironment { try WiFiEnvironment.decode(Data(json.utf8)) }
+
+    func error(_ json: String) -> String {
+        do { _ = try decode(json); return "" } catch { return "\(error)" }
+    }
+
+    @Test func objectAndPlainArray() throws {
+        let array = try decode(#"[{"ssid": "Home", "rssi": -48, "security": "wpa2", "channel": 6, "password": "pw"}]"#)
+        let object = try decode(#"{"networks": [{"ssid": "Home", "rssi": -48, "security": "wpa2", "channel": 6, "password": "pw"}]}"#)
+        #expect(array.networks == object.networks)
+        #expect(array.networks.first?.securityType == .wpaPSK)
+    }
+
+    @Test func errorsSayWhichFieldAndWhy() {
+        #expect(error(#"[{"ssid": "A", "rssi": -4, "security": "wpa2", "channel": 6}, {"ssid": "B", "security": "open", "channel": 1}]"#)
+            == "[1].rssi: missing")
+        #expect(error(#"{"networks": [{"ssid": "A", "rssi": "loud", "security": "open", "channel": 1}]}"#) == "networks[0].rssi: expected a number")
+        #expect(error(#"[{"ssid": "A", "rssi": -4, "security": "wpa9", "channel": 6}]"#).hasPrefix(#"[0].security: unknown security "wpa9""#))
+        let notJSON = error("[{\"ssid\": \"A\",\n  oops}]")
+        #expect(notJSON.hasPrefix("not JSON:") && notJSON.contains("line"), "\(notJSON)")
     }
 }
