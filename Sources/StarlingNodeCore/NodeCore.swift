@@ -184,6 +184,8 @@ public struct NodeCore: Sendable {
     private var handshakeStarted: [PeerID: Millis] = [:]
     /// Message IDs already shown, so a retried message is shown once.
     private var seen = BoundedSet<String>(capacity: 10_000)
+    /// Copies saved of each file (by transfer ID), 1,024 files at most.
+    private var fileCopies: [String: Int] = [:]
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
     public private(set) var rekeys = 0
     public private(set) var refusals = Refusals()
@@ -864,7 +866,18 @@ public struct NodeCore: Sendable {
         }
         let id = sha256Hex(tlv)
         try? sendNoise(.delivered(messageID: id), to: sender, now: now)
-        guard seen.insert(id) else { return } // a retried copy
+        // The transfer ID is the hash of the file (as the apps make it), so a
+        // retry and a deliberate second send of the same file look alike: each
+        // complete copy is saved (a retry after a lost receipt costs a second
+        // copy, never a lost file), at most 3 of one file, then refused in words.
+        let copies = (fileCopies[id] ?? 0) + 1
+        if fileCopies[id] == nil, fileCopies.count >= 1_024, let any = fileCopies.keys.first { fileCopies[any] = nil }
+        fileCopies[id] = copies
+        guard copies <= 3 else {
+            emit(.rejected(Rejection(.fileRefused, peer: sender,
+                                     "\(Self.safeName(file.name, id: id)) from \(sender) again (\(copies) times): not saved again")))
+            return
+        }
         outbox.append(.saveFile(IncomingFile(from: sender, name: Self.safeName(file.name, id: id), mimeType: file.mimeType,
                                              content: file.content, transferID: id)))
     }

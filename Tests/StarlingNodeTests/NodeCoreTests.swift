@@ -179,6 +179,25 @@ extension InProcessNodes {
         #expect(net.savedFiles[c].count == 1)
     }
 
+    /// The same file sent twice arrives twice (the issue saw the second
+    /// stop at 99%).
+    @Test func theSameFileTwiceArrivesTwice() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob"), c = net.addNode("carol")
+        net.connect(a, b, maxFrame: 185)
+        net.connect(b, c, maxFrame: 185)
+        net.run(for: 1_000)
+        let content = (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let carol = net.nodes[c].peerID
+        let first = try net.on(a) { try $0.sendFile(name: "note.txt", mimeType: nil, content: content, to: carol, now: $1) }
+        net.run(for: 3_000)
+        let second = try net.on(a) { try $0.sendFile(name: "note.txt", mimeType: nil, content: content, to: carol, now: $1) }
+        net.run(for: 5_000)
+        #expect(net.savedFiles[c].count == 2, "\(net.events[c])")
+        #expect(net.events[a].contains { if case .delivered(first, _) = $0 { true } else { false } })
+        #expect(net.events[a].contains { if case .delivered(second, _) = $0 { true } else { false } })
+    }
+
     @Test func aBlockedPeerIsNeitherShownNorRelayed() throws {
         let net = Self.line()
         net.run(for: 1_000)
