@@ -329,3 +329,57 @@ import Testing
         #expect(pins.map(\.1) == [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 3, count: 32)])
     }
 }
+
+/// Sealed messages into the store: stored once, receipts move states,
+/// forgeries and tampering are logged with their hash and alert after three.
+@Suite struct InboxTests {
+    @Test func receiveSealedMessages() throws {
+        let dir = temporaryDirectory("inbox")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let alice = ContactCardTests.alice, bob = ContactCardTests.bob
+        let aliceID = ContactCardTests.aliceID, bobID = ContactCardTests.bobID
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(bob), now: 1, iterations: StoreTests.fast)
+        let aliceCard = try ContactCard(identity: alice, userID: aliceID, displayName: "alice")
+        // From a stranger first: unread.
+        let early = try SealedMessage.seal(.text("hi"), id: .random(), timestamp: 1, from: alice, senderID: aliceID, to: bobID,
+                                           recipientAgreementKey: bob.noisePublicKey)
+        #expect(try store.receive(sealed: early, as: bobID, identity: bob, now: 2) == .unknownSender(aliceID))
+        try store.addContact(aliceCard, now: 2)
+        guard case let .message(m) = try store.receive(sealed: early, as: bobID, identity: bob, now: 3) else {
+            Issue.record("not stored"); return
+        }
+        #expect(m.text == "hi" && m.contact == aliceID && !m.outgoing)
+        #expect(try store.receive(sealed: early, as: bobID, identity: bob, now: 4) == .duplicate, "a replay")
+        #expect(try store.conversation(with: aliceID).map(\.text) == ["hi"])
+
+        // A receipt from alice for our message moves it.
+        var progress = MessageProgress(at: 5)
+        try progress.move(to: .encrypting, at: 5); try progress.move(to: .routing, at: 5); try progress.attempt(on: 0, at: 5)
+        let ours = MessageRecord(id: .random(), contact: aliceID, outgoing: true, text: "hello alice", timestamp: 5, recordedAt: 5,
+                                 progress: progress)
+        try store.insertMessage(ours)
+        let receipt = try SealedMessage.seal(.read(ours.id), id: .random(), timestamp: 6, from: alice, senderID: aliceID, to: bobID,
+                                             recipientAgreementKey: bob.noisePublicKey)
+        guard case let .receipt(moved) = try store.receive(sealed: receipt, as: bobID, identity: bob, now: 6) else {
+            Issue.record("receipt not applied"); return
+        }
+        #expect(moved.progress?.state == .read)
+
+        // Four tampered copies: each logged with its BLAKE3 hash; the fourth alerts.
+        var alerts: [Bool] = []
+        for i in 0..<4 {
+            var bad = try SealedMessage.seal(.text("x\(i)"), id: .random(), timestamp: 7, from: alice, senderID: aliceID, to: bobID,
+                                             recipientAgreementKey: bob.noisePublicKey)
+            bad[SealedMessageBytes.headerByteCount + 3] ^= 1 // in the sealed box
+            guard case let .refused(incident, alert) = try store.receive(sealed: bad, as: bobID, identity: bob, now: 10 + Double(i)) else {
+                Issue.record("tampering not refused"); return
+            }
+            #expect(incident.packetHash == BLAKE3.hash(bad).hexString)
+            #expect(incident.kind == .badSignature)
+            alerts.append(alert)
+        }
+        #expect(alerts == [false, false, false, true])
+        #expect(try store.incidents().count == 4)
+        #expect(try store.conversation(with: aliceID).count == 2, "nothing forged was stored")
+    }
+}
