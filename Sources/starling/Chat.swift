@@ -109,6 +109,8 @@ actor ChatScreen {
     var sessionFingerprints: [PeerID: Fingerprint] = [:]
     /// The last name each peer was shown with, for lines after it has gone.
     var lastNames: [PeerID: String] = [:]
+    /// Files received this session (newest last, 200 at most), for /files.
+    var receivedFiles: [(time: String, from: String, name: String, size: Int, path: String)] = []
     /// Nicknames as announced, to tell a rename from a join.
     var knownNicknames: [PeerID: String] = [:]
     /// Auto-lock: idle seconds before the store closes (0: never), the last
@@ -322,6 +324,8 @@ actor ChatScreen {
                 FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
             }
         case let .fileReceived(from, name, size, path, _):
+            receivedFiles.append((Self.clock(), await display(from), DisplayText.clean(name), size, path))
+            if receivedFiles.count > 200 { receivedFiles.removeFirst(receivedFiles.count - 200) }
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)"),
                               to: await window(from))
@@ -466,6 +470,12 @@ actor ChatScreen {
             } catch { say("! \(error)") }
         case "/status":
             await status(Array(words.dropFirst()))
+        case "/files":
+            if receivedFiles.isEmpty { say("* no files received this session") }
+            for f in receivedFiles { say("  [\(f.time)] \(f.name) (\(f.size) bytes) from \(f.from): \(f.path)") }
+            let folder = store.directory.url.appendingPathComponent("files/incoming").path
+            let all = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            say("* \(all.count) file\(all.count == 1 ? "" : "s") in \(folder)")
         case "/contacts":
             await listContacts()
         case "/lock":
@@ -561,7 +571,8 @@ actor ChatScreen {
               /contacts         Ya OK contacts (starling contact add), here or away
               /history NAME     your conversation with a contact, kept in the encrypted store
               /lock, /unlock    close the store now (with a PIN it also closes when idle); open it again
-              /send NICK PATH   a file, privately
+              /send NICK PATH   a file, privately (~ and "quoted paths" work)
+              /files            files received, and where they are
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified

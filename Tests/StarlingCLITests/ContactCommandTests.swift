@@ -282,5 +282,14 @@ import Testing
         #expect(await second.waitForText("file note.txt (6 bytes) saved"), "\(second.text)\n---\n\(alice.text)")
         alice.type("/send robert ~/my\\ files/note.txt")
         #expect(await alice.waitForText("file note.txt (6 bytes)  · sent"), "\(alice.text)")
+        // The same file twice arrives twice, and /files lists both.
+        let deadline = Date().addingTimeInterval(30)
+        while second.text.components(separatedBy: "(6 bytes) saved").count < 3, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        second.type("/files")
+        #expect(await second.waitForText("* 2 files in"), "\(second.text)")
+        #expect(second.text.components(separatedBy: "(6 bytes) saved").count == 3, "two saved lines: \(second.text)")
+        #expect(second.text.components(separatedBy: "note.txt (6 bytes) from alice").count == 3, "\(second.text)")
     }
 }
