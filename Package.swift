@@ -190,6 +190,7 @@ let targets: [Target] = [
         dependencies: [
             "StarlingCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
         ],
         resources: [.copy("Vectors")]
     ),

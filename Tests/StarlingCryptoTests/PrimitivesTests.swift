@@ -1,4 +1,5 @@
 import Crypto
+import CryptoExtras
 import Foundation
 import Testing
 @testable import StarlingCrypto
@@ -101,6 +102,30 @@ import StarlingWire
         #expect(throws: XChaCha20Poly1305.Error.tooShort(15)) {
             try XChaCha20Poly1305.open([UInt8](repeating: 0, count: 15), key: key, nonce: [UInt8](repeating: 0, count: 24))
         }
+    }
+
+    struct PBKDF2File: Decodable {
+        struct Group: Decodable {
+            struct Test: Decodable { let tcId: Int; let password: String; let salt: String; let iterationCount: Int; let dkLen: Int; let dk: String }
+            let tests: [Test]
+        }
+        let numberOfTests: Int
+        let testGroups: [Group]
+    }
+
+    /// Wycheproof's PBKDF2-HMAC-SHA256 vectors through the call the store's
+    /// keyring makes (swift-crypto's PBKDF2 with the rounds unchecked, so
+    /// that tests may use few).
+    @Test func pbkdf2AsTheKeyringCallsIt() throws {
+        let file = try JSONDecoder().decode(PBKDF2File.self, from: Data(contentsOf: vectorURL("wycheproof_pbkdf2_hmacsha256_test.json")))
+        var checked = 0
+        for t in file.testGroups.flatMap(\.tests) {
+            let key = try KDF.Insecure.PBKDF2.deriveKey(from: h(t.password), salt: h(t.salt), using: .sha256,
+                                                         outputByteCount: t.dkLen, unsafeUncheckedRounds: t.iterationCount)
+            #expect(key.withUnsafeBytes { Array($0) } == h(t.dk), "tc \(t.tcId)")
+            checked += 1
+        }
+        #expect(checked == file.numberOfTests)
     }
 
     /// Random inputs of many lengths, compared with the Python packages.
