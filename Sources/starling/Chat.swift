@@ -253,7 +253,7 @@ actor ChatScreen {
         let twins = peers.filter { $0.value.nickname == info.nickname }.count
         let mark = verified.contains(info.fingerprint) ? "✓" : ""
         let shown = (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
-        lastNames[peer] = shown
+        Self.remember(&lastNames, peer, shown)
         return shown
     }
 
@@ -270,7 +270,7 @@ actor ChatScreen {
             } else {
                 say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
             }
-            knownNicknames[peer] = nickname
+            Self.remember(&knownNicknames, peer, nickname)
             await flushPending(to: peer)
             await refreshScreen()
         case let .left(peer):
@@ -300,7 +300,7 @@ actor ChatScreen {
             await storeIncoming(from: from, text: text, messageID: id)
             try? await node.sendReadReceipt(id, to: from) // displayed: read
         case let .sessionEstablished(peer, fingerprint):
-            if let f = Fingerprint(hex: fingerprint) { sessionFingerprints[peer] = f }
+            if let f = Fingerprint(hex: fingerprint) { Self.remember(&sessionFingerprints, peer, f) }
             say("* encrypted session with \(await display(peer))")
             await refreshScreen()
         case let .delivered(id, _):
@@ -587,6 +587,14 @@ actor ChatScreen {
             say("! unknown command \(words[0]) (/help)")
         }
         return true
+    }
+
+    /// What the chat remembers per peer is bounded as the node's peer table
+    /// is (4,096): past that, an entry goes to make room (names only: the
+    /// node keeps what matters for trust).
+    static func remember<V>(_ table: inout [PeerID: V], _ peer: PeerID, _ value: V) {
+        if table[peer] == nil, table.count >= 4_096, let any = table.keys.first { table[any] = nil }
+        table[peer] = value
     }
 
     /// A path as a person types it: in quotes or with `\ ` for spaces, `~` for home.
