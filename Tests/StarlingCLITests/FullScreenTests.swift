@@ -1,10 +1,14 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A terminal for tests: tmux on a private socket, typed into with
 /// send-keys and read with capture-pane, as a person would use the client.
 final class Tmux: @unchecked Sendable {
     let socket = "starling-\(UUID().uuidString.prefix(8))"
+    private var sessions: [String] = []
 
     static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
 
@@ -35,6 +39,7 @@ final class Tmux: @unchecked Sendable {
         let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         try run(["new-session", "-d", "-s", session, "-x", String(width), "-y", String(height)]
             + environment.flatMap { ["-e", "\($0.key)=\($0.value)"] } + [quoted])
+        sessions.append(session)
     }
 
     func keys(_ session: String, _ keys: String...) throws { try run(["send-keys", "-t", session] + keys) }
@@ -58,7 +63,15 @@ final class Tmux: @unchecked Sendable {
         return false
     }
 
-    func stop() { _ = try? run(["kill-server"]) }
+    /// Ends the programs in the panes and the server (kill-server alone was
+    /// seen to leave the server and its panes running).
+    func stop() {
+        let server = sessions.first.flatMap { try? run(["display-message", "-p", "-t", $0, "#{pid}"]) }
+        let panes = (try? run(["list-panes", "-a", "-F", "#{pane_pid}"])) ?? ""
+        for pid in panes.split(whereSeparator: \.isNewline).compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+        _ = try? run(["kill-server"])
+        if let pid = server.flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
+    }
 }
 
 /// The full-screen client driven through a real terminal (tmux): editing
