@@ -388,7 +388,7 @@ actor ChatScreen {
 
     /// The one peer a typed name means. Several peers with that nickname are
     /// refused and listed (`bob#fde2 ✓★, bob#7e6b`), never chosen silently;
-    /// `NAME#XXXX` picks one. Says why when there is no single answer.
+    /// `bob#fde2` (4 digits of the peer ID) picks one. Says why when there is no single answer.
     func peer(named name: String) async -> PeerID? {
         let peers = await node.peers
         var matches = peers.filter { $0.value.nickname == name }.map(\.key)

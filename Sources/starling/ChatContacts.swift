@@ -282,8 +282,8 @@ extension ChatScreen {
         }
     }
 
-    /// Contacts a typed name means: by display name, or `NAME#XXXX` with the
-    /// start of the user ID.
+    /// Contacts a typed name means: by display name, or `NAME#0a1b` (the name and the
+    /// start of the user ID).
     func contacts(named name: String) -> [(ContactRecord, ContactCard)] {
         let exact = contacts.filter { $0.1.displayName.lowercased() == name.lowercased() }
         if !exact.isEmpty { return exact }
