@@ -55,6 +55,10 @@ import Testing
             break // replayed by StarlingMeshTests (HostileInputTests)
         case "wifiset":
             if let f = try? WiFiSet.Frame(decoding: bytes) { #expect(try WiFiSet.Frame(decoding: f.encoded()) == f) }
+        case "yaok":
+            if let b = try? SealedBody.decode(bytes) { #expect(try b.encode() == bytes) }
+            if let m = try? SealedMessageBytes.decode(bytes) { #expect(m.encode() == bytes) }
+            if let c = try? ContactCardBytes.decode(bytes) { #expect(try c.encode() == bytes) }
         case "state":
             if let s = try? StatePacket(decoding: bytes) { #expect(try StatePacket(decoding: s.encoded()) == s) }
         default:

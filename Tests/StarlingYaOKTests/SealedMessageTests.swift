@@ -27,6 +27,24 @@ import Testing
         }
     }
 
+    /// A body's padding is exactly what `encode` writes: the fewest zero bytes
+    /// that reach a multiple of 32. More (or non-zero) padding is refused, so
+    /// that every accepted body re-encodes to its own bytes (the fuzzer found
+    /// a 64-byte empty text once accepted).
+    @Test func bodyPaddingIsExact() throws {
+        let empty = try SealedBody.text("").encode()
+        #expect(empty == [1, 0, 0] + [UInt8](repeating: 0, count: 29))
+        #expect(try SealedBody.decode(empty) == .text(""))
+        for bad in [empty + [UInt8](repeating: 0, count: 32), Array(empty.dropLast()), [1, 0, 0],
+                    Array(empty.dropLast()) + [1]] {
+            #expect(throws: WireError.self, "\(bad.count) bytes") { try SealedBody.decode(bad) }
+        }
+        let full = try SealedBody.text(String(repeating: "a", count: 29)).encode()
+        #expect(full.count == 32)
+        #expect(try SealedBody.decode(full) == .text(String(repeating: "a", count: 29)))
+        #expect(try SealedBody.text(String(repeating: "a", count: 30)).encode().count == 64)
+    }
+
     /// Two seals of one message share nothing but the clear header fields:
     /// fresh ephemeral keys and nonces.
     @Test func everySealIsFresh() throws {

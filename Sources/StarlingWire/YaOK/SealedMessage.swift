@@ -145,9 +145,12 @@ public enum SealedBody: Hashable, Sendable {
         default:
             throw WireError(.invalidValue("unknown kind 0x\(String(kind, radix: 16))"), field: "body.kind", offset: 0)
         }
-        guard r.rest.allSatisfy({ $0 == 0 }), bytes.count % 32 == 0 else {
-            throw WireError(.invalidValue("padding is not zero bytes to a multiple of 32"), field: "body.padding",
-                            offset: r.position)
+        // Exactly the padding `encode` writes: zero bytes up to the next multiple
+        // of 32, and no further (a longer run would not re-encode to these bytes).
+        guard r.rest.allSatisfy({ $0 == 0 }),
+              bytes.count == SealedMessageBytes.paddedBodyLength(r.position) else {
+            throw WireError(.invalidValue("padding is not zero bytes to the next multiple of 32"),
+                            field: "body.padding", offset: r.position)
         }
         return body
     }
