@@ -381,7 +381,9 @@ public struct MeshRouter: Sendable {
         if packet.type == .requestSync, gossip != nil {
             actions += answerSync(packet, on: link, now: now)
         }
-        let hops = Int(configuration.maxTTL) - Int(packet.ttl) + 1
+        // A sync answer (TTL 0) came from the neighbour that held it: one hop.
+        // Its first path is unknown, and TTL 0 does not mean it travelled far.
+        let hops = packet.isRSR && packet.ttl == 0 ? 1 : Int(configuration.maxTTL) - Int(packet.ttl) + 1
         statistics.received += 1
         statistics.hopSum += max(1, hops)
         if hops <= 1 { statistics.direct += 1 } else { statistics.relayed += 1 }

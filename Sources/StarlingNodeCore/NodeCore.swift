@@ -359,6 +359,12 @@ public struct NodeCore: Sendable {
         // router counts as a duplicate and uses as evidence) goes on.
         if sender == peerID {
             if router.hasSeen(packet) { return true }
+            // Or one of our own public messages from before a restart, replayed
+            // by a sync we asked for and signed with our own key: our history.
+            if packet.type == .message, packet.isRSR, packet.ttl == 0, isFresh(packet, link: link, now: now),
+               packet.signature != nil, PacketSigning.isValid(packet, publicKey: identity.signingPublicKey) {
+                return true
+            }
             refusals.ownID += 1
             return false
         }
@@ -623,8 +629,13 @@ public struct NodeCore: Sendable {
             return
         }
         let frame = try sessions.seal(try payload.encoded(), for: peer)
-        perform(router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now, routing: routing),
-                now: now)
+        let actions = router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now, routing: routing)
+        perform(actions, now: now)
+        if case let .privateFile(file) = payload, let bytes = try? file.encoded() {
+            // The sender's progress: out to the links now (a retry says so again).
+            let pieces = actions.reduce(0) { n, a in if case .transmit = a { n + 1 } else { n } }
+            emit(.fileSent(transferID: sha256Hex(bytes), to: peer, fragments: pieces))
+        }
         if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
     }
 
@@ -756,7 +767,8 @@ public struct NodeCore: Sendable {
                 return
             }
             _ = shownPublic.insert(PacketID(packet))
-            emit(.message(from: sender, nickname: present[sender]?.info.nickname, text: text, hops: hops, timestamp: packet.timestamp))
+            emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
+                          hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:

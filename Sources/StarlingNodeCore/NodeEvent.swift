@@ -15,9 +15,12 @@ public enum NodeEvent: Sendable {
     case linkDown(String)
     /// A verified announce from a peer not seen before (or renamed).
     case peer(PeerID, nickname: String, hops: Int)
-    /// A public message. `verified`: signed by the key the sender's verified
-    /// announce carries (docs/PROTOCOL.md, "Public messages").
-    case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64)
+    /// A public message, signed by the key the sender's verified announce
+    /// carries (docs/PROTOCOL.md, "Public messages"). `history`: replayed by a
+    /// neighbour's gossip sync (sent before we heard it live; `hops` is then 1,
+    /// the neighbour, as the path it first took is not known). `from` may be
+    /// our own peer ID for history: one of ours, signed with our key.
+    case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64, history: Bool = false)
     /// A private message, decrypted; a delivered receipt went back already.
     case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int)
     case sessionEstablished(PeerID, fingerprint: String)
@@ -30,6 +33,9 @@ public enum NodeEvent: Sendable {
     case held(messageID: String, for: PeerID)
     /// A file for us is arriving, `received` of `total` fragments.
     case fileProgress(from: PeerID, received: Int, total: Int)
+    /// Our file went out to the links (after the session it needed), in
+    /// `fragments` pieces; its delivered receipt names `transferID`.
+    case fileSent(transferID: String, to: PeerID, fragments: Int)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -94,7 +100,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
+        case history, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -111,6 +117,7 @@ extension NodeEvent: Encodable {
         case .failed: "failed"
         case .held: "held"
         case .fileProgress: "fileProgress"
+        case .fileSent: "fileSent"
         case .fileReceived: "fileReceived"
         case .read: "read"
         case .left: "left"
@@ -138,12 +145,13 @@ extension NodeEvent: Encodable {
             try c.encode(id.description, forKey: .peerID)
             try c.encode(nickname, forKey: .nickname)
             try c.encode(hops, forKey: .hops)
-        case let .message(from, nickname, text, hops, timestamp):
+        case let .message(from, nickname, text, hops, timestamp, history):
             try c.encode(from.description, forKey: .from)
             try c.encode(nickname, forKey: .nickname) // null when unknown
             try c.encode(text, forKey: .text)
             try c.encode(hops, forKey: .hops)
             try c.encode(timestamp, forKey: .timestamp)
+            if history { try c.encode(true, forKey: .history) }
         case let .privateMessage(from, nickname, text, id, hops):
             try c.encode(from.description, forKey: .from)
             try c.encode(nickname, forKey: .nickname)
@@ -166,6 +174,10 @@ extension NodeEvent: Encodable {
             try c.encode(from.description, forKey: .from)
             try c.encode(received, forKey: .received)
             try c.encode(total, forKey: .total)
+        case let .fileSent(id, to, fragments):
+            try c.encode(id, forKey: .transferID)
+            try c.encode(to.description, forKey: .to)
+            try c.encode(fragments, forKey: .total)
         case let .fileReceived(from, name, size, path, id):
             try c.encode(from.description, forKey: .from)
             try c.encode(name, forKey: .name)

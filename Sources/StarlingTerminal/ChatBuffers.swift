@@ -49,8 +49,10 @@ public struct ChatBuffers: Sendable {
 
     public private(set) var buffers: [Buffer] = [Buffer(name: publicName)]
     public private(set) var current = 0
-    /// Where each of our messages' lines is: window name and absolute line number.
-    private var messages: [String: (buffer: String, line: Int)] = [:]
+    /// Where each of our messages' lines are: window name and absolute line
+    /// number (a file sent twice has one ID, its content's hash, on two lines;
+    /// at most 8 lines an ID).
+    private var messages: [String: [(buffer: String, line: Int)]] = [:]
 
     public init() {}
 
@@ -80,7 +82,10 @@ public struct ChatBuffers: Sendable {
         guard index > 0, buffers.indices.contains(index) else { return }
         let name = buffers[index].name
         buffers.remove(at: index)
-        messages = messages.filter { $0.value.buffer != name }
+        messages = messages.compactMapValues { places in
+            let kept = places.filter { $0.buffer != name }
+            return kept.isEmpty ? nil : kept
+        }
         if current >= index { current = max(0, current - 1) }
     }
 
@@ -91,7 +96,8 @@ public struct ChatBuffers: Sendable {
         let i = name.map { open($0) ?? 0 } ?? current
         buffers[i].lines.append(line)
         if let id = line.messageID {
-            messages[id] = (buffers[i].name, buffers[i].dropped + buffers[i].lines.count - 1)
+            messages[id, default: []].append((buffers[i].name, buffers[i].dropped + buffers[i].lines.count - 1))
+            if messages[id]!.count > 8 { messages[id]!.removeFirst() }
             if messages.count > maxBuffers * maxLines { messages.removeAll() }
         }
         if buffers[i].lines.count > maxLines {
@@ -110,11 +116,15 @@ public struct ChatBuffers: Sendable {
     /// Sets the receipt mark of our message; false when its line is gone.
     @discardableResult
     public mutating func mark(_ messageID: String, _ mark: String) -> Bool {
-        guard let (name, absolute) = messages[messageID], let i = index(of: name) else { return false }
-        let line = absolute - buffers[i].dropped
-        guard buffers[i].lines.indices.contains(line) else { return false }
-        buffers[i].lines[line].mark = mark
-        return true
+        var marked = false
+        for (name, absolute) in messages[messageID] ?? [] {
+            guard let i = index(of: name) else { continue }
+            let line = absolute - buffers[i].dropped
+            guard buffers[i].lines.indices.contains(line) else { continue }
+            buffers[i].lines[line].mark = mark
+            marked = true
+        }
+        return marked
     }
 
     /// Empties the window in view (/clear).

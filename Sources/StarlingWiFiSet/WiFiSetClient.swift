@@ -161,17 +161,29 @@ public actor WiFiSetClient {
         return result!
     }
 
-    /// Follows the status until the device is connected or has failed.
+    /// Follows the status until the device is connected or has failed; a
+    /// failure's reason, when the device gave one, is in ``failureReason``.
     public func outcome(within timeout: Duration = .seconds(40)) async throws -> WiFiSet.Status {
         let deadline = ContinuousClock.now + timeout
+        failureReason = nil
         while true {
             let m = try await next(until: deadline, "the connection's outcome") {
                 if case let .statusResponse(s) = $0 { return s.state == .connected || s.state == .connectionFailed }
+                if case .error(.credentialWriteFailed, _) = $0 { return true }
+                if case .error(.connectionTimeout, _) = $0 { return true }
                 return false
             }
-            if case let .statusResponse(s) = m { return s }
+            switch m {
+            case let .statusResponse(s): return s
+            case let .error(_, text): failureReason = text
+            default: break
+            }
         }
     }
+
+    /// Why the last ``outcome(within:)`` failed, in the device's words
+    /// ("could not join Office: the password was refused; keeping Home, which worked").
+    public private(set) var failureReason: String?
 
     // MARK: Secured mode
 

@@ -58,6 +58,9 @@ public struct WiFiSetDevice: Sendable {
     public var configuration: Configuration
     public private(set) var status: WiFiSet.Status
     private var credentials: (ssid: String, password: String)?
+    /// The credentials that last joined their network (or were found stored at
+    /// boot): new ones that fail give way to these, in storage and on the air.
+    private var working: (ssid: String, password: String)?
     private var pendingCredentials: (ssid: String, password: String, sealed: Bool)?
     private var sequence: UInt8 = 0
     private var assembler = WiFiSetAssembler()
@@ -72,6 +75,7 @@ public struct WiFiSetDevice: Sendable {
     public init(configuration: Configuration, stored: (ssid: String, password: String)? = nil) {
         self.configuration = configuration
         credentials = stored
+        working = stored
         status = stored.map { WiFiSet.Status(state: .configuredNotConnected, ssid: $0.ssid) } ?? WiFiSet.Status(state: .notConfigured)
     }
 
@@ -109,11 +113,12 @@ public struct WiFiSetDevice: Sendable {
         case let .connected(ip, rssi):
             guard connectDeadline != nil, let c = credentials else { return [] }
             connectDeadline = nil
+            working = c
             return setStatus(WiFiSet.Status(state: .connected, rssi: rssi, ip: ip, ssid: c.ssid))
-        case .connectFailed:
+        case let .connectFailed(why):
             guard connectDeadline != nil, let c = credentials else { return [] }
             connectDeadline = nil
-            return setStatus(WiFiSet.Status(state: .connectionFailed, ssid: c.ssid))
+            return failed(c, code: .credentialWriteFailed, "could not join \(c.ssid): \(why)", now: now)
         case .disconnected:
             subscribed = []
             assembler.reset()
@@ -127,8 +132,22 @@ public struct WiFiSetDevice: Sendable {
     public mutating func tick(now: UInt64) -> [Output] {
         guard let deadline = connectDeadline, now >= deadline, let c = credentials else { return [] }
         connectDeadline = nil
-        return [.cancelConnect] + setStatus(WiFiSet.Status(state: .connectionFailed, ssid: c.ssid))
-            + error(.connectionTimeout, "no connection to \(c.ssid) within \(configuration.connectTimeout / 1000) s")
+        return [.cancelConnect]
+            + failed(c, code: .connectionTimeout, "no connection to \(c.ssid) within \(configuration.connectTimeout / 1000) s", now: now)
+    }
+
+    /// New credentials did not join: why (an Error, before the status the phone
+    /// waits for), then back to the ones that worked, stored again and joined.
+    private mutating func failed(_ c: (ssid: String, password: String), code: WiFiSet.ErrorCode, _ why: String,
+                                 now: UInt64) -> [Output] {
+        guard let w = working, w.ssid != c.ssid || w.password != c.password else {
+            return error(code, why) + setStatus(WiFiSet.Status(state: .connectionFailed, ssid: c.ssid))
+        }
+        credentials = w
+        connectDeadline = now + configuration.connectTimeout
+        return error(code, "\(why); keeping \(w.ssid), which worked") + setStatus(WiFiSet.Status(state: .connectionFailed, ssid: c.ssid))
+            + [.store(ssid: w.ssid, password: w.password)]
+            + setStatus(WiFiSet.Status(state: .connecting, ssid: w.ssid)) + [.connect(ssid: w.ssid, password: w.password)]
     }
 
     // MARK: Receiving

@@ -40,6 +40,8 @@ public struct WiFiEnvironment: Codable, Hashable, Sendable {
     public var connectDelay: UInt64?
     /// A scan that fails (for tests of Error 0x02).
     public var scanFails: Bool?
+    /// A network not in range is never reported (for tests of the timeout).
+    public var silentWhenAbsent: Bool?
 
     public init(networks: [Network], scanDelay: UInt64? = nil, connectDelay: UInt64? = nil) {
         self.networks = networks
@@ -252,13 +254,23 @@ public actor WiFiSetEmulator {
                 connectAttempt += 1
                 let attempt = connectAttempt
                 let delay = environment.connectDelay ?? 1_000
-                guard let ok = environment.join(ssid: ssid, password: password) else { continue } // not found: the timeout decides
+                guard let ok = environment.join(ssid: ssid, password: password) else {
+                    // Not in range: the radio says so after its scan (an ESP32's NO_AP_FOUND),
+                    // unless told to stay silent (then the 30 s timeout decides).
+                    if environment.silentWhenAbsent != true {
+                        later(delay) { me in
+                            guard await me.isCurrent(attempt) else { return }
+                            await me.handle(.connectFailed("no network named \(ssid) is in range"))
+                        }
+                    }
+                    continue
+                }
                 let index = environment.networks.firstIndex { $0.ssid == ssid } ?? 0
                 let rssi = environment.networks[index].rssi
                 later(delay) { me in
                     guard await me.isCurrent(attempt) else { return }
                     await me.handle(ok ? .connected(ip: [192, 168, 1, UInt8(100 + index % 100)], rssi: rssi)
-                                       : .connectFailed("authentication failed"))
+                                       : .connectFailed("the password was refused"))
                 }
             case .cancelConnect:
                 connectAttempt += 1

@@ -61,9 +61,12 @@ struct Chat: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in n.events { await ui.show(event) } }
             group.addTask {
-                // The auto-lock's clock: a look every second, bounded by the chat's life.
+                // The chat's clock, bounded by its life: history bursts that went
+                // quiet are shown, and the auto-lock looks at the idle time.
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await Task.sleep(for: .milliseconds(250))
+                    await ui.showJoins()
+                    await ui.showHistory()
                     await ui.lockIfIdle()
                 }
             }
@@ -125,6 +128,12 @@ actor ChatScreen {
     var flushing = 0
     /// A quit with messages not yet stored asks once.
     var quitWarned = false
+    /// Public messages a sync replays, gathered and shown as one block,
+    /// oldest first, without what was shown already.
+    var fileSentEarly: [String: Int] = [:]
+    /// Joins not shown yet (256 at most; more are shown at once).
+    var pendingJoins: [PeerID: (hops: Int, at: Date)] = [:]
+    var history = HistoryCollector<(from: PeerID, text: String, timestamp: UInt64)>()
 
     init(node: MeshNode, store: IdentityStore, yaok: YaOKStore? = nil) {
         self.node = node
@@ -259,6 +268,15 @@ actor ChatScreen {
 
     func show(_ event: MeshNode.Event) async {
         let me = await node.currentNickname
+        // Whoever speaks in #mesh has joined: their join line goes first.
+        switch event {
+        case let .message(from, _, _, _, _, _), let .favorited(from, _, _, _):
+            await showJoins(only: from)
+        case let .state(s), let .sos(s):
+            await showJoins(only: s.senderID)
+        default:
+            break
+        }
         switch event {
         case let .started(port, peerID, nickname):
             say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
@@ -267,6 +285,10 @@ actor ChatScreen {
         case let .peer(peer, nickname, hops):
             if let old = knownNicknames[peer], old != nickname {
                 say("* \(DisplayText.clean(old)) is now known as \(await display(peer))")
+            } else if pendingJoins.count < 256 {
+                // Shown after a moment, unless the peer is gone by then (a
+                // `starling send` comes, delivers and leaves without a trace).
+                pendingJoins[peer] = (hops, Date())
             } else {
                 say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
             }
@@ -274,9 +296,16 @@ actor ChatScreen {
             await flushPending(to: peer)
             await refreshScreen()
         case let .left(peer):
-            say("* \(await display(peer)) left")
+            // Came and went within the join delay: nothing to say.
+            if pendingJoins.removeValue(forKey: peer) == nil { say("* \(await display(peer)) left") }
             await refreshScreen()
-        case let .message(from, _, text, hops, timestamp):
+        case let .message(from, _, text, hops, timestamp, replayed):
+            let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
+            if replayed {
+                history.add(key, (from, text, timestamp), now: Self.nowMillis)
+                return
+            }
+            history.shown(key)
             let clean = DisplayText.clean(text)
             let mention = DisplayText.mentions(clean, nickname: me)
             let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
@@ -323,6 +352,18 @@ actor ChatScreen {
                 // One line, redrawn in place.
                 FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
             }
+        case let .fileSent(id, _, fragments):
+            // The sender's bar: queued (for a session) → out to the links → delivered.
+            // (The event can overtake /send's own line: kept for it, a few at most.)
+            guard outgoing[id] != nil else {
+                if fileSentEarly.count < 16 { fileSentEarly[id] = fragments }
+                return
+            }
+            if let o = outgoing[id], !o.delivered {
+                let full = String(repeating: "#", count: 20)
+                showReceipt(id, mark: "[\(full)] sent in \(fragments) fragment\(fragments == 1 ? "" : "s") · waiting for the receipt",
+                            plain: "* file to \(o.to) [\(full)] sent in \(fragments) fragment\(fragments == 1 ? "" : "s"); waiting for the receipt")
+            }
         case let .fileReceived(from, name, size, path, _):
             receivedFiles.append((Self.clock(), await display(from), DisplayText.clean(name), size, path))
             if receivedFiles.count > 200 { receivedFiles.removeFirst(receivedFiles.count - 200) }
@@ -354,6 +395,46 @@ actor ChatScreen {
             rememberPin(fingerprint, key)
         case let .favorited(by, _, on, _):
             say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you")
+        }
+    }
+
+    /// Join lines held for `joinDelay` seconds: those now due (or this peer's).
+    func showJoins(only peer: PeerID? = nil) async {
+        let now = Date()
+        let due = pendingJoins.filter { entry in
+            if let peer { return entry.key == peer }
+            return now.timeIntervalSince(entry.value.at) >= Self.joinDelay
+        }
+        for (id, join) in due.sorted(by: { $0.value.at < $1.value.at }) {
+            pendingJoins[id] = nil
+            say("* \(await display(id)) joined (\(join.hops == 1 ? "direct" : "\(join.hops) hops"))")
+        }
+    }
+
+    static let joinDelay: TimeInterval = 5
+
+    static var nowMillis: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    /// A burst of history that has gone quiet: one block, oldest first, each
+    /// line at its sender's time, ours as ours.
+    func showHistory() async {
+        let burst = history.take(now: Self.nowMillis)
+        guard !burst.isEmpty else { return }
+        let me = await node.currentNickname, own = await node.peerID
+        let header = "— history: \(burst.count) message\(burst.count == 1 ? "" : "s") from before you were here, oldest first —"
+        if let screen {
+            screen.append(.init(time: FullScreen.clock(), text: header), to: ChatBuffers.publicName)
+            for m in burst {
+                screen.append(.init(time: FullScreen.clock(m.timestamp), nick: m.from == own ? me : await display(m.from),
+                                    text: Self.lines(m.text), own: m.from == own), to: ChatBuffers.publicName)
+            }
+            screen.append(.init(time: FullScreen.clock(), text: "— end of history —"), to: ChatBuffers.publicName)
+        } else {
+            say("* \(header)")
+            for m in burst {
+                say("[\(Self.clock(m.timestamp))] <\(m.from == own ? me : await display(m.from))> \(DisplayText.clean(m.text))")
+            }
+            say("* — end of history —")
         }
     }
 
@@ -466,7 +547,10 @@ actor ChatScreen {
                 let id = try await node.sendFile(name: name, mimeType: nil, content: [UInt8](data), to: to)
                 outgoing[id] = (await display(to), false)
                 showOwnPrivate(to: await display(to), window: await window(to), text: "file \(name) (\(data.count) bytes)", id: id,
-                               note: screen == nil ? "sent" : "✓")
+                               note: "[\(String(repeating: " ", count: 20))] queued")
+                if let fragments = fileSentEarly.removeValue(forKey: id) {
+                    await show(.fileSent(transferID: id, to: to, fragments: fragments))
+                }
             } catch { say("! \(error)") }
         case "/status":
             await status(Array(words.dropFirst()))

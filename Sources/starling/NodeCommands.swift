@@ -134,8 +134,8 @@ struct EventPrinter: Sendable {
             case let .linkUp(a): line = "* link up: \(a)"
             case let .linkDown(a): line = "* link down: \(a)"
             case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
-            case let .message(from, nickname, text, hops, _):
-                line = "<\(nickname ?? from.description)>\(hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
+            case let .message(from, nickname, text, hops, _, history):
+                line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
             case let .privateMessage(from, nickname, text, _, _): line = "<\(nickname ?? from.description) → you> \(text)"
             case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
             case let .delivered(id, _): line = "* delivered: \(id)"
@@ -147,6 +147,7 @@ struct EventPrinter: Sendable {
             case let .sos(s): line = "\u{1B}[1;31m🆘 SOS from \(DisplayText.clean(s.name)) (\(s.senderID)), \(s.hops) hop\(s.hops == 1 ? "" : "s") away\u{1B}[0m"
             case let .stateExpired(peer): line = "* \(peer)'s state expired"
             case let .fileProgress(from, received, total): line = "* receiving a file from \(from): \(received)/\(total)"
+            case let .fileSent(id, to, fragments): line = "* file \(id.prefix(16))… sent to \(to) in \(fragments) fragment\(fragments == 1 ? "" : "s")"
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"

@@ -23,7 +23,7 @@ struct WiFi: AsyncParsableCommand {
           starling wifi scan
           starling wifi provision --ssid Home --pop K7QF2M9X
         """,
-        subcommands: [Device.self, Scan.self, Provision.self]
+        subcommands: [Device.self, Scan.self, Provision.self, Status.self]
     )
 
     static let defaultPort: UInt16 = 47390
@@ -202,6 +202,25 @@ struct WiFi: AsyncParsableCommand {
         }
     }
 
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Ask a device how its Wi-Fi is (a Status Request).")
+        @OptionGroup var client: ClientOptions
+
+        func run() async throws {
+            let c = try await client.connect()
+            let out = Printer(json: client.json)
+            do {
+                let s = try await c.status()
+                out.emit(["event": "status", "state": "\(s.state)", "ssid": s.ssid, "ip": s.ipString, "rssi": Int(s.rssi)],
+                         "* \(Device.describe(s))")
+            } catch {
+                await c.close()
+                throw ValidationError("\(error)")
+            }
+            await c.close()
+        }
+    }
+
     struct Provision: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Give a device Wi-Fi credentials and follow its connection.")
         @OptionGroup var client: ClientOptions
@@ -235,8 +254,13 @@ struct WiFi: AsyncParsableCommand {
                          "* credentials accepted\(await c.isSecured ? " (sealed in secured mode)" : " (sent in clear)")")
                 let outcome = try await c.outcome(within: .seconds(timeout))
                 try? await Task.sleep(for: .milliseconds(50)) // let the status line print first
+                let reason = await c.failureReason
                 await c.close()
-                if outcome.state != .connected { throw ExitCode(1) }
+                if outcome.state != .connected {
+                    out.emit(["event": "failed", "reason": reason ?? "connection to \(ssid) failed"],
+                             "! \(reason ?? "connection to \(ssid) failed")")
+                    throw ExitCode(1)
+                }
             } catch let e as ExitCode {
                 throw e
             } catch {

@@ -281,7 +281,10 @@ import Testing
         alice.type("/send robert \"~/my files/note.txt\"")
         #expect(await second.waitForText("file note.txt (6 bytes) saved"), "\(second.text)\n---\n\(alice.text)")
         alice.type("/send robert ~/my\\ files/note.txt")
-        #expect(await alice.waitForText("file note.txt (6 bytes)  · sent"), "\(alice.text)")
+        #expect(await alice.waitForText("file note.txt (6 bytes)  · [                    ] queued"), "\(alice.text)")
+        // The sender's bar: out to the links, then the receipt.
+        #expect(await alice.waitForText("* file to robert [####################] sent in 1 fragment; waiting for the receipt"), "\(alice.text)")
+        #expect(await alice.waitForText("· to robert: delivered"), "\(alice.text)")
         // The same file twice arrives twice, and /files lists both.
         let deadline = Date().addingTimeInterval(30)
         while second.text.components(separatedBy: "(6 bytes) saved").count < 3, Date() < deadline {

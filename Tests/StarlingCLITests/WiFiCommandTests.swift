@@ -60,9 +60,21 @@ import Testing
         let (device, port, _) = try Self.device([])
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "started" } != nil)
+        let good = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+                                                  "--password", "correct horse"])
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
         let r = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess"])
         #expect(r.status == 1)
         #expect(r.stdout.contains("connection to Office failed"), "\(r.stdout)")
+        #expect(r.stdout.contains("! could not join Office: the password was refused; keeping Home, which worked"), "\(r.stdout)")
+        // The device goes back to the network that worked (its connect takes 200 ms here).
+        var status = try await StarlingProcess.run(["wifi", "status", "--device", "127.0.0.1:\(port)"])
+        let deadline = Date().addingTimeInterval(20)
+        while !status.stdout.contains("connected to Home"), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await StarlingProcess.run(["wifi", "status", "--device", "127.0.0.1:\(port)"])
+        }
+        #expect(status.stdout.contains("* connected to Home: 192.168.1.100"), "\(status.stdout)\(status.stderr)")
         let none = try await StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:1"])
         #expect(none.status != 0)
         #expect(none.stderr.contains("no WiFiSet device answered"))

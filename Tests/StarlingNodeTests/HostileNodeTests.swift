@@ -57,7 +57,7 @@ extension InProcessNodes {
 
         var victimCore: NodeCore { net.nodes[victim] }
         func shown(_ node: Int) -> [String] {
-            net.events[node].compactMap { if case let .message(_, _, text, _, _) = $0 { text } else { nil } }
+            net.events[node].compactMap { if case let .message(_, _, text, _, _, _) = $0 { text } else { nil } }
         }
         func inject(_ packet: Packet) throws { net.inject(try packet.encoded(), on: raw) }
     }

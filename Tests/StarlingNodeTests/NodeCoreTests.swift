@@ -21,7 +21,7 @@ extension InProcessNodes {
     }
 
     static func messages(_ net: EmbeddedNetwork, _ node: Int) -> [String] {
-        net.events[node].compactMap { if case let .message(_, _, text, _, _) = $0 { text } else { nil } }
+        net.events[node].compactMap { if case let .message(_, _, text, _, _, _) = $0 { text } else { nil } }
     }
 
     static func privateMessages(_ net: EmbeddedNetwork, _ node: Int) -> [(text: String, hops: Int)] {
@@ -57,12 +57,42 @@ extension InProcessNodes {
         try net.on(0) { try $0.sendPublic("hello mesh", now: $1) }
         net.run(for: 500)
         #expect(Self.messages(net, 2) == ["hello mesh"])
-        guard case let .message(from, nickname, _, hops, timestamp)? = net.events[2].first(where: { $0.name == "message" }) else {
+        guard case let .message(from, nickname, _, hops, timestamp, _)? = net.events[2].first(where: { $0.name == "message" }) else {
             Issue.record("no message"); return
         }
         #expect(from == net.nodes[0].peerID && nickname == "alice" && hops == 2)
         #expect(timestamp >= 1_763_800_000_000)
         #expect(Self.messages(net, 0).isEmpty) // not echoed back to its sender
+    }
+
+    /// What gossip sync replays is history: marked so, one hop (the neighbour
+    /// that held it, not "via 7 relays" from its TTL of 0), and our own
+    /// messages from before a restart come back as ours.
+    @Test func syncReplaysAreHistoryWithTrueHopsAndOurOwnComeBackAsOurs() throws {
+        let net = Self.line()
+        net.run(for: 500)
+        try net.on(0) { try $0.sendPublic("alice before her restart", now: $1) }
+        try net.on(2) { try $0.sendPublic("carol, two hops from alice", now: $1) }
+        net.run(for: 1_000)
+        #expect(Self.messages(net, 0) == ["carol, two hops from alice"])
+        // Alice restarts: same keys, a new node with nothing remembered.
+        let alice = net.nodes[0].identity
+        net.disconnect(0, 1)
+        let again = net.addNode(NodeCore.Configuration(nickname: "alice"), identity: alice)
+        net.connect(again, 1)
+        let dave = net.addNode("dave")
+        net.connect(dave, 1)
+        #expect(net.run(until: { n in
+            [again, dave].allSatisfy { i in Self.messages(n, i).count >= 2 }
+        }, timeout: 60_000))
+        for node in [again, dave] {
+            let history = net.events[node].compactMap { e -> (PeerID, String, Int, Bool)? in
+                if case let .message(from, _, text, hops, _, history) = e { (from, text, hops, history) } else { nil }
+            }
+            #expect(Set(history.map(\.1)) == ["alice before her restart", "carol, two hops from alice"], "node \(node)")
+            #expect(history.allSatisfy { $0.2 == 1 && $0.3 }, "history, one hop: \(history)")
+            #expect(history.first { $0.1 == "alice before her restart" }?.0 == alice.peerID)
+        }
     }
 
     @Test func privateMessagesOpenASessionAndComeBackAsDeliveredAndRead() throws {
@@ -177,6 +207,11 @@ extension InProcessNodes {
         #expect(net.events[c].contains { if case .fileProgress = $0 { true } else { false } })
         #expect(net.events[a].contains { if case .delivered(id, _) = $0 { true } else { false } })
         #expect(net.savedFiles[c].count == 1)
+        // The sender's progress: out to the links after the session, in as many
+        // fragments as the 185-byte frames need (the receiver counts the same).
+        let sent = net.events[a].compactMap { if case let .fileSent(i, to, n) = $0, i == id, to == carol { n } else { nil } }
+        let total = net.events[c].compactMap { if case let .fileProgress(_, _, total) = $0 { total } else { nil } }.last
+        #expect(sent.count == 1 && sent.first == total && (total ?? 0) > 100, "\(sent) \(String(describing: total))")
     }
 
     /// The same file sent twice arrives twice (the issue saw the second

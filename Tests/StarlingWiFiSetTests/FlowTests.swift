@@ -32,7 +32,8 @@ struct Bench {
     let running: Task<Void, Never>
 
     init(mtu: Int = 512, faults: InProcessGATT.Faults = .init(), device: WiFiSetDevice.Configuration = .init(),
-         client options: WiFiSetClient.Options = .init(), store: MemoryStore = MemoryStore()) {
+         client options: WiFiSetClient.Options = .init(), store: MemoryStore = MemoryStore(),
+         environment: WiFiEnvironment = environment) {
         link = InProcessGATT(mtu: mtu, faults: faults)
         var config = device
         config.mtu = mtu
@@ -153,10 +154,38 @@ struct Bench {
     @Test func aNetworkThatIsNotThereTimesOut() async throws {
         var device = WiFiSetDevice.Configuration()
         device.connectTimeout = 300
-        let b = Bench(device: device)
+        var silent = environment
+        silent.silentWhenAbsent = true
+        let b = Bench(device: device, environment: silent)
         try await b.client.provision(ssid: "Elsewhere", password: "whatever")
         #expect(try await b.client.outcome(within: .seconds(5)).state == .connectionFailed)
+        #expect(await b.client.failureReason == "no connection to Elsewhere within 0 s")
         await b.finish()
+    }
+
+    /// New credentials that fail (a refused password, a network not in range)
+    /// do not cost the ones that worked: the phone is told why, and the
+    /// device stores and joins the working network again.
+    @Test func aFailedProvisioningKeepsTheCredentialsThatWorked() async throws {
+        let b = Bench()
+        try await b.client.provision(ssid: "Home", password: "correct horse")
+        #expect(try await b.client.outcome(within: .seconds(5)).state == .connected)
+        for (ssid, password, why) in [("Office", "guess", "the password was refused"), ("Elsewhere", "x", "no network named Elsewhere is in range")] {
+            try await b.client.provision(ssid: ssid, password: password)
+            let outcome = try await b.client.outcome(within: .seconds(5))
+            #expect(outcome.state == .connectionFailed && outcome.ssid == ssid)
+            #expect(await b.client.failureReason == "could not join \(ssid): \(why); keeping Home, which worked")
+            #expect(b.store.load()?.ssid == "Home" && b.store.load()?.password == "correct horse")
+            let back = try await b.client.outcome(within: .seconds(5))
+            #expect(back.state == .connected && back.ssid == "Home")
+        }
+        // With nothing that worked before, a failure says why and keeps nothing to go back to.
+        let fresh = Bench()
+        try await fresh.client.provision(ssid: "Office", password: "guess")
+        #expect(try await fresh.client.outcome(within: .seconds(5)).state == .connectionFailed)
+        #expect(await fresh.client.failureReason == "could not join Office: the password was refused")
+        await b.finish()
+        await fresh.finish()
     }
 
     @Test func aStorageFailureIsReported() async throws {
