@@ -43,7 +43,7 @@ struct Chat: AsyncParsableCommand {
         if fullScreen {
             let (stream, continuation) = AsyncStream.makeStream(of: FullScreen.Submission.self)
             input = stream
-            let s = FullScreen { continuation.yield($0) }
+            let s = FullScreen(log: store.directory.url.appendingPathComponent("chat.log")) { continuation.yield($0) }
             screen = s
             await ui.attach(s)
             s.start()

@@ -35,8 +35,37 @@ final class FullScreen: @unchecked Sendable {
     private let submit: @Sendable (Submission) -> Void
     private let finished = DispatchSemaphore(value: 0)
 
-    init(submit: @escaping @Sendable (Submission) -> Void) {
+    /// Where standard error goes while the screen is up (nil: left alone).
+    private let log: URL?
+    private var savedStandardError: Int32 = -1
+
+    init(log: URL? = nil, submit: @escaping @Sendable (Submission) -> Void) {
+        self.log = log
         self.submit = submit
+    }
+
+    /// Standard error into the log file while the screen is up: a library's
+    /// warning must not write across the screen. The file is kept under 1 MiB
+    /// (the previous one is kept as .1).
+    private func divertStandardError() {
+        guard let log else { return }
+        if let size = (try? FileManager.default.attributesOfItem(atPath: log.path))?[.size] as? Int, size > 1 << 20 {
+            let old = log.appendingPathExtension("1")
+            try? FileManager.default.removeItem(at: old)
+            try? FileManager.default.moveItem(at: log, to: old)
+        }
+        let fd = Glibc.open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        savedStandardError = dup(STDERR_FILENO)
+        dup2(fd, STDERR_FILENO)
+        close(fd)
+    }
+
+    private func restoreStandardError() {
+        guard savedStandardError >= 0 else { return }
+        dup2(savedStandardError, STDERR_FILENO)
+        close(savedStandardError)
+        savedStandardError = -1
     }
 
     // MARK: From any thread
@@ -71,6 +100,7 @@ final class FullScreen: @unchecked Sendable {
     // MARK: The terminal's thread
 
     func start() {
+        divertStandardError()
         let thread = Thread { [self] in run() }
         thread.name = "starling-screen"
         thread.start()
@@ -119,6 +149,7 @@ final class FullScreen: @unchecked Sendable {
         }
         FileHandle.standardOutput.write(Data("\u{1B}[?2004l".utf8))
         endwin()
+        restoreStandardError()
         finished.signal()
     }
 

@@ -130,6 +130,9 @@ final class Tmux: @unchecked Sendable {
         try tmux.keys("alice", "Enter")
         #expect(await tmux.waitForScreen("bob", "<alice> and alice said this"), "\(tmux.screen("bob"))")
 
+        // Standard error goes to the data directory's chat.log while the screen is up.
+        #expect(FileManager.default.fileExists(atPath: aliceData + "/chat.log"))
+
         // Trust decisions.
         try tmux.type("alice", "/verify bob")
         try tmux.keys("alice", "Enter")
