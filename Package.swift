@@ -80,6 +80,22 @@ let targets: [Target] = [
         name: "StarlingYaOK",
         dependencies: ["StarlingWire", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")]
     ),
+    // Ya OK's relay (seed 002 §4.3, §6.3) without I/O: the server's and the
+    // client's protocol cores, the queue store's interface, a store in memory.
+    .target(
+        name: "StarlingYaOKRelay",
+        dependencies: ["StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
+    ),
+    // The relay server's runtime: the UDP socket, group commits, its SQLite store.
+    .target(
+        name: "StarlingRelayServer",
+        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift")]
+    ),
+    // The relay client's runtime (a transport beside UDP and BlueZ): its socket and clock.
+    .target(
+        name: "StarlingRelayClient",
+        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
+    ),
     // Ya OK's encrypted store on SQLite (GRDB): per-value encryption, the
     // keyring (PIN, passphrase or key file) with its lockout, backups.
     .target(
@@ -153,6 +169,9 @@ let targets: [Target] = [
             "StarlingBluetooth",
             "StarlingYaOK",
             "StarlingYaOKStore",
+            "StarlingYaOKRelay",
+            "StarlingRelayServer",
+            "StarlingRelayClient",
             "StarlingQR",
             "StarlingTerminal",
             "CNcurses",
@@ -216,6 +235,11 @@ let targets: [Target] = [
                        .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]
     ),
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
+    .testTarget(
+        name: "StarlingRelayTests",
+        dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingYaOK", "StarlingCrypto",
+                       "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
+    ),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
     .target(
         name: "StarlingTestSupport",
@@ -258,6 +282,9 @@ let package = Package(
         .library(name: "StarlingYaOK", targets: ["StarlingYaOK"]),
         .library(name: "StarlingYaOKStore", targets: ["StarlingYaOKStore"]),
         .library(name: "StarlingQR", targets: ["StarlingQR"]),
+        .library(name: "StarlingYaOKRelay", targets: ["StarlingYaOKRelay"]),
+        .library(name: "StarlingRelayServer", targets: ["StarlingRelayServer"]),
+        .library(name: "StarlingRelayClient", targets: ["StarlingRelayClient"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],

@@ -1,0 +1,120 @@
+import Crypto
+import Foundation
+import StarlingTransport
+import StarlingWire
+import StarlingYaOKRelay
+
+/// The relay client's runtime: a UDP socket to one server, the protocol core
+/// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
+/// retry), at most 5 s at a time, or until a datagram comes.
+public actor RelayClient {
+    public typealias Event = RelayClientCore.Event
+
+    public nonisolated let server: UDPAddress
+    public nonisolated let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let socket: UDPSocket
+    private var core: RelayClientCore
+    private var tasks: [Task<Void, Never>] = []
+    private var wake: CheckedContinuation<Void, Never>?
+
+    public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
+                configuration: RelayClientCore.Configuration = .init()) throws {
+        self.server = server
+        socket = try UDPSocket(bindTo: .any(0))
+        core = RelayClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    public var isRegistered: Bool { core.isRegistered }
+    public var waitingCount: Int { core.waitingCount }
+
+    /// Registers and runs until ``stop()``.
+    public func start() {
+        perform(core.start(now: Self.now()))
+        let datagrams = socket.datagrams(maxSize: RelayPacket.maxDatagram + 1)
+        tasks.append(Task { [weak self] in
+            for await (from, bytes) in datagrams {
+                guard let self else { return }
+                await self.received(bytes, from: from)
+            }
+        })
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.sleepUntilDue()
+                await self.tick()
+            }
+        })
+    }
+
+    public func stop() {
+        for t in tasks { t.cancel() }
+        tasks = []
+        wake?.resume()
+        wake = nil
+        socket.close()
+        continuation.finish()
+    }
+
+    /// Hands a sealed message to the relay; its fate comes as an event
+    /// (queued, rejected or failed).
+    public func send(sealed payload: [UInt8]) throws {
+        perform(try core.send(sealed: payload, now: Self.now()))
+        nudge()
+    }
+
+    /// The message is stored: the server may drop it.
+    public func acknowledge(_ messageID: UserID) {
+        perform(core.acknowledge(messageID, now: Self.now()))
+    }
+
+    public func pollNow() {
+        perform(core.poll(now: Self.now()))
+    }
+
+    private func received(_ bytes: [UInt8], from: UDPAddress) {
+        guard from == server else { return } // only the server speaks for the server
+        perform(core.receive(bytes, now: Self.now()))
+        nudge()
+    }
+
+    private func tick() {
+        perform(core.tick(now: Self.now()))
+    }
+
+    private func sleepUntilDue() async {
+        let now = Self.now()
+        let due = core.nextDeadline
+        guard due > now else { return }
+        let wait = min(due - now, 5_000)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: .milliseconds(wait)) }
+            group.addTask { await self.waitForNudge() }
+            await group.next()
+            group.cancelAll()
+            self.nudge()
+        }
+    }
+
+    private func waitForNudge() async {
+        await withCheckedContinuation { wake = $0 }
+    }
+
+    /// The deadline may have moved: the sleeper looks again.
+    private func nudge() {
+        wake?.resume()
+        wake = nil
+    }
+
+    private func perform(_ steps: [RelayClientCore.Step]) {
+        for step in steps {
+            switch step {
+            case let .send(bytes): _ = socket.send(bytes, to: server)
+            case let .event(e): continuation.yield(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import GRDB
+import StarlingWire
+import StarlingYaOKRelay
+
+/// The relay's queues and pinned keys in SQLite (GRDB): WAL, and
+/// `synchronous = FULL`, so that a committed batch survives a power cut as
+/// well as a SIGKILL. A batch is one transaction (the server's group commit).
+///
+/// The file holds sealed messages (end-to-end encrypted) and user IDs; see
+/// docs/YAOK.md for what a relay can see.
+public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
+    private let db: DatabaseQueue
+    public let maxUsers: Int
+
+    public init(path: String, maxUsers: Int = 1_000_000) throws {
+        var config = Configuration()
+        config.journalMode = .wal
+        db = try DatabaseQueue(path: path, configuration: config)
+        self.maxUsers = maxUsers
+        // GRDB sets NORMAL with WAL; a QUEUED answer promises durability: FULL.
+        try db.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 relay") { db in
+            try db.execute(sql: """
+                CREATE TABLE users (user_id BLOB PRIMARY KEY, key BLOB NOT NULL, last_register INTEGER NOT NULL);
+                CREATE TABLE queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, recipient BLOB NOT NULL, message_id BLOB NOT NULL,
+                                    sender BLOB NOT NULL, payload BLOB NOT NULL, received_at INTEGER NOT NULL,
+                                    UNIQUE (recipient, message_id));
+                CREATE INDEX queue_by_recipient ON queue (recipient, seq);
+                CREATE INDEX queue_by_age ON queue (received_at);
+                CREATE INDEX users_by_age ON users (last_register);
+                """)
+        }
+        try migrator.migrate(db)
+    }
+
+    /// `synchronous` as SQLite reports it (2: FULL), for the tests.
+    public func synchronousMode() throws -> Int {
+        try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    public func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? {
+        try await db.read { db in
+            try Row.fetchOne(db, sql: "SELECT key, last_register FROM users WHERE user_id = ?", arguments: [Data(user.bytes)])
+                .map { row in ([UInt8](row["key"] as Data), UInt64(row["last_register"] as Int64)) }
+        }
+    }
+
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool {
+        let maxUsers = self.maxUsers
+        return try await db.write { db in
+            let id = Data(user.bytes)
+            let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE user_id = ?", arguments: [id]) ?? false
+            if !known, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0 >= maxUsers {
+                // Room for a newcomer: the user registered longest ago with nothing queued.
+                guard let idle = try Data.fetchOne(db, sql: """
+                    SELECT user_id FROM users WHERE user_id NOT IN (SELECT recipient FROM queue)
+                    ORDER BY last_register LIMIT 1
+                    """) else { return false }
+                try db.execute(sql: "DELETE FROM users WHERE user_id = ?", arguments: [idle])
+            }
+            try db.execute(sql: """
+                INSERT INTO users (user_id, key, last_register) VALUES (?, ?, ?)
+                ON CONFLICT (user_id) DO UPDATE SET last_register = excluded.last_register
+                """, arguments: [id, Data(key), Int64(timestamp)])
+            return true
+        }
+    }
+
+    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
+        try await db.write { db in
+            var total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue") ?? 0
+            var perUser: [UserID: Int] = [:]
+            var known: [UserID: Bool] = [:]
+            let insert = try db.makeStatement(sql: """
+                INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (recipient, message_id) DO NOTHING
+                """)
+            return try batch.map { m in
+                let recipient = Data(m.recipient.bytes)
+                if known[m.recipient] == nil {
+                    known[m.recipient] = try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE user_id = ?", arguments: [recipient]) ?? false
+                }
+                guard known[m.recipient]! else { return .unknownRecipient }
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM queue WHERE recipient = ? AND message_id = ?",
+                                     arguments: [recipient, Data(m.messageID.bytes)]) ?? false {
+                    return .stored // a retry: held already
+                }
+                if perUser[m.recipient] == nil {
+                    perUser[m.recipient] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?", arguments: [recipient]) ?? 0
+                }
+                guard perUser[m.recipient]! < limits.perUser else { return .recipientQueueFull }
+                guard total < limits.total else { return .serverFull }
+                try insert.execute(arguments: [recipient, Data(m.messageID.bytes), Data(m.sender.bytes), Data(m.payload),
+                                               Int64(m.receivedAt)])
+                perUser[m.recipient]! += 1
+                total += 1
+                return .stored
+            }
+        }
+    }
+
+    public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
+        try await db.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT message_id, sender, payload, received_at FROM queue WHERE recipient = ? ORDER BY seq LIMIT ?
+                """, arguments: [Data(user.bytes), limit]).map { row in
+                RelayQueuedMessage(messageID: UserID(bytes: row["message_id"] as Data)!, sender: UserID(bytes: row["sender"] as Data)!,
+                                   recipient: user, payload: [UInt8](row["payload"] as Data),
+                                   receivedAt: UInt64(row["received_at"] as Int64))
+            }
+        }
+    }
+
+    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
+        try await db.write { db in
+            let args: StatementArguments = [Data(user.bytes), Data(messageID.bytes)]
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
+                """, arguments: args) else { return nil }
+            try db.execute(sql: "DELETE FROM queue WHERE recipient = ? AND message_id = ?", arguments: args)
+            return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
+                                      payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
+        }
+    }
+
+    public func expire(before cutoff: UInt64) async throws -> Int {
+        try await db.write { db in
+            try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
+            return db.changesCount
+        }
+    }
+
+    public func counts() async throws -> (users: Int, queued: Int) {
+        try await db.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue") ?? 0)
+        }
+    }
+}

@@ -1,0 +1,325 @@
+/// The Ya OK relay server's UDP packets (seed 002 §4.3, §5.2, §6.3; the codes
+/// the seed leaves open are ours). docs/PROTOCOL.md, "Ya OK relay", gives
+/// every layout with examples. Integers are big-endian.
+///
+/// Every packet starts with "YAOK", version 0x01 and a type. A packet larger
+/// than a datagram (1,472 bytes) travels as CHUNKs (``RelayChunker``).
+public enum RelayPacket: Hashable, Sendable {
+    /// MSG 0x01: a sealed message (``SealedMessageBytes``) from `sender` to
+    /// `recipient`. To the server it carries the sender's session token after
+    /// the payload; from the server (a delivery) it does not.
+    case message(sender: UserID, recipient: UserID, payload: [UInt8], token: RelayToken?)
+    /// ACK 0x02 to the server: the recipient's store has this message; the
+    /// server removes it from the queue.
+    case ack(token: RelayToken, messageID: UserID)
+    /// ACK 0x02 from the server to a sender: `by` took the message.
+    case delivered(messageID: UserID, by: UserID)
+    /// REGISTER 0x10.
+    case register(RelayRegistration)
+    /// REGISTERED 0x11: the session token for POLL, PING, ACK and MSG, and the
+    /// server's clock.
+    case registered(token: RelayToken, serverTime: UInt64)
+    /// POLL 0x12.
+    case poll(token: RelayToken)
+    /// NO_MESSAGES 0x13.
+    case noMessages
+    /// PING 0x14 (every 60 s keeps a registration; 5 minutes without one ends it).
+    case ping(token: RelayToken)
+    /// PONG 0x15.
+    case pong
+    /// QUEUED 0x16: the message is committed (durable); `online`: the
+    /// recipient was sent it at once as well.
+    case queued(messageID: UserID, online: Bool)
+    /// REJECTED 0x17: why, and the message it concerns when there is one.
+    case rejected(RelayRejection, messageID: UserID?)
+    /// CHUNK 0x20: a piece of a packet larger than a datagram.
+    case chunk(RelayChunk)
+
+    public enum Direction: Sendable { case toServer, toClient }
+
+    public static let magic: [UInt8] = Array("YAOK".utf8)
+    public static let version: UInt8 = 0x01
+    public static let headerByteCount = 6
+    /// The largest datagram (Ethernet MTU less IP and UDP headers).
+    public static let maxDatagram = 1_472
+    /// The largest MSG payload: the largest sealed message.
+    public static let maxPayload = SealedMessageBytes.maxByteCount
+
+    public var type: UInt8 {
+        switch self {
+        case .message: 0x01
+        case .ack, .delivered: 0x02
+        case .register: 0x10
+        case .registered: 0x11
+        case .poll: 0x12
+        case .noMessages: 0x13
+        case .ping: 0x14
+        case .pong: 0x15
+        case .queued: 0x16
+        case .rejected: 0x17
+        case .chunk: 0x20
+        }
+    }
+
+    public func encode() -> [UInt8] {
+        var out = Self.magic + [Self.version, type]
+        switch self {
+        case let .message(sender, recipient, payload, token):
+            out += sender.bytes + recipient.bytes + be32(UInt32(payload.count)) + payload
+            if let token { out += token.bytes }
+        case let .ack(token, id):
+            out += token.bytes + id.bytes
+        case let .delivered(id, by):
+            out += id.bytes + by.bytes
+        case let .register(r):
+            out += r.userID.bytes + be64(r.timestamp) + r.signature + (r.publicKey ?? [])
+        case let .registered(token, time):
+            out += token.bytes + be64(time)
+        case let .poll(token), let .ping(token):
+            out += token.bytes
+        case .noMessages, .pong:
+            break
+        case let .queued(id, online):
+            out += id.bytes + [online ? 1 : 0]
+        case let .rejected(reason, id):
+            out += [reason.rawValue] + (id?.bytes ?? [UInt8](repeating: 0, count: 16))
+        case let .chunk(c):
+            out += be32(c.transferID) + be16(c.index) + be16(c.total) + c.data
+        }
+        return out
+    }
+
+    /// Decodes one packet (whole: CHUNKs come out as ``chunk(_:)``) sent in
+    /// `direction`. Strict: a wrong magic, version or length is an error.
+    public static func decode(_ bytes: [UInt8], _ direction: Direction) throws(WireError) -> RelayPacket {
+        var r = ByteReader(bytes)
+        guard try r.read(4, "magic") == magic else {
+            throw WireError(.invalidValue("not a Ya OK relay packet (magic)"), field: "magic", offset: 0)
+        }
+        let version = try r.u8("version")
+        guard version == Self.version else { throw WireError(.unsupportedVersion(version), field: "version", offset: 4) }
+        let type = try r.u8("type")
+        func id(_ field: String) throws(WireError) -> UserID { UserID(bytes: try r.read(16, field))! }
+        func token() throws(WireError) -> RelayToken { RelayToken(bytes: try r.read(16, "token"))! }
+        let packet: RelayPacket
+        switch (type, direction) {
+        case (0x01, _):
+            let sender = try id("sender"), recipient = try id("recipient")
+            let length = Int(try r.u32("length"))
+            guard (1...maxPayload).contains(length) else {
+                throw WireError(.lengthOutOfRange(declared: length, limit: maxPayload), field: "length", offset: 38)
+            }
+            let payload = try r.read(length, "payload")
+            packet = .message(sender: sender, recipient: recipient, payload: payload,
+                              token: direction == .toServer ? try token() : nil)
+        case (0x02, .toServer):
+            packet = .ack(token: try token(), messageID: try id("messageID"))
+        case (0x02, .toClient):
+            packet = .delivered(messageID: try id("messageID"), by: try id("by"))
+        case (0x10, .toServer):
+            let user = try id("userID")
+            let time = try r.u64("timestamp")
+            let signature = try r.read(64, "signature")
+            let key = r.isAtEnd ? nil : try r.read(32, "publicKey")
+            packet = .register(RelayRegistration(userID: user, timestamp: time, signature: signature, publicKey: key))
+        case (0x11, .toClient):
+            packet = .registered(token: try token(), serverTime: try r.u64("serverTime"))
+        case (0x12, .toServer):
+            packet = .poll(token: try token())
+        case (0x13, .toClient):
+            packet = .noMessages
+        case (0x14, .toServer):
+            packet = .ping(token: try token())
+        case (0x15, .toClient):
+            packet = .pong
+        case (0x16, .toClient):
+            let messageID = try id("messageID")
+            let online = try r.u8("online")
+            guard online <= 1 else { throw WireError(.invalidValue("online is 0 or 1"), field: "online", offset: 22) }
+            packet = .queued(messageID: messageID, online: online == 1)
+        case (0x17, .toClient):
+            let code = try r.u8("reason")
+            guard let reason = RelayRejection(rawValue: code) else {
+                throw WireError(.invalidValue("unknown reason 0x\(String(code, radix: 16))"), field: "reason", offset: 6)
+            }
+            let raw = try r.read(16, "messageID")
+            packet = .rejected(reason, messageID: raw.allSatisfy { $0 == 0 } ? nil : UserID(bytes: raw)!)
+        case (0x20, _):
+            let transfer = try r.u32("transferID")
+            let index = try r.u16("index"), total = try r.u16("total")
+            guard (2...RelayChunk.maxChunks).contains(Int(total)), index < total else {
+                throw WireError(.invalidValue("chunk \(index) of \(total) (2 … \(RelayChunk.maxChunks) chunks)"),
+                                field: "total", offset: 12)
+            }
+            let data = Array(r.rest)
+            guard (1...RelayChunk.maxData).contains(data.count) else {
+                throw WireError(.lengthOutOfRange(declared: data.count, limit: RelayChunk.maxData), field: "data", offset: 14)
+            }
+            r = ByteReader([])
+            packet = .chunk(RelayChunk(transferID: transfer, index: index, total: total, data: data))
+        default:
+            throw WireError(.invalidValue("type 0x\(String(type, radix: 16)) is not sent \(direction == .toServer ? "to" : "by") a server"),
+                            field: "type", offset: 5)
+        }
+        guard r.isAtEnd else { throw WireError(.trailingBytes(count: r.remaining), field: "end", offset: r.position) }
+        return packet
+    }
+
+    private func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
+    private func be32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32($0))) } }
+    private func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64($0))) } }
+}
+
+/// A session token: 16 random bytes the server gives at REGISTERED.
+public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
+    public let bytes: [UInt8]
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 16 else { return nil }
+        self.bytes = Array(bytes)
+    }
+    public static func random() -> RelayToken {
+        var rng = SystemRandomNumberGenerator()
+        return RelayToken(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })!
+    }
+    public var description: String { "token " + Array(bytes.prefix(4)).hexString + "…" }
+}
+
+/// REGISTER's fields. The signature (Ed25519, by the user's key) covers the
+/// first 30 bytes of the packet, then the public key when one is carried.
+/// The first REGISTER of a user ID carries its key, which the server pins.
+public struct RelayRegistration: Hashable, Sendable {
+    public var userID: UserID
+    public var timestamp: UInt64
+    public var signature: [UInt8]
+    public var publicKey: [UInt8]?
+
+    public init(userID: UserID, timestamp: UInt64, signature: [UInt8], publicKey: [UInt8]?) {
+        self.userID = userID
+        self.timestamp = timestamp
+        self.signature = signature
+        self.publicKey = publicKey
+    }
+
+    /// What the signature covers.
+    public func signedBytes() -> [UInt8] {
+        var copy = self
+        copy.signature = []
+        let packet = RelayPacket.register(copy).encode()
+        return Array(packet.prefix(30)) + (publicKey ?? [])
+    }
+}
+
+/// Why the server refused a packet (REJECTED's reason byte).
+public enum RelayRejection: UInt8, Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case badSignature = 0x01
+    case staleTimestamp = 0x02
+    case replayed = 0x03
+    case keyMismatch = 0x04
+    case unknownSession = 0x05
+    case recipientQueueFull = 0x06
+    case serverFull = 0x07
+    case rateLimited = 0x08
+    case malformed = 0x09
+    case unknownRecipient = 0x0A
+    case unknownUser = 0x0B
+    case storageFailed = 0x0C
+
+    public var description: String {
+        switch self {
+        case .badSignature: "the signature does not verify"
+        case .staleTimestamp: "the timestamp is too far from the server's clock"
+        case .replayed: "a replayed registration"
+        case .keyMismatch: "that user ID is registered with another key"
+        case .unknownSession: "no such session (register again)"
+        case .recipientQueueFull: "the recipient's queue is full"
+        case .serverFull: "the server's queues are full"
+        case .rateLimited: "too many packets: slow down"
+        case .malformed: "a malformed message"
+        case .unknownRecipient: "the recipient has never registered with this server"
+        case .unknownUser: "a first registration must carry the public key"
+        case .storageFailed: "the server could not store it"
+        }
+    }
+}
+
+/// One CHUNK: `index` of `total` pieces of the packet `transferID`.
+public struct RelayChunk: Hashable, Sendable {
+    public static let headerByteCount = RelayPacket.headerByteCount + 8
+    public static let maxData = RelayPacket.maxDatagram - headerByteCount
+    public static let maxChunks = 16
+
+    public var transferID: UInt32
+    public var index: UInt16
+    public var total: UInt16
+    public var data: [UInt8]
+
+    public init(transferID: UInt32, index: UInt16, total: UInt16, data: [UInt8]) {
+        self.transferID = transferID
+        self.index = index
+        self.total = total
+        self.data = data
+    }
+
+    /// A packet's bytes as datagrams: itself when it fits, else CHUNKs of
+    /// `maxData` bytes (nil when even 16 chunks would not hold it).
+    public static func datagrams(_ packet: [UInt8], transferID: UInt32) -> [[UInt8]]? {
+        guard packet.count > RelayPacket.maxDatagram else { return [packet] }
+        let count = (packet.count + maxData - 1) / maxData
+        guard count <= maxChunks else { return nil }
+        return (0..<count).map { i in
+            let piece = Array(packet[(i * maxData)..<min(packet.count, (i + 1) * maxData)])
+            return RelayPacket.chunk(RelayChunk(transferID: transferID, index: UInt16(i), total: UInt16(count), data: piece)).encode()
+        }
+    }
+}
+
+/// Puts CHUNKs back together, per source. Bounds: `maxPerSource` packets in
+/// progress from one source and `maxInProgress` in all (the oldest goes
+/// first), each dropped `timeout` ms after its first chunk.
+public struct RelayReassembler<Source: Hashable & Sendable>: Sendable {
+    public var maxPerSource = 8
+    public var maxInProgress = 256
+    public var timeout: UInt64 = 10_000
+
+    struct Key: Hashable { var source: Source; var transfer: UInt32 }
+    struct Partial { var total: UInt16; var pieces: [UInt16: [UInt8]]; var started: UInt64 }
+    private var partial: [Key: Partial] = [:]
+    public private(set) var dropped = 0
+
+    public init() {}
+
+    public var inProgress: Int { partial.count }
+
+    /// A chunk from `source`: the whole packet's bytes once every piece is here.
+    public mutating func add(_ chunk: RelayChunk, from source: Source, now: UInt64) -> [UInt8]? {
+        expire(now: now)
+        let key = Key(source: source, transfer: chunk.transferID)
+        if partial[key] == nil {
+            if partial.keys.filter({ $0.source == source }).count >= maxPerSource { evictOldest { $0.source == source } }
+            if partial.count >= maxInProgress { evictOldest { _ in true } }
+            partial[key] = Partial(total: chunk.total, pieces: [:], started: now)
+        }
+        guard partial[key]!.total == chunk.total else {
+            partial[key] = nil // inconsistent: drop it whole
+            dropped += 1
+            return nil
+        }
+        partial[key]!.pieces[chunk.index] = chunk.data
+        guard partial[key]!.pieces.count == Int(chunk.total) else { return nil }
+        let done = partial.removeValue(forKey: key)!
+        return (0..<done.total).flatMap { done.pieces[$0]! }
+    }
+
+    public mutating func expire(now: UInt64) {
+        let before = partial.count
+        partial = partial.filter { now < $0.value.started + timeout }
+        dropped += before - partial.count
+    }
+
+    private mutating func evictOldest(where matches: (Key) -> Bool) {
+        if let oldest = partial.filter({ matches($0.key) }).min(by: { $0.value.started < $1.value.started })?.key {
+            partial[oldest] = nil
+            dropped += 1
+        }
+    }
+}

@@ -1,0 +1,232 @@
+import Crypto
+import StarlingWire
+
+/// The relay client's protocol without I/O (seed 002 §5.2, §6.3): register,
+/// keep the registration with a PING every 60 s, poll every 30 s (5 minutes in
+/// the background) and right after a send, send sealed messages until the
+/// server answers QUEUED (retried 2 s, ×2, at most 60 s apart), and
+/// acknowledge what arrives once the caller has stored it.
+///
+/// Bounds: `maxOutbox` messages waiting for QUEUED (more are refused at
+/// once), the reassembler's bounds for chunked deliveries.
+public struct RelayClientCore: Sendable {
+    public struct Configuration: Sendable {
+        public var pollInterval: UInt64 = 30_000
+        public var pingInterval: UInt64 = 60_000
+        /// A REGISTER without an answer is sent again after this long (doubling, at most a minute).
+        public var registerRetry: UInt64 = 2_000
+        public var retryFirst: UInt64 = 2_000
+        public var retryMax: UInt64 = 60_000
+        /// Sends of one message before it is reported failed (2+4+8+16+32+60+60 s: about 3 minutes).
+        public var maxAttempts = 8
+        public var maxOutbox = 1_000
+        public init() {}
+
+        /// The seed's background rhythm: a poll every 5 minutes.
+        public static var background: Configuration {
+            var c = Configuration()
+            c.pollInterval = 300_000
+            return c
+        }
+    }
+
+    public enum Event: Hashable, Sendable {
+        case registered
+        /// The server holds the message (committed); `online`: sent on to the recipient at once.
+        case queued(UserID, online: Bool)
+        /// The recipient took the message from the relay.
+        case delivered(UserID, by: UserID)
+        /// A sealed message for us: store it, then ``RelayClientCore/acknowledge(_:now:)``.
+        case message(sender: UserID, payload: [UInt8])
+        case rejected(RelayRejection, UserID?)
+        /// Not queued after every attempt (the caller keeps it and tries later).
+        case failed(UserID)
+    }
+
+    public enum Step: Hashable, Sendable {
+        case send([UInt8])
+        case event(Event)
+    }
+
+    public enum SendError: Error, Hashable, Sendable {
+        case notASealedMessage
+        case notFromUs
+        case outboxFull
+        case tooLarge
+    }
+
+    struct Outgoing {
+        var recipient: UserID
+        var payload: [UInt8]
+        var attempts: Int
+        var nextAt: UInt64
+    }
+
+    public let configuration: Configuration
+    public let userID: UserID
+    private let signingKey: Curve25519.Signing.PrivateKey
+    public private(set) var token: RelayToken?
+    private var lastRegistration: UInt64 = 0
+    private var registerAt: UInt64 = 0
+    private var registerBackoff: UInt64
+    private var nextPoll: UInt64 = .max
+    private var nextPing: UInt64 = .max
+    private var pollAgain = false
+    private var outbox: [UserID: Outgoing] = [:]
+    private var reassembler = RelayReassembler<Int>()
+    private var transfer: UInt32
+
+    public init(userID: UserID, signingKey: Curve25519.Signing.PrivateKey, configuration: Configuration = .init()) {
+        self.userID = userID
+        self.signingKey = signingKey
+        self.configuration = configuration
+        registerBackoff = configuration.registerRetry
+        transfer = UInt32.random(in: 0...UInt32.max)
+    }
+
+    public var isRegistered: Bool { token != nil }
+    public var waitingCount: Int { outbox.count }
+
+    /// When ``tick(now:)`` must run next.
+    public var nextDeadline: UInt64 {
+        var d = min(nextPoll, nextPing)
+        if token == nil { d = min(d, registerAt) }
+        if let o = outbox.values.map(\.nextAt).min() { d = min(d, o) }
+        return d
+    }
+
+    /// The first REGISTER.
+    public mutating func start(now: UInt64) -> [Step] { register(now: now) }
+
+    /// Hands a sealed message (``SealedMessageBytes``, from us) to the relay.
+    public mutating func send(sealed payload: [UInt8], now: UInt64) throws(SendError) -> [Step] {
+        guard let sealed = try? SealedMessageBytes.decode(payload) else { throw .notASealedMessage }
+        guard sealed.sender == userID else { throw .notFromUs }
+        guard payload.count <= RelayPacket.maxPayload else { throw .tooLarge }
+        if outbox[sealed.messageID] == nil, outbox.count >= configuration.maxOutbox { throw .outboxFull }
+        outbox[sealed.messageID] = Outgoing(recipient: sealed.recipient, payload: payload, attempts: 1,
+                                            nextAt: now + configuration.retryFirst)
+        guard token != nil else { return [] } // goes out once registered
+        nextPoll = min(nextPoll, now + 200) // seed: poll right after a send (its answer may be waiting)
+        return transmit(sealed.messageID)
+    }
+
+    /// A datagram from the server.
+    public mutating func receive(_ datagram: [UInt8], now: UInt64) -> [Step] {
+        guard var packet = try? RelayPacket.decode(datagram, .toClient) else { return [] }
+        if case let .chunk(c) = packet {
+            guard let whole = reassembler.add(c, from: 0, now: now), let inner = try? RelayPacket.decode(whole, .toClient) else { return [] }
+            if case .chunk = inner { return [] }
+            packet = inner
+        }
+        switch packet {
+        case let .registered(token, _):
+            self.token = token
+            registerBackoff = configuration.registerRetry
+            nextPoll = now
+            nextPing = now + configuration.pingInterval
+            var steps: [Step] = [.event(.registered)]
+            for id in outbox.keys.sorted() { steps += transmit(id) } // what waited for a session
+            return steps + tick(now: now)
+        case let .queued(id, online):
+            guard outbox.removeValue(forKey: id) != nil else { return [] }
+            return [.event(.queued(id, online: online))]
+        case let .delivered(id, by):
+            return [.event(.delivered(id, by: by))]
+        case let .message(sender, recipient, payload, _):
+            guard recipient == userID else { return [] }
+            pollAgain = true
+            return [.event(.message(sender: sender, payload: payload))]
+        case .noMessages:
+            pollAgain = false
+            return []
+        case .pong:
+            return []
+        case let .rejected(why, id):
+            switch why {
+            case .unknownSession:
+                // The server forgot us (a restart, 5 minutes of silence): register again.
+                token = nil
+                registerAt = now
+                return register(now: now)
+            case .rateLimited, .storageFailed:
+                return [.event(.rejected(why, id))] // retried on its schedule
+            default:
+                if let id { outbox[id] = nil }
+                if id == nil, token == nil { registerAt = now + registerBackoff } // a refused REGISTER: not again at once
+                return [.event(.rejected(why, id))]
+            }
+        default:
+            return []
+        }
+    }
+
+    /// The caller stored the message: the server may forget it.
+    public mutating func acknowledge(_ messageID: UserID, now: UInt64) -> [Step] {
+        guard let token else { return [] }
+        return datagrams(.ack(token: token, messageID: messageID))
+    }
+
+    /// Asks for waiting messages now.
+    public mutating func poll(now: UInt64) -> [Step] {
+        guard let token else { return [] }
+        nextPoll = now + configuration.pollInterval
+        return datagrams(.poll(token: token))
+    }
+
+    public mutating func tick(now: UInt64) -> [Step] {
+        guard token != nil else {
+            return now >= registerAt ? register(now: now) : []
+        }
+        var steps: [Step] = []
+        if now >= nextPoll || (pollAgain && now >= nextPoll.saturatingSub(configuration.pollInterval) + 100) {
+            pollAgain = false
+            steps += poll(now: now)
+        }
+        if now >= nextPing, let token {
+            nextPing = now + configuration.pingInterval
+            steps += datagrams(.ping(token: token))
+        }
+        for (id, o) in outbox.sorted(by: { $0.key < $1.key }) where now >= o.nextAt {
+            if o.attempts >= configuration.maxAttempts {
+                outbox[id] = nil
+                steps.append(.event(.failed(id)))
+                continue
+            }
+            outbox[id]!.attempts += 1
+            let wait = min(configuration.retryMax, configuration.retryFirst << UInt64(min(o.attempts, 20)))
+            outbox[id]!.nextAt = now + wait
+            steps += transmit(id)
+        }
+        return steps
+    }
+
+    // MARK: Helpers
+
+    private mutating func register(now: UInt64) -> [Step] {
+        let timestamp = max(now, lastRegistration + 1)
+        lastRegistration = timestamp
+        registerAt = now + registerBackoff
+        registerBackoff = min(60_000, registerBackoff * 2)
+        var r = RelayRegistration(userID: userID, timestamp: timestamp, signature: [],
+                                  publicKey: Array(signingKey.publicKey.rawRepresentation))
+        r.signature = Array((try? signingKey.signature(for: r.signedBytes())) ?? Data())
+        return datagrams(.register(r))
+    }
+
+    private mutating func transmit(_ id: UserID) -> [Step] {
+        guard let token, let o = outbox[id] else { return [] }
+        return datagrams(.message(sender: userID, recipient: o.recipient, payload: o.payload, token: token))
+    }
+
+    private mutating func datagrams(_ packet: RelayPacket) -> [Step] {
+        transfer &+= 1
+        return (RelayChunk.datagrams(packet.encode(), transferID: transfer) ?? []).map { .send($0) }
+    }
+}
+
+extension UInt64 {
+    func saturatingSub(_ x: UInt64) -> UInt64 { self >= x ? self - x : 0 }
+}
+
+import Foundation

@@ -1,0 +1,319 @@
+import Crypto
+import StarlingWire
+
+/// A message the relay holds for its recipient until an ACK.
+public struct RelayQueuedMessage: Hashable, Sendable {
+    public var messageID: UserID
+    public var sender: UserID
+    public var recipient: UserID
+    /// The sealed message, as the sender sent it.
+    public var payload: [UInt8]
+    /// When the server took it (Unix ms).
+    public var receivedAt: UInt64
+
+    public init(messageID: UserID, sender: UserID, recipient: UserID, payload: [UInt8], receivedAt: UInt64) {
+        self.messageID = messageID
+        self.sender = sender
+        self.recipient = recipient
+        self.payload = payload
+        self.receivedAt = receivedAt
+    }
+}
+
+/// What the store did with a message.
+public enum RelayEnqueueOutcome: Hashable, Sendable {
+    /// Committed (or held already: a sender's retry is not stored twice).
+    case stored
+    case recipientQueueFull
+    case serverFull
+    case unknownRecipient
+}
+
+/// The queue limits (seed 002 §5.2: 1,000 messages a user, 7 days, 100,000 in all).
+public struct RelayQueueLimits: Hashable, Sendable {
+    public var perUser = 1_000
+    public var total = 100_000
+    public var maxAge: UInt64 = 7 * 24 * 3_600_000
+    public init() {}
+}
+
+/// The relay server's protocol without I/O: packets in with their source
+/// address and the time; packets out, and requests to the store, whose
+/// results come back through the completion calls. The runtime
+/// (`RelayServer`) owns the socket and the store; tests drive this directly.
+///
+/// Bounds: `maxSessions` sessions (the least recently heard goes first, and
+/// any goes after `sessionTimeout` without a packet), `maxBuckets` rate
+/// buckets (the oldest go first), the reassembler's bounds; each packet costs
+/// at most one Ed25519 verification (a REGISTER, after its rate check).
+public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
+    public struct Configuration: Sendable {
+        public var limits = RelayQueueLimits()
+        /// How far a REGISTER's timestamp may be from the server's clock.
+        public var registrationWindow: UInt64 = 120_000
+        /// A session without a packet for this long ends (seed: 5 minutes).
+        public var sessionTimeout: UInt64 = 300_000
+        /// Messages a POLL returns at most (seed: 10).
+        public var pollBatch = 10
+        public var maxSessions = 100_000
+        /// Packets a second from one address, and the burst it may save up.
+        public var perAddressRate: Double = 500
+        public var perAddressBurst: Double = 1_000
+        /// MSGs a second from one user, and the burst.
+        public var perUserRate: Double = 100
+        public var perUserBurst: Double = 500
+        public var maxBuckets = 65_536
+        public init() {}
+    }
+
+    public enum Step: Sendable {
+        case send([UInt8], to: Address)
+        /// Check a REGISTER against the pinned key (``RelayServerCore/check(_:pinned:now:window:)``), then pin or renew it.
+        case register(RelayRegistration, from: Address)
+        case enqueue(RelayQueuedMessage, from: Address)
+        case fetch(UserID, limit: Int, for: Address)
+        case remove(UserID, messageID: UserID)
+    }
+
+    /// What the server counts (the metrics endpoint shows them).
+    public struct Counters: Sendable {
+        public var received = 0
+        public var sent = 0
+        public var messagesIn = 0
+        public var messagesOut = 0
+        public var rejections: [RelayRejection: Int] = [:]
+        public var undecodable = 0
+        public var rateLimited = 0
+    }
+
+    struct Session {
+        var user: UserID
+        var address: Address
+        var lastSeen: UInt64
+    }
+
+    struct Bucket {
+        var tokens: Double
+        var at: UInt64
+    }
+
+    public let configuration: Configuration
+    private var sessions: [RelayToken: Session] = [:]
+    private var tokenOf: [UserID: RelayToken] = [:]
+    private var addressBuckets: [Address: Bucket] = [:]
+    private var userBuckets: [UserID: Bucket] = [:]
+    private var reassembler = RelayReassembler<Address>()
+    private var transfer: UInt32 = 0
+    public private(set) var counters = Counters()
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        transfer = UInt32.random(in: 0...UInt32.max)
+    }
+
+    public var sessionCount: Int { sessions.count }
+
+    // MARK: Packets in
+
+    public mutating func receive(_ datagram: [UInt8], from address: Address, now: UInt64) -> [Step] {
+        counters.received += 1
+        guard Self.take(&addressBuckets, address, rate: configuration.perAddressRate, burst: configuration.perAddressBurst, now: now,
+                       cap: configuration.maxBuckets) else {
+            counters.rateLimited += 1
+            return [] // a flood gets no answers (answers would amplify it)
+        }
+        let packet: RelayPacket
+        do {
+            packet = try RelayPacket.decode(datagram, .toServer)
+        } catch {
+            counters.undecodable += 1
+            return []
+        }
+        switch packet {
+        case let .chunk(c):
+            guard let whole = reassembler.add(c, from: address, now: now) else { return [] }
+            guard let inner = try? RelayPacket.decode(whole, .toServer) else {
+                counters.undecodable += 1
+                return []
+            }
+            if case .chunk = inner { return [] } // no chunks in chunks
+            return handle(inner, from: address, now: now)
+        default:
+            return handle(packet, from: address, now: now)
+        }
+    }
+
+    private mutating func handle(_ packet: RelayPacket, from address: Address, now: UInt64) -> [Step] {
+        switch packet {
+        case let .register(r):
+            let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
+            guard skew <= configuration.registrationWindow else { return reject(.staleTimestamp, nil, to: address) }
+            return [.register(r, from: address)]
+        case let .poll(token):
+            guard let user = session(token, address, now) else { return reject(.unknownSession, nil, to: address) }
+            return [.fetch(user, limit: configuration.pollBatch, for: address)]
+        case let .ping(token):
+            guard session(token, address, now) != nil else { return reject(.unknownSession, nil, to: address) }
+            return send(.pong, to: address)
+        case let .ack(token, id):
+            guard let user = session(token, address, now) else { return reject(.unknownSession, id, to: address) }
+            return [.remove(user, messageID: id)]
+        case let .message(sender, recipient, payload, token):
+            guard let token, let user = session(token, address, now), user == sender else {
+                return reject(.unknownSession, nil, to: address)
+            }
+            guard let sealed = try? SealedMessageBytes.decode(payload), sealed.sender == sender, sealed.recipient == recipient else {
+                return reject(.malformed, nil, to: address)
+            }
+            guard Self.take(&userBuckets, sender, rate: configuration.perUserRate, burst: configuration.perUserBurst, now: now,
+                           cap: configuration.maxBuckets) else {
+                counters.rateLimited += 1
+                return reject(.rateLimited, sealed.messageID, to: address)
+            }
+            counters.messagesIn += 1
+            return [.enqueue(RelayQueuedMessage(messageID: sealed.messageID, sender: sender, recipient: recipient,
+                                                payload: payload, receivedAt: now), from: address)]
+        default:
+            return [] // server-bound decoding admits nothing else
+        }
+    }
+
+    // MARK: Store results in
+
+    /// A REGISTER's outcome (``check(_:pinned:now:window:)`` and the store's pin).
+    public mutating func registration(_ result: Result<UserID, RelayRejection>, from address: Address, now: UInt64) -> [Step] {
+        switch result {
+        case let .failure(why):
+            return reject(why, nil, to: address)
+        case let .success(user):
+            if let old = tokenOf[user] { sessions[old] = nil }
+            if sessions.count >= configuration.maxSessions,
+               let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
+                sessions[oldest.key] = nil
+                tokenOf[oldest.value.user] = nil
+            }
+            let token = RelayToken.random()
+            sessions[token] = Session(user: user, address: address, lastSeen: now)
+            tokenOf[user] = token
+            return send(.registered(token: token, serverTime: now), to: address)
+        }
+    }
+
+    /// A message's fate in the store: QUEUED (after the commit) or REJECTED
+    /// to its sender; an online recipient is sent it at once.
+    public mutating func enqueued(_ message: RelayQueuedMessage, _ outcome: RelayEnqueueOutcome, from address: Address) -> [Step] {
+        switch outcome {
+        case .stored:
+            let online = tokenOf[message.recipient].flatMap { sessions[$0] }
+            var steps = send(.queued(messageID: message.messageID, online: online != nil), to: address)
+            if let online {
+                counters.messagesOut += 1
+                steps += send(.message(sender: message.sender, recipient: message.recipient, payload: message.payload, token: nil),
+                              to: online.address)
+            }
+            return steps
+        case .recipientQueueFull: return reject(.recipientQueueFull, message.messageID, to: address)
+        case .serverFull: return reject(.serverFull, message.messageID, to: address)
+        case .unknownRecipient: return reject(.unknownRecipient, message.messageID, to: address)
+        }
+    }
+
+    /// A storage failure: the sender is told, and retries.
+    public mutating func storageFailed(_ message: RelayQueuedMessage, from address: Address) -> [Step] {
+        reject(.storageFailed, message.messageID, to: address)
+    }
+
+    /// A POLL's answer: up to the batch, or NO_MESSAGES.
+    public mutating func fetched(_ messages: [RelayQueuedMessage], for address: Address) -> [Step] {
+        guard !messages.isEmpty else { return send(.noMessages, to: address) }
+        counters.messagesOut += messages.count
+        return messages.flatMap {
+            send(.message(sender: $0.sender, recipient: $0.recipient, payload: $0.payload, token: nil), to: address)
+        }
+    }
+
+    /// An ACK removed `message` from its recipient's queue: its sender, when
+    /// online, hears that it was taken.
+    public mutating func removed(_ message: RelayQueuedMessage?) -> [Step] {
+        guard let message, let sender = tokenOf[message.sender].flatMap({ sessions[$0] }) else { return [] }
+        return send(.delivered(messageID: message.messageID, by: message.recipient), to: sender.address)
+    }
+
+    /// Ends sessions that went quiet; drops stale partial packets.
+    public mutating func tick(now: UInt64) {
+        for (token, s) in sessions where now >= s.lastSeen + configuration.sessionTimeout {
+            sessions[token] = nil
+            if tokenOf[s.user] == token { tokenOf[s.user] = nil }
+        }
+        reassembler.expire(now: now)
+    }
+
+    /// The user a token stands for (for tests and the metrics).
+    public func user(of token: RelayToken) -> UserID? { sessions[token]?.user }
+
+    // MARK: REGISTER's rules
+
+    /// Checks a REGISTER against what the store holds for its user ID: the
+    /// pinned key and the last accepted timestamp. The first registration
+    /// must carry the key (then pinned); a later one may, if it is the same.
+    /// Timestamps must grow: an older or equal one is a replay. Returns the
+    /// key to pin (or keep).
+    public static func check(_ r: RelayRegistration, pinned: (key: [UInt8], lastTimestamp: UInt64)?, now: UInt64,
+                             window: UInt64) -> Result<[UInt8], RelayRejection> {
+        let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
+        guard skew <= window else { return .failure(.staleTimestamp) }
+        let key: [UInt8]
+        if let pinned {
+            if let carried = r.publicKey, carried != pinned.key { return .failure(.keyMismatch) }
+            key = pinned.key
+        } else {
+            guard let carried = r.publicKey else { return .failure(.unknownUser) }
+            key = carried
+        }
+        guard let publicKey = try? Curve25519.Signing.PublicKey(rawRepresentation: key),
+              publicKey.isValidSignature(r.signature, for: r.signedBytes()) else { return .failure(.badSignature) }
+        if let pinned, r.timestamp <= pinned.lastTimestamp { return .failure(.replayed) }
+        return .success(key)
+    }
+
+    // MARK: Helpers
+
+    private mutating func session(_ token: RelayToken, _ address: Address, _ now: UInt64) -> UserID? {
+        guard var s = sessions[token] else { return nil }
+        s.lastSeen = now
+        s.address = address // a client behind a NAT may move
+        sessions[token] = s
+        return s.user
+    }
+
+    private mutating func reject(_ why: RelayRejection, _ id: UserID?, to address: Address) -> [Step] {
+        counters.rejections[why, default: 0] += 1
+        return send(.rejected(why, messageID: id), to: address)
+    }
+
+    private mutating func send(_ packet: RelayPacket, to address: Address) -> [Step] {
+        transfer &+= 1
+        let datagrams = RelayChunk.datagrams(packet.encode(), transferID: transfer) ?? []
+        counters.sent += datagrams.count
+        return datagrams.map { .send($0, to: address) }
+    }
+
+    private static func take<K: Hashable>(_ buckets: inout [K: Bucket], _ key: K, rate: Double, burst: Double, now: UInt64,
+                                          cap: Int) -> Bool {
+        var b = buckets[key] ?? Bucket(tokens: burst, at: now)
+        if now > b.at { b.tokens = min(burst, b.tokens + Double(now - b.at) / 1_000 * rate) }
+        b.at = max(b.at, now)
+        guard b.tokens >= 1 else {
+            buckets[key] = b
+            return false
+        }
+        b.tokens -= 1
+        if buckets[key] == nil, buckets.count >= cap {
+            // Full (a flood from many addresses): start afresh, O(1) a packet
+            // amortised; the cost is one burst more for those already limited.
+            buckets.removeAll(keepingCapacity: true)
+        }
+        buckets[key] = b
+        return true
+    }
+}

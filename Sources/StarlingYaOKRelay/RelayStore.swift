@@ -1,0 +1,80 @@
+import StarlingWire
+
+/// Where a relay server keeps its users' pinned keys and its queues: SQLite
+/// (`SQLiteRelayStore`, the default), PostgreSQL (several servers, one
+/// population), or memory (tests). Every call is durable when it returns.
+public protocol RelayStore: Sendable {
+    /// The key pinned to a user ID, and the last REGISTER timestamp accepted.
+    func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)?
+    /// Pins `key` to `user` (first registration) or renews the timestamp.
+    /// False when the store holds `maxUsers` users already and none can go.
+    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool
+    /// Stores a batch in one transaction (a group commit), in order; a message
+    /// already held (same recipient and ID) counts as stored, once.
+    func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome]
+    /// The oldest `limit` messages for `user`.
+    func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage]
+    /// Removes a message from `user`'s queue (only theirs); the message, if it was there.
+    func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage?
+    /// Drops messages received before `cutoff`; how many.
+    func expire(before cutoff: UInt64) async throws -> Int
+    /// Registered users and queued messages.
+    func counts() async throws -> (users: Int, queued: Int)
+}
+
+/// A store in memory, for tests and as the reference for the others' rules.
+public actor InMemoryRelayStore: RelayStore {
+    private var keys: [UserID: (key: [UInt8], lastTimestamp: UInt64)] = [:]
+    private var queues: [UserID: [RelayQueuedMessage]] = [:]
+    private var total = 0
+    public let maxUsers: Int
+
+    public init(maxUsers: Int = 1_000_000) { self.maxUsers = maxUsers }
+
+    public func pinned(_ user: UserID) -> (key: [UInt8], lastTimestamp: UInt64)? { keys[user] }
+
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) -> Bool {
+        if keys[user] == nil, keys.count >= maxUsers {
+            // Room for a newcomer: the user registered longest ago with nothing queued.
+            guard let idle = keys.filter({ (queues[$0.key] ?? []).isEmpty }).min(by: { $0.value.lastTimestamp < $1.value.lastTimestamp })?.key
+            else { return false }
+            keys[idle] = nil
+        }
+        keys[user] = (key, timestamp)
+        return true
+    }
+
+    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) -> [RelayEnqueueOutcome] {
+        batch.map { m in
+            guard keys[m.recipient] != nil else { return .unknownRecipient }
+            let queue = queues[m.recipient] ?? []
+            if queue.contains(where: { $0.messageID == m.messageID }) { return .stored }
+            guard queue.count < limits.perUser else { return .recipientQueueFull }
+            guard total < limits.total else { return .serverFull }
+            queues[m.recipient, default: []].append(m)
+            total += 1
+            return .stored
+        }
+    }
+
+    public func fetch(_ user: UserID, limit: Int) -> [RelayQueuedMessage] { Array((queues[user] ?? []).prefix(limit)) }
+
+    public func remove(_ user: UserID, messageID: UserID) -> RelayQueuedMessage? {
+        guard let i = queues[user]?.firstIndex(where: { $0.messageID == messageID }) else { return nil }
+        total -= 1
+        return queues[user]!.remove(at: i)
+    }
+
+    public func expire(before cutoff: UInt64) -> Int {
+        var n = 0
+        for (user, queue) in queues {
+            let kept = queue.filter { $0.receivedAt >= cutoff }
+            n += queue.count - kept.count
+            queues[user] = kept
+        }
+        total -= n
+        return n
+    }
+
+    public func counts() -> (users: Int, queued: Int) { (keys.count, total) }
+}

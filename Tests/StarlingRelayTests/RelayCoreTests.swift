@@ -1,0 +1,258 @@
+import Crypto
+import Foundation
+import StarlingCrypto
+import StarlingWire
+import StarlingYaOK
+@testable import StarlingYaOKRelay
+import Testing
+
+/// A user of the relay: an identity and a user ID.
+struct RelayUser {
+    var identity = Identity.generate()
+    var id = UserID.random()
+
+    func seal(_ text: String, to other: RelayUser, id messageID: UserID = .random(), now: UInt64 = 1_795_000_000_000) throws -> [UInt8] {
+        try SealedMessage.seal(.text(text), id: messageID, timestamp: now, from: identity, senderID: id, to: other.id,
+                               recipientAgreementKey: other.identity.noisePublicKey)
+    }
+
+    func registration(at t: UInt64, key: Bool = true, signer: Curve25519.Signing.PrivateKey? = nil) throws -> [UInt8] {
+        var r = RelayRegistration(userID: id, timestamp: t, signature: [], publicKey: key ? identity.signingPublicKey : nil)
+        r.signature = Array(try (signer ?? identity.signingKey).signature(for: r.signedBytes()))
+        return RelayPacket.register(r).encode()
+    }
+}
+
+/// The server core and a store, driven as the runtime drives them, with
+/// every answer collected per address.
+actor ServerHarness {
+    var core: RelayServerCore<Int>
+    let store: any RelayStore
+    var outbox: [Int: [RelayPacket]] = [:]
+    var now: UInt64 = 1_795_000_000_000
+    var reassembly = RelayReassembler<Int>()
+
+    init(store: any RelayStore = InMemoryRelayStore(), configuration: RelayServerCore<Int>.Configuration = .init()) {
+        core = RelayServerCore(configuration: configuration)
+        self.store = store
+    }
+
+    func advance(_ ms: UInt64) { now += ms }
+
+    /// A datagram from `address`; every store request is carried out at once.
+    func receive(_ bytes: [UInt8], from address: Int) async {
+        await perform(core.receive(bytes, from: address, now: now))
+    }
+
+    func take(_ address: Int) -> [RelayPacket] {
+        defer { outbox[address] = [] }
+        return outbox[address] ?? []
+    }
+
+    func perform(_ steps: [RelayServerCore<Int>.Step]) async {
+        for step in steps {
+            switch step {
+            case let .send(bytes, to):
+                guard let p = try? RelayPacket.decode(bytes, .toClient) else { Issue.record("undecodable answer"); continue }
+                if case let .chunk(c) = p {
+                    if let whole = reassembly.add(c, from: to, now: now) { outbox[to, default: []].append(try! RelayPacket.decode(whole, .toClient)) }
+                } else {
+                    outbox[to, default: []].append(p)
+                }
+            case let .register(r, from):
+                let pinned = try? await store.pinned(r.userID)
+                let result: Result<UserID, RelayRejection>
+                switch RelayServerCore<Int>.check(r, pinned: pinned ?? nil, now: now, window: core.configuration.registrationWindow) {
+                case let .failure(why): result = .failure(why)
+                case let .success(key):
+                    result = (try? await store.register(r.userID, key: key, timestamp: r.timestamp)) == true ? .success(r.userID) : .failure(.serverFull)
+                }
+                await perform(core.registration(result, from: from, now: now))
+            case let .enqueue(m, from):
+                let outcome = try! await store.enqueue([m], limits: core.configuration.limits)[0]
+                await perform(core.enqueued(m, outcome, from: from))
+            case let .fetch(user, limit, to):
+                await perform(core.fetched(try! await store.fetch(user, limit: limit), for: to))
+            case let .remove(user, id):
+                await perform(core.removed(try! await store.remove(user, messageID: id)))
+            }
+        }
+    }
+
+    /// Registers `user` from `address`; its token.
+    func register(_ user: RelayUser, from address: Int) async throws -> RelayToken {
+        await receive(try user.registration(at: now), from: address)
+        guard case let .registered(token, _)? = take(address).last else { throw RelayTestError.notRegistered }
+        return token
+    }
+}
+
+enum RelayTestError: Error { case notRegistered }
+
+@Suite struct RelayCoreTests {
+    @Test func aMessageForAnOfflineRecipientIsQueuedAndCollectedWithAPollThenRemovedByTheAck() async throws {
+        let h = ServerHarness()
+        let alice = RelayUser(), bob = RelayUser()
+        let aliceToken = try await h.register(alice, from: 1)
+        let bobToken = try await h.register(bob, from: 2)
+        // Bob goes away (a new address later); alice sends.
+        await h.advance(301_000)
+        await h.receive(RelayPacket.ping(token: aliceToken).encode(), from: 1)
+        await h.perform([]) // nothing
+        let id = UserID.random()
+        let sealed = try alice.seal("are you there?", to: bob, id: id)
+        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: sealed, token: aliceToken).encode(), from: 1)
+        let answers = await h.take(1)
+        #expect(answers.contains(.pong))
+        #expect(answers.contains(.queued(messageID: id, online: true)), "bob's session is still there: \(answers)")
+        // Bob's session ends after 5 minutes of silence.
+        var core = await h.core
+        core.tick(now: await h.now + 10) // bob silent 301 s, alice just spoke
+        #expect(core.user(of: bobToken) == nil)
+        #expect(core.user(of: aliceToken) == alice.id)
+
+        // A poll gets the message; another gets it again until the ACK; then NO_MESSAGES.
+        let bobAgain = try await h.register(bob, from: 3)
+        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 3)
+        #expect(await h.take(3) == [.message(sender: alice.id, recipient: bob.id, payload: sealed, token: nil)])
+        await h.receive(RelayPacket.ack(token: bobAgain, messageID: id).encode(), from: 3)
+        #expect(await h.take(1) == [.delivered(messageID: id, by: bob.id)], "alice hears it was taken")
+        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 3)
+        #expect(await h.take(3) == [.noMessages])
+        // The message opens for bob.
+        let (_, body) = try SealedMessage.open(sealed, as: bob.id, with: bob.identity, senderSigningKey: alice.identity.signingPublicKey)
+        #expect(body == .text("are you there?"))
+    }
+
+    /// REGISTER's rules: the first carries the key; a spoofed one (someone
+    /// else's user ID, another key), a replayed one and a stale one are refused.
+    @Test func spoofedReplayedAndStaleRegistrationsAreRefused() async throws {
+        let h = ServerHarness()
+        let alice = RelayUser(), mallory = RelayUser()
+        // No key on a first registration.
+        await h.receive(try alice.registration(at: await h.now, key: false), from: 1)
+        #expect(await h.take(1) == [.rejected(.unknownUser, messageID: nil)])
+        let first = try alice.registration(at: await h.now)
+        await h.receive(first, from: 1)
+        guard case .registered? = await h.take(1).first else { Issue.record("not registered"); return }
+        // Mallory claims alice's user ID with her own key.
+        var spoof = mallory
+        spoof.id = alice.id
+        await h.receive(try spoof.registration(at: await h.now + 1), from: 9)
+        #expect(await h.take(9) == [.rejected(.keyMismatch, messageID: nil)])
+        // ... or signs alice's bytes (with alice's key in the packet) with her own.
+        await h.receive(try alice.registration(at: await h.now + 2, signer: mallory.identity.signingKey), from: 9)
+        #expect(await h.take(9) == [.rejected(.badSignature, messageID: nil)])
+        // A replay of alice's genuine packet.
+        await h.receive(first, from: 9)
+        #expect(await h.take(9) == [.rejected(.replayed, messageID: nil)])
+        // Outside the ±120 s window.
+        await h.receive(try alice.registration(at: await h.now - 121_000), from: 1)
+        #expect(await h.take(1) == [.rejected(.staleTimestamp, messageID: nil)])
+        await h.receive(try alice.registration(at: await h.now + 121_000), from: 1)
+        #expect(await h.take(1) == [.rejected(.staleTimestamp, messageID: nil)])
+        // A later one without the key is fine.
+        await h.advance(5)
+        await h.receive(try alice.registration(at: await h.now, key: false), from: 1)
+        guard case .registered? = await h.take(1).first else { Issue.record("not registered again"); return }
+    }
+
+    /// A user ID alone reads nobody's queue: POLL, ACK and MSG need the token,
+    /// and a MSG's sender must be the token's user.
+    @Test func withoutTheTokenNothingIsRead() async throws {
+        let h = ServerHarness()
+        let alice = RelayUser(), bob = RelayUser(), mallory = RelayUser()
+        let aliceToken = try await h.register(alice, from: 1)
+        _ = try await h.register(bob, from: 2)
+        let malloryToken = try await h.register(mallory, from: 9)
+        let id = UserID.random()
+        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("for bob", to: bob, id: id),
+                                            token: aliceToken).encode(), from: 1)
+        _ = await h.take(2)
+        await h.receive(RelayPacket.poll(token: .random()).encode(), from: 9)
+        #expect(await h.take(9) == [.rejected(.unknownSession, messageID: nil)])
+        await h.receive(RelayPacket.ack(token: malloryToken, messageID: id).encode(), from: 9)
+        await h.receive(RelayPacket.poll(token: malloryToken).encode(), from: 9)
+        #expect(await h.take(9) == [.noMessages], "mallory's ACK removed nothing of bob's, and her poll reads her queue")
+        // A MSG in alice's name with mallory's token.
+        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("forged", to: bob),
+                                            token: malloryToken).encode(), from: 9)
+        #expect(await h.take(9) == [.rejected(.unknownSession, messageID: nil)])
+        #expect(try await h.store.counts().queued == 1)
+    }
+
+    @Test func queueCapsAndUnknownRecipientsAreSaidToTheSender() async throws {
+        var config = RelayServerCore<Int>.Configuration()
+        config.limits.perUser = 3
+        config.limits.total = 5
+        let h = ServerHarness(configuration: config)
+        let alice = RelayUser(), bob = RelayUser(), carol = RelayUser(), stranger = RelayUser()
+        let token = try await h.register(alice, from: 1)
+        _ = try await h.register(bob, from: 2)
+        _ = try await h.register(carol, from: 3)
+        var answers: [RelayPacket] = []
+        for (to, n) in [(bob, 4), (carol, 3)] {
+            for i in 0..<n {
+                let id = UserID.random()
+                await h.receive(RelayPacket.message(sender: alice.id, recipient: to.id, payload: try alice.seal("\(i)", to: to, id: id),
+                                                    token: token).encode(), from: 1)
+                answers += await h.take(1)
+            }
+        }
+        let rejections = answers.compactMap { if case let .rejected(why, _) = $0 { why } else { nil } }
+        #expect(rejections == [.recipientQueueFull, .serverFull], "\(answers)")
+        #expect(try await h.store.counts().queued == 5)
+        await h.receive(RelayPacket.message(sender: alice.id, recipient: stranger.id, payload: try alice.seal("?", to: stranger),
+                                            token: token).encode(), from: 1)
+        guard case .rejected(.unknownRecipient, _)? = await h.take(1).first else { Issue.record("queued for a stranger"); return }
+        // A retry of a message held already is QUEUED again, not stored twice.
+        let id = UserID.random()
+        let h2 = ServerHarness()
+        let t2 = try await h2.register(alice, from: 1)
+        _ = try await h2.register(bob, from: 2)
+        let packet = RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("once", to: bob, id: id), token: t2).encode()
+        await h2.receive(packet, from: 1)
+        await h2.receive(packet, from: 1)
+        #expect(await h2.take(1) == [.queued(messageID: id, online: true), .queued(messageID: id, online: true)])
+        #expect(try await h2.store.counts().queued == 1)
+    }
+
+    /// A message larger than a datagram (the largest sealed text, 10 KiB)
+    /// goes in CHUNKs both ways and arrives whole.
+    @Test func aMessageLargerThanADatagramArrivesWhole() async throws {
+        let h = ServerHarness()
+        let alice = RelayUser(), bob = RelayUser()
+        let token = try await h.register(alice, from: 1)
+        let bobToken = try await h.register(bob, from: 2)
+        let text = String(repeating: "ü", count: 5_120) // 10,240 bytes
+        let id = UserID.random()
+        let sealed = try alice.seal(text, to: bob, id: id)
+        let datagrams = try #require(RelayChunk.datagrams(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: sealed,
+                                                                             token: token).encode(), transferID: 7))
+        #expect(datagrams.count == 8 && datagrams.allSatisfy { $0.count <= 1_472 })
+        for d in datagrams.reversed() { await h.receive(d, from: 1) } // in any order
+        #expect(await h.take(1) == [.queued(messageID: id, online: true)])
+        let pushed = await h.take(2)
+        #expect(pushed == [.message(sender: alice.id, recipient: bob.id, payload: sealed, token: nil)])
+        _ = bobToken
+    }
+
+    /// A flood from one address stops costing anything past its bucket.
+    @Test func aFloodIsRateLimitedAndUndecodableBytesCostNothing() async throws {
+        var config = RelayServerCore<Int>.Configuration()
+        config.perAddressRate = 10
+        config.perAddressBurst = 20
+        var core = RelayServerCore<Int>(configuration: config)
+        var answered = 0
+        for i in 0..<10_000 {
+            answered += core.receive(RelayPacket.poll(token: .random()).encode(), from: 5, now: 1_000 + UInt64(i / 100)).count
+        }
+        #expect(answered <= 21, "\(answered)")
+        #expect(core.counters.rateLimited >= 9_979)
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let junk = (0..<Int.random(in: 0...1_500, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            #expect(core.receive(junk, from: Int.random(in: 0...1_000_000, using: &rng), now: 5_000).isEmpty)
+        }
+    }
+}
