@@ -50,6 +50,12 @@ public actor RelayClient {
         })
     }
 
+    /// Says BYE (the session ends at the server), then stops.
+    public func leave() {
+        perform(core.leave())
+        stop()
+    }
+
     public func stop() {
         for t in tasks { t.cancel() }
         tasks = []

@@ -167,6 +167,14 @@ public struct RelayClientCore: Sendable {
         return datagrams(.ack(token: token, messageID: messageID))
     }
 
+    /// Going offline: the server ends the session (and stops sending on at once).
+    public mutating func leave() -> [Step] {
+        guard let token else { return [] }
+        self.token = nil
+        registerAt = .max
+        return datagrams(.bye(token: token))
+    }
+
     /// Asks for waiting messages now.
     public mutating func poll(now: UInt64) -> [Step] {
         guard let token else { return [] }

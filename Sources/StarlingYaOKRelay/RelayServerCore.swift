@@ -155,6 +155,9 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         case let .ping(token):
             guard session(token, address, now) != nil else { return reject(.unknownSession, nil, to: address) }
             return send(.pong, to: address)
+        case let .bye(token):
+            if let s = sessions.removeValue(forKey: token), tokenOf[s.user] == token { tokenOf[s.user] = nil }
+            return []
         case let .ack(token, id):
             guard let user = session(token, address, now) else { return reject(.unknownSession, id, to: address) }
             return [.remove(user, messageID: id)]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import StarlingRelayClient
 import Foundation
 import StarlingCrypto
 import StarlingMesh
@@ -168,11 +169,27 @@ struct Listen: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
+    @Option(help: "A Ya OK relay server (HOST:PORT): register, and take what it holds for us.") var relay: String?
 
     func run() async throws {
         let n = try node.makeNode()
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
+        var relayClient: RelayClient?
+        if let relay {
+            guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+            let directory = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
+            let userID = try directory.userID()
+            let store = try StoreAccess.open(directory: directory.directory.url, identity: n.identity)
+            let client = try RelayClient(server: address, userID: userID, signingKey: n.identity.signingKey)
+            relayClient = client
+            let inbox = RelayInbox(client: client, store: store, identity: n.identity, userID: userID, json: json)
+            Task { await inbox.run() }
+            await client.start()
+        }
+        // Interrupted: the node stops, and the relay hears BYE before we go.
+        let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
+        defer { signals.cancel() }
         async let running: Void = n.run(until: deadline)
         for await event in n.events {
             printer.print(event)
@@ -180,6 +197,7 @@ struct Listen: AsyncParsableCommand {
             if case let .privateMessage(from, _, _, id, _) = event { try? await n.sendReadReceipt(id, to: from) }
         }
         await running
+        await relayClient?.leave()
     }
 }
 
@@ -190,6 +208,7 @@ struct Send: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
+    @Option(help: "A Ya OK relay server (HOST:PORT): a contact not on the mesh gets the message through it.") var relay: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
 
     func validate() throws {
@@ -218,6 +237,25 @@ struct Send: AsyncParsableCommand {
         let wait = self.wait ?? (node.announceInterval + 2)
         let linger = self.linger ?? (to == nil ? 1 : 10)
         let start = Date()
+        // A Ya OK contact: the mesh first, then the relay, then the store's queue.
+        if let to, let relayText = relay {
+            guard let relayAddress = UDPAddress(relayText) else { throw ValidationError("--relay \(relayText): expected HOST:PORT with an IPv4 host") }
+            let directory = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
+            let store = try StoreAccess.open(directory: directory.directory.url, identity: n.identity)
+            let (_, card) = try resolve(to, in: store)
+            let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 5) * 1000)
+            let runner = Task { await n.run(until: deadline) }
+            let delivered = Delivered()
+            let events = Task { for await event in n.events { if case let .delivered(id, _) = event { await delivered.add(id) } } }
+            let delivery = ContactDelivery(node: n, store: store, userID: try directory.userID(), relay: relayAddress, json: json,
+                                           isDelivered: { await delivered.contains($0) })
+            let outcome = try await delivery.send(text, to: card, meshWait: min(wait, node.announceInterval + 1), linger: linger, wait: wait)
+            await n.leave()
+            await runner.value
+            events.cancel()
+            if case .kept = outcome { throw ExitCode(1) }
+            return
+        }
         let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
         let runner = Task { await n.run(until: deadline) }
         let delivered = Delivered(), read = Delivered()

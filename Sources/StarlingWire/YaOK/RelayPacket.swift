@@ -32,6 +32,8 @@ public enum RelayPacket: Hashable, Sendable {
     case queued(messageID: UserID, online: Bool)
     /// REJECTED 0x17: why, and the message it concerns when there is one.
     case rejected(RelayRejection, messageID: UserID?)
+    /// BYE 0x18: the client goes offline; its session ends (no answer).
+    case bye(token: RelayToken)
     /// CHUNK 0x20: a piece of a packet larger than a datagram.
     case chunk(RelayChunk)
 
@@ -57,6 +59,7 @@ public enum RelayPacket: Hashable, Sendable {
         case .pong: 0x15
         case .queued: 0x16
         case .rejected: 0x17
+        case .bye: 0x18
         case .chunk: 0x20
         }
     }
@@ -75,7 +78,7 @@ public enum RelayPacket: Hashable, Sendable {
             out += r.userID.bytes + be64(r.timestamp) + r.signature + (r.publicKey ?? [])
         case let .registered(token, time):
             out += token.bytes + be64(time)
-        case let .poll(token), let .ping(token):
+        case let .poll(token), let .ping(token), let .bye(token):
             out += token.bytes
         case .noMessages, .pong:
             break
@@ -144,6 +147,8 @@ public enum RelayPacket: Hashable, Sendable {
             }
             let raw = try r.read(16, "messageID")
             packet = .rejected(reason, messageID: raw.allSatisfy { $0 == 0 } ? nil : UserID(bytes: raw)!)
+        case (0x18, .toServer):
+            packet = .bye(token: try token())
         case (0x20, _):
             let transfer = try r.u32("transferID")
             let index = try r.u16("index"), total = try r.u16("total")

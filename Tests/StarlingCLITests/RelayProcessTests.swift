@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `starling relay-server` with real `send --relay` and `listen --relay`
+/// processes on loopback: a recipient who was away receives on return.
+@Suite(.serialized) struct RelayProcessTests {
+    static func server(db: String, duration: Int = 120) async throws -> (LiveProcess, UInt16) {
+        let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json",
+                                 "--duration", String(duration)])
+        let started = try #require(await p.waitFor { $0["event"] as? String == "started" }, "\(p.text)")
+        return (p, UInt16(try #require(started["port"] as? Int)))
+    }
+
+    /// Two people who are each other's contacts.
+    static func pair() async throws -> (alice: String, bob: String) {
+        let alice = ContactCommandTests.temporaryDirectory("alice"), bob = ContactCommandTests.temporaryDirectory("bob")
+        #expect(try await StarlingProcess.run(["id", "--data-dir", alice, "--name", "alice"]).status == 0)
+        #expect(try await StarlingProcess.run(["id", "--data-dir", bob, "--name", "bob"]).status == 0)
+        for (from, to) in [(alice, bob), (bob, alice)] {
+            let card = try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", from, "--json"]).stdout)
+            let uri = try #require(card["uri"] as? String)
+            let added = try await StarlingProcess.run(["contact", "add", "--data-dir", to, uri])
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        return (alice, bob)
+    }
+
+    static func listen(_ dir: String, relay: UInt16, duration: Int = 60) throws -> LiveProcess {
+        try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--data-dir", dir, "--relay", "127.0.0.1:\(relay)",
+                         "--duration", String(duration)])
+    }
+
+    static func send(_ dir: String, relay: UInt16, to: String, _ text: String, wait: Int = 15) async throws -> StarlingProcess.Result {
+        try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--announce-interval", "1", "--data-dir", dir,
+                                       "--relay", "127.0.0.1:\(relay)", "--to", to, "--wait", String(wait), text])
+    }
+
+    @Test func anOfflineRecipientReceivesOnReturnOnceAndTheSenderHearsQueued() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay") + ".sqlite"
+        let (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (alice, bob) = try await Self.pair()
+
+        // Bob registers once (the relay queues only for users it knows), then goes away.
+        let first = try Self.listen(bob, relay: port)
+        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        first.stop()
+
+        let sent = try await Self.send(alice, relay: port, to: "bob", "while you were away")
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.stdout.contains("queued at the relay 127.0.0.1:\(port) for bob (they get it when they poll)"), "\(sent.stdout)")
+
+        // Bob comes back: the message arrives, stored, then acknowledged.
+        let back = try Self.listen(bob, relay: port)
+        let got = await back.waitFor { $0["event"] as? String == "relayMessage" }
+        #expect(got?["text"] as? String == "while you were away" && got?["from"] as? String == "alice", "\(back.text)")
+        // Online now: the next one is sent on at once.
+        let second = try await Self.send(alice, relay: port, to: "bob", "and now you are here")
+        #expect(second.stdout.contains("(online: sent on at once)"), "\(second.stdout)")
+        #expect(await back.waitFor { $0["text"] as? String == "and now you are here" } != nil, "\(back.text)")
+        back.stop()
+
+        // A third listen gets nothing twice: the ACKs emptied the queue.
+        let third = try Self.listen(bob, relay: port)
+        defer { third.stop() }
+        #expect(await third.waitFor { $0["event"] as? String == "relayRegistered" } != nil)
+        let barrier = try await Self.send(alice, relay: port, to: "bob", "barrier")
+        #expect(barrier.status == 0)
+        #expect(await third.waitFor { $0["text"] as? String == "barrier" } != nil, "\(third.text)")
+        #expect(!third.text.contains("while you were away") && !third.text.contains("and now you are here"), "\(third.text)")
+
+        // Bob's history has each once.
+        third.stop()
+        let history = try await StarlingProcess.run(["contact", "list", "--data-dir", bob])
+        #expect(history.status == 0)
+    }
+
+    /// Nobody registered under that name: the relay refuses at once, and the
+    /// message is kept (exit 1), said in words.
+    @Test func aRecipientTheRelayDoesNotKnowIsRefusedAndTheMessageKept() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay") + ".sqlite"
+        let (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (alice, _) = try await Self.pair()
+        let r = try await Self.send(alice, relay: port, to: "bob", "hello?")
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("the relay refused it: the recipient has never registered with this server"), "\(r.stdout)")
+        #expect(r.stdout.contains("the message is kept"))
+        // No relay at all: kept as well.
+        let none = try await Self.send(alice, relay: 1, to: "bob", "anyone?", wait: 3)
+        #expect(none.status == 1)
+        #expect(none.stdout.contains("did not answer"), "\(none.stdout)")
+    }
+}
