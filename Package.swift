@@ -258,7 +258,8 @@ let targets: [Target] = [
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
-        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire"]
+        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire",
+                       "StarlingYaOK", "StarlingYaOKRelay", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]
 

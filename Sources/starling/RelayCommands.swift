@@ -28,6 +28,8 @@ struct RelayServerCommand: AsyncParsableCommand {
     @Option(help: "Messages a user may have waiting.") var maxPerUser = 1_000
     @Option(help: "Messages waiting in all.") var maxTotal = 100_000
     @Option(help: "Days a message waits at most.") var maxAgeDays = 7.0
+    @Option(help: "Packets a second one address may send (and twice that in a burst).") var ratePerAddress = 500.0
+    @Option(help: "Messages a second one user may send (and five times that in a burst).") var ratePerUser = 100.0
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Flag(help: "One JSON object per line.") var json = false
 
@@ -48,13 +50,18 @@ struct RelayServerCommand: AsyncParsableCommand {
         config.limits.perUser = maxPerUser
         config.limits.total = maxTotal
         config.limits.maxAge = UInt64(maxAgeDays * 86_400_000)
+        config.perAddressRate = ratePerAddress
+        config.perAddressBurst = ratePerAddress * 2
+        config.perUserRate = ratePerUser
+        config.perUserBurst = ratePerUser * 5
         let server: RelayServer
         do { server = try RelayServer(store: store, bind: host, configuration: config) } catch {
             throw ValidationError("UDP \(bind):\(port) is not free (\(error)); choose another with --port")
         }
         let counts = try await store.counts()
+        let started: [String: Any] = ["event": "started", "port": Int(server.port), "db": path, "users": counts.users, "queued": counts.queued]
         let line = json
-            ? #"{"db":"\#(path)","event":"started","port":\#(server.port),"queued":\#(counts.queued),"users":\#(counts.users)}"#
+            ? String(decoding: (try? JSONSerialization.data(withJSONObject: started, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
             : "* relay server on \(bind):\(server.port), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
         let running = Task { await server.run() }

@@ -1,0 +1,219 @@
+import Crypto
+import Foundation
+import StarlingCrypto
+import StarlingTransport
+import StarlingWire
+import StarlingYaOK
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A relay user speaking the packets directly (no retries, no manners): for
+/// loads and for what a well-behaved client never sends.
+actor RawRelayUser {
+    let identity = Identity.generate()
+    let id = UserID.random()
+    private let socket: UDPSocket
+    private(set) var port: UInt16
+    private(set) var token: RelayToken?
+    private(set) var answers: [RelayPacket] = []
+    private(set) var queued: Set<UserID> = []
+    private var reader: Task<Void, Never>?
+
+    init(port: UInt16) throws {
+        self.port = port
+        socket = try UDPSocket(bindTo: .loopback(0))
+    }
+
+    func start() {
+        let stream = socket.datagrams(maxSize: 2_048)
+        reader = Task { [weak self] in
+            for await (_, bytes) in stream {
+                guard let p = try? RelayPacket.decode(bytes, .toClient) else { continue }
+                await self?.got(p)
+            }
+        }
+    }
+
+    private func got(_ p: RelayPacket) {
+        if case let .queued(id, _) = p { queued.insert(id); return }
+        if case let .registered(t, _) = p { token = t }
+        if answers.count < 100_000 { answers.append(p) }
+    }
+
+    func moveTo(_ port: UInt16) { self.port = port; token = nil }
+
+    func send(_ packet: RelayPacket) { _ = socket.send(packet.encode(), to: .loopback(port)) }
+    func sendRaw(_ bytes: [UInt8]) { _ = socket.send(bytes, to: .loopback(port)) }
+
+    func registration(at t: UInt64) throws -> RelayPacket {
+        var r = RelayRegistration(userID: id, timestamp: t, signature: [], publicKey: identity.signingPublicKey)
+        r.signature = Array(try identity.signingKey.signature(for: r.signedBytes()))
+        return .register(r)
+    }
+
+    /// Registers; waits for the token (a generous limit for a loaded machine).
+    func register() async throws -> RelayToken {
+        token = nil
+        let deadline = Date().addingTimeInterval(20)
+        while token == nil, Date() < deadline {
+            send(try registration(at: UInt64(Date().timeIntervalSince1970 * 1000)))
+            for _ in 0..<50 where token == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        return try #require(token)
+    }
+
+    func takeAnswers() -> [RelayPacket] { defer { answers = [] }; return answers }
+    func queuedCount() -> Int { queued.count }
+    func stop() { reader?.cancel(); socket.close() }
+}
+
+@Suite(.serialized) struct RelayDurabilityTests {
+    /// Thousands of messages in flight, then SIGKILL: every message the
+    /// server answered QUEUED for is there after a restart (group commits,
+    /// synchronous = FULL), and none comes twice once acknowledged.
+    @Test func aServerKilledUnderLoadLosesNothingItAnsweredQueuedFor() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-kill") + ".sqlite"
+        let limits = ["--rate-per-user", "1000000", "--rate-per-address", "1000000"]
+        let first = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + limits)
+        defer { first.stop() }
+        let started = try #require(await first.waitFor { $0["event"] as? String == "started" }, "\(first.text)")
+        let port = UInt16(try #require(started["port"] as? Int))
+        let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
+        await alice.start(); await bob.start()
+        defer { Task { await alice.stop(); await bob.stop() } }
+        let aliceToken = try await alice.register()
+        let bobToken = try await bob.register()
+        await bob.send(.bye(token: bobToken)) // bob is away: everything waits in the queue
+
+        let count = 4_000
+        let bobKey = bob.identity.noisePublicKey, bobID = bob.id, aliceID = alice.id, aliceIdentity = alice.identity
+        let messages: [(UserID, [UInt8])] = try (0..<count).map { i in
+            let id = UserID.random()
+            return (id, try SealedMessage.seal(.text("message \(i)"), id: id, timestamp: 1_795_000_000_000 + UInt64(i), from: aliceIdentity,
+                                               senderID: aliceID, to: bobID, recipientAgreementKey: bobKey))
+        }
+        // Send with up to 400 unanswered; kill the server once 1,000 are answered.
+        var sent = 0
+        let deadline = Date().addingTimeInterval(60)
+        while sent < count, Date() < deadline {
+            let answered = await alice.queuedCount()
+            if answered >= 1_000 { break }
+            if sent - answered < 400 {
+                let (_, payload) = messages[sent]
+                await alice.send(.message(sender: aliceID, recipient: bobID, payload: payload, token: aliceToken))
+                sent += 1
+            } else {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = StarlingProcess.waitForExit(first.process, seconds: 10)
+        let acknowledged = await alice.queued
+        #expect(acknowledged.count >= 1_000, "answered \(acknowledged.count) of \(sent) sent")
+        #expect(sent > acknowledged.count, "some were in flight at the kill (\(sent) sent)")
+
+        // The same database again: bob collects everything.
+        let second = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + limits)
+        defer { second.stop() }
+        let again = try #require(await second.waitFor { $0["event"] as? String == "started" }, "\(second.text)")
+        let queuedAfter = try #require(again["queued"] as? Int)
+        #expect(queuedAfter >= acknowledged.count)
+        await bob.moveTo(UInt16(try #require(again["port"] as? Int)))
+        let token = try await bob.register()
+        var received: [UserID: Int] = [:]
+        let until = Date().addingTimeInterval(60)
+        var empty = false
+        while !empty, Date() < until {
+            await bob.send(.poll(token: token))
+            var batch: [RelayPacket] = []
+            for _ in 0..<200 {
+                try await Task.sleep(for: .milliseconds(5))
+                batch = await bob.takeAnswers()
+                if !batch.isEmpty { break }
+            }
+            for p in batch {
+                switch p {
+                case .noMessages: empty = true
+                case let .message(_, _, payload, _):
+                    let header = try SealedMessage.peek(payload)
+                    received[header.messageID, default: 0] += 1
+                    await bob.send(.ack(token: token, messageID: header.messageID))
+                default: break
+                }
+            }
+            if !batch.isEmpty { try await Task.sleep(for: .milliseconds(20)) } // the ACKs go in before the next poll
+        }
+        #expect(empty, "the queue did not empty: \(received.count) received")
+        let lost = acknowledged.subtracting(received.keys)
+        #expect(lost.isEmpty, "\(lost.count) messages answered QUEUED were lost")
+        let sentIDs = Set(messages.prefix(sent).map(\.0))
+        #expect(Set(received.keys).isSubset(of: sentIDs))
+        #expect(received.count == queuedAfter, "each message once: \(received.count) distinct of \(queuedAfter) held")
+        let twice = received.values.filter { $0 > 1 }.count
+        #expect(twice == 0, "\(twice) messages came twice after their ACK")
+    }
+
+    /// What an attacker in reach of the server can do, against the real
+    /// process: claim someone's user ID, replay a REGISTER, poll without the
+    /// token, flood; none of it reads a queue or costs more than its bucket.
+    @Test func spoofsReplaysTokenlessPollsAndAFloodAgainstTheRealServer() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-hostile") + ".sqlite"
+        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120",
+                                      "--rate-per-address", "200"])
+        defer { server.stop() }
+        let started = try #require(await server.waitFor { $0["event"] as? String == "started" }, "\(server.text)")
+        let port = UInt16(try #require(started["port"] as? Int))
+        let alice = try RawRelayUser(port: port), mallory = try RawRelayUser(port: port)
+        await alice.start(); await mallory.start()
+        defer { Task { await alice.stop(); await mallory.stop() } }
+        let genuine = try await alice.registration(at: UInt64(Date().timeIntervalSince1970 * 1000))
+        await alice.send(genuine)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await alice.token != nil)
+
+        func answer(_ p: RelayPacket) async throws -> [RelayPacket] {
+            _ = await mallory.takeAnswers()
+            await mallory.send(p)
+            for _ in 0..<400 {
+                try await Task.sleep(for: .milliseconds(5))
+                let a = await mallory.takeAnswers()
+                if !a.isEmpty { return a }
+            }
+            return []
+        }
+        // A replay of alice's REGISTER from mallory's address.
+        #expect(try await answer(genuine) == [.rejected(.replayed, messageID: nil)])
+        // Alice's user ID with mallory's key.
+        var claim = RelayRegistration(userID: alice.id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
+                                      publicKey: mallory.identity.signingPublicKey)
+        claim.signature = Array(try mallory.identity.signingKey.signature(for: claim.signedBytes()))
+        #expect(try await answer(.register(claim)) == [.rejected(.keyMismatch, messageID: nil)])
+        // A REGISTER from an hour ago.
+        #expect(try await answer(try await mallory.registration(at: UInt64(Date().timeIntervalSince1970 * 1000) - 3_600_000))
+                == [.rejected(.staleTimestamp, messageID: nil)])
+        // A poll with a made-up token.
+        #expect(try await answer(.poll(token: .random())) == [.rejected(.unknownSession, messageID: nil)])
+
+        // A flood of 5,000 polls in about a second: at most the bucket answers (200/s, 400 in a burst).
+        _ = await mallory.takeAnswers()
+        let start = Date()
+        for _ in 0..<5_000 { await mallory.send(.poll(token: .random())) }
+        try await Task.sleep(for: .milliseconds(500))
+        let elapsed = Date().timeIntervalSince(start)
+        let answered = await mallory.takeAnswers().count
+        #expect(answered <= 400 + Int(elapsed * 200) + 10, "\(answered) answers in \(elapsed) s")
+        #expect(answered > 0)
+        // Junk costs nothing and the server still serves alice.
+        for n in 0..<500 { await mallory.sendRaw((0..<(n % 200)).map { _ in UInt8.random(in: 0...255) }) }
+        let token = try #require(await alice.token)
+        await alice.send(.poll(token: token))
+        var answers: [RelayPacket] = []
+        for _ in 0..<400 where answers.isEmpty {
+            try await Task.sleep(for: .milliseconds(5))
+            answers = await alice.takeAnswers().filter { $0 == .noMessages }
+        }
+        #expect(answers == [.noMessages])
+    }
+}
