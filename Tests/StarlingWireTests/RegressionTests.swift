@@ -59,6 +59,10 @@ import Testing
             if let b = try? SealedBody.decode(bytes) { #expect(try b.encode() == bytes) }
             if let m = try? SealedMessageBytes.decode(bytes) { #expect(m.encode() == bytes) }
             if let c = try? ContactCardBytes.decode(bytes) { #expect(try c.encode() == bytes) }
+        case "relay":
+            for direction in [RelayPacket.Direction.toServer, .toClient] {
+                if let p = try? RelayPacket.decode(bytes, direction) { #expect(try RelayPacket.decode(p.encode(), direction) == p) }
+            }
         case "state":
             if let s = try? StatePacket(decoding: bytes) { #expect(try StatePacket(decoding: s.encoded()) == s) }
         default:
