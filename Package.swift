@@ -91,6 +91,12 @@ let targets: [Target] = [
         name: "StarlingRelayServer",
         dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift")]
     ),
+    // The relay's queues in PostgreSQL (postgres-nio): several servers, one population.
+    .target(
+        name: "StarlingRelayPostgres",
+        dependencies: ["StarlingYaOKRelay", "StarlingWire", .product(name: "PostgresNIO", package: "postgres-nio"),
+                       .product(name: "Logging", package: "swift-log")]
+    ),
     // The relay client's runtime (a transport beside UDP and BlueZ): its socket and clock.
     .target(
         name: "StarlingRelayClient",
@@ -172,6 +178,11 @@ let targets: [Target] = [
             "StarlingYaOKRelay",
             "StarlingRelayServer",
             "StarlingRelayClient",
+            "StarlingRelayPostgres",
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             "StarlingQR",
             "StarlingTerminal",
             "CNcurses",
@@ -237,7 +248,7 @@ let targets: [Target] = [
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
         name: "StarlingRelayTests",
-        dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingYaOK", "StarlingCrypto",
+        dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingRelayPostgres", "StarlingYaOK", "StarlingCrypto",
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
@@ -286,6 +297,7 @@ let package = Package(
         .library(name: "StarlingYaOKRelay", targets: ["StarlingYaOKRelay"]),
         .library(name: "StarlingRelayServer", targets: ["StarlingRelayServer"]),
         .library(name: "StarlingRelayClient", targets: ["StarlingRelayClient"]),
+        .library(name: "StarlingRelayPostgres", targets: ["StarlingRelayPostgres"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],
@@ -295,6 +307,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

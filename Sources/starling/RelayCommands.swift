@@ -3,6 +3,7 @@ import Foundation
 import StarlingCrypto
 import StarlingNode
 import StarlingRelayClient
+import StarlingRelayPostgres
 import StarlingRelayServer
 import StarlingTransport
 import StarlingWire
@@ -24,6 +25,9 @@ struct RelayServerCommand: AsyncParsableCommand {
     @Option(help: "UDP port.") var port: UInt16 = 41_641
     @Option(help: "Address to listen on (0.0.0.0: every interface).") var bind = "0.0.0.0"
     @Option(help: "The SQLite database (default: relay-server.sqlite in the data directory).") var db: String?
+    @Option(help: "Keep the queues in PostgreSQL instead (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): several servers, one population.")
+    var postgres: String?
+    @Option(help: "Serve Prometheus metrics on HOST:PORT (GET /metrics).") var metrics: String?
     @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
     @Option(help: "Messages a user may have waiting.") var maxPerUser = 1_000
     @Option(help: "Messages waiting in all.") var maxTotal = 100_000
@@ -35,16 +39,24 @@ struct RelayServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let directory = DataDirectory(explicit: dataDir)
-        let path: String
-        if let db { path = db } else {
-            try UserError.writableDirectory(directory)
-            try directory.create()
-            path = directory.url.appendingPathComponent("relay-server.sqlite").path
-        }
         guard let host = UDPAddress("\(bind):\(port)") else { throw ValidationError("--bind \(bind): expected an IPv4 address") }
-        let store: SQLiteRelayStore
-        do { store = try SQLiteRelayStore(path: path) } catch {
-            throw ValidationError("the database \(path) did not open: \(error)")
+        if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
+        let store: any RelayStore
+        let path: String
+        if let postgres {
+            path = postgres.replacingOccurrences(of: #":[^:@/]*@"#, with: ":…@", options: .regularExpression) // no password in logs
+            do { store = try await PostgresRelayStore(url: postgres) } catch {
+                throw ValidationError("PostgreSQL at \(path) did not answer: \(error)")
+            }
+        } else {
+            if let db { path = db } else {
+                try UserError.writableDirectory(directory)
+                try directory.create()
+                path = directory.url.appendingPathComponent("relay-server.sqlite").path
+            }
+            do { store = try SQLiteRelayStore(path: path) } catch {
+                throw ValidationError("the database \(path) did not open: \(error)")
+            }
         }
         var config = RelayServer.Core.Configuration()
         config.limits.perUser = maxPerUser
@@ -59,7 +71,22 @@ struct RelayServerCommand: AsyncParsableCommand {
             throw ValidationError("UDP \(bind):\(port) is not free (\(error)); choose another with --port")
         }
         let counts = try await store.counts()
-        let started: [String: Any] = ["event": "started", "port": Int(server.port), "db": path, "users": counts.users, "queued": counts.queued]
+        var started: [String: Any] = ["event": "started", "port": Int(server.port), "db": path, "users": counts.users, "queued": counts.queued]
+        var metricsTask: Task<Void, Never>?
+        if let metrics {
+            let parts = metrics.split(separator: ":")
+            guard parts.count == 2, let metricsPort = Int(parts[1]) else { throw ValidationError("--metrics \(metrics): expected HOST:PORT") }
+            let m = RelayMetrics()
+            let (channel, bound) = try await m.serve(host: String(parts[0]), port: metricsPort)
+            started["metricsPort"] = bound
+            metricsTask = Task {
+                while !Task.isCancelled {
+                    await m.update(server, store)
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                try? await channel.close()
+            }
+        }
         let line = json
             ? String(decoding: (try? JSONSerialization.data(withJSONObject: started, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
             : "* relay server on \(bind):\(server.port), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
@@ -82,6 +109,8 @@ struct RelayServerCommand: AsyncParsableCommand {
         }
         await server.stop()
         await running.value
+        metricsTask?.cancel()
+        (store as? PostgresRelayStore)?.close()
     }
 }
 

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -93,5 +96,51 @@ import Glibc
         let none = try await Self.send(alice, relay: 1, to: "bob", "anyone?", wait: 3)
         #expect(none.status == 1)
         #expect(none.stdout.contains("did not answer"), "\(none.stdout)")
+    }
+
+    /// Two relay servers on one PostgreSQL share the queues: alice sends
+    /// through one, bob (away at the time) collects through the other. The
+    /// metrics endpoint counts what went through.
+    @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        var servers: [(LiveProcess, UInt16)] = []
+        var metricsPorts: [Int] = []
+        for _ in 0..<2 {
+            let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--postgres", pg.url, "--json",
+                                     "--duration", "120", "--metrics", "127.0.0.1:0"])
+            let started = try #require(await p.waitFor(seconds: 60) { $0["event"] as? String == "started" }, "\(p.text)")
+            servers.append((p, UInt16(try #require(started["port"] as? Int))))
+            metricsPorts.append(try #require(started["metricsPort"] as? Int))
+            #expect((started["db"] as? String)?.contains("127.0.0.1:\(pg.port)") == true)
+        }
+        defer { for (p, _) in servers { p.stop() } }
+        let (alice, bob) = try await Self.pair()
+        // Bob registers through server B, then goes away.
+        let first = try Self.listen(bob, relay: servers[1].1)
+        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        first.stop()
+        let sent = try await Self.send(alice, relay: servers[0].1, to: "bob", "through A, for B")
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.stdout.contains("queued at the relay 127.0.0.1:\(servers[0].1)"), "\(sent.stdout)")
+        let back = try Self.listen(bob, relay: servers[1].1)
+        defer { back.stop() }
+        let got = await back.waitFor { $0["event"] as? String == "relayMessage" }
+        #expect(got?["text"] as? String == "through A, for B", "\(back.text)")
+
+        // Prometheus text from server A: one message in; the shared queue's depth on both.
+        func metrics(_ port: Int) async -> String {
+            let url = URL(string: "http://127.0.0.1:\(port)/metrics")!
+            return (try? await URLSession.shared.data(from: url)).map { String(decoding: $0.0, as: UTF8.self) } ?? ""
+        }
+        var text = ""
+        let until = Date().addingTimeInterval(20)
+        while !text.contains("starling_relay_messages_in_total 1"), Date() < until {
+            text = await metrics(metricsPorts[0])
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(text.contains("starling_relay_messages_in_total 1"), "\(text)")
+        #expect(text.contains("# TYPE starling_relay_queue_depth gauge") && text.contains("starling_relay_registered_users 2"), "\(text)")
+        #expect(text.contains(#"starling_relay_rejections_total{reason="#))
     }
 }

@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import PostgresNIO
+import StarlingWire
+import StarlingYaOKRelay
+
+/// The relay's queues and pinned keys in PostgreSQL (postgres-nio), so that
+/// several relay servers behind one address serve one population: a message
+/// queued through one is fetched through another. Each batch is one
+/// transaction; the per-user and total caps are checked inside it (two
+/// servers committing at the same instant may each pass a cap by a batch).
+public final class PostgresRelayStore: RelayStore, Sendable {
+    private let client: PostgresClient
+    private let logger: Logger
+    private let runner: Task<Void, Never>
+    public let maxUsers: Int
+
+    /// Connects (the client runs until ``close()``) and creates the tables if
+    /// they are not there. `url`: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+    public init(url: String, maxUsers: Int = 1_000_000) async throws {
+        guard let parsed = URLComponents(string: url), parsed.scheme == "postgres" || parsed.scheme == "postgresql",
+              let host = parsed.host, let user = parsed.user else {
+            throw ConfigurationError(description: "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, got \(url)")
+        }
+        let database = parsed.path.hasPrefix("/") ? String(parsed.path.dropFirst()) : parsed.path
+        var config = PostgresClient.Configuration(host: host, port: parsed.port ?? 5432, username: user, password: parsed.password,
+                                                  database: database.isEmpty ? user : database, tls: .disable)
+        config.options.maximumConnections = 8
+        let client = PostgresClient(configuration: config)
+        self.client = client
+        logger = Logger(label: "starling.relay.postgres")
+        runner = Task { await client.run() }
+        self.maxUsers = maxUsers
+        try await migrate()
+    }
+
+    public struct ConfigurationError: Error, CustomStringConvertible { public var description: String }
+
+    public func close() { runner.cancel() }
+
+    private func migrate() async throws {
+        // Two servers starting at once: the DDL is idempotent, and serialised by an advisory lock.
+        try await client.withTransaction(logger: logger) { c in
+            try await c.query("SELECT pg_advisory_xact_lock(41641)", logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_users (user_id BYTEA PRIMARY KEY, key BYTEA NOT NULL, last_register BIGINT NOT NULL)
+                """, logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_queue (seq BIGSERIAL PRIMARY KEY, recipient BYTEA NOT NULL, message_id BYTEA NOT NULL,
+                    sender BYTEA NOT NULL, payload BYTEA NOT NULL, received_at BIGINT NOT NULL, UNIQUE (recipient, message_id))
+                """, logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_recipient ON relay_queue (recipient, seq)", logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_age ON relay_queue (received_at)", logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_users_by_age ON relay_users (last_register)", logger: self.logger)
+        }
+    }
+
+    private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+    private static func bytes(_ buffer: ByteBuffer) -> [UInt8] { Array(buffer.readableBytesView) }
+
+    public func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? {
+        let rows = try await client.query("SELECT key, last_register FROM relay_users WHERE user_id = \(Self.buffer(user.bytes))",
+                                          logger: logger)
+        for try await (key, last) in rows.decode((ByteBuffer, Int64).self) { return (Self.bytes(key), UInt64(last)) }
+        return nil
+    }
+
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool {
+        let maxUsers = self.maxUsers
+        return try await client.withTransaction(logger: logger) { c in
+            let id = Self.buffer(user.bytes)
+            var known = false
+            for try await _ in try await c.query("SELECT 1 FROM relay_users WHERE user_id = \(id)", logger: self.logger).decode(Int32.self) {
+                known = true
+            }
+            if !known {
+                var count = 0
+                for try await n in try await c.query("SELECT count(*) FROM relay_users", logger: self.logger).decode(Int64.self) { count = Int(n) }
+                if count >= maxUsers {
+                    var idle: ByteBuffer?
+                    for try await u in try await c.query("""
+                        SELECT user_id FROM relay_users WHERE user_id NOT IN (SELECT recipient FROM relay_queue)
+                        ORDER BY last_register LIMIT 1
+                        """, logger: self.logger).decode(ByteBuffer.self) { idle = u }
+                    guard let idle else { return false }
+                    try await c.query("DELETE FROM relay_users WHERE user_id = \(idle)", logger: self.logger)
+                }
+            }
+            try await c.query("""
+                INSERT INTO relay_users (user_id, key, last_register) VALUES (\(id), \(Self.buffer(key)), \(Int64(timestamp)))
+                ON CONFLICT (user_id) DO UPDATE SET last_register = excluded.last_register
+                """, logger: self.logger)
+            return true
+        }
+    }
+
+    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
+        try await client.withTransaction(logger: logger) { c in
+            var total = 0
+            for try await n in try await c.query("SELECT count(*) FROM relay_queue", logger: self.logger).decode(Int64.self) { total = Int(n) }
+            var perUser: [UserID: Int] = [:]
+            var known: [UserID: Bool] = [:]
+            var outcomes: [RelayEnqueueOutcome] = []
+            for m in batch {
+                let recipient = Self.buffer(m.recipient.bytes)
+                if known[m.recipient] == nil {
+                    var found = false
+                    for try await _ in try await c.query("SELECT 1 FROM relay_users WHERE user_id = \(recipient)", logger: self.logger)
+                        .decode(Int32.self) { found = true }
+                    known[m.recipient] = found
+                }
+                guard known[m.recipient]! else { outcomes.append(.unknownRecipient); continue }
+                if perUser[m.recipient] == nil {
+                    for try await n in try await c.query("SELECT count(*) FROM relay_queue WHERE recipient = \(recipient)", logger: self.logger)
+                        .decode(Int64.self) { perUser[m.recipient] = Int(n) }
+                }
+                var held = false
+                for try await _ in try await c.query("""
+                    SELECT 1 FROM relay_queue WHERE recipient = \(recipient) AND message_id = \(Self.buffer(m.messageID.bytes))
+                    """, logger: self.logger).decode(Int32.self) { held = true }
+                if held { outcomes.append(.stored); continue }
+                guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
+                guard total < limits.total else { outcomes.append(.serverFull); continue }
+                try await c.query("""
+                    INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                    VALUES (\(recipient), \(Self.buffer(m.messageID.bytes)), \(Self.buffer(m.sender.bytes)), \(Self.buffer(m.payload)),
+                            \(Int64(m.receivedAt)))
+                    ON CONFLICT (recipient, message_id) DO NOTHING
+                    """, logger: self.logger)
+                perUser[m.recipient, default: 0] += 1
+                total += 1
+                outcomes.append(.stored)
+            }
+            return outcomes
+        }
+    }
+
+    public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
+        let rows = try await client.query("""
+            SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes))
+            ORDER BY seq LIMIT \(Int64(limit))
+            """, logger: logger)
+        var out: [RelayQueuedMessage] = []
+        for try await (id, sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
+            guard let id = UserID(bytes: Self.bytes(id)), let sender = UserID(bytes: Self.bytes(sender)) else { continue }
+            out.append(RelayQueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
+        }
+        return out
+    }
+
+    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
+        let rows = try await client.query("""
+            DELETE FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes)) AND message_id = \(Self.buffer(messageID.bytes))
+            RETURNING sender, payload, received_at
+            """, logger: logger)
+        for try await (sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
+            guard let sender = UserID(bytes: Self.bytes(sender)) else { return nil }
+            return RelayQueuedMessage(messageID: messageID, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at))
+        }
+        return nil
+    }
+
+    public func expire(before cutoff: UInt64) async throws -> Int {
+        var n = 0
+        for try await _ in try await client.query("DELETE FROM relay_queue WHERE received_at < \(Int64(cutoff)) RETURNING seq",
+                                                  logger: logger).decode(Int64.self) { n += 1 }
+        return n
+    }
+
+    public func counts() async throws -> (users: Int, queued: Int) {
+        var users = 0, queued = 0
+        for try await (u, q) in try await client.query("SELECT (SELECT count(*) FROM relay_users), (SELECT count(*) FROM relay_queue)",
+                                                       logger: logger).decode((Int64, Int64).self) {
+            users = Int(u)
+            queued = Int(q)
+        }
+        return (users, queued)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Prometheus
+import StarlingRelayServer
+import StarlingWire
+import StarlingYaOKRelay
+
+/// `relay-server --metrics HOST:PORT`: GET /metrics in Prometheus's text
+/// format (swift-prometheus), served with SwiftNIO's HTTP/1.
+final class RelayMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let users: Gauge
+    private let queued: Gauge
+    private let sessions: Gauge
+    private let messagesIn: Counter
+    private let messagesOut: Counter
+    private let packetsIn: Counter
+    private let packetsOut: Counter
+    private let commits: Counter
+    private let rejections: [RelayRejection: Counter]
+    private let dropped: [String: Counter]
+    private let last = Last()
+
+    final class Last: @unchecked Sendable {
+        let lock = NSLock()
+        var values: [String: Int] = [:]
+        /// How much `name` grew since the last look.
+        func delta(_ name: String, _ now: Int) -> Int64 {
+            lock.withLock {
+                defer { values[name] = now }
+                return Int64(max(0, now - (values[name] ?? 0)))
+            }
+        }
+    }
+
+    init() {
+        func d(_ name: String, _ unit: String = "", _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: "starling", subsystem: "relay", metricName: name, unitName: unit, helpText: help)
+        }
+        users = registry.makeGauge(descriptor: d("registered_users", "", "Users with a pinned key"))
+        queued = registry.makeGauge(descriptor: d("queue_depth", "", "Messages waiting for their recipients"))
+        sessions = registry.makeGauge(descriptor: d("sessions", "", "Registered sessions on this server"))
+        messagesIn = registry.makeCounter(descriptor: d("messages_in", "total", "MSGs received from senders"))
+        messagesOut = registry.makeCounter(descriptor: d("messages_out", "total", "MSGs sent to recipients"))
+        packetsIn = registry.makeCounter(descriptor: d("packets_in", "total", "Datagrams received"))
+        packetsOut = registry.makeCounter(descriptor: d("packets_out", "total", "Datagrams sent"))
+        commits = registry.makeCounter(descriptor: d("commits", "total", "Group commits of queued messages"))
+        var r: [RelayRejection: Counter] = [:]
+        for why in RelayRejection.allCases {
+            r[why] = registry.makeCounter(descriptor: d("rejections", "total", "REJECTED answers, by reason"),
+                                          labels: [("reason", "\(why)".replacingOccurrences(of: " ", with: "_"))])
+        }
+        rejections = r
+        let registry = self.registry
+        dropped = Dictionary(uniqueKeysWithValues: ["rate_limited", "undecodable"].map {
+            ($0, registry.makeCounter(descriptor: d("dropped", "total", "Packets dropped without an answer, by reason"), labels: [("reason", $0)]))
+        })
+    }
+
+    /// Reads the server's counters and the store's counts.
+    func update(_ server: RelayServer, _ store: any RelayStore) async {
+        let c = await server.counters
+        if let counts = try? await store.counts() {
+            users.set(to: Double(counts.users))
+            queued.set(to: Double(counts.queued))
+        }
+        sessions.set(to: Double(await server.sessionCount))
+        messagesIn.increment(by: last.delta("in", c.messagesIn))
+        messagesOut.increment(by: last.delta("out", c.messagesOut))
+        packetsIn.increment(by: last.delta("pin", c.received))
+        packetsOut.increment(by: last.delta("pout", c.sent))
+        commits.increment(by: last.delta("commits", await server.commits))
+        for (why, counter) in rejections { counter.increment(by: last.delta("r\(why.rawValue)", c.rejections[why] ?? 0)) }
+        dropped["rate_limited"]!.increment(by: last.delta("rate", c.rateLimited))
+        dropped["undecodable"]!.increment(by: last.delta("undecodable", c.undecodable))
+    }
+
+    /// Serves GET /metrics on `host:port`; returns the bound port.
+    func serve(host: String, port: Int) async throws -> (Channel, Int) {
+        let registry = self.registry
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                    channel.pipeline.addHandler(MetricsHandler(registry: registry))
+                }
+            }
+            .bind(host: host, port: port).get()
+        return (channel, channel.localAddress?.port ?? port)
+    }
+
+    final class MetricsHandler: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let registry: PrometheusCollectorRegistry
+        var head: HTTPRequestHead?
+        init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case let .head(h): head = h
+            case .body: break
+            case .end:
+                guard let head else { return }
+                let ok = head.method == .GET && head.uri.split(separator: "?").first == "/metrics"
+                let body = ok ? registry.emitToBuffer() : Array("not found: GET /metrics\n".utf8)
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: ok ? "text/plain; version=0.0.4" : "text/plain")
+                headers.add(name: "Content-Length", value: String(body.count))
+                headers.add(name: "Connection", value: "close")
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: ok ? .ok : .notFound, headers: headers))),
+                              promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+                self.head = nil
+            }
+        }
+    }
+}
