@@ -75,37 +75,48 @@ public actor RelayServer {
                     committing = true
                     Task { await self.commitLoop() }
                 }
-            case let .register(r, address):
-                guard admit() else { continue }
-                Task {
-                    await self.completeRegistration(r, from: address)
-                    self.done()
-                }
-            case let .fetch(user, limit, address):
-                guard admit() else { continue }
-                Task {
-                    let messages = try? await self.store.fetch(user, limit: limit)
-                    self.perform(self.core.fetched(messages ?? [], for: address))
-                    self.done()
-                }
-            case let .remove(user, id):
-                guard admit() else { continue }
-                Task {
-                    let removed = try? await self.store.remove(user, messageID: id)
-                    self.perform(self.core.removed(removed ?? nil))
-                    self.done()
+            case .register, .fetch, .remove:
+                // In arrival order, one at a time: an ACK goes in before the POLL
+                // sent after it, so that an acknowledged message never comes back.
+                guard inFlight + pending.count + operations.count - operationHead < maxPendingStore else { continue }
+                operations.append(step)
+                if !operating {
+                    operating = true
+                    Task { await self.operationLoop() }
                 }
             }
         }
     }
 
-    private func admit() -> Bool {
-        guard inFlight + pending.count < maxPendingStore else { return false }
-        inFlight += 1
-        return true
-    }
+    private var operations: [Core.Step] = []
+    private var operationHead = 0
+    private var operating = false
 
-    private func done() { inFlight -= 1 }
+    private func operationLoop() async {
+        while operationHead < operations.count {
+            let step = operations[operationHead]
+            operationHead += 1
+            if operationHead > 1_024 {
+                operations.removeFirst(operationHead)
+                operationHead = 0
+            }
+            switch step {
+            case let .register(r, address):
+                await completeRegistration(r, from: address)
+            case let .fetch(user, limit, address):
+                let messages = try? await store.fetch(user, limit: limit)
+                perform(core.fetched(messages ?? [], for: address))
+            case let .remove(user, id):
+                let removed = try? await store.remove(user, messageID: id)
+                perform(core.removed(removed ?? nil))
+            default:
+                break
+            }
+        }
+        operations.removeAll(keepingCapacity: true)
+        operationHead = 0
+        operating = false
+    }
 
     private func completeRegistration(_ r: RelayRegistration, from address: UDPAddress) async {
         let now = Self.now()
