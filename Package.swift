@@ -193,6 +193,9 @@ let targets: [Target] = [
     .executableTarget(
         name: "starling-bench",
         dependencies: [
+            "StarlingYaOKRelay",
+            "StarlingRelayServer",
+            "StarlingRelayPostgres",
             "StarlingWire",
             "StarlingCrypto",
             "StarlingMesh",

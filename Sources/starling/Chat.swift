@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingNode
+import StarlingRelayClient
+import StarlingTransport
 import StarlingStately
 import StarlingTerminal
 import StarlingWire
@@ -22,6 +24,8 @@ struct Chat: AsyncParsableCommand {
     var lockAfter: Double = 300
     @Flag(help: "Plain lines instead of the full-screen client (also when the output is not a terminal).")
     var plain = false
+    @Option(help: "A Ya OK relay server (HOST:PORT): contacts who are not on the mesh are reached through it.")
+    var relay: String?
 
     func run() async throws {
         let n = try node.makeNode()
@@ -35,6 +39,13 @@ struct Chat: AsyncParsableCommand {
         let ui = ChatScreen(node: n, store: store, yaok: yaok)
         await ui.setLockAfter(YaOKStore.protection(in: store.directory.url).map { $0 != .keyFile } == true ? lockAfter : 0)
         await ui.loadStore()
+        var relayClient: RelayClient?
+        if let relay {
+            guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+            let client = try RelayClient(server: address, userID: try store.userID(), signingKey: n.identity.signingKey)
+            await ui.attachRelay(client, userID: try store.userID())
+            relayClient = client
+        }
         let runner = Task { await n.run() }
         let fullScreen = !plain && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
             && ProcessInfo.processInfo.environment["TERM"].map { $0 != "dumb" && !$0.isEmpty } == true
@@ -60,14 +71,21 @@ struct Chat: AsyncParsableCommand {
         await ui.say("starling chat — /help for commands" + (fullScreen ? "; Alt-1…9 or /win N switch windows, /query NICK opens one" : ""))
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in n.events { await ui.show(event) } }
+            if let relayClient {
+                group.addTask { for await event in relayClient.events { await ui.showRelay(event) } }
+                await relayClient.start()
+            }
             group.addTask {
                 // The chat's clock, bounded by its life: history bursts that went
                 // quiet are shown, and the auto-lock looks at the idle time.
+                var ticks = 0
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
                     await ui.showJoins()
                     await ui.showHistory()
                     await ui.lockIfIdle()
+                    ticks += 1
+                    if ticks % 4 == 0 { await ui.retryPending() } // the store's queue, once a second
                 }
             }
             group.addTask {
@@ -81,6 +99,7 @@ struct Chat: AsyncParsableCommand {
         }
         await n.stop()
         _ = await runner.value
+        await relayClient?.leave()
         screen?.stop()
     }
 
@@ -131,6 +150,10 @@ actor ChatScreen {
     /// Public messages a sync replays, gathered and shown as one block,
     /// oldest first, without what was shown already.
     var fileSentEarly: [String: Int] = [:]
+    /// The relay server (--relay), our Ya OK user ID, and which way each contact was last reached.
+    var relay: RelayClient?
+    var relayUserID: UserID?
+    var routes: [UserID: String] = [:]
     /// Joins not shown yet (256 at most; more are shown at once).
     var pendingJoins: [PeerID: (hops: Int, at: Date)] = [:]
     var history = HistoryCollector<(from: PeerID, text: String, timestamp: UInt64)>()

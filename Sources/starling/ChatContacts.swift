@@ -191,9 +191,16 @@ extension ChatScreen {
         }
         if let peer {
             await send(&record, to: peer)
+        } else if await relayReady() {
+            // Not on the mesh: the relay. Stored first, so that QUEUED finds it.
+            do { _ = try yaok.insertMessage(record) } catch { say("! message not stored: \(error)"); return }
+            await sendViaRelay(&record, card: card, announce: true)
+            do { try yaok.updateMessage(record) } catch { say("! the state of a sent message was not stored: \(error)") }
+            return
         } else {
             showOwnPrivate(to: DisplayText.clean(card.displayName), window: DisplayText.clean(card.displayName), text: text,
-                           id: nil, note: "pending: not on the mesh now; sent when they appear")
+                           id: nil, note: relay == nil ? "pending: not on the mesh now; sent when they appear"
+                                                       : "pending: not on the mesh, and the relay is not reachable now; sent when either is")
         }
         do { try yaok.insertMessage(record) } catch { say("! message not stored: \(error)") }
     }
@@ -204,6 +211,7 @@ extension ChatScreen {
         do {
             let id = try await node.sendPrivate(record.text, to: peer)
             try? record.progress?.attempt(on: 0, at: now)
+            routes[record.contact] = "mesh"
             record.transport = "mesh"
             record.transportID = id
             transportIDs[id] = (record.id, record.contact)
@@ -278,7 +286,8 @@ extension ChatScreen {
         let here = Set(await node.peers.values.map(\.fingerprint))
         for (record, card) in contacts {
             let marks = (record.verified || verified.contains(card.meshFingerprint) ? " ✓" : "") + (record.favorite ? " ★" : "") + (record.blocked ? " (blocked)" : "")
-            say("  \(DisplayText.clean(card.displayName))\(marks)  \(here.contains(card.meshFingerprint) ? "here" : "away")")
+            let route = routes[card.userID].map { " · last reached via the \($0)" } ?? ""
+            say("  \(DisplayText.clean(card.displayName))\(marks)  \(here.contains(card.meshFingerprint) ? "here" : "away")\(route)")
         }
     }
 

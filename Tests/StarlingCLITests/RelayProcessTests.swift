@@ -143,4 +143,36 @@ import Glibc
         #expect(text.contains("# TYPE starling_relay_queue_depth gauge") && text.contains("starling_relay_registered_users 2"), "\(text)")
         #expect(text.contains(#"starling_relay_rejections_total{reason="#))
     }
+
+    /// `starling chat --relay`: a contact who is not on the mesh gets the
+    /// message through the relay (the mesh has no route: no discovery, no
+    /// peers), the state shows on the line, and the sealed receipts come back.
+    @Test func chatReachesAContactOffTheMeshThroughTheRelay() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay") + ".sqlite"
+        let (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (aliceDir, bobDir) = try await Self.pair()
+        let first = try Self.listen(bobDir, relay: port)
+        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        first.stop()
+
+        func chat(_ dir: String) throws -> LiveProcess {
+            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--data-dir", dir, "--relay", "127.0.0.1:\(port)"])
+        }
+        let alice = try chat(aliceDir)
+        defer { alice.stop() }
+        #expect(await alice.waitForText("registered with the relay"), "\(alice.text)")
+        alice.type("/msg bob are you at the shelter?")
+        #expect(await alice.waitForText("queued at the relay"), "\(alice.text)")
+        let bob = try chat(bobDir)
+        defer { bob.stop() }
+        #expect(await bob.waitForText("<alice → you> are you at the shelter?  · via the relay"), "\(bob.text)")
+        // Bob's receipts (sealed, through the relay; alice is online, so they are pushed at once).
+        #expect(await alice.waitForText("to bob: read"), "\(alice.text)")
+        // And back: alice is online, so bob's answer is sent on at once.
+        bob.type("/msg alice yes, since noon")
+        #expect(await alice.waitForText("<bob → you> yes, since noon  · via the relay"), "\(alice.text)")
+        alice.type("/contacts")
+        #expect(await alice.waitForText("bob  away · last reached via the relay"), "\(alice.text)")
+    }
 }

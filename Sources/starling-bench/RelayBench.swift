@@ -1,0 +1,331 @@
+import Crypto
+import Foundation
+import GRDB
+import StarlingCrypto
+import StarlingRelayPostgres
+import StarlingRelayServer
+import StarlingTransport
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKRelay
+
+/// `starling-bench relay`: the Ya OK relay server (real UDP on loopback, its
+/// real stores) beside the limits measured in the same run: a plain UDP echo
+/// (packets/s) and SQLite's durable commit rate.
+enum RelayBench {
+    static func run() {
+        print("starling-bench relay (release; loopback UDP; every QUEUED answer is durable)\n")
+        let echo = udpEcho(seconds: 2)
+        print("  UDP echo on loopback (window 256): \(Int(echo)) round trips/s")
+        let commits = sqliteCommits(seconds: 2)
+        print("  SQLite durable commits (WAL, synchronous = FULL, one row each): \(Int(commits))/s\n")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-bench-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sqlite = try! SQLiteRelayStore(path: dir.appendingPathComponent("relay.sqlite").path)
+        let sqliteMax = measure("SQLite", store: sqlite, echo: echo)
+        memory(store: sqlite, dir: dir)
+
+        if let pg = BenchPostgres.start() {
+            defer { pg.stop() }
+            let store = blocking { try await PostgresRelayStore(url: pg.url) }
+            if let store {
+                _ = measure("PostgreSQL", store: store, echo: echo)
+                store.close()
+            }
+        } else {
+            print("\nPostgreSQL: not installed here (Debian's postgresql), not measured")
+        }
+        _ = sqliteMax
+    }
+
+    // MARK: Baselines
+
+    /// Round trips a second through a plain echo on loopback, 256 in flight.
+    static func udpEcho(seconds: Double) -> Double {
+        blocking {
+            let server = try UDPSocket(bindTo: .loopback(0)), client = try UDPSocket(bindTo: .loopback(0))
+            defer { server.close(); client.close() }
+            let echoTask = Task { for await (from, bytes) in server.datagrams(maxSize: 2_048) { _ = server.send(bytes, to: from) } }
+            defer { echoTask.cancel() }
+            let counter = Counter()
+            let reader = Task { for await _ in client.datagrams(maxSize: 2_048) { counter.add() } }
+            defer { reader.cancel() }
+            let payload = [UInt8](repeating: 0x42, count: 300) // a short sealed message's size
+            let start = Date()
+            var sent = 0
+            while Date().timeIntervalSince(start) < seconds {
+                if sent - counter.value < 256 {
+                    _ = client.send(payload, to: .loopback(server.localPort))
+                    sent += 1
+                } else {
+                    await Task.yield()
+                }
+            }
+            return Double(counter.value) / Date().timeIntervalSince(start)
+        } ?? 0
+    }
+
+    /// Durable single-row commits a second (the cost a QUEUED answer would
+    /// have without group commits).
+    static func sqliteCommits(seconds: Double) -> Double {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("commits-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        var config = Configuration()
+        config.journalMode = .wal
+        guard let db = try? DatabaseQueue(path: path, configuration: config) else { return 0 }
+        try? db.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+        try? db.write { try $0.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, payload BLOB)") }
+        let row = Data(repeating: 7, count: 300)
+        let start = Date()
+        var n = 0
+        while Date().timeIntervalSince(start) < seconds {
+            try? db.write { try $0.execute(sql: "INSERT INTO t (payload) VALUES (?)", arguments: [row]) }
+            n += 1
+        }
+        return Double(n) / Date().timeIntervalSince(start)
+    }
+
+    // MARK: The relay
+
+    /// Senders that speak the packets directly (one socket each).
+    final class Sender: @unchecked Sendable {
+        let socket: UDPSocket
+        let id = UserID.random()
+        let key = Curve25519.Signing.PrivateKey()
+        var token: RelayToken?
+        let lock = NSLock()
+        var sentAt: [UserID: UInt64] = [:]
+        var latencies: [Double] = []
+        var queued = 0
+
+        init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
+
+        func start() -> Task<Void, Never> {
+            let stream = socket.datagrams(maxSize: 2_048)
+            return Task {
+                for await (_, bytes) in stream {
+                    guard let p = try? RelayPacket.decode(bytes, .toClient) else { continue }
+                    switch p {
+                    case let .registered(t, _): lock.withLock { token = t }
+                    case let .queued(id, _):
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        lock.withLock {
+                            queued += 1
+                            if let t = sentAt.removeValue(forKey: id) { latencies.append(Double(now - t) / 1e6) }
+                        }
+                    default: break
+                    }
+                }
+            }
+        }
+
+        func register(port: UInt16) async -> Bool {
+            for _ in 0..<50 {
+                var r = RelayRegistration(userID: id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
+                                          publicKey: Array(key.publicKey.rawRepresentation))
+                r.signature = Array((try? key.signature(for: r.signedBytes())) ?? Data())
+                _ = socket.send(RelayPacket.register(r).encode(), to: .loopback(port))
+                try? await Task.sleep(for: .milliseconds(20))
+                if lock.withLock({ token != nil }) { return true }
+            }
+            return false
+        }
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var n = 0
+        func add() { lock.withLock { n += 1 } }
+        var value: Int { lock.withLock { n } }
+    }
+
+    /// A sealed message template whose message ID is rewritten per send (the
+    /// server checks the header, not the signature: the recipient does).
+    static func template(from sender: UserID, to recipient: UserID) -> [UInt8] {
+        let alice = Identity.generate(), bob = Identity.generate()
+        return try! SealedMessage.seal(.text("see you at the water point at noon"), id: .random(), timestamp: 1_795_000_000_000,
+                                       from: alice, senderID: sender, to: recipient, recipientAgreementKey: bob.noisePublicKey)
+    }
+
+    /// Stored-and-acknowledged messages a second, flat out, then p50/p99 at fixed offered rates.
+    static func measure(_ name: String, store: any RelayStore, echo: Double) -> Double {
+        print("\(name)")
+        var config = RelayServer.Core.Configuration()
+        config.limits.perUser = 10_000_000
+        config.limits.total = 10_000_000
+        config.perAddressRate = 10_000_000
+        config.perAddressBurst = 10_000_000
+        config.perUserRate = 10_000_000
+        config.perUserBurst = 10_000_000
+        let configuration = config
+        return blocking {
+            let server = try RelayServer(store: store, bind: .loopback(0), configuration: configuration)
+            let serving = Task { await server.run() }
+            defer { serving.cancel(); Task { await server.stop() } }
+            let recipient = try Sender()
+            let readers = [recipient.start()]
+            defer { for r in readers { r.cancel() } }
+            guard await recipient.register(port: server.port) else { print("  recipient did not register"); return 0 }
+            // The recipient is away: everything is queued (BYE ends its session).
+            _ = recipient.socket.send(RelayPacket.bye(token: recipient.token!).encode(), to: .loopback(server.port))
+            let senders = try (0..<4).map { _ in try Sender() }
+            let senderReaders = senders.map { $0.start() }
+            defer { for r in senderReaders { r.cancel() } }
+            for s in senders { guard await s.register(port: server.port) else { print("  a sender did not register"); return 0 } }
+            let templates = senders.map { template(from: $0.id, to: recipient.id) }
+
+            func send(_ i: Int, _ s: Sender) {
+                var payload = templates[i]
+                let id = UserID.random()
+                payload.replaceSubrange(1..<17, with: id.bytes)
+                let packet = RelayPacket.message(sender: s.id, recipient: recipient.id, payload: payload, token: s.token!).encode()
+                s.lock.withLock { s.sentAt[id] = DispatchTime.now().uptimeNanoseconds }
+                _ = s.socket.send(packet, to: .loopback(server.port))
+            }
+
+            // Flat out: 256 unanswered per sender, 3 s.
+            let commitsBefore = await server.commits
+            let start = Date()
+            var sent = Array(repeating: 0, count: senders.count)
+            while Date().timeIntervalSince(start) < 3 {
+                var idle = true
+                for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.queued }) < 256 {
+                    send(i, s)
+                    sent[i] += 1
+                    idle = false
+                }
+                if idle { await Task.yield() }
+            }
+            try? await Task.sleep(for: .milliseconds(300))
+            let elapsed = Date().timeIntervalSince(start)
+            let queued = senders.map { s in s.lock.withLock { s.queued } }.reduce(0, +)
+            let rate = Double(queued) / elapsed
+            let commits = await server.commits - commitsBefore
+            print("  flat out: \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in \(format1(elapsed)) s; \(commits) commits, \(queued / max(1, commits)) a commit)")
+            print("  vs UDP echo: \(format2(rate / max(1, echo)))× (goal ≥ 0.5×)")
+
+            // Fixed offered rates: a quarter and a half of the maximum.
+            for fraction in [0.25, 0.5] {
+                let offered = rate * fraction
+                for s in senders { s.lock.withLock { s.latencies = []; s.sentAt = [:] } }
+                let t0 = Date()
+                var n = 0
+                while Date().timeIntervalSince(t0) < 2 {
+                    let due = Int(Date().timeIntervalSince(t0) * offered)
+                    while n < due {
+                        send(n % senders.count, senders[n % senders.count])
+                        n += 1
+                    }
+                    try? await Task.sleep(for: .microseconds(200))
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+                let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
+                func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
+                print("  offered \(Int(offered))/s (\(Int(fraction * 100))% of max): \(all.count)/\(n) answered; p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms\(fraction == 0.5 ? " (goal: p99 < 10 ms)" : "")")
+            }
+            await server.stop()
+            return rate
+        } ?? 0
+    }
+
+    /// The server's memory with 100,000 messages queued (the queue is on disk;
+    /// what grows in memory is the store's cache and the server's tables).
+    static func memory(store: SQLiteRelayStore, dir: URL) {
+        let before = residentBytes()
+        let recipient = UserID.random(), sender = UserID.random()
+        _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
+        let template = template(from: sender, to: recipient)
+        var limits = RelayQueueLimits()
+        limits.perUser = 1_000_000
+        limits.total = 1_000_000
+        let fixedLimits = limits
+        let t0 = Date()
+        for _ in 0..<(100_000 / 1_000) {
+            let batch = (0..<1_000).map { _ -> RelayQueuedMessage in
+                var payload = template
+                let id = UserID.random()
+                payload.replaceSubrange(1..<17, with: id.bytes)
+                return RelayQueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
+            }
+            _ = blocking { try await store.enqueue(batch, limits: fixedLimits) }
+        }
+        let after = residentBytes()
+        let size = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite").path)[.size]) as? Int) ?? 0
+        let wal = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite-wal").path)[.size]) as? Int) ?? 0
+        print("  100,000 more queued (1,000 a commit, \(format1(Date().timeIntervalSince(t0))) s): resident memory +\(format1(Double(after - before) / 1_048_576)) MiB; database \(format1(Double(size + wal) / 1_048_576)) MiB on disk (\((size + wal) / 100_000 + 0) bytes a message of \(template.count))")
+    }
+
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    /// Runs async work from the synchronous bench.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> T? {
+        let box = Box<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            box.value = try? await body()
+            done.signal()
+        }
+        done.wait()
+        return box.value
+    }
+
+    final class Box<T>: @unchecked Sendable { var value: T? }
+}
+
+/// A throwaway PostgreSQL server for the bench (as the tests start one).
+final class BenchPostgres: @unchecked Sendable {
+    let directory: String, port: Int, bin: String, runAs: String?
+    var url: String { "postgres://starling@127.0.0.1:\(port)/postgres" }
+
+    private init(directory: String, port: Int, bin: String, runAs: String?) {
+        self.directory = directory
+        self.port = port
+        self.bin = bin
+        self.runAs = runAs
+    }
+
+    static func start() -> BenchPostgres? {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let v = versions.sorted(by: >).first(where: { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") })
+        else { return nil }
+        let bin = "/usr/lib/postgresql/\(v)/bin"
+        let runAs: String? = getuid() == 0 ? "postgres" : nil
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bench-pg-\(UUID().uuidString.prefix(8))").path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func wrap(_ c: [String]) -> [String] { runAs.map { ["/usr/sbin/runuser", "-u", $0, "--"] + c } ?? c }
+        if let runAs { guard run(["/bin/chown", "\(runAs):\(runAs)", directory]) == 0 else { return nil } }
+        guard run(wrap(["\(bin)/initdb", "-D", "\(directory)/data", "-A", "trust", "-U", "starling", "--no-sync"])) == 0 else { return nil }
+        for _ in 0..<10 {
+            let port = Int.random(in: 55_000...59_999)
+            // Durable as in production: fsync on (the tests turn it off; the bench must not).
+            if run(wrap(["\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60",
+                         "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1", "start"])) == 0 {
+                return BenchPostgres(directory: directory, port: port, bin: bin, runAs: runAs)
+            }
+        }
+        return nil
+    }
+
+    func stop() {
+        let c = ["\(bin)/pg_ctl", "-D", "\(directory)/data", "-m", "fast", "-w", "stop"]
+        _ = Self.run(runAs.map { ["/usr/sbin/runuser", "-u", $0, "--"] + c } ?? c)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    static func run(_ command: [String]) -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: command[0])
+        p.arguments = Array(command.dropFirst())
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
