@@ -727,10 +727,15 @@ struct Relay: AsyncParsableCommand {
     )
     @OptionGroup var node: NodeOptions
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
+    @Option(help: "A Ya OK relay server (HOST:PORT): also take what it holds for this node's user.") var relay: String?
 
     func run() async throws {
         let n = try node.makeNode()
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
+        var relayClient: RelayClient?
+        if let relay { relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: false) }
+        let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
+        defer { signals.cancel() }
         let runner = Task { await n.run(until: deadline) }
         for await event in n.events {
             switch event {
@@ -741,6 +746,7 @@ struct Relay: AsyncParsableCommand {
             }
         }
         await runner.value
+        await relayClient?.leave()
         let s = await n.statistics
         print("relayed \(s.relaysExecuted) of \(s.received) packets; \(s.duplicatesBlocked) duplicates blocked")
     }

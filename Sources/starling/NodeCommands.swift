@@ -176,17 +176,7 @@ struct Listen: AsyncParsableCommand {
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         var relayClient: RelayClient?
-        if let relay {
-            guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
-            let directory = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
-            let userID = try directory.userID()
-            let store = try StoreAccess.open(directory: directory.directory.url, identity: n.identity)
-            let client = try RelayClient(server: address, userID: userID, signingKey: n.identity.signingKey)
-            relayClient = client
-            let inbox = RelayInbox(client: client, store: store, identity: n.identity, userID: userID, json: json)
-            Task { await inbox.run() }
-            await client.start()
-        }
+        if let relay { relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: json) }
         // Interrupted: the node stops, and the relay hears BYE before we go.
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
         defer { signals.cancel() }
