@@ -80,6 +80,13 @@ let targets: [Target] = [
         name: "StarlingYaOK",
         dependencies: ["StarlingWire", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")]
     ),
+    // Debian's libsecp256k1 (with its extrakeys, schnorrsig and ecdh modules).
+    .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
+    // Nostr (seed 004 §15): BIP-340 keys and signatures, NIP-44 v2, events.
+    .target(
+        name: "StarlingNostr",
+        dependencies: ["CSecp256k1", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")]
+    ),
     // Ya OK's relay (seed 002 §4.3, §6.3) without I/O: the server's and the
     // client's protocol cores, the queue store's interface, a store in memory.
     .target(
@@ -250,6 +257,11 @@ let targets: [Target] = [
     ),
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
+        name: "StarlingNostrTests",
+        dependencies: ["StarlingNostr", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")],
+        resources: [.copy("Vectors")]
+    ),
+    .testTarget(
         name: "StarlingRelayTests",
         dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingRelayPostgres", "StarlingYaOK", "StarlingCrypto",
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
@@ -301,6 +313,7 @@ let package = Package(
         .library(name: "StarlingRelayServer", targets: ["StarlingRelayServer"]),
         .library(name: "StarlingRelayClient", targets: ["StarlingRelayClient"]),
         .library(name: "StarlingRelayPostgres", targets: ["StarlingRelayPostgres"]),
+        .library(name: "StarlingNostr", targets: ["StarlingNostr"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],
