@@ -1,0 +1,77 @@
+import Foundation
+@testable import StarlingNostr
+import Testing
+
+/// bitchat's private envelopes: upstream's frozen fixtures (an iOS one and an
+/// Android one, from docs/research/nostr.md §9) open layer by layer, and
+/// their seals' IDs and BIP-340 signatures check; ours open the same way.
+@Suite struct BitchatEnvelopeTests {
+    struct Fixture: Decodable { let priv: String; let wrap_pubkey: String; let content: String }
+
+    static func fixtures() throws -> [String: Fixture] {
+        let url = try #require(Bundle.module.url(forResource: "Vectors/bitchat-fixtures", withExtension: "json"))
+        return try JSONDecoder().decode([String: Fixture].self, from: Data(contentsOf: url))
+    }
+
+    @Test func upstreamFixturesOpenLayerByLayer() throws {
+        let fixtures = try Self.fixtures()
+        #expect(fixtures.count == 2)
+        for (name, f) in fixtures.sorted(by: { $0.key < $1.key }) {
+            let me = try Secp256k1.PrivateKey(bytes: try [UInt8](hex: f.priv))
+            // The gift wrap's content opens to the seal (kind 13, signed by the sender).
+            let sealJSON = try BitchatEnvelope.open(f.content, from: try [UInt8](hex: f.wrap_pubkey), with: me)
+            let seal = try NostrEvent.decode(sealJSON)
+            #expect(seal.kind == 13, "\(name)")
+            #expect(seal.tags.isEmpty, "\(name)")
+            try seal.verify() // its ID is the hash of its fields, and the signature the sender's
+            // The seal opens to the rumor (kind 14, unsigned), by the same pubkey.
+            let rumorJSON = try BitchatEnvelope.open(seal.content, from: try [UInt8](hex: seal.pubkey), with: me)
+            let rumor = try NostrEvent.decode(rumorJSON)
+            #expect(rumor.kind == 14 && rumor.sig == nil, "\(name)")
+            #expect(rumor.pubkey == seal.pubkey, "\(name): seal.pubkey == rumor.pubkey")
+            #expect(!rumor.content.isEmpty)
+            // iOS rumors carry no tags and an empty ID; Android's a p tag and their real ID.
+            if name.hasPrefix("ios") {
+                #expect(rumor.tags.isEmpty && rumor.id.isEmpty, "\(rumor)")
+            } else {
+                #expect(rumor.tags == [["p", me.publicKey.hexString]] && rumor.id == rumor.computedID, "\(rumor)")
+            }
+        }
+    }
+
+    @Test func oursOpenAndAnythingElseIsRefused() throws {
+        let alice = Secp256k1.PrivateKey.random(), bob = Secp256k1.PrivateKey.random()
+        let sealed = try BitchatEnvelope.seal("hello over nostr", from: alice, to: bob.publicKey)
+        #expect(sealed.hasPrefix("v2:") && !sealed.contains("=") && !sealed.contains("+") && !sealed.contains("/"))
+        #expect(try BitchatEnvelope.open(sealed, from: alice.publicKey, with: bob) == "hello over nostr")
+        #expect(throws: BitchatEnvelope.Error.undecryptable) {
+            try BitchatEnvelope.open(sealed, from: alice.publicKey, with: Secp256k1.PrivateKey.random())
+        }
+        var tampered = Array(sealed)
+        tampered[10] = tampered[10] == "A" ? "B" : "A"
+        #expect(throws: BitchatEnvelope.Error.self) { try BitchatEnvelope.open(String(tampered), from: alice.publicKey, with: bob) }
+        for junk in ["", "v2:", "v1:abcd", "v2:!!!!", "v2:AAAA", String(repeating: "v2:A", count: 40_000)] {
+            #expect(throws: BitchatEnvelope.Error.self) { try BitchatEnvelope.open(junk, from: alice.publicKey, with: bob) }
+        }
+    }
+
+    @Test func eventsSignVerifyAndSerialiseAsNIP01Says() throws {
+        let key = Secp256k1.PrivateKey.random()
+        var event = NostrEvent(pubkey: "", createdAt: 1_795_000_000, kind: 1, tags: [["p", "ab"], ["e", "cd", "wss://x"]],
+                               content: "line\nquote\" backslash\\ tab\t bell\u{07} é ☕")
+        try event.sign(with: key)
+        try event.verify()
+        #expect(event.canonical.hasPrefix("[0,\"\(key.publicKey.hexString)\",1795000000,1,[[\"p\",\"ab\"],[\"e\",\"cd\",\"wss://x\"]],"))
+        #expect(event.canonical.hasSuffix(#""line\nquote\" backslash\\ tab\t bell\u0007 é ☕"]"#))
+        let again = try NostrEvent.decode(event.json)
+        #expect(again == event)
+        try again.verify()
+        var changed = event
+        changed.content += "!"
+        #expect(throws: NostrEvent.Error.badID) { try changed.verify() }
+        changed.id = changed.computedID
+        #expect(throws: NostrEvent.Error.badSignature) { try changed.verify() }
+        #expect(throws: NostrEvent.Error.self) { try NostrEvent.decode("{\"kind\":1}") }
+        #expect(throws: NostrEvent.Error.self) { try NostrEvent.decode(String(repeating: " ", count: 70_000)) }
+    }
+}
