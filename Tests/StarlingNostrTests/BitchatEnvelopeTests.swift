@@ -75,3 +75,42 @@ import Testing
         #expect(throws: NostrEvent.Error.self) { try NostrEvent.decode(String(repeating: " ", count: 70_000)) }
     }
 }
+
+/// Gift wraps, both variants: they open for their recipient only, with the
+/// sender, the true time and the text; every layer's rules hold.
+@Suite struct GiftWrapTests {
+    @Test(arguments: GiftWrap.Variant.allCases)
+    func aWrapOpensForItsRecipientOnly(variant: GiftWrap.Variant) throws {
+        let alice = Secp256k1.PrivateKey.random(), bob = Secp256k1.PrivateKey.random()
+        let wrap = try GiftWrap.wrap("meet at the bridge", from: alice, to: bob.publicKey.hexString, variant: variant, now: 1_795_000_000)
+        #expect(wrap.kind == 1059 && wrap.tags == [["p", bob.publicKey.hexString]] && wrap.pubkey != alice.publicKey.hexString)
+        try wrap.verify()
+        #expect(variant == .bitchat ? wrap.content.hasPrefix("v2:") : !wrap.content.hasPrefix("v2:"))
+        // Decoded from its JSON, as a relay hands it over.
+        let opened = try GiftWrap.open(try NostrEvent.decode(wrap.json), with: bob)
+        #expect(opened == GiftWrap.Opened(sender: alice.publicKey.hexString, createdAt: 1_795_000_000, content: "meet at the bridge",
+                                          variant: variant))
+        #expect(throws: GiftWrap.Error.notForUs) { try GiftWrap.open(wrap, with: alice) }
+        var retagged = wrap
+        retagged.tags = [["p", alice.publicKey.hexString]]
+        #expect(throws: GiftWrap.Error.self) { try GiftWrap.open(retagged, with: alice) } // the wrap's signature covers its tags
+        var changed = wrap
+        changed.content = String(changed.content.dropLast(4)) + "AAAA"
+        changed.id = changed.computedID
+        #expect(throws: GiftWrap.Error.self) { try GiftWrap.open(changed, with: bob) }
+    }
+
+    /// Mallory seals a rumor that names alice as its author: refused.
+    @Test func aSealByOneAuthorOverAnothersMessageIsRefused() throws {
+        let alice = Secp256k1.PrivateKey.random(), bob = Secp256k1.PrivateKey.random(), mallory = Secp256k1.PrivateKey.random()
+        let bobKey = try [UInt8](hex: bob.publicKey.hexString)
+        let rumor = NostrEvent(pubkey: alice.publicKey.hexString, createdAt: 1, kind: 14, content: "I am alice")
+        var seal = NostrEvent(pubkey: "", createdAt: 1, kind: 13, content: try BitchatEnvelope.seal(rumor.json, from: mallory, to: bobKey))
+        try seal.sign(with: mallory)
+        let one = Secp256k1.PrivateKey.random()
+        var wrap = NostrEvent(pubkey: "", createdAt: 1, kind: 1059, tags: [["p", bob.publicKey.hexString]],
+                              content: try BitchatEnvelope.seal(seal.json, from: one, to: bobKey))
+        try wrap.sign(with: one)
+        #expect(throws: GiftWrap.Error.impersonation) { try GiftWrap.open(wrap, with: bob) }
+    }
+}
