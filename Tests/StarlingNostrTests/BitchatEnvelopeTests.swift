@@ -114,3 +114,48 @@ import Testing
         #expect(throws: GiftWrap.Error.impersonation) { try GiftWrap.open(wrap, with: bob) }
     }
 }
+
+/// nostr-sdk (rust-nostr, from PyPI) opens our standard gift wraps, and we
+/// open its: the standard variant is NIP-17/44/59 as others implement it.
+@Suite struct NostrSDKInteropTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func reference(_ requests: [[String: String]]) throws -> [[String: Any]] {
+        let python = Self.root.appendingPathComponent(".venv/bin/python")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test (scripts/test does)")
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("nostr-\(UUID().uuidString).jsonl")
+        try Data(requests.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n").utf8
+            + Data("\n".utf8)).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        let p = Process()
+        p.executableURL = python
+        p.arguments = [Self.root.appendingPathComponent("Tests/interop/nostr_reference.py").path]
+        p.standardInput = try FileHandle(forReadingFrom: input)
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func nostrSDKOpensOursAndWeOpenIts() throws {
+        let alice = Secp256k1.PrivateKey.random(), bob = Secp256k1.PrivateKey.random()
+        let ours = try GiftWrap.wrap("from starling, ☕ and all", from: alice, to: bob.publicKey.hexString, variant: .standard,
+                                     now: Int64(Date().timeIntervalSince1970))
+        let answers = try reference([
+            ["op": "open", "secret": bob.bytes.hexString, "wrap": ours.json],
+            ["op": "wrap", "secret": bob.bytes.hexString, "to": alice.publicKey.hexString, "content": "from nostr-sdk, ✓"],
+        ])
+        #expect(answers.count == 2)
+        #expect(answers.first?["sender"] as? String == alice.publicKey.hexString)
+        #expect(answers.first?["content"] as? String == "from starling, ☕ and all")
+        #expect(answers.first?["kind"] as? Int == 14)
+        let theirs = try NostrEvent.decode(try #require(answers.last?["wrap"] as? String))
+        let opened = try GiftWrap.open(theirs, with: alice)
+        #expect(opened.sender == bob.publicKey.hexString && opened.content == "from nostr-sdk, ✓" && opened.variant == .standard)
+    }
+}
