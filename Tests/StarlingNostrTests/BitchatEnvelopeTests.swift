@@ -159,3 +159,19 @@ import Testing
         #expect(opened.sender == bob.publicKey.hexString && opened.content == "from nostr-sdk, ✓" && opened.variant == .standard)
     }
 }
+
+@Suite struct NostrDocumentationTests {
+    @Test func theEnvelopeExample() throws {
+        let doc = try String(contentsOf: NostrSDKInteropTests.root.appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        let marker = try #require(doc.range(of: "<!-- example: nostr-bitchat-envelope -->"))
+        let open = try #require(doc[marker.upperBound...].range(of: "```text\n"))
+        let close = try #require(doc[open.upperBound...].range(of: "```"))
+        let documented = doc[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        let one = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 0, count: 31) + [1])
+        let two = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 0, count: 31) + [2])
+        #expect(two.publicKey.hexString == "c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5")
+        let sealed = try BitchatEnvelope.seal("hi", from: one, to: two.publicKey, nonce: (0..<24).map { UInt8($0) })
+        #expect(sealed == documented, "computed: \(sealed)")
+        #expect(try BitchatEnvelope.open(documented, from: one.publicKey, with: two) == "hi")
+    }
+}
