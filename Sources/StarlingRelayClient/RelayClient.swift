@@ -59,8 +59,7 @@ public actor RelayClient {
     public func stop() {
         for t in tasks { t.cancel() }
         tasks = []
-        wake?.resume()
-        wake = nil
+        nudge()
         socket.close()
         continuation.finish()
     }
@@ -101,18 +100,26 @@ public actor RelayClient {
             group.addTask { await self.waitForNudge() }
             await group.next()
             group.cancelAll()
-            self.nudge()
+            self.nudge() // ends the waiting child (or lets it pass when it starts)
         }
     }
 
+    private var nudged = false
+
     private func waitForNudge() async {
+        // A nudge that came before the wait counts (it is not lost).
+        if nudged { nudged = false; return }
         await withCheckedContinuation { wake = $0 }
     }
 
     /// The deadline may have moved: the sleeper looks again.
     private func nudge() {
-        wake?.resume()
-        wake = nil
+        if let wake {
+            wake.resume()
+            self.wake = nil
+        } else {
+            nudged = true
+        }
     }
 
     private func perform(_ steps: [RelayClientCore.Step]) {

@@ -65,32 +65,30 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         return nil
     }
 
-    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool {
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome {
         let maxUsers = self.maxUsers
         return try await client.withTransaction(logger: logger) { c in
             let id = Self.buffer(user.bytes)
-            var known = false
-            for try await _ in try await c.query("SELECT 1 FROM relay_users WHERE user_id = \(id)", logger: self.logger).decode(Int32.self) {
-                known = true
-            }
-            if !known {
-                var count = 0
-                for try await n in try await c.query("SELECT count(*) FROM relay_users", logger: self.logger).decode(Int64.self) { count = Int(n) }
-                if count >= maxUsers {
-                    var idle: ByteBuffer?
-                    for try await u in try await c.query("""
-                        SELECT user_id FROM relay_users WHERE user_id NOT IN (SELECT recipient FROM relay_queue)
-                        ORDER BY last_register LIMIT 1
-                        """, logger: self.logger).decode(ByteBuffer.self) { idle = u }
-                    guard let idle else { return false }
-                    try await c.query("DELETE FROM relay_users WHERE user_id = \(idle)", logger: self.logger)
-                }
-            }
-            try await c.query("""
+            // Renewal, atomic with its conditions: the same key, a newer time.
+            var renewed = false, pinned = false
+            for try await _ in try await c.query("""
+                UPDATE relay_users SET last_register = \(Int64(timestamp))
+                WHERE user_id = \(id) AND key = \(Self.buffer(key)) AND last_register < \(Int64(timestamp)) RETURNING 1
+                """, logger: self.logger).decode(Int32.self) { renewed = true }
+            if renewed { return .registered }
+            for try await _ in try await c.query("SELECT 1 FROM relay_users WHERE user_id = \(id)", logger: self.logger)
+                .decode(Int32.self) { pinned = true }
+            if pinned { return .conflict }
+            var count = 0
+            for try await n in try await c.query("SELECT count(*) FROM relay_users", logger: self.logger).decode(Int64.self) { count = Int(n) }
+            guard count < maxUsers else { return .full }
+            // A first registration; another server's at the same instant wins, and this one conflicts.
+            var inserted = false
+            for try await _ in try await c.query("""
                 INSERT INTO relay_users (user_id, key, last_register) VALUES (\(id), \(Self.buffer(key)), \(Int64(timestamp)))
-                ON CONFLICT (user_id) DO UPDATE SET last_register = excluded.last_register
-                """, logger: self.logger)
-            return true
+                ON CONFLICT (user_id) DO NOTHING RETURNING 1
+                """, logger: self.logger).decode(Int32.self) { inserted = true }
+            return inserted ? .registered : .conflict
         }
     }
 

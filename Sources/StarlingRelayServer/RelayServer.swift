@@ -104,11 +104,10 @@ public actor RelayServer {
             case let .register(r, address):
                 await completeRegistration(r, from: address)
             case let .fetch(user, limit, address):
-                let messages = try? await store.fetch(user, limit: limit)
-                perform(core.fetched(messages ?? [], for: address))
+                // A store failure gets no answer (NO_MESSAGES would be a lie): the client polls again.
+                do { perform(core.fetched(try await store.fetch(user, limit: limit), for: address)) } catch { storeFailures += 1 }
             case let .remove(user, id):
-                let removed = try? await store.remove(user, messageID: id)
-                perform(core.removed(removed ?? nil))
+                do { perform(core.removed(try await store.remove(user, messageID: id))) } catch { storeFailures += 1 }
             default:
                 break
             }
@@ -127,13 +126,17 @@ public actor RelayServer {
             case let .failure(why):
                 result = .failure(why)
             case let .success(key):
-                result = try await store.register(r.userID, key: key, timestamp: r.timestamp) ? .success(r.userID) : .failure(.serverFull)
+                switch try await store.register(r.userID, key: key, timestamp: r.timestamp) {
+                case .registered: result = .success(r.userID)
+                case .full: result = .failure(.serverFull)
+                case .conflict: result = .failure(pinned.map { $0.key == key } ?? true ? .replayed : .keyMismatch)
+                }
             }
         } catch {
             storeFailures += 1
             result = .failure(.storageFailed)
         }
-        perform(core.registration(result, from: address, now: Self.now()))
+        perform(core.registration(result, from: address, now: Self.now(), timestamp: r.timestamp))
     }
 
     /// Group commit: each turn takes everything that arrived meanwhile.

@@ -47,24 +47,19 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool {
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome {
         let maxUsers = self.maxUsers
         return try await db.write { db in
             let id = Data(user.bytes)
-            let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE user_id = ?", arguments: [id]) ?? false
-            if !known, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0 >= maxUsers {
-                // Room for a newcomer: the user registered longest ago with nothing queued.
-                guard let idle = try Data.fetchOne(db, sql: """
-                    SELECT user_id FROM users WHERE user_id NOT IN (SELECT recipient FROM queue)
-                    ORDER BY last_register LIMIT 1
-                    """) else { return false }
-                try db.execute(sql: "DELETE FROM users WHERE user_id = ?", arguments: [idle])
+            if let row = try Row.fetchOne(db, sql: "SELECT key, last_register FROM users WHERE user_id = ?", arguments: [id]) {
+                guard (row["key"] as Data) == Data(key), (row["last_register"] as Int64) < Int64(timestamp) else { return .conflict }
+                try db.execute(sql: "UPDATE users SET last_register = ? WHERE user_id = ?", arguments: [Int64(timestamp), id])
+                return .registered
             }
-            try db.execute(sql: """
-                INSERT INTO users (user_id, key, last_register) VALUES (?, ?, ?)
-                ON CONFLICT (user_id) DO UPDATE SET last_register = excluded.last_register
-                """, arguments: [id, Data(key), Int64(timestamp)])
-            return true
+            guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0 < maxUsers else { return .full }
+            try db.execute(sql: "INSERT INTO users (user_id, key, last_register) VALUES (?, ?, ?)",
+                           arguments: [id, Data(key), Int64(timestamp)])
+            return .registered
         }
     }
 

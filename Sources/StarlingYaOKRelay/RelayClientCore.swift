@@ -73,6 +73,8 @@ public struct RelayClientCore: Sendable {
     private var nextPing: UInt64 = .max
     private var pollAgain = false
     private var outbox: [UserID: Outgoing] = [:]
+    private var recent: Set<UserID> = []
+    private var recentOrder: [UserID] = []
     private var reassembler = RelayReassembler<Int>()
     private var transfer: UInt32
 
@@ -89,8 +91,10 @@ public struct RelayClientCore: Sendable {
 
     /// When ``tick(now:)`` must run next.
     public var nextDeadline: UInt64 {
+        // Unregistered, nothing but the next REGISTER is due (polls, pings and
+        // retries wait for a session; counting them would spin).
+        guard token != nil else { return registerAt }
         var d = min(nextPoll, nextPing)
-        if token == nil { d = min(d, registerAt) }
         if let o = outbox.values.map(\.nextAt).min() { d = min(d, o) }
         return d
     }
@@ -135,7 +139,13 @@ public struct RelayClientCore: Sendable {
             return [.event(.delivered(id, by: by))]
         case let .message(sender, recipient, payload, _):
             guard recipient == userID else { return [] }
-            pollAgain = true
+            // More may wait behind a POLL's ten: poll again soon, but only for
+            // news (a message the caller cannot store comes back every time).
+            if let id = try? SealedMessageBytes.decode(payload).messageID, recent.insert(id).inserted {
+                recentOrder.append(id)
+                if recentOrder.count > 256 { recent.remove(recentOrder.removeFirst()) }
+                pollAgain = true
+            }
             return [.event(.message(sender: sender, payload: payload))]
         case .noMessages:
             pollAgain = false
@@ -145,9 +155,11 @@ public struct RelayClientCore: Sendable {
         case let .rejected(why, id):
             switch why {
             case .unknownSession:
-                // The server forgot us (a restart, 5 minutes of silence): register again.
+                // The server forgot us (a restart, 5 minutes of silence, a new
+                // address): register again, once — the answers to packets sent
+                // with the old token say the same, and must not each register.
+                guard token != nil else { return [] }
                 token = nil
-                registerAt = now
                 return register(now: now)
             case .rateLimited, .storageFailed:
                 return [.event(.rejected(why, id))] // retried on its schedule

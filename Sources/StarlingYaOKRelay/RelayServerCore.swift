@@ -63,6 +63,8 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         public var perUserRate: Double = 100
         public var perUserBurst: Double = 500
         public var maxBuckets = 65_536
+        /// REGISTERs a second the server takes (each costs an Ed25519 check and a write).
+        public var registrationsPerSecond: Double = 200
         public init() {}
     }
 
@@ -103,6 +105,12 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     private var addressBuckets: [Address: Bucket] = [:]
     private var userBuckets: [UserID: Bucket] = [:]
     private var reassembler = RelayReassembler<Address>()
+    private var sessionAddresses: [Address: RelayToken] = [:]
+    private var registerBuckets: [Address: Bucket] = [:]
+    private var globalRegister: [Int: Bucket] = [:]
+    /// The last REGISTER timestamp accepted per user (a replay is refused
+    /// before it costs a store read); as many as there are sessions.
+    private var lastRegistration: [UserID: UInt64] = [:]
     private var transfer: UInt32 = 0
     public private(set) var counters = Counters()
 
@@ -131,6 +139,12 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         }
         switch packet {
         case let .chunk(c):
+            // Only a registered client sends packets that need chunks (MSGs):
+            // chunks from elsewhere cannot crowd out real ones.
+            guard sessionAddresses[address] != nil else {
+                counters.undecodable += 1
+                return []
+            }
             guard let whole = reassembler.add(c, from: address, now: now) else { return [] }
             guard let inner = try? RelayPacket.decode(whole, .toServer) else {
                 counters.undecodable += 1
@@ -148,6 +162,15 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         case let .register(r):
             let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
             guard skew <= configuration.registrationWindow else { return reject(.staleTimestamp, nil, to: address) }
+            // REGISTERs cost a verification and a store write: a few a second for
+            // one user ID, a bounded number for the server (a flood waits its turn).
+            guard Self.take(&registerBuckets, address, rate: 1, burst: 5, now: now, cap: configuration.maxBuckets),
+                  Self.take(&globalRegister, 0, rate: configuration.registrationsPerSecond,
+                            burst: configuration.registrationsPerSecond * 2, now: now, cap: 1) else {
+                counters.rateLimited += 1
+                return reject(.rateLimited, nil, to: address)
+            }
+            if let last = lastRegistration[r.userID], r.timestamp <= last { return reject(.replayed, nil, to: address) }
             return [.register(r, from: address)]
         case let .poll(token):
             guard let user = session(token, address, now) else { return reject(.unknownSession, nil, to: address) }
@@ -156,7 +179,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             guard session(token, address, now) != nil else { return reject(.unknownSession, nil, to: address) }
             return send(.pong, to: address)
         case let .bye(token):
-            if let s = sessions.removeValue(forKey: token), tokenOf[s.user] == token { tokenOf[s.user] = nil }
+            if sessions[token]?.address == address { endSession(token) }
             return []
         case let .ack(token, id):
             guard let user = session(token, address, now) else { return reject(.unknownSession, id, to: address) }
@@ -183,21 +206,33 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     // MARK: Store results in
 
+    private mutating func endSession(_ token: RelayToken) {
+        guard let s = sessions.removeValue(forKey: token) else { return }
+        if tokenOf[s.user] == token { tokenOf[s.user] = nil }
+        if sessionAddresses[s.address] == token { sessionAddresses[s.address] = nil }
+    }
+
     /// A REGISTER's outcome (``check(_:pinned:now:window:)`` and the store's pin).
-    public mutating func registration(_ result: Result<UserID, RelayRejection>, from address: Address, now: UInt64) -> [Step] {
+    public mutating func registration(_ result: Result<UserID, RelayRejection>, from address: Address, now: UInt64,
+                                      timestamp: UInt64? = nil) -> [Step] {
+        if case let .success(user) = result, let timestamp {
+            if lastRegistration.count >= configuration.maxSessions { lastRegistration.removeAll(keepingCapacity: true) }
+            lastRegistration[user] = max(lastRegistration[user] ?? 0, timestamp)
+        }
         switch result {
         case let .failure(why):
             return reject(why, nil, to: address)
         case let .success(user):
-            if let old = tokenOf[user] { sessions[old] = nil }
+            if let old = tokenOf[user] { endSession(old) }
+            if let old = sessionAddresses[address] { endSession(old) } // one session an address
             if sessions.count >= configuration.maxSessions,
                let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
-                sessions[oldest.key] = nil
-                tokenOf[oldest.value.user] = nil
+                endSession(oldest.key)
             }
             let token = RelayToken.random()
             sessions[token] = Session(user: user, address: address, lastSeen: now)
             tokenOf[user] = token
+            sessionAddresses[address] = token
             return send(.registered(token: token, serverTime: now), to: address)
         }
     }
@@ -245,8 +280,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// Ends sessions that went quiet; drops stale partial packets.
     public mutating func tick(now: UInt64) {
         for (token, s) in sessions where now >= s.lastSeen + configuration.sessionTimeout {
-            sessions[token] = nil
-            if tokenOf[s.user] == token { tokenOf[s.user] = nil }
+            endSession(token)
         }
         reassembler.expire(now: now)
     }
@@ -281,10 +315,13 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     // MARK: Helpers
 
+    /// The token's user, when it comes from the address that registered it:
+    /// a token from anywhere else (a forged source, to reflect a POLL's
+    /// answers at a victim) gets nothing but REJECTED 05, and a client whose
+    /// address changed (a NAT) registers again.
     private mutating func session(_ token: RelayToken, _ address: Address, _ now: UInt64) -> UserID? {
-        guard var s = sessions[token] else { return nil }
+        guard var s = sessions[token], s.address == address else { return nil }
         s.lastSeen = now
-        s.address = address // a client behind a NAT may move
         sessions[token] = s
         return s.user
     }

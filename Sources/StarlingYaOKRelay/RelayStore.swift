@@ -6,9 +6,12 @@ import StarlingWire
 public protocol RelayStore: Sendable {
     /// The key pinned to a user ID, and the last REGISTER timestamp accepted.
     func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)?
-    /// Pins `key` to `user` (first registration) or renews the timestamp.
-    /// False when the store holds `maxUsers` users already and none can go.
-    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> Bool
+    /// Pins `key` to `user` (first registration) or renews the timestamp, in
+    /// one step: `.conflict` when another key is pinned or a timestamp as new
+    /// was accepted meanwhile (two servers on one database), `.full` when the
+    /// store holds `maxUsers` users (a pin is never dropped to make room: it
+    /// would let anyone take that user ID).
+    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome
     /// Stores a batch in one transaction (a group commit), in order; a message
     /// already held (same recipient and ID) counts as stored, once.
     func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome]
@@ -22,6 +25,12 @@ public protocol RelayStore: Sendable {
     func counts() async throws -> (users: Int, queued: Int)
 }
 
+public enum RelayRegisterOutcome: Hashable, Sendable {
+    case registered
+    case full
+    case conflict
+}
+
 /// A store in memory, for tests and as the reference for the others' rules.
 public actor InMemoryRelayStore: RelayStore {
     private var keys: [UserID: (key: [UInt8], lastTimestamp: UInt64)] = [:]
@@ -33,15 +42,14 @@ public actor InMemoryRelayStore: RelayStore {
 
     public func pinned(_ user: UserID) -> (key: [UInt8], lastTimestamp: UInt64)? { keys[user] }
 
-    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) -> Bool {
-        if keys[user] == nil, keys.count >= maxUsers {
-            // Room for a newcomer: the user registered longest ago with nothing queued.
-            guard let idle = keys.filter({ (queues[$0.key] ?? []).isEmpty }).min(by: { $0.value.lastTimestamp < $1.value.lastTimestamp })?.key
-            else { return false }
-            keys[idle] = nil
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) -> RelayRegisterOutcome {
+        if let pinned = keys[user] {
+            guard pinned.key == key, pinned.lastTimestamp < timestamp else { return .conflict }
+        } else if keys.count >= maxUsers {
+            return .full
         }
         keys[user] = (key, timestamp)
-        return true
+        return .registered
     }
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) -> [RelayEnqueueOutcome] {

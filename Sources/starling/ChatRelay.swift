@@ -124,8 +124,13 @@ extension ChatScreen {
         guard let yaok, let me = relayUserID, let relay, let header = try? SealedMessage.peek(payload) else { return }
         let now = Date().timeIntervalSince1970
         let result: YaOKStore.Received
-        do { result = try yaok.receive(sealed: payload, as: me, identity: node.identity, now: now) } catch {
-            return // not stored: not acknowledged, so the relay offers it again
+        do { result = try yaok.receive(sealed: payload, as: me, identity: node.identity, now: now) } catch is SealedMessage.Error {
+            // Signed and for us, but unreadable to this version: acknowledged, and said.
+            await relay.acknowledge(header.messageID)
+            say("! a sealed message through the relay from \(sender) that this version cannot read: dropped")
+            return
+        } catch {
+            return // the store failed: not acknowledged, so the relay offers it again
         }
         await relay.acknowledge(header.messageID)
         switch result {

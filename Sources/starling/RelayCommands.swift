@@ -34,6 +34,13 @@ struct RelayServerCommand: AsyncParsableCommand {
     @Option(help: "Days a message waits at most.") var maxAgeDays = 7.0
     @Option(help: "Packets a second one address may send (and twice that in a burst).") var ratePerAddress = 500.0
     @Option(help: "Messages a second one user may send (and five times that in a burst).") var ratePerUser = 100.0
+
+    func validate() throws {
+        guard maxAgeDays.isFinite, maxAgeDays > 0, maxAgeDays <= 3_650 else { throw ValidationError("--max-age-days must be between 0 and 3,650") }
+        guard ratePerAddress.isFinite, ratePerAddress >= 1 else { throw ValidationError("--rate-per-address must be at least 1") }
+        guard ratePerUser.isFinite, ratePerUser >= 1 else { throw ValidationError("--rate-per-user must be at least 1") }
+        guard maxPerUser >= 1, maxTotal >= 1 else { throw ValidationError("--max-per-user and --max-total must be at least 1") }
+    }
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Flag(help: "One JSON object per line.") var json = false
 
@@ -193,6 +200,7 @@ struct ContactDelivery {
             let until = Date().addingTimeInterval(linger)
             while Date() < until {
                 if await isDelivered(transportID) {
+                    try? record.progress?.attempt(on: ChatScreen.meshTransport, at: Date().timeIntervalSince1970)
                     try? record.progress?.move(to: .sent, at: Date().timeIntervalSince1970)
                     try? record.progress?.receipt(.delivered, at: Date().timeIntervalSince1970)
                     try? store.updateMessage(record)
@@ -236,6 +244,7 @@ struct ContactDelivery {
             await client.stop()
             if case let .queuedAtRelay(online)? = outcome {
                 record.transport = "relay"
+                try? record.progress?.attempt(on: ChatScreen.relayTransport, at: Date().timeIntervalSince1970)
                 try? record.progress?.move(to: .sent, at: Date().timeIntervalSince1970)
                 try? store.updateMessage(record)
                 say("* queued at the relay \(relay) for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
@@ -283,7 +292,18 @@ struct RelayInbox {
             case let .message(sender, payload):
                 let now = Date().timeIntervalSince1970
                 guard let header = try? SealedMessage.peek(payload) else { continue }
-                switch try? store.receive(sealed: payload, as: userID, identity: identity, now: now) {
+                let received: YaOKStore.Received?
+                do { received = try store.receive(sealed: payload, as: userID, identity: identity, now: now) } catch is SealedMessage.Error {
+                    // Signed and for us, but not a message we can read (a newer kind,
+                    // a bad body): it will not get better; acknowledged, and said.
+                    print(event: ["event": "rejected", "reason": "unreadable", "from": sender.description],
+                          "! a sealed message from \(sender) that this version cannot read: dropped")
+                    await client.acknowledge(header.messageID)
+                    continue
+                } catch {
+                    received = nil // the store failed: not acknowledged, so the relay offers it again
+                }
+                switch received {
                 case let .message(record)?:
                     let name = (try? store.contact(sender))??.card.map { DisplayText.clean($0.displayName) } ?? sender.description
                     print(event: ["event": "relayMessage", "from": name, "text": record.text, "messageID": header.messageID.description],

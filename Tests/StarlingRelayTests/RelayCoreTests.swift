@@ -65,9 +65,13 @@ actor ServerHarness {
                 switch RelayServerCore<Int>.check(r, pinned: pinned ?? nil, now: now, window: core.configuration.registrationWindow) {
                 case let .failure(why): result = .failure(why)
                 case let .success(key):
-                    result = (try? await store.register(r.userID, key: key, timestamp: r.timestamp)) == true ? .success(r.userID) : .failure(.serverFull)
+                    switch try? await store.register(r.userID, key: key, timestamp: r.timestamp) {
+                    case .registered?: result = .success(r.userID)
+                    case .conflict?: result = .failure(.replayed)
+                    default: result = .failure(.serverFull)
+                    }
                 }
-                await perform(core.registration(result, from: from, now: now))
+                await perform(core.registration(result, from: from, now: now, timestamp: r.timestamp))
             case let .enqueue(m, from):
                 let outcome = try! await store.enqueue([m], limits: core.configuration.limits)[0]
                 await perform(core.enqueued(m, outcome, from: from))
@@ -254,5 +258,83 @@ enum RelayTestError: Error { case notRegistered }
             let junk = (0..<Int.random(in: 0...1_500, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             #expect(core.receive(junk, from: Int.random(in: 0...1_000_000, using: &rng), now: 5_000).isEmpty)
         }
+    }
+
+    /// A POLL with a real token from a forged source (to reflect ten 10 KiB
+    /// messages at a victim) gets only a small REJECTED; chunks from an
+    /// address without a session are not reassembled.
+    @Test func tokensAreBoundToTheirAddressAndChunksToSessions() async throws {
+        let h = ServerHarness()
+        let alice = RelayUser(), bob = RelayUser()
+        let aliceToken = try await h.register(alice, from: 1)
+        let bobToken = try await h.register(bob, from: 2)
+        await h.receive(RelayPacket.bye(token: bobToken).encode(), from: 2)
+        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal(String(repeating: "x", count: 9_000), to: bob),
+                                            token: aliceToken).encode(), from: 1)
+        _ = await h.take(1)
+        await h.advance(1)
+        let bobAgain = try await h.register(bob, from: 2)
+        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 666) // the victim's address
+        #expect(await h.take(666) == [.rejected(.unknownSession, messageID: nil)])
+        // BYE from elsewhere ends nothing.
+        await h.receive(RelayPacket.bye(token: bobAgain).encode(), from: 666)
+        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 2)
+        #expect(await h.take(2).count == 1, "the session lives; the message comes")
+        // Chunks from a stranger are dropped unread.
+        var core = await h.core
+        let before = core.counters.undecodable
+        let chunk = RelayPacket.chunk(RelayChunk(transferID: 1, index: 0, total: 2, data: [1, 2, 3])).encode()
+        _ = core.receive(chunk, from: 777, now: await h.now)
+        #expect(core.counters.undecodable == before + 1)
+    }
+
+    /// A full users table refuses newcomers (07) and never drops a pin: a
+    /// dropped pin would let anyone register that user ID with their key.
+    @Test func aFullUserTableRefusesNewcomersAndKeepsEveryPin() async throws {
+        let h = ServerHarness(store: InMemoryRelayStore(maxUsers: 2))
+        let a = RelayUser(), b = RelayUser(), c = RelayUser()
+        _ = try await h.register(a, from: 1)
+        _ = try await h.register(b, from: 2)
+        await h.receive(try c.registration(at: await h.now), from: 3)
+        #expect(await h.take(3) == [.rejected(.serverFull, messageID: nil)])
+        var thief = c
+        thief.id = a.id
+        await h.advance(10)
+        await h.receive(try thief.registration(at: await h.now), from: 3)
+        #expect(await h.take(3) == [.rejected(.keyMismatch, messageID: nil)])
+        #expect(try await h.store.counts().users == 2)
+    }
+
+    /// The client: unregistered, its only deadline is the next REGISTER (no
+    /// spinning on polls and retries that cannot go); many REJECTED 05 for
+    /// packets sent with an old token register once; a message it cannot
+    /// store does not make it poll again and again.
+    @Test func theClientRegistersOnceAndNeverSpins() throws {
+        let me = RelayUser(), bob = RelayUser()
+        var c = RelayClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        let t0: UInt64 = 1_795_000_000_000
+        #expect(c.start(now: t0).count == 1)
+        _ = try c.send(sealed: try me.seal("queued before the session", to: bob), now: t0)
+        #expect(c.nextDeadline == t0 + 2_000, "the REGISTER's retry, nothing else")
+        #expect(c.tick(now: t0 + 1_000).isEmpty)
+        let token = RelayToken.random()
+        let registered = c.receive(RelayPacket.registered(token: token, serverTime: t0).encode(), now: t0 + 1_100)
+        #expect(registered.filter { if case .send = $0 { true } else { false } }.count == 2, "the waiting MSG and a POLL")
+        // The server restarted: three packets' REJECTED 05 → one REGISTER.
+        var sends = 0
+        for _ in 0..<3 {
+            sends += c.receive(RelayPacket.rejected(.unknownSession, messageID: nil).encode(), now: t0 + 2_000)
+                .filter { if case .send = $0 { true } else { false } }.count
+        }
+        #expect(sends == 1)
+        #expect(!c.isRegistered && c.nextDeadline > t0 + 2_000)
+        // Registered again; the same undecodable-for-the-caller message twice: one quick re-poll, not two.
+        _ = c.receive(RelayPacket.registered(token: .random(), serverTime: t0).encode(), now: t0 + 3_000)
+        let delivery = RelayPacket.message(sender: bob.id, recipient: me.id, payload: try bob.seal("x", to: me), token: nil).encode()
+        _ = c.receive(delivery, now: t0 + 3_100)
+        let first = c.tick(now: t0 + 3_300).filter { if case .send = $0 { true } else { false } }.count
+        _ = c.receive(delivery, now: t0 + 3_400)
+        let second = c.tick(now: t0 + 3_700).filter { if case .send = $0 { true } else { false } }.count
+        #expect(first == 1 && second == 0, "\(first) \(second)")
     }
 }
