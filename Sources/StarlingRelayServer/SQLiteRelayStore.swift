@@ -12,6 +12,10 @@ import StarlingYaOKRelay
 public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     private let db: DatabaseQueue
     public let maxUsers: Int
+    /// The queue's length, kept beside it (touched only inside `db.write`,
+    /// which runs one at a time): COUNT(*) over 100,000 rows a batch would
+    /// cost more than the batch. One server a file.
+    private var total: Int?
 
     public init(path: String, maxUsers: Int = 1_000_000) throws {
         var config = Configuration()
@@ -65,34 +69,41 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
         try await db.write { db in
-            var total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue") ?? 0
+            var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
             var perUser: [UserID: Int] = [:]
             var known: [UserID: Bool] = [:]
-            let insert = try db.makeStatement(sql: """
+            // Prepared once (cached across batches): a batch costs one statement a message.
+            let insert = try db.cachedStatement(sql: """
                 INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (recipient, message_id) DO NOTHING
                 """)
-            return try batch.map { m in
+            let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
+            let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
+            let held = try db.cachedStatement(sql: "SELECT 1 FROM queue WHERE recipient = ? AND message_id = ?")
+            let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
                 let recipient = Data(m.recipient.bytes)
                 if known[m.recipient] == nil {
-                    known[m.recipient] = try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE user_id = ?", arguments: [recipient]) ?? false
+                    known[m.recipient] = try Bool.fetchOne(isUser, arguments: [recipient]) ?? false
                 }
                 guard known[m.recipient]! else { return .unknownRecipient }
-                if try Bool.fetchOne(db, sql: "SELECT 1 FROM queue WHERE recipient = ? AND message_id = ?",
-                                     arguments: [recipient, Data(m.messageID.bytes)]) ?? false {
-                    return .stored // a retry: held already
-                }
                 if perUser[m.recipient] == nil {
-                    perUser[m.recipient] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?", arguments: [recipient]) ?? 0
+                    perUser[m.recipient] = try Int.fetchOne(countFor, arguments: [recipient]) ?? 0
                 }
-                guard perUser[m.recipient]! < limits.perUser else { return .recipientQueueFull }
-                guard total < limits.total else { return .serverFull }
+                guard perUser[m.recipient]! < limits.perUser, total < limits.total else {
+                    // Full, unless this is a retry of one held already (then it is QUEUED again).
+                    if try Bool.fetchOne(held, arguments: [recipient, Data(m.messageID.bytes)]) ?? false { return .stored }
+                    return perUser[m.recipient]! >= limits.perUser ? .recipientQueueFull : .serverFull
+                }
                 try insert.execute(arguments: [recipient, Data(m.messageID.bytes), Data(m.sender.bytes), Data(m.payload),
                                                Int64(m.receivedAt)])
-                perUser[m.recipient]! += 1
-                total += 1
+                if db.changesCount > 0 { // else a retry, held already: QUEUED again, stored once
+                    perUser[m.recipient]! += 1
+                    total += 1
+                }
                 return .stored
             }
+            self.total = total // (a failed transaction throws before this, and rolls back)
+            return outcomes
         }
     }
 
@@ -115,6 +126,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
                 """, arguments: args) else { return nil }
             try db.execute(sql: "DELETE FROM queue WHERE recipient = ? AND message_id = ?", arguments: args)
+            if let t = self.total { self.total = max(0, t - db.changesCount) }
             return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
                                       payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
@@ -123,7 +135,9 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     public func expire(before cutoff: UInt64) async throws -> Int {
         try await db.write { db in
             try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
-            return db.changesCount
+            let n = db.changesCount
+            if let t = self.total { self.total = max(0, t - n) }
+            return n
         }
     }
 

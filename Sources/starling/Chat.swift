@@ -26,6 +26,7 @@ struct Chat: AsyncParsableCommand {
     var plain = false
     @Option(help: "A Ya OK relay server (HOST:PORT): contacts who are not on the mesh are reached through it.")
     var relay: String?
+    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
     func run() async throws {
         let n = try node.makeNode()
@@ -42,7 +43,8 @@ struct Chat: AsyncParsableCommand {
         var relayClient: RelayClient?
         if let relay {
             guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
-            let client = try RelayClient(server: address, userID: try store.userID(), signingKey: n.identity.signingKey)
+            let client = try RelayClient(server: address, userID: try store.userID(), signingKey: n.identity.signingKey,
+                                         configuration: background ? .background : .init())
             await ui.attachRelay(client, userID: try store.userID())
             relayClient = client
         }
@@ -728,12 +730,15 @@ struct Relay: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Option(help: "A Ya OK relay server (HOST:PORT): also take what it holds for this node's user.") var relay: String?
+    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s.") var background = false
 
     func run() async throws {
         let n = try node.makeNode()
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         var relayClient: RelayClient?
-        if let relay { relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: false) }
+        if let relay {
+            relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: false, background: background)
+        }
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
         defer { signals.cancel() }
         let runner = Task { await n.run(until: deadline) }

@@ -170,13 +170,16 @@ struct Listen: AsyncParsableCommand {
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Option(help: "A Ya OK relay server (HOST:PORT): register, and take what it holds for us.") var relay: String?
+    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
     func run() async throws {
         let n = try node.makeNode()
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         var relayClient: RelayClient?
-        if let relay { relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: json) }
+        if let relay {
+            relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: json, background: background)
+        }
         // Interrupted: the node stops, and the relay hears BYE before we go.
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
         defer { signals.cancel() }

@@ -274,12 +274,13 @@ struct RelayInbox {
 
     /// Registers with the relay at `relay` as this node's Ya OK user, and
     /// takes what it holds for us (printing it) until the client stops.
-    static func start(relay: String, node: MeshNode, dataDir: String?, json: Bool) async throws -> RelayClient {
+    static func start(relay: String, node: MeshNode, dataDir: String?, json: Bool, background: Bool = false) async throws -> RelayClient {
         guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
         let directory = IdentityStore(directory: DataDirectory(explicit: dataDir))
         let userID = try directory.userID()
         let store = try StoreAccess.open(directory: directory.directory.url, identity: node.identity)
-        let client = try RelayClient(server: address, userID: userID, signingKey: node.identity.signingKey)
+        let client = try RelayClient(server: address, userID: userID, signingKey: node.identity.signingKey,
+                                     configuration: background ? .background : .init())
         let inbox = RelayInbox(client: client, store: store, identity: node.identity, userID: userID, json: json)
         Task { await inbox.run() }
         await client.start()

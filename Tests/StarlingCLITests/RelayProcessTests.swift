@@ -64,6 +64,11 @@ import Glibc
         let second = try await Self.send(alice, relay: port, to: "bob", "and now you are here")
         #expect(second.stdout.contains("(online: sent on at once)"), "\(second.stdout)")
         #expect(await back.waitFor { $0["text"] as? String == "and now you are here" } != nil, "\(back.text)")
+        // Longer than a datagram (chunks both ways), whole.
+        let long = String(repeating: "the water point at the school is open; ", count: 200) // 7,800 bytes
+        let big = try await Self.send(alice, relay: port, to: "bob", long)
+        #expect(big.status == 0, "\(big.stdout)\(big.stderr)")
+        #expect(await back.waitFor { $0["text"] as? String == long } != nil, "\(back.text.suffix(500))")
         back.stop()
 
         // A third listen gets nothing twice: the ACKs emptied the queue.
