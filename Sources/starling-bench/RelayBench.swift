@@ -325,7 +325,18 @@ final class BenchPostgres: @unchecked Sendable {
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
+        // waitpid, not waitUntilExit: Foundation's wait can miss a child whose
+        // own child lives on (pg_ctl start leaves the server running).
+        var status: Int32 = 0
+        for _ in 0..<1_200 {
+            let r = waitpid(p.processIdentifier, &status, WNOHANG)
+            if r == p.processIdentifier { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : -1 }
+            if r < 0 { // Foundation reaped it first
+                for _ in 0..<200 where p.isRunning { usleep(10_000) }
+                return p.isRunning ? -1 : p.terminationStatus
+            }
+            usleep(50_000)
+        }
+        return -1
     }
 }
