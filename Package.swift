@@ -85,7 +85,7 @@ let targets: [Target] = [
     // Nostr (seed 004 §15): BIP-340 keys and signatures, NIP-44 v2, events.
     .target(
         name: "StarlingNostr",
-        dependencies: ["CSecp256k1", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")]
+        dependencies: ["CSecp256k1", "StarlingCrypto", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Ya OK's relay (seed 002 §4.3, §6.3) without I/O: the server's and the
     // client's protocol cores, the queue store's interface, a store in memory.
@@ -258,7 +258,7 @@ let targets: [Target] = [
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
         name: "StarlingNostrTests",
-        dependencies: ["StarlingNostr", "StarlingCrypto", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["StarlingNostr", "StarlingCrypto", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")],
         resources: [.copy("Vectors")]
     ),
     .testTarget(

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import StarlingWire
 import StarlingCrypto
 
 /// bitchat's private-envelope encryption (not NIP-44, though it says "v2:"):

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingWire
 
 /// Private messages in three layers (NIP-59 / NIP-17): an unsigned rumor
 /// (kind 14) inside a seal (kind 13, signed by the sender) inside a gift wrap

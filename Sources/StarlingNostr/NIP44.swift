@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import StarlingWire
 import StarlingCrypto
 
 /// NIP-44 version 2: the standard Nostr payload encryption (secp256k1 ECDH,

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import StarlingWire
 
 /// A Nostr event (NIP-01): its ID is the SHA-256 of the canonical
 /// serialisation `[0, pubkey, created_at, kind, tags, content]`, signed with
@@ -110,30 +111,3 @@ public struct NostrEvent: Codable, Hashable, Sendable {
         return out + "\""
     }
 }
-
-extension Array where Element == UInt8 {
-    init(hex: String) throws {
-        let chars = Array(hex.utf8)
-        guard chars.count % 2 == 0 else { throw HexError() }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        func v(_ c: UInt8) throws -> UInt8 {
-            switch c {
-            case 48...57: c - 48
-            case 97...102: c - 87
-            case 65...70: c - 55
-            default: throw HexError()
-            }
-        }
-        var i = 0
-        while i < chars.count {
-            out.append(try v(chars[i]) << 4 | v(chars[i + 1]))
-            i += 2
-        }
-        self = out
-    }
-
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
-}
-
-struct HexError: Error {}

@@ -1,5 +1,6 @@
 import CSecp256k1
 import Foundation
+import StarlingWire
 
 /// secp256k1 for Nostr through Debian's libsecp256k1 (its extrakeys,
 /// schnorrsig and ecdh modules): BIP-340 keys and signatures, and the two

@@ -102,17 +102,11 @@ struct RelayServerCommand: AsyncParsableCommand {
         if let duration {
             try? await Task.sleep(for: .seconds(duration))
         } else {
+            var watch: SignalWatch?
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                signal(SIGINT, SIG_IGN)
-                signal(SIGTERM, SIG_IGN)
-                let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
-                let once = OnceFlag()
-                for s in sources {
-                    s.setEventHandler { if once.set() { c.resume() } }
-                    s.resume()
-                }
-                signalSources = sources
+                watch = SignalWatch([SIGINT, SIGTERM]) { c.resume() } // resumed once: SignalWatch fires once
             }
+            watch?.cancel()
         }
         await server.stop()
         await running.value
@@ -120,8 +114,6 @@ struct RelayServerCommand: AsyncParsableCommand {
         (store as? PostgresRelayStore)?.close()
     }
 }
-
-nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
 
 /// Runs `handler` (once) when one of `signals` comes, instead of dying.
 final class SignalWatch: @unchecked Sendable {
