@@ -85,7 +85,16 @@ let targets: [Target] = [
     // Nostr (seed 004 §15): BIP-340 keys and signatures, NIP-44 v2, events.
     .target(
         name: "StarlingNostr",
-        dependencies: ["CSecp256k1", "StarlingCrypto", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
+        dependencies: ["CSecp256k1", "StarlingCrypto", "StarlingWire", "StarlingMesh", .product(name: "Crypto", package: "swift-crypto")]
+    ),
+    // Nostr as a mailbox transport: relays over WebSockets through a SOCKS5
+    // proxy (Tor), fail-closed.
+    .target(
+        name: "StarlingNostrTransport",
+        dependencies: ["StarlingNostr", "StarlingTransport", "StarlingWire", "StarlingMesh",
+                       .product(name: "WSClient", package: "swift-websocket"),
+                       .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                       .product(name: "Logging", package: "swift-log")]
     ),
     // Ya OK's relay (seed 002 §4.3, §6.3) without I/O: the server's and the
     // client's protocol cores, the queue store's interface, a store in memory.
@@ -186,6 +195,8 @@ let targets: [Target] = [
             "StarlingRelayServer",
             "StarlingRelayClient",
             "StarlingRelayPostgres",
+            "StarlingNostr",
+            "StarlingNostrTransport",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -314,6 +325,7 @@ let package = Package(
         .library(name: "StarlingRelayClient", targets: ["StarlingRelayClient"]),
         .library(name: "StarlingRelayPostgres", targets: ["StarlingRelayPostgres"]),
         .library(name: "StarlingNostr", targets: ["StarlingNostr"]),
+        .library(name: "StarlingNostrTransport", targets: ["StarlingNostrTransport"]),
         .executable(name: "starling", targets: ["starling"]),
         .executable(name: "starling-bench", targets: ["starling-bench"]),
     ],
@@ -326,6 +338,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

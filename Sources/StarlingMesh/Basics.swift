@@ -33,3 +33,49 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
 /// Milliseconds, on whatever clock the caller runs (wall or virtual).
 public typealias Millis = UInt64
+
+/// A budget of `perMinute` tokens, refilled evenly over the minute, holding
+/// at most a minute's worth.
+public struct TokenBucket: Sendable {
+    public let perMinute: Int
+    private var tokens: Double
+    private var last: Millis?
+
+    public init(perMinute: Int) {
+        self.perMinute = perMinute
+        tokens = Double(perMinute)
+    }
+
+    public mutating func take(now: Millis) -> Bool {
+        if let last, now > last { tokens = min(Double(perMinute), tokens + Double(now - last) * Double(perMinute) / 60_000) }
+        last = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
+
+/// A set that forgets its oldest members past a capacity.
+public struct BoundedSet<Element: Hashable & Sendable>: Sendable {
+    public let capacity: Int
+    private var members: Set<Element> = []
+    private var order: [Element] = []
+    private var head = 0
+
+    public init(capacity: Int) { self.capacity = capacity }
+
+    /// Inserts; false when it was there already.
+    public mutating func insert(_ e: Element) -> Bool {
+        guard members.insert(e).inserted else { return false }
+        order.append(e)
+        if members.count > capacity {
+            members.remove(order[head])
+            head += 1
+            if head > capacity { order.removeFirst(head); head = 0 }
+        }
+        return true
+    }
+
+    public func contains(_ e: Element) -> Bool { members.contains(e) }
+    public var count: Int { members.count }
+}

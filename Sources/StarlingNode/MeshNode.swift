@@ -29,6 +29,9 @@ public actor MeshNode {
         public var udp: UDPTransport.Options? = UDPTransport.Options()
         /// Further transports (Bluetooth LE, in-memory …), started with the node.
         public var transports: [any Transport] = []
+        /// Mailbox transports (Nostr): peers reached by who they are, used only
+        /// for a peer with no mesh route.
+        public var mailboxes: [any MailboxTransport] = []
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
@@ -95,6 +98,15 @@ public actor MeshNode {
         runDeadline = deadline
         continuation.yield(.started(port: port, peerID: peerID, nickname: core.nickname))
         var started: [Int] = []
+        var mailboxesStarted: [Int] = []
+        for (i, m) in options.mailboxes.enumerated() {
+            do {
+                try await m.start()
+                mailboxesStarted.append(i)
+            } catch {
+                continuation.yield(.rejected(Rejection(.transport, "\(m.name): \(error)")))
+            }
+        }
         for (i, t) in transports.enumerated() {
             do {
                 try await t.start()
@@ -115,6 +127,15 @@ public actor MeshNode {
                     for await event in events {
                         guard let self else { return }
                         await self.transportEvent(event, from: i)
+                    }
+                }
+            }
+            for i in mailboxesStarted {
+                let events = options.mailboxes[i].events
+                group.addTask { [weak self] in
+                    for await event in events {
+                        guard let self else { return }
+                        await self.mailboxEvent(event, from: i)
                     }
                 }
             }
@@ -144,9 +165,10 @@ public actor MeshNode {
         running = false
         timer?.cancel()
         timer = nil
-        let transports = self.transports, done = stoppedContinuation
+        let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation
         let task = Task {
             for t in transports { await t.stop() }
+            for m in mailboxes { await m.stop() }
             done.finish()
         }
         stopping = task
@@ -227,6 +249,20 @@ public actor MeshNode {
         rearm()
     }
 
+    private func mailboxEvent(_ event: MailboxEvent, from index: Int) {
+        guard running else { return }
+        let now = Self.now(), name = options.mailboxes[index].name
+        switch event {
+        case let .reachable(peer, on): core.setOffMeshRoute(peer, via: on ? name : nil, now: now)
+        case let .received(payload, peer): core.receiveOffMesh(payload, from: peer, via: name, now: now)
+        case let .accepted(ticket): core.offMeshAccepted(ticket, now: now)
+        case let .failed(ticket, reason): core.offMeshFailed(ticket, reason: reason, now: now)
+        case let .notice(text): continuation.yield(.notice(text))
+        }
+        flush()
+        rearm()
+    }
+
     /// Carries out what the core produced.
     private func flush() {
         for output in core.takeOutputs() {
@@ -246,6 +282,8 @@ public actor MeshNode {
                 Task { await transport.close(k.key) }
             case let .saveFile(file):
                 save(file)
+            case let .sendOffMesh(payload, peer, via, ticket):
+                options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             }
         }
     }
@@ -348,6 +386,8 @@ public actor MeshNode {
     // MARK: Queries
 
     public var peers: [PeerID: PeerInfo] { core.peers }
+    /// The fingerprint of the Noise key our session with `peer` authenticated.
+    public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? { core.sessionFingerprint(peer) }
     public func peer(named nickname: String) -> PeerID? { core.peer(named: nickname) }
     public var knownPeers: [PeerID: String] { core.peers.mapValues(\.nickname) }
     public var currentNickname: String { core.nickname }

@@ -115,6 +115,10 @@ public struct NodeCore: Sendable {
         /// A file for us arrived: save it (under a name of the runtime's choice
         /// if this one is taken), then report ``NodeEvent/fileReceived``.
         case saveFile(IncomingFile)
+        /// Send this payload to `peer` through the mailbox transport named
+        /// `via` (the peer has no mesh route); `ticket` names it when the
+        /// transport answers (``offMeshAccepted(_:now:)``, ``offMeshFailed(_:reason:now:)``).
+        case sendOffMesh(NoisePayload, to: PeerID, via: String, ticket: String)
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -210,6 +214,16 @@ public struct NodeCore: Sendable {
     private var pings: [[UInt8]: (peer: PeerID, at: Millis)] = [:]
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
+    /// Peers reachable off the mesh, and through which mailbox transport
+    /// (4,096 at most: the application sets them, from its favourites).
+    private var offMesh: [PeerID: String] = [:]
+    /// Tickets handed to a mailbox transport and not failed: a retry of the
+    /// same message is not sent again that way (10,000 remembered).
+    private var handedOff = BoundedSet<String>(capacity: 10_000)
+    /// Tickets handed off whose failure would make them worth a second try.
+    private var handedOffFailed: Set<String> = []
+    /// Our messages that went off the mesh, by ticket: to whom, which way (1,024 at most).
+    private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -587,6 +601,10 @@ public struct NodeCore: Sendable {
     /// Noise handshakes under way (bounded: SessionManager.Configuration.maxPendingHandshakes).
     public var pendingHandshakeCount: Int { sessions.pendingHandshakeCount }
     public func hasSession(with peer: PeerID) -> Bool { sessions.hasSession(with: peer) }
+    /// The fingerprint of the Noise key our session with `peer` authenticated.
+    public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? {
+        sessions.hasSession(with: peer) ? sessions.fingerprint(of: peer) : nil
+    }
     /// Messages and files not yet acknowledged.
     public var unacknowledgedCount: Int { unacknowledged.count }
     public var neighborPeers: Set<PeerID> { router.neighborhood.neighborPeers }
@@ -623,6 +641,12 @@ public struct NodeCore: Sendable {
     /// first try took may be what failed.
     private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
                                     routing: MeshRouter.Routing = .automatic) throws {
+        // Mesh first, always: off the mesh only for a peer no announce has come
+        // from within the last minute, and only what a mailbox carries.
+        if present[peer] == nil, let via = offMesh[peer], let ticket = Self.offMeshTicket(payload) {
+            handOff(payload, to: peer, via: via, ticket: ticket)
+            return
+        }
         guard sessions.hasSession(with: peer) else {
             if !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
             if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
@@ -637,6 +661,63 @@ public struct NodeCore: Sendable {
             emit(.fileSent(transferID: sha256Hex(bytes), to: peer, fragments: pieces))
         }
         if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
+    }
+
+    /// The ticket a payload goes off the mesh under; nil for what no mailbox carries (files).
+    static func offMeshTicket(_ payload: NoisePayload) -> String? {
+        switch payload {
+        case let .privateMessage(m): m.messageID
+        case let .delivered(id): "delivered:" + id
+        case let .readReceipt(id): "read:" + id
+        default: nil
+        }
+    }
+
+    private mutating func handOff(_ payload: NoisePayload, to peer: PeerID, via: String, ticket: String) {
+        guard handedOff.insert(ticket) || handedOffFailed.remove(ticket) != nil else { return } // a retry: it went already
+        outbox.append(.sendOffMesh(payload, to: peer, via: via, ticket: ticket))
+    }
+
+    // MARK: Off the mesh
+
+    /// Makes `peer` reachable through the mailbox transport `via` (nil: not
+    /// reachable off the mesh). What waits for it goes now, if it is away.
+    public mutating func setOffMeshRoute(_ peer: PeerID, via: String?, now: Millis) {
+        guard let via else {
+            offMesh[peer] = nil
+            return
+        }
+        guard offMesh[peer] != nil || offMesh.count < 4_096 else { return }
+        let fresh = offMesh[peer] == nil
+        offMesh[peer] = via
+        if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
+    }
+
+    /// Which mailbox transport reaches `peer` off the mesh, if any.
+    public func offMeshRoute(_ peer: PeerID) -> String? { offMesh[peer] }
+
+    /// A private payload arrived through a mailbox transport, from `peer`
+    /// (authenticated by that transport).
+    public mutating func receiveOffMesh(_ payload: NoisePayload, from peer: PeerID, via: String, now: Millis) {
+        guard !blocked.contains(where: { $0.peerID == peer }) else { return } // blocked: dropped unanswered, as on the mesh
+        inner(payload, from: peer, hops: 0, via: via, now: now)
+    }
+
+    /// The mailbox transport's far end took the payload with this ticket.
+    public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
+        guard let peer = tracker.recipient(of: ticket), let via = offMesh[peer] else { return }
+        if offMeshSent[ticket] == nil, offMeshSent.count >= 1_024, let any = offMeshSent.keys.first { offMeshSent[any] = nil }
+        offMeshSent[ticket] = (peer, via)
+        emit(.sentOffMesh(messageID: ticket, to: peer, via: via))
+    }
+
+    /// It did not: a message is tried again at its next retry (any way that
+    /// is open then); the application is told.
+    public mutating func offMeshFailed(_ ticket: String, reason: String, now: Millis) {
+        handedOffFailed.insert(ticket)
+        if handedOffFailed.count > 1_024, let any = handedOffFailed.first { handedOffFailed.remove(any) }
+        guard let peer = tracker.recipient(of: ticket) else { return }
+        emit(.rejected(Rejection(.transport, peer: peer, "\(offMesh[peer] ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
     }
 
     private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
@@ -844,6 +925,11 @@ public struct NodeCore: Sendable {
             emit(.rejected(Rejection(.malformedPrivatePayload, peer: sender, "malformed private payload from \(sender)")))
             return
         }
+        inner(payload, from: sender, hops: hops, via: nil, now: now)
+    }
+
+    /// A private payload from `sender`, over the mesh (`via` nil) or a mailbox transport.
+    private mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
         switch payload {
         case let .privateMessage(m):
             // A retried copy is acknowledged again but shown once. A favourite
@@ -853,7 +939,7 @@ public struct NodeCore: Sendable {
                 if let notice = Self.favoriteNotice(m.content) {
                     emit(.favorited(by: sender, nickname: nickname, on: notice.on, npub: notice.npub))
                 } else {
-                    emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops))
+                    emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops, via: via))
                 }
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
@@ -984,50 +1070,4 @@ public struct NodeCore: Sendable {
                                                   directNeighbors: neighbors, capabilities: Self.capabilities.rawValue) else { return }
         perform(router.originate(packet, now: now), now: now)
     }
-}
-
-/// A budget of `perMinute` tokens, refilled evenly over the minute, holding
-/// at most a minute's worth.
-struct TokenBucket: Sendable {
-    let perMinute: Int
-    private var tokens: Double
-    private var last: Millis?
-
-    init(perMinute: Int) {
-        self.perMinute = perMinute
-        tokens = Double(perMinute)
-    }
-
-    mutating func take(now: Millis) -> Bool {
-        if let last, now > last { tokens = min(Double(perMinute), tokens + Double(now - last) * Double(perMinute) / 60_000) }
-        last = now
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
-    }
-}
-
-/// A set that forgets its oldest members past a capacity.
-struct BoundedSet<Element: Hashable & Sendable>: Sendable {
-    let capacity: Int
-    private var members: Set<Element> = []
-    private var order: [Element] = []
-    private var head = 0
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    /// Inserts; false when it was there already.
-    mutating func insert(_ e: Element) -> Bool {
-        guard members.insert(e).inserted else { return false }
-        order.append(e)
-        if members.count > capacity {
-            members.remove(order[head])
-            head += 1
-            if head > capacity { order.removeFirst(head); head = 0 }
-        }
-        return true
-    }
-
-    func contains(_ e: Element) -> Bool { members.contains(e) }
-    var count: Int { members.count }
 }

@@ -22,10 +22,14 @@ public enum NodeEvent: Sendable {
     /// our own peer ID for history: one of ours, signed with our key.
     case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64, history: Bool = false)
     /// A private message, decrypted; a delivered receipt went back already.
-    case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int)
+    /// `via`: the mailbox transport it came through ("nostr"); nil: the mesh.
+    case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int, via: String? = nil)
     case sessionEstablished(PeerID, fingerprint: String)
     /// Our private message reached its recipient.
     case delivered(messageID: String, by: PeerID)
+    /// Our private message went off the mesh (the peer had no mesh route):
+    /// the mailbox transport `via` ("nostr") has it; its receipts follow.
+    case sentOffMesh(messageID: String, to: PeerID, via: String)
     /// Our private message was not acknowledged within its retry budget.
     case failed(messageID: String, to: PeerID)
     /// Our message to a favourite was not acknowledged within the retry
@@ -58,6 +62,9 @@ public enum NodeEvent: Sendable {
     /// announce): an application that keeps pins across restarts stores it
     /// and hands it back with `NodeCore.pinSigningKey`.
     case pinned(fingerprint: Fingerprint, signingKey: [UInt8])
+    /// Something a person should know from a transport (a relay connected or
+    /// lost, the proxy down): words only.
+    case notice(String)
 }
 
 /// Why something was refused: a kind a program can switch on, the peer it
@@ -100,7 +107,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case history, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
+        case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -114,6 +121,7 @@ extension NodeEvent: Encodable {
         case .privateMessage: "privateMessage"
         case .sessionEstablished: "session"
         case .delivered: "delivered"
+        case .sentOffMesh: "sentOffMesh"
         case .failed: "failed"
         case .held: "held"
         case .fileProgress: "fileProgress"
@@ -128,6 +136,7 @@ extension NodeEvent: Encodable {
         case .pong: "pong"
         case .favorited: "favorited"
         case .pinned: "pinned"
+        case .notice: "notice"
         }
     }
 
@@ -152,12 +161,17 @@ extension NodeEvent: Encodable {
             try c.encode(hops, forKey: .hops)
             try c.encode(timestamp, forKey: .timestamp)
             if history { try c.encode(true, forKey: .history) }
-        case let .privateMessage(from, nickname, text, id, hops):
+        case let .privateMessage(from, nickname, text, id, hops, via):
             try c.encode(from.description, forKey: .from)
             try c.encode(nickname, forKey: .nickname)
             try c.encode(text, forKey: .text)
             try c.encode(id, forKey: .messageID)
             try c.encode(hops, forKey: .hops)
+            try c.encodeIfPresent(via, forKey: .via)
+        case let .sentOffMesh(id, to, via):
+            try c.encode(id, forKey: .messageID)
+            try c.encode(to.description, forKey: .to)
+            try c.encode(via, forKey: .via)
         case let .sessionEstablished(peer, fingerprint):
             try c.encode(peer.description, forKey: .peerID)
             try c.encode(fingerprint, forKey: .fingerprint)
@@ -196,6 +210,8 @@ extension NodeEvent: Encodable {
         case let .pinned(fingerprint, key):
             try c.encode(fingerprint.hex, forKey: .fingerprint)
             try c.encode(key.hexString, forKey: .signingKey)
+        case let .notice(text):
+            try c.encode(text, forKey: .text)
         case let .left(peer), let .stateExpired(peer):
             try c.encode(peer.description, forKey: .peerID)
         case let .rejected(r):

@@ -29,7 +29,7 @@ struct Chat: AsyncParsableCommand {
     @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
     func run() async throws {
-        let n = try node.makeNode()
+        let (n, nostr) = try await node.makeNodeWithNostr()
         let store = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
         var yaok: YaOKStore?
         do {
@@ -38,6 +38,7 @@ struct Chat: AsyncParsableCommand {
             print("! the encrypted store did not open (\(error)); contacts, history and saved trust are off this time")
         }
         let ui = ChatScreen(node: n, store: store, yaok: yaok)
+        await ui.attachNostr(nostr)
         await ui.setLockAfter(YaOKStore.protection(in: store.directory.url).map { $0 != .keyFile } == true ? lockAfter : 0)
         await ui.loadStore()
         var relayClient: RelayClient?
@@ -72,7 +73,12 @@ struct Chat: AsyncParsableCommand {
         }
         await ui.say("starling chat — /help for commands" + (fullScreen ? "; Alt-1…9 or /win N switch windows, /query NICK opens one" : ""))
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await event in n.events { await ui.show(event) } }
+            group.addTask {
+                for await event in n.events {
+                    await nostr.handle(event)
+                    await ui.show(event)
+                }
+            }
             if let relayClient {
                 group.addTask { for await event in relayClient.events { await ui.showRelay(event) } }
                 await relayClient.start()
@@ -120,6 +126,9 @@ struct Chat: AsyncParsableCommand {
 actor ChatScreen {
     let node: MeshNode
     let store: IdentityStore
+    /// Favourites' npubs, and Nostr when `--nostr` is on.
+    var nostr: NostrLink?
+    func attachNostr(_ link: NostrLink) { nostr = link }
     var verified: Set<Fingerprint> = []
     /// Our private messages by ID: recipient as shown, and whether delivery was reported.
     var outgoing: [String: (to: String, delivered: Bool)] = [:]
@@ -281,7 +290,9 @@ actor ChatScreen {
             if let f = sessionFingerprints[peer], let (_, card) = contact(for: f) {
                 return DisplayText.clean(card.displayName) + (verified.contains(f) ? "✓" : "")
             }
-            return lastNames[peer] ?? peer.description
+            if let name = lastNames[peer] { return name }
+            if let c = await nostr?.contact(for: peer) { return DisplayText.clean(c.nickname) }
+            return peer.description
         }
         let name = DisplayText.clean(info.nickname)
         let twins = peers.filter { $0.value.nickname == info.nickname }.count
@@ -342,8 +353,8 @@ actor ChatScreen {
                 let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
                 say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
             }
-        case let .privateMessage(from, _, text, id, hops):
-            let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
+        case let .privateMessage(from, _, text, id, hops, mailbox):
+            let via = mailbox.map { " (via \($0))" } ?? (hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "")
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: Self.lines(text) + via, highlight: true),
                               to: await window(from))
@@ -363,6 +374,8 @@ actor ChatScreen {
                 outgoing[id]?.delivered = true
                 showReceipt(id, mark: "✓✓", plain: "  · to \(o.to): delivered")
             }
+        case let .sentOffMesh(id, _, via):
+            if let o = outgoing[id], !o.delivered { showReceipt(id, mark: "→ \(via)", plain: "  · to \(o.to): sent via \(via)") }
         case let .read(id, _):
             // Receipts travel separately and may arrive in either order; read implies delivered.
             storeProgress(id, .read)
@@ -418,8 +431,11 @@ actor ChatScreen {
             say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
         case let .pinned(fingerprint, key):
             rememberPin(fingerprint, key)
-        case let .favorited(by, _, on, _):
-            say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you")
+        case let .favorited(by, _, on, npub):
+            say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you"
+                + (on && npub != nil && nostr?.transport != nil ? " (reachable over Nostr when both of you are favourites)" : ""))
+        case let .notice(text):
+            say("* \(text)")
         }
     }
 
@@ -556,7 +572,17 @@ actor ChatScreen {
                 await sendToContact(card, text: words[2])
                 return true
             }
-            guard let to = await peer(named: words[1]) else { return true }
+            let to: PeerID
+            if await node.peers.contains(where: { $0.value.nickname == words[1] }) || nostr == nil {
+                guard let p = await peer(named: words[1]) else { return true }
+                to = p
+            } else if let nostr, nostr.transport != nil, let c = await nostr.contact(named: words[1]) {
+                to = c.fingerprint.peerID // not on the mesh: a mutual favourite over Nostr
+                Self.remember(&lastNames, to, DisplayText.clean(c.nickname))
+            } else {
+                guard let p = await peer(named: words[1]) else { return true }
+                to = p
+            }
             do {
                 let id = try await node.sendPrivate(words[2], to: to)
                 outgoing[id] = (await display(to), false)
@@ -622,6 +648,8 @@ actor ChatScreen {
                 say("* \(words[1]) unblocked")
             case "/fav", "/unfav":
                 await node.setFavorite(info.fingerprint, words[0] == "/fav")
+                // The apps' notice, with our npub: a mutual favourite can reach us over Nostr.
+                await nostr?.favouriteChanged(id, fingerprint: info.fingerprint, on: words[0] == "/fav")
                 rememberTrust(info.fingerprint, nickname: info.nickname) { $0.favorite = words[0] == "/fav" }
                 do {
                     try store.setFavorites(await node.favoriteFingerprints)
@@ -733,7 +761,7 @@ struct Relay: AsyncParsableCommand {
     @Flag(help: "Poll the relay every 5 minutes instead of every 30 s.") var background = false
 
     func run() async throws {
-        let n = try node.makeNode()
+        let (n, nostr) = try await node.makeNodeWithNostr()
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         var relayClient: RelayClient?
         if let relay {
@@ -743,7 +771,9 @@ struct Relay: AsyncParsableCommand {
         defer { signals.cancel() }
         let runner = Task { await n.run(until: deadline) }
         for await event in n.events {
+            await nostr.handle(event)
             switch event {
+            case let .notice(text): print(text)
             case let .started(port, peerID, nickname): print("relaying as \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
             case let .linkUp(a): print("link up \(a)")
             case let .linkDown(a): print("link down \(a)")

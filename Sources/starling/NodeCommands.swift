@@ -36,8 +36,9 @@ struct NodeOptions: ParsableArguments {
     var group: String?
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
     var powerMode: String?
+    @OptionGroup var nostr: NostrOptions
 
-    func makeNode() throws -> MeshNode {
+    func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
         try UserError.writableDirectory(store.directory)
@@ -90,6 +91,7 @@ struct NodeOptions: ParsableArguments {
             t.scanDutyCycle = mode.scanDutyCycle
             options.transports.append(t)
         }
+        try configure(&options, identity)
         return try MeshNode(identity: identity, options: options)
     }
 }
@@ -137,7 +139,7 @@ struct EventPrinter: Sendable {
             case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
             case let .message(from, nickname, text, hops, _, history):
                 line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
-            case let .privateMessage(from, nickname, text, _, _): line = "<\(nickname ?? from.description) → you> \(text)"
+            case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(text)"
             case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
             case let .delivered(id, _): line = "* delivered: \(id)"
             case let .read(id, _): line = "* read: \(id)"
@@ -154,6 +156,8 @@ struct EventPrinter: Sendable {
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
             case let .favorited(by, nickname, on, _): line = "* \(nickname.map(DisplayText.clean) ?? by.description) \(on ? "favorited" : "unfavorited") you"
             case .pinned: return // kept by applications with a store; nothing for a person here
+            case let .sentOffMesh(id, to, via): line = "* \(id) sent to \(to) via \(via)"
+            case let .notice(text): line = "* \(text)"
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.
@@ -173,7 +177,7 @@ struct Listen: AsyncParsableCommand {
     @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
     func run() async throws {
-        let n = try node.makeNode()
+        let (n, nostr) = try await node.makeNodeWithNostr()
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         var relayClient: RelayClient?
@@ -185,9 +189,10 @@ struct Listen: AsyncParsableCommand {
         defer { signals.cancel() }
         async let running: Void = n.run(until: deadline)
         for await event in n.events {
+            await nostr.handle(event)
             printer.print(event)
             // Displayed: the sender gets a read receipt.
-            if case let .privateMessage(from, _, _, id, _) = event { try? await n.sendReadReceipt(id, to: from) }
+            if case let .privateMessage(from, _, _, id, _, _) = event { try? await n.sendReadReceipt(id, to: from) }
         }
         await running
         await relayClient?.leave()
@@ -225,9 +230,12 @@ struct Send: AsyncParsableCommand {
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
     func run() async throws {
-        let n = try node.makeNode()
+        let (n, nostr) = try await node.makeNodeWithNostr(tellsFavourites: false)
         let printer = EventPrinter(json: json)
-        let wait = self.wait ?? (node.announceInterval + 2)
+        // A mutual favourite known over Nostr is looked for on the mesh first, briefly.
+        var offMesh: NostrContact?
+        if node.nostr.nostr, let to { offMesh = await nostr.contact(named: to) }
+        let wait = offMesh != nil ? min(self.wait ?? 3, 3) : self.wait ?? (node.announceInterval + 2)
         let linger = self.linger ?? (to == nil ? 1 : 10)
         let start = Date()
         // A Ya OK contact: the mesh first, then the relay, then the store's queue.
@@ -257,6 +265,7 @@ struct Send: AsyncParsableCommand {
             for await event in n.events {
                 if case let .delivered(id, _) = event { await delivered.add(id) }
                 if case let .read(id, _) = event { await read.add(id) }
+                await nostr.handle(event)
                 // A one-shot sender prints what concerns it, not the mesh's comings and goings.
                 if quiet { switch event { case .peer, .left, .linkUp, .linkDown, .message, .state, .stateExpired: continue; default: break } }
                 printer.print(event)
@@ -270,7 +279,7 @@ struct Send: AsyncParsableCommand {
         while await !ready(), Date().timeIntervalSince(start) < wait {
             try await Task.sleep(for: .milliseconds(20))
         }
-        guard await ready() else {
+        guard await ready() || offMesh != nil else {
             await n.stop()
             await runner.value
             let hint = " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))"
@@ -281,6 +290,8 @@ struct Send: AsyncParsableCommand {
         var messageID: String?
         if let to, let recipient = await n.peer(named: to) {
             messageID = try await n.sendPrivate(text, to: recipient)
+        } else if let offMesh {
+            messageID = try await n.sendPrivate(text, to: offMesh.fingerprint.peerID) // not on the mesh: over Nostr
         } else {
             try await n.sendPublic(text)
         }

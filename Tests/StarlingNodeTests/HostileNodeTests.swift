@@ -318,7 +318,7 @@ extension InProcessNodes {
         // Alice (known) still gets a session and a message through.
         try s.net.on(0) { try $0.sendPrivate("still here", to: victimID, now: $1) }
         s.net.run(for: 2_000)
-        #expect(s.net.events[1].contains { if case .privateMessage(_, _, "still here", _, _) = $0 { true } else { false } })
+        #expect(s.net.events[1].contains { if case .privateMessage(_, _, "still here", _, _, _) = $0 { true } else { false } })
     }
 
     @Test func aFloodOfAnnouncesWithChangingNeighboursCostsBoundedWorkAndPeers() throws {

@@ -25,7 +25,7 @@ extension InProcessNodes {
     }
 
     static func privateMessages(_ net: EmbeddedNetwork, _ node: Int) -> [(text: String, hops: Int)] {
-        net.events[node].compactMap { if case let .privateMessage(_, _, text, _, hops) = $0 { (text, hops) } else { nil } }
+        net.events[node].compactMap { if case let .privateMessage(_, _, text, _, hops, _) = $0 { (text, hops) } else { nil } }
     }
 
     static func count(_ net: EmbeddedNetwork, _ node: Int, _ name: String) -> Int {

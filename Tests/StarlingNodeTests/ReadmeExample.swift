@@ -15,7 +15,7 @@ func greeter(_ options: MeshNode.Options) async throws -> String? {
         case let .peer(id, nickname, _) where !greeted:
             try await node.sendPrivate("hello \(nickname)!", to: id)
             greeted = true
-        case let .privateMessage(_, nickname, text, _, _):
+        case let .privateMessage(_, nickname, text, _, _, _):
             heard = heard ?? "\(nickname ?? "someone"): \(text)"
         case .delivered:
             delivered = true

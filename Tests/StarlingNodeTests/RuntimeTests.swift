@@ -42,7 +42,7 @@ import Starling
         #expect(await alice.port == nil) // no UDP at all
         let id = try await alice.sendPrivate("over the hub", to: bob.peerID)
         #expect(await Self.waitFor(seconds: 30) { await seenByAlice.has("delivered") })
-        let got = await seenByBob.events.compactMap { if case let .privateMessage(_, _, text, messageID, _) = $0 { (text, messageID) } else { nil } }
+        let got = await seenByBob.events.compactMap { if case let .privateMessage(_, _, text, messageID, _, _) = $0 { (text, messageID) } else { nil } }
         #expect(got.map(\.0) == ["over the hub"] && got.map(\.1) == [id])
         #expect(await seenByBob.events.contains { if case .linkUp("memory a") = $0 { true } else { false } })
         hub.disconnect(ta, tb)

@@ -1,0 +1,343 @@
+import StarlingMesh
+import StarlingWire
+
+/// Private messages to favourites over Nostr relays, without I/O: the relay
+/// pool's protocol (subscriptions, publishing, the relays' `OK`s), gift
+/// wrapping and opening, and every check on what comes in. Relays come and
+/// go with ``relayUp(_:now:)`` and ``relayDown(_:now:)``; their text frames
+/// go in with ``receive(_:from:now:)``; out come ``Output``s: text for a
+/// relay, payloads that arrived, and what became of each send. The runtime
+/// (`NostrTransport`) owns the WebSockets and the clock.
+///
+/// Only contacts reach us: a gift wrap whose seal is signed by any other key
+/// is refused, so a stranger with a relay cannot write to the node.
+public struct NostrClientCore: Sendable {
+    public struct Configuration: Sendable {
+        /// The subscription asks this far back (seconds): Android stamps its
+        /// wraps up to a day back, so the apps ask 72 h 15 min.
+        public var lookback: Int64 = 72 * 3_600 + 900
+        /// A wrap stamped outside [now − lookback, now + skew] is refused.
+        public var skew: Int64 = 900
+        /// A message (its rumor's time, the only true one) older than this, or
+        /// more than `skew` in the future, is refused (the apps' 24 h + 15 min).
+        public var rumorMaxAge: Int64 = 86_400 + 900
+        /// Wrap IDs remembered against replays.
+        public var dedupCapacity = 10_000
+        /// Read receipts go out one per interval (the apps' ~3 a second).
+        public var readReceiptInterval: Millis = 350
+        /// Events waiting for a relay at most; past it the oldest fails.
+        public var maxQueued = 200
+        /// A send no relay has accepted within this long has failed.
+        public var acceptTimeout: Millis = 10_000
+        /// A send waiting this long with no relay connected has failed.
+        public var noRelayTimeout: Millis = 30_000
+        /// Gift wraps opened per minute, all relays together (each costs two
+        /// signature checks and up to four key agreements); the rest are dropped.
+        public var opensPerMinute = 6_000
+        /// Contacts at most.
+        public var maxContacts = 4_096
+        public init() {}
+    }
+
+    public enum Output: Hashable, Sendable {
+        /// Send this text to this relay.
+        case send(String, relay: String)
+        /// A contact's payload arrived; `timestamp` is its rumor's (Unix seconds).
+        case received(NoisePayload, from: PeerID, timestamp: Int64)
+        /// A relay stored our event for this ticket.
+        case accepted(ticket: String, relay: String)
+        /// No relay took it, and why (words for a person).
+        case failed(ticket: String, reason: String)
+        /// Something that came in was refused, and why.
+        case rejected(String)
+    }
+
+    public struct Contact: Hashable, Sendable {
+        /// Their x-only key, hex.
+        public var publicKey: String
+        public var variant: GiftWrap.Variant
+    }
+
+    /// What was refused, by reason (docs/NOSTR.md, "Bounds").
+    public struct Statistics: Hashable, Sendable {
+        public var received = 0
+        public var duplicates = 0
+        public var stale = 0
+        public var undecryptable = 0
+        public var strangers = 0
+        public var malformed = 0
+        public var overBudget = 0
+        public var published = 0
+        public var accepted = 0
+        public var failed = 0
+        public init() {}
+    }
+
+    public let key: Secp256k1.PrivateKey
+    public let publicKeyHex: String
+    public let configuration: Configuration
+    /// Our mesh peer ID, the sender ID of the packets we embed.
+    public let meshPeerID: PeerID
+    public private(set) var statistics = Statistics()
+    private var contacts: [PeerID: Contact] = [:]
+    private var byKey: [String: PeerID] = [:]
+    private var relays: Set<String> = []
+    private let subscription: String
+    private var seenWraps: BoundedSet<String>
+    private var openBudget: TokenBucket
+    /// Published events awaiting a relay's OK, by event ID.
+    private var inFlight: [String: (ticket: String, at: Millis, relays: Set<String>)] = [:]
+    /// Events with no relay to go to yet, oldest first.
+    private var queued: [(event: NostrEvent, ticket: String, at: Millis)] = []
+    /// Read receipts waiting for their turn, oldest first.
+    private var reads: [(payload: NoisePayload, peer: PeerID)] = []
+    private var nextRead: Millis = 0
+    private var outbox: [Output] = []
+
+    public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, configuration: Configuration = Configuration(),
+                subscription: String = "starling-dm") {
+        self.key = key
+        self.publicKeyHex = key.publicKey.hexString
+        self.meshPeerID = meshPeerID
+        self.configuration = configuration
+        self.subscription = subscription
+        self.seenWraps = BoundedSet(capacity: configuration.dedupCapacity)
+        self.openBudget = TokenBucket(perMinute: configuration.opensPerMinute)
+    }
+
+    public mutating func takeOutputs() -> [Output] {
+        defer { outbox = [] }
+        return outbox
+    }
+
+    // MARK: Contacts
+
+    /// Makes `peer` reachable through its Nostr key (x-only, 32 bytes), or
+    /// not (nil). A key another contact holds moves to this one.
+    public mutating func setContact(_ peer: PeerID, publicKey: [UInt8]?, variant: GiftWrap.Variant = .bitchat) {
+        if let old = contacts.removeValue(forKey: peer) { byKey[old.publicKey] = nil }
+        guard let publicKey, publicKey.count == 32 else { return }
+        let hex = publicKey.hexString
+        if let other = byKey[hex] { contacts[other] = nil }
+        guard contacts.count < configuration.maxContacts else { return }
+        contacts[peer] = Contact(publicKey: hex, variant: variant)
+        byKey[hex] = peer
+    }
+
+    public func contact(_ peer: PeerID) -> Contact? { contacts[peer] }
+    public var contactCount: Int { contacts.count }
+    public var connectedRelays: Set<String> { relays }
+
+    // MARK: Relays
+
+    /// A relay's WebSocket is open: subscribe to our gift wraps there, and
+    /// send it what waited for a relay.
+    public mutating func relayUp(_ relay: String, now: Millis) {
+        guard relays.insert(relay).inserted else { return }
+        let since = Int64(now / 1000) - configuration.lookback
+        outbox.append(.send(NostrClientMessage.request(subscription: subscription,
+                                                       filters: [.giftWraps(for: publicKeyHex, since: since)]).json, relay: relay))
+        let waiting = queued
+        queued = []
+        for item in waiting { publish(item.event, ticket: item.ticket, now: now) }
+    }
+
+    public mutating func relayDown(_ relay: String, now: Millis) {
+        relays.remove(relay)
+    }
+
+    /// A text frame from a relay.
+    public mutating func receive(_ text: String, from relay: String, now: Millis) {
+        let message: NostrRelayMessage
+        switch Result(catching: { () throws(NostrRelayMessage.Error) -> NostrRelayMessage in try NostrRelayMessage.decode(text) }) {
+        case let .success(m): message = m
+        case let .failure(e):
+            statistics.malformed += 1
+            outbox.append(.rejected("\(relay): \(e)"))
+            return
+        }
+        switch message {
+        case let .event(sub, event) where sub == subscription:
+            open(event, relay: relay, now: now)
+        case let .ok(id, accepted, why):
+            guard var entry = inFlight[id] else { return }
+            if accepted {
+                inFlight[id] = nil
+                statistics.accepted += 1
+                outbox.append(.accepted(ticket: entry.ticket, relay: relay))
+            } else {
+                entry.relays.remove(relay)
+                inFlight[id] = entry.relays.isEmpty ? nil : entry
+                if entry.relays.isEmpty { fail(entry.ticket, "every relay refused it (\(relay): \(why.prefix(120)))") }
+            }
+        case let .closed(sub, why) where sub == subscription:
+            outbox.append(.rejected("\(relay) closed our subscription: \(why.prefix(120))"))
+        default:
+            break // EOSE, NOTICE, AUTH, other subscriptions: nothing to do
+        }
+    }
+
+    // MARK: Sending
+
+    public enum SendError: Error, Hashable, Sendable, CustomStringConvertible {
+        case notAContact(PeerID)
+        case notCarried(String)
+        case encoding(String)
+
+        public var description: String {
+            switch self {
+            case let .notAContact(p): "\(p) has no Nostr key here (no favourite notification with one)"
+            case let .notCarried(what): "\(what) is not carried over Nostr"
+            case let .encoding(why): "could not wrap the message: \(why)"
+            }
+        }
+    }
+
+    /// Wraps `payload` for `peer` and publishes it to every connected relay
+    /// (or queues it until one connects). `ticket` names it in the outputs
+    /// that follow. Read receipts are paced.
+    public mutating func send(_ payload: NoisePayload, to peer: PeerID, ticket: String, now: Millis) throws(SendError) {
+        guard contacts[peer] != nil else { throw .notAContact(peer) }
+        if case .readReceipt = payload {
+            guard now >= nextRead, reads.isEmpty else {
+                if reads.count >= configuration.maxQueued { reads.removeFirst() }
+                reads.append((payload, peer))
+                return
+            }
+            nextRead = now + configuration.readReceiptInterval
+        }
+        try wrapAndPublish(payload, to: peer, ticket: ticket, now: now)
+    }
+
+    private mutating func wrapAndPublish(_ payload: NoisePayload, to peer: PeerID, ticket: String, now: Millis) throws(SendError) {
+        guard let contact = contacts[peer] else { throw .notAContact(peer) }
+        let content: String
+        switch (payload, contact.variant) {
+        case (.privateMessage, .bitchat), (.delivered, .bitchat), (.readReceipt, .bitchat):
+            do {
+                content = try EmbeddedPacket.encode(.init(senderID: meshPeerID, recipientID: peer, timestamp: now, payload: payload))
+            } catch { throw .encoding("\(error)") }
+        case let (.privateMessage(m), .standard):
+            content = m.content // NIP-17: the text itself; no receipts
+        case (.delivered, .standard), (.readReceipt, .standard):
+            return
+        default:
+            throw .notCarried("payload type 0x\(String(payload.typeByte, radix: 16))")
+        }
+        let wrap: NostrEvent
+        switch Result(catching: { () throws(GiftWrap.Error) -> NostrEvent in
+            try GiftWrap.wrap(content, from: key, to: contact.publicKey, variant: contact.variant, now: Int64(now / 1000))
+        }) {
+        case let .success(w): wrap = w
+        case let .failure(e): throw .encoding("\(e)")
+        }
+        publish(wrap, ticket: ticket, now: now)
+    }
+
+    private mutating func publish(_ event: NostrEvent, ticket: String, now: Millis) {
+        guard !relays.isEmpty else {
+            if queued.count >= configuration.maxQueued {
+                let dropped = queued.removeFirst()
+                fail(dropped.ticket, "too many messages waiting for a relay (\(configuration.maxQueued))")
+            }
+            queued.append((event, ticket, now))
+            return
+        }
+        statistics.published += 1
+        inFlight[event.id] = (ticket, now, relays)
+        let text = NostrClientMessage.event(event).json
+        for relay in relays.sorted() { outbox.append(.send(text, relay: relay)) }
+    }
+
+    private mutating func fail(_ ticket: String, _ reason: String) {
+        statistics.failed += 1
+        outbox.append(.failed(ticket: ticket, reason: reason))
+    }
+
+    // MARK: Time
+
+    public var nextDeadline: Millis? {
+        var next: Millis? = inFlight.values.map { $0.at + configuration.acceptTimeout }.min()
+        if let first = queued.first { next = min(next ?? .max, first.at + configuration.noRelayTimeout) }
+        if !reads.isEmpty { next = min(next ?? .max, nextRead) }
+        return next
+    }
+
+    public mutating func tick(now: Millis) {
+        for (id, entry) in inFlight where now >= entry.at + configuration.acceptTimeout {
+            inFlight[id] = nil
+            fail(entry.ticket, "no relay confirmed it within \(configuration.acceptTimeout / 1000) s")
+        }
+        while let first = queued.first, now >= first.at + configuration.noRelayTimeout {
+            queued.removeFirst()
+            fail(first.ticket, "no relay reachable for \(configuration.noRelayTimeout / 1000) s (is the proxy up?)")
+        }
+        if !reads.isEmpty, now >= nextRead {
+            let (payload, peer) = reads.removeFirst()
+            try? wrapAndPublish(payload, to: peer, ticket: "", now: now)
+            nextRead = now + configuration.readReceiptInterval
+        }
+    }
+
+    // MARK: Receiving
+
+    private mutating func open(_ wrap: NostrEvent, relay: String, now: Millis) {
+        statistics.received += 1
+        // The cheap checks first; the ID is remembered only once the signature
+        // holds, so a forged copy cannot shadow the real one.
+        guard !seenWraps.contains(wrap.id) else {
+            statistics.duplicates += 1
+            return
+        }
+        let seconds = Int64(now / 1000)
+        guard wrap.created_at >= seconds - configuration.lookback, wrap.created_at <= seconds + configuration.skew else {
+            statistics.stale += 1
+            return
+        }
+        guard openBudget.take(now: now) else {
+            statistics.overBudget += 1
+            return
+        }
+        let opened: GiftWrap.Opened
+        switch Result(catching: { () throws(GiftWrap.Error) -> GiftWrap.Opened in try GiftWrap.open(wrap, with: key) }) {
+        case let .success(o): opened = o
+        case let .failure(e):
+            statistics.undecryptable += 1
+            outbox.append(.rejected("gift wrap \(wrap.id.prefix(16)) from \(relay): \(e)"))
+            return
+        }
+        _ = seenWraps.insert(wrap.id)
+        guard let peer = byKey[opened.sender] else {
+            statistics.strangers += 1
+            outbox.append(.rejected("a private message from \(Bech32.npub((try? [UInt8](hex: opened.sender)) ?? [])), not a favourite: not shown"))
+            return
+        }
+        let age = seconds - opened.createdAt
+        guard age >= -configuration.skew, age <= configuration.rumorMaxAge else {
+            statistics.stale += 1
+            outbox.append(.rejected("a private message from \(peer) stamped \(age) s ago: refused"))
+            return
+        }
+        let payload: NoisePayload
+        do {
+            if let embedded = try EmbeddedPacket.decode(opened.content) {
+                payload = embedded.payload
+            } else {
+                // Plain text (standard NIP-17, or an app's plain message): its
+                // wrap's ID names it, for receipts and duplicates.
+                payload = .privateMessage(PrivateMessage(messageID: wrap.id, content: opened.content))
+            }
+        } catch {
+            statistics.malformed += 1
+            outbox.append(.rejected("a private message from \(peer) does not decode: \(error)"))
+            return
+        }
+        switch payload {
+        case .privateMessage, .delivered, .readReceipt:
+            outbox.append(.received(payload, from: peer, timestamp: opened.createdAt))
+        default:
+            statistics.malformed += 1
+            outbox.append(.rejected("payload type 0x\(String(payload.typeByte, radix: 16)) from \(peer) over Nostr: not carried"))
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import StarlingMesh
+import StarlingNostr
+import StarlingTransport
+import StarlingWire
+import WSClient
+
+/// Private messages to favourites over Nostr relays, through a SOCKS5 proxy
+/// (Tor in real use), fail-closed: with a proxy set, no byte goes to a relay
+/// any other way; if the proxy is down, nothing is sent and the node is told.
+/// Only ``Proxy/directForDevelopment`` connects without one.
+///
+/// The protocol lives in ``NostrClientCore``; this class owns the WebSockets
+/// (hummingbird's swift-websocket, whose client speaks SOCKS5 and passes the
+/// relay's host name to the proxy, so Tor resolves it) and the clock.
+public final class NostrTransport: MailboxTransport, Sendable {
+    public enum Proxy: Hashable, Sendable, CustomStringConvertible {
+        /// A SOCKS5 proxy: Tor's is 127.0.0.1:9050.
+        case socks5(host: String, port: Int)
+        /// Straight to the relays, the node's address in plain view of each:
+        /// for development against a relay on this machine only.
+        case directForDevelopment
+
+        public var description: String {
+            switch self {
+            case let .socks5(host, port): "SOCKS5 proxy \(host):\(port)"
+            case .directForDevelopment: "no proxy (development)"
+            }
+        }
+    }
+
+    public struct Options: Sendable {
+        /// The apps' default relays (iOS and Android, 2026).
+        public static let defaultRelays = ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net", "wss://offchain.pub",
+                                           "wss://nostr21.com"]
+        public var relays: [String] = Options.defaultRelays
+        public var proxy: Proxy = .socks5(host: "127.0.0.1", port: 9050)
+        public var core = NostrClientCore.Configuration()
+        /// Reconnection: the first wait, doubled each failure up to the last (±20 %).
+        public var reconnect: (first: Duration, max: Duration) = (.seconds(1), .seconds(300))
+        public var connectTimeout: Duration = .seconds(30)
+        public init() {}
+    }
+
+    public let name = "nostr"
+    public let events: AsyncStream<MailboxEvent>
+    public let publicKey: [UInt8]
+    public var npub: String { Bech32.npub(publicKey) }
+    let pool: Pool
+    private let eventsContinuation: AsyncStream<MailboxEvent>.Continuation
+    /// Sends, in the order they were made (one task takes them to the pool).
+    private let sends: AsyncStream<(NoisePayload, PeerID, String)>
+    private let sendsContinuation: AsyncStream<(NoisePayload, PeerID, String)>.Continuation
+
+    public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, options: Options = Options(),
+                logger: Logger = Logger(label: "starling.nostr")) {
+        (events, eventsContinuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        publicKey = key.publicKey
+        (sends, sendsContinuation) = AsyncStream.makeStream(of: (NoisePayload, PeerID, String).self, bufferingPolicy: .bufferingNewest(10_000))
+        pool = Pool(core: NostrClientCore(key: key, meshPeerID: meshPeerID, configuration: options.core), options: options,
+                    events: eventsContinuation, logger: logger)
+    }
+
+    /// Makes `peer` reachable at this Nostr key (nil: no longer).
+    public func setContact(_ peer: PeerID, publicKey: [UInt8]?, variant: GiftWrap.Variant = .bitchat) async {
+        await pool.setContact(peer, publicKey: publicKey, variant: variant)
+    }
+
+    public func start() async throws {
+        for relay in pool.options.relays {
+            guard let url = URL(string: relay), ["ws", "wss"].contains(url.scheme ?? ""), url.host != nil else {
+                throw NostrTransportError.badRelay(relay)
+            }
+        }
+        let pool = self.pool, sends = self.sends
+        await pool.start(taking: Task { for await (payload, peer, ticket) in sends { await pool.send(payload, to: peer, ticket: ticket) } })
+    }
+
+    public func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
+        sendsContinuation.yield((payload, peer, ticket))
+    }
+
+    public func stop() async {
+        sendsContinuation.finish()
+        await pool.stop()
+        eventsContinuation.finish()
+    }
+
+    /// The relays connected now, and the core's counters.
+    public var status: (relays: Set<String>, statistics: NostrClientCore.Statistics) {
+        get async { await (pool.core.connectedRelays, pool.core.statistics) }
+    }
+}
+
+public enum NostrTransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    case badRelay(String)
+
+    public var description: String {
+        switch self {
+        case let .badRelay(r): "\(r): a relay is a ws:// or wss:// URL with a host"
+        }
+    }
+}
+
+extension NostrTransport {
+    /// The relay pool: the core, one connection task a relay, the timer.
+    actor Pool {
+        var core: NostrClientCore
+        let options: Options
+        let events: AsyncStream<MailboxEvent>.Continuation
+        let logger: Logger
+        private var writers: [String: AsyncStream<String>.Continuation] = [:]
+        private var tasks: [Task<Void, Never>] = []
+        private var timer: Task<Void, Never>?
+        private var wakeAt: Millis?
+        private var running = false
+
+        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation, logger: Logger) {
+            self.core = core
+            self.options = options
+            self.events = events
+            self.logger = logger
+        }
+
+        static func now() -> Millis { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+        func setContact(_ peer: PeerID, publicKey: [UInt8]?, variant: GiftWrap.Variant) {
+            let had = core.contact(peer) != nil
+            core.setContact(peer, publicKey: publicKey, variant: variant)
+            let has = core.contact(peer) != nil
+            if had != has { events.yield(.reachable(peer, has)) }
+        }
+
+        func start(taking sends: Task<Void, Never>) {
+            tasks.append(sends)
+            guard !running else { return }
+            running = true
+            if case .directForDevelopment = options.proxy {
+                events.yield(.notice("nostr: connecting to relays WITHOUT a proxy (development only): they see this machine's address"))
+            }
+            for relay in options.relays {
+                tasks.append(Task { [weak self] in await self?.maintain(relay) })
+            }
+        }
+
+        func stop() {
+            running = false
+            for t in tasks { t.cancel() }
+            tasks = []
+            timer?.cancel()
+            timer = nil
+            for w in writers.values { w.finish() }
+            writers = [:]
+        }
+
+        func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
+            do {
+                try core.send(payload, to: peer, ticket: ticket, now: Self.now())
+            } catch {
+                events.yield(.failed(ticket: ticket, reason: "\(error)"))
+            }
+            flush()
+        }
+
+        /// Carries out the core's outputs, then sleeps until its next deadline.
+        private func flush() {
+            for output in core.takeOutputs() {
+                switch output {
+                case let .send(text, relay): writers[relay]?.yield(text)
+                case let .received(payload, peer, _): events.yield(.received(payload, from: peer))
+                case let .accepted(ticket, relay):
+                    if !ticket.isEmpty { events.yield(.accepted(ticket: ticket)) }
+                    logger.debug("relay accepted", metadata: ["relay": "\(relay)", "ticket": "\(ticket)"])
+                case let .failed(ticket, reason):
+                    if !ticket.isEmpty { events.yield(.failed(ticket: ticket, reason: reason)) }
+                case let .rejected(why):
+                    logger.info("nostr: refused", metadata: ["why": "\(why)"])
+                }
+            }
+            rearm()
+        }
+
+        private func rearm() {
+            guard running, let next = core.nextDeadline else { return }
+            if timer != nil, let wakeAt, wakeAt <= next { return }
+            timer?.cancel()
+            wakeAt = next
+            let delay = next > Self.now() ? next - Self.now() : 0
+            timer = Task { [weak self] in
+                do { try await Task.sleep(for: .milliseconds(delay)) } catch { return }
+                await self?.wake()
+            }
+        }
+
+        private func wake() {
+            timer = nil
+            wakeAt = nil
+            core.tick(now: Self.now())
+            flush()
+        }
+
+        // MARK: Connections
+
+        func connected(_ relay: String, writer: AsyncStream<String>.Continuation) {
+            guard running else { return writer.finish() }
+            writers[relay] = writer
+            events.yield(.notice("nostr: connected to \(relay) through \(options.proxy)"))
+            core.relayUp(relay, now: Self.now())
+            flush()
+        }
+
+        func disconnected(_ relay: String, why: String) {
+            let was = writers.removeValue(forKey: relay) != nil
+            core.relayDown(relay, now: Self.now())
+            if running { events.yield(.notice(was ? "nostr: lost \(relay): \(why)" : "nostr: cannot reach \(relay) through \(options.proxy): \(why); nothing is sent to it")) }
+            flush()
+        }
+
+        func received(_ text: String, from relay: String) {
+            core.receive(text, from: relay, now: Self.now())
+            flush()
+        }
+
+        /// Keeps one relay connected, with backoff between tries, until stopped.
+        private nonisolated func maintain(_ relay: String) async {
+            var wait = options.reconnect.first
+            while !Task.isCancelled {
+                let started = ContinuousClock.now
+                let why = await connectOnce(relay)
+                await disconnected(relay, why: why)
+                if ContinuousClock.now - started > .seconds(60) { wait = options.reconnect.first } // it was up a while
+                let jittered = wait * Double.random(in: 0.8...1.2)
+                do { try await Task.sleep(for: jittered) } catch { return }
+                wait = min(wait * 2, options.reconnect.max)
+            }
+        }
+
+        /// One connection: returns why it ended.
+        private nonisolated func connectOnce(_ relay: String) async -> String {
+            var configuration = WebSocketClientConfiguration(maxFrameSize: NostrRelayMessage.maxBytes)
+            configuration.closeTimeout = .seconds(5)
+            let handler: WebSocketDataHandler<WebSocketClient.Context> = { [weak self] inbound, outbound, _ in
+                guard let self else { return }
+                let (out, writer) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
+                await self.connected(relay, writer: writer)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await text in out { try await outbound.write(.text(text)) }
+                    }
+                    group.addTask {
+                        for try await message in inbound.messages(maxSize: NostrRelayMessage.maxBytes) {
+                            if case let .text(text) = message { await self.received(text, from: relay) }
+                        }
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                    writer.finish()
+                }
+            }
+            do {
+                let client: WebSocketClient
+                switch options.proxy {
+                case let .socks5(host, port):
+                    client = WebSocketClient(url: relay, configuration: configuration,
+                                             proxySettings: .init(host: host, port: port, type: .socks, timeout: options.connectTimeout),
+                                             logger: logger, handler: handler)
+                case .directForDevelopment:
+                    client = WebSocketClient(url: relay, configuration: configuration, logger: logger, handler: handler)
+                }
+                try await client.run()
+                return "closed"
+            } catch is CancellationError {
+                return "stopped"
+            } catch {
+                return Self.words(error)
+            }
+        }
+
+        static func words(_ error: any Error) -> String {
+            let text = "\(error)"
+            if text.contains("connection refused") || text.contains("Connection refused") { return "connection refused (is the proxy running?)" }
+            return String(text.prefix(200))
+        }
+    }
+}
