@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two `starling` nodes that are each other's favourites, then have no mesh
+/// link: a private message and its receipts cross a real Nostr relay (the
+/// PyPI `nostr-relay`) on loopback, through a real SOCKS5 proxy (Debian's
+/// `microsocks`). With the proxy down nothing reaches the relay, and the
+/// sender is told.
+@Suite(.serialized) struct NostrProcessTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A TCP port that was free a moment ago (the kernel's choice).
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
+                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound, "no free port")
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    /// Waits for a port to accept, up to 90 s (a cold first start of the
+    /// Python relay, with its imports, on a loaded CI machine).
+    static func waitForPort(_ port: UInt16, _ process: LiveProcess) async throws {
+        let deadline = Date().addingTimeInterval(90)
+        while Date() < deadline {
+            if accepts(port) { return }
+            try #require(process.process.isRunning, "exited: \(process.text)")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("nothing listens on \(port) after 90 s: \(process.text)")
+        throw CancellationError()
+    }
+
+    /// `nostr-relay` on a fresh SQLite file; its database, to count what it stored.
+    static func relay() async throws -> (LiveProcess, port: UInt16, db: String) {
+        let exe = root.appendingPathComponent(".venv/bin/nostr-relay").path
+        try #require(FileManager.default.isExecutableFile(atPath: exe), "run scripts/install-deps --test")
+        let dir = ContactCommandTests.temporaryDirectory("nostr-relay")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let port = try freePort(), db = dir + "/events.sqlite3"
+        let config = """
+        DEBUG: false
+        relay_name: starling test relay
+        storage:
+          sqlalchemy.url: sqlite+aiosqlite:///\(db)
+          num_concurrent_reqs: 10
+          num_concurrent_adds: 2
+          validators:
+            - nostr_relay.validators.is_not_too_large
+            - nostr_relay.validators.is_signed
+            - nostr_relay.validators.is_recent
+        gunicorn:
+          bind: 127.0.0.1:\(port)
+          workers: 1
+          loglevel: warning
+          reload: false
+        verification:
+          nip05_verification: disabled
+        authentication:
+          enabled: false
+        message_timeout: 1800
+        subscription_limit: 32
+        oldest_event: 31536000
+
+        """
+        try config.write(toFile: dir + "/config.yaml", atomically: true, encoding: .utf8)
+        let p = LiveProcess.unstarted([exe, "-c", dir + "/config.yaml", "serve"])
+        try p.start()
+        try await waitForPort(port, p)
+        return (p, port, db)
+    }
+
+    static func socks() async throws -> (LiveProcess, port: UInt16) {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "run scripts/install-deps --test (microsocks)")
+        let port = try freePort()
+        let p = LiveProcess.unstarted(["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(port)])
+        try p.start()
+        try await waitForPort(port, p)
+        return (p, port)
+    }
+
+    /// Events the relay stored (its own database, read with Python's sqlite3).
+    static func storedEvents(_ db: String) async throws -> Int {
+        let python = root.appendingPathComponent(".venv/bin/python")
+        let r = try await StarlingProcess.run(executable: python,
+                                              ["-c", "import sqlite3,sys;print(sqlite3.connect(sys.argv[1]).execute('select count(*) from events').fetchone()[0])", db])
+        return try #require(Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(r.stdout)\(r.stderr)")
+    }
+
+    static func identity(_ name: String) async throws -> (dir: String, fingerprint: String) {
+        let dir = ContactCommandTests.temporaryDirectory(name)
+        let r = try await StarlingProcess.run(["id", "--data-dir", dir, "--name", name, "--json"])
+        let json = try ContactCommandTests.json(r.stdout)
+        return (dir, try #require(json["fingerprint"] as? String))
+    }
+
+    @Test func favouritesWithNoMeshLinkTalkThroughARelayBehindTheProxyAndNothingLeavesWithoutIt() async throws {
+        let (relay, relayPort, db) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        let alice = try await Self.identity("alice"), bob = try await Self.identity("bob")
+        func nostr(_ proxyPort: UInt16) -> [String] {
+            ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)", "--no-discovery",
+             "--announce-interval", "1"]
+        }
+
+        // On the mesh, each makes the other a favourite: the notices carry their npubs.
+        let a = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "60", "--data-dir", alice.dir,
+                                 "--favorite", bob.fingerprint] + nostr(proxyPort))
+        defer { a.stop() }
+        let aPort = try #require(await a.waitFor { $0["event"] as? String == "started" }?["port"] as? Int)
+        let b = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "60", "--data-dir", bob.dir,
+                                 "--favorite", alice.fingerprint, "--peer", "127.0.0.1:\(aPort)"] + nostr(proxyPort))
+        defer { b.stop() }
+        let toldA = await a.waitFor { $0["event"] as? String == "favorited" && ($0["npub"] as? String)?.hasPrefix("npub1") == true }
+        let toldB = await b.waitFor { $0["event"] as? String == "favorited" && ($0["npub"] as? String)?.hasPrefix("npub1") == true }
+        #expect(toldA != nil && toldB != nil, "\(a.text)\n\(b.text)")
+        // Both reached the relay through the proxy.
+        #expect(await a.waitForText("connected to ws://127.0.0.1:\(relayPort) through SOCKS5 proxy 127.0.0.1:\(proxyPort)"), "\(a.text)")
+        a.stop()
+        b.stop()
+        let contacts = try String(contentsOfFile: alice.dir + "/nostr-contacts", encoding: .utf8)
+        #expect(contacts.contains(bob.fingerprint) && contacts.contains("bob"), "\(contacts)")
+
+        // Apart: no mesh link at all. Bob listens; Alice sends to him by name.
+        let bobAlone = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "90", "--data-dir", bob.dir,
+                                        "--favorite", alice.fingerprint] + nostr(proxyPort))
+        defer { bobAlone.stop() }
+        #expect(await bobAlone.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(bobAlone.text)")
+        let sent = try await StarlingProcess.run(["send", "--json", "--port", "0", "--data-dir", alice.dir, "--favorite", bob.fingerprint,
+                                                  "--to", "bob", "--linger", "40", "across the city"] + nostr(proxyPort))
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        let lines = sent.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let id = try #require(lines.first { $0["event"] as? String == "sent" }?["messageID"] as? String, "\(sent.stdout)")
+        // The way it went, then both receipts, back over Nostr.
+        #expect(lines.contains { $0["event"] as? String == "sentOffMesh" && $0["messageID"] as? String == id && $0["via"] as? String == "nostr" },
+                "\(sent.stdout)")
+        #expect(lines.contains { $0["event"] as? String == "delivered" && $0["messageID"] as? String == id }, "\(sent.stdout)")
+        #expect(lines.contains { $0["event"] as? String == "read" && $0["messageID"] as? String == id }, "\(sent.stdout)")
+        let got = await bobAlone.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "across the city" }
+        #expect(got?["via"] as? String == "nostr" && got?["messageID"] as? String == id, "\(bobAlone.text)")
+        #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 1, "shown once: \(bobAlone.text)")
+
+        // The proxy goes down: nothing reaches the relay, and the sender hears why.
+        proxy.stop()
+        let before = try await Self.storedEvents(db)
+        let failed = try await StarlingProcess.run(["send", "--json", "--port", "0", "--data-dir", alice.dir, "--favorite", bob.fingerprint,
+                                                    "--to", "bob", "--linger", "35", "--retry-budget", "60", "not without the proxy"]
+                                                   + nostr(proxyPort))
+        #expect(failed.status != 0, "\(failed.stdout)")
+        #expect(failed.stdout.contains("cannot reach ws://127.0.0.1:\(relayPort) through SOCKS5 proxy 127.0.0.1:\(proxyPort)"), "\(failed.stdout)")
+        #expect(failed.stdout.contains("no relay reachable"), "\(failed.stdout)")
+        #expect(try await Self.storedEvents(db) == before, "an event reached the relay without the proxy")
+        #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 1, "\(bobAlone.text)")
+    }
+}
