@@ -269,7 +269,7 @@ let targets: [Target] = [
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
         name: "StarlingNostrTests",
-        dependencies: ["StarlingNostr", "StarlingCrypto", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["StarlingNostr", "StarlingCrypto", "StarlingWire", "StarlingMesh", .product(name: "Crypto", package: "swift-crypto")],
         resources: [.copy("Vectors")]
     ),
     .testTarget(

@@ -1,0 +1,317 @@
+import Foundation
+import StarlingMesh
+@testable import StarlingNostr
+import StarlingWire
+import Testing
+
+/// A Nostr relay in memory, as NIP-01 describes one: it stores events, answers
+/// a REQ with what matches and EOSE, sends each new matching event to the
+/// subscriptions, and answers EVENT with OK. Enough to run cores against.
+final class MemoryRelay {
+    var stored: [NostrEvent] = []
+    var subscriptions: [(client: Int, id: String, filters: [NostrFilter])] = []
+    /// What it sends each client.
+    var outbox: [Int: [String]] = [:]
+    var refuses = false
+
+    func receive(_ text: String, from client: Int) {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any], let type = array.first as? String else { return }
+        switch type {
+        case "EVENT":
+            let data = try! JSONSerialization.data(withJSONObject: array[1])
+            let event = try! JSONDecoder().decode(NostrEvent.self, from: data)
+            guard !refuses, (try? event.verify()) != nil else {
+                outbox[client, default: []].append("[\"OK\",\"\(event.id)\",false,\"blocked: not today\"]")
+                return
+            }
+            outbox[client, default: []].append("[\"OK\",\"\(event.id)\",true,\"\"]")
+            guard !stored.contains(where: { $0.id == event.id }) else { return }
+            stored.append(event)
+            for s in subscriptions where s.filters.contains(where: { $0.matches(event) }) {
+                outbox[s.client, default: []].append("[\"EVENT\",\"\(s.id)\",\(event.json)]")
+            }
+        case "REQ":
+            let id = array[1] as! String
+            let filters = array.dropFirst(2).map { f -> NostrFilter in
+                let d = f as! [String: Any]
+                return NostrFilter(kinds: d["kinds"] as? [Int], p: d["#p"] as? [String], since: (d["since"] as? Int).map(Int64.init),
+                                   limit: d["limit"] as? Int)
+            }
+            subscriptions.append((client, id, filters))
+            for e in stored where filters.contains(where: { $0.matches(e) }) {
+                outbox[client, default: []].append("[\"EVENT\",\"\(id)\",\(e.json)]")
+            }
+            outbox[client, default: []].append("[\"EOSE\",\"\(id)\"]")
+        default:
+            break
+        }
+    }
+
+    func take(_ client: Int) -> [String] {
+        defer { outbox[client] = [] }
+        return outbox[client] ?? []
+    }
+}
+
+/// Cores joined through a ``MemoryRelay`` on a clock the test moves.
+struct Pair {
+    var cores: [NostrClientCore]
+    let relay = MemoryRelay()
+    let url = "wss://relay.test"
+    var now: Millis = 1_790_000_000_000
+    var outputs: [[NostrClientCore.Output]] = [[], []]
+
+    init(variant: GiftWrap.Variant = .bitchat, configuration: NostrClientCore.Configuration = .init()) throws {
+        let a = Secp256k1.PrivateKey.random(), b = Secp256k1.PrivateKey.random()
+        var alice = NostrClientCore(key: a, meshPeerID: PeerID(bytes: [0xA1, 1, 2, 3, 4, 5, 6, 7])!, configuration: configuration)
+        var bob = NostrClientCore(key: b, meshPeerID: PeerID(bytes: [0xB0, 1, 2, 3, 4, 5, 6, 7])!, configuration: configuration)
+        alice.setContact(bob.meshPeerID, publicKey: b.publicKey, variant: variant)
+        bob.setContact(alice.meshPeerID, publicKey: a.publicKey, variant: variant)
+        cores = [alice, bob]
+    }
+
+    /// Carries every output to the relay and every relay message back, until quiet.
+    mutating func settle() {
+        for _ in 0..<20 {
+            var moved = false
+            for i in cores.indices {
+                for o in cores[i].takeOutputs() {
+                    outputs[i].append(o)
+                    if case let .send(text, _) = o { relay.receive(text, from: i); moved = true }
+                }
+                for text in relay.take(i) {
+                    cores[i].receive(text, from: url, now: now)
+                    moved = true
+                }
+            }
+            if !moved { return }
+        }
+    }
+
+    mutating func advance(_ ms: Millis) {
+        let end = now + ms
+        while let next = cores.compactMap(\.nextDeadline).min(), next <= end {
+            now = max(now, next)
+            for i in cores.indices { cores[i].tick(now: now) }
+            settle()
+        }
+        now = end
+    }
+
+    func received(_ i: Int) -> [NoisePayload] {
+        outputs[i].compactMap { if case let .received(p, _, _) = $0 { p } else { nil } }
+    }
+}
+
+@Suite struct NostrClientCoreTests {
+    @Test func aMessageAndItsReceiptsCrossTheRelayAndEachSendIsAccepted() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        let message = NoisePayload.privateMessage(PrivateMessage(messageID: "M-1", content: "the bridge is out"))
+        try pair.cores[0].send(message, to: pair.cores[1].meshPeerID, ticket: "M-1", now: pair.now)
+        pair.settle()
+        #expect(pair.received(1) == [message])
+        #expect(pair.outputs[1].contains { if case let .received(_, from, _) = $0 { from == pair.cores[0].meshPeerID } else { false } })
+        #expect(pair.outputs[0].contains(.accepted(ticket: "M-1", relay: pair.url)))
+        try pair.cores[1].send(.delivered(messageID: "M-1"), to: pair.cores[0].meshPeerID, ticket: "", now: pair.now)
+        try pair.cores[1].send(.readReceipt(messageID: "M-1"), to: pair.cores[0].meshPeerID, ticket: "", now: pair.now)
+        pair.settle()
+        #expect(pair.received(0) == [.delivered(messageID: "M-1"), .readReceipt(messageID: "M-1")])
+        // The wrap on the relay has the apps' shape: kind 1059, one p tag, "v2:" content, a one-time key.
+        let wrap = try #require(pair.relay.stored.first)
+        #expect(wrap.kind == 1059 && wrap.tags == [["p", pair.cores[1].publicKeyHex]] && wrap.content.hasPrefix("v2:"))
+        #expect(wrap.pubkey != pair.cores[0].publicKeyHex)
+        #expect(abs(wrap.created_at - Int64(pair.now / 1000)) <= 900)
+    }
+
+    @Test func theEmbeddedPacketIsTheAppsContainer() throws {
+        // What bob's core opens is a "bitchat1:" packet: type 0x11, TTL 7, unsigned, our mesh ID as sender.
+        let bob = Secp256k1.PrivateKey.random(), alice = Secp256k1.PrivateKey.random()
+        var core = NostrClientCore(key: alice, meshPeerID: PeerID(bytes: [1, 2, 3, 4, 5, 6, 7, 8])!)
+        let bobID = PeerID(bytes: [9, 9, 9, 9, 9, 9, 9, 9])!
+        core.setContact(bobID, publicKey: bob.publicKey)
+        core.relayUp("wss://r", now: 1_790_000_000_000)
+        _ = core.takeOutputs()
+        try core.send(.privateMessage(PrivateMessage(messageID: "X", content: "hi")), to: bobID, ticket: "X", now: 1_790_000_000_000)
+        guard case let .send(text, _) = try #require(core.takeOutputs().first) else { Issue.record("no send"); return }
+        #expect(text.hasPrefix("[\"EVENT\",{"))
+        let wrapJSON = String(text.dropFirst("[\"EVENT\",".count).dropLast())
+        let opened = try GiftWrap.open(try NostrEvent.decode(wrapJSON), with: bob)
+        #expect(opened.content.hasPrefix("bitchat1:") && !opened.content.contains("="))
+        let bytes = try #require(Base64.decode(String(opened.content.dropFirst(9))))
+        let packet = try Packet(decoding: bytes)
+        #expect(packet.type == .noiseEncrypted && packet.ttl == 7 && packet.signature == nil)
+        #expect(packet.senderID == PeerID(bytes: [1, 2, 3, 4, 5, 6, 7, 8])! && packet.recipientID == bobID)
+        #expect(bytes.count == 256) // padded as iOS pads it
+        #expect(try NoisePayload(decoding: packet.payload) == .privateMessage(PrivateMessage(messageID: "X", content: "hi")))
+    }
+
+    @Test func strangersReplaysAndStaleWrapsAreRefused() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        // Mallory knows bob's key and writes to him: bob has no such contact.
+        let mallory = Secp256k1.PrivateKey.random()
+        let forged = try GiftWrap.wrap("hello", from: mallory, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: Int64(pair.now / 1000))
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(forged.json)]", from: pair.url, now: pair.now)
+        #expect(pair.cores[1].statistics.strangers == 1)
+        // The same wrap again: a duplicate, not opened twice.
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(forged.json)]", from: pair.url, now: pair.now)
+        #expect(pair.cores[1].statistics.duplicates == 1)
+        // A real message from alice, stamped two days ago inside: refused as stale.
+        let old = try GiftWrap.wrap("old news", from: pair.cores[0].key, to: pair.cores[1].publicKeyHex, variant: .bitchat,
+                                    now: Int64(pair.now / 1000) - 2 * 86_400)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(old.json)]", from: pair.url, now: pair.now)
+        // A wrap with a broken signature: refused, and not remembered (the real one still counts).
+        var tampered = try GiftWrap.wrap("x", from: pair.cores[0].key, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: Int64(pair.now / 1000))
+        tampered.sig = String(repeating: "0", count: 128)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(tampered.json)]", from: pair.url, now: pair.now)
+        #expect(pair.cores[1].statistics.stale >= 1 && pair.cores[1].statistics.undecryptable == 1)
+        pair.settle()
+        #expect(pair.received(1).isEmpty)
+    }
+
+    @Test func sendsWaitForARelayThenFailWithWordsAndRefusalsFailToo() throws {
+        var pair = try Pair()
+        let msg = NoisePayload.privateMessage(PrivateMessage(messageID: "Q", content: "queued"))
+        try pair.cores[0].send(msg, to: pair.cores[1].meshPeerID, ticket: "Q", now: pair.now)
+        pair.settle()
+        #expect(pair.relay.stored.isEmpty) // no relay: nothing went anywhere
+        // A relay comes within the wait: it goes then.
+        pair.advance(5_000)
+        pair.cores[1].relayUp(pair.url, now: pair.now)
+        pair.cores[0].relayUp(pair.url, now: pair.now)
+        pair.settle()
+        #expect(pair.received(1) == [msg])
+        // None comes: after 30 s it has failed, and says why.
+        var lonely = try Pair()
+        try lonely.cores[0].send(msg, to: lonely.cores[1].meshPeerID, ticket: "Q", now: lonely.now)
+        lonely.advance(31_000)
+        #expect(lonely.outputs[0].contains { if case let .failed("Q", why) = $0 { why.contains("no relay reachable") } else { false } })
+        // Every relay refuses: failed at once.
+        var refused = try Pair()
+        refused.relay.refuses = true
+        refused.cores[0].relayUp(refused.url, now: refused.now)
+        refused.settle()
+        try refused.cores[0].send(msg, to: refused.cores[1].meshPeerID, ticket: "R", now: refused.now)
+        refused.settle()
+        #expect(refused.outputs[0].contains { if case let .failed("R", why) = $0 { why.contains("not today") } else { false } })
+        // Not a contact: refused before anything is made.
+        #expect(throws: NostrClientCore.SendError.self) {
+            try refused.cores[0].send(msg, to: PeerID(bytes: [7, 7, 7, 7, 7, 7, 7, 7])!, ticket: "S", now: refused.now)
+        }
+    }
+
+    @Test func readReceiptsArePacedAtAboutThreeASecond() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        let start = pair.now
+        for n in 0..<4 { try pair.cores[1].send(.readReceipt(messageID: "R\(n)"), to: pair.cores[0].meshPeerID, ticket: "", now: pair.now) }
+        pair.settle()
+        #expect(pair.received(0).count == 1)
+        pair.advance(1_100)
+        #expect(pair.received(0) == (0..<4).map { .readReceipt(messageID: "R\($0)") })
+        #expect(pair.now - start >= 3 * 350)
+    }
+
+    @Test func aFloodOfWrapsCostsBoundedWork() throws {
+        var config = NostrClientCore.Configuration()
+        config.opensPerMinute = 600
+        config.dedupCapacity = 1_000
+        var pair = try Pair(configuration: config)
+        pair.cores[1].relayUp(pair.url, now: pair.now)
+        _ = pair.cores[1].takeOutputs()
+        // 2,000 distinct wraps from strangers in one second: 600 opened, the rest dropped unopened.
+        let junk = Secp256k1.PrivateKey.random()
+        let wrap = try GiftWrap.wrap("spam", from: junk, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: Int64(pair.now / 1000))
+        for n in 0..<2_000 {
+            var w = wrap
+            w.id = String(format: "%064x", n) // distinct IDs: each must be looked at, none verifies
+            pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(w.json)]", from: pair.url, now: pair.now)
+        }
+        let s = pair.cores[1].statistics
+        #expect(s.received == 2_000)
+        #expect(s.overBudget == 2_000 - 600 && s.undecryptable == 600)
+        _ = pair.cores[1].takeOutputs()
+        // Junk text and oversized frames are refused before any JSON work beyond the size check.
+        pair.cores[1].receive(String(repeating: "[", count: NostrRelayMessage.maxBytes + 1), from: pair.url, now: pair.now)
+        pair.cores[1].receive("not json", from: pair.url, now: pair.now)
+        #expect(pair.cores[1].statistics.malformed == 2)
+    }
+
+    @Test func standardNIP17PeersGetPlainTextAndNoReceipts() throws {
+        var pair = try Pair(variant: .standard)
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        try pair.cores[0].send(.privateMessage(PrivateMessage(messageID: "N", content: "plain")), to: pair.cores[1].meshPeerID,
+                               ticket: "N", now: pair.now)
+        try pair.cores[0].send(.delivered(messageID: "x"), to: pair.cores[1].meshPeerID, ticket: "", now: pair.now)
+        pair.settle()
+        #expect(pair.relay.stored.count == 1)
+        let got = pair.received(1)
+        guard case let .privateMessage(m) = try #require(got.first) else { Issue.record("not a message"); return }
+        #expect(m.content == "plain" && m.messageID == pair.relay.stored[0].id) // named by its wrap
+    }
+}
+
+@Suite struct NostrWireTests {
+    @Test func bech32NpubsMatchTheVectors() throws {
+        #expect(Bech32.npub([UInt8](repeating: 0, count: 32)) == "npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqzqujme")
+        #expect(Bech32.npub(Array(1...32)) == "npub1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5z5tpwxqergd3c8g7rusqdknev3")
+        let sender = try [UInt8](hex: "2e3d79df7047204f02b726c574e256f8de1dd80510f7dcb8b0d12df13acb87e6")
+        #expect(Bech32.npub(sender) == "npub19c7hnhmsgusy7q4hymzhfcjklr0pmkq9zrmaew9s6yklzwktslnqaxf6zj")
+        #expect(try Bech32.publicKey(npub: "npub19c7hnhmsgusy7q4hymzhfcjklr0pmkq9zrmaew9s6yklzwktslnqaxf6zj") == sender)
+        #expect(try Bech32.publicKey(npub: "NPUB19C7HNHMSGUSY7Q4HYMZHFCJKLR0PMKQ9ZRMAEW9S6YKLZWKTSLNQAXF6ZJ") == sender)
+        #expect(throws: Bech32.Error.mixedCase) { try Bech32.decode("npub19C7hnhmsgusy7q4hymzhfcjklr0pmkq9zrmaew9s6yklzwktslnqaxf6zj") }
+        #expect(throws: Bech32.Error.badPadding) { try Bech32.decode("npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqplkg8xt") }
+        #expect(throws: Bech32.Error.badChecksum) { try Bech32.decode("npub19c7hnhmsgusy7q4hymzhfcjklr0pmkq9zrmaew9s6yklzwktslnqaxf6zq") }
+        #expect(throws: Bech32.Error.self) { try Bech32.decode("10a06t8") }
+        #expect(throws: Bech32.Error.self) { try Bech32.decode("test1q6j8x73") }
+        #expect(throws: Bech32.Error.wrongPrefix(expected: "npub", got: "nsec")) {
+            try Bech32.publicKey(npub: Bech32.encode(hrp: "nsec", data: sender))
+        }
+        // BIP-173's valid strings.
+        for valid in ["A12UEL5L", "an83characterlonghumanreadablepartthatcontainsthenumber1andtheexcludedcharactersbio1tt5tgs",
+                      "abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw", "split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w"] {
+            #expect((try? Bech32.decode(valid)) != nil, "\(valid)")
+        }
+    }
+
+    @Test func relayMessagesDecodeAndClientMessagesHaveTheirShape() throws {
+        #expect(try NostrRelayMessage.decode("[\"OK\",\"ab\",true,\"\"]") == .ok(eventID: "ab", accepted: true, message: ""))
+        #expect(try NostrRelayMessage.decode("[\"OK\",\"ab\",false,\"blocked: spam\"]") == .ok(eventID: "ab", accepted: false, message: "blocked: spam"))
+        #expect(try NostrRelayMessage.decode("[\"EOSE\",\"s\"]") == .endOfStoredEvents(subscription: "s"))
+        #expect(try NostrRelayMessage.decode("[\"NOTICE\",\"slow down\"]") == .notice("slow down"))
+        #expect(try NostrRelayMessage.decode("[\"CLOSED\",\"s\",\"auth-required: no\"]") == .closed(subscription: "s", message: "auth-required: no"))
+        let e = NostrEvent(pubkey: "aa", createdAt: 1, kind: 1059, tags: [["p", "bb"]], content: "c")
+        #expect(try NostrRelayMessage.decode("[\"EVENT\",\"s\",\(e.json)]") == .event(subscription: "s", e))
+        for bad in ["", "{}", "[]", "[\"WHAT\"]", "[\"OK\",1,true]", "[\"EVENT\",\"s\",{\"id\":1}]"] {
+            #expect(throws: NostrRelayMessage.Error.self) { try NostrRelayMessage.decode(bad) }
+        }
+        let req = NostrClientMessage.request(subscription: "dm", filters: [.giftWraps(for: "bb", since: 1_699_739_900)])
+        #expect(req.json == "[\"REQ\",\"dm\",{\"#p\":[\"bb\"],\"kinds\":[1059],\"limit\":100,\"since\":1699739900}]")
+        #expect(NostrClientMessage.close(subscription: "dm").json == "[\"CLOSE\",\"dm\"]")
+    }
+
+    /// docs/PROTOCOL.md, "Nostr": the embedded packet example, byte for byte.
+    @Test func theDocumentedEmbeddedPacketExample() throws {
+        let contents = EmbeddedPacket.Contents(senderID: PeerID(bytes: [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07, 0x18])!,
+                                               recipientID: PeerID(bytes: [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88])!,
+                                               timestamp: 1_790_000_000_000,
+                                               payload: .privateMessage(PrivateMessage(messageID: "M1", content: "hi")))
+        let text = try EmbeddedPacket.encode(contents)
+        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        #expect(doc.contains(text), "PROTOCOL.md should show \(text)")
+        #expect(try EmbeddedPacket.decode(text) == contents)
+        #expect(try EmbeddedPacket.decode("just text") == nil)
+        #expect(throws: WireError.self) { try EmbeddedPacket.decode("bitchat1:!!!") }
+        // Another packet type inside: refused.
+        let announce = Packet(type: .announce, ttl: 7, timestamp: 1, senderID: contents.senderID, payload: [1, 2])
+        #expect(throws: WireError.self) {
+            try EmbeddedPacket.decode("bitchat1:" + Base64.encode(try announce.encoded(), url: true, padded: false))
+        }
+    }
+}
