@@ -222,6 +222,10 @@ public struct NodeCore: Sendable {
     private var handedOff = BoundedSet<String>(capacity: 10_000)
     /// Tickets handed off whose failure would make them worth a second try.
     private var handedOffFailed: Set<String> = []
+    /// Our private messages not yet read, and to whom (10,000 at most, oldest
+    /// forgotten): a read receipt counts once, and only from the recipient.
+    private var unread: [String: PeerID] = [:]
+    private var unreadOrder: [String] = []
     /// Our messages that went off the mesh, by ticket: to whom, which way (1,024 at most).
     private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
 
@@ -475,6 +479,9 @@ public struct NodeCore: Sendable {
     public mutating func sendPrivate(_ text: String, to peer: PeerID, now: Millis) throws -> String {
         let id = newMessageID()
         try sendTracked(.privateMessage(PrivateMessage(messageID: id, content: text)), id: id, to: peer, now: now)
+        unread[id] = peer
+        unreadOrder.append(id)
+        if unreadOrder.count > 10_000 { unread[unreadOrder.removeFirst()] = nil }
         return id
     }
 
@@ -951,6 +958,9 @@ public struct NodeCore: Sendable {
             unacknowledged[id] = nil
             emit(.delivered(messageID: id, by: sender))
         case let .readReceipt(id):
+            // Once, and only from the one we sent it to (a replayed or forged receipt counts for nothing).
+            guard unread[id] == sender else { return }
+            unread[id] = nil
             emit(.read(messageID: id, by: sender))
         default:
             break

@@ -50,6 +50,9 @@ public struct NostrClientCore: Sendable {
         case failed(ticket: String, reason: String)
         /// Something that came in was refused, and why.
         case rejected(String)
+        /// A gift wrap was opened and taken: keep its ID (hand it back at the
+        /// next start), so that a relay's copy is never shown twice.
+        case opened(wrapID: String)
     }
 
     public struct Contact: Hashable, Sendable {
@@ -94,14 +97,16 @@ public struct NostrClientCore: Sendable {
     private var nextRead: Millis = 0
     private var outbox: [Output] = []
 
+    /// `opened`: the IDs of wraps taken before (the relays' lookback returns them again).
     public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, configuration: Configuration = Configuration(),
-                subscription: String = "starling-dm") {
+                subscription: String = "starling-dm", opened: [String] = []) {
         self.key = key
         self.publicKeyHex = key.publicKey.hexString
         self.meshPeerID = meshPeerID
         self.configuration = configuration
         self.subscription = subscription
         self.seenWraps = BoundedSet(capacity: configuration.dedupCapacity)
+        for id in opened.suffix(configuration.dedupCapacity) { _ = seenWraps.insert(id) }
         self.openBudget = TokenBucket(perMinute: configuration.opensPerMinute)
     }
 
@@ -307,6 +312,8 @@ public struct NostrClientCore: Sendable {
             return
         }
         _ = seenWraps.insert(wrap.id)
+        // Kept after what it carried is out (a crash in between shows it twice, never loses it).
+        defer { outbox.append(.opened(wrapID: wrap.id)) }
         guard let peer = byKey[opened.sender] else {
             statistics.strangers += 1
             outbox.append(.rejected("a private message from \(Bech32.npub((try? [UInt8](hex: opened.sender)) ?? [])), not a favourite: not shown"))

@@ -42,6 +42,9 @@ public final class NostrTransport: MailboxTransport, Sendable {
         /// Reconnection: the first wait, doubled each failure up to the last (±20 %).
         public var reconnect: (first: Duration, max: Duration) = (.seconds(1), .seconds(300))
         public var connectTimeout: Duration = .seconds(30)
+        /// Where the IDs of the gift wraps taken are kept (one a line), so that
+        /// a restart does not show again what the relays still hold; nil: memory only.
+        public var openedFile: URL?
         public init() {}
     }
 
@@ -60,8 +63,10 @@ public final class NostrTransport: MailboxTransport, Sendable {
         (events, eventsContinuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         publicKey = key.publicKey
         (sends, sendsContinuation) = AsyncStream.makeStream(of: (NoisePayload, PeerID, String).self, bufferingPolicy: .bufferingNewest(10_000))
-        pool = Pool(core: NostrClientCore(key: key, meshPeerID: meshPeerID, configuration: options.core), options: options,
-                    events: eventsContinuation, logger: logger)
+        let opened = options.openedFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) }?
+            .split(whereSeparator: \.isNewline).map(String.init).filter { $0.utf8.count == 64 } ?? []
+        pool = Pool(core: NostrClientCore(key: key, meshPeerID: meshPeerID, configuration: options.core, opened: opened),
+                    options: options, events: eventsContinuation, logger: logger, openedCount: opened.count)
     }
 
     /// Makes `peer` reachable at this Nostr key (nil: no longer).
@@ -117,12 +122,38 @@ extension NostrTransport {
         private var timer: Task<Void, Never>?
         private var wakeAt: Millis?
         private var running = false
+        /// The last thing said about each relay.
+        private var lastNotice: [String: String] = [:]
 
-        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation, logger: Logger) {
+        /// Lines in the opened file (rewritten with the newest when it doubles).
+        private var openedCount: Int
+
+        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation, logger: Logger, openedCount: Int) {
             self.core = core
             self.options = options
             self.events = events
             self.logger = logger
+            self.openedCount = openedCount
+        }
+
+        /// Keeps a taken wrap's ID on disk, before its payload goes to the node.
+        private func remember(_ id: String) {
+            guard let file = options.openedFile else { return }
+            let capacity = options.core.dedupCapacity
+            if openedCount >= 2 * capacity {
+                let kept = ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).suffix(capacity - 1)
+                try? Data((kept.joined(separator: "\n") + "\n" + id + "\n").utf8).write(to: file, options: .atomic)
+                openedCount = kept.count + 1
+                return
+            }
+            if let handle = try? FileHandle(forWritingTo: file) {
+                _ = try? handle.seekToEnd()
+                try? handle.write(contentsOf: Data((id + "\n").utf8))
+                try? handle.close()
+            } else {
+                FileManager.default.createFile(atPath: file.path, contents: Data((id + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            }
+            openedCount += 1
         }
 
         static func now() -> Millis { UInt64(Date().timeIntervalSince1970 * 1000) }
@@ -178,6 +209,8 @@ extension NostrTransport {
                     if !ticket.isEmpty { events.yield(.failed(ticket: ticket, reason: reason)) }
                 case let .rejected(why):
                     logger.info("nostr: refused", metadata: ["why": "\(why)"])
+                case let .opened(id):
+                    remember(id)
                 }
             }
             rearm()
@@ -207,6 +240,7 @@ extension NostrTransport {
         func connected(_ relay: String, writer: AsyncStream<String>.Continuation) {
             guard running else { return writer.finish() }
             writers[relay] = writer
+            lastNotice[relay] = nil
             events.yield(.notice("nostr: connected to \(relay) through \(options.proxy)"))
             core.relayUp(relay, now: Self.now())
             flush()
@@ -215,7 +249,12 @@ extension NostrTransport {
         func disconnected(_ relay: String, why: String) {
             let was = writers.removeValue(forKey: relay) != nil
             core.relayDown(relay, now: Self.now())
-            if running { events.yield(.notice(was ? "nostr: lost \(relay): \(why)" : "nostr: cannot reach \(relay) through \(options.proxy): \(why); nothing is sent to it")) }
+            // Said once per cause, not at every retry.
+            let text = was ? "nostr: lost \(relay): \(why)" : "nostr: cannot reach \(relay) through \(options.proxy): \(why); nothing is sent to it"
+            if running, lastNotice[relay] != text {
+                lastNotice[relay] = text
+                events.yield(.notice(text))
+            }
             flush()
         }
 

@@ -184,7 +184,9 @@ extension NodeOptions {
         var transport: NostrTransport?
         let node = try makeNode { options, identity in
             guard nostr.nostr else { return }
-            let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: try nostr.transportOptions())
+            var o = try nostr.transportOptions()
+            o.openedFile = store.directory.url.appendingPathComponent("nostr-opened")
+            let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: o)
             options.mailboxes.append(t)
             transport = t
         }

@@ -170,6 +170,15 @@ struct Pair {
         #expect(pair.cores[1].statistics.stale >= 1 && pair.cores[1].statistics.undecryptable == 1)
         pair.settle()
         #expect(pair.received(1).isEmpty)
+        // After a restart, what was taken before (handed back) is a duplicate too.
+        let real = try GiftWrap.wrap("once", from: pair.cores[0].key, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: Int64(pair.now / 1000))
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(real.json)]", from: pair.url, now: pair.now)
+        let outs = pair.cores[1].takeOutputs()
+        #expect(outs.last == .opened(wrapID: real.id) && outs.contains { if case .received = $0 { true } else { false } })
+        var restarted = NostrClientCore(key: pair.cores[1].key, meshPeerID: pair.cores[1].meshPeerID, opened: [real.id])
+        restarted.setContact(pair.cores[0].meshPeerID, publicKey: pair.cores[0].key.publicKey)
+        restarted.receive("[\"EVENT\",\"starling-dm\",\(real.json)]", from: pair.url, now: pair.now)
+        #expect(restarted.statistics.duplicates == 1 && !restarted.takeOutputs().contains { if case .received = $0 { true } else { false } })
     }
 
     @Test func sendsWaitForARelayThenFailWithWordsAndRefusalsFailToo() throws {
