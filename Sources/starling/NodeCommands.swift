@@ -190,7 +190,7 @@ struct Listen: AsyncParsableCommand {
         async let running: Void = n.run(until: deadline)
         for await event in n.events {
             await nostr.handle(event)
-            printer.print(event)
+            printer.print(await nostr.named(event))
             // Displayed: the sender gets a read receipt.
             if case let .privateMessage(from, _, _, id, _, _) = event { try? await n.sendReadReceipt(id, to: from) }
         }

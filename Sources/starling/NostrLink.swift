@@ -129,6 +129,13 @@ actor NostrLink {
 
     func contact(for peer: PeerID) -> NostrContact? { contacts.values.first { $0.fingerprint.peerID == peer } }
 
+    /// A private message that came off the mesh, with the contact's nickname
+    /// (the core knows names only from announces).
+    func named(_ event: NodeEvent) -> NodeEvent {
+        guard case let .privateMessage(from, nil, text, id, hops, via?) = event, let c = contact(for: from) else { return event }
+        return .privateMessage(from: from, nickname: c.nickname, text: text, messageID: id, hops: hops, via: via)
+    }
+
     /// Tells `peer` that it is (or is no longer) a favourite, with our npub.
     func tell(_ peer: PeerID, favourite: Bool) async {
         told.insert(peer)
