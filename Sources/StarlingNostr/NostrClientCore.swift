@@ -36,6 +36,11 @@ public struct NostrClientCore: Sendable {
         public var opensPerMinute = 6_000
         /// Contacts at most.
         public var maxContacts = 4_096
+        /// Location channels joined at once, at most.
+        public var maxChannels = 8
+        /// Channel events checked per minute, all channels together (each costs a
+        /// signature check); the rest are dropped.
+        public var channelEventsPerMinute = 6_000
         public init() {}
     }
 
@@ -53,6 +58,21 @@ public struct NostrClientCore: Sendable {
         /// A gift wrap was opened and taken: keep its ID (hand it back at the
         /// next start), so that a relay's copy is never shown twice.
         case opened(wrapID: String)
+        /// A message in a location channel we joined (its signature checked).
+        case channelMessage(ChannelMessage)
+        /// Someone is present in a location channel (a kind 20001 event).
+        case presence(geohash: String, publicKey: String)
+    }
+
+    /// A location channel's message: who (the geohash identity's key, hex, and
+    /// the nickname it gave), what, when (Unix seconds).
+    public struct ChannelMessage: Hashable, Sendable {
+        public var geohash: String
+        public var publicKey: String
+        public var nickname: String?
+        public var text: String
+        public var createdAt: Int64
+        public var eventID: String
     }
 
     public struct Contact: Hashable, Sendable {
@@ -96,6 +116,10 @@ public struct NostrClientCore: Sendable {
     private var reads: [(payload: NoisePayload, peer: PeerID)] = []
     private var nextRead: Millis = 0
     private var outbox: [Output] = []
+    /// Location channels joined: geohash → our identity there.
+    private var channels: [String: Secp256k1.PrivateKey] = [:]
+    private var seenChannelEvents = BoundedSet<String>(capacity: 10_000)
+    private var channelBudget: TokenBucket
 
     /// `opened`: the IDs of wraps taken before (the relays' lookback returns them again).
     public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, configuration: Configuration = Configuration(),
@@ -108,6 +132,7 @@ public struct NostrClientCore: Sendable {
         self.seenWraps = BoundedSet(capacity: configuration.dedupCapacity)
         for id in opened.suffix(configuration.dedupCapacity) { _ = seenWraps.insert(id) }
         self.openBudget = TokenBucket(perMinute: configuration.opensPerMinute)
+        self.channelBudget = TokenBucket(perMinute: configuration.channelEventsPerMinute)
     }
 
     public mutating func takeOutputs() -> [Output] {
@@ -142,6 +167,11 @@ public struct NostrClientCore: Sendable {
         let since = Int64(now / 1000) - configuration.lookback
         outbox.append(.send(NostrClientMessage.request(subscription: subscription,
                                                        filters: [.giftWraps(for: publicKeyHex, since: since)]).json, relay: relay))
+        for (geohash, _) in channels.sorted(by: { $0.key < $1.key }) {
+            outbox.append(.send(NostrClientMessage.request(subscription: "geo-" + geohash,
+                                                           filters: [LocationChannel.filter(geohash: geohash, now: Int64(now / 1000))]).json,
+                                relay: relay))
+        }
         let waiting = queued
         queued = []
         for item in waiting { publish(item.event, ticket: item.ticket, now: now) }
@@ -164,6 +194,8 @@ public struct NostrClientCore: Sendable {
         switch message {
         case let .event(sub, event) where sub == subscription:
             open(event, relay: relay, now: now)
+        case let .event(sub, event) where sub.hasPrefix("geo-") && channels[String(sub.dropFirst(4))] != nil:
+            channelEvent(event, geohash: String(sub.dropFirst(4)), now: now)
         case let .ok(id, accepted, why):
             guard var entry = inFlight[id] else { return }
             if accepted {
@@ -257,6 +289,85 @@ public struct NostrClientCore: Sendable {
     private mutating func fail(_ ticket: String, _ reason: String) {
         statistics.failed += 1
         outbox.append(.failed(ticket: ticket, reason: reason))
+    }
+
+    // MARK: Location channels
+
+    public enum ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
+        case tooMany(Int)
+        case notJoined(String)
+        case channel(LocationChannel.Error)
+
+        public var description: String {
+            switch self {
+            case let .tooMany(n): "at most \(n) location channels at once (/leave one)"
+            case let .notJoined(g): "not in #\(g) (/join #\(g) first)"
+            case let .channel(e): "\(e)"
+            }
+        }
+    }
+
+    public var joinedChannels: [String] { channels.keys.sorted() }
+
+    /// Joins a location channel with our identity there: subscribes on every
+    /// relay, and says we are present.
+    public mutating func join(_ geohash: String, key: Secp256k1.PrivateKey, now: Millis) throws(ChannelError) {
+        let g: String
+        do { g = try LocationChannel.geohash(geohash) } catch { throw .channel(error) }
+        guard channels[g] == nil else { return }
+        guard channels.count < configuration.maxChannels else { throw .tooMany(configuration.maxChannels) }
+        channels[g] = key
+        let req = NostrClientMessage.request(subscription: "geo-" + g, filters: [LocationChannel.filter(geohash: g, now: Int64(now / 1000))]).json
+        for relay in relays.sorted() { outbox.append(.send(req, relay: relay)) }
+        publish(LocationChannel.presence(geohash: g, key: key, now: Int64(now / 1000)), ticket: "", now: now)
+    }
+
+    public mutating func leave(_ geohash: String) {
+        guard let g = try? LocationChannel.geohash(geohash), channels.removeValue(forKey: g) != nil else { return }
+        for relay in relays.sorted() { outbox.append(.send(NostrClientMessage.close(subscription: "geo-" + g).json, relay: relay)) }
+    }
+
+    /// Says `text` in a joined channel, as our identity there.
+    public mutating func sendChannel(_ text: String, nickname: String?, geohash: String, ticket: String, now: Millis) throws(ChannelError) {
+        guard let g = try? LocationChannel.geohash(geohash), let key = channels[g] else { throw .notJoined(geohash) }
+        let event: NostrEvent
+        do { event = try LocationChannel.message(text, nickname: nickname, geohash: g, key: key, now: Int64(now / 1000)) } catch {
+            throw .channel(error)
+        }
+        _ = seenChannelEvents.insert(event.id) // our own, when a relay sends it back
+        publish(event, ticket: ticket, now: now)
+    }
+
+    private mutating func channelEvent(_ event: NostrEvent, geohash: String, now: Millis) {
+        guard !seenChannelEvents.contains(event.id) else {
+            statistics.duplicates += 1
+            return
+        }
+        let seconds = Int64(now / 1000)
+        guard [LocationChannel.messageKind, LocationChannel.presenceKind].contains(event.kind),
+              event.tags.contains(["g", geohash]),
+              event.created_at >= seconds - LocationChannel.lookback - configuration.skew, event.created_at <= seconds + configuration.skew,
+              event.content.utf8.count <= LocationChannel.maxText else {
+            statistics.malformed += 1
+            return
+        }
+        guard channelBudget.take(now: now) else {
+            statistics.overBudget += 1
+            return
+        }
+        guard (try? event.verify()) != nil else {
+            statistics.undecryptable += 1
+            return
+        }
+        _ = seenChannelEvents.insert(event.id)
+        if channels[geohash].map({ $0.publicKey.hexString == event.pubkey }) == true { return } // ours, echoed
+        if event.kind == LocationChannel.presenceKind {
+            outbox.append(.presence(geohash: geohash, publicKey: event.pubkey))
+        } else {
+            let nickname = event.tags.first { $0.count >= 2 && $0[0] == "n" }.map { String($0[1].prefix(64)) }
+            outbox.append(.channelMessage(ChannelMessage(geohash: geohash, publicKey: event.pubkey, nickname: nickname, text: event.content,
+                                                         createdAt: event.created_at, eventID: event.id)))
+        }
     }
 
     // MARK: Time

@@ -45,11 +45,24 @@ public final class NostrTransport: MailboxTransport, Sendable {
         /// Where the IDs of the gift wraps taken are kept (one a line), so that
         /// a restart does not show again what the relays still hold; nil: memory only.
         public var openedFile: URL?
+        /// The seed location-channel identities are derived from (32 bytes, kept
+        /// by the device; a random one each run when not given).
+        public var geoSeed: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
         public init() {}
     }
 
     public let name = "nostr"
     public let events: AsyncStream<MailboxEvent>
+    /// What happens in the location channels joined.
+    public let channelEvents: AsyncStream<ChannelEvent>
+    private let channelContinuation: AsyncStream<ChannelEvent>.Continuation
+
+    public enum ChannelEvent: Hashable, Sendable {
+        case message(NostrClientCore.ChannelMessage)
+        case presence(geohash: String, publicKey: String)
+        /// A channel message we sent was not taken by any relay, and why.
+        case failed(String)
+    }
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
     let pool: Pool
@@ -61,12 +74,13 @@ public final class NostrTransport: MailboxTransport, Sendable {
     public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, options: Options = Options(),
                 logger: Logger = Logger(label: "starling.nostr")) {
         (events, eventsContinuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        (channelEvents, channelContinuation) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         publicKey = key.publicKey
         (sends, sendsContinuation) = AsyncStream.makeStream(of: (NoisePayload, PeerID, String).self, bufferingPolicy: .bufferingNewest(10_000))
         let opened = options.openedFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) }?
             .split(whereSeparator: \.isNewline).map(String.init).filter { $0.utf8.count == 64 } ?? []
         pool = Pool(core: NostrClientCore(key: key, meshPeerID: meshPeerID, configuration: options.core, opened: opened),
-                    options: options, events: eventsContinuation, logger: logger, openedCount: opened.count)
+                    options: options, events: eventsContinuation, channels: channelContinuation, logger: logger, openedCount: opened.count)
     }
 
     /// Makes `peer` reachable at this Nostr key (nil: no longer).
@@ -92,6 +106,24 @@ public final class NostrTransport: MailboxTransport, Sendable {
         sendsContinuation.finish()
         await pool.stop()
         eventsContinuation.finish()
+        channelContinuation.finish()
+    }
+
+    /// Joins a location channel (a geohash) with this device's identity there.
+    public func join(_ geohash: String) async throws {
+        try await pool.join(geohash)
+    }
+
+    public func leave(_ geohash: String) async { await pool.leave(geohash) }
+
+    /// Says `text` in a joined channel; returns the event's ID.
+    public func say(_ text: String, nickname: String?, in geohash: String) async throws {
+        try await pool.say(text, nickname: nickname, in: geohash)
+    }
+
+    /// Our public key in a channel (to tell our own lines from others').
+    public func channelKey(_ geohash: String) -> String? {
+        (try? LocationChannel.geohash(geohash)).map { LocationChannel.identity(seed: pool.options.geoSeed, geohash: $0).publicKey.hexString }
     }
 
     /// The relays connected now, and the core's counters.
@@ -128,10 +160,14 @@ extension NostrTransport {
         /// Lines in the opened file (rewritten with the newest when it doubles).
         private var openedCount: Int
 
-        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation, logger: Logger, openedCount: Int) {
+        let channels: AsyncStream<ChannelEvent>.Continuation
+
+        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation,
+             channels: AsyncStream<ChannelEvent>.Continuation, logger: Logger, openedCount: Int) {
             self.core = core
             self.options = options
             self.events = events
+            self.channels = channels
             self.logger = logger
             self.openedCount = openedCount
         }
@@ -187,6 +223,22 @@ extension NostrTransport {
             writers = [:]
         }
 
+        func join(_ geohash: String) throws {
+            let g = try LocationChannel.geohash(geohash)
+            try core.join(g, key: LocationChannel.identity(seed: options.geoSeed, geohash: g), now: Self.now())
+            flush()
+        }
+
+        func leave(_ geohash: String) {
+            core.leave(geohash)
+            flush()
+        }
+
+        func say(_ text: String, nickname: String?, in geohash: String) throws {
+            try core.sendChannel(text, nickname: nickname, geohash: geohash, ticket: "geo:" + geohash, now: Self.now())
+            flush()
+        }
+
         func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
             do {
                 try core.send(payload, to: peer, ticket: ticket, now: Self.now())
@@ -206,7 +258,13 @@ extension NostrTransport {
                     if !ticket.isEmpty { events.yield(.accepted(ticket: ticket)) }
                     logger.debug("relay accepted", metadata: ["relay": "\(relay)", "ticket": "\(ticket)"])
                 case let .failed(ticket, reason):
-                    if !ticket.isEmpty { events.yield(.failed(ticket: ticket, reason: reason)) }
+                    if ticket.hasPrefix("geo:") {
+                        channels.yield(.failed(reason))
+                    } else if !ticket.isEmpty {
+                        events.yield(.failed(ticket: ticket, reason: reason))
+                    }
+                case let .channelMessage(m): channels.yield(.message(m))
+                case let .presence(g, key): channels.yield(.presence(geohash: g, publicKey: key))
                 case let .rejected(why):
                     logger.info("nostr: refused", metadata: ["why": "\(why)"])
                 case let .opened(id):

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingNode
+import StarlingNostr
+import StarlingNostrTransport
 import StarlingRelayClient
 import StarlingTransport
 import StarlingStately
@@ -79,6 +81,9 @@ struct Chat: AsyncParsableCommand {
                     await ui.show(event)
                 }
             }
+            if let transport = nostr.transport {
+                group.addTask { for await event in transport.channelEvents { await ui.showChannel(event) } }
+            }
             if let relayClient {
                 group.addTask { for await event in relayClient.events { await ui.showRelay(event) } }
                 await relayClient.start()
@@ -129,6 +134,8 @@ actor ChatScreen {
     /// Favourites' npubs, and Nostr when `--nostr` is on.
     var nostr: NostrLink?
     func attachNostr(_ link: NostrLink) { nostr = link }
+    /// The location channel plain lines go to (plain mode, after /join); nil: #mesh.
+    var channel: String?
     var verified: Set<Fingerprint> = []
     /// Our private messages by ID: recipient as shown, and whether delivery was reported.
     var outgoing: [String: (to: String, delivered: Bool)] = [:]
@@ -247,12 +254,62 @@ actor ChatScreen {
             }
         }
         lastActivity = Date()
-        if submission.window == ChatBuffers.publicName || submission.window.isEmpty {
+        if submission.window.hasPrefix("#"), submission.window != ChatBuffers.publicName {
+            await say(text, in: String(submission.window.dropFirst()))
+        } else if submission.window == ChatBuffers.publicName || submission.window.isEmpty {
             await sendPublicText(text)
         } else {
             return await handle("/msg \(submission.window) \(text)")
         }
         return true
+    }
+
+    // MARK: Location channels
+
+    func join(_ name: String) async {
+        if name.lowercased() == "mesh" {
+            channel = nil
+            screen?.open(ChatBuffers.publicName)
+            say("* back in #mesh: lines go to everyone on the mesh")
+            return
+        }
+        guard let transport = nostr?.transport else { say("! location channels travel over Nostr: start the chat with --nostr"); return }
+        do {
+            let g = try LocationChannel.geohash(name)
+            try await transport.join(g)
+            if let screen { screen.open("#" + g) } else { channel = g }
+            say("* joined #\(g), a public location channel over Nostr (anyone can read it; you are a new identity there)"
+                + (screen == nil ? "; lines you type go there, /join #mesh comes back" : ""))
+        } catch { say("! \(error)") }
+    }
+
+    func say(_ text: String, in geohash: String) async {
+        guard let transport = nostr?.transport else { say("! start the chat with --nostr"); return }
+        let me = await node.currentNickname
+        do {
+            try await transport.say(text, nickname: me, in: geohash)
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: me, text: Self.lines(text), own: true), to: "#" + geohash)
+            } else {
+                say("[\(Self.clock())] <\(DisplayText.clean(me)) @#\(geohash)> \(DisplayText.clean(text))")
+            }
+        } catch { say("! \(error)") }
+    }
+
+    func showChannel(_ event: NostrTransport.ChannelEvent) {
+        switch event {
+        case let .message(m):
+            let nick = DisplayText.clean(m.nickname ?? "anon") + "#" + m.publicKey.prefix(4)
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(UInt64(m.createdAt) * 1000), nick: nick, text: Self.lines(m.text)), to: "#" + m.geohash)
+            } else {
+                say("[\(Self.clock(UInt64(m.createdAt) * 1000))] <\(nick) @#\(m.geohash)> \(DisplayText.clean(m.text))")
+            }
+        case .presence:
+            break
+        case let .failed(why):
+            say("! a location channel message was not sent: \(why)")
+        }
     }
 
     /// Public text as typed (or pasted): sent and shown.
@@ -555,7 +612,7 @@ actor ChatScreen {
             }
         }
         guard line.hasPrefix("/") else {
-            await sendPublicText(line)
+            if let channel { await say(line, in: channel) } else { await sendPublicText(line) }
             return true
         }
         let words = line.split(separator: " ", maxSplits: 2).map(String.init)
@@ -700,6 +757,15 @@ actor ChatScreen {
             try? store.wipe()
             say("* keys, sessions and state wiped")
             return false
+        case "/join", "/j":
+            guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /join #GEOHASH (or /join #mesh)"); return true }
+            await join(String(words[1].dropFirst()))
+        case "/part":
+            guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /part #GEOHASH"); return true }
+            let g = String(words[1].dropFirst()).lowercased()
+            await nostr?.transport?.leave(g)
+            if channel == g { channel = nil }
+            say("* left #\(g)")
         case "/help":
             say("""
               text              to everyone
@@ -713,7 +779,9 @@ actor ChatScreen {
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
-              /block NICK, /unblock NICK, /fav NICK, /unfav NICK
+              /block NICK, /unblock NICK, /fav NICK, /unfav NICK  (a mutual favourite is reached over Nostr with --nostr)
+              /join #GEOHASH    a public location channel over Nostr (--nostr), as the apps run them;
+                                /join #mesh comes back, /part #GEOHASH leaves
               /nick NAME        rename yourself
               /status [STATE|sos|clear]  your state, or everyone's (Stately)
               /stats            mesh statistics

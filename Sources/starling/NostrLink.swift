@@ -41,22 +41,30 @@ struct NostrOptions: ParsableArguments {
 /// made on first use: its npub goes to the peers we make favourites.
 enum NostrKeyFile {
     static func loadOrCreate(_ directory: URL) throws -> Secp256k1.PrivateKey {
-        let file = directory.appendingPathComponent("nostr.key")
+        let bytes = try secret(directory.appendingPathComponent("nostr.key"), fresh: Secp256k1.PrivateKey.random().bytes)
+        guard let key = try? Secp256k1.PrivateKey(bytes: bytes) else { throw ValidationError("nostr.key is not a Nostr key") }
+        return key
+    }
+
+    /// The seed of our location-channel identities (`nostr-geo-seed`, 0600).
+    static func geoSeed(_ directory: URL) throws -> [UInt8] {
+        try secret(directory.appendingPathComponent("nostr-geo-seed"), fresh: (0..<32).map { _ in UInt8.random(in: 0...255) })
+    }
+
+    /// 32 bytes as hex in an owner-only file, written with `fresh` the first time.
+    static func secret(_ file: URL, fresh: [UInt8]) throws -> [UInt8] {
         if let text = try? String(contentsOf: file, encoding: .utf8) {
             let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
             let mode = (attributes[.posixPermissions] as? Int) ?? 0
             guard mode & 0o077 == 0 else { throw IdentityStore.Error.insecurePermissions(path: file.path, mode: mode) }
-            guard let bytes = try? [UInt8](hex: text.trimmingCharacters(in: .whitespacesAndNewlines)),
-                  let key = try? Secp256k1.PrivateKey(bytes: bytes) else {
-                throw ValidationError("\(file.path) is not a Nostr key (64 hex digits)")
+            guard let bytes = try? [UInt8](hex: text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
+                throw ValidationError("\(file.path) does not hold 64 hex digits")
             }
-            return key
+            return bytes
         }
-        let key = Secp256k1.PrivateKey.random()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: file.path, contents: Data((key.bytes.hexString + "\n").utf8),
-                                       attributes: [.posixPermissions: 0o600])
-        return key
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: file.path, contents: Data((fresh.hexString + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        return fresh
     }
 }
 
@@ -193,6 +201,7 @@ extension NodeOptions {
             guard nostr.nostr else { return }
             var o = try nostr.transportOptions()
             o.openedFile = store.directory.url.appendingPathComponent("nostr-opened")
+            o.geoSeed = try NostrKeyFile.geoSeed(store.directory.url)
             let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: o)
             options.mailboxes.append(t)
             transport = t

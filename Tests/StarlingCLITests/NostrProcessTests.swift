@@ -173,4 +173,35 @@ import Glibc
         #expect(try await Self.storedEvents(db) == before, "an event reached the relay without the proxy")
         #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 1, "\(bobAlone.text)")
     }
+
+    @Test func twoChatsMeetInALocationChannel() async throws {
+        let (relay, relayPort, _) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        func chat(_ name: String) throws -> LiveProcess {
+            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", name, "--data-dir", ContactCommandTests.temporaryDirectory(name),
+                             "--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"])
+        }
+        let ann = try chat("ann"), ben = try chat("ben")
+        defer { ann.stop(); ben.stop() }
+        for c in [ann, ben] {
+            #expect(await c.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(c.text)")
+            c.type("/join #u4pruyd")
+            #expect(await c.waitForText("joined #u4pruyd"), "\(c.text)")
+        }
+        ann.type("who is near the station?")
+        #expect(await ben.waitForText("<ann#"), "\(ben.text)")
+        #expect(ben.text.contains("@#u4pruyd> who is near the station?"), "\(ben.text)")
+        ben.type("by the north gate")
+        #expect(await ann.waitForText("@#u4pruyd> by the north gate"), "\(ann.text)")
+        // Back to the mesh: a line no longer goes to the channel.
+        ann.type("/join #mesh")
+        #expect(await ann.waitForText("back in #mesh"))
+        ann.type("only on the mesh")
+        #expect(await ann.waitForText("only on the mesh"))
+        #expect(!ann.text.contains("@#u4pruyd> only on the mesh"), "\(ann.text)")
+        ben.type("/part #u4pruyd")
+        #expect(await ben.waitForText("left #u4pruyd"))
+    }
 }

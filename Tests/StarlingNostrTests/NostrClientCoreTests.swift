@@ -30,12 +30,14 @@ final class MemoryRelay {
             for s in subscriptions where s.filters.contains(where: { $0.matches(event) }) {
                 outbox[s.client, default: []].append("[\"EVENT\",\"\(s.id)\",\(event.json)]")
             }
+        case "CLOSE":
+            subscriptions.removeAll { $0.client == client && $0.id == array[1] as? String }
         case "REQ":
             let id = array[1] as! String
             let filters = array.dropFirst(2).map { f -> NostrFilter in
                 let d = f as! [String: Any]
-                return NostrFilter(kinds: d["kinds"] as? [Int], p: d["#p"] as? [String], since: (d["since"] as? Int).map(Int64.init),
-                                   limit: d["limit"] as? Int)
+                return NostrFilter(kinds: d["kinds"] as? [Int], p: d["#p"] as? [String], g: d["#g"] as? [String],
+                                   since: (d["since"] as? Int).map(Int64.init), limit: d["limit"] as? Int)
             }
             subscriptions.append((client, id, filters))
             for e in stored where filters.contains(where: { $0.matches(e) }) {
@@ -324,3 +326,65 @@ struct Pair {
         }
     }
 }
+
+@Suite struct LocationChannelTests {
+    static let seed = [UInt8](0..<32)
+
+    @Test func identitiesAreDerivedAsTheAppsDeriveThemOnePerPlace() throws {
+        // HMAC-SHA256(seed, geohash ‖ u32 BE 0), checked with Python's hmac.
+        #expect(LocationChannel.identity(seed: Self.seed, geohash: "u4pruyd").bytes.hexString
+            == "cf5ac3b3b7c4374def478bcb8d927209a210726928e0a6f4d9cc148f33f8077d")
+        #expect(LocationChannel.identity(seed: Self.seed, geohash: "9q8yy").bytes.hexString
+            == "acc10d6d715537e9b172fa3528d1bd855819c870f61012e194d221d4cb81cc9d")
+        #expect(try LocationChannel.geohash("U4PRUYD") == "u4pruyd")
+        for bad in ["", "u4pruydu4pruyd", "abc", "ilo", "u4 pr"] {
+            #expect(throws: LocationChannel.Error.self) { try LocationChannel.geohash(bad) }
+        }
+        let message = try LocationChannel.message("hi", nickname: "ann", geohash: "u4pruyd", key: .random(), now: 1_790_000_000)
+        #expect(message.kind == 20_000 && message.tags == [["g", "u4pruyd"], ["n", "ann"]])
+        try message.verify()
+        let presence = LocationChannel.presence(geohash: "u4pruyd", key: .random(), now: 1_790_000_000)
+        #expect(presence.kind == 20_001 && presence.tags == [["g", "u4pruyd"]] && presence.content.isEmpty)
+        #expect(NostrClientMessage.request(subscription: "geo-u4pruyd", filters: [LocationChannel.filter(geohash: "u4pruyd", now: 1_790_003_600)]).json
+            == "[\"REQ\",\"geo-u4pruyd\",{\"#g\":[\"u4pruyd\"],\"kinds\":[20000,20001],\"limit\":1000,\"since\":1790000000}]")
+    }
+
+    @Test func twoPeopleInAChannelHearEachOtherAndNothingElse() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        let ka = LocationChannel.identity(seed: Self.seed, geohash: "u4pruyd"), kb = LocationChannel.identity(seed: [UInt8](repeating: 7, count: 32), geohash: "u4pruyd")
+        try pair.cores[0].join("u4pruyd", key: ka, now: pair.now)
+        try pair.cores[1].join("U4PRUYD", key: kb, now: pair.now)
+        pair.settle()
+        try pair.cores[0].sendChannel("the well by the mill is clean", nickname: "ann", geohash: "u4pruyd", ticket: "g", now: pair.now)
+        pair.settle()
+        let heard = pair.outputs[1].compactMap { if case let .channelMessage(m) = $0 { m } else { nil } }
+        #expect(heard.map(\.text) == ["the well by the mill is clean"] && heard.first?.nickname == "ann")
+        #expect(heard.first?.publicKey == ka.publicKey.hexString)
+        #expect(pair.outputs[1].contains(.presence(geohash: "u4pruyd", publicKey: ka.publicKey.hexString)))
+        // Our own line is not shown back to us.
+        #expect(!pair.outputs[0].contains { if case .channelMessage = $0 { true } else { false } })
+        // A forged event, one for another place, one too old: none shown.
+        var forged = try LocationChannel.message("fake", nickname: nil, geohash: "u4pruyd", key: .random(), now: Int64(pair.now / 1000))
+        forged.content = "changed after signing"
+        let elsewhere = try LocationChannel.message("elsewhere", nickname: nil, geohash: "9q8yy", key: .random(), now: Int64(pair.now / 1000))
+        let old = try LocationChannel.message("old", nickname: nil, geohash: "u4pruyd", key: .random(), now: Int64(pair.now / 1000) - 7_200)
+        for e in [forged, elsewhere, old] {
+            pair.cores[1].receive("[\"EVENT\",\"geo-u4pruyd\",\(e.json)]", from: pair.url, now: pair.now)
+        }
+        #expect(!pair.cores[1].takeOutputs().contains { if case .channelMessage = $0 { true } else { false } })
+        // After /part, the channel's events are not ours to read.
+        pair.cores[1].leave("u4pruyd")
+        pair.settle()
+        try pair.cores[0].sendChannel("anyone?", nickname: "ann", geohash: "u4pruyd", ticket: "g", now: pair.now)
+        pair.settle()
+        #expect(pair.outputs[1].compactMap { if case let .channelMessage(m) = $0 { m.text } else { nil } } == ["the well by the mill is clean"])
+        // At most 8 channels; a message for a channel not joined is refused.
+        for g in ["b", "c", "d", "e", "f", "g", "h"] { try pair.cores[0].join(g, key: .random(), now: pair.now) }
+        #expect(throws: NostrClientCore.ChannelError.tooMany(8)) { try pair.cores[0].join("j", key: .random(), now: pair.now) }
+        #expect(throws: NostrClientCore.ChannelError.notJoined("k")) {
+            try pair.cores[0].sendChannel("x", nickname: nil, geohash: "k", ticket: "", now: pair.now)
+        }
+    }
+}
+
