@@ -186,6 +186,9 @@ public struct NodeCore: Sendable {
     private var tracker: DeliveryTracker<String>
     /// When each handshake we started began, to start over when one stalls.
     private var handshakeStarted: [PeerID: Millis] = [:]
+    /// When a present peer we hold messages for was last sent a fresh handshake
+    /// (``probeHeld(_:now:)``; forgotten when it leaves, so no more than the peers present).
+    private var heldProbes: [PeerID: Millis] = [:]
     /// Message IDs already shown, so a retried message is shown once.
     private var seen = BoundedSet<String>(capacity: 10_000)
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
@@ -455,6 +458,7 @@ public struct NodeCore: Sendable {
         }
         for gone in present.expire(now: now) {
             router.peerGone(gone)
+            heldProbes[gone] = nil
             emit(.left(gone)) // no announce for 60 s
         }
     }
@@ -567,6 +571,7 @@ public struct NodeCore: Sendable {
     public mutating func wipe() {
         sessions.wipeAll()
         waiting = [:]
+        heldProbes = [:]
         present.removeAll()
     }
 
@@ -727,6 +732,18 @@ public struct NodeCore: Sendable {
         emit(.rejected(Rejection(.transport, peer: peer, "\(offMesh[peer] ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
     }
 
+    /// A peer that announces while we hold messages for it has not acknowledged
+    /// them: it may have restarted, within its 60 s of presence, and lost our
+    /// session (then what we send it can never be opened, and it has nothing to
+    /// say that would tell us). A fresh handshake, at most every 30 s, settles
+    /// it: once it completes, what is held goes again.
+    private mutating func probeHeld(_ peer: PeerID, now: Millis) {
+        guard !sessions.isHandshaking(with: peer), now >= (heldProbes[peer] ?? 0) + 30_000 || now < (heldProbes[peer] ?? 0),
+              handshakeBudget.take(now: now) else { return }
+        heldProbes[peer] = now
+        try? startHandshake(with: peer, now: now)
+    }
+
     private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
         let m1 = try sessions.initiateHandshake(with: peer, now: now)
         handshakeStarted[peer] = now
@@ -820,10 +837,15 @@ public struct NodeCore: Sendable {
                 let previous = present.announced(sender, info: card, hops: hops, now: now)
                 for gone in present.takeEvicted() {
                     router.peerGone(gone)
+                    heldProbes[gone] = nil
                     emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
                 }
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
-                if previous == nil { followUp(tracker.peerReturned(sender, now: now), now: now) } // back: try again now
+                if previous == nil {
+                    followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
+                } else if tracker.isHolding(for: sender) {
+                    probeHeld(sender, now: now)
+                }
                 if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
                 // What came before the announce is checked now.
                 if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {

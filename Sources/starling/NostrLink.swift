@@ -195,6 +195,7 @@ extension NodeOptions {
     /// link that keeps favourites' npubs (always: /fav tells our npub).
     func makeNodeWithNostr(tellsFavourites: Bool = true) async throws -> (MeshNode, NostrLink) {
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        try UserError.writableDirectory(store.directory) // said in words before any key file is tried
         let key = try NostrKeyFile.loadOrCreate(store.directory.url)
         var transport: NostrTransport?
         let node = try makeNode { options, identity in

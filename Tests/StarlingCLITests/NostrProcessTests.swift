@@ -204,4 +204,28 @@ import Glibc
         ben.type("/part #u4pruyd")
         #expect(await ben.waitForText("left #u4pruyd"))
     }
+
+    /// `/fav` tells the peer our npub as the apps do (`[FAVORITED]:npub1…`): it
+    /// sees a notice, never the text, and keeps the npub; `/unfav` takes it back.
+    @Test func favouritingSomeoneTellsThemOurNpubAsANotice() async throws {
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let port = try await MeshProcessTests.port(of: relay)
+        let bobDir = ContactCommandTests.temporaryDirectory("bob-fav")
+        let bob = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "bob", "--announce-interval", "1",
+                                   "--data-dir", bobDir, "--peer", "127.0.0.1:\(port)"])
+        defer { bob.stop() }
+        let alice = try MeshProcessTests.chat("alice", peer: port)
+        defer { alice.stop() }
+        #expect(await alice.waitForText("bob joined"), "\(alice.text)")
+        alice.type("/fav bob")
+        #expect(await bob.waitForText("* alice favorited you"), "\(bob.text)")
+        #expect(!bob.text.contains("[FAVORITED]"), "\(bob.text)")
+        let contacts = try String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8)
+        #expect(contacts.contains(" npub1") && contacts.hasSuffix(" alice\n"), "\(contacts)")
+        alice.type("/unfav bob")
+        #expect(await bob.waitForText("* alice unfavorited you"), "\(bob.text)")
+        #expect(!bob.text.contains("[UNFAVORITED]"))
+        #expect((try? String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8)) == "")
+    }
 }

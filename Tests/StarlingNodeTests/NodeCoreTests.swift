@@ -150,6 +150,33 @@ extension InProcessNodes {
         #expect(net.nodes[a].unacknowledgedCount == 0)
     }
 
+    /// Carol restarts within her minute of presence: alice never saw her leave,
+    /// and the session alice holds is one carol no longer has. What alice held
+    /// for her still reaches her (a fresh handshake when she announces).
+    @Test func aFavouriteWhoRestartsWithinHerPresenceGetsWhatWasHeld() throws {
+        let carolID = Identity.generate()
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice") { c in
+            c.favorites = [carolID.fingerprint]
+            c.retry.budget = 1_000
+        }
+        let c = net.addNode(NodeCore.Configuration(nickname: "carol"), identity: carolID)
+        net.connect(a, c)
+        net.run(for: 2_000)
+        let before = try net.on(a) { try $0.sendPrivate("before", to: carolID.peerID, now: $1) }
+        net.run(for: 1_000)
+        #expect(net.events[a].contains { if case .delivered(before, _) = $0 { true } else { false } })
+        net.disconnect(a, c)
+        let away = try net.on(a) { try $0.sendPrivate("while away", to: carolID.peerID, now: $1) }
+        net.run(for: 5_000)
+        #expect(net.events[a].contains { if case .held(away, _) = $0 { true } else { false } })
+        #expect(net.nodes[a].peers[carolID.peerID] != nil) // still present for alice
+        let again = net.addNode(NodeCore.Configuration(nickname: "carol"), identity: carolID)
+        net.connect(a, again)
+        #expect(net.run(until: { n in n.events[a].contains { if case .delivered(away, _) = $0 { true } else { false } } }, timeout: 10_000))
+        #expect(Self.privateMessages(net, again).map(\.text) == ["while away"])
+    }
+
     @Test func aFavouritesMessagesAreHeldBySenderAndRelayAndHandedOverWhenSheReturns() throws {
         // Carol is everyone's favourite: alice holds her messages when the retry
         // budget ends, and bob (the relay) keeps what he relays for her once she

@@ -45,7 +45,11 @@ public struct DeliveryTracker<ID: Hashable & Sendable>: Sendable {
     }
 
     public let schedule: Schedule
-    private var entries: [ID: Entry] = [:]
+    private var entries: [ID: Entry] = [:] {
+        didSet { heldCount = nil }
+    }
+    /// Held messages per peer, counted again after a change (read once per announce).
+    private var heldCount: [PeerID: Int]?
 
     public init(schedule: Schedule = Schedule()) { self.schedule = schedule }
 
@@ -55,6 +59,16 @@ public struct DeliveryTracker<ID: Hashable & Sendable>: Sendable {
     public func isHeld(_ id: ID) -> Bool { entries[id]?.heldSince != nil }
     public func attempts(_ id: ID) -> Int? { entries[id]?.attempts }
     public func recipient(of id: ID) -> PeerID? { entries[id]?.peer }
+
+    /// Whether a message for `peer` is held (its budget spent, waiting for it to come back).
+    public mutating func isHolding(for peer: PeerID) -> Bool {
+        if heldCount == nil {
+            var counts: [PeerID: Int] = [:]
+            for e in entries.values where e.heldSince != nil { counts[e.peer, default: 0] += 1 }
+            heldCount = counts
+        }
+        return heldCount?[peer] != nil
+    }
 
     /// A message was sent for the first time.
     public mutating func sent(_ id: ID, to peer: PeerID, now: Millis, favorite: Bool = false) {
