@@ -157,8 +157,9 @@ public struct NodeCore: Sendable {
         var capabilities: Capabilities?
     }
 
-    /// What this node can do, as its announces say: it answers pings.
-    public static let capabilities: Capabilities = [.meshDiagnostics]
+    /// What this node can do, as its announces say: it answers pings, and it
+    /// reads private files (Noise payload 0x20).
+    public static let capabilities: Capabilities = [.meshDiagnostics, .privateMedia]
 
     public let identity: Identity
     public private(set) var configuration: Configuration
@@ -847,6 +848,7 @@ public struct NodeCore: Sendable {
                     probeHeld(sender, now: now)
                 }
                 if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
+                if previous == nil || previous?.info.capabilities != card.capabilities { emit(.capabilities(sender, card.capabilities)) }
                 // What came before the announce is checked now.
                 if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {
                     let waiting = awaitingAnnounce.filter { $0.packet.senderID == sender }

@@ -15,6 +15,9 @@ public enum NodeEvent: Sendable {
     case linkDown(String)
     /// A verified announce from a peer not seen before (or renamed).
     case peer(PeerID, nickname: String, hops: Int)
+    /// What a peer's verified announce says it can do (TLV 0x05), when first
+    /// heard or changed; nil: its announce carries no capabilities.
+    case capabilities(PeerID, Capabilities?)
     /// A public message, signed by the key the sender's verified announce
     /// carries (docs/PROTOCOL.md, "Public messages"). `history`: replayed by a
     /// neighbour's gossip sync (sent before we heard it live; `hops` is then 1,
@@ -108,6 +111,7 @@ extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
+        case capabilities, bits
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -117,6 +121,7 @@ extension NodeEvent: Encodable {
         case .linkUp: "linkUp"
         case .linkDown: "linkDown"
         case .peer: "peer"
+        case .capabilities: "capabilities"
         case .message: "message"
         case .privateMessage: "privateMessage"
         case .sessionEstablished: "session"
@@ -154,6 +159,10 @@ extension NodeEvent: Encodable {
             try c.encode(id.description, forKey: .peerID)
             try c.encode(nickname, forKey: .nickname)
             try c.encode(hops, forKey: .hops)
+        case let .capabilities(id, caps):
+            try c.encode(id.description, forKey: .peerID)
+            try c.encode(caps?.names, forKey: .capabilities) // null: none announced
+            try c.encode(caps?.rawValue, forKey: .bits)
         case let .message(from, nickname, text, hops, timestamp, history):
             try c.encode(from.description, forKey: .from)
             try c.encode(nickname, forKey: .nickname) // null when unknown

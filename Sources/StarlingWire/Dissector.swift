@@ -113,7 +113,7 @@ public enum Dissector {
     /// Dissects the plaintext of a Noise transport frame (an inner payload).
     public static func noisePlaintext(_ bytes: [UInt8]) throws(WireError) -> DissectedField {
         let inner = try NoisePayload(decoding: bytes)
-        var children = [DissectedField("type", .number(UInt64(inner.typeByte)), note: innerName(inner))]
+        var children = [DissectedField("type", .number(UInt64(bytes[0])), note: NoisePayload.Kind.name(of: bytes[0]) ?? "unknown")]
         switch inner {
         case let .privateMessage(m):
             children.append(DissectedField("messageID", .text(m.messageID)))
@@ -127,18 +127,6 @@ public enum Dissector {
             children.append(file(f))
         }
         return DissectedField("noisePayload", .number(UInt64(bytes.count)), note: "bytes", children: children)
-    }
-
-    static func innerName(_ p: NoisePayload) -> String {
-        switch p {
-        case .privateMessage: "privateMessage"
-        case .readReceipt: "readReceipt"
-        case .delivered: "delivered"
-        case .verifyChallenge: "verifyChallenge"
-        case .verifyResponse: "verifyResponse"
-        case .privateFile: "privateFile"
-        case .unknown: "unknown"
-        }
     }
 
     static func payload(of packet: Packet, errorBase: Int) throws(WireError) -> DissectedField {

@@ -69,6 +69,32 @@ public enum NoisePayload: Hashable, Sendable {
         public static let privateFile: UInt8 = 0x20
         /// An older code for private files, accepted on decode only.
         public static let privateFileLegacy: UInt8 = 0x09
+        // Codes the apps use in 2026 whose bodies Starling carries but does not
+        // act on (kept whole as `.unknown`, named by `name(of:)`).
+        public static let groupInvite: UInt8 = 0x06
+        public static let groupKeyUpdate: UInt8 = 0x07
+        public static let voiceFrame: UInt8 = 0x08
+        public static let vouch: UInt8 = 0x12
+        public static let authenticatedPeerState: UInt8 = 0x21
+
+        /// The apps' name for a payload type byte, or nil for one nobody defines.
+        public static func name(of type: UInt8) -> String? {
+            switch type {
+            case privateMessage: "privateMessage"
+            case readReceipt: "readReceipt"
+            case delivered: "delivered"
+            case groupInvite: "groupInvite"
+            case groupKeyUpdate: "groupKeyUpdate"
+            case voiceFrame: "voiceFrame"
+            case privateFileLegacy: "privateFile (prerelease 0x09)"
+            case verifyChallenge: "verifyChallenge"
+            case verifyResponse: "verifyResponse"
+            case vouch: "vouch"
+            case privateFile: "privateFile"
+            case authenticatedPeerState: "authenticatedPeerState"
+            default: nil
+            }
+        }
     }
 
     case privateMessage(PrivateMessage)

@@ -486,6 +486,8 @@ actor ChatScreen {
             say("! \(why)")
         case let .pong(from, rtt, hops):
             say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
+        case .capabilities:
+            break // /who reads them from the node
         case let .pinned(fingerprint, key):
             rememberPin(fingerprint, key)
         case let .favorited(by, _, on, npub):

@@ -156,6 +156,7 @@ struct EventPrinter: Sendable {
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
             case let .favorited(by, nickname, on, _): line = "* \(nickname.map(DisplayText.clean) ?? by.description) \(on ? "favorited" : "unfavorited") you"
             case .pinned: return // kept by applications with a store; nothing for a person here
+            case .capabilities: return // in --json; a person asks chat's /who
             case let .sentOffMesh(id, to, via): line = "* \(id) sent to \(to) via \(via)"
             case let .notice(text): line = "* \(text)"
             }

@@ -161,6 +161,17 @@ import Glibc
         #expect(got?["via"] as? String == "nostr" && got?["messageID"] as? String == id, "\(bobAlone.text)")
         #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 1, "shown once: \(bobAlone.text)")
 
+        // In chat, the way a message went is shown with its receipts.
+        let aliceChat = try LiveProcess(["chat", "--plain", "--port", "0", "--data-dir", alice.dir, "--favorite", bob.fingerprint]
+                                        + nostr(proxyPort))
+        #expect(await aliceChat.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(aliceChat.text)")
+        aliceChat.type("/msg bob from the chat")
+        #expect(await aliceChat.waitForText("to bob: sent via nostr", seconds: 40), "\(aliceChat.text)")
+        #expect(await aliceChat.waitForText("to bob: delivered", seconds: 40), "\(aliceChat.text)")
+        let second = await bobAlone.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "from the chat" }
+        #expect(second?["via"] as? String == "nostr", "\(bobAlone.text)")
+        aliceChat.stop()
+
         // The proxy goes down: nothing reaches the relay, and the sender hears why.
         proxy.stop()
         let before = try await Self.storedEvents(db)
@@ -171,7 +182,7 @@ import Glibc
         #expect(failed.stdout.contains("cannot reach ws://127.0.0.1:\(relayPort) through SOCKS5 proxy 127.0.0.1:\(proxyPort)"), "\(failed.stdout)")
         #expect(failed.stdout.contains("no relay reachable"), "\(failed.stdout)")
         #expect(try await Self.storedEvents(db) == before, "an event reached the relay without the proxy")
-        #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 1, "\(bobAlone.text)")
+        #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 2, "\(bobAlone.text)")
     }
 
     @Test func twoChatsMeetInALocationChannel() async throws {

@@ -234,6 +234,30 @@ extension InProcessNodes {
         #expect(s.victimCore.refusals.forged == 2)
     }
 
+    /// A broadcast file transfer (0x22) is what a person sees as sent by its
+    /// sender: unsigned, or signed by another key, it is refused and goes no
+    /// further; signed by the sender's announced key, it is relayed.
+    @Test func broadcastFileTransfersMustBeSigned() throws {
+        let s = Scene()
+        let file = try FileTransfer(name: "map.png", mimeType: "image/png", content: [1, 2, 3]).encoded()
+        func transfer(_ name: UInt8, signedBy key: Curve25519.Signing.PrivateKey?) throws -> Packet {
+            var p = Packet(type: .fileTransfer, ttl: 7, timestamp: s.net.now + UInt64(name), senderID: s.alice.peerID, payload: file)
+            if let key { try PacketSigning.sign(&p, with: key) }
+            return p
+        }
+        let unsigned = try transfer(1, signedBy: nil), otherKey = try transfer(2, signedBy: s.mallory.signingKey)
+        let signed = try transfer(3, signedBy: s.alice.signingKey)
+        try s.inject(unsigned)
+        try s.inject(otherKey)
+        s.net.run(for: 500)
+        #expect(s.victimCore.refusals.forged == 2)
+        #expect(!s.net.nodes[2].router.hasSeen(unsigned) && !s.net.nodes[2].router.hasSeen(otherKey)) // not relayed
+        try s.inject(signed)
+        s.net.run(for: 500)
+        #expect(s.victimCore.refusals.forged == 2)
+        #expect(s.net.nodes[2].router.hasSeen(signed))
+    }
+
     @Test func aCapturedLeaveCannotBeReplayedAsASyncAnswer() throws {
         let s = Scene()
         var leave = Packet(type: .leave, ttl: 7, timestamp: s.net.now - 300_000, senderID: s.alice.peerID, payload: [])

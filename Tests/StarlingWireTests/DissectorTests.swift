@@ -137,6 +137,22 @@ import Testing
         #expect(end["voiceFrame"]?["flags"]?.note == "end")
     }
 
+    /// The apps' 2026 Noise payload codes (iOS BitchatProtocol.swift's
+    /// NoisePayloadType): named, their bodies shown as bytes.
+    @Test func everyNewNoisePayloadHasItsName() throws {
+        let names = [(0x06, "groupInvite"), (0x07, "groupKeyUpdate"), (0x08, "voiceFrame"), (0x12, "vouch"),
+                     (0x21, "authenticatedPeerState")]
+        for (code, name) in names {
+            let f = try Dissector.noisePlaintext([UInt8(code), 0xAB, 0xCD])
+            #expect(f["type"]?.note == name)
+            #expect(f["body"]?.value == .bytes([0xAB, 0xCD]))
+            #expect(try NoisePayload(decoding: [UInt8(code), 0xAB, 0xCD]) == .unknown(type: UInt8(code), body: [0xAB, 0xCD]))
+        }
+        #expect(try Dissector.noisePlaintext([0x09] + (try FileTransfer(name: "a", mimeType: "text/plain", content: [1]).encoded()))["type"]?.note
+                == "privateFile (prerelease 0x09)")
+        #expect(try Dissector.noisePlaintext([0x7E])["type"]?.note == "unknown")
+    }
+
     @Test func everyNewTypeHasItsName() {
         let names = [(0x04, "courierEnvelope"), (0x23, "boardPost"), (0x24, "prekeyBundle"), (0x25, "groupMessage"), (0x26, "ping"),
                      (0x27, "pong"), (0x28, "nostrCarrier"), (0x29, "voiceFrame"), (0x2C, "announceV2")]

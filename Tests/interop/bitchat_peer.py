@@ -137,7 +137,9 @@ def main() -> int:
     node_id = a["sender"]
     tlvs = tlv8(a["payload"])
     caps = int.from_bytes(tlvs.get(0x05, b""), "little")
-    check(caps & (1 << 6) != 0, f"the node's capabilities (0x{caps:x}) include meshDiagnostics (bit 6)")
+    check(caps & (1 << 6) != 0 and caps & (1 << 8) != 0,
+          f"the node's capabilities (0x{caps:x}) include meshDiagnostics (bit 6) and privateMedia (bit 8)")
+    check(tlvs.get(0x05, b"")[-1:] != b"\x00", "its capability bytes carry no trailing zero byte")
     check(hashlib.sha256(tlvs.get(0x02, b"")).digest()[:8] == node_id, "its sender ID is SHA-256 of its Noise key, first 8 bytes")
 
     # 3. A signed public message (the test reads it in the node's output).
