@@ -5,7 +5,10 @@ import StarlingWire
 /// ask with a GCS filter of what it has and get the rest.
 ///
 /// Kept: the latest announce of each sender (for `announceRetention`) and
-/// public messages (for `messageRetention`), at most `capacity` packets.
+/// public messages (for `messageRetention`), at most `capacity` packets; and,
+/// when `fragmentRetention` is set, broadcast fragments (at most
+/// `maxFragments` of them, within the same capacity), so that a neighbour
+/// whose reassembly stalled can ask for its stream by ID.
 public struct GossipStore: Sendable {
     public struct Configuration: Hashable, Sendable {
         /// Between sync requests to all links (a random part is added, up to the same again).
@@ -13,6 +16,11 @@ public struct GossipStore: Sendable {
         /// After a link comes up, a first request to it.
         public var initialDelay: Millis = 5_000
         public var messageRetention: Millis = 300_000
+        /// How long broadcast fragments are kept for stalled-stream requests
+        /// (iOS: 900 s); nil: not kept (the simulator's default).
+        public var fragmentRetention: Millis? = nil
+        /// Fragments kept at most (the oldest go first).
+        public var maxFragments = 256
         public var announceRetention: Millis = 60_000
         public var capacity = 1_000
         /// Bytes kept at most (payloads as inflated, plus compressed copies and
@@ -47,11 +55,14 @@ public struct GossipStore: Sendable {
         var id: PacketID
         var packet: Packet
         var receivedAt: Millis
+        /// A fragment's stream ID and index.
+        var stream: (id: UInt64, index: UInt16)? = nil
     }
 
     public let configuration: Configuration
     private var entries: [UInt64: Entry] = [:]
     private var latestAnnounce: [PeerID: UInt64] = [:]
+    private var fragmentCount = 0
     /// What the packets kept cost, as ``Configuration/maxBytes`` counts it.
     public private(set) var bytes = 0
 
@@ -61,9 +72,17 @@ public struct GossipStore: Sendable {
 
     public var count: Int { entries.count }
 
-    /// Keeps a public packet (announces and messages; others are ignored).
+    /// Keeps a public packet (announces, messages and, when configured,
+    /// fragments; others are ignored).
     public mutating func keep(_ packet: Packet, id: PacketID, now: Millis) {
-        guard packet.isBroadcast, packet.type == .announce || packet.type == .message else { return }
+        guard packet.isBroadcast else { return }
+        var stream: (id: UInt64, index: UInt16)?
+        if packet.type == .fragment, configuration.fragmentRetention != nil, configuration.maxFragments > 0,
+           let f = try? Fragment(decoding: packet.payload) {
+            stream = (f.fragmentID, f.index)
+        } else {
+            guard packet.type == .announce || packet.type == .message else { return }
+        }
         if packet.type == .announce {
             if let old = latestAnnounce[packet.senderID], let oldEntry = entries[old] {
                 guard oldEntry.packet.timestamp <= packet.timestamp else { return }
@@ -73,8 +92,14 @@ public struct GossipStore: Sendable {
         }
         let cost = Self.cost(packet)
         guard cost <= configuration.maxBytes else { return }
-        if let old = entries.updateValue(Entry(id: id, packet: packet, receivedAt: now), forKey: id.high) { bytes -= Self.cost(old.packet) }
+        if entries[id.high] != nil { forget(id.high) }
+        entries[id.high] = Entry(id: id, packet: packet, receivedAt: now, stream: stream)
         bytes += cost
+        if stream != nil { fragmentCount += 1 }
+        while fragmentCount > configuration.maxFragments,
+              let oldest = entries.filter({ $0.value.stream != nil }).min(by: { $0.value.receivedAt < $1.value.receivedAt }) {
+            forget(oldest.key)
+        }
         while entries.count > configuration.capacity || bytes > configuration.maxBytes,
               let oldest = entries.min(by: { $0.value.receivedAt < $1.value.receivedAt }) {
             forget(oldest.key)
@@ -88,7 +113,8 @@ public struct GossipStore: Sendable {
 
     public mutating func expire(now: Millis) {
         let stale = entries.filter { _, e in
-            let keep = e.packet.type == .announce ? configuration.announceRetention : configuration.messageRetention
+            let keep = e.stream != nil ? configuration.fragmentRetention ?? 0
+                : e.packet.type == .announce ? configuration.announceRetention : configuration.messageRetention
             return now > e.receivedAt && now - e.receivedAt > keep
         }.keys
         for key in stale { forget(key) }
@@ -97,6 +123,7 @@ public struct GossipStore: Sendable {
     private mutating func forget(_ key: UInt64) {
         guard let e = entries.removeValue(forKey: key) else { return }
         bytes -= Self.cost(e.packet)
+        if e.stream != nil { fragmentCount -= 1 }
         if e.packet.type == .announce, latestAnnounce[e.packet.senderID] == key { latestAnnounce[e.packet.senderID] = nil }
     }
 
@@ -104,8 +131,15 @@ public struct GossipStore: Sendable {
     /// to spare buys fewer false positives). Each request should pass a
     /// different `spread` (``GCSFilter``): a packet that is a false positive
     /// of one filter, and so never sent back, is then not one of the next.
-    public func filter(spread: UInt32 = 0) -> GCSFilter {
-        let ids = entries.values.sorted { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) }.map(\.id)
+    /// Fragments are left out (they would spend the budget of the messages),
+    /// unless `streams` names some: then it holds just their fragments (the
+    /// filter of a stalled-stream request).
+    public func filter(spread: UInt32 = 0, streams: Set<UInt64>? = nil) -> GCSFilter {
+        let ids = entries.values.filter { e in
+            guard let streams else { return e.stream == nil }
+            return e.stream.map { streams.contains($0.id) } ?? false
+        }
+            .sorted { ($0.receivedAt, $0.id.high) > ($1.receivedAt, $1.id.high) }.map(\.id)
         return GCSFilter(ids: ids, budget: configuration.filterBudget, falsePositiveRate: configuration.falsePositiveRate,
                          spread: spread, spendSpareBudget: true)
     }
@@ -124,5 +158,18 @@ public struct GossipStore: Sendable {
             if out.count >= configuration.maxReplies { break }
         }
         return out
+    }
+
+    /// The fragments of these streams that the asker's filter lacks, in
+    /// stream and index order (TTL 0, isRSR), for a stalled-stream request.
+    public func missingFragments(of streams: Set<UInt64>, from filter: GCSFilter) -> [(id: PacketID, packet: Packet)] {
+        let values = filter.values()
+        return entries.values.compactMap { e -> (UInt64, UInt16, PacketID, Packet)? in
+            guard let s = e.stream, streams.contains(s.id), !GCSFilter.contains(sortedValues: values, e.id, m: filter.m) else { return nil }
+            var p = e.packet
+            p.ttl = 0
+            p.isRSR = true
+            return (s.id, s.index, e.id, p)
+        }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.prefix(configuration.maxReplies).map { ($0.2, $0.3) }
     }
 }

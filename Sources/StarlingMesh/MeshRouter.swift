@@ -556,7 +556,8 @@ public struct MeshRouter: Sendable {
             .prefix(RequestSync.maxFragmentIDs)
         guard !ids.isEmpty, !neighborhood.linkIDs.isEmpty else { return [] }
         for id in ids { streamAsked[id] = now }
-        let request = RequestSync(filter: gossip?.filter(spread: syncRound % 64) ?? GCSFilter(p: 7, m: 0, data: []),
+        // The filter holds what we have of those streams: only the rest comes back.
+        let request = RequestSync(filter: gossip?.filter(spread: syncRound % 64, streams: Set(ids)) ?? GCSFilter(p: 7, m: 0, data: []),
                                   types: SyncTypes([.fragment]), fragmentIDs: Array(ids))
         guard let payload = try? request.encoded() else { return [] }
         var packet = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
@@ -613,8 +614,14 @@ public struct MeshRouter: Sendable {
         var actions: [Action] = []
         // Only the types asked for (announces and messages unless the request says), from `since` on.
         let types = request.types ?? .default
-        let replies = store.missing(from: request.filter).filter {
-            types.includes($0.packet.type) && $0.packet.timestamp >= (request.since ?? 0)
+        let replies: [(id: PacketID, packet: Packet)]
+        if let streams = request.fragmentIDs, !streams.isEmpty, types.includes(.fragment) {
+            // A stalled reassembly asks for its streams: their fragments it lacks, whatever `since` says.
+            replies = store.missingFragments(of: Set(streams), from: request.filter)
+        } else {
+            replies = store.missing(from: request.filter).filter {
+                types.includes($0.packet.type) && $0.packet.timestamp >= (request.since ?? 0)
+            }
         }
         // A packet our last answer on this link carried, asked for again, was
         // lost: it goes twice this time (in a short answer; a long one comes

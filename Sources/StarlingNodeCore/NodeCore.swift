@@ -37,6 +37,8 @@ public struct NodeCore: Sendable {
             // Public messages are kept 6 hours for sync, as the apps keep them
             // (within the store's 1,000 packets and 4 MiB).
             sync.messageRetention = 6 * 3_600_000
+            // Broadcast fragments 15 minutes (as iOS), for a neighbour's stalled reassembly.
+            sync.fragmentRetention = 900_000
             c.sync = sync
             c.stalledFragments = (stall: 5_000, again: 10_000)
             return c

@@ -159,6 +159,39 @@ import StarlingWire
         #expect(store.count == 1)
     }
 
+    /// Broadcast fragments are kept when configured (capped, expiring), left
+    /// out of the general filter, and sent back by stream: only those the
+    /// asker's filter of that stream lacks, in index order.
+    @Test func fragmentsAreKeptAndAnsweredByStream() throws {
+        var config = GossipStore.Configuration()
+        config.fragmentRetention = 900_000
+        config.maxFragments = 4
+        var store = GossipStore(configuration: config), asker = GossipStore(configuration: config)
+        func fragment(_ stream: UInt64, _ index: UInt16, ttl: UInt8 = 7) -> Packet {
+            let f = Fragment(fragmentID: stream, index: index, total: 3, originalType: .message, data: [UInt8](repeating: UInt8(index), count: 10))
+            return Packet(type: .fragment, ttl: ttl, timestamp: 1_000, senderID: PeerID(rawValue: 9), payload: f.encoded(), compress: false)
+        }
+        for i: UInt16 in [2, 0, 1] { store.keep(fragment(0xAB, i), id: PacketID(fragment(0xAB, i)), now: 1_000 + UInt64(i)) }
+        for i: UInt16 in [0, 1] { asker.keep(fragment(0xAB, i), id: PacketID(fragment(0xAB, i)), now: 1_000) }
+        #expect(store.count == 3)
+        #expect(store.filter().values().isEmpty) // not in the general filter
+        let answer = store.missingFragments(of: [0xAB], from: asker.filter(streams: [0xAB]))
+        #expect(answer.map { try? Fragment(decoding: $0.packet.payload).index } == [2])
+        #expect(answer.allSatisfy { $0.packet.ttl == 0 && $0.packet.isRSR })
+        #expect(store.missingFragments(of: [0xCD], from: asker.filter(streams: [0xCD])).isEmpty)
+        #expect(store.missingFragments(of: [0xAB], from: GCSFilter(p: 7, m: 0, data: [])).map { try? Fragment(decoding: $0.packet.payload).index } == [0, 1, 2])
+        // Capped at maxFragments (the oldest go), and gone after the retention.
+        for i: UInt16 in 0..<3 { store.keep(fragment(0xCD, i), id: PacketID(fragment(0xCD, i)), now: 2_000) }
+        #expect(store.count == 4)
+        #expect(store.missingFragments(of: [0xAB], from: GCSFilter(p: 7, m: 0, data: [])).count == 1)
+        store.expire(now: 2_000 + 900_001)
+        #expect(store.count == 0)
+        // Without a retention, none are kept.
+        var plain = GossipStore()
+        plain.keep(fragment(0xAB, 0), id: PacketID(fragment(0xAB, 0)), now: 0)
+        #expect(plain.count == 0)
+    }
+
     /// A message that is a false positive of a neighbour's filter is not sent
     /// back to it; the neighbour's next request spreads M, so it is not one
     /// again and the message goes (before, it never would: the same set

@@ -181,5 +181,37 @@ extension InProcessNodes {
         net.run(for: 6_000)
         #expect(try requests().count == 2)
     }
+
+    /// A neighbour that holds the whole stream answers the stalled request
+    /// with the fragment missing (and only that one): the message is shown.
+    @Test func aStalledStreamIsRepairedByANeighbourThatHoldsIt() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim"), holder = net.addNode("holder")
+        net.connect(victim, holder)
+        let toVictim = net.openRawLink(to: victim, maxFrame: 512), toHolder = net.openRawLink(to: holder, maxFrame: 512)
+        let alice = Identity.generate()
+        for raw in [toVictim, toHolder] {
+            net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
+        }
+        net.run(for: 1_000)
+        let text = String(repeating: "the bridge on the east road is out; ", count: 12)
+        var message = Packet(type: .message, ttl: 7, timestamp: net.now, senderID: alice.peerID, payload: Array(text.utf8), compress: false)
+        try PacketSigning.sign(&message, with: alice.signingKey)
+        // TTL 0: nobody relays them, so each node has only what it was given.
+        let fragments = try Fragmenter.fragment(message, chunkSize: 200, fragmentID: 0x5EED, maxFragments: 16).map { f -> [UInt8] in
+            var f = f
+            f.ttl = 0
+            return try f.encoded()
+        }
+        #expect(fragments.count == 3)
+        for f in fragments { net.inject(f, on: toHolder) }
+        for f in fragments.prefix(2) { net.inject(f, on: toVictim) }
+        net.run(for: 1_000)
+        #expect(NodeCoreTests.messages(net, victim).isEmpty)
+        let repliesBefore = net.nodes[holder].router.statistics.syncRepliesSent
+        net.run(for: 6_000) // stalled for 5 s: the victim asks, the holder answers
+        #expect(NodeCoreTests.messages(net, victim) == [text])
+        #expect(net.nodes[holder].router.statistics.syncRepliesSent - repliesBefore <= 2) // the missing fragment, not all three
+    }
 }
 }
