@@ -45,9 +45,11 @@ public actor RelayServer {
                 await self?.housekeep()
             }
         }
-        for await (address, datagram) in socket.datagrams(maxSize: RelayPacket.maxDatagram + 1) {
+        // In batches: what arrived together is handled in one turn of the actor.
+        for await batch in socket.datagramBatches(maxSize: RelayPacket.maxDatagram + 1) {
             if stopped { break }
-            perform(core.receive(datagram, from: address, now: Self.now()))
+            let now = Self.now()
+            for (address, datagram) in batch { perform(core.receive(datagram, from: address, now: now)) }
         }
         housekeeping.cancel()
     }

@@ -16,6 +16,10 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// which runs one at a time): COUNT(*) over 100,000 rows a batch would
     /// cost more than the batch. One server a file.
     private var total: Int?
+    /// Each recipient's queue length as far as it is known (the same rules:
+    /// touched only inside `db.write`), so that a batch does not count a deep
+    /// queue again; forgotten whole past 65,536 recipients and on expiry.
+    private var queued: [UserID: Int] = [:]
 
     public init(path: String, maxUsers: Int = 1_000_000) throws {
         var config = Configuration()
@@ -72,6 +76,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
             var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
             var perUser: [UserID: Int] = [:]
             var known: [UserID: Bool] = [:]
+            if self.queued.count > 65_536 { self.queued = [:] }
             // Prepared once (cached across batches): a batch costs one statement a message.
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
@@ -87,7 +92,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 }
                 guard known[m.recipient]! else { return .unknownRecipient }
                 if perUser[m.recipient] == nil {
-                    perUser[m.recipient] = try Int.fetchOne(countFor, arguments: [recipient]) ?? 0
+                    perUser[m.recipient] = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [recipient]) ?? 0
                 }
                 guard perUser[m.recipient]! < limits.perUser, total < limits.total else {
                     // Full, unless this is a retry of one held already (then it is QUEUED again).
@@ -102,9 +107,22 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 }
                 return .stored
             }
-            self.total = total // (a failed transaction throws before this, and rolls back)
+            let counted = perUser, newTotal = total
+            self.afterCommit(db) { store in
+                store.total = newTotal
+                store.queued.merge(counted) { _, new in new }
+            }
             return outcomes
         }
+    }
+
+    /// Updates the counts kept beside the queue once the transaction has
+    /// committed; a rollback (a failed commit) forgets them, to be counted again.
+    private func afterCommit(_ db: Database, _ update: @escaping @Sendable (SQLiteRelayStore) -> Void) {
+        db.afterNextTransaction(onCommit: { _ in update(self) }, onRollback: { _ in
+            self.total = nil
+            self.queued = [:]
+        })
     }
 
     public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
@@ -126,7 +144,11 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
                 """, arguments: args) else { return nil }
             try db.execute(sql: "DELETE FROM queue WHERE recipient = ? AND message_id = ?", arguments: args)
-            if let t = self.total { self.total = max(0, t - db.changesCount) }
+            let n = db.changesCount
+            self.afterCommit(db) { store in
+                if let t = store.total { store.total = max(0, t - n) }
+                if let q = store.queued[user] { store.queued[user] = max(0, q - n) }
+            }
             return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
                                       payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
@@ -136,7 +158,10 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         try await db.write { db in
             try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
             let n = db.changesCount
-            if let t = self.total { self.total = max(0, t - n) }
+            self.afterCommit(db) { store in
+                if let t = store.total { store.total = max(0, t - n) }
+                if n > 0 { store.queued = [:] }
+            }
             return n
         }
     }

@@ -137,23 +137,12 @@ public final class UDPSocket: @unchecked Sendable {
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
             source.setEventHandler { [fd, weak self] in
-                while true {
-                    var from = sockaddr_in()
-                    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-                    let n = buffer.withUnsafeMutableBytes { buf in
-                        withUnsafeMutablePointer(to: &from) {
-                            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                                recvfrom(fd, buf.baseAddress, buf.count, 0, $0, &length)
-                            }
-                        }
-                    }
-                    guard n >= 0 else { break }
+                while let (from, n) = Self.receive(fd, into: &buffer) {
                     if n > maxSize {
                         self?.noteOversized()
                         continue
                     }
-                    continuation.yield((UDPAddress(host: from.sin_addr.s_addr, port: UInt16(bigEndian: from.sin_port)),
-                                        Array(buffer[0..<n])))
+                    continuation.yield((from, Array(buffer[0..<n])))
                 }
             }
             source.setCancelHandler { continuation.finish() }
@@ -163,6 +152,60 @@ public final class UDPSocket: @unchecked Sendable {
             lock.unlock()
             source.resume()
         }
+    }
+
+    /// Datagrams as they arrive, in batches: each wake-up of the reader reads
+    /// what the kernel holds (at most `maxBatch`) and yields it as one array,
+    /// so that a busy server pays one hand-over per batch, not per datagram.
+    /// Oversized datagrams are dropped as ``datagrams(maxSize:)`` drops them.
+    public func datagramBatches(maxSize: Int = UDPSocket.maxDatagram, maxBatch: Int = 256)
+        -> AsyncStream<[(UDPAddress, [UInt8])]>
+    {
+        AsyncStream(bufferingPolicy: .bufferingNewest(256)) { continuation in
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
+            source.setEventHandler { [fd, weak self] in
+                var more = true
+                while more {
+                    var batch: [(UDPAddress, [UInt8])] = []
+                    batch.reserveCapacity(min(maxBatch, 64))
+                    while batch.count < maxBatch {
+                        guard let (from, n) = Self.receive(fd, into: &buffer) else {
+                            more = false
+                            break
+                        }
+                        if n > maxSize {
+                            self?.noteOversized()
+                            continue
+                        }
+                        batch.append((from, Array(buffer[0..<n])))
+                    }
+                    if !batch.isEmpty { continuation.yield(batch) }
+                }
+            }
+            source.setCancelHandler { continuation.finish() }
+            continuation.onTermination = { [weak self] _ in self?.cancelReading() }
+            lock.lock()
+            self.source = source
+            lock.unlock()
+            source.resume()
+        }
+    }
+
+    /// One datagram into `buffer`: its source and length (which may exceed
+    /// the buffer's when the kernel had more); nil when none waits.
+    private static func receive(_ fd: Int32, into buffer: inout [UInt8]) -> (UDPAddress, Int)? {
+        var from = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let n = buffer.withUnsafeMutableBytes { buf in
+            withUnsafeMutablePointer(to: &from) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(fd, buf.baseAddress, buf.count, 0, $0, &length)
+                }
+            }
+        }
+        guard n >= 0 else { return nil }
+        return (UDPAddress(host: from.sin_addr.s_addr, port: UInt16(bigEndian: from.sin_port)), n)
     }
 
     private var closed = false
