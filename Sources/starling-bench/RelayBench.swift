@@ -42,28 +42,35 @@ enum RelayBench {
 
     // MARK: Baselines
 
-    /// Round trips a second through a plain echo on loopback, 256 in flight.
+    /// Round trips a second through a plain echo on loopback: 4 clients with
+    /// 256 in flight each, driven and read exactly as the relay's senders are
+    /// (datagrams read in batches; the driver sleeps while every window is full).
     static func udpEcho(seconds: Double) -> Double {
         blocking {
-            let server = try UDPSocket(bindTo: .loopback(0)), client = try UDPSocket(bindTo: .loopback(0))
-            defer { server.close(); client.close() }
-            let echoTask = Task { for await (from, bytes) in server.datagrams(maxSize: 2_048) { _ = server.send(bytes, to: from) } }
+            let server = try UDPSocket(bindTo: .loopback(0))
+            defer { server.close() }
+            let echoTask = Task {
+                for await batch in server.datagramBatches(maxSize: 2_048) { for (from, bytes) in batch { _ = server.send(bytes, to: from) } }
+            }
             defer { echoTask.cancel() }
-            let counter = Counter()
-            let reader = Task { for await _ in client.datagrams(maxSize: 2_048) { counter.add() } }
-            defer { reader.cancel() }
+            let clients = try (0..<4).map { _ in try UDPSocket(bindTo: .loopback(0)) }
+            defer { for c in clients { c.close() } }
+            let counters = clients.map { _ in Counter() }
+            let readers = zip(clients, counters).map { c, n in Task { for await batch in c.datagramBatches(maxSize: 2_048) { n.add(batch.count) } } }
+            defer { for r in readers { r.cancel() } }
             let payload = [UInt8](repeating: 0x42, count: 300) // a short sealed message's size
             let start = Date()
-            var sent = 0
+            var sent = Array(repeating: 0, count: clients.count)
             while Date().timeIntervalSince(start) < seconds {
-                if sent - counter.value < 256 {
-                    _ = client.send(payload, to: .loopback(server.localPort))
-                    sent += 1
-                } else {
-                    await Task.yield()
+                var idle = true
+                for i in clients.indices where sent[i] - counters[i].value < 256 {
+                    _ = clients[i].send(payload, to: .loopback(server.localPort))
+                    sent[i] += 1
+                    idle = false
                 }
+                if idle { try? await Task.sleep(for: .microseconds(100)) }
             }
-            return Double(counter.value) / Date().timeIntervalSince(start)
+            return Double(counters.map(\.value).reduce(0, +)) / Date().timeIntervalSince(start)
         } ?? 0
     }
 
@@ -103,21 +110,26 @@ enum RelayBench {
         init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
 
         func start() -> Task<Void, Never> {
-            let stream = socket.datagrams(maxSize: 2_048)
+            let stream = socket.datagramBatches(maxSize: 2_048)
             return Task {
-                for await (_, bytes) in stream {
-                    guard let p = try? RelayPacket.decode(bytes, .toClient) else { continue }
-                    switch p {
-                    case let .registered(t, _): lock.withLock { token = t }
-                    case let .queued(id, _):
-                        let now = DispatchTime.now().uptimeNanoseconds
-                        lock.withLock {
-                            queued += 1
-                            if let t = sentAt.removeValue(forKey: id) { latencies.append(Double(now - t) / 1e6) }
-                        }
-                    default: break
-                    }
+                for await batch in stream {
+                    for (_, bytes) in batch { self.take(bytes) }
                 }
+            }
+        }
+
+        /// An answer from the server: a token, or a QUEUED with its latency.
+        func take(_ bytes: [UInt8]) {
+            guard let p = try? RelayPacket.decode(bytes, .toClient) else { return }
+            switch p {
+            case let .registered(t, _): lock.withLock { token = t }
+            case let .queued(id, _):
+                let now = DispatchTime.now().uptimeNanoseconds
+                lock.withLock {
+                    queued += 1
+                    if let t = sentAt.removeValue(forKey: id) { latencies.append(Double(now - t) / 1e6) }
+                }
+            default: break
             }
         }
 
@@ -137,7 +149,7 @@ enum RelayBench {
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var n = 0
-        func add() { lock.withLock { n += 1 } }
+        func add(_ k: Int = 1) { lock.withLock { n += k } }
         var value: Int { lock.withLock { n } }
     }
 
@@ -196,7 +208,7 @@ enum RelayBench {
                     sent[i] += 1
                     idle = false
                 }
-                if idle { await Task.yield() }
+                if idle { try? await Task.sleep(for: .microseconds(100)) }
             }
             try? await Task.sleep(for: .milliseconds(300))
             let elapsed = Date().timeIntervalSince(start)

@@ -762,6 +762,24 @@ actor ChatScreen {
         case "/join", "/j":
             guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /join #GEOHASH (or /join #mesh)"); return true }
             await join(String(words[1].dropFirst()))
+        case "/nostr":
+            // How a Nostr contact's messages are wrapped: the apps' variant, or standard NIP-17.
+            guard let nostr else { say("! no Nostr here"); return true }
+            if words.count == 1 {
+                let all = await nostr.contacts.values.sorted { $0.nickname < $1.nickname }
+                if all.isEmpty { say("* no Nostr contacts yet (a favourite who favourites you back tells you their npub)") }
+                for c in all { say("  \(c.nickname)  \(c.npub.prefix(20))…  \(c.variant == .standard ? "standard NIP-17" : "bitchat")") }
+                return true
+            }
+            guard words.count == 3, let variant = ["standard": GiftWrap.Variant.standard, "nip17": .standard, "bitchat": .bitchat][words[2]] else {
+                say("usage: /nostr [NICK standard|bitchat]")
+                return true
+            }
+            if let c = await nostr.setVariant(variant, named: words[1]) {
+                say("* messages to \(c.nickname) over Nostr go as \(variant == .standard ? "standard NIP-17 (plain text, no receipts)" : "bitchat's envelope (as the apps)")")
+            } else {
+                say("! no Nostr contact named \(words[1]) (/nostr lists them)")
+            }
         case "/part":
             guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /part #GEOHASH"); return true }
             let g = String(words[1].dropFirst()).lowercased()
@@ -782,6 +800,8 @@ actor ChatScreen {
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
               /block NICK, /unblock NICK, /fav NICK, /unfav NICK  (a mutual favourite is reached over Nostr with --nostr)
+              /nostr [NICK standard|bitchat]  Nostr contacts; wrap a contact's messages as standard NIP-17
+                                (any Nostr client) or as the bitchat apps do (the default)
               /join #GEOHASH    a public location channel over Nostr (--nostr), as the apps run them;
                                 /join #mesh comes back, /part #GEOHASH leaves
               /nick NAME        rename yourself

@@ -70,26 +70,34 @@ enum NostrKeyFile {
 
 /// The favourites who told us their Nostr key (`[FAVORITED]:npub1…` over
 /// their Noise session), in `nostr-contacts`: one per line, fingerprint,
-/// npub, nickname.
+/// npub, `variant=standard` when the user chose standard NIP-17 for them
+/// (`/nostr NICK standard`; bitchat's variant otherwise), nickname.
 struct NostrContact: Hashable, Sendable {
     var fingerprint: Fingerprint
     var npub: String
     var nickname: String
+    var variant: GiftWrap.Variant = .bitchat
 
     static func load(_ directory: URL) -> [Fingerprint: NostrContact] {
         guard let text = try? String(contentsOf: directory.appendingPathComponent("nostr-contacts"), encoding: .utf8) else { return [:] }
         var out: [Fingerprint: NostrContact] = [:]
         for line in text.split(whereSeparator: \.isNewline) {
-            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+            var parts = line.split(separator: " ", maxSplits: 2).map(String.init)
             guard parts.count == 3, let f = Fingerprint(hex: parts[0]), (try? Bech32.publicKey(npub: parts[1])) != nil else { continue }
-            out[f] = NostrContact(fingerprint: f, npub: parts[1], nickname: parts[2])
+            var variant = GiftWrap.Variant.bitchat
+            if parts[2].hasPrefix("variant="), let space = parts[2].firstIndex(of: " "),
+               let v = GiftWrap.Variant(rawValue: String(parts[2][..<space].dropFirst("variant=".count))) {
+                variant = v
+                parts[2] = String(parts[2][space...].dropFirst())
+            }
+            out[f] = NostrContact(fingerprint: f, npub: parts[1], nickname: parts[2], variant: variant)
         }
         return out
     }
 
     static func save(_ contacts: [Fingerprint: NostrContact], _ directory: URL) throws {
         let text = contacts.values.sorted { $0.fingerprint < $1.fingerprint }
-            .map { "\($0.fingerprint.hex) \($0.npub) \($0.nickname)\n" }.joined()
+            .map { "\($0.fingerprint.hex) \($0.npub) \($0.variant == .bitchat ? "" : "variant=\($0.variant.rawValue) ")\($0.nickname)\n" }.joined()
         try Data(text.utf8).write(to: directory.appendingPathComponent("nostr-contacts"), options: .atomic)
     }
 }
@@ -126,7 +134,18 @@ actor NostrLink {
         guard let transport else { return }
         let mutual = await node.favoriteFingerprints.contains(f)
         let key = mutual ? contacts[f].flatMap { try? Bech32.publicKey(npub: $0.npub) } : nil
-        await transport.setContact(f.peerID, publicKey: key)
+        await transport.setContact(f.peerID, publicKey: key, variant: contacts[f]?.variant ?? .bitchat)
+    }
+
+    /// Chooses how messages to the contact with this nickname are wrapped:
+    /// bitchat's variant (the apps) or standard NIP-17 (any Nostr client).
+    /// Nil when no contact has that name.
+    func setVariant(_ variant: GiftWrap.Variant, named name: String) async -> NostrContact? {
+        guard let c = contacts.values.filter({ $0.nickname == name }).min(by: { $0.fingerprint < $1.fingerprint }) else { return nil }
+        contacts[c.fingerprint]?.variant = variant
+        try? NostrContact.save(contacts, directory)
+        await refresh(c.fingerprint)
+        return contacts[c.fingerprint]
     }
 
     /// The mutual favourite with this nickname (for a peer not on the mesh).
@@ -165,7 +184,7 @@ actor NostrLink {
             guard let f = await node.sessionFingerprint(by) ?? contact(for: by)?.fingerprint else { return }
             if on, let npub, (try? Bech32.publicKey(npub: npub)) != nil {
                 let name = DisplayText.clean(nickname ?? contacts[f]?.nickname ?? by.description).replacingOccurrences(of: "\n", with: " ")
-                contacts[f] = NostrContact(fingerprint: f, npub: npub, nickname: name)
+                contacts[f] = NostrContact(fingerprint: f, npub: npub, nickname: name, variant: contacts[f]?.variant ?? .bitchat)
             } else {
                 contacts[f] = nil
             }
