@@ -105,7 +105,8 @@ let targets: [Target] = [
     // The relay server's runtime: the UDP socket, group commits, its SQLite store.
     .target(
         name: "StarlingRelayServer",
-        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift")]
+        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift"),
+                       .product(name: "GRDBSQLite", package: "GRDB.swift")]
     ),
     // The relay's queues in PostgreSQL (postgres-nio): several servers, one population.
     .target(
@@ -275,7 +276,8 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingRelayTests",
         dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingRelayPostgres", "StarlingYaOK", "StarlingCrypto",
-                       "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
+                       "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto"),
+                       .product(name: "GRDB", package: "GRDB.swift")]
     ),
     // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
     .target(

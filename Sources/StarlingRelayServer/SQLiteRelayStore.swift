@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import StarlingWire
 import StarlingYaOKRelay
 
@@ -12,14 +13,25 @@ import StarlingYaOKRelay
 public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     private let db: DatabaseQueue
     public let maxUsers: Int
-    /// The queue's length, kept beside it (touched only inside `db.write`,
-    /// which runs one at a time): COUNT(*) over 100,000 rows a batch would
-    /// cost more than the batch. One server a file.
+    // Kept beside the queue, touched only inside `db.write` (one at a time),
+    // and forgotten whole when a transaction rolls back (counted again on the
+    // next write). One server a file.
+    /// The queue's length: COUNT(*) over 100,000 rows a batch would cost more than the batch.
     private var total: Int?
-    /// Each recipient's queue length as far as it is known (the same rules:
-    /// touched only inside `db.write`), so that a batch does not count a deep
-    /// queue again; forgotten whole past 65,536 recipients and on expiry.
+    /// Each recipient's queue length as far as it is known (forgotten whole
+    /// past 65,536 recipients and on expiry).
     private var queued: [UserID: Int] = [:]
+    /// Every (recipient, message ID) queued, loaded on first use: a sender's
+    /// retry is found here, not through an index. A UNIQUE index on random
+    /// message IDs dirtied a page per message in each commit (4 MiB of WAL a
+    /// 1,000-message commit, at 100,000 queued); this costs ~80 bytes a
+    /// queued message in memory (8 MiB at the 100,000 cap).
+    private var held: Set<Held>?
+
+    struct Held: Hashable {
+        let recipient: UserID
+        let messageID: UserID
+    }
 
     public init(path: String, maxUsers: Int = 1_000_000) throws {
         var config = Configuration()
@@ -38,6 +50,19 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 CREATE INDEX queue_by_recipient ON queue (recipient, seq);
                 CREATE INDEX queue_by_age ON queue (received_at);
                 CREATE INDEX users_by_age ON users (last_register);
+                """)
+        }
+        // One index a message, in arrival order per recipient: the rowid is the
+        // arrival order (max + 1, so never behind a message still queued), duplicates
+        // are found in `held`, and expiry scans the table every 30 s.
+        migrator.registerMigration("v2 queue with one index") { db in
+            try db.execute(sql: """
+                CREATE TABLE queue_v2 (seq INTEGER PRIMARY KEY, recipient BLOB NOT NULL, message_id BLOB NOT NULL,
+                                       sender BLOB NOT NULL, payload BLOB NOT NULL, received_at INTEGER NOT NULL);
+                INSERT INTO queue_v2 SELECT seq, recipient, message_id, sender, payload, received_at FROM queue;
+                DROP TABLE queue;
+                ALTER TABLE queue_v2 RENAME TO queue;
+                CREATE INDEX queue_by_recipient ON queue (recipient, seq);
                 """)
         }
         try migrator.migrate(db)
@@ -73,55 +98,73 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
         try await db.write { db in
+            self.forgetOnRollback(db)
             var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
-            var perUser: [UserID: Int] = [:]
-            var known: [UserID: Bool] = [:]
+            if self.held == nil {
+                var all = Set<Held>()
+                let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id FROM queue")
+                while let row = try rows.next() {
+                    if let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) {
+                        all.insert(Held(recipient: r, messageID: m))
+                    }
+                }
+                self.held = all
+            }
             if self.queued.count > 65_536 { self.queued = [:] }
-            // Prepared once (cached across batches): a batch costs one statement a message.
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (recipient, message_id) DO NOTHING
-                """)
+            var known: [UserID: Bool] = [:]
             let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
             let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
-            let held = try db.cachedStatement(sql: "SELECT 1 FROM queue WHERE recipient = ? AND message_id = ?")
+            // Prepared once (cached across batches) and bound in place: a message costs one step.
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
+                """).sqliteStatement
             let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
-                let recipient = Data(m.recipient.bytes)
                 if known[m.recipient] == nil {
-                    known[m.recipient] = try Bool.fetchOne(isUser, arguments: [recipient]) ?? false
+                    known[m.recipient] = try Bool.fetchOne(isUser, arguments: [Data(m.recipient.bytes)]) ?? false
                 }
                 guard known[m.recipient]! else { return .unknownRecipient }
-                if perUser[m.recipient] == nil {
-                    perUser[m.recipient] = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [recipient]) ?? 0
+                // A retry of one held already is QUEUED again, stored once (even when the queue is full).
+                let key = Held(recipient: m.recipient, messageID: m.messageID)
+                if self.held!.contains(key) { return .stored }
+                let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
+                self.queued[m.recipient] = count
+                guard count < limits.perUser else { return .recipientQueueFull }
+                guard total < limits.total else { return .serverFull }
+                sqlite3_reset(insert)
+                Self.bind(insert, 1, m.recipient.bytes)
+                Self.bind(insert, 2, m.messageID.bytes)
+                Self.bind(insert, 3, m.sender.bytes)
+                Self.bind(insert, 4, m.payload)
+                sqlite3_bind_int64(insert, 5, Int64(m.receivedAt))
+                let rc = sqlite3_step(insert)
+                sqlite3_reset(insert)
+                guard rc == SQLITE_DONE else {
+                    throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                 }
-                guard perUser[m.recipient]! < limits.perUser, total < limits.total else {
-                    // Full, unless this is a retry of one held already (then it is QUEUED again).
-                    if try Bool.fetchOne(held, arguments: [recipient, Data(m.messageID.bytes)]) ?? false { return .stored }
-                    return perUser[m.recipient]! >= limits.perUser ? .recipientQueueFull : .serverFull
-                }
-                try insert.execute(arguments: [recipient, Data(m.messageID.bytes), Data(m.sender.bytes), Data(m.payload),
-                                               Int64(m.receivedAt)])
-                if db.changesCount > 0 { // else a retry, held already: QUEUED again, stored once
-                    perUser[m.recipient]! += 1
-                    total += 1
-                }
+                self.held!.insert(key)
+                self.queued[m.recipient] = count + 1
+                total += 1
                 return .stored
             }
-            let counted = perUser, newTotal = total
-            self.afterCommit(db) { store in
-                store.total = newTotal
-                store.queued.merge(counted) { _, new in new }
-            }
+            self.total = total
             return outcomes
         }
     }
 
-    /// Updates the counts kept beside the queue once the transaction has
-    /// committed; a rollback (a failed commit) forgets them, to be counted again.
-    private func afterCommit(_ db: Database, _ update: @escaping @Sendable (SQLiteRelayStore) -> Void) {
-        db.afterNextTransaction(onCommit: { _ in update(self) }, onRollback: { _ in
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    private static func bind(_ statement: OpaquePointer, _ index: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
+    }
+
+    /// What is kept beside the queue describes the committed queue: if this
+    /// transaction rolls back (a failed commit), it is forgotten, to be
+    /// counted again by the next write.
+    private func forgetOnRollback(_ db: Database) {
+        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in
             self.total = nil
             self.queued = [:]
+            self.held = nil
         })
     }
 
@@ -139,28 +182,31 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
         try await db.write { db in
+            self.forgetOnRollback(db)
             let args: StatementArguments = [Data(user.bytes), Data(messageID.bytes)]
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
                 """, arguments: args) else { return nil }
             try db.execute(sql: "DELETE FROM queue WHERE recipient = ? AND message_id = ?", arguments: args)
             let n = db.changesCount
-            self.afterCommit(db) { store in
-                if let t = store.total { store.total = max(0, t - n) }
-                if let q = store.queued[user] { store.queued[user] = max(0, q - n) }
-            }
+            if let t = self.total { self.total = max(0, t - n) }
+            if let q = self.queued[user] { self.queued[user] = max(0, q - n) }
+            self.held?.remove(Held(recipient: user, messageID: messageID))
             return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
                                       payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
     }
 
+    /// Takes what is older than `cutoff` (a scan of the table: it runs every 30 s).
     public func expire(before cutoff: UInt64) async throws -> Int {
         try await db.write { db in
+            self.forgetOnRollback(db)
             try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
             let n = db.changesCount
-            self.afterCommit(db) { store in
-                if let t = store.total { store.total = max(0, t - n) }
-                if n > 0 { store.queued = [:] }
+            if let t = self.total { self.total = max(0, t - n) }
+            if n > 0 {
+                self.queued = [:]
+                self.held = nil
             }
             return n
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import StarlingRelayServer
 import StarlingWire
 import StarlingYaOKRelay
@@ -33,5 +34,52 @@ import Testing
         #expect(try await store.counts().queued == 1)
         #expect(try await store.expire(before: 6) == 1)
         #expect(try await store.counts().queued == 0)
+        // After expiry (which forgets what is held) and on a fresh opening of the
+        // file (which has to find it again), a retry is still stored once.
+        let again = UserID.random()
+        #expect(try await store.enqueue([m(again)], limits: limits) == [.stored])
+        let reopened = try SQLiteRelayStore(path: path, maxUsers: 2)
+        #expect(try await reopened.enqueue([m(again)], limits: limits) == [.stored])
+        #expect(try await reopened.counts().queued == 1)
+        #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == [again])
+    }
+
+    /// A file written by the first schema (a UNIQUE index on message IDs, an
+    /// age index) is migrated with its queue: in order, retries found.
+    @Test func aFirstSchemaFileIsMigratedWithItsQueue() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-v1-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let b = UserID.random(), a = UserID.random(), ids = (0..<3).map { _ in UserID.random() }
+        do {
+            let old = try DatabaseQueue(path: path)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("v1 relay") { db in
+                try db.execute(sql: """
+                    CREATE TABLE users (user_id BLOB PRIMARY KEY, key BLOB NOT NULL, last_register INTEGER NOT NULL);
+                    CREATE TABLE queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, recipient BLOB NOT NULL, message_id BLOB NOT NULL,
+                                        sender BLOB NOT NULL, payload BLOB NOT NULL, received_at INTEGER NOT NULL,
+                                        UNIQUE (recipient, message_id));
+                    CREATE INDEX queue_by_recipient ON queue (recipient, seq);
+                    CREATE INDEX queue_by_age ON queue (received_at);
+                    CREATE INDEX users_by_age ON users (last_register);
+                    """)
+            }
+            try migrator.migrate(old)
+            try await old.write { db in
+                try db.execute(sql: "INSERT INTO users VALUES (?, ?, 1)", arguments: [Data(b.bytes), Data(repeating: 1, count: 32)])
+                for id in ids {
+                    try db.execute(sql: "INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, 5)",
+                                   arguments: [Data(b.bytes), Data(id.bytes), Data(a.bytes), Data([7])])
+                }
+            }
+            try old.close()
+        }
+        let store = try SQLiteRelayStore(path: path)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == ids)
+        let retry = RelayQueuedMessage(messageID: ids[1], sender: a, recipient: b, payload: [7], receivedAt: 6)
+        #expect(try await store.enqueue([retry], limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.counts().queued == 3)
+        let indexes = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'queue'") }
+        #expect(indexes == ["queue_by_recipient"])
     }
 }
