@@ -28,6 +28,11 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// queued message in memory (8 MiB at the 100,000 cap).
     private var held: Set<Held>?
 
+    /// A second connection that copies the WAL into the database, so that
+    /// a commit (and the QUEUED answers waiting for it) never does.
+    private let checkpointer: DatabaseQueue
+    private let checkpoints: DispatchSourceTimer
+
     struct Held: Hashable {
         let recipient: UserID
         let messageID: UserID
@@ -39,7 +44,8 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         db = try DatabaseQueue(path: path, configuration: config)
         self.maxUsers = maxUsers
         // GRDB sets NORMAL with WAL; a QUEUED answer promises durability: FULL.
-        try db.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+        // Checkpoints are the checkpointer's (below), not the committing writer's.
+        try db.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0") }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 relay") { db in
             try db.execute(sql: """
@@ -66,6 +72,26 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 """)
         }
         try migrator.migrate(db)
+        checkpointer = try DatabaseQueue(path: path)
+        checkpoints = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "starling.relay.checkpoint"))
+        let checkpointer = self.checkpointer
+        checkpoints.setEventHandler { Self.checkpoint(checkpointer) }
+        checkpoints.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200), leeway: .milliseconds(50))
+        checkpoints.resume()
+    }
+
+    deinit { checkpoints.cancel() }
+
+    /// A passive checkpoint every 200 ms (it never waits for the writer). When
+    /// the WAL runs past 16,384 pages (64 MiB) under a load that leaves the
+    /// passive ones no gap to finish in, a RESTART checkpoint, which makes the
+    /// next commit wait for it, bounds the file.
+    static func checkpoint(_ db: DatabaseQueue) {
+        try? db.writeWithoutTransaction { db in
+            guard let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") else { return }
+            let log: Int = row[1], done: Int = row[2]
+            if log > 16_384, done < log { try db.execute(sql: "PRAGMA wal_checkpoint(RESTART)") }
+        }
     }
 
     /// `synchronous` as SQLite reports it (2: FULL), for the tests.
