@@ -271,7 +271,7 @@ enum RelayBench {
         let after = residentBytes()
         let size = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite").path)[.size]) as? Int) ?? 0
         let wal = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite-wal").path)[.size]) as? Int) ?? 0
-        print("  100,000 more queued (1,000 a commit, \(format1(Date().timeIntervalSince(t0))) s): resident memory +\(format1(Double(after - before) / 1_048_576)) MiB; database \(format1(Double(size + wal) / 1_048_576)) MiB on disk (\((size + wal) / 100_000 + 0) bytes a message of \(template.count))")
+        print("  100,000 more queued (1,000 a commit, \(format1(Date().timeIntervalSince(t0))) s): resident memory +\(format1(Double(after - before) / 1_048_576)) MiB; database \(format1(Double(size) / 1_048_576)) MiB (\(size / 100_000) bytes a message of \(template.count)) and a WAL of \(format1(Double(wal) / 1_048_576)) MiB not yet checkpointed")
     }
 
     static func residentBytes() -> Int {
