@@ -298,7 +298,8 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCLITests",
         dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire",
-                       "StarlingYaOK", "StarlingYaOKRelay", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
+                       "StarlingYaOK", "StarlingYaOKRelay", "StarlingRelayPostgres", "StarlingTransport",
+                       .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]
 

@@ -92,42 +92,62 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
+    /// A batch in five round trips, whatever its size: which recipients are
+    /// users, their queues' lengths, the queue's length, which messages are
+    /// held already (a sender's retry), then one multi-row INSERT.
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
-        try await client.withTransaction(logger: logger) { c in
+        let recipients = Array(Set(batch.map(\.recipient)))
+        let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
+        return try await client.withTransaction(logger: logger) { c in
+            var known = Set<UserID>()
+            for try await id in try await c.query("SELECT user_id FROM relay_users WHERE user_id = ANY(\(recipientBuffers))",
+                                                  logger: self.logger).decode(ByteBuffer.self) {
+                if let u = UserID(bytes: Self.bytes(id)) { known.insert(u) }
+            }
+            var perUser: [UserID: Int] = [:]
+            for try await (id, n) in try await c.query("""
+                SELECT recipient, count(*) FROM relay_queue WHERE recipient = ANY(\(recipientBuffers)) GROUP BY recipient
+                """, logger: self.logger).decode((ByteBuffer, Int64).self) {
+                if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
+            }
             var total = 0
             for try await n in try await c.query("SELECT count(*) FROM relay_queue", logger: self.logger).decode(Int64.self) { total = Int(n) }
-            var perUser: [UserID: Int] = [:]
-            var known: [UserID: Bool] = [:]
+            struct Key: Hashable { let recipient: UserID, messageID: UserID }
+            var held = Set<Key>()
+            let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
+            for try await (r, m) in try await c.query("""
+                SELECT q.recipient, q.message_id FROM relay_queue q
+                JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
+                """, logger: self.logger).decode((ByteBuffer, ByteBuffer).self) {
+                if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)) { held.insert(Key(recipient: r, messageID: m)) }
+            }
             var outcomes: [RelayEnqueueOutcome] = []
+            var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
+                ([], [], [], [], [])
             for m in batch {
-                let recipient = Self.buffer(m.recipient.bytes)
-                if known[m.recipient] == nil {
-                    var found = false
-                    for try await _ in try await c.query("SELECT 1 FROM relay_users WHERE user_id = \(recipient)", logger: self.logger)
-                        .decode(Int32.self) { found = true }
-                    known[m.recipient] = found
-                }
-                guard known[m.recipient]! else { outcomes.append(.unknownRecipient); continue }
-                if perUser[m.recipient] == nil {
-                    for try await n in try await c.query("SELECT count(*) FROM relay_queue WHERE recipient = \(recipient)", logger: self.logger)
-                        .decode(Int64.self) { perUser[m.recipient] = Int(n) }
-                }
-                var held = false
-                for try await _ in try await c.query("""
-                    SELECT 1 FROM relay_queue WHERE recipient = \(recipient) AND message_id = \(Self.buffer(m.messageID.bytes))
-                    """, logger: self.logger).decode(Int32.self) { held = true }
-                if held { outcomes.append(.stored); continue }
+                guard known.contains(m.recipient) else { outcomes.append(.unknownRecipient); continue }
+                // A retry of one held already (or one earlier in this batch) is QUEUED again, stored once.
+                guard held.insert(Key(recipient: m.recipient, messageID: m.messageID)).inserted else { outcomes.append(.stored); continue }
                 guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
                 guard total < limits.total else { outcomes.append(.serverFull); continue }
-                try await c.query("""
-                    INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
-                    VALUES (\(recipient), \(Self.buffer(m.messageID.bytes)), \(Self.buffer(m.sender.bytes)), \(Self.buffer(m.payload)),
-                            \(Int64(m.receivedAt)))
-                    ON CONFLICT (recipient, message_id) DO NOTHING
-                    """, logger: self.logger)
+                rows.recipients.append(Self.buffer(m.recipient.bytes))
+                rows.ids.append(Self.buffer(m.messageID.bytes))
+                rows.senders.append(Self.buffer(m.sender.bytes))
+                rows.payloads.append(Self.buffer(m.payload))
+                rows.times.append(Int64(m.receivedAt))
                 perUser[m.recipient, default: 0] += 1
                 total += 1
                 outcomes.append(.stored)
+            }
+            if !rows.ids.isEmpty {
+                // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order.
+                try await c.query("""
+                    INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                    SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
+                                                     \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
+                    ORDER BY i
+                    ON CONFLICT (recipient, message_id) DO NOTHING
+                    """, logger: self.logger)
             }
             return outcomes
         }

@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import StarlingRelayPostgres
+import StarlingWire
+import StarlingYaOKRelay
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -106,6 +109,34 @@ import Glibc
     /// Two relay servers on one PostgreSQL share the queues: alice sends
     /// through one, bob (away at the time) collects through the other. The
     /// metrics endpoint counts what went through.
+    /// The PostgreSQL store's rules, as the in-memory reference and the SQLite
+    /// store state them, with its batches in a few round trips: unknown
+    /// recipients, retries stored once (within a batch too), a full queue, order.
+    @Test func thePostgreSQLStoreKeepsTheSameRules() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let store = try await PostgresRelayStore(url: pg.url)
+        defer { store.close() }
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        var limits = RelayQueueLimits()
+        limits.perUser = 3
+        let m = { (id: UserID) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9, 8], receivedAt: 5) }
+        let ids = (0..<4).map { _ in UserID.random() }
+        let outcomes = try await store.enqueue([m(ids[0]), m(ids[0]), m(ids[1]), m(ids[2]), m(ids[3]),
+                                                RelayQueuedMessage(messageID: .random(), sender: a, recipient: .random(), payload: [9], receivedAt: 5)],
+                                               limits: limits)
+        #expect(outcomes == [.stored, .stored, .stored, .stored, .recipientQueueFull, .unknownRecipient])
+        #expect(try await store.enqueue([m(ids[1])], limits: limits) == [.stored], "a retry of one held is QUEUED again, even when full")
+        #expect(try await store.counts().queued == 3)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == Array(ids.prefix(3)), "in arrival order")
+        #expect(try await store.fetch(b, limit: 10).first?.payload == [9, 8])
+        #expect(try await store.remove(b, messageID: ids[0])?.messageID == ids[0])
+        limits.total = 2
+        #expect(try await store.enqueue([m(.random())], limits: limits) == [.serverFull])
+        #expect(try await store.expire(before: 6) == 2)
+    }
+
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
         let pg = try PostgresCluster()
         defer { pg.stop() }
