@@ -13,6 +13,7 @@ import Testing
         let a = try #require(d["announce"])
         #expect(a["nickname"]?.value == .text("alice"))
         #expect(a["bridgeGeohash"]?.value == .text("u4pr"))
+        #expect(a["capabilities"]?.value == .number(3) && a["capabilities"]?.note == "prekeys, wifiBulk")
         #expect(a["tlv_0x7f"]?.value == .bytes([0xAB, 0xCD]))
         #expect(d["signature"]?.value == .bytes(repeated(1, 64)))
         #expect(d["packetID"] != nil)
