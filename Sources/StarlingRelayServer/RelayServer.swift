@@ -141,23 +141,31 @@ public actor RelayServer {
         perform(core.registration(result, from: address, now: Self.now(), timestamp: r.timestamp))
     }
 
-    /// Group commit: each turn takes everything that arrived meanwhile.
+    /// Group commit: each turn takes everything that arrived meanwhile. The
+    /// answers to one commit go out while the next one runs (never before
+    /// their own commit has returned).
     private func commitLoop() async {
+        var answers: [Core.Step] = []
         while !pending.isEmpty {
             let batch = Array(pending.prefix(512))
             pending.removeFirst(batch.count)
             inFlight += batch.count
+            let store = self.store, limits = core.configuration.limits, messages = batch.map(\.0)
+            let commit = Task { try await store.enqueue(messages, limits: limits) }
+            perform(answers) // the last commit's, while this one runs
+            answers = []
             do {
-                let outcomes = try await store.enqueue(batch.map(\.0), limits: core.configuration.limits)
+                let outcomes = try await commit.value
                 commits += 1
-                for ((message, address), outcome) in zip(batch, outcomes) { perform(core.enqueued(message, outcome, from: address)) }
+                for ((message, address), outcome) in zip(batch, outcomes) { answers += core.enqueued(message, outcome, from: address) }
             } catch {
                 storeFailures += 1
-                for (message, address) in batch { perform(core.storageFailed(message, from: address)) }
+                for (message, address) in batch { answers += core.storageFailed(message, from: address) }
             }
             inFlight -= batch.count
         }
         committing = false
+        perform(answers)
     }
 }
 
