@@ -7,8 +7,11 @@ import StarlingYaOKRelay
 /// The relay's queues and pinned keys in PostgreSQL (postgres-nio), so that
 /// several relay servers behind one address serve one population: a message
 /// queued through one is fetched through another. Each batch is one
-/// transaction; the per-user and total caps are checked inside it (two
-/// servers committing at the same instant may each pass a cap by a batch).
+/// transaction; the per-user and total caps are checked inside it. The
+/// queue's length is kept in a row of its own (`relay_queue_count`), locked by
+/// each batch, so the total cap is exact across servers and costs no count of
+/// the whole queue (two servers committing at the same instant may each pass
+/// a per-user cap by a batch).
 public final class PostgresRelayStore: RelayStore, Sendable {
     private let client: PostgresClient
     private let logger: Logger
@@ -52,6 +55,12 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_recipient ON relay_queue (recipient, seq)", logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_age ON relay_queue (received_at)", logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_users_by_age ON relay_users (last_register)", logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_queue_count (id INT PRIMARY KEY CHECK (id = 1), total BIGINT NOT NULL)
+                """, logger: self.logger)
+            try await c.query("""
+                INSERT INTO relay_queue_count (id, total) SELECT 1, count(*) FROM relay_queue ON CONFLICT (id) DO NOTHING
+                """, logger: self.logger)
         }
     }
 
@@ -93,8 +102,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     }
 
     /// A batch in five round trips, whatever its size: which recipients are
-    /// users, their queues' lengths, the queue's length, which messages are
-    /// held already (a sender's retry), then one multi-row INSERT.
+    /// users, their queues' lengths, the queue's length (its row locked), which
+    /// messages are held already (a sender's retry), then one multi-row INSERT
+    /// that adds what went in to the length.
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
         let recipients = Array(Set(batch.map(\.recipient)))
         let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
@@ -111,7 +121,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
             }
             var total = 0
-            for try await n in try await c.query("SELECT count(*) FROM relay_queue", logger: self.logger).decode(Int64.self) { total = Int(n) }
+            for try await n in try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
+                .decode(Int64.self) { total = Int(n) }
             struct Key: Hashable { let recipient: UserID, messageID: UserID }
             var held = Set<Key>()
             let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
@@ -140,13 +151,15 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 outcomes.append(.stored)
             }
             if !rows.ids.isEmpty {
-                // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order.
+                // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order;
+                // the length grows by what went in (not by a row another server put in first).
                 try await c.query("""
-                    INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                    WITH inserted AS (INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
                     SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
                                                      \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
                     ORDER BY i
-                    ON CONFLICT (recipient, message_id) DO NOTHING
+                    ON CONFLICT (recipient, message_id) DO NOTHING RETURNING 1)
+                    UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
                     """, logger: self.logger)
             }
             return outcomes
@@ -168,8 +181,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
         let rows = try await client.query("""
-            DELETE FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes)) AND message_id = \(Self.buffer(messageID.bytes))
-            RETURNING sender, payload, received_at
+            WITH removed AS (
+                DELETE FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes)) AND message_id = \(Self.buffer(messageID.bytes))
+                RETURNING sender, payload, received_at),
+            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
+            SELECT sender, payload, received_at FROM removed
             """, logger: logger)
         for try await (sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
             guard let sender = UserID(bytes: Self.bytes(sender)) else { return nil }
@@ -180,8 +196,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func expire(before cutoff: UInt64) async throws -> Int {
         var n = 0
-        for try await _ in try await client.query("DELETE FROM relay_queue WHERE received_at < \(Int64(cutoff)) RETURNING seq",
-                                                  logger: logger).decode(Int64.self) { n += 1 }
+        for try await removed in try await client.query("""
+            WITH removed AS (DELETE FROM relay_queue WHERE received_at < \(Int64(cutoff)) RETURNING 1),
+            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
+            SELECT count(*) FROM removed
+            """, logger: logger).decode(Int64.self) { n = Int(removed) }
         return n
     }
 

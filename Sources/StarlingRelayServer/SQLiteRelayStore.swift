@@ -41,6 +41,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     public init(path: String, maxUsers: Int = 1_000_000) throws {
         var config = Configuration()
         config.journalMode = .wal
+        config.busyMode = Self.briefWaits // the checkpointer's RESTART holds the writer back for a moment
         db = try DatabaseQueue(path: path, configuration: config)
         self.maxUsers = maxUsers
         // GRDB sets NORMAL with WAL; a QUEUED answer promises durability: FULL.
@@ -72,7 +73,9 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 """)
         }
         try migrator.migrate(db)
-        checkpointer = try DatabaseQueue(path: path)
+        var waits = Configuration()
+        waits.busyMode = Self.briefWaits // a RESTART waits for the commit under way
+        checkpointer = try DatabaseQueue(path: path, configuration: waits)
         checkpoints = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "starling.relay.checkpoint"))
         let checkpointer = self.checkpointer
         checkpoints.setEventHandler { Self.checkpoint(checkpointer) }
@@ -82,15 +85,25 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     deinit { checkpoints.cancel() }
 
-    /// A passive checkpoint every 200 ms (it never waits for the writer). When
-    /// the WAL runs past 16,384 pages (64 MiB) under a load that leaves the
-    /// passive ones no gap to finish in, a RESTART checkpoint, which makes the
-    /// next commit wait for it, bounds the file.
+    /// Waiting for a lock in steps of 0.2 ms, up to 5 s (SQLite's own busy
+    /// timeout sleeps in steps growing to 100 ms, which a commit would feel).
+    static let briefWaits = Database.BusyMode.callback { tries in
+        guard tries < 25_000 else { return false }
+        usleep(200)
+        return true
+    }
+
+    /// A passive checkpoint every 200 ms (it never waits for the writer).
+    /// SQLite starts the WAL afresh only when a commit begins with every frame
+    /// copied, which a commit-after-commit load never gives it: past 16,384
+    /// pages (64 MiB) a RESTART checkpoint, which holds the next commit back
+    /// for a moment (measured: up to ~70 ms), starts it afresh. Without that
+    /// the WAL would grow for as long as such a load lasts.
     static func checkpoint(_ db: DatabaseQueue) {
         try? db.writeWithoutTransaction { db in
             guard let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") else { return }
             let log: Int = row[1], done: Int = row[2]
-            if log > 16_384, done < log { try db.execute(sql: "PRAGMA wal_checkpoint(RESTART)") }
+            if log > 16_384, done == log { try db.execute(sql: "PRAGMA wal_checkpoint(RESTART)") }
         }
     }
 

@@ -135,6 +135,8 @@ import Glibc
         limits.total = 2
         #expect(try await store.enqueue([m(.random())], limits: limits) == [.serverFull])
         #expect(try await store.expire(before: 6) == 2)
+        // The length kept beside the queue followed the removal and the expiry.
+        #expect(try await store.enqueue([m(.random()), m(.random()), m(.random())], limits: limits) == [.stored, .stored, .serverFull])
     }
 
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
