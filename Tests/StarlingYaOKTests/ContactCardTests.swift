@@ -120,6 +120,10 @@ import Testing
         #expect(UserID(string: "6f1c2a3b 4d5e-4f60-8172-8394a5b6c7d8") == nil)
         #expect(UserID(string: "6F1C2A3B-4D5E-4F60-8172-8394A5B6C7D8")?.description == "6f1c2a3b-4d5e-4f60-8172-8394a5b6c7d8")
         #expect(UserID.random() != id)
+        // Equal IDs hash alike (the hash takes the 16 bytes at once).
+        #expect(Set([id, UserID(string: id.description)!, UserID(bytes: id.bytes)!]).count == 1)
+        #expect(id.hashValue == UserID(bytes: id.bytes)!.hashValue)
+        #expect(Set((0..<1_000).map { _ in UserID.random() }).count == 1_000)
     }
 
     /// Our base64 against Foundation's, every length to 100.
