@@ -136,8 +136,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
-        try await db.write { db in
-            self.forgetOnRollback(db)
+        try await writing { db in
             var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
             if self.held == nil {
                 var all = Set<Held>()
@@ -192,20 +191,32 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
+    /// A blob, never NULL (an empty array has no base address: a zero-length blob).
     private static func bind(_ statement: OpaquePointer, _ index: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
+        if bytes.isEmpty {
+            sqlite3_bind_zeroblob(statement, index, 0)
+        } else {
+            bytes.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
+        }
     }
 
-    /// What is kept beside the queue describes the committed queue: if this
-    /// transaction rolls back (a failed commit), it is forgotten, to be
-    /// counted again by the next write.
-    private func forgetOnRollback(_ db: Database) {
-        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in
-            self.total = nil
-            self.queued = [:]
-            self.held = nil
-        })
+    /// A write whose failure (a thrown error, a rollback, a COMMIT that
+    /// failed: SQLite may roll back by itself, unseen by transaction
+    /// observers) forgets what is kept beside the queue, to be counted again
+    /// from the file by the next write.
+    private func writing<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await db.write(body)
+        } catch {
+            try? await db.writeWithoutTransaction { _ in
+                self.total = nil
+                self.queued = [:]
+                self.held = nil
+            }
+            throw error
+        }
     }
+
 
     public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
         try await db.read { db in
@@ -220,8 +231,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
-        try await db.write { db in
-            self.forgetOnRollback(db)
+        try await writing { db in
             let args: StatementArguments = [Data(user.bytes), Data(messageID.bytes)]
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
@@ -238,8 +248,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     /// Takes what is older than `cutoff` (a scan of the table: it runs every 30 s).
     public func expire(before cutoff: UInt64) async throws -> Int {
-        try await db.write { db in
-            self.forgetOnRollback(db)
+        try await writing { db in
             try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
             let n = db.changesCount
             if let t = self.total { self.total = max(0, t - n) }

@@ -161,7 +161,9 @@ public final class UDPSocket: @unchecked Sendable {
     public func datagramBatches(maxSize: Int = UDPSocket.maxDatagram, maxBatch: Int = 256)
         -> AsyncStream<[(UDPAddress, [UInt8])]>
     {
-        AsyncStream(bufferingPolicy: .bufferingNewest(256)) { continuation in
+        // 16 batches waiting at most (4,096 datagrams, as the one-by-one stream
+        // holds): a deeper backlog would be requests their senders have retried.
+        AsyncStream(bufferingPolicy: .bufferingNewest(16)) { continuation in
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
             source.setEventHandler { [fd, weak self] in

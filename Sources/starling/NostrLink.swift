@@ -97,7 +97,12 @@ struct NostrContact: Hashable, Sendable {
 
     static func save(_ contacts: [Fingerprint: NostrContact], _ directory: URL) throws {
         let text = contacts.values.sorted { $0.fingerprint < $1.fingerprint }
-            .map { "\($0.fingerprint.hex) \($0.npub) \($0.variant == .bitchat ? "" : "variant=\($0.variant.rawValue) ")\($0.nickname)\n" }.joined()
+            .map { (c: NostrContact) -> String in
+                // The variant is written when it is not the default, and always before a
+                // nickname that itself begins with "variant=" (a peer chooses its nickname).
+                let variant = c.variant != .bitchat || c.nickname.hasPrefix("variant=") ? "variant=\(c.variant.rawValue) " : ""
+                return "\(c.fingerprint.hex) \(c.npub) \(variant)\(c.nickname)\n"
+            }.joined()
         try Data(text.utf8).write(to: directory.appendingPathComponent("nostr-contacts"), options: .atomic)
     }
 }
