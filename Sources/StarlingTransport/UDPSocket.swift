@@ -133,24 +133,8 @@ public final class UDPSocket: @unchecked Sendable {
     /// than `maxSize` are read and dropped at once, never copied or queued
     /// (``oversized`` counts them).
     public func datagrams(maxSize: Int = UDPSocket.maxDatagram) -> AsyncStream<(UDPAddress, [UInt8])> {
-        AsyncStream(bufferingPolicy: .bufferingNewest(4096)) { continuation in
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
-            source.setEventHandler { [fd, weak self] in
-                while let (from, n) = Self.receive(fd, into: &buffer) {
-                    if n > maxSize {
-                        self?.noteOversized()
-                        continue
-                    }
-                    continuation.yield((from, Array(buffer[0..<n])))
-                }
-            }
-            source.setCancelHandler { continuation.finish() }
-            continuation.onTermination = { [weak self] _ in self?.cancelReading() }
-            lock.lock()
-            self.source = source
-            lock.unlock()
-            source.resume()
+        reading(buffering: 4096, maxSize: maxSize) { next, yield in
+            while let datagram = next() { yield(datagram) }
         }
     }
 
@@ -163,27 +147,40 @@ public final class UDPSocket: @unchecked Sendable {
     {
         // 16 batches waiting at most (4,096 datagrams, as the one-by-one stream
         // holds): a deeper backlog would be requests their senders have retried.
-        AsyncStream(bufferingPolicy: .bufferingNewest(16)) { continuation in
+        reading(buffering: 16, maxSize: maxSize) { next, yield in
+            var batch: [(UDPAddress, [UInt8])] = []
+            while let datagram = next() {
+                batch.append(datagram)
+                if batch.count == maxBatch {
+                    yield(batch)
+                    batch = []
+                }
+            }
+            if !batch.isEmpty { yield(batch) }
+        }
+    }
+
+    /// The reader both streams share: a dispatch source on the socket whose
+    /// wake-ups `drain` with `next` (the next datagram no longer than
+    /// `maxSize`, nil when none waits; longer ones are counted and dropped).
+    private func reading<Element: Sendable>(buffering: Int, maxSize: Int,
+                                  _ drain: @escaping @Sendable (_ next: () -> (UDPAddress, [UInt8])?, _ yield: (Element) -> Void) -> Void)
+        -> AsyncStream<Element>
+    {
+        AsyncStream(bufferingPolicy: .bufferingNewest(buffering)) { continuation in
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
             source.setEventHandler { [fd, weak self] in
-                var more = true
-                while more {
-                    var batch: [(UDPAddress, [UInt8])] = []
-                    batch.reserveCapacity(min(maxBatch, 64))
-                    while batch.count < maxBatch {
-                        guard let (from, n) = Self.receive(fd, into: &buffer) else {
-                            more = false
-                            break
-                        }
+                drain({
+                    while let (from, n) = Self.receive(fd, into: &buffer) {
                         if n > maxSize {
                             self?.noteOversized()
                             continue
                         }
-                        batch.append((from, Array(buffer[0..<n])))
+                        return (from, Array(buffer[0..<n]))
                     }
-                    if !batch.isEmpty { continuation.yield(batch) }
-                }
+                    return nil
+                }, { continuation.yield($0) })
             }
             source.setCancelHandler { continuation.finish() }
             continuation.onTermination = { [weak self] _ in self?.cancelReading() }
