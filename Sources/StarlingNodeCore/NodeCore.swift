@@ -641,7 +641,7 @@ public struct NodeCore: Sendable {
         _ = try payload.encoded() // fails here, not on a retry
         unacknowledged[id] = payload
         tracker.sent(id, to: peer, now: now, favorite: isFavorite(peer))
-        try sendNoise(payload, to: peer, now: now)
+        try sendNoise(payload, to: peer, now: now, fresh: true)
     }
 
     private func isFavorite(_ peer: PeerID) -> Bool {
@@ -653,9 +653,10 @@ public struct NodeCore: Sendable {
     /// A session due for a rekey (an hour, or 10,000 messages) starts a fresh
     /// handshake; its old keys carry this payload and keep working until the
     /// new ones exist. A retry is flooded (`routing: .flood`): the route the
-    /// first try took may be what failed.
+    /// first try took may be what failed. A retry waits for the session once;
+    /// a `fresh` send always waits (the same file sent twice is two sends).
     private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
-                                    routing: MeshRouter.Routing = .automatic) throws {
+                                    routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
         // Mesh first, always: off the mesh only for a peer no announce has come
         // from within the last minute, and only what a mailbox carries.
         if present[peer] == nil, let via = offMesh[peer], let ticket = Self.offMeshTicket(payload) {
@@ -663,7 +664,7 @@ public struct NodeCore: Sendable {
             return
         }
         guard sessions.hasSession(with: peer) else {
-            if !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
+            if fresh || !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
             if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
             return
         }
@@ -981,7 +982,7 @@ public struct NodeCore: Sendable {
         case let .delivered(id):
             // A duplicate receipt, or one from anyone but the recipient, counts for nothing.
             guard tracker.recipient(of: id) == sender, tracker.acknowledged(id) != nil else { return }
-            unacknowledged[id] = nil
+            if !tracker.isTracking(id) { unacknowledged[id] = nil }
             emit(.delivered(messageID: id, by: sender))
         case let .readReceipt(id):
             // Once, and only from the one we sent it to (a replayed or forged receipt counts for nothing).

@@ -294,6 +294,22 @@ private func ring(_ n: Int) -> Topology {
         #expect(t.due(now: 10_000).isEmpty)
     }
 
+    /// A file's ID is its hash: sent twice, it waits for two receipts, and
+    /// keeps being retried until the second comes.
+    @Test func theSameIDSentTwiceWaitsForTwoReceipts() {
+        var t = DeliveryTracker<String>()
+        let p = PeerID(rawValue: 5)
+        t.sent("f", to: p, now: 0)
+        t.sent("f", to: p, now: 10)
+        #expect(t.copies("f") == 2)
+        #expect(t.acknowledged("f") == p)
+        #expect(t.isTracking("f") && t.copies("f") == 1)
+        #expect(t.due(now: 2_010) == [.resend("f", to: p, attempt: 2)])
+        #expect(t.acknowledged("f") == p)
+        #expect(!t.isTracking("f"))
+        #expect(t.acknowledged("f") == nil)
+    }
+
     @Test func favouritesAreHeldAndSentAgainWhenTheyReturn() {
         var schedule = DeliveryTracker<Int>.Schedule()
         schedule.heldPerPeer = 2

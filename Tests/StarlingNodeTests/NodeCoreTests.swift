@@ -260,6 +260,26 @@ extension InProcessNodes {
         #expect(net.events[a].contains { if case .delivered(second, _) = $0 { true } else { false } })
     }
 
+    /// Sent twice at once, before any session: both copies wait for the
+    /// handshake (neither is taken for a retry of the other), both arrive,
+    /// and each copy's receipt is counted.
+    @Test func theSameFileTwiceBeforeASessionArrivesTwice() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        net.connect(a, b)
+        net.run(for: 1_000)
+        let bob = net.nodes[b].peerID
+        let content = Array("the same file, twice\n".utf8)
+        let first = try net.on(a) { try $0.sendFile(name: "my notes.txt", mimeType: nil, content: content, to: bob, now: $1) }
+        let second = try net.on(a) { try $0.sendFile(name: "my notes.txt", mimeType: nil, content: content, to: bob, now: $1) }
+        #expect(first == second) // the apps' transfer ID: the file's hash
+        net.run(for: 1_500) // both, before the first retry (2 s)
+        #expect(net.savedFiles[b].count == 2, "\(net.events[b])")
+        let delivered = net.events[a].filter { if case .delivered(first, _) = $0 { true } else { false } }
+        #expect(delivered.count == 2, "\(net.events[a])")
+        #expect(net.nodes[a].unacknowledgedCount == 0)
+    }
+
     @Test func aBlockedPeerIsNeitherShownNorRelayed() throws {
         let net = Self.line()
         net.run(for: 1_000)

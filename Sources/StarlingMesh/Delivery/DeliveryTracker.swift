@@ -42,6 +42,9 @@ public struct DeliveryTracker<ID: Hashable & Sendable>: Sendable {
         var firstAt: Millis
         var favorite: Bool
         var heldSince: Millis?
+        /// Copies sent under this ID and not yet acknowledged: a file's ID is
+        /// its hash, so the same file sent twice is one ID with two receipts due.
+        var copies = 1
     }
 
     public let schedule: Schedule
@@ -70,15 +73,27 @@ public struct DeliveryTracker<ID: Hashable & Sendable>: Sendable {
         return heldCount?[peer] != nil
     }
 
-    /// A message was sent for the first time.
+    /// A message was sent for the first time. Sent again under an ID still
+    /// tracked (the same file twice), it is one more copy whose receipt is due,
+    /// with a fresh budget.
     public mutating func sent(_ id: ID, to peer: PeerID, now: Millis, favorite: Bool = false) {
-        entries[id] = Entry(peer: peer, attempts: 1, nextAt: now + schedule.firstRetry, firstAt: now, favorite: favorite)
+        var entry = Entry(peer: peer, attempts: 1, nextAt: now + schedule.firstRetry, firstAt: now, favorite: favorite)
+        if let old = entries[id], old.peer == peer { entry.copies = old.copies + 1 }
+        entries[id] = entry
     }
 
-    /// A delivered receipt came. Returns the recipient the first time; nil for
-    /// an unknown ID or a duplicate receipt (so nothing counts twice).
+    /// Copies of `id` whose receipt is still due (0: not tracked).
+    public func copies(_ id: ID) -> Int { entries[id]?.copies ?? 0 }
+
+    /// A delivered receipt came. Returns the recipient once per copy sent; nil
+    /// for an unknown ID or a receipt beyond the copies (so nothing counts twice).
     public mutating func acknowledged(_ id: ID) -> PeerID? {
-        entries.removeValue(forKey: id)?.peer
+        guard let e = entries[id] else { return nil }
+        if e.copies > 1 {
+            entries[id]?.copies -= 1
+            return e.peer
+        }
+        return entries.removeValue(forKey: id)?.peer
     }
 
     /// The earliest time ``due(now:)`` has something to say.
