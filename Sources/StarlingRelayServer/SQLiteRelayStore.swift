@@ -11,7 +11,9 @@ import StarlingYaOKRelay
 /// The file holds sealed messages (end-to-end encrypted) and user IDs; see
 /// docs/YAOK.md for what a relay can see.
 public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
-    private let db: DatabaseQueue
+    /// Internal, not private: the tests inject a failure through this same
+    /// connection (a second one would contend for the file's locks).
+    let db: DatabaseQueue
     public let maxUsers: Int
     // Kept beside the queue, touched only inside `db.write` (one at a time),
     // and forgotten whole when a transaction rolls back (counted again on the

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import StarlingRelayServer
+@testable import StarlingRelayServer
 import StarlingWire
 import StarlingYaOKRelay
 import Testing
@@ -42,6 +42,31 @@ import Testing
         #expect(try await reopened.enqueue([m(again)], limits: limits) == [.stored])
         #expect(try await reopened.counts().queued == 1)
         #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == [again])
+    }
+
+    /// A batch whose transaction fails (here a trigger aborts one insert, as a
+    /// full disk would fail the commit) leaves nothing behind in what the store
+    /// keeps beside the queue: a retry of its messages is stored for real, not
+    /// taken for one held already. The trigger is made through the store's own
+    /// connection: no second connection waits on the file's locks.
+    @Test func aFailedBatchLeavesNoTraceInWhatIsKeptBesideTheQueue() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-fail-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let store = try SQLiteRelayStore(path: path)
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
+        #expect(try await store.enqueue([m(.random(), 5)], limits: RelayQueueLimits()) == [.stored]) // the caches are warm
+        try await store.db.write {
+            try $0.execute(sql: "CREATE TRIGGER fail BEFORE INSERT ON queue WHEN NEW.received_at = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        }
+        let good = UserID.random()
+        await #expect(throws: (any Error).self) { try await store.enqueue([m(good, 5), m(.random(), 666)], limits: RelayQueueLimits()) }
+        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
+        #expect(try await store.counts().queued == 1) // the failed batch's first message is not there
+        #expect(try await store.enqueue([m(good, 5)], limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.counts().queued == 2, "stored for real this time")
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID).last == good)
     }
 
     /// A file written by the first schema (a UNIQUE index on message IDs, an
