@@ -133,7 +133,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// than `maxSize` are read and dropped at once, never copied or queued
     /// (``oversized`` counts them).
     public func datagrams(maxSize: Int = UDPSocket.maxDatagram) -> AsyncStream<(UDPAddress, [UInt8])> {
-        reading(buffering: 4096, maxSize: maxSize) { next, yield in
+        reading(buffering: .bufferingNewest(4096), maxSize: maxSize) { next, yield in
             while let datagram = next() { yield(datagram) }
         }
     }
@@ -141,15 +141,21 @@ public final class UDPSocket: @unchecked Sendable {
     /// Datagrams as they arrive, in batches: each wake-up of the reader reads
     /// what the kernel holds (at most `maxBatch`) and yields it as one array,
     /// so that a busy server pays one hand-over per batch, not per datagram.
-    /// Oversized datagrams are dropped as ``datagrams(maxSize:)`` drops them.
-    public func datagramBatches(maxSize: Int = UDPSocket.maxDatagram, maxBatch: Int = 256)
-        -> AsyncStream<[(UDPAddress, [UInt8])]>
+    /// At most `backlog` datagrams wait for the consumer, however they are
+    /// batched; past that new ones are dropped (``overflowed`` counts them), as
+    /// a full socket buffer drops them. Oversized datagrams are dropped as
+    /// ``datagrams(maxSize:)`` drops them.
+    public func datagramBatches(maxSize: Int = UDPSocket.maxDatagram, maxBatch: Int = 256, backlog: Int = 4_096)
+        -> DatagramBatches
     {
-        // 16 batches waiting at most (4,096 datagrams, as the one-by-one stream
-        // holds): a deeper backlog would be requests their senders have retried.
-        reading(buffering: 16, maxSize: maxSize) { next, yield in
+        let waiting = DatagramBatches.Backlog(limit: backlog)
+        let stream: AsyncStream<DatagramBatches.Element> = reading(buffering: .unbounded, maxSize: maxSize) { [weak self] next, yield in
             var batch: [(UDPAddress, [UInt8])] = []
             while let datagram = next() {
+                guard waiting.admit() else {
+                    self?.noteOverflow()
+                    continue
+                }
                 batch.append(datagram)
                 if batch.count == maxBatch {
                     yield(batch)
@@ -158,16 +164,17 @@ public final class UDPSocket: @unchecked Sendable {
             }
             if !batch.isEmpty { yield(batch) }
         }
+        return DatagramBatches(stream: stream, backlog: waiting)
     }
 
     /// The reader both streams share: a dispatch source on the socket whose
     /// wake-ups `drain` with `next` (the next datagram no longer than
     /// `maxSize`, nil when none waits; longer ones are counted and dropped).
-    private func reading<Element: Sendable>(buffering: Int, maxSize: Int,
+    private func reading<Element: Sendable>(buffering: AsyncStream<Element>.Continuation.BufferingPolicy, maxSize: Int,
                                   _ drain: @escaping @Sendable (_ next: () -> (UDPAddress, [UInt8])?, _ yield: (Element) -> Void) -> Void)
         -> AsyncStream<Element>
     {
-        AsyncStream(bufferingPolicy: .bufferingNewest(buffering)) { continuation in
+        AsyncStream(bufferingPolicy: buffering) { continuation in
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             var buffer = [UInt8](repeating: 0, count: Self.maxDatagram)
             source.setEventHandler { [fd, weak self] in
@@ -210,9 +217,13 @@ public final class UDPSocket: @unchecked Sendable {
     private var closed = false
     private let lock = NSLock()
     private var oversizedCount = 0
+    private var overflowCount = 0
     private func noteOversized() { lock.withLock { oversizedCount += 1 } }
+    private func noteOverflow() { lock.withLock { overflowCount += 1 } }
     /// Datagrams dropped for being longer than the reader's `maxSize`.
     public var oversized: Int { lock.withLock { oversizedCount } }
+    /// Datagrams dropped because a batched reader's backlog was full.
+    public var overflowed: Int { lock.withLock { overflowCount } }
 
     /// Stops reading (once); the stream of datagrams then finishes.
     private func cancelReading() {
@@ -233,4 +244,43 @@ public final class UDPSocket: @unchecked Sendable {
         lock.unlock()
         if wasOpen { closeDescriptor(fd) }
     }
+}
+
+/// A socket's datagrams in batches (``UDPSocket/datagramBatches(maxSize:maxBatch:backlog:)``):
+/// an asynchronous sequence that counts, as the consumer takes each batch,
+/// the datagrams no longer waiting.
+public struct DatagramBatches: AsyncSequence, Sendable {
+    public typealias Element = [(UDPAddress, [UInt8])]
+
+    /// Datagrams read and not yet taken by the consumer.
+    final class Backlog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        let limit: Int
+        init(limit: Int) { self.limit = limit }
+        /// One more waits, if there is room.
+        func admit() -> Bool {
+            lock.withLock {
+                guard count < limit else { return false }
+                count += 1
+                return true
+            }
+        }
+        func taken(_ n: Int) { lock.withLock { count -= n } }
+    }
+
+    let stream: AsyncStream<Element>
+    let backlog: Backlog
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<Element>.AsyncIterator
+        let backlog: Backlog
+        public mutating func next() async -> Element? {
+            guard let batch = await base.next() else { return nil }
+            backlog.taken(batch.count)
+            return batch
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), backlog: backlog) }
 }

@@ -91,6 +91,7 @@ final class FullScreen: @unchecked Sendable {
     func clearCurrent() { locked { buffers = ChatBuffers.clearing(buffers) } }
     var windowInView: String { locked { buffers.currentBuffer.name } }
 
+    @discardableResult
     private func locked<T>(_ body: () -> T) -> T {
         lock.lock()
         defer { lock.unlock() }

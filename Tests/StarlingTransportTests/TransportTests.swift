@@ -51,6 +51,35 @@ import StarlingWire
         #expect(got.map { $0[0] } == [0, 1, 2, 3, 4])
     }
 
+    /// The batched reader's backlog counts datagrams, however they were
+    /// batched: with room for 50, 50 wait (the first ones) and the rest are
+    /// counted as dropped; once taken, there is room again.
+    @Test func batchesWaitUpToTheirBacklogInDatagrams() async throws {
+        let a = try UDPSocket(bindTo: .loopback(0))
+        let b = try UDPSocket(bindTo: .loopback(0))
+        defer { a.close(); b.close() }
+        let batches = b.datagramBatches(maxBatch: 8, backlog: 50)
+        let watchdog = Task { try await Task.sleep(for: .seconds(20)); b.close() }
+        defer { watchdog.cancel() }
+        for i in 0..<300 { #expect(a.send([UInt8(i / 256), UInt8(i % 256)], to: .loopback(b.localPort))) }
+        let deadline = Date().addingTimeInterval(10)
+        while b.overflowed < 250, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(b.overflowed == 250)
+        var got: [Int] = [], sizes: [Int] = []
+        var iterator = batches.makeAsyncIterator()
+        while got.count < 50, let batch = await iterator.next() {
+            sizes.append(batch.count)
+            got += batch.map { Int($0.1[0]) * 256 + Int($0.1[1]) }
+        }
+        #expect(got == Array(0..<50), "the first 50, in order")
+        #expect(sizes.allSatisfy { $0 <= 8 })
+        for i in 300..<310 { #expect(a.send([UInt8(i / 256), UInt8(i % 256)], to: .loopback(b.localPort))) }
+        var more: [Int] = []
+        while more.count < 10, let batch = await iterator.next() { more += batch.map { Int($0.1[0]) * 256 + Int($0.1[1]) } }
+        #expect(more == Array(300..<310))
+        #expect(b.overflowed == 250)
+    }
+
     @Test func bindingAPortInUseFailsWithAClearError() throws {
         let a = try UDPSocket(bindTo: .loopback(0))
         defer { a.close() }
