@@ -171,9 +171,9 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 guard count < limits.perUser else { return .recipientQueueFull }
                 guard total < limits.total else { return .serverFull }
                 sqlite3_reset(insert)
-                Self.bind(insert, 1, m.recipient.bytes)
-                Self.bind(insert, 2, m.messageID.bytes)
-                Self.bind(insert, 3, m.sender.bytes)
+                Self.bind(insert, 1, m.recipient)
+                Self.bind(insert, 2, m.messageID)
+                Self.bind(insert, 3, m.sender)
                 Self.bind(insert, 4, m.payload)
                 sqlite3_bind_int64(insert, 5, Int64(m.receivedAt))
                 let rc = sqlite3_step(insert)
@@ -192,6 +192,11 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// A user ID's 16 bytes (copied by SQLite while they are in scope).
+    private static func bind(_ statement: OpaquePointer, _ index: Int32, _ id: UserID) {
+        id.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, 16, transient) }
+    }
 
     /// A blob, never NULL (an empty array has no base address: a zero-length blob).
     private static func bind(_ statement: OpaquePointer, _ index: Int32, _ bytes: [UInt8]) {

@@ -188,7 +188,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             guard let token, let user = session(token, address, now), user == sender else {
                 return reject(.unknownSession, nil, to: address)
             }
-            guard let sealed = try? SealedMessageBytes.decode(payload), sealed.sender == sender, sealed.recipient == recipient else {
+            guard let sealed = try? SealedMessageBytes.route(payload), sealed.sender == sender, sealed.recipient == recipient else {
                 return reject(.malformed, nil, to: address)
             }
             guard Self.take(&userBuckets, sender, rate: configuration.perUserRate, burst: configuration.perUserBurst, now: now,

@@ -123,6 +123,18 @@ import Testing
         // Equal IDs hash alike (the hash takes the 16 bytes at once).
         #expect(Set([id, UserID(string: id.description)!, UserID(bytes: id.bytes)!]).count == 1)
         #expect(id.hashValue == UserID(bytes: id.bytes)!.hashValue)
+        // Held as two big-endian words: the bytes come back in order, from an
+        // array, a slice or a non-contiguous collection alike, and IDs order as their bytes do.
+        let fixed = (0..<16).map { UInt8($0 * 17) }
+        let fromArray = UserID(bytes: fixed)!
+        #expect(fromArray.bytes == fixed)
+        #expect(fromArray.value.high == 0x0011_2233_4455_6677 && fromArray.value.low == 0x8899_AABB_CCDD_EEFF)
+        #expect(UserID(bytes: ([0] + fixed)[1...]) == fromArray)
+        #expect(UserID(bytes: fixed.lazy.map { $0 }) == fromArray)
+        #expect(fromArray.withUnsafeBytes { Array($0) } == fixed)
+        #expect(UserID(bytes: fixed.dropLast()) == nil && UserID(bytes: fixed + [0]) == nil)
+        let ids = (0..<200).map { _ in UserID.random() }
+        #expect(ids.sorted().map(\.bytes) == ids.map(\.bytes).sorted { $0.lexicographicallyPrecedes($1) })
         #expect(Set((0..<1_000).map { _ in UserID.random() }).count == 1_000)
     }
 

@@ -27,6 +27,23 @@ import Testing
         }
     }
 
+    /// What a relay reads (IDs only, nothing copied) agrees with the full
+    /// decoding, and refuses what it refuses.
+    @Test func aRelayReadsTheSameIDsAsTheFullDecoding() throws {
+        let id = UserID.random()
+        let bytes = try seal(.text("route me"), id: id)
+        let whole = try SealedMessageBytes.decode(bytes)
+        let route = try SealedMessageBytes.route(bytes)
+        #expect(route.messageID == id && route.sender == aliceID && route.recipient == bobID)
+        #expect(route.messageID == whole.messageID && route.sender == whole.sender && route.recipient == whole.recipient)
+        var badLength = bytes
+        badLength[SealedMessageBytes.headerByteCount - 1] ^= 1
+        for bad in [Array(bytes.dropLast()), bytes + [0], [2] + bytes.dropFirst(), badLength, [], Array(bytes.prefix(40))] {
+            #expect(throws: WireError.self) { try SealedMessageBytes.decode(bad) }
+            #expect(throws: WireError.self) { try SealedMessageBytes.route(bad) }
+        }
+    }
+
     /// A body's padding is exactly what `encode` writes: the fewest zero bytes
     /// that reach a multiple of 32. More (or non-zero) padding is refused, so
     /// that every accepted body re-encodes to its own bytes (the fuzzer found

@@ -118,28 +118,69 @@ public struct ContactCardBytes: Hashable, Sendable {
     }
 }
 
+/// Sixteen bytes held inline as two big-endian words: made, compared and
+/// hashed without an allocation (a relay server handles several a message).
+public struct Bytes16: Hashable, Sendable, Comparable {
+    /// Bytes 0–7 and 8–15, each read big-endian.
+    public let high: UInt64, low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    public init?(_ bytes: some Collection<UInt8>) {
+        guard bytes.count == 16 else { return nil }
+        if let words = bytes.withContiguousStorageIfAvailable({ buffer in
+            let raw = UnsafeRawBufferPointer(buffer)
+            return (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                    UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }) {
+            (high, low) = words
+        } else {
+            var h: UInt64 = 0, l: UInt64 = 0
+            for (i, b) in bytes.enumerated() {
+                if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+            }
+            (high, low) = (h, l)
+        }
+    }
+
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The 16 bytes in order, without making an array.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeBytes(of: (high.bigEndian, low.bigEndian), body)
+    }
+
+    /// Byte order: the words compare as the bytes would, one by one.
+    public static func < (a: Bytes16, b: Bytes16) -> Bool { (a.high, a.low) < (b.high, b.low) }
+}
+
 /// A Ya OK user ID: a UUID (v4 when we make one), 16 bytes.
 public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
-    public let bytes: [UInt8]
+    public let value: Bytes16
+
+    public init(_ value: Bytes16) { self.value = value }
 
     public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        self.bytes = Array(bytes)
+        guard let value = Bytes16(bytes) else { return nil }
+        self.value = value
     }
 
-    /// Hashes the 16 bytes at once (a relay server hashes a user ID several
-    /// times a message; byte by byte it was 3% of the server's time).
-    public func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    public var bytes: [UInt8] { value.bytes }
+
+    /// The 16 bytes in order, without making an array.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try value.withUnsafeBytes(body)
     }
 
-    /// A random version-4 UUID.
+    /// A random version-4 UUID (two draws of 8 bytes).
     public static func random() -> UserID {
-        var rng = SystemRandomNumberGenerator() // two draws of 8 bytes, not sixteen of one
-        var b = withUnsafeBytes(of: (rng.next() as UInt64, rng.next() as UInt64)) { Array($0) }
-        b[6] = (b[6] & 0x0F) | 0x40
-        b[8] = (b[8] & 0x3F) | 0x80
-        return UserID(bytes: b)!
+        var rng = SystemRandomNumberGenerator()
+        let high: UInt64 = rng.next(), low: UInt64 = rng.next()
+        // Byte 6's high nibble is the version (4); byte 8's top bits the variant (10).
+        return UserID(Bytes16(high: (high & ~0xF000) | 0x4000, low: (low & ~(0xC0 << 56)) | (0x80 << 56)))
     }
 
     /// From the textual form `8-4-4-4-12` hex digits (any case).
@@ -164,8 +205,8 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, C
             }
             if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
         }
-        guard out.count == 16 else { return nil }
-        bytes = out
+        guard out.count == 16, let value = Bytes16(out) else { return nil }
+        self.value = value
     }
 
     /// Lowercase `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
@@ -175,7 +216,7 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, C
         return [c[0..<8], c[8..<12], c[12..<16], c[16..<20], c[20..<32]].map { String($0) }.joined(separator: "-")
     }
 
-    public static func < (a: UserID, b: UserID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    public static func < (a: UserID, b: UserID) -> Bool { a.value < b.value }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

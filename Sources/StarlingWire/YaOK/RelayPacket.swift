@@ -65,29 +65,48 @@ public enum RelayPacket: Hashable, Sendable {
     }
 
     public func encode() -> [UInt8] {
-        var out = Self.magic + [Self.version, type]
+        var out: [UInt8] = []
+        if case let .message(_, _, payload, _) = self { out.reserveCapacity(64 + payload.count) } else { out.reserveCapacity(128) }
+        out += Self.magic
+        out.append(Self.version)
+        out.append(type)
+        func put(_ v: Bytes16) { v.withUnsafeBytes { out.append(contentsOf: $0) } }
         switch self {
         case let .message(sender, recipient, payload, token):
-            out += sender.bytes + recipient.bytes + be32(UInt32(payload.count)) + payload
-            if let token { out += token.bytes }
+            put(sender.value)
+            put(recipient.value)
+            out.appendBE(UInt32(payload.count))
+            out += payload
+            if let token { put(token.value) }
         case let .ack(token, id):
-            out += token.bytes + id.bytes
+            put(token.value)
+            put(id.value)
         case let .delivered(id, by):
-            out += id.bytes + by.bytes
+            put(id.value)
+            put(by.value)
         case let .register(r):
-            out += r.userID.bytes + be64(r.timestamp) + r.signature + (r.publicKey ?? [])
+            put(r.userID.value)
+            out.appendBE(r.timestamp)
+            out += r.signature
+            out += r.publicKey ?? []
         case let .registered(token, time):
-            out += token.bytes + be64(time)
+            put(token.value)
+            out.appendBE(time)
         case let .poll(token), let .ping(token), let .bye(token):
-            out += token.bytes
+            put(token.value)
         case .noMessages, .pong:
             break
         case let .queued(id, online):
-            out += id.bytes + [online ? 1 : 0]
+            put(id.value)
+            out.append(online ? 1 : 0)
         case let .rejected(reason, id):
-            out += [reason.rawValue] + (id?.bytes ?? [UInt8](repeating: 0, count: 16))
+            out.append(reason.rawValue)
+            put(id?.value ?? Bytes16(high: 0, low: 0))
         case let .chunk(c):
-            out += be32(c.transferID) + be16(c.index) + be16(c.total) + c.data
+            out.appendBE(c.transferID)
+            out.appendBE(c.index)
+            out.appendBE(c.total)
+            out += c.data
         }
         return out
     }
@@ -102,8 +121,8 @@ public enum RelayPacket: Hashable, Sendable {
         let version = try r.u8("version")
         guard version == Self.version else { throw WireError(.unsupportedVersion(version), field: "version", offset: 4) }
         let type = try r.u8("type")
-        func id(_ field: String) throws(WireError) -> UserID { UserID(bytes: try r.read(16, field))! }
-        func token() throws(WireError) -> RelayToken { RelayToken(bytes: try r.read(16, "token"))! }
+        func id(_ field: String) throws(WireError) -> UserID { UserID(bytes: try r.slice(16, field))! }
+        func token() throws(WireError) -> RelayToken { RelayToken(bytes: try r.slice(16, "token"))! }
         let packet: RelayPacket
         switch (type, direction) {
         case (0x01, _):
@@ -170,22 +189,21 @@ public enum RelayPacket: Hashable, Sendable {
         return packet
     }
 
-    private func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
-    private func be32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32($0))) } }
-    private func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64($0))) } }
 }
 
 /// A session token: 16 random bytes the server gives at REGISTERED.
 public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
-    public let bytes: [UInt8]
+    public let value: Bytes16
     public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        self.bytes = Array(bytes)
+        guard let value = Bytes16(bytes) else { return nil }
+        self.value = value
     }
+    public var bytes: [UInt8] { value.bytes }
     public static func random() -> RelayToken {
         var rng = SystemRandomNumberGenerator()
-        return RelayToken(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })!
+        return RelayToken(value: Bytes16(high: rng.next(), low: rng.next()))
     }
+    private init(value: Bytes16) { self.value = value }
     public var description: String { "token " + Array(bytes.prefix(4)).hexString + "…" }
 }
 
