@@ -23,6 +23,8 @@ public actor RelayServer {
     private var stopped = false
     public let maxPendingStore = 20_000
     public private(set) var commits = 0
+    /// How long group commits took (the store's enqueue, fsync included).
+    public private(set) var commitTimes = CommitTimes()
     public private(set) var storeFailures = 0
 
     public init(store: any RelayStore, bind address: UDPAddress, configuration: Core.Configuration = .init()) throws {
@@ -151,12 +153,14 @@ public actor RelayServer {
             pending.removeFirst(batch.count)
             inFlight += batch.count
             let store = self.store, limits = core.configuration.limits, messages = batch.map(\.0)
+            let started = ContinuousClock.now
             let commit = Task { try await store.enqueue(messages, limits: limits) }
             perform(answers) // the last commit's, while this one runs
             answers = []
             do {
                 let outcomes = try await commit.value
                 commits += 1
+                commitTimes.add(ContinuousClock.now - started)
                 for ((message, address), outcome) in zip(batch, outcomes) { answers += core.enqueued(message, outcome, from: address) }
             } catch {
                 storeFailures += 1
@@ -167,6 +171,23 @@ public actor RelayServer {
         committing = false
         perform(answers)
     }
+}
+
+/// Commit durations in buckets (upper bounds in milliseconds), and the longest.
+public struct CommitTimes: Sendable {
+    public static let bounds: [Double] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000]
+    /// Commits at most `bounds[i]` ms (and above the bound before); the last: longer than all.
+    public private(set) var counts = [Int](repeating: 0, count: CommitTimes.bounds.count + 1)
+    public private(set) var longest: Duration = .zero
+
+    mutating func add(_ d: Duration) {
+        let ms = Double(d.components.seconds) * 1_000 + Double(d.components.attoseconds) / 1e15
+        counts[Self.bounds.firstIndex { ms <= $0 } ?? Self.bounds.count] += 1
+        longest = max(longest, d)
+    }
+
+    /// What changed since `earlier`.
+    public func since(_ earlier: CommitTimes) -> [Int] { zip(counts, earlier.counts).map { $0 - $1 } }
 }
 
 extension UInt64 {

@@ -166,7 +166,7 @@ enum RelayBench {
         print("\(name)")
         var config = RelayServer.Core.Configuration()
         config.limits.perUser = 10_000_000
-        config.limits.total = 10_000_000
+        config.limits.total = 500_000 // room for every message the runs send (the store keeps a set that size)
         config.perAddressRate = 10_000_000
         config.perAddressBurst = 10_000_000
         config.perUserRate = 10_000_000
@@ -226,6 +226,7 @@ enum RelayBench {
             // Fixed offered rates: a quarter and a half of the maximum.
             for fraction in [0.25, 0.5] {
                 let offered = rate * fraction
+                let timesBefore = await server.commitTimes
                 for s in senders { s.lock.withLock { s.latencies = []; s.sentAt = [:] } }
                 let t0 = Date()
                 var n = 0
@@ -241,6 +242,9 @@ enum RelayBench {
                 let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
                 func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
                 print("  offered \(Int(offered))/s (\(Int(fraction * 100))% of max): \(all.count)/\(n) answered; p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms\(fraction == 0.5 ? " (goal: p99 < 10 ms)" : "")")
+                let times = await server.commitTimes.since(timesBefore)
+                let labels = CommitTimes.bounds.map { "≤\(Int($0))" } + [">\(Int(CommitTimes.bounds.last!))"]
+                print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             }
             await server.stop()
             return rate
