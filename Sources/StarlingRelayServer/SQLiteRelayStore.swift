@@ -241,30 +241,34 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
         try await writing { db in
-            let args: StatementArguments = [Data(user.bytes), Data(messageID.bytes)]
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT sender, payload, received_at FROM queue WHERE recipient = ? AND message_id = ?
-                """, arguments: args) else { return nil }
-            try db.execute(sql: "DELETE FROM queue WHERE recipient = ? AND message_id = ?", arguments: args)
-            let n = db.changesCount
-            if let t = self.total { self.total = max(0, t - n) }
-            if let q = self.queued[user] { self.queued[user] = max(0, q - n) }
+            // One statement: the row is found through the (recipient, seq) index and taken.
+            let rows = try Row.fetchAll(db, sql: """
+                DELETE FROM queue WHERE recipient = ? AND message_id = ? RETURNING sender, payload, received_at
+                """, arguments: [Data(user.bytes), Data(messageID.bytes)])
+            guard let row = rows.first else { return nil }
+            if let t = self.total { self.total = max(0, t - rows.count) }
+            if let q = self.queued[user] { self.queued[user] = max(0, q - rows.count) }
             self.held?.remove(Held(recipient: user, messageID: messageID))
             return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
                                       payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
     }
 
-    /// Takes what is older than `cutoff` (a scan of the table: it runs every 30 s).
+    /// Takes what is older than `cutoff` (a scan of the table: it runs every
+    /// 30 s); what it takes leaves the counts and the set of what is queued
+    /// one by one, so that they need not be read again from the file.
     public func expire(before cutoff: UInt64) async throws -> Int {
         try await writing { db in
-            try db.execute(sql: "DELETE FROM queue WHERE received_at < ?", arguments: [Int64(cutoff)])
-            let n = db.changesCount
-            if let t = self.total { self.total = max(0, t - n) }
-            if n > 0 {
-                self.queued = [:]
-                self.held = nil
+            let taken = try Row.fetchCursor(db, sql: "DELETE FROM queue WHERE received_at < ? RETURNING recipient, message_id",
+                                            arguments: [Int64(cutoff)])
+            var n = 0
+            while let row = try taken.next() {
+                n += 1
+                guard let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) else { continue }
+                self.held?.remove(Held(recipient: r, messageID: m))
+                if let q = self.queued[r] { self.queued[r] = max(0, q - 1) }
             }
+            if let t = self.total { self.total = max(0, t - n) }
             return n
         }
     }

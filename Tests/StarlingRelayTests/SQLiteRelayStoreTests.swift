@@ -44,6 +44,30 @@ import Testing
         #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == [again])
     }
 
+    /// Expiry takes what it takes out of the counts and the set of what is
+    /// queued: the recipient has room again, an expired message sent again is
+    /// a new one, and one still queued is still a retry.
+    @Test func expiryFreesRoomAndForgetsWhatItTook() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-expire-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let store = try SQLiteRelayStore(path: path)
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        var limits = RelayQueueLimits()
+        limits.perUser = 2
+        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
+        let old = UserID.random(), kept = UserID.random(), late = UserID.random()
+        #expect(try await store.enqueue([m(old, 5), m(kept, 50), m(late, 55)], limits: limits) == [.stored, .stored, .recipientQueueFull])
+        #expect(try await store.expire(before: 10) == 1)
+        #expect(try await store.enqueue([m(late, 60)], limits: limits) == [.stored], "room again")
+        #expect(try await store.enqueue([m(old, 61)], limits: limits) == [.recipientQueueFull], "expired: a new message, and the queue is full")
+        #expect(try await store.enqueue([m(kept, 62)], limits: limits) == [.stored], "still queued: a retry")
+        #expect(try await store.counts().queued == 2)
+        #expect(try await store.remove(b, messageID: kept)?.receivedAt == 50)
+        #expect(try await store.remove(b, messageID: kept) == nil)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [late])
+    }
+
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
     /// full disk would fail the commit) leaves nothing behind in what the store
     /// keeps beside the queue: a retry of its messages is stored for real, not
