@@ -88,31 +88,41 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         public var rateLimited = 0
     }
 
-    struct Session {
-        var user: UserID
-        var address: Address
-        var lastSeen: UInt64
+    @usableFromInline struct Session: Sendable {
+        @usableFromInline var user: UserID
+        @usableFromInline var address: Address
+        @usableFromInline var lastSeen: UInt64
+        @usableFromInline init(user: UserID, address: Address, lastSeen: UInt64) {
+            self.user = user
+            self.address = address
+            self.lastSeen = lastSeen
+        }
     }
 
-    struct Bucket {
-        var tokens: Double
-        var at: UInt64
+    @usableFromInline struct Bucket: Sendable {
+        @usableFromInline var tokens: Double
+        @usableFromInline var at: UInt64
+        @usableFromInline init(tokens: Double, at: UInt64) {
+            self.tokens = tokens
+            self.at = at
+        }
     }
 
     public let configuration: Configuration
-    private var sessions: [RelayToken: Session] = [:]
-    private var tokenOf: [UserID: RelayToken] = [:]
-    private var addressBuckets: [Address: Bucket] = [:]
-    private var userBuckets: [UserID: Bucket] = [:]
-    private var reassembler = RelayReassembler<Address>()
-    private var sessionAddresses: [Address: RelayToken] = [:]
-    private var registerBuckets: [Address: Bucket] = [:]
-    private var globalRegister: [Int: Bucket] = [:]
+    @usableFromInline var sessions: [RelayToken: Session] = [:]
+    @usableFromInline var tokenOf: [UserID: RelayToken] = [:]
+    @usableFromInline var addressBuckets: [Address: Bucket] = [:]
+    @usableFromInline var userBuckets: [UserID: Bucket] = [:]
+    @usableFromInline var reassembler = RelayReassembler<Address>()
+    @usableFromInline var sessionAddresses: [Address: RelayToken] = [:]
+    @usableFromInline var registerBuckets: [Address: Bucket] = [:]
+    @usableFromInline var globalRegister: [Int: Bucket] = [:]
     /// The last REGISTER timestamp accepted per user (a replay is refused
     /// before it costs a store read); as many as there are sessions.
-    private var lastRegistration: [UserID: UInt64] = [:]
-    private var transfer: UInt32 = 0
-    public private(set) var counters = Counters()
+    @usableFromInline var lastRegistration: [UserID: UInt64] = [:]
+    @usableFromInline var transfer: UInt32 = 0
+    @usableFromInline var _counters = Counters()
+    public var counters: Counters { _counters }
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -123,18 +133,19 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     // MARK: Packets in
 
+    @inlinable
     public mutating func receive(_ datagram: [UInt8], from address: Address, now: UInt64) -> [Step] {
-        counters.received += 1
+        _counters.received += 1
         guard Self.take(&addressBuckets, address, rate: configuration.perAddressRate, burst: configuration.perAddressBurst, now: now,
                        cap: configuration.maxBuckets) else {
-            counters.rateLimited += 1
+            _counters.rateLimited += 1
             return [] // a flood gets no answers (answers would amplify it)
         }
         let packet: RelayPacket
         do {
             packet = try RelayPacket.decode(datagram, .toServer)
         } catch {
-            counters.undecodable += 1
+            _counters.undecodable += 1
             return []
         }
         switch packet {
@@ -142,12 +153,12 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             // Only a registered client sends packets that need chunks (MSGs):
             // chunks from elsewhere cannot crowd out real ones.
             guard sessionAddresses[address] != nil else {
-                counters.undecodable += 1
+                _counters.undecodable += 1
                 return []
             }
             guard let whole = reassembler.add(c, from: address, now: now) else { return [] }
             guard let inner = try? RelayPacket.decode(whole, .toServer) else {
-                counters.undecodable += 1
+                _counters.undecodable += 1
                 return []
             }
             if case .chunk = inner { return [] } // no chunks in chunks
@@ -157,7 +168,8 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         }
     }
 
-    private mutating func handle(_ packet: RelayPacket, from address: Address, now: UInt64) -> [Step] {
+    @inlinable
+    mutating func handle(_ packet: RelayPacket, from address: Address, now: UInt64) -> [Step] {
         switch packet {
         case let .register(r):
             let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
@@ -167,7 +179,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             guard Self.take(&registerBuckets, address, rate: 1, burst: 5, now: now, cap: configuration.maxBuckets),
                   Self.take(&globalRegister, 0, rate: configuration.registrationsPerSecond,
                             burst: configuration.registrationsPerSecond * 2, now: now, cap: 1) else {
-                counters.rateLimited += 1
+                _counters.rateLimited += 1
                 return reject(.rateLimited, nil, to: address)
             }
             if let last = lastRegistration[r.userID], r.timestamp <= last { return reject(.replayed, nil, to: address) }
@@ -193,10 +205,10 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             }
             guard Self.take(&userBuckets, sender, rate: configuration.perUserRate, burst: configuration.perUserBurst, now: now,
                            cap: configuration.maxBuckets) else {
-                counters.rateLimited += 1
+                _counters.rateLimited += 1
                 return reject(.rateLimited, sealed.messageID, to: address)
             }
-            counters.messagesIn += 1
+            _counters.messagesIn += 1
             return [.enqueue(RelayQueuedMessage(messageID: sealed.messageID, sender: sender, recipient: recipient,
                                                 payload: payload, receivedAt: now), from: address)]
         default:
@@ -206,13 +218,15 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     // MARK: Store results in
 
-    private mutating func endSession(_ token: RelayToken) {
+    @inlinable
+    mutating func endSession(_ token: RelayToken) {
         guard let s = sessions.removeValue(forKey: token) else { return }
         if tokenOf[s.user] == token { tokenOf[s.user] = nil }
         if sessionAddresses[s.address] == token { sessionAddresses[s.address] = nil }
     }
 
     /// A REGISTER's outcome (``check(_:pinned:now:window:)`` and the store's pin).
+    @inlinable
     public mutating func registration(_ result: Result<UserID, RelayRejection>, from address: Address, now: UInt64,
                                       timestamp: UInt64? = nil) -> [Step] {
         if case let .success(user) = result, let timestamp {
@@ -239,13 +253,14 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     /// A message's fate in the store: QUEUED (after the commit) or REJECTED
     /// to its sender; an online recipient is sent it at once.
+    @inlinable
     public mutating func enqueued(_ message: RelayQueuedMessage, _ outcome: RelayEnqueueOutcome, from address: Address) -> [Step] {
         switch outcome {
         case .stored:
             let online = tokenOf[message.recipient].flatMap { sessions[$0] }
             var steps = send(.queued(messageID: message.messageID, online: online != nil), to: address)
             if let online {
-                counters.messagesOut += 1
+                _counters.messagesOut += 1
                 steps += send(.message(sender: message.sender, recipient: message.recipient, payload: message.payload, token: nil),
                               to: online.address)
             }
@@ -257,14 +272,16 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     }
 
     /// A storage failure: the sender is told, and retries.
+    @inlinable
     public mutating func storageFailed(_ message: RelayQueuedMessage, from address: Address) -> [Step] {
         reject(.storageFailed, message.messageID, to: address)
     }
 
     /// A POLL's answer: up to the batch, or NO_MESSAGES.
+    @inlinable
     public mutating func fetched(_ messages: [RelayQueuedMessage], for address: Address) -> [Step] {
         guard !messages.isEmpty else { return send(.noMessages, to: address) }
-        counters.messagesOut += messages.count
+        _counters.messagesOut += messages.count
         return messages.flatMap {
             send(.message(sender: $0.sender, recipient: $0.recipient, payload: $0.payload, token: nil), to: address)
         }
@@ -272,12 +289,14 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     /// An ACK removed `message` from its recipient's queue: its sender, when
     /// online, hears that it was taken.
+    @inlinable
     public mutating func removed(_ message: RelayQueuedMessage?) -> [Step] {
         guard let message, let sender = tokenOf[message.sender].flatMap({ sessions[$0] }) else { return [] }
         return send(.delivered(messageID: message.messageID, by: message.recipient), to: sender.address)
     }
 
     /// Ends sessions that went quiet; drops stale partial packets.
+    @inlinable
     public mutating func tick(now: UInt64) {
         for (token, s) in sessions where now >= s.lastSeen + configuration.sessionTimeout {
             endSession(token)
@@ -319,41 +338,50 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// a token from anywhere else (a forged source, to reflect a POLL's
     /// answers at a victim) gets nothing but REJECTED 05, and a client whose
     /// address changed (a NAT) registers again.
-    private mutating func session(_ token: RelayToken, _ address: Address, _ now: UInt64) -> UserID? {
+    @inlinable
+    mutating func session(_ token: RelayToken, _ address: Address, _ now: UInt64) -> UserID? {
         guard var s = sessions[token], s.address == address else { return nil }
         s.lastSeen = now
         sessions[token] = s
         return s.user
     }
 
-    private mutating func reject(_ why: RelayRejection, _ id: UserID?, to address: Address) -> [Step] {
-        counters.rejections[why, default: 0] += 1
+    @inlinable
+    mutating func reject(_ why: RelayRejection, _ id: UserID?, to address: Address) -> [Step] {
+        _counters.rejections[why, default: 0] += 1
         return send(.rejected(why, messageID: id), to: address)
     }
 
-    private mutating func send(_ packet: RelayPacket, to address: Address) -> [Step] {
+    @inlinable
+    mutating func send(_ packet: RelayPacket, to address: Address) -> [Step] {
         transfer &+= 1
         let datagrams = RelayChunk.datagrams(packet.encode(), transferID: transfer) ?? []
-        counters.sent += datagrams.count
+        _counters.sent += datagrams.count
         return datagrams.map { .send($0, to: address) }
     }
 
-    private static func take<K: Hashable>(_ buckets: inout [K: Bucket], _ key: K, rate: Double, burst: Double, now: UInt64,
-                                          cap: Int) -> Bool {
-        var b = buckets[key] ?? Bucket(tokens: burst, at: now)
-        if now > b.at { b.tokens = min(burst, b.tokens + Double(now - b.at) / 1_000 * rate) }
-        b.at = max(b.at, now)
-        guard b.tokens >= 1 else {
-            buckets[key] = b
-            return false
+    @inlinable
+    static func take<K: Hashable>(_ buckets: inout [K: Bucket], _ key: K, rate: Double, burst: Double, now: UInt64,
+                                  cap: Int) -> Bool {
+        func refill(_ b: inout Bucket) -> Bool {
+            if now > b.at {
+                b.tokens = min(burst, b.tokens + Double(now - b.at) / 1_000 * rate)
+                b.at = now
+            }
+            guard b.tokens >= 1 else { return false }
+            b.tokens -= 1
+            return true
         }
-        b.tokens -= 1
-        if buckets[key] == nil, buckets.count >= cap {
+        // One lookup for a bucket that exists (the usual case), updated in place.
+        if let i = buckets.index(forKey: key) { return refill(&buckets.values[i]) }
+        var b = Bucket(tokens: burst, at: now)
+        let taken = refill(&b)
+        if buckets.count >= cap {
             // Full (a flood from many addresses): start afresh, O(1) a packet
             // amortised; the cost is one burst more for those already limited.
             buckets.removeAll(keepingCapacity: true)
         }
         buckets[key] = b
-        return true
+        return taken
     }
 }
