@@ -124,11 +124,13 @@ public struct Bytes16: Hashable, Sendable, Comparable {
     /// Bytes 0–7 and 8–15, each read big-endian.
     public let high: UInt64, low: UInt64
 
+    @inlinable
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
+    @inlinable
     public init?(_ bytes: some Collection<UInt8>) {
         guard bytes.count == 16 else { return nil }
         if let words = bytes.withContiguousStorageIfAvailable({ buffer in
@@ -149,6 +151,7 @@ public struct Bytes16: Hashable, Sendable, Comparable {
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     /// The 16 bytes in order, without making an array.
+    @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try Swift.withUnsafeBytes(of: (high.bigEndian, low.bigEndian), body)
     }
@@ -163,6 +166,7 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, C
 
     public init(_ value: Bytes16) { self.value = value }
 
+    @inlinable
     public init?(bytes: some Collection<UInt8>) {
         guard let value = Bytes16(bytes) else { return nil }
         self.value = value
@@ -171,6 +175,7 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible, C
     public var bytes: [UInt8] { value.bytes }
 
     /// The 16 bytes in order, without making an array.
+    @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try value.withUnsafeBytes(body)
     }

@@ -194,6 +194,7 @@ public enum RelayPacket: Hashable, Sendable {
 /// A session token: 16 random bytes the server gives at REGISTERED.
 public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
     public let value: Bytes16
+    @inlinable
     public init?(bytes: some Collection<UInt8>) {
         guard let value = Bytes16(bytes) else { return nil }
         self.value = value
