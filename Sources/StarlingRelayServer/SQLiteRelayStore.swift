@@ -40,10 +40,29 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         let messageID: UserID
     }
 
-    public init(path: String, maxUsers: Int = 1_000_000) throws {
+    /// Set by the checkpointer when the WAL is long and wholly copied; the
+    /// writer then starts it afresh before its next batch.
+    private let restartWanted = Flag()
+    /// WAL restarts done (for the tests).
+    public var walRestarts: Int { restartWanted.count }
+
+    final class Flag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var raised = false
+        private var taken = 0
+        func raise() { lock.withLock { raised = true } }
+        /// Whether it was raised (and lowers it).
+        func take() -> Bool { lock.withLock { defer { raised = false }; return raised } }
+        func done() { lock.withLock { taken += 1 } }
+        var count: Int { lock.withLock { taken } }
+    }
+
+    /// `walPages`: past this many pages (4 KiB each) in the WAL, the writer
+    /// starts it afresh once the checkpointer has copied all of it.
+    public init(path: String, maxUsers: Int = 1_000_000, walPages: Int = 16_384) throws {
         var config = Configuration()
         config.journalMode = .wal
-        config.busyMode = Self.briefWaits // the checkpointer's RESTART holds the writer back for a moment
+        config.busyMode = Self.briefWaits // a moment's wait for the checkpointer's lock
         db = try DatabaseQueue(path: path, configuration: config)
         self.maxUsers = maxUsers
         // GRDB sets NORMAL with WAL; a QUEUED answer promises durability: FULL.
@@ -80,7 +99,8 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         checkpointer = try DatabaseQueue(path: path, configuration: waits)
         checkpoints = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "starling.relay.checkpoint"))
         let checkpointer = self.checkpointer
-        checkpoints.setEventHandler { Self.checkpoint(checkpointer) }
+        let restartWanted = self.restartWanted
+        checkpoints.setEventHandler { if Self.checkpoint(checkpointer, walPages: walPages) { restartWanted.raise() } }
         checkpoints.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200), leeway: .milliseconds(50))
         checkpoints.resume()
     }
@@ -95,18 +115,21 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         return true
     }
 
-    /// A passive checkpoint every 200 ms (it never waits for the writer).
-    /// SQLite starts the WAL afresh only when a commit begins with every frame
-    /// copied, which a commit-after-commit load never gives it: past 16,384
-    /// pages (64 MiB) a RESTART checkpoint, which holds the next commit back
-    /// for a moment (measured: up to ~70 ms), starts it afresh. Without that
-    /// the WAL would grow for as long as such a load lasts.
-    static func checkpoint(_ db: DatabaseQueue) {
-        try? db.writeWithoutTransaction { db in
-            guard let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") else { return }
+    /// A passive checkpoint every 200 ms (it never waits for the writer);
+    /// true when the WAL is past `walPages` and wholly copied. SQLite starts
+    /// the WAL afresh only when a commit begins with every frame copied, which
+    /// a commit-after-commit load never gives it: the writer then runs a
+    /// RESTART checkpoint itself, between two batches (see `enqueue`). Run
+    /// here, on the second connection, a RESTART contended with the writer
+    /// for its locks and once held commits back for ~220 ms; the writer's own
+    /// costs that batch the copy of the last frames and one sync of the file.
+    /// Without either the WAL would grow for as long as such a load lasts.
+    static func checkpoint(_ db: DatabaseQueue, walPages: Int) -> Bool {
+        (try? db.writeWithoutTransaction { db in
+            guard let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") else { return false }
             let log: Int = row[1], done: Int = row[2]
-            if log > 16_384, done == log { try db.execute(sql: "PRAGMA wal_checkpoint(RESTART)") }
-        }
+            return log > walPages && done == log
+        }) ?? false
     }
 
     /// `synchronous` as SQLite reports it (2: FULL), for the tests.
@@ -138,7 +161,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
-        try await writing { db in
+        try await writing(restartingTheWAL: restartWanted.take()) { db in
             var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
             if self.held == nil {
                 // Room for the whole queue (up to 2^20) at once: growing past a
@@ -213,9 +236,21 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// failed: SQLite may roll back by itself, unseen by transaction
     /// observers) forgets what is kept beside the queue, to be counted again
     /// from the file by the next write.
-    private func writing<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    private func writing<T: Sendable>(restartingTheWAL restart: Bool = false,
+                                      _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await db.write(body)
+            guard restart else { return try await db.write(body) }
+            let restartWanted = self.restartWanted
+            return try await db.writeWithoutTransaction { db in
+                // (busy, log, checkpointed): busy 0 when it went through.
+                if let row = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)"), (row[0] as Int) == 0 { restartWanted.done() }
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
         } catch {
             try? await db.writeWithoutTransaction { _ in
                 self.total = nil

@@ -68,6 +68,37 @@ import Testing
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [late])
     }
 
+    /// Under a steady load the WAL is started afresh once it is past its
+    /// bound and copied: the file stays small while many times its bound is
+    /// written, and every message is still there, in order.
+    @Test func theWALStaysBoundedUnderASteadyLoad() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-wal-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let store = try SQLiteRelayStore(path: path, walPages: 64) // 256 KiB
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        var limits = RelayQueueLimits()
+        limits.perUser = 1_000_000
+        limits.total = 1_000_000
+        let payload = [UInt8](repeating: 7, count: 1_000)
+        var sent: [UserID] = [], largestWAL = 0
+        let deadline = Date().addingTimeInterval(60)
+        // 100 KB a batch, one every 10 ms: at least 24 MB, and two restarts.
+        while (sent.count < 24_000 || store.walRestarts < 2), Date() < deadline {
+            let batch = (0..<100).map { _ in RelayQueuedMessage(messageID: .random(), sender: a, recipient: b, payload: payload, receivedAt: 1) }
+            #expect(try await store.enqueue(batch, limits: limits).allSatisfy { $0 == .stored })
+            sent += batch.map(\.messageID)
+            let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            largestWAL = max(largestWAL, wal ?? 0)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(store.walRestarts >= 2, "\(store.walRestarts) restarts")
+        #expect(sent.count >= 24_000)
+        #expect(largestWAL < 12 << 20, "the WAL reached \(largestWAL) bytes while \(sent.count / 1_000) MB were written")
+        #expect(try await store.counts().queued == sent.count)
+        #expect(try await store.fetch(b, limit: 5).map(\.messageID) == Array(sent.prefix(5)))
+    }
+
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
     /// full disk would fail the commit) leaves nothing behind in what the store
     /// keeps beside the queue: a retry of its messages is stored for real, not
