@@ -25,7 +25,7 @@ enum RelayBench {
         defer { try? FileManager.default.removeItem(at: dir) }
         let sqlite = try! SQLiteRelayStore(path: dir.appendingPathComponent("relay.sqlite").path)
         let sqliteMax = measure("SQLite", store: sqlite, echo: echo)
-        memory(store: sqlite, dir: dir)
+        memory(dir: dir)
 
         if let pg = BenchPostgres.start() {
             defer { pg.stop() }
@@ -251,16 +251,18 @@ enum RelayBench {
         } ?? 0
     }
 
-    /// The server's memory with 100,000 messages queued (the queue is on disk;
-    /// what grows in memory is the store's cache and the server's tables).
-    static func memory(store: SQLiteRelayStore, dir: URL) {
+    /// The store's memory with 100,000 messages queued, on a fresh file with
+    /// the seed's total cap (the queue is on disk; what grows in memory is the
+    /// set of what is queued, made at the cap's size, and SQLite's cache).
+    static func memory(dir: URL) {
         let before = residentBytes()
+        let file = dir.appendingPathComponent("memory.sqlite")
+        guard let store = try? SQLiteRelayStore(path: file.path) else { return }
         let recipient = UserID.random(), sender = UserID.random()
         _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
         let template = template(from: sender, to: recipient)
         var limits = RelayQueueLimits()
-        limits.perUser = 1_000_000
-        limits.total = 1_000_000
+        limits.perUser = 100_000 // one recipient here; the total is the seed's 100,000
         let fixedLimits = limits
         let t0 = Date()
         for _ in 0..<(100_000 / 1_000) {
@@ -273,9 +275,10 @@ enum RelayBench {
             _ = blocking { try await store.enqueue(batch, limits: fixedLimits) }
         }
         let after = residentBytes()
-        let size = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite").path)[.size]) as? Int) ?? 0
-        let wal = ((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("relay.sqlite-wal").path)[.size]) as? Int) ?? 0
-        print("  100,000 more queued (1,000 a commit, \(format1(Date().timeIntervalSince(t0))) s): resident memory +\(format1(Double(after - before) / 1_048_576)) MiB; database \(format1(Double(size) / 1_048_576)) MiB (\(size / 100_000) bytes a message of \(template.count)) and a WAL of \(format1(Double(wal) / 1_048_576)) MiB not yet checkpointed")
+        let queued = blocking { try await store.counts().queued } ?? 0
+        let size = ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size]) as? Int) ?? 0
+        let wal = ((try? FileManager.default.attributesOfItem(atPath: file.path + "-wal")[.size]) as? Int) ?? 0
+        print("  \(queued) queued on a fresh file (1,000 a commit, \(format1(Date().timeIntervalSince(t0))) s): resident memory +\(format1(Double(after - before) / 1_048_576)) MiB; database \(format1(Double(size) / 1_048_576)) MiB (\(size / 100_000) bytes a message of \(template.count)) and a WAL of \(format1(Double(wal) / 1_048_576)) MiB not yet checkpointed")
     }
 
     static func residentBytes() -> Int {
