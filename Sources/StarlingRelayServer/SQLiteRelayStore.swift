@@ -29,6 +29,8 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// 1,000-message commit, at 100,000 queued); this costs ~80 bytes a
     /// queued message in memory (8 MiB at the 100,000 cap).
     private var held: Set<Held>?
+    /// The next arrival number (one more than any queued), loaded with `held`.
+    private var nextSeq: Int64 = 1
 
     /// A second connection that copies the WAL into the database, so that
     /// a commit (and the QUEUED answers waiting for it) never does.
@@ -91,6 +93,19 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 DROP TABLE queue;
                 ALTER TABLE queue_v2 RENAME TO queue;
                 CREATE INDEX queue_by_recipient ON queue (recipient, seq);
+                """)
+        }
+        // One B-tree a message instead of two: the queue clustered by
+        // (recipient, arrival order), which is how it is read (POLL) and
+        // counted; the arrival order is the store's own counter (max + 1).
+        migrator.registerMigration("v3 queue clustered by recipient") { db in
+            try db.execute(sql: """
+                CREATE TABLE queue_v3 (recipient BLOB NOT NULL, seq INTEGER NOT NULL, message_id BLOB NOT NULL,
+                                       sender BLOB NOT NULL, payload BLOB NOT NULL, received_at INTEGER NOT NULL,
+                                       PRIMARY KEY (recipient, seq)) WITHOUT ROWID;
+                INSERT INTO queue_v3 SELECT recipient, seq, message_id, sender, payload, received_at FROM queue;
+                DROP TABLE queue;
+                ALTER TABLE queue_v3 RENAME TO queue;
                 """)
         }
         try migrator.migrate(db)
@@ -167,13 +182,16 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 // Room for the whole queue (up to 2^20) at once: growing past a
                 // power of two rehashes every entry in one commit (~50 ms at 150,000).
                 var all = Set<Held>(minimumCapacity: min(max(limits.total, 1_024), 1 << 20))
-                let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id FROM queue")
+                var last: Int64 = 0
+                let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id, seq FROM queue")
                 while let row = try rows.next() {
                     if let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) {
                         all.insert(Held(recipient: r, messageID: m))
                     }
+                    last = max(last, row["seq"] as Int64)
                 }
                 self.held = all
+                self.nextSeq = last + 1
             }
             if self.queued.count > 65_536 { self.queued = [:] }
             var known: [UserID: Bool] = [:]
@@ -181,7 +199,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
             let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
             // Prepared once (cached across batches) and bound in place: a message costs one step.
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO queue (recipient, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
             let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
                 if known[m.recipient] == nil {
@@ -197,16 +215,18 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 guard total < limits.total else { return .serverFull }
                 sqlite3_reset(insert)
                 Self.bind(insert, 1, m.recipient)
-                Self.bind(insert, 2, m.messageID)
-                Self.bind(insert, 3, m.sender)
-                Self.bind(insert, 4, m.payload)
-                sqlite3_bind_int64(insert, 5, Int64(m.receivedAt))
+                sqlite3_bind_int64(insert, 2, self.nextSeq)
+                Self.bind(insert, 3, m.messageID)
+                Self.bind(insert, 4, m.sender)
+                Self.bind(insert, 5, m.payload)
+                sqlite3_bind_int64(insert, 6, Int64(m.receivedAt))
                 let rc = sqlite3_step(insert)
                 sqlite3_reset(insert)
                 guard rc == SQLITE_DONE else {
                     throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                 }
                 self.held!.insert(key)
+                self.nextSeq += 1
                 self.queued[m.recipient] = count + 1
                 total += 1
                 return .stored
@@ -276,7 +296,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
         try await writing { db in
-            // One statement: the row is found through the (recipient, seq) index and taken.
+            // One statement: among the recipient's rows (the primary key), the row is found and taken.
             let rows = try Row.fetchAll(db, sql: """
                 DELETE FROM queue WHERE recipient = ? AND message_id = ? RETURNING sender, payload, received_at
                 """, arguments: [Data(user.bytes), Data(messageID.bytes)])

@@ -159,7 +159,22 @@ import Testing
         let retry = RelayQueuedMessage(messageID: ids[1], sender: a, recipient: b, payload: [7], receivedAt: 6)
         #expect(try await store.enqueue([retry], limits: RelayQueueLimits()) == [.stored])
         #expect(try await store.counts().queued == 3)
-        let indexes = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'queue'") }
-        #expect(indexes == ["queue_by_recipient"])
+        // One B-tree: the queue clustered by (recipient, arrival), no other index.
+        let (indexes, table) = try await store.db.read { db in
+            (try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'queue'"),
+             try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'queue'") ?? "")
+        }
+        #expect(indexes.allSatisfy { $0.hasPrefix("sqlite_autoindex") } && indexes.count <= 1, "\(indexes)")
+        #expect(table.contains("WITHOUT ROWID") && table.contains("PRIMARY KEY (recipient, seq)"), "\(table)")
+        // A new message arrives after the migrated ones.
+        let later = UserID.random()
+        #expect(try await store.enqueue([RelayQueuedMessage(messageID: later, sender: a, recipient: b, payload: [8], receivedAt: 7)],
+                                        limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == ids + [later])
+        let reopened = try SQLiteRelayStore(path: path)
+        let afterThat = UserID.random()
+        #expect(try await reopened.enqueue([RelayQueuedMessage(messageID: afterThat, sender: a, recipient: b, payload: [8], receivedAt: 8)],
+                                           limits: RelayQueueLimits()) == [.stored])
+        #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == ids + [later, afterThat], "the order goes on after a reopening")
     }
 }
