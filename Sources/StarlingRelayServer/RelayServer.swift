@@ -111,7 +111,17 @@ public actor RelayServer {
                 // A store failure gets no answer (NO_MESSAGES would be a lie): the client polls again.
                 do { perform(core.fetched(try await store.fetch(user, limit: limit), for: address)) } catch { storeFailures += 1 }
             case let .remove(user, id):
-                do { perform(core.removed(try await store.remove(user, messageID: id))) } catch { storeFailures += 1 }
+                // The ACKs queued right behind this one go in the same transaction.
+                var acks = [(user: user, messageID: id)]
+                while operationHead < operations.count, acks.count < 512, case let .remove(u, m) = operations[operationHead] {
+                    acks.append((u, m))
+                    operationHead += 1
+                }
+                do {
+                    for found in try await store.remove(acks) { perform(core.removed(found)) }
+                } catch {
+                    storeFailures += 1
+                }
             default:
                 break
             }

@@ -21,14 +21,17 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// The queue's length: COUNT(*) over 100,000 rows a batch would cost more than the batch.
     private var total: Int?
     /// Each recipient's queue length as far as it is known (forgotten whole
-    /// past 65,536 recipients and on expiry).
+    /// past 65,536 recipients).
     private var queued: [UserID: Int] = [:]
-    /// Every (recipient, message ID) queued, loaded on first use: a sender's
-    /// retry is found here, not through an index. A UNIQUE index on random
+    /// Every (recipient, message ID) queued, with its arrival number, loaded
+    /// on first use: a sender's retry is found here, and an ACK's row by its
+    /// primary key (recipient, arrival), not through an index. A UNIQUE index on random
     /// message IDs dirtied a page per message in each commit (4 MiB of WAL a
     /// 1,000-message commit, at 100,000 queued); this costs ~80 bytes a
     /// queued message in memory (8 MiB at the 100,000 cap).
-    private var held: Set<Held>?
+    private var held: [Held: Int64]?
+    /// The size `held` is made at: the total cap, as the last batch gave it.
+    private var heldCapacity = 100_000
     /// The next arrival number (one more than any queued), loaded with `held`.
     private var nextSeq: Int64 = 1
 
@@ -175,24 +178,29 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
+    /// Reads every (recipient, message ID) queued and its arrival number, made
+    /// at once with room for the whole queue (up to 2^20): growing past a power
+    /// of two would rehash every entry inside one commit (~50 ms at 150,000).
+    private func loadHeld(_ db: Database) throws {
+        var all = [Held: Int64](minimumCapacity: min(max(heldCapacity, 1_024), 1 << 20))
+        var last: Int64 = 0
+        let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id, seq FROM queue")
+        while let row = try rows.next() {
+            let seq = row["seq"] as Int64
+            if let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) {
+                all[Held(recipient: r, messageID: m)] = seq
+            }
+            last = max(last, seq)
+        }
+        held = all
+        nextSeq = last + 1
+    }
+
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
         try await writing(restartingTheWAL: restartWanted.take()) { db in
             var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
-            if self.held == nil {
-                // Room for the whole queue (up to 2^20) at once: growing past a
-                // power of two rehashes every entry in one commit (~50 ms at 150,000).
-                var all = Set<Held>(minimumCapacity: min(max(limits.total, 1_024), 1 << 20))
-                var last: Int64 = 0
-                let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id, seq FROM queue")
-                while let row = try rows.next() {
-                    if let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) {
-                        all.insert(Held(recipient: r, messageID: m))
-                    }
-                    last = max(last, row["seq"] as Int64)
-                }
-                self.held = all
-                self.nextSeq = last + 1
-            }
+            self.heldCapacity = limits.total
+            if self.held == nil { try self.loadHeld(db) }
             if self.queued.count > 65_536 { self.queued = [:] }
             var known: [UserID: Bool] = [:]
             let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
@@ -208,7 +216,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 guard known[m.recipient]! else { return .unknownRecipient }
                 // A retry of one held already is QUEUED again, stored once (even when the queue is full).
                 let key = Held(recipient: m.recipient, messageID: m.messageID)
-                if self.held!.contains(key) { return .stored }
+                if self.held![key] != nil { return .stored }
                 let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
                 self.queued[m.recipient] = count
                 guard count < limits.perUser else { return .recipientQueueFull }
@@ -225,7 +233,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 guard rc == SQLITE_DONE else {
                     throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                 }
-                self.held!.insert(key)
+                self.held![key] = self.nextSeq
                 self.nextSeq += 1
                 self.queued[m.recipient] = count + 1
                 total += 1
@@ -295,17 +303,30 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
+        try await remove([(user, messageID)])[0]
+    }
+
+    /// ACKs that arrived together in one transaction (one fsync, not one each).
+    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
         try await writing { db in
-            // One statement: among the recipient's rows (the primary key), the row is found and taken.
-            let rows = try Row.fetchAll(db, sql: """
-                DELETE FROM queue WHERE recipient = ? AND message_id = ? RETURNING sender, payload, received_at
-                """, arguments: [Data(user.bytes), Data(messageID.bytes)])
-            guard let row = rows.first else { return nil }
-            if let t = self.total { self.total = max(0, t - rows.count) }
-            if let q = self.queued[user] { self.queued[user] = max(0, q - rows.count) }
-            self.held?.remove(Held(recipient: user, messageID: messageID))
-            return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
-                                      payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
+            // Each found by its arrival number, kept in `held`: one primary-key
+            // lookup, however long the recipient's queue (a scan of it per ACK
+            // made a drained relay ~5× slower).
+            if self.held == nil { try self.loadHeld(db) }
+            let delete = try db.cachedStatement(sql: """
+                DELETE FROM queue WHERE recipient = ? AND seq = ? RETURNING sender, payload, received_at
+                """)
+            return try acks.map { user, messageID in
+                let key = Held(recipient: user, messageID: messageID)
+                guard let seq = self.held![key],
+                      let row = try Row.fetchOne(delete, arguments: [Data(user.bytes), seq]) else { return nil }
+                // (SQLite makes all of a RETURNING statement's changes at its first step.)
+                self.held![key] = nil
+                if let t = self.total { self.total = max(0, t - 1) }
+                if let q = self.queued[user] { self.queued[user] = max(0, q - 1) }
+                return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
+                                          payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
+            }
         }
     }
 
@@ -320,7 +341,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
             while let row = try taken.next() {
                 n += 1
                 guard let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) else { continue }
-                self.held?.remove(Held(recipient: r, messageID: m))
+                self.held?[Held(recipient: r, messageID: m)] = nil
                 if let q = self.queued[r] { self.queued[r] = max(0, q - 1) }
             }
             if let t = self.total { self.total = max(0, t - n) }

@@ -19,10 +19,22 @@ public protocol RelayStore: Sendable {
     func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage]
     /// Removes a message from `user`'s queue (only theirs); the message, if it was there.
     func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage?
+    /// Removes several (ACKs that arrived together), in order, in one
+    /// transaction where the store has them; what each found.
+    func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?]
     /// Drops messages received before `cutoff`; how many.
     func expire(before cutoff: UInt64) async throws -> Int
     /// Registered users and queued messages.
     func counts() async throws -> (users: Int, queued: Int)
+}
+
+extension RelayStore {
+    /// One at a time, for stores without a batched removal.
+    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
+        var found: [RelayQueuedMessage?] = []
+        for ack in acks { found.append(try await remove(ack.user, messageID: ack.messageID)) }
+        return found
+    }
 }
 
 public enum RelayRegisterOutcome: Hashable, Sendable {

@@ -106,6 +106,10 @@ enum RelayBench {
         var sentAt: [UserID: UInt64] = [:]
         var latencies: [Double] = []
         var queued = 0
+        /// A recipient that ACKs each message as it arrives (to `server`).
+        var acking = false
+        var server: UInt16 = 0
+        var acked = 0
 
         init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
 
@@ -123,6 +127,11 @@ enum RelayBench {
             guard let p = try? RelayPacket.decode(bytes, .toClient) else { return }
             switch p {
             case let .registered(t, _): lock.withLock { token = t }
+            case let .message(_, _, payload, _):
+                guard acking, let id = try? SealedMessageBytes.route(payload).messageID,
+                      let token = lock.withLock({ token }) else { return }
+                _ = socket.send(RelayPacket.ack(token: token, messageID: id).encode(), to: .loopback(server))
+                lock.withLock { acked += 1 }
             case let .queued(id, _):
                 let now = DispatchTime.now().uptimeNanoseconds
                 lock.withLock {
@@ -187,13 +196,15 @@ enum RelayBench {
             defer { for r in senderReaders { r.cancel() } }
             for s in senders { guard await s.register(port: server.port) else { print("  a sender did not register"); return 0 } }
             let templates = senders.map { template(from: $0.id, to: recipient.id) }
+            let recipient0 = recipient, templates0 = templates
 
             // Message IDs from a counter under a random prefix (unique, and without a
             // getrandom call a message: that cost is the load generator's, not the server's).
             let prefix = UserID.random().bytes.prefix(8)
             var counter: UInt64 = 0
-            func send(_ i: Int, _ s: Sender) {
-                var payload = templates[i]
+            func send(_ i: Int, _ s: Sender, to recipient: Sender? = nil, templates: [[UInt8]]? = nil) {
+                let recipient = recipient ?? recipient0
+                var payload = (templates ?? templates0)[i]
                 counter += 1
                 let id = UserID(bytes: prefix + withUnsafeBytes(of: counter.bigEndian, Array.init))!
                 payload.replaceSubrange(1..<17, with: id.bytes)
@@ -246,6 +257,38 @@ enum RelayBench {
                 let labels = CommitTimes.bounds.map { "≤\(Int($0))" } + [">\(Int(CommitTimes.bounds.last!))"]
                 print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             }
+
+            // Steady state at half the maximum: a recipient online that ACKs
+            // each message as it arrives, so that its queue stays short (as a
+            // relay's queues are when their users are around).
+            let reader = try Sender()
+            reader.acking = true
+            reader.server = server.port
+            let readerTask = reader.start()
+            defer { readerTask.cancel() }
+            guard await reader.register(port: server.port) else { print("  the online recipient did not register"); return rate }
+            let readerTemplates = senders.map { template(from: $0.id, to: reader.id) }
+            let offered = rate * 0.5
+            let timesBefore = await server.commitTimes
+            for s in senders { s.lock.withLock { s.latencies = []; s.sentAt = [:] } }
+            let t0 = Date()
+            var n = 0
+            while Date().timeIntervalSince(t0) < 2 {
+                let due = Int(Date().timeIntervalSince(t0) * offered)
+                while n < due {
+                    send(n % senders.count, senders[n % senders.count], to: reader, templates: readerTemplates)
+                    n += 1
+                }
+                try? await Task.sleep(for: .microseconds(200))
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+            let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
+            func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
+            let left = (try? await store.fetch(reader.id, limit: 1_000_000).count) ?? -1
+            print("  steady state, offered \(Int(offered))/s (50% of max) to a recipient online that ACKs each: \(all.count)/\(n) answered, \(reader.lock.withLock { reader.acked }) received and ACKed, \(left) left queued; p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
+            let times = await server.commitTimes.since(timesBefore)
+            let labels = CommitTimes.bounds.map { "≤\(Int($0))" } + [">\(Int(CommitTimes.bounds.last!))"]
+            print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             await server.stop()
             return rate
         } ?? 0

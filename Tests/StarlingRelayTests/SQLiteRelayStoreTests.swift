@@ -99,6 +99,27 @@ import Testing
         #expect(try await store.fetch(b, limit: 5).map(\.messageID) == Array(sent.prefix(5)))
     }
 
+    /// ACKs that arrived together are taken in one transaction, each as a
+    /// single removal would be: only the recipient's, each once.
+    @Test func acksTogetherAreRemovedTogether() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-acks-\(UUID().uuidString).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let store = try SQLiteRelayStore(path: path)
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let ids = (0..<3).map { _ in UserID.random() }
+        let batch = ids.map { RelayQueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
+        #expect(try await store.enqueue(batch, limits: RelayQueueLimits()) == [.stored, .stored, .stored])
+        let found = try await store.remove([(b, ids[0]), (a, ids[1]), (b, .random()), (b, ids[2]), (b, ids[0])])
+        #expect(found.map { $0?.messageID } == [ids[0], nil, nil, ids[2], nil])
+        #expect(found[0]?.sender == a && found[0]?.payload == [1])
+        #expect(try await store.counts().queued == 1)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [ids[1]])
+        // What was taken can be queued again (the set of what is queued forgot it).
+        #expect(try await store.enqueue([batch[0]], limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.counts().queued == 2)
+    }
+
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
     /// full disk would fail the commit) leaves nothing behind in what the store
     /// keeps beside the queue: a retry of its messages is stored for real, not
