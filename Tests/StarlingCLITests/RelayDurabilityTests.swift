@@ -125,7 +125,9 @@ actor RawRelayUser {
         var received: [UserID: Int] = [:]
         var acked: Set<UserID> = []
         var afterAck = 0
-        let until = Date().addingTimeInterval(60)
+        // Generous: beside the whole suite on two cores a POLL's round can take
+        // ~0.5 s, and 100 of them are needed (10 messages a POLL).
+        let until = Date().addingTimeInterval(150)
         var empty = false
         while !empty, Date() < until {
             await bob.send(.poll(token: token))
@@ -136,8 +138,13 @@ actor RawRelayUser {
                 batch = await bob.takeAnswers()
                 if !batch.isEmpty { break }
             }
+            // Until 100 ms pass without a packet, or the whole answer is in (10, or NO_MESSAGES).
+            func whole() -> Bool {
+                batch.contains { if case .noMessages = $0 { true } else { false } }
+                    || batch.filter { if case .message = $0 { true } else { false } }.count >= 10
+            }
             var quiet = 0
-            while !batch.isEmpty, quiet < 20 {
+            while !batch.isEmpty, quiet < 20, !whole() {
                 try await Task.sleep(for: .milliseconds(5))
                 let more = await bob.takeAnswers()
                 quiet = more.isEmpty ? quiet + 1 : 0
