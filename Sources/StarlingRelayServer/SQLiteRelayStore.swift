@@ -50,6 +50,8 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     private let restartWanted = Flag()
     /// WAL restarts done (for the tests).
     public var walRestarts: Int { restartWanted.count }
+    /// Passive checkpoints that failed (each is tried again 200 ms later).
+    public var checkpointFailures: Int { restartWanted.failed }
 
     final class Flag: @unchecked Sendable {
         private let lock = NSLock()
@@ -60,6 +62,9 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         func take() -> Bool { lock.withLock { defer { raised = false }; return raised } }
         func done() { lock.withLock { taken += 1 } }
         var count: Int { lock.withLock { taken } }
+        private var failures = 0
+        func checkpointFailed() { lock.withLock { failures += 1 } }
+        var failed: Int { lock.withLock { failures } }
     }
 
     /// `walPages`: past this many pages (4 KiB each) in the WAL, the writer
@@ -118,7 +123,13 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         checkpoints = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "starling.relay.checkpoint"))
         let checkpointer = self.checkpointer
         let restartWanted = self.restartWanted
-        checkpoints.setEventHandler { if Self.checkpoint(checkpointer, walPages: walPages) { restartWanted.raise() } }
+        checkpoints.setEventHandler {
+            do {
+                if try Self.checkpoint(checkpointer, walPages: walPages) { restartWanted.raise() }
+            } catch {
+                restartWanted.checkpointFailed() // counted (the metrics show it); the next one tries again
+            }
+        }
         checkpoints.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200), leeway: .milliseconds(50))
         checkpoints.resume()
     }
@@ -142,12 +153,12 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     /// for its locks and once held commits back for ~220 ms; the writer's own
     /// costs that batch the copy of the last frames and one sync of the file.
     /// Without either the WAL would grow for as long as such a load lasts.
-    static func checkpoint(_ db: DatabaseQueue, walPages: Int) -> Bool {
-        (try? db.writeWithoutTransaction { db in
+    static func checkpoint(_ db: DatabaseQueue, walPages: Int) throws -> Bool {
+        try db.writeWithoutTransaction { db in
             guard let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") else { return false }
             let log: Int = row[1], done: Int = row[2]
             return log > walPages && done == log
-        }) ?? false
+        }
     }
 
     /// `synchronous` as SQLite reports it (2: FULL), for the tests.

@@ -19,6 +19,8 @@ final class RelayMetrics: Sendable {
     private let packetsIn: Counter
     private let packetsOut: Counter
     private let commits: Counter
+    private let storeFailures: Counter
+    private let checkpointFailures: Counter
     private let rejections: [RelayRejection: Counter]
     private let dropped: [String: Counter]
     private let last = Last()
@@ -47,6 +49,8 @@ final class RelayMetrics: Sendable {
         packetsIn = registry.makeCounter(descriptor: d("packets_in", "total", "Datagrams received"))
         packetsOut = registry.makeCounter(descriptor: d("packets_out", "total", "Datagrams sent"))
         commits = registry.makeCounter(descriptor: d("commits", "total", "Group commits of queued messages"))
+        storeFailures = registry.makeCounter(descriptor: d("store_failures", "total", "Store operations that failed (no answer, or REJECTED storage)"))
+        checkpointFailures = registry.makeCounter(descriptor: d("checkpoint_failures", "total", "SQLite checkpoints that failed (tried again)"))
         var r: [RelayRejection: Counter] = [:]
         for why in RelayRejection.allCases {
             r[why] = registry.makeCounter(descriptor: d("rejections", "total", "REJECTED answers, by reason"),
@@ -72,6 +76,10 @@ final class RelayMetrics: Sendable {
         packetsIn.increment(by: last.delta("pin", c.received))
         packetsOut.increment(by: last.delta("pout", c.sent))
         commits.increment(by: last.delta("commits", await server.commits))
+        storeFailures.increment(by: last.delta("storeFailures", await server.storeFailures))
+        if let sqlite = store as? SQLiteRelayStore {
+            checkpointFailures.increment(by: last.delta("checkpointFailures", sqlite.checkpointFailures))
+        }
         for (why, counter) in rejections { counter.increment(by: last.delta("r\(why.rawValue)", c.rejections[why] ?? 0)) }
         dropped["rate_limited"]!.increment(by: last.delta("rate", c.rateLimited))
         dropped["undecodable"]!.increment(by: last.delta("undecodable", c.undecodable))

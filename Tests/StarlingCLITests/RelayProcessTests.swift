@@ -180,6 +180,7 @@ import Glibc
         #expect(text.contains("starling_relay_messages_in_total 1"), "\(text)")
         #expect(text.contains("# TYPE starling_relay_queue_depth gauge") && text.contains("starling_relay_registered_users 2"), "\(text)")
         #expect(text.contains(#"starling_relay_rejections_total{reason="#))
+        #expect(text.contains("# TYPE starling_relay_checkpoint_failures_total counter") && text.contains("starling_relay_store_failures_total 0"), "\(text)")
     }
 
     /// `starling chat --relay`: a contact who is not on the mesh gets the
