@@ -182,7 +182,7 @@ public struct NodeCore: Sendable {
     private var favorites: Set<Fingerprint>
     private var lastAnnounce: Millis?
     private var nextHousekeeping: Millis = 0
-    /// Private payloads waiting for a session, per peer.
+    /// Private payloads waiting for a session, per peer (256 a peer, 1,024 peers).
     private var waiting: [PeerID: [NoisePayload]] = [:]
     /// Our private messages and files not yet acknowledged, by message ID.
     private var unacknowledged: [String: NoisePayload] = [:]
@@ -622,6 +622,8 @@ public struct NodeCore: Sendable {
     }
     /// Messages and files not yet acknowledged.
     public var unacknowledgedCount: Int { unacknowledged.count }
+    /// Payloads waiting for a session, all peers together.
+    public var waitingCount: Int { waiting.values.reduce(0) { $0 + $1.count } }
     public var neighborPeers: Set<PeerID> { router.neighborhood.neighborPeers }
 
     // MARK: Sending privately
@@ -653,8 +655,9 @@ public struct NodeCore: Sendable {
     /// A session due for a rekey (an hour, or 10,000 messages) starts a fresh
     /// handshake; its old keys carry this payload and keep working until the
     /// new ones exist. A retry is flooded (`routing: .flood`): the route the
-    /// first try took may be what failed. A retry waits for the session once;
-    /// a `fresh` send always waits (the same file sent twice is two sends).
+    /// first try took may be what failed. Without a session the payload
+    /// waits once (a retry of one already waiting is not queued again); a
+    /// `fresh` send always waits (the same file sent twice is two sends).
     private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
                                     routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
         // Mesh first, always: off the mesh only for a peer no announce has come
@@ -664,7 +667,12 @@ public struct NodeCore: Sendable {
             return
         }
         guard sessions.hasSession(with: peer) else {
-            if fresh || !(waiting[peer] ?? []).contains(payload) { waiting[peer, default: []].append(payload) }
+            // Bounded: 256 a peer (the oldest goes; a tracked one comes back at
+            // its retry), for at most 1,024 peers at once.
+            if fresh || !(waiting[peer] ?? []).contains(payload), waiting[peer] != nil || waiting.count < 1_024 {
+                if waiting[peer, default: []].count >= 256 { waiting[peer]!.removeFirst() }
+                waiting[peer, default: []].append(payload)
+            }
             if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
             return
         }

@@ -234,9 +234,10 @@ enum RelayBench {
             print("  flat out: \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in \(format1(elapsed)) s; \(commits) commits, \(queued / max(1, commits)) a commit)")
             print("  vs UDP echo: \(format2(rate / max(1, echo)))× (goal ≥ 0.5×)")
 
-            // Fixed offered rates: a quarter and a half of the maximum.
-            for fraction in [0.25, 0.5] {
-                let offered = rate * fraction
+            /// Offers `offered` messages/s for 2 s (to `recipient`, or the away
+            /// one); prints what was answered, p50/p99 and commit durations.
+            func offer(_ offered: Double, _ label: String, to recipient: Sender? = nil, templates: [[UInt8]]? = nil,
+                       extra: () async -> String = { "" }) async {
                 let timesBefore = await server.commitTimes
                 for s in senders { s.lock.withLock { s.latencies = []; s.sentAt = [:] } }
                 let t0 = Date()
@@ -244,7 +245,7 @@ enum RelayBench {
                 while Date().timeIntervalSince(t0) < 2 {
                     let due = Int(Date().timeIntervalSince(t0) * offered)
                     while n < due {
-                        send(n % senders.count, senders[n % senders.count])
+                        send(n % senders.count, senders[n % senders.count], to: recipient, templates: templates)
                         n += 1
                     }
                     try? await Task.sleep(for: .microseconds(200))
@@ -252,11 +253,15 @@ enum RelayBench {
                 try? await Task.sleep(for: .milliseconds(500))
                 let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
                 func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
-                print("  offered \(Int(offered))/s (\(Int(fraction * 100))% of max): \(all.count)/\(n) answered; p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms\(fraction == 0.5 ? " (goal: p99 < 10 ms)" : "")")
+                print("  \(label), offered \(Int(offered))/s: \(all.count)/\(n) answered\(await extra()); p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
                 let times = await server.commitTimes.since(timesBefore)
                 let labels = CommitTimes.bounds.map { "≤\(Int($0))" } + [">\(Int(CommitTimes.bounds.last!))"]
                 print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             }
+
+            // Fixed offered rates: a quarter and a half of the maximum.
+            await offer(rate * 0.25, "25% of max")
+            await offer(rate * 0.5, "50% of max (goal: p99 < 10 ms)")
 
             // Steady state at half the maximum: a recipient online that ACKs
             // each message as it arrives, so that its queue stays short (as a
@@ -268,27 +273,10 @@ enum RelayBench {
             defer { readerTask.cancel() }
             guard await reader.register(port: server.port) else { print("  the online recipient did not register"); return rate }
             let readerTemplates = senders.map { template(from: $0.id, to: reader.id) }
-            let offered = rate * 0.5
-            let timesBefore = await server.commitTimes
-            for s in senders { s.lock.withLock { s.latencies = []; s.sentAt = [:] } }
-            let t0 = Date()
-            var n = 0
-            while Date().timeIntervalSince(t0) < 2 {
-                let due = Int(Date().timeIntervalSince(t0) * offered)
-                while n < due {
-                    send(n % senders.count, senders[n % senders.count], to: reader, templates: readerTemplates)
-                    n += 1
-                }
-                try? await Task.sleep(for: .microseconds(200))
+            await offer(rate * 0.5, "steady state, 50% of max to a recipient online that ACKs each", to: reader, templates: readerTemplates) {
+                let left = (try? await store.fetch(reader.id, limit: 1_000_000).count) ?? -1
+                return ", \(reader.lock.withLock { reader.acked }) received and ACKed, \(left) left queued"
             }
-            try? await Task.sleep(for: .milliseconds(500))
-            let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
-            func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
-            let left = (try? await store.fetch(reader.id, limit: 1_000_000).count) ?? -1
-            print("  steady state, offered \(Int(offered))/s (50% of max) to a recipient online that ACKs each: \(all.count)/\(n) answered, \(reader.lock.withLock { reader.acked }) received and ACKed, \(left) left queued; p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
-            let times = await server.commitTimes.since(timesBefore)
-            let labels = CommitTimes.bounds.map { "≤\(Int($0))" } + [">\(Int(CommitTimes.bounds.last!))"]
-            print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             await server.stop()
             return rate
         } ?? 0

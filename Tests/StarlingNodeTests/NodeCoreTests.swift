@@ -280,6 +280,23 @@ extension InProcessNodes {
         #expect(net.nodes[a].unacknowledgedCount == 0)
     }
 
+    /// What waits for a session is bounded (256 a peer): a flood of sends
+    /// before the handshake keeps the newest, and the ones let go come back at
+    /// their retries, so every message still arrives, once.
+    @Test func whatWaitsForASessionIsBoundedAndNothingIsLost() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob")
+        net.connect(a, b)
+        net.run(for: 1_000)
+        let bob = net.nodes[b].peerID
+        for i in 0..<300 { _ = try net.on(a) { try $0.sendPrivate("m\(i)", to: bob, now: $1) } }
+        #expect(net.nodes[a].waitingCount <= 256)
+        net.run(for: 20_000)
+        let got = Self.privateMessages(net, b).map(\.text)
+        #expect(Set(got) == Set((0..<300).map { "m\($0)" }) && got.count == 300, "\(got.count) shown")
+        #expect(net.nodes[a].unacknowledgedCount == 0 && net.nodes[a].waitingCount == 0)
+    }
+
     @Test func aBlockedPeerIsNeitherShownNorRelayed() throws {
         let net = Self.line()
         net.run(for: 1_000)

@@ -7,9 +7,25 @@ import Testing
 
 /// The SQLite store's rules, as InMemoryRelayStore states them, on a real file.
 @Suite struct SQLiteRelayStoreTests {
+    static func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).sqlite").path
+    }
+
+    static func remove(_ path: String) {
+        for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
+    }
+
+    /// A store on `path` with one registered recipient.
+    static func storeWithARecipient(_ path: String, walPages: Int = 16_384) async throws -> (SQLiteRelayStore, UserID) {
+        let store = try SQLiteRelayStore(path: path, walPages: walPages)
+        let b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        return (store, b)
+    }
+
     @Test func durableAndTheSameRulesAsTheReference() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let path = Self.temporaryPath("relay")
+        defer { Self.remove(path) }
         let store = try SQLiteRelayStore(path: path, maxUsers: 2)
         #expect(try store.synchronousMode() == 2, "synchronous = FULL: a QUEUED answer survives a power cut")
         let a = UserID.random(), b = UserID.random(), key = [UInt8](repeating: 1, count: 32)
@@ -48,11 +64,10 @@ import Testing
     /// queued: the recipient has room again, an expired message sent again is
     /// a new one, and one still queued is still a retry.
     @Test func expiryFreesRoomAndForgetsWhatItTook() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-expire-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
-        let store = try SQLiteRelayStore(path: path)
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let path = Self.temporaryPath("relay-expire")
+        defer { Self.remove(path) }
+        let (store, b) = try await Self.storeWithARecipient(path)
+        let a = UserID.random()
         var limits = RelayQueueLimits()
         limits.perUser = 2
         let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
@@ -72,11 +87,10 @@ import Testing
     /// bound and copied: the file stays small while many times its bound is
     /// written, and every message is still there, in order.
     @Test func theWALStaysBoundedUnderASteadyLoad() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-wal-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
-        let store = try SQLiteRelayStore(path: path, walPages: 64) // 256 KiB
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let path = Self.temporaryPath("relay-wal")
+        defer { Self.remove(path) }
+        let (store, b) = try await Self.storeWithARecipient(path, walPages: 64) // 256 KiB
+        let a = UserID.random()
         var limits = RelayQueueLimits()
         limits.perUser = 1_000_000
         limits.total = 1_000_000
@@ -102,11 +116,10 @@ import Testing
     /// ACKs that arrived together are taken in one transaction, each as a
     /// single removal would be: only the recipient's, each once.
     @Test func acksTogetherAreRemovedTogether() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-acks-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
-        let store = try SQLiteRelayStore(path: path)
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let path = Self.temporaryPath("relay-acks")
+        defer { Self.remove(path) }
+        let (store, b) = try await Self.storeWithARecipient(path)
+        let a = UserID.random()
         let ids = (0..<3).map { _ in UserID.random() }
         let batch = ids.map { RelayQueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
         #expect(try await store.enqueue(batch, limits: RelayQueueLimits()) == [.stored, .stored, .stored])
@@ -126,11 +139,10 @@ import Testing
     /// taken for one held already. The trigger is made through the store's own
     /// connection: no second connection waits on the file's locks.
     @Test func aFailedBatchLeavesNoTraceInWhatIsKeptBesideTheQueue() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-fail-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
-        let store = try SQLiteRelayStore(path: path)
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let path = Self.temporaryPath("relay-fail")
+        defer { Self.remove(path) }
+        let (store, b) = try await Self.storeWithARecipient(path)
+        let a = UserID.random()
         let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
         #expect(try await store.enqueue([m(.random(), 5)], limits: RelayQueueLimits()) == [.stored]) // the caches are warm
         try await store.db.write {
@@ -148,8 +160,8 @@ import Testing
     /// A file written by the first schema (a UNIQUE index on message IDs, an
     /// age index) is migrated with its queue: in order, retries found.
     @Test func aFirstSchemaFileIsMigratedWithItsQueue() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-v1-\(UUID().uuidString).sqlite").path
-        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let path = Self.temporaryPath("relay-v1")
+        defer { Self.remove(path) }
         let b = UserID.random(), a = UserID.random(), ids = (0..<3).map { _ in UserID.random() }
         do {
             let old = try DatabaseQueue(path: path)

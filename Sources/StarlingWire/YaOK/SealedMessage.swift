@@ -66,6 +66,24 @@ public struct SealedMessageBytes: Hashable, Sendable {
     public func encode() -> [UInt8] { signedBytes() + signature }
 
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> SealedMessageBytes {
+        let p = try parts(bytes)
+        return SealedMessageBytes(messageID: p.id, timestamp: p.timestamp, sender: p.sender, recipient: p.recipient,
+                                  ephemeralKey: Array(p.ephemeral), nonce: Array(p.nonce), sealed: Array(p.sealed),
+                                  signature: Array(p.signature))
+    }
+
+    /// What a relay reads of a sealed message: its ID and both user IDs,
+    /// after the same checks of its layout as ``decode(_:)``, copying nothing.
+    public static func route(_ bytes: [UInt8]) throws(WireError) -> (messageID: UserID, sender: UserID, recipient: UserID) {
+        let p = try parts(bytes)
+        return (p.id, p.sender, p.recipient)
+    }
+
+    /// The layout's checks, and its fields as slices of `bytes` (nothing copied).
+    private static func parts(_ bytes: [UInt8]) throws(WireError)
+        -> (id: UserID, timestamp: UInt64, sender: UserID, recipient: UserID,
+            ephemeral: ArraySlice<UInt8>, nonce: ArraySlice<UInt8>, sealed: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)
+    {
         guard bytes.count <= maxByteCount else {
             throw WireError(.lengthOutOfRange(declared: bytes.count, limit: maxByteCount), field: "message", offset: 0)
         }
@@ -76,46 +94,18 @@ public struct SealedMessageBytes: Hashable, Sendable {
         let timestamp = try r.u64("timestamp")
         let sender = UserID(bytes: try r.slice(16, "sender"))!
         let recipient = UserID(bytes: try r.slice(16, "recipient"))!
-        let ephemeral = try r.read(32, "ephemeralKey")
-        let nonce = try r.read(24, "nonce")
+        let ephemeral = try r.slice(32, "ephemeralKey")
+        let nonce = try r.slice(24, "nonce")
         let lengthOffset = r.position
         let length = Int(try r.u16("sealedLength"))
         guard length >= 48, length <= maxSealedByteCount, (length - 16) % 32 == 0 else {
             throw WireError(.lengthOutOfRange(declared: length, limit: maxSealedByteCount), field: "sealedLength",
                             offset: lengthOffset)
         }
-        let sealed = try r.read(length, "sealed")
-        let signature = try r.read(64, "signature")
+        let sealed = try r.slice(length, "sealed")
+        let signature = try r.slice(64, "signature")
         guard r.isAtEnd else { throw WireError(.trailingBytes(count: r.remaining), field: "signature", offset: r.position) }
-        return SealedMessageBytes(messageID: id, timestamp: timestamp, sender: sender, recipient: recipient,
-                                  ephemeralKey: ephemeral, nonce: nonce, sealed: sealed, signature: signature)
-    }
-
-    /// What a relay reads of a sealed message: its ID and both user IDs,
-    /// after the same checks of its layout as ``decode(_:)``, copying nothing.
-    public static func route(_ bytes: [UInt8]) throws(WireError) -> (messageID: UserID, sender: UserID, recipient: UserID) {
-        guard bytes.count <= maxByteCount else {
-            throw WireError(.lengthOutOfRange(declared: bytes.count, limit: maxByteCount), field: "message", offset: 0)
-        }
-        var r = ByteReader(bytes)
-        let version = try r.u8("version")
-        guard version == Self.version else { throw WireError(.unsupportedVersion(version), field: "version", offset: 0) }
-        let id = UserID(bytes: try r.slice(16, "messageID"))!
-        try r.skip(8, "timestamp")
-        let sender = UserID(bytes: try r.slice(16, "sender"))!
-        let recipient = UserID(bytes: try r.slice(16, "recipient"))!
-        try r.skip(32, "ephemeralKey")
-        try r.skip(24, "nonce")
-        let lengthOffset = r.position
-        let length = Int(try r.u16("sealedLength"))
-        guard length >= 48, length <= maxSealedByteCount, (length - 16) % 32 == 0 else {
-            throw WireError(.lengthOutOfRange(declared: length, limit: maxSealedByteCount), field: "sealedLength",
-                            offset: lengthOffset)
-        }
-        try r.skip(length, "sealed")
-        try r.skip(64, "signature")
-        guard r.isAtEnd else { throw WireError(.trailingBytes(count: r.remaining), field: "signature", offset: r.position) }
-        return (id, sender, recipient)
+        return (id, timestamp, sender, recipient, ephemeral, nonce, sealed, signature)
     }
 
     static func paddedBodyLength(_ n: Int) -> Int { (n + 31) / 32 * 32 }
