@@ -834,7 +834,13 @@ public struct NodeCore: Sendable {
                                              "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
                     return
                 }
-                if hops == 1, let link {
+                // A sync answer (RSR, TTL 0) replays a stored announce: its hop count says
+                // nothing about distance, and the neighbour that answered is not the
+                // announcer. Only a live announce one hop away binds a link; a replayed one
+                // keeps what was known of the distance (2 hops when nothing was).
+                let replayed = packet.isRSR && packet.ttl == 0
+                let hops = replayed ? present[sender]?.hops ?? 2 : hops
+                if hops == 1, !replayed, let link {
                     perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
                     watch.announced(link)
                 }

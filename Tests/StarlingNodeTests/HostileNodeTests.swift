@@ -175,6 +175,43 @@ extension InProcessNodes {
         #expect(s.shown(1) == ["history"])
     }
 
+    /// A sync answer replays a stored announce: the neighbour that answers is not
+    /// its announcer, and TTL 0 says nothing about distance. It makes the peer
+    /// known, 2 hops away, and binds nothing (a fresh clone's `/who` once showed
+    /// a peer two hops away as "direct", and its neighbour's link bound to it).
+    @Test func anAnnounceLearnedFromASyncAnswerIsNotTakenAsANeighbour() throws {
+        let s = Scene()
+        let link = s.raw.link
+        let asked = s.net.run(until: { net in net.nodes[1].router.askedForSync(on: link, within: 1_000, now: net.now) },
+                              timeout: 30_000)
+        #expect(asked)
+        let dave = Identity.generate()
+        var replay = try Announcement.make(identity: dave, nickname: "dave", timestamp: s.net.now - 20_000)
+        replay.isRSR = true
+        replay.ttl = 0
+        try s.inject(replay)
+        s.net.run(for: 100)
+        let known = s.victimCore.peers[dave.peerID]
+        #expect(known?.nickname == "dave")
+        #expect(known?.hops == 2)
+        #expect(s.victimCore.router.neighborhood.peer(on: link) == s.mallory.peerID)
+        #expect(!s.victimCore.router.neighborhood.neighborPeers.contains(dave.peerID))
+        // Dave's own live announce on a link of his own makes him a neighbour.
+        let daves = s.net.openRawLink(to: 1)
+        s.net.inject(try Announcement.make(identity: dave, nickname: "dave", timestamp: s.net.now).encoded(), on: daves)
+        s.net.run(for: 100)
+        #expect(s.victimCore.peers[dave.peerID]?.hops == 1)
+        #expect(s.victimCore.router.neighborhood.peer(on: daves.link) == dave.peerID)
+        // A replay of an older announce afterwards leaves him where he is.
+        var older = try Announcement.make(identity: dave, nickname: "dave", timestamp: s.net.now - 10_000)
+        older.isRSR = true
+        older.ttl = 0
+        try s.inject(older)
+        s.net.run(for: 100)
+        #expect(s.victimCore.peers[dave.peerID]?.hops == 1)
+        #expect(s.victimCore.router.neighborhood.peer(on: link) == s.mallory.peerID)
+    }
+
     @Test func compressionBombsAreRefusedBeforeTheyInflate() throws {
         let s = Scene()
         // ~1 KB on the air that claims to inflate to 1 MiB (v2: a 32-bit size), within 50,000:1.
