@@ -66,6 +66,8 @@ enum BLEIDs {
         // Relayed by bob (2 hops), or, when carol's periodic sync request
         // reached bob before his jittered relay did, bob's sync answer: shown
         // as history from a neighbour (1 hop), and then the relay is a duplicate.
+        // Alice is never taken as carol's neighbour, even when her announce came
+        // in a sync answer from bob (a replayed announce binds nothing).
         #expect(got?["hops"] as? Int == 2 || (got?["history"] as? Bool == true && got?["hops"] as? Int == 1), "\(carol.text)")
         #expect(!carol.events.contains { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" && $0["hops"] as? Int == 1 })
     }
