@@ -8,8 +8,12 @@ import StarlingYaOKRelay
 /// ran goes into the next transaction — and QUEUED is sent only after its
 /// commit, so that an answered message survives a SIGKILL.
 ///
+/// ACKs to remove go into the same group commits (one sync of the disk for
+/// both), and a POLL waits for the ACKs that came before it.
+///
 /// Bounds: at most `maxPendingStore` store operations wait at once (more
-/// packets are dropped, and their senders retry), 512 messages a commit.
+/// packets are dropped, and their senders retry), 512 messages and 512 ACKs
+/// a commit.
 public actor RelayServer {
     public typealias Core = RelayServerCore<UDPAddress>
 
@@ -73,16 +77,13 @@ public actor RelayServer {
             case let .send(bytes, address):
                 _ = socket.send(bytes, to: address)
             case let .enqueue(message, address):
-                guard inFlight + pending.count < maxPendingStore else { continue }
+                guard waitingForTheStore < maxPendingStore else { continue }
                 pending.append((message, address))
-                if !committing {
-                    committing = true
-                    Task { await self.commitLoop() }
-                }
+                startCommitting()
             case .register, .fetch, .remove:
                 // In arrival order, one at a time: an ACK goes in before the POLL
                 // sent after it, so that an acknowledged message never comes back.
-                guard inFlight + pending.count + operations.count - operationHead < maxPendingStore else { continue }
+                guard waitingForTheStore < maxPendingStore else { continue }
                 operations.append(step)
                 if !operating {
                     operating = true
@@ -95,6 +96,24 @@ public actor RelayServer {
     private var operations: [Core.Step] = []
     private var operationHead = 0
     private var operating = false
+    /// ACKs handed to the group commit, not yet in one.
+    private var pendingAcks: [(user: UserID, messageID: UserID)] = []
+    /// ACKs handed to the group commit, and those whose commit has returned (or failed).
+    private var acksHanded = 0
+    private var acksCommitted = 0
+    /// POLLs waiting for the ACKs before them (up to the count handed over then).
+    private var ackWaiters: [(upTo: Int, CheckedContinuation<Void, Never>)] = []
+
+    /// Every store operation waiting or under way (bounded by `maxPendingStore`).
+    private var waitingForTheStore: Int {
+        inFlight + pending.count + pendingAcks.count + operations.count - operationHead
+    }
+
+    private func startCommitting() {
+        guard !committing else { return }
+        committing = true
+        Task { await self.commitLoop() }
+    }
 
     private func operationLoop() async {
         while operationHead < operations.count {
@@ -108,20 +127,19 @@ public actor RelayServer {
             case let .register(r, address):
                 await completeRegistration(r, from: address)
             case let .fetch(user, limit, address):
+                // Every ACK that came before this POLL is committed first, so that
+                // an acknowledged message never comes back.
+                if acksCommitted < acksHanded {
+                    let target = acksHanded
+                    await withCheckedContinuation { ackWaiters.append((target, $0)) }
+                }
                 // A store failure gets no answer (NO_MESSAGES would be a lie): the client polls again.
                 do { perform(core.fetched(try await store.fetch(user, limit: limit), for: address)) } catch { storeFailures += 1 }
             case let .remove(user, id):
-                // The ACKs queued right behind this one go in the same transaction.
-                var acks = [(user: user, messageID: id)]
-                while operationHead < operations.count, acks.count < 512, case let .remove(u, m) = operations[operationHead] {
-                    acks.append((u, m))
-                    operationHead += 1
-                }
-                do {
-                    for found in try await store.remove(acks) { perform(core.removed(found)) }
-                } catch {
-                    storeFailures += 1
-                }
+                // Into the next group commit, beside the MSGs that wait for it.
+                pendingAcks.append((user, id))
+                acksHanded += 1
+                startCommitting()
             default:
                 break
             }
@@ -153,30 +171,39 @@ public actor RelayServer {
         perform(core.registration(result, from: address, now: Self.now(), timestamp: r.timestamp))
     }
 
-    /// Group commit: each turn takes everything that arrived meanwhile. The
-    /// answers to one commit go out while the next one runs (never before
-    /// their own commit has returned).
+    /// Group commit: each turn takes everything that arrived meanwhile, MSGs
+    /// to store and ACKs to remove, in one transaction. The answers to one
+    /// commit go out while the next one runs (never before their own commit
+    /// has returned); the POLLs that waited for its ACKs go on at once.
     private func commitLoop() async {
         var answers: [Core.Step] = []
-        while !pending.isEmpty {
+        while !pending.isEmpty || !pendingAcks.isEmpty {
             let batch = Array(pending.prefix(512))
             pending.removeFirst(batch.count)
-            inFlight += batch.count
+            let acks = Array(pendingAcks.prefix(512))
+            pendingAcks.removeFirst(acks.count)
+            inFlight += batch.count + acks.count
             let store = self.store, limits = core.configuration.limits, messages = batch.map(\.0)
             let started = ContinuousClock.now
-            let commit = Task { try await store.enqueue(messages, limits: limits) }
+            let commit = Task { try await store.commit(messages, limits: limits, removing: acks) }
             perform(answers) // the last commit's, while this one runs
             answers = []
             do {
-                let outcomes = try await commit.value
+                let (outcomes, removed) = try await commit.value
                 commits += 1
                 commitTimes.add(ContinuousClock.now - started)
                 for ((message, address), outcome) in zip(batch, outcomes) { answers += core.enqueued(message, outcome, from: address) }
+                for found in removed { answers += core.removed(found) }
             } catch {
+                // The ACKs' messages stay queued and come again (a recipient takes each once).
                 storeFailures += 1
                 for (message, address) in batch { answers += core.storageFailed(message, from: address) }
             }
-            inFlight -= batch.count
+            inFlight -= batch.count + acks.count
+            acksCommitted += acks.count
+            let ready = ackWaiters.filter { $0.upTo <= acksCommitted }
+            ackWaiters.removeAll { $0.upTo <= acksCommitted }
+            for (_, waiter) in ready { waiter.resume() }
         }
         committing = false
         perform(answers)

@@ -208,51 +208,64 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
+        try await commit(batch, limits: limits, removing: []).stored
+    }
+
+    /// Both in one transaction: one sync of the disk for what arrived together.
+    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                       removing acks: [(user: UserID, messageID: UserID)]) async throws
+        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
         try await writing(restartingTheWAL: restartWanted.take()) { db in
-            var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
-            self.heldCapacity = limits.total
-            if self.held == nil { try self.loadHeld(db) }
-            if self.queued.count > 65_536 { self.queued = [:] }
-            var known: [UserID: Bool] = [:]
-            let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
-            let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
-            // Prepared once (cached across batches) and bound in place: a message costs one step.
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
-                """).sqliteStatement
-            let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
-                if known[m.recipient] == nil {
-                    known[m.recipient] = try Bool.fetchOne(isUser, arguments: [Data(m.recipient.bytes)]) ?? false
-                }
-                guard known[m.recipient]! else { return .unknownRecipient }
-                // A retry of one held already is QUEUED again, stored once (even when the queue is full).
-                let key = Held(recipient: m.recipient, messageID: m.messageID)
-                if self.held![key] != nil { return .stored }
-                let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
-                self.queued[m.recipient] = count
-                guard count < limits.perUser else { return .recipientQueueFull }
-                guard total < limits.total else { return .serverFull }
-                sqlite3_reset(insert)
-                Self.bind(insert, 1, m.recipient)
-                sqlite3_bind_int64(insert, 2, self.nextSeq)
-                Self.bind(insert, 3, m.messageID)
-                Self.bind(insert, 4, m.sender)
-                Self.bind(insert, 5, m.payload)
-                sqlite3_bind_int64(insert, 6, Int64(m.receivedAt))
-                let rc = sqlite3_step(insert)
-                sqlite3_reset(insert)
-                guard rc == SQLITE_DONE else {
-                    throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-                }
-                self.held![key] = self.nextSeq
-                self.nextSeq += 1
-                self.queued[m.recipient] = count + 1
-                total += 1
-                return .stored
-            }
-            self.total = total
-            return outcomes
+            let stored = batch.isEmpty ? [] : try self.store(batch, limits: limits, in: db)
+            return (stored, acks.isEmpty ? [] : try self.take(acks, in: db))
         }
+    }
+
+    /// Inside a write.
+    private func store(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits, in db: Database) throws -> [RelayEnqueueOutcome] {
+        var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
+        self.heldCapacity = limits.total
+        if self.held == nil { try self.loadHeld(db) }
+        if self.queued.count > 65_536 { self.queued = [:] }
+        var known: [UserID: Bool] = [:]
+        let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
+        let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
+        // Prepared once (cached across batches) and bound in place: a message costs one step.
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
+            """).sqliteStatement
+        let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
+            if known[m.recipient] == nil {
+                known[m.recipient] = try Bool.fetchOne(isUser, arguments: [Data(m.recipient.bytes)]) ?? false
+            }
+            guard known[m.recipient]! else { return .unknownRecipient }
+            // A retry of one held already is QUEUED again, stored once (even when the queue is full).
+            let key = Held(recipient: m.recipient, messageID: m.messageID)
+            if self.held![key] != nil { return .stored }
+            let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
+            self.queued[m.recipient] = count
+            guard count < limits.perUser else { return .recipientQueueFull }
+            guard total < limits.total else { return .serverFull }
+            sqlite3_reset(insert)
+            Self.bind(insert, 1, m.recipient)
+            sqlite3_bind_int64(insert, 2, self.nextSeq)
+            Self.bind(insert, 3, m.messageID)
+            Self.bind(insert, 4, m.sender)
+            Self.bind(insert, 5, m.payload)
+            sqlite3_bind_int64(insert, 6, Int64(m.receivedAt))
+            let rc = sqlite3_step(insert)
+            sqlite3_reset(insert)
+            guard rc == SQLITE_DONE else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            }
+            self.held![key] = self.nextSeq
+            self.nextSeq += 1
+            self.queued[m.recipient] = count + 1
+            total += 1
+            return .stored
+        }
+        self.total = total
+        return outcomes
     }
 
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
@@ -319,25 +332,28 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
 
     /// ACKs that arrived together in one transaction (one fsync, not one each).
     public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
-        try await writing { db in
-            // Each found by its arrival number, kept in `held`: one primary-key
-            // lookup, however long the recipient's queue (a scan of it per ACK
-            // made a drained relay ~5× slower).
-            if self.held == nil { try self.loadHeld(db) }
-            let delete = try db.cachedStatement(sql: """
-                DELETE FROM queue WHERE recipient = ? AND seq = ? RETURNING sender, payload, received_at
-                """)
-            return try acks.map { user, messageID in
-                let key = Held(recipient: user, messageID: messageID)
-                guard let seq = self.held![key],
-                      let row = try Row.fetchOne(delete, arguments: [Data(user.bytes), seq]) else { return nil }
-                // (SQLite makes all of a RETURNING statement's changes at its first step.)
-                self.held![key] = nil
-                if let t = self.total { self.total = max(0, t - 1) }
-                if let q = self.queued[user] { self.queued[user] = max(0, q - 1) }
-                return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
-                                          payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
-            }
+        try await commit([], limits: RelayQueueLimits(), removing: acks).removed
+    }
+
+    /// Inside a write.
+    private func take(_ acks: [(user: UserID, messageID: UserID)], in db: Database) throws -> [RelayQueuedMessage?] {
+        // Each found by its arrival number, kept in `held`: one primary-key
+        // lookup, however long the recipient's queue (a scan of it per ACK
+        // made a drained relay ~5× slower).
+        if self.held == nil { try self.loadHeld(db) }
+        let delete = try db.cachedStatement(sql: """
+            DELETE FROM queue WHERE recipient = ? AND seq = ? RETURNING sender, payload, received_at
+            """)
+        return try acks.map { user, messageID in
+            let key = Held(recipient: user, messageID: messageID)
+            guard let seq = self.held![key],
+                  let row = try Row.fetchOne(delete, arguments: [Data(user.bytes), seq]) else { return nil }
+            // (SQLite makes all of a RETURNING statement's changes at its first step.)
+            self.held![key] = nil
+            if let t = self.total { self.total = max(0, t - 1) }
+            if let q = self.queued[user] { self.queued[user] = max(0, q - 1) }
+            return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
+                                      payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
     }
 

@@ -22,6 +22,13 @@ public protocol RelayStore: Sendable {
     /// Removes several (ACKs that arrived together), in order, in one
     /// transaction where the store has them; what each found.
     func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?]
+    /// A group commit of both kinds of write that arrived together: the
+    /// batch stored (as ``enqueue(_:limits:)``) and the ACKs removed (as
+    /// ``remove(_:)``), in one transaction where the store can (one sync of
+    /// the disk, not two: then either both happen or neither does).
+    func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                removing acks: [(user: UserID, messageID: UserID)]) async throws
+        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?])
     /// Drops messages received before `cutoff`; how many.
     func expire(before cutoff: UInt64) async throws -> Int
     /// Registered users and queued messages.
@@ -34,6 +41,16 @@ extension RelayStore {
         var found: [RelayQueuedMessage?] = []
         for ack in acks { found.append(try await remove(ack.user, messageID: ack.messageID)) }
         return found
+    }
+
+    /// The batch, then the ACKs, in two transactions, for stores without one
+    /// for both (a failure of the second leaves the first done: the ACKs'
+    /// messages stay queued and come again, which a recipient takes once).
+    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                       removing acks: [(user: UserID, messageID: UserID)]) async throws
+        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
+        let stored = batch.isEmpty ? [] : try await enqueue(batch, limits: limits)
+        return (stored, acks.isEmpty ? [] : try await remove(acks))
     }
 }
 

@@ -175,6 +175,70 @@ actor RawRelayUser {
         #expect(afterAck == 0, "\(afterAck) messages came again after their ACK")
     }
 
+    /// ACKs go into the group commits beside the MSGs; a POLL sent right
+    /// behind its ACKs (no pause) waits for their commit, so that what was
+    /// acknowledged never comes again, and each sender hears DELIVERED.
+    @Test func aPollRightBehindItsAcksNeverBringsThemBack() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-acks") + ".sqlite"
+        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120",
+                                      "--rate-per-user", "1000000", "--rate-per-address", "1000000"])
+        defer { server.stop() }
+        let started = try #require(await server.waitFor { $0["event"] as? String == "started" }, "\(server.text)")
+        let port = UInt16(try #require(started["port"] as? Int))
+        let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
+        await alice.start(); await bob.start()
+        defer { Task { await alice.stop(); await bob.stop() } }
+        let aliceToken = try await alice.register()
+        let bobToken = try await bob.register()
+        await bob.send(.bye(token: bobToken)) // away while alice sends
+        let count = 60
+        for i in 0..<count {
+            let id = UserID.random()
+            let payload = try SealedMessage.seal(.text("m\(i)"), id: id, timestamp: 1_795_000_000_000, from: alice.identity,
+                                                 senderID: alice.id, to: bob.id, recipientAgreementKey: bob.identity.noisePublicKey)
+            await alice.send(.message(sender: alice.id, recipient: bob.id, payload: payload, token: aliceToken))
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while await alice.queuedCount() < count, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await alice.queuedCount() == count)
+        let token = try await bob.register()
+        var received: [UserID: Int] = [:]
+        var unacknowledged: [UserID] = []
+        var empty = false
+        await bob.send(.poll(token: token))
+        let until = Date().addingTimeInterval(60)
+        while !empty, Date() < until {
+            try await Task.sleep(for: .milliseconds(5))
+            var ids: [UserID] = []
+            for p in await bob.takeAnswers() {
+                switch p {
+                case .noMessages: empty = true
+                case let .message(_, _, payload, _): ids.append(try SealedMessage.peek(payload).messageID)
+                default: break
+                }
+            }
+            for id in ids { received[id, default: 0] += 1 }
+            unacknowledged += ids
+            // Once a POLL's 10 are in: their ACKs and the next POLL at once.
+            if !ids.isEmpty, received.values.reduce(0, +) % 10 == 0 {
+                for id in unacknowledged { await bob.send(.ack(token: token, messageID: id)) }
+                unacknowledged = []
+                await bob.send(.poll(token: token))
+            }
+        }
+        #expect(empty, "\(received.count) received of \(count)")
+        #expect(received.count == count)
+        #expect(received.values.allSatisfy { $0 == 1 }, "came again after its ACK: \(received.values.filter { $0 > 1 }.count)")
+        // Each ACK told alice her message was taken.
+        let delivered = { await alice.takeAnswers().filter { if case .delivered = $0 { true } else { false } }.count }
+        var told = 0
+        while told < count, Date() < until {
+            told += await delivered()
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(told == count)
+    }
+
     /// What an attacker in reach of the server can do, against the real
     /// process: claim someone's user ID, replay a REGISTER, poll without the
     /// token, flood; none of it reads a queue or costs more than its bucket.

@@ -133,6 +133,36 @@ import Testing
         #expect(try await store.counts().queued == 2)
     }
 
+    /// MSGs and ACKs that arrived together are one transaction: both are
+    /// done, or, when it fails, neither (the ACKed message is still there to
+    /// be taken, and nothing of the batch is).
+    @Test func messagesAndAcksTogetherAreOneTransaction() async throws {
+        let path = Self.temporaryPath("relay-commit")
+        defer { Self.remove(path) }
+        let (store, b) = try await Self.storeWithARecipient(path)
+        let a = UserID.random()
+        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [7], receivedAt: at) }
+        let first = UserID.random(), second = UserID.random(), third = UserID.random()
+        #expect(try await store.enqueue([m(first, 5)], limits: RelayQueueLimits()) == [.stored])
+        let both = try await store.commit([m(second, 6)], limits: RelayQueueLimits(), removing: [(b, first), (b, .random())])
+        #expect(both.stored == [.stored])
+        #expect(both.removed.map { $0?.messageID } == [first, nil])
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
+        // A failure takes both back.
+        try await store.db.write {
+            try $0.execute(sql: "CREATE TRIGGER fail BEFORE INSERT ON queue WHEN NEW.received_at = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        }
+        await #expect(throws: (any Error).self) {
+            try await store.commit([m(third, 7), m(.random(), 666)], limits: RelayQueueLimits(), removing: [(b, second)])
+        }
+        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
+        #expect(try await store.counts().queued == 1)
+        // And the ACK, sent again, takes it (the set of what is queued was counted again).
+        #expect(try await store.commit([m(third, 7)], limits: RelayQueueLimits(), removing: [(b, second)]).removed.first??.messageID == second)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
+    }
+
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
     /// full disk would fail the commit) leaves nothing behind in what the store
     /// keeps beside the queue: a retry of its messages is stored for real, not
