@@ -10,8 +10,8 @@ import StarlingYaOKRelay
 /// transaction; the per-user and total caps are checked inside it. The
 /// queue's length is kept in a row of its own (`relay_queue_count`), locked by
 /// each batch, so the total cap is exact across servers and costs no count of
-/// the whole queue (two servers committing at the same instant may each pass
-/// a per-user cap by a batch).
+/// the whole queue; the per-user caps are read under that lock, so they are
+/// exact across servers too.
 public final class PostgresRelayStore: RelayStore, Sendable {
     private let client: PostgresClient
     private let logger: Logger
@@ -61,6 +61,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await c.query("""
                 INSERT INTO relay_queue_count (id, total) SELECT 1, count(*) FROM relay_queue ON CONFLICT (id) DO NOTHING
                 """, logger: self.logger)
+            // Counted again at each start, under the row's lock (a batch takes it
+            // before it reads; a removal commits only after lowering it), so that
+            // a length that ever drifted is right again.
+            try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
+            try await c.query("UPDATE relay_queue_count SET total = (SELECT count(*) FROM relay_queue) WHERE id = 1", logger: self.logger)
         }
     }
 
@@ -101,69 +106,115 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    /// A batch in five round trips, whatever its size: which recipients are
-    /// users, their queues' lengths, the queue's length (its row locked), which
-    /// messages are held already (a sender's retry), then one multi-row INSERT
-    /// that adds what went in to the length.
     public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
+        try await commit(batch, limits: limits, removing: []).stored
+    }
+
+    /// ACKs that arrived together: one statement.
+    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
+        try await commit([], limits: RelayQueueLimits(), removing: acks).removed
+    }
+
+    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
+        try await remove([(user, messageID)])[0]
+    }
+
+    /// MSGs and ACKs that arrived together, in one transaction.
+    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                       removing acks: [(user: UserID, messageID: UserID)]) async throws
+        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
+        try await client.withTransaction(logger: logger) { c in
+            let stored = batch.isEmpty ? [] : try await self.store(batch, limits: limits, on: c)
+            return (stored, acks.isEmpty ? [] : try await self.take(acks, on: c))
+        }
+    }
+
+    /// A batch in five round trips, whatever its size: the queue's length (its
+    /// row locked first, so that what the next reads see is every other
+    /// server's committed batch), which recipients are users, their queues'
+    /// lengths, which messages are held already (a sender's retry), then one
+    /// multi-row INSERT that adds what went in to the length.
+    private func store(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                       on c: PostgresConnection) async throws -> [RelayEnqueueOutcome] {
         let recipients = Array(Set(batch.map(\.recipient)))
         let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
-        return try await client.withTransaction(logger: logger) { c in
-            var known = Set<UserID>()
-            for try await id in try await c.query("SELECT user_id FROM relay_users WHERE user_id = ANY(\(recipientBuffers))",
-                                                  logger: self.logger).decode(ByteBuffer.self) {
-                if let u = UserID(bytes: Self.bytes(id)) { known.insert(u) }
-            }
-            var perUser: [UserID: Int] = [:]
-            for try await (id, n) in try await c.query("""
-                SELECT recipient, count(*) FROM relay_queue WHERE recipient = ANY(\(recipientBuffers)) GROUP BY recipient
-                """, logger: self.logger).decode((ByteBuffer, Int64).self) {
-                if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
-            }
-            var total = 0
-            for try await n in try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
-                .decode(Int64.self) { total = Int(n) }
-            struct Key: Hashable { let recipient: UserID, messageID: UserID }
-            var held = Set<Key>()
-            let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
-            for try await (r, m) in try await c.query("""
-                SELECT q.recipient, q.message_id FROM relay_queue q
-                JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
-                """, logger: self.logger).decode((ByteBuffer, ByteBuffer).self) {
-                if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)) { held.insert(Key(recipient: r, messageID: m)) }
-            }
-            var outcomes: [RelayEnqueueOutcome] = []
-            var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
-                ([], [], [], [], [])
-            for m in batch {
-                guard known.contains(m.recipient) else { outcomes.append(.unknownRecipient); continue }
-                // A retry of one held already (or one earlier in this batch) is QUEUED again, stored once.
-                guard held.insert(Key(recipient: m.recipient, messageID: m.messageID)).inserted else { outcomes.append(.stored); continue }
-                guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
-                guard total < limits.total else { outcomes.append(.serverFull); continue }
-                rows.recipients.append(Self.buffer(m.recipient.bytes))
-                rows.ids.append(Self.buffer(m.messageID.bytes))
-                rows.senders.append(Self.buffer(m.sender.bytes))
-                rows.payloads.append(Self.buffer(m.payload))
-                rows.times.append(Int64(m.receivedAt))
-                perUser[m.recipient, default: 0] += 1
-                total += 1
-                outcomes.append(.stored)
-            }
-            if !rows.ids.isEmpty {
-                // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order;
-                // the length grows by what went in (not by a row another server put in first).
-                try await c.query("""
-                    WITH inserted AS (INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
-                    SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
-                                                     \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
-                    ORDER BY i
-                    ON CONFLICT (recipient, message_id) DO NOTHING RETURNING 1)
-                    UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
-                    """, logger: self.logger)
-            }
-            return outcomes
+        var total = 0
+        for try await n in try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
+            .decode(Int64.self) { total = Int(n) }
+        var known = Set<UserID>()
+        for try await id in try await c.query("SELECT user_id FROM relay_users WHERE user_id = ANY(\(recipientBuffers))",
+                                              logger: self.logger).decode(ByteBuffer.self) {
+            if let u = UserID(bytes: Self.bytes(id)) { known.insert(u) }
         }
+        var perUser: [UserID: Int] = [:]
+        for try await (id, n) in try await c.query("""
+            SELECT recipient, count(*) FROM relay_queue WHERE recipient = ANY(\(recipientBuffers)) GROUP BY recipient
+            """, logger: self.logger).decode((ByteBuffer, Int64).self) {
+            if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
+        }
+        struct Key: Hashable { let recipient: UserID, messageID: UserID }
+        var held = Set<Key>()
+        let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
+        for try await (r, m) in try await c.query("""
+            SELECT q.recipient, q.message_id FROM relay_queue q
+            JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
+            """, logger: self.logger).decode((ByteBuffer, ByteBuffer).self) {
+            if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)) { held.insert(Key(recipient: r, messageID: m)) }
+        }
+        var outcomes: [RelayEnqueueOutcome] = []
+        var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
+            ([], [], [], [], [])
+        for m in batch {
+            guard known.contains(m.recipient) else { outcomes.append(.unknownRecipient); continue }
+            // A retry of one held already (or one earlier in this batch) is QUEUED again, stored once.
+            guard held.insert(Key(recipient: m.recipient, messageID: m.messageID)).inserted else { outcomes.append(.stored); continue }
+            guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
+            guard total < limits.total else { outcomes.append(.serverFull); continue }
+            rows.recipients.append(Self.buffer(m.recipient.bytes))
+            rows.ids.append(Self.buffer(m.messageID.bytes))
+            rows.senders.append(Self.buffer(m.sender.bytes))
+            rows.payloads.append(Self.buffer(m.payload))
+            rows.times.append(Int64(m.receivedAt))
+            perUser[m.recipient, default: 0] += 1
+            total += 1
+            outcomes.append(.stored)
+        }
+        if !rows.ids.isEmpty {
+            // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order;
+            // the length grows by what went in (not by a row another server put in first).
+            try await c.query("""
+                WITH inserted AS (INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
+                                                 \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
+                ORDER BY i
+                ON CONFLICT (recipient, message_id) DO NOTHING RETURNING 1)
+                UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
+                """, logger: self.logger)
+        }
+        return outcomes
+    }
+
+    /// ACKs in one statement: each (recipient, message ID) deleted where it
+    /// is (only the recipient's own), the length lowered by what went.
+    /// What each found, in order (an ACK repeated in the batch finds nothing the second time).
+    private func take(_ acks: [(user: UserID, messageID: UserID)], on c: PostgresConnection) async throws -> [RelayQueuedMessage?] {
+        struct Key: Hashable { let recipient: UserID, messageID: UserID }
+        let users = acks.map { Self.buffer($0.user.bytes) }, ids = acks.map { Self.buffer($0.messageID.bytes) }
+        var found: [Key: RelayQueuedMessage] = [:]
+        for try await (r, m, sender, payload, at) in try await c.query("""
+            WITH removed AS (
+                DELETE FROM relay_queue q USING unnest(\(users)::bytea[], \(ids)::bytea[]) AS t(r, m)
+                WHERE q.recipient = t.r AND q.message_id = t.m
+                RETURNING q.recipient, q.message_id, q.sender, q.payload, q.received_at),
+            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
+            SELECT recipient, message_id, sender, payload, received_at FROM removed
+            """, logger: logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
+            guard let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)),
+                  let sender = UserID(bytes: Self.bytes(sender)) else { continue }
+            found[Key(recipient: r, messageID: m)] = RelayQueuedMessage(messageID: m, sender: sender, recipient: r,
+                                                                        payload: Self.bytes(payload), receivedAt: UInt64(at))
+        }
+        return acks.map { found.removeValue(forKey: Key(recipient: $0.user, messageID: $0.messageID)) }
     }
 
     public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
@@ -177,21 +228,6 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             out.append(RelayQueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
         }
         return out
-    }
-
-    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
-        let rows = try await client.query("""
-            WITH removed AS (
-                DELETE FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes)) AND message_id = \(Self.buffer(messageID.bytes))
-                RETURNING sender, payload, received_at),
-            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
-            SELECT sender, payload, received_at FROM removed
-            """, logger: logger)
-        for try await (sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
-            guard let sender = UserID(bytes: Self.bytes(sender)) else { return nil }
-            return RelayQueuedMessage(messageID: messageID, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at))
-        }
-        return nil
     }
 
     public func expire(before cutoff: UInt64) async throws -> Int {

@@ -58,6 +58,15 @@ final class PostgresCluster: @unchecked Sendable {
         return ["/usr/sbin/runuser", "-u", runAs, "--"] + command
     }
 
+    /// Runs SQL through psql (for what a test does behind the store's back).
+    @discardableResult
+    func sql(_ statement: String) throws -> String {
+        let r = try Self.run(["\(bin)/psql", "-h", "127.0.0.1", "-p", String(port), "-U", "starling", "-d", "postgres",
+                              "-v", "ON_ERROR_STOP=1", "-At", "-c", statement])
+        guard r.status == 0 else { throw Failure(text: "psql: \(r.output)") }
+        return r.output
+    }
+
     func stop() {
         _ = try? Self.run(Self.wrap(runAs, ["\(bin)/pg_ctl", "-D", "\(directory)/data", "-m", "immediate", "-w", "stop"]))
         try? FileManager.default.removeItem(atPath: directory)

@@ -136,7 +136,23 @@ import Glibc
         #expect(try await store.enqueue([m(.random())], limits: limits) == [.serverFull])
         #expect(try await store.expire(before: 6) == 2)
         // The length kept beside the queue followed the removal and the expiry.
-        #expect(try await store.enqueue([m(.random()), m(.random()), m(.random())], limits: limits) == [.stored, .stored, .serverFull])
+        let kept = [UserID.random(), UserID.random()]
+        #expect(try await store.enqueue([m(kept[0]), m(kept[1]), m(.random())], limits: limits) == [.stored, .stored, .serverFull])
+        // ACKs together, in one statement: each finds its own, once; not someone else's.
+        let found = try await store.remove([(b, kept[0]), (a, kept[1]), (b, .random()), (b, kept[0])])
+        #expect(found.map { $0?.messageID } == [kept[0], nil, nil, nil])
+        #expect(found[0]?.sender == a && found[0]?.payload == [9, 8])
+        // MSGs and ACKs in one transaction.
+        let next = UserID.random()
+        let both = try await store.commit([m(next)], limits: limits, removing: [(b, kept[1])])
+        #expect(both.stored == [.stored] && both.removed.map { $0?.messageID } == [kept[1]])
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [next])
+        // A length that drifted is counted again when a server starts.
+        try pg.sql("UPDATE relay_queue_count SET total = 2")
+        #expect(try await store.enqueue([m(.random())], limits: limits) == [.serverFull])
+        let reopened = try await PostgresRelayStore(url: pg.url)
+        defer { reopened.close() }
+        #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.stored])
     }
 
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
