@@ -213,25 +213,30 @@ enum RelayBench {
                 _ = s.socket.send(packet, to: .loopback(server.port))
             }
 
-            // Flat out: 256 unanswered per sender, 3 s.
-            let commitsBefore = await server.commits
-            let start = Date()
-            var sent = Array(repeating: 0, count: senders.count)
-            while Date().timeIntervalSince(start) < 3 {
-                var idle = true
-                for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.queued }) < 256 {
-                    send(i, s)
-                    sent[i] += 1
-                    idle = false
+            /// Flat out: 256 unanswered per sender, 3 s; messages answered QUEUED a second.
+            func flatOut(_ label: String, to recipient: Sender? = nil, templates: [[UInt8]]? = nil) async -> Double {
+                let commitsBefore = await server.commits
+                let queuedBefore = senders.map { s in s.lock.withLock { s.queued } }
+                let start = Date()
+                var sent = queuedBefore
+                while Date().timeIntervalSince(start) < 3 {
+                    var idle = true
+                    for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.queued }) < 256 {
+                        send(i, s, to: recipient, templates: templates)
+                        sent[i] += 1
+                        idle = false
+                    }
+                    if idle { try? await Task.sleep(for: .microseconds(100)) }
                 }
-                if idle { try? await Task.sleep(for: .microseconds(100)) }
+                try? await Task.sleep(for: .milliseconds(300))
+                let elapsed = Date().timeIntervalSince(start)
+                let queued = zip(senders, queuedBefore).map { s, before in s.lock.withLock { s.queued } - before }.reduce(0, +)
+                let rate = Double(queued) / elapsed
+                let commits = await server.commits - commitsBefore
+                print("  \(label): \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in \(format1(elapsed)) s; \(commits) commits, \(queued / max(1, commits)) a commit)")
+                return rate
             }
-            try? await Task.sleep(for: .milliseconds(300))
-            let elapsed = Date().timeIntervalSince(start)
-            let queued = senders.map { s in s.lock.withLock { s.queued } }.reduce(0, +)
-            let rate = Double(queued) / elapsed
-            let commits = await server.commits - commitsBefore
-            print("  flat out: \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in \(format1(elapsed)) s; \(commits) commits, \(queued / max(1, commits)) a commit)")
+            let rate = await flatOut("flat out")
             print("  vs UDP echo: \(format2(rate / max(1, echo)))× (goal ≥ 0.5×)")
 
             /// Offers `offered` messages/s for 2 s (to `recipient`, or the away
@@ -263,9 +268,12 @@ enum RelayBench {
             await offer(rate * 0.25, "25% of max")
             await offer(rate * 0.5, "50% of max (goal: p99 < 10 ms)")
 
-            // Steady state at half the maximum: a recipient online that ACKs
-            // each message as it arrives, so that its queue stays short (as a
-            // relay's queues are when their users are around).
+            // Steady state: a recipient online that ACKs each message as it
+            // arrives, so that its queue stays short (as a relay's queues are
+            // when their users are around). A message is five datagrams here
+            // (MSG, QUEUED, the MSG forwarded, its ACK, DELIVERED to the
+            // sender) and two writes (stored, then removed), so this load has a
+            // maximum of its own, measured first; then half of it.
             let reader = try Sender()
             reader.acking = true
             reader.server = server.port
@@ -273,13 +281,63 @@ enum RelayBench {
             defer { readerTask.cancel() }
             guard await reader.register(port: server.port) else { print("  the online recipient did not register"); return rate }
             let readerTemplates = senders.map { template(from: $0.id, to: reader.id) }
-            await offer(rate * 0.5, "steady state, 50% of max to a recipient online that ACKs each", to: reader, templates: readerTemplates) {
+            let steady = await flatOut("steady state flat out, to a recipient online that ACKs each", to: reader, templates: readerTemplates)
+            try? await Task.sleep(for: .milliseconds(500))
+            let ackedBefore = reader.lock.withLock { reader.acked }
+            await offer(steady * 0.5, "steady state, 50% of its max (goal: p99 < 10 ms)", to: reader, templates: readerTemplates) {
                 let left = (try? await store.fetch(reader.id, limit: 1_000_000).count) ?? -1
-                return ", \(reader.lock.withLock { reader.acked }) received and ACKed, \(left) left queued"
+                return ", \(reader.lock.withLock { reader.acked } - ackedBefore) received and ACKed, \(left) left queued"
             }
             await server.stop()
             return rate
         } ?? 0
+    }
+
+    /// `starling-bench relay-store`: the SQLite store alone (no sockets), one
+    /// recipient's queue kept ~2,000 long: commits of 500 MSGs, of 500 ACKs,
+    /// and of both (the steady state's group commit), each durable.
+    static func storeAlone() {
+        print("starling-bench relay-store (release; the SQLite store alone; every commit durable)\n")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-store-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        guard let store = try? SQLiteRelayStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
+        let recipient = UserID.random(), sender = UserID.random()
+        _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
+        let template = template(from: sender, to: recipient)
+        var limits = RelayQueueLimits()
+        limits.perUser = 10_000_000
+        limits.total = 10_000_000
+        let fixedLimits = limits
+        var queued: [UserID] = []
+        var head = 0
+        func batch(_ n: Int) -> [RelayQueuedMessage] {
+            (0..<n).map { _ in
+                var payload = template
+                let id = UserID.random()
+                payload.replaceSubrange(1..<17, with: id.bytes)
+                queued.append(id)
+                return RelayQueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
+            }
+        }
+        func acks(_ n: Int) -> [(user: UserID, messageID: UserID)] {
+            defer { head += n }
+            return queued[head..<head + n].map { (recipient, $0) }
+        }
+        for _ in 0..<4 { let b = batch(500); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
+        func time(_ label: String, operations: Int = 500, rounds: Int = 40, _ body: () -> Void) {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<rounds { body() }
+            let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6 / Double(rounds)
+            print("  \(label): \(format2(ms)) ms a commit (\(format1(ms * 1_000 / Double(operations))) µs an operation)")
+        }
+        time("500 MSGs") { let b = batch(500); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
+        time("500 ACKs") { let a = acks(500); _ = blocking { try await store.remove(a) } }
+        time("500 MSGs and 500 ACKs", operations: 1_000) {
+            let b = batch(500), a = acks(500)
+            _ = blocking { try await store.commit(b, limits: fixedLimits, removing: a) }
+        }
+        time("one MSG", operations: 1) { let b = batch(1); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
     }
 
     /// The store's memory with 100,000 messages queued, on a fresh file with
