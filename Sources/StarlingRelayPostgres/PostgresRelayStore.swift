@@ -8,10 +8,10 @@ import StarlingYaOKRelay
 /// several relay servers behind one address serve one population: a message
 /// queued through one is fetched through another. Each batch is one
 /// transaction; the per-user and total caps are checked inside it. The
-/// queue's length is kept in a row of its own (`relay_queue_count`), locked by
-/// each batch, so the total cap is exact across servers and costs no count of
-/// the whole queue; the per-user caps are read under that lock, so they are
-/// exact across servers too.
+/// queue's length is kept in a row of its own (`relay_queue_count`), locked
+/// first by every write, and each recipient's in `relay_queue_lengths`, kept by
+/// the same statements: the caps are exact across servers and cost no count of
+/// a queue.
 public final class PostgresRelayStore: RelayStore, Sendable {
     private let client: PostgresClient
     private let logger: Logger
@@ -61,11 +61,17 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await c.query("""
                 INSERT INTO relay_queue_count (id, total) SELECT 1, count(*) FROM relay_queue ON CONFLICT (id) DO NOTHING
                 """, logger: self.logger)
-            // Counted again at each start, under the row's lock (a batch takes it
-            // before it reads; a removal commits only after lowering it), so that
-            // a length that ever drifted is right again.
-            try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient BYTEA PRIMARY KEY, n BIGINT NOT NULL)
+                """, logger: self.logger)
+            // Counted again at each start, under the length's lock (every write
+            // takes it first), so that a length that ever drifted is right again.
+            try await Self.lockTheLength(c, self.logger)
             try await c.query("UPDATE relay_queue_count SET total = (SELECT count(*) FROM relay_queue) WHERE id = 1", logger: self.logger)
+            try await c.query("DELETE FROM relay_queue_lengths", logger: self.logger)
+            try await c.query("""
+                INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM relay_queue GROUP BY recipient
+                """, logger: self.logger)
         }
     }
 
@@ -138,9 +144,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                        on c: PostgresConnection) async throws -> [RelayEnqueueOutcome] {
         let recipients = Array(Set(batch.map(\.recipient)))
         let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
-        var total = 0
-        for try await n in try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: self.logger)
-            .decode(Int64.self) { total = Int(n) }
+        var total = try await Self.lockTheLength(c, self.logger)
         var known = Set<UserID>()
         for try await id in try await c.query("SELECT user_id FROM relay_users WHERE user_id = ANY(\(recipientBuffers))",
                                               logger: self.logger).decode(ByteBuffer.self) {
@@ -148,7 +152,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
         var perUser: [UserID: Int] = [:]
         for try await (id, n) in try await c.query("""
-            SELECT recipient, count(*) FROM relay_queue WHERE recipient = ANY(\(recipientBuffers)) GROUP BY recipient
+            SELECT recipient, n FROM relay_queue_lengths WHERE recipient = ANY(\(recipientBuffers))
             """, logger: self.logger).decode((ByteBuffer, Int64).self) {
             if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
         }
@@ -187,7 +191,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
                                                  \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
                 ORDER BY i
-                ON CONFLICT (recipient, message_id) DO NOTHING RETURNING 1)
+                ON CONFLICT (recipient, message_id) DO NOTHING RETURNING recipient),
+                lengths AS (INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM inserted GROUP BY recipient
+                ON CONFLICT (recipient) DO UPDATE SET n = relay_queue_lengths.n + EXCLUDED.n)
                 UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
                 """, logger: self.logger)
         }
@@ -201,12 +207,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
         let users = acks.map { Self.buffer($0.user.bytes) }, ids = acks.map { Self.buffer($0.messageID.bytes) }
         var found: [Key: RelayQueuedMessage] = [:]
+        try await Self.lockTheLength(c, logger)
         for try await (r, m, sender, payload, at) in try await c.query("""
             WITH removed AS (
                 DELETE FROM relay_queue q USING unnest(\(users)::bytea[], \(ids)::bytea[]) AS t(r, m)
                 WHERE q.recipient = t.r AND q.message_id = t.m
                 RETURNING q.recipient, q.message_id, q.sender, q.payload, q.received_at),
-            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
+            \(unescaped: Self.lowerTheLengths)
             SELECT recipient, message_id, sender, payload, received_at FROM removed
             """, logger: logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
             guard let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)),
@@ -231,14 +238,36 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     }
 
     public func expire(before cutoff: UInt64) async throws -> Int {
-        var n = 0
-        for try await removed in try await client.query("""
-            WITH removed AS (DELETE FROM relay_queue WHERE received_at < \(Int64(cutoff)) RETURNING 1),
-            counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
-            SELECT count(*) FROM removed
-            """, logger: logger).decode(Int64.self) { n = Int(removed) }
-        return n
+        try await client.withTransaction(logger: logger) { c in
+            try await Self.lockTheLength(c, self.logger)
+            var n = 0
+            for try await removed in try await c.query("""
+                WITH removed AS (DELETE FROM relay_queue WHERE received_at < \(Int64(cutoff)) RETURNING recipient),
+                \(unescaped: Self.lowerTheLengths)
+                SELECT count(*) FROM removed
+                """, logger: self.logger).decode(Int64.self) { n = Int(removed) }
+            return n
+        }
     }
+
+    /// Every write takes the queue length's row lock first (and reads the
+    /// length): writers on several servers go one at a time, and none locks a
+    /// recipient's length before the queue's (no two writers wait on each other).
+    @discardableResult
+    private static func lockTheLength(_ c: PostgresConnection, _ logger: Logger) async throws -> Int {
+        var total = 0
+        for try await n in try await c.query("SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE", logger: logger)
+            .decode(Int64.self) { total = Int(n) }
+        return total
+    }
+
+    /// CTEs that lower the queue's length and each recipient's by what a
+    /// `removed` CTE (with a `recipient` column) took.
+    private static let lowerTheLengths = """
+        counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1),
+        lengths AS (UPDATE relay_queue_lengths l SET n = l.n - r.c
+                    FROM (SELECT recipient, count(*) AS c FROM removed GROUP BY recipient) r WHERE l.recipient = r.recipient)
+        """
 
     public func counts() async throws -> (users: Int, queued: Int) {
         var users = 0, queued = 0

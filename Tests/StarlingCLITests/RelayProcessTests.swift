@@ -147,12 +147,20 @@ import Glibc
         let both = try await store.commit([m(next)], limits: limits, removing: [(b, kept[1])])
         #expect(both.stored == [.stored] && both.removed.map { $0?.messageID } == [kept[1]])
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [next])
-        // A length that drifted is counted again when a server starts.
-        try pg.sql("UPDATE relay_queue_count SET total = 2")
-        #expect(try await store.enqueue([m(.random())], limits: limits) == [.serverFull])
+        // Each recipient's length followed too: b holds 1 of 3 (the total cap lifted).
+        limits.total = 100
+        #expect(try await store.enqueue([m(.random()), m(.random()), m(.random())], limits: limits) == [.stored, .stored, .recipientQueueFull])
+        #expect(try pg.sql("SELECT n FROM relay_queue_lengths").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        #expect(try await store.expire(before: 6) == 3)
+        #expect(try pg.sql("SELECT n FROM relay_queue_lengths").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        // Lengths that drifted are counted again when a server starts.
+        try pg.sql("UPDATE relay_queue_count SET total = 100; UPDATE relay_queue_lengths SET n = 3")
+        #expect(try await store.enqueue([m(.random())], limits: limits) == [.recipientQueueFull])
         let reopened = try await PostgresRelayStore(url: pg.url)
         defer { reopened.close() }
         #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.stored])
+        limits.total = 1
+        #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.serverFull])
     }
 
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
