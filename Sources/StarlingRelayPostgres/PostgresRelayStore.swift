@@ -157,21 +157,25 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
         }
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
-        var held = Set<Key>()
+        var held: [Key: UserID] = [:] // and its sender
         let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
-        for try await (r, m) in try await c.query("""
-            SELECT q.recipient, q.message_id FROM relay_queue q
+        for try await (r, m, s) in try await c.query("""
+            SELECT q.recipient, q.message_id, q.sender FROM relay_queue q
             JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
-            """, logger: self.logger).decode((ByteBuffer, ByteBuffer).self) {
-            if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)) { held.insert(Key(recipient: r, messageID: m)) }
+            """, logger: self.logger).decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+            if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)), let s = UserID(bytes: Self.bytes(s)) {
+                held[Key(recipient: r, messageID: m)] = s
+            }
         }
         var outcomes: [RelayEnqueueOutcome] = []
         var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
             ([], [], [], [], [])
         for m in batch {
             guard known.contains(m.recipient) else { outcomes.append(.unknownRecipient); continue }
-            // A retry of one held already (or one earlier in this batch) is QUEUED again, stored once.
-            guard held.insert(Key(recipient: m.recipient, messageID: m.messageID)).inserted else { outcomes.append(.stored); continue }
+            // A retry of one held already (or one earlier in this batch) is QUEUED again, stored
+            // once; another sender's message under the same ID is not.
+            let key = Key(recipient: m.recipient, messageID: m.messageID)
+            if let sender = held[key] { outcomes.append(sender == m.sender ? .stored : .messageIDTaken); continue }
             guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
             guard total < limits.total else { outcomes.append(.serverFull); continue }
             rows.recipients.append(Self.buffer(m.recipient.bytes))
@@ -180,6 +184,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             rows.payloads.append(Self.buffer(m.payload))
             rows.times.append(Int64(m.receivedAt))
             perUser[m.recipient, default: 0] += 1
+            held[key] = m.sender
             total += 1
             outcomes.append(.stored)
         }

@@ -230,6 +230,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         var known: [UserID: Bool] = [:]
         let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
         let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
+        let senderOf = try db.cachedStatement(sql: "SELECT sender FROM queue WHERE recipient = ? AND seq = ?")
         // Prepared once (cached across batches) and bound in place: a message costs one step.
         let insert = try db.cachedStatement(sql: """
             INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -239,9 +240,13 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
                 known[m.recipient] = try Bool.fetchOne(isUser, arguments: [Data(m.recipient.bytes)]) ?? false
             }
             guard known[m.recipient]! else { return .unknownRecipient }
-            // A retry of one held already is QUEUED again, stored once (even when the queue is full).
+            // A retry of one held already is QUEUED again, stored once (even when the queue is full);
+            // another sender's message under the same ID is not (its row is read: rare).
             let key = Held(recipient: m.recipient, messageID: m.messageID)
-            if self.held![key] != nil { return .stored }
+            if let seq = self.held![key] {
+                let sender = try Data.fetchOne(senderOf, arguments: [Data(m.recipient.bytes), seq])
+                return sender == Data(m.sender.bytes) ? .stored : .messageIDTaken
+            }
             let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
             self.queued[m.recipient] = count
             guard count < limits.perUser else { return .recipientQueueFull }

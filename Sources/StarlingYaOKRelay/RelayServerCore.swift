@@ -24,6 +24,9 @@ public struct RelayQueuedMessage: Hashable, Sendable {
 public enum RelayEnqueueOutcome: Hashable, Sendable {
     /// Committed (or held already: a sender's retry is not stored twice).
     case stored
+    /// Another sender's message to this recipient is queued under this
+    /// message ID: not stored, and never answered QUEUED (it would be lost).
+    case messageIDTaken
     case recipientQueueFull
     case serverFull
     case unknownRecipient
@@ -266,6 +269,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             }
             return steps
         case .recipientQueueFull: return reject(.recipientQueueFull, message.messageID, to: address)
+        case .messageIDTaken: return reject(.messageIDTaken, message.messageID, to: address)
         case .serverFull: return reject(.serverFull, message.messageID, to: address)
         case .unknownRecipient: return reject(.unknownRecipient, message.messageID, to: address)
         }

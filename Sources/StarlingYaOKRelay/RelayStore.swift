@@ -13,7 +13,8 @@ public protocol RelayStore: Sendable {
     /// would let anyone take that user ID).
     func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome
     /// Stores a batch in one transaction (a group commit), in order; a message
-    /// already held (same recipient and ID) counts as stored, once.
+    /// already held (same recipient and ID) from the same sender counts as
+    /// stored, once; from another sender it is `.messageIDTaken`.
     func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome]
     /// The oldest `limit` messages for `user`.
     func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage]
@@ -85,7 +86,7 @@ public actor InMemoryRelayStore: RelayStore {
         batch.map { m in
             guard keys[m.recipient] != nil else { return .unknownRecipient }
             let queue = queues[m.recipient] ?? []
-            if queue.contains(where: { $0.messageID == m.messageID }) { return .stored }
+            if let held = queue.first(where: { $0.messageID == m.messageID }) { return held.sender == m.sender ? .stored : .messageIDTaken }
             guard queue.count < limits.perUser else { return .recipientQueueFull }
             guard total < limits.total else { return .serverFull }
             queues[m.recipient, default: []].append(m)

@@ -75,7 +75,7 @@ extension ChatScreen {
         let retryable: Bool
         switch event {
         case .failed: retryable = true
-        case let .rejected(why, _): retryable = [.rateLimited, .storageFailed, .serverFull, .recipientQueueFull].contains(why)
+        case let .rejected(why, _): retryable = [.rateLimited, .storageFailed, .serverFull, .recipientQueueFull, .messageIDTaken].contains(why)
         default: retryable = false
         }
         switch event {

@@ -161,6 +161,13 @@ import Glibc
         #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.stored])
         limits.total = 1
         #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.serverFull])
+        // A message ID another sender's message is queued under is refused, not QUEUED.
+        let taken = UserID.random(), mallory = UserID.random()
+        limits.total = 100
+        #expect(try await reopened.enqueue([RelayQueuedMessage(messageID: taken, sender: mallory, recipient: b, payload: [1], receivedAt: 9),
+                                            m(taken)], limits: limits) == [.stored, .messageIDTaken])
+        #expect(try await reopened.enqueue([m(taken)], limits: limits) == [.messageIDTaken])
+        #expect(try await reopened.fetch(b, limit: 10).filter { $0.messageID == taken }.map(\.sender) == [mallory])
     }
 
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {

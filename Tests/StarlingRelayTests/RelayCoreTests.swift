@@ -219,6 +219,13 @@ enum RelayTestError: Error { case notRegistered }
         await h2.receive(packet, from: 1)
         #expect(await h2.take(1) == [.queued(messageID: id, online: true), .queued(messageID: id, online: true)])
         #expect(try await h2.store.counts().queued == 1)
+        // The same ID from another sender is refused (0D), not answered QUEUED and lost.
+        let mallory = RelayUser()
+        let t3 = try await h2.register(mallory, from: 3)
+        await h2.receive(RelayPacket.message(sender: mallory.id, recipient: bob.id, payload: try mallory.seal("mine", to: bob, id: id),
+                                             token: t3).encode(), from: 3)
+        #expect(await h2.take(3) == [.rejected(.messageIDTaken, messageID: id)])
+        #expect(try await h2.store.counts().queued == 1)
     }
 
     /// A message larger than a datagram (the largest sealed text, 10 KiB)

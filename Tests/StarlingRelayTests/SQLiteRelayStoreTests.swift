@@ -60,6 +60,41 @@ import Testing
         #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == [again])
     }
 
+    /// A message ID under which another sender's message is queued for the
+    /// same recipient is refused, never answered QUEUED: anyone who saw an ID
+    /// on the way (the relay's UDP is plain) and sent first would otherwise
+    /// have the real message taken for a retry and lost. Its own sender's
+    /// retry is still QUEUED once; a refused one leaves nothing held behind.
+    @Test(arguments: ["memory", "sqlite"])
+    func aMessageIDBelongsToItsSender(_ kind: String) async throws {
+        let path = Self.temporaryPath("relay-ids")
+        defer { Self.remove(path) }
+        let store: any RelayStore = kind == "memory" ? InMemoryRelayStore() : try SQLiteRelayStore(path: path)
+        let alice = UserID.random(), mallory = UserID.random(), bob = UserID.random()
+        #expect(try await store.register(bob, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let id = UserID.random()
+        let from = { (sender: UserID, payload: UInt8) in
+            RelayQueuedMessage(messageID: id, sender: sender, recipient: bob, payload: [payload], receivedAt: 5)
+        }
+        var limits = RelayQueueLimits()
+        limits.perUser = 1
+        // In one batch: mallory first; alice's is refused, mallory's retry is QUEUED.
+        #expect(try await store.enqueue([from(mallory, 1), from(alice, 2), from(mallory, 1)], limits: limits)
+                == [.stored, .messageIDTaken, .stored])
+        // In a later batch too, and whatever the queue's room.
+        #expect(try await store.enqueue([from(alice, 2)], limits: limits) == [.messageIDTaken])
+        #expect(try await store.fetch(bob, limit: 10).map(\.payload) == [[1]])
+        // Once bob has taken mallory's, alice's goes in.
+        #expect(try await store.remove(bob, messageID: id)?.sender == mallory)
+        #expect(try await store.enqueue([from(alice, 2)], limits: limits) == [.stored])
+        #expect(try await store.fetch(bob, limit: 10).map(\.sender) == [alice])
+        // A message refused for a full queue leaves nothing behind: the same
+        // ID from another sender in the same batch is refused for the same reason.
+        let other = UserID.random()
+        let full = { (sender: UserID) in RelayQueuedMessage(messageID: other, sender: sender, recipient: bob, payload: [3], receivedAt: 5) }
+        #expect(try await store.enqueue([full(mallory), full(alice)], limits: limits) == [.recipientQueueFull, .recipientQueueFull])
+    }
+
     /// Expiry takes what it takes out of the counts and the set of what is
     /// queued: the recipient has room again, an expired message sent again is
     /// a new one, and one still queued is still a retry.

@@ -247,6 +247,7 @@ public enum RelayRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cust
     case unknownRecipient = 0x0A
     case unknownUser = 0x0B
     case storageFailed = 0x0C
+    case messageIDTaken = 0x0D
 
     public var description: String {
         switch self {
@@ -262,6 +263,7 @@ public enum RelayRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cust
         case .unknownRecipient: "the recipient has never registered with this server"
         case .unknownUser: "a first registration must carry the public key"
         case .storageFailed: "the server could not store it"
+        case .messageIDTaken: "another sender's message to this recipient is queued under that message ID"
         }
     }
 }
