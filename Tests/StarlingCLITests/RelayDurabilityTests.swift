@@ -70,22 +70,39 @@ actor RawRelayUser {
 }
 
 @Suite(.serialized) struct RelayDurabilityTests {
+    /// `starling relay-server` on a free loopback port with `db`; its "started" event.
+    /// The caller stops it.
+    static func relayServer(db: String, _ options: [String] = []) async throws -> (LiveProcess, started: [String: Any]) {
+        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + options)
+        guard let started = await server.waitFor({ $0["event"] as? String == "started" }) else {
+            server.stop()
+            throw Failure(text: "the relay server did not start: \(server.text)")
+        }
+        return (server, started)
+    }
+
+    /// Alice and bob registered; bob then away (BYE), so that what alice
+    /// sends waits in his queue. The caller stops both.
+    static func aliceAndAwayBob(port: UInt16) async throws -> (alice: RawRelayUser, bob: RawRelayUser, aliceToken: RelayToken) {
+        let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
+        await alice.start(); await bob.start()
+        let aliceToken = try await alice.register()
+        await bob.send(.bye(token: try await bob.register()))
+        return (alice, bob, aliceToken)
+    }
+
+    struct Failure: Error, CustomStringConvertible { var text: String; var description: String { text } }
+
     /// Thousands of messages in flight, then SIGKILL: every message the
     /// server answered QUEUED for is there after a restart (group commits,
     /// synchronous = FULL), and none comes twice once acknowledged.
     @Test func aServerKilledUnderLoadLosesNothingItAnsweredQueuedFor() async throws {
         let db = ContactCommandTests.temporaryDirectory("relay-kill") + ".sqlite"
         let limits = ["--rate-per-user", "1000000", "--rate-per-address", "1000000"]
-        let first = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + limits)
+        let (first, started) = try await Self.relayServer(db: db, limits)
         defer { first.stop() }
-        let started = try #require(await first.waitFor { $0["event"] as? String == "started" }, "\(first.text)")
-        let port = UInt16(try #require(started["port"] as? Int))
-        let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
-        await alice.start(); await bob.start()
+        let (alice, bob, aliceToken) = try await Self.aliceAndAwayBob(port: UInt16(try #require(started["port"] as? Int)))
         defer { Task { await alice.stop(); await bob.stop() } }
-        let aliceToken = try await alice.register()
-        let bobToken = try await bob.register()
-        await bob.send(.bye(token: bobToken)) // bob is away: everything waits in the queue
 
         let count = 4_000
         let bobKey = bob.identity.noisePublicKey, bobID = bob.id, aliceID = alice.id, aliceIdentity = alice.identity
@@ -115,9 +132,8 @@ actor RawRelayUser {
         #expect(sent > acknowledged.count, "some were in flight at the kill (\(sent) sent)")
 
         // The same database again: bob collects everything.
-        let second = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + limits)
+        let (second, again) = try await Self.relayServer(db: db, limits)
         defer { second.stop() }
-        let again = try #require(await second.waitFor { $0["event"] as? String == "started" }, "\(second.text)")
         let queuedAfter = try #require(again["queued"] as? Int)
         #expect(queuedAfter >= acknowledged.count)
         await bob.moveTo(UInt16(try #require(again["port"] as? Int)))
@@ -180,17 +196,10 @@ actor RawRelayUser {
     /// acknowledged never comes again, and each sender hears DELIVERED.
     @Test func aPollRightBehindItsAcksNeverBringsThemBack() async throws {
         let db = ContactCommandTests.temporaryDirectory("relay-acks") + ".sqlite"
-        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120",
-                                      "--rate-per-user", "1000000", "--rate-per-address", "1000000"])
+        let (server, started) = try await Self.relayServer(db: db, ["--rate-per-user", "1000000", "--rate-per-address", "1000000"])
         defer { server.stop() }
-        let started = try #require(await server.waitFor { $0["event"] as? String == "started" }, "\(server.text)")
-        let port = UInt16(try #require(started["port"] as? Int))
-        let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
-        await alice.start(); await bob.start()
+        let (alice, bob, aliceToken) = try await Self.aliceAndAwayBob(port: UInt16(try #require(started["port"] as? Int)))
         defer { Task { await alice.stop(); await bob.stop() } }
-        let aliceToken = try await alice.register()
-        let bobToken = try await bob.register()
-        await bob.send(.bye(token: bobToken)) // away while alice sends
         let count = 60
         for i in 0..<count {
             let id = UserID.random()
@@ -244,10 +253,8 @@ actor RawRelayUser {
     /// token, flood; none of it reads a queue or costs more than its bucket.
     @Test func spoofsReplaysTokenlessPollsAndAFloodAgainstTheRealServer() async throws {
         let db = ContactCommandTests.temporaryDirectory("relay-hostile") + ".sqlite"
-        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120",
-                                      "--rate-per-address", "200"])
+        let (server, started) = try await Self.relayServer(db: db, ["--rate-per-address", "200"])
         defer { server.stop() }
-        let started = try #require(await server.waitFor { $0["event"] as? String == "started" }, "\(server.text)")
         let port = UInt16(try #require(started["port"] as? Int))
         let alice = try RawRelayUser(port: port), mallory = try RawRelayUser(port: port)
         await alice.start(); await mallory.start()
