@@ -344,4 +344,62 @@ enum RelayTestError: Error { case notRegistered }
         let second = c.tick(now: t0 + 3_700).filter { if case .send = $0 { true } else { false } }.count
         #expect(first == 1 && second == 0, "\(first) \(second)")
     }
+
+    /// The client's rhythm (seed 002 §5.2, §6.3), driven by its own
+    /// deadlines: a POLL at registration, every 30 s and 200 ms after a send
+    /// (every 5 minutes in the background); a PING every 60 s; a MSG without
+    /// QUEUED sent again after 2 s, doubling, at most 60 s apart, and reported
+    /// failed after its 8th send.
+    @Test(arguments: [false, true])
+    func theClientKeepsTheSeedsRhythm(background: Bool) throws {
+        let me = RelayUser(), bob = RelayUser()
+        var c = RelayClientCore(userID: me.id, signingKey: me.identity.signingKey,
+                                configuration: background ? .background : .init())
+        let t0: UInt64 = 1_795_000_000_000
+        var polls: [UInt64] = [], pings: [UInt64] = [], messages: [UInt64] = [], failed: [UInt64] = []
+        func take(_ steps: [RelayClientCore.Step], at t: UInt64) {
+            for step in steps {
+                switch step {
+                case let .send(bytes):
+                    switch try? RelayPacket.decode(bytes, .toServer) {
+                    case .poll?: polls.append(t - t0)
+                    case .ping?: pings.append(t - t0)
+                    case .message?: messages.append(t - t0)
+                    default: break
+                    }
+                case .event(.failed):
+                    failed.append(t - t0)
+                default: break
+                }
+            }
+        }
+        _ = c.start(now: t0)
+        take(c.receive(RelayPacket.registered(token: .random(), serverTime: t0).encode(), now: t0), at: t0)
+        let sendAt = t0 + 45_000
+        var sent = false
+        var now = t0
+        for _ in 0..<1_000 {
+            let next = min(c.nextDeadline, sent ? .max : sendAt)
+            guard next <= t0 + 700_000 else { break }
+            now = max(now, next)
+            if !sent, now >= sendAt {
+                take(try c.send(sealed: try me.seal("are you there", to: bob), now: now), at: now)
+                sent = true
+            }
+            take(c.tick(now: now), at: now)
+        }
+        let interval: UInt64 = background ? 300_000 : 30_000
+        // POLLs: at registration, then every interval, except the one 200 ms after the send.
+        #expect(polls.first == 0)
+        #expect(polls.contains(45_200), "\(polls)")
+        for (a, b) in zip(polls, polls.dropFirst()) {
+            #expect(b - a == interval || b == 45_200, "\(polls)")
+        }
+        #expect(polls.count == (background ? 4 : 24), "\(polls)") // 0, (30), 45.2, then every interval to 700 s
+        // PINGs every 60 s.
+        #expect(pings == stride(from: 60_000, through: 700_000, by: 60_000).map { UInt64($0) })
+        // The MSG's sends: at once, then 2, 4, 8, 16, 32, 60, 60 s apart; failed 60 s after the last.
+        #expect(messages == [0, 2, 6, 14, 30, 62, 122, 182].map { sendAt - t0 + UInt64($0) * 1_000 })
+        #expect(failed == [sendAt - t0 + 242_000])
+    }
 }
