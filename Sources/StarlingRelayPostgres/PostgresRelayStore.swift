@@ -64,8 +64,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await c.query("""
                 CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient BYTEA PRIMARY KEY, n BIGINT NOT NULL)
                 """, logger: self.logger)
-            // Counted again at each start, under the length's lock (every write
-            // takes it first), so that a length that ever drifted is right again.
+        }
+        // Counted again at each start, so that a length that ever drifted is
+        // right again: in a transaction of its own that takes the length's lock
+        // first, as every write does. (In the one above, the index DDL holds a
+        // lock on the queue, and a writer holding the length's lock waits for
+        // the queue: a deadlock, measured against a live server.)
+        try await client.withTransaction(logger: logger) { c in
             try await Self.lockTheLength(c, self.logger)
             try await c.query("UPDATE relay_queue_count SET total = (SELECT count(*) FROM relay_queue) WHERE id = 1", logger: self.logger)
             try await c.query("DELETE FROM relay_queue_lengths", logger: self.logger)

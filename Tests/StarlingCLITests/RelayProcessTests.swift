@@ -170,6 +170,55 @@ import Glibc
         #expect(try await reopened.fetch(b, limit: 10).filter { $0.messageID == taken }.map(\.sender) == [mallory])
     }
 
+    final class Flag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var raised = false
+        func raise() { lock.withLock { raised = true } }
+        var isRaised: Bool { lock.withLock { raised } }
+    }
+
+    /// A server that starts while another one writes (a rolling restart under
+    /// load) starts: its startup takes the locks in the writers' order. (When
+    /// the recount ran inside the DDL's transaction, PostgreSQL found a deadlock
+    /// and the starting server failed.) Every write of the busy one succeeds.
+    @Test func aServerStartingBesideABusyOneStarts() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let busy = try await PostgresRelayStore(url: pg.url)
+        defer { busy.close() }
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await busy.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let done = Flag() // not Task.cancel(): a cancelled query would count as a failure
+        let writer = Task {
+            var failures = 0, rounds = 0
+            let limits = RelayQueueLimits()
+            while !done.isRaised, rounds < 5_000 {
+                rounds += 1
+                let ids = (0..<20).map { _ in UserID.random() }
+                let batch = ids.map { RelayQueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
+                do {
+                    _ = try await busy.commit(batch, limits: limits, removing: [])
+                    _ = try await busy.commit([], limits: limits, removing: ids.map { (b, $0) })
+                } catch {
+                    failures += 1
+                }
+            }
+            return (failures, rounds)
+        }
+        var opened = 0
+        for _ in 0..<10 {
+            let starting = try await PostgresRelayStore(url: pg.url)
+            starting.close()
+            opened += 1
+        }
+        done.raise()
+        let (failures, rounds) = await writer.value
+        #expect(opened == 10)
+        #expect(failures == 0, "\(failures) of \(rounds) rounds failed")
+        #expect(rounds > 10, "the writer ran beside the startups")
+        #expect(try await busy.counts().queued == 0)
+    }
+
     @Test func twoServersOnOnePostgreSQLShareTheQueues() async throws {
         let pg = try PostgresCluster()
         defer { pg.stop() }
