@@ -216,6 +216,7 @@ actor RawRelayUser {
         var empty = false
         await bob.send(.poll(token: token))
         let until = Date().addingTimeInterval(60)
+        var quiet = 0
         while !empty, Date() < until {
             try await Task.sleep(for: .milliseconds(5))
             var ids: [UserID] = []
@@ -228,10 +229,13 @@ actor RawRelayUser {
             }
             for id in ids { received[id, default: 0] += 1 }
             unacknowledged += ids
-            // Once a POLL's 10 are in: their ACKs and the next POLL at once.
-            if !ids.isEmpty, received.values.reduce(0, +) % 10 == 0 {
+            // Once a POLL's 10 are in (or after 500 ms of silence: a datagram
+            // lost on a loaded machine): their ACKs and the next POLL at once.
+            quiet = ids.isEmpty ? quiet + 1 : 0
+            if (!ids.isEmpty && received.values.reduce(0, +) % 10 == 0) || quiet >= 100 {
                 for id in unacknowledged { await bob.send(.ack(token: token, messageID: id)) }
                 unacknowledged = []
+                quiet = 0
                 await bob.send(.poll(token: token))
             }
         }

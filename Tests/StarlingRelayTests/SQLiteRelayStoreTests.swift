@@ -196,6 +196,21 @@ import Testing
         // And the ACK, sent again, takes it (the set of what is queued was counted again).
         #expect(try await store.commit([m(third, 7)], limits: RelayQueueLimits(), removing: [(b, second)]).removed.first??.messageID == second)
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
+        // A failure in the ACKs' part takes back the MSGs stored before it in the transaction.
+        let fourth = UserID.random()
+        try await store.db.write {
+            try $0.execute(sql: "CREATE TRIGGER fail BEFORE DELETE ON queue BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        }
+        await #expect(throws: (any Error).self) {
+            try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
+        }
+        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
+        #expect(try await store.counts().queued == 1)
+        let again = try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
+        #expect(again.stored == [.stored], "stored for real, not taken for one held")
+        #expect(again.removed.first??.messageID == third)
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [fourth])
     }
 
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
