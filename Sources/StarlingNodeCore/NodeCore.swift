@@ -101,9 +101,13 @@ public struct NodeCore: Sendable {
         public var pinMismatch = 0
         /// A ping past the budget of its link (5 in 10 s).
         public var pings = 0
+        /// A verified announce older than the last one taken from its peer (a
+        /// replay, or one overtaken on the way): it changed nothing.
+        public var outdatedAnnounce = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
+                + outdatedAnnounce
         }
     }
 
@@ -157,6 +161,8 @@ public struct NodeCore: Sendable {
         /// The Ed25519 key its verified announce carries: its public messages must be signed by it.
         var signingKey: [UInt8]
         var capabilities: Capabilities?
+        /// The timestamp of the announce this card was taken from.
+        var announcedAt: UInt64 = 0
     }
 
     /// What this node can do, as its announces say: it answers pings, and it
@@ -834,6 +840,14 @@ public struct NodeCore: Sendable {
                                              "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
                     return
                 }
+                // An announce older than the last one taken from this peer (a replay,
+                // or one overtaken on the way) changes nothing: not its name, its
+                // neighbours, its distance nor a link (while it is present; past 60 s
+                // without an announce it is new again).
+                if let known = present[sender], packet.timestamp < known.info.announcedAt {
+                    refusals.outdatedAnnounce += 1
+                    return
+                }
                 // A sync answer (RSR, TTL 0) replays a stored announce: its hop count says
                 // nothing about distance, and the neighbour that answered is not the
                 // announcer. Only a live announce one hop away binds a link; a replayed one
@@ -846,7 +860,8 @@ public struct NodeCore: Sendable {
                 }
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
-                                    signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)))
+                                    signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)),
+                                    announcedAt: packet.timestamp)
                 pin(card.fingerprint, a.signingPublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
                 if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {

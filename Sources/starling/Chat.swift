@@ -730,6 +730,7 @@ actor ChatScreen {
               duplicates blocked \(s.duplicatesBlocked) (\(String(format: "%.0f", s.duplicateRate * 100))%), transmissions \(s.transmissions)
               refused: malformed \(s.malformed), from blocked senders \(s.blockedDropped), TTL clamped \(s.ttlClamped), too large to send \(s.unsendable)
               refused before relaying: forged \(r.forged), unverifiable \(r.unverifiable), stale \(r.stale), our own ID \(r.ownID), oversized \(r.oversized), replayed \(r.replayed), handshakes over budget \(r.handshakeBudget)
+              announces refused: signing key not the pinned one \(r.pinMismatch), older than the last taken \(r.outdatedAnnounce)
             """)
         case "/nick":
             guard words.count >= 2 else { say("usage: /nick NAME"); return true }

@@ -210,6 +210,31 @@ extension InProcessNodes {
         s.net.run(for: 100)
         #expect(s.victimCore.peers[dave.peerID]?.hops == 1)
         #expect(s.victimCore.router.neighborhood.peer(on: link) == s.mallory.peerID)
+        #expect(s.victimCore.refusals.outdatedAnnounce == 1)
+    }
+
+    /// A captured announce sent again live (TTL 7) under a newer one changes
+    /// nothing: not the peer's name, its neighbours, nor which link is its.
+    @Test func anOlderAnnounceSentAgainChangesNothing() throws {
+        let s = Scene()
+        let dave = Identity.generate()
+        let daves = s.net.openRawLink(to: 1)
+        let old = try Announcement.make(identity: dave, nickname: "dave (old name)", timestamp: s.net.now - 30_000,
+                                        directNeighbors: [s.mallory.peerID])
+        s.net.inject(try Announcement.make(identity: dave, nickname: "dave", timestamp: s.net.now).encoded(), on: daves)
+        s.net.run(for: 100)
+        #expect(s.victimCore.peers[dave.peerID]?.nickname == "dave")
+        #expect(s.victimCore.router.neighborhood.peer(on: daves.link) == dave.peerID)
+        // Mallory sends the older one on her link, as if dave were there.
+        try s.inject(old)
+        s.net.run(for: 100)
+        #expect(s.victimCore.peers[dave.peerID]?.nickname == "dave")
+        #expect(s.victimCore.router.neighborhood.peer(on: s.raw.link) == s.mallory.peerID)
+        #expect(s.victimCore.refusals.outdatedAnnounce == 1)
+        // Dave's next one is taken.
+        s.net.inject(try Announcement.make(identity: dave, nickname: "dave 2", timestamp: s.net.now).encoded(), on: daves)
+        s.net.run(for: 100)
+        #expect(s.victimCore.peers[dave.peerID]?.nickname == "dave 2")
     }
 
     @Test func compressionBombsAreRefusedBeforeTheyInflate() throws {
