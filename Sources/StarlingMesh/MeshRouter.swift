@@ -383,7 +383,7 @@ public struct MeshRouter: Sendable {
         }
         // A sync answer (TTL 0) came from the neighbour that held it: one hop.
         // Its first path is unknown, and TTL 0 does not mean it travelled far.
-        let hops = packet.isRSR && packet.ttl == 0 ? 1 : Int(configuration.maxTTL) - Int(packet.ttl) + 1
+        let hops = packet.isSyncAnswer ? 1 : Int(configuration.maxTTL) - Int(packet.ttl) + 1
         statistics.received += 1
         statistics.hopSum += max(1, hops)
         if hops <= 1 { statistics.direct += 1 } else { statistics.relayed += 1 }
@@ -437,7 +437,7 @@ public struct MeshRouter: Sendable {
         // enough for every node to still hold it in its dedup filter is spread on
         // as if new: a healed partition converges in one sweep, not a hop per
         // sync interval. Nodes that have it drop it as a duplicate.
-        if packet.isRSR, packet.ttl == 0, packet.isBroadcast, packet.type == .announce || packet.type == .message,
+        if packet.isSyncAnswer, packet.isBroadcast, packet.type == .announce || packet.type == .message,
            let window = configuration.sync?.repairRelayWindow,
            (now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now) < window {
             packet.ttl = configuration.maxTTL

@@ -349,7 +349,7 @@ public struct NodeCore: Sendable {
     private func isFresh(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
         let skew = now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now
         if skew <= configuration.freshness { return true }
-        guard packet.isRSR, packet.ttl == 0, packet.type == .message || packet.type == .announce, let link else { return false }
+        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce, let link else { return false }
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
@@ -391,7 +391,7 @@ public struct NodeCore: Sendable {
             if router.hasSeen(packet) { return true }
             // Or one of our own public messages from before a restart, replayed
             // by a sync we asked for and signed with our own key: our history.
-            if packet.type == .message, packet.isRSR, packet.ttl == 0, isFresh(packet, link: link, now: now),
+            if packet.type == .message, packet.isSyncAnswer, isFresh(packet, link: link, now: now),
                packet.signature != nil, PacketSigning.isValid(packet, publicKey: identity.signingPublicKey) {
                 return true
             }
@@ -852,7 +852,7 @@ public struct NodeCore: Sendable {
                 // nothing about distance, and the neighbour that answered is not the
                 // announcer. Only a live announce one hop away binds a link; a replayed one
                 // keeps what was known of the distance (2 hops when nothing was).
-                let replayed = packet.isRSR && packet.ttl == 0
+                let replayed = packet.isSyncAnswer
                 let hops = replayed ? present[sender]?.hops ?? 2 : hops
                 if hops == 1, !replayed, let link {
                     perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it

@@ -117,19 +117,6 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
-        try await commit(batch, limits: limits, removing: []).stored
-    }
-
-    /// ACKs that arrived together: one statement.
-    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
-        try await commit([], limits: RelayQueueLimits(), removing: acks).removed
-    }
-
-    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
-        try await remove([(user, messageID)])[0]
-    }
-
     /// MSGs and ACKs that arrived together, in one transaction.
     public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws

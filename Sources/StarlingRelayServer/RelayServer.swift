@@ -25,13 +25,17 @@ public actor RelayServer {
     private var committing = false
     private var inFlight = 0
     private var stopped = false
-    public let maxPendingStore = 20_000
+    public let maxPendingStore: Int
+    /// Store operations refused because `maxPendingStore` were waiting.
+    public private(set) var refusedForBacklog = 0
     public private(set) var commits = 0
     /// How long group commits took (the store's enqueue, fsync included).
     public private(set) var commitTimes = CommitTimes()
     public private(set) var storeFailures = 0
 
-    public init(store: any RelayStore, bind address: UDPAddress, configuration: Core.Configuration = .init()) throws {
+    public init(store: any RelayStore, bind address: UDPAddress, configuration: Core.Configuration = .init(),
+                maxPendingStore: Int = 20_000) throws {
+        self.maxPendingStore = maxPendingStore
         socket = try UDPSocket(bindTo: address)
         port = socket.localPort
         self.store = store
@@ -77,13 +81,13 @@ public actor RelayServer {
             case let .send(bytes, address):
                 _ = socket.send(bytes, to: address)
             case let .enqueue(message, address):
-                guard waitingForTheStore < maxPendingStore else { continue }
+                guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
                 pending.append((message, address))
                 startCommitting()
             case .register, .fetch, .remove:
                 // In arrival order, one at a time: an ACK goes in before the POLL
                 // sent after it, so that an acknowledged message never comes back.
-                guard waitingForTheStore < maxPendingStore else { continue }
+                guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
                 operations.append(step)
                 if !operating {
                     operating = true
@@ -101,11 +105,12 @@ public actor RelayServer {
     /// ACKs handed to the group commit, and those whose commit has returned (or failed).
     private var acksHanded = 0
     private var acksCommitted = 0
-    /// POLLs waiting for the ACKs before them (up to the count handed over then).
-    private var ackWaiters: [(upTo: Int, CheckedContinuation<Void, Never>)] = []
+    /// The POLL waiting for the ACKs before it (up to the count handed over
+    /// then); one at most, as the operations run one at a time.
+    private var ackWaiter: (upTo: Int, CheckedContinuation<Void, Never>)?
 
     /// Every store operation waiting or under way (bounded by `maxPendingStore`).
-    private var waitingForTheStore: Int {
+    public var waitingForTheStore: Int {
         inFlight + pending.count + pendingAcks.count + operations.count - operationHead
     }
 
@@ -131,7 +136,7 @@ public actor RelayServer {
                 // an acknowledged message never comes back.
                 if acksCommitted < acksHanded {
                     let target = acksHanded
-                    await withCheckedContinuation { ackWaiters.append((target, $0)) }
+                    await withCheckedContinuation { ackWaiter = (target, $0) }
                 }
                 // A store failure gets no answer (NO_MESSAGES would be a lie): the client polls again.
                 do { perform(core.fetched(try await store.fetch(user, limit: limit), for: address)) } catch { storeFailures += 1 }
@@ -201,9 +206,10 @@ public actor RelayServer {
             }
             inFlight -= batch.count + acks.count
             acksCommitted += acks.count
-            let ready = ackWaiters.filter { $0.upTo <= acksCommitted }
-            ackWaiters.removeAll { $0.upTo <= acksCommitted }
-            for (_, waiter) in ready { waiter.resume() }
+            if let (upTo, waiter) = ackWaiter, upTo <= acksCommitted {
+                ackWaiter = nil
+                waiter.resume()
+            }
         }
         committing = false
         perform(answers)

@@ -207,10 +207,6 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         nextSeq = last + 1
     }
 
-    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
-        try await commit(batch, limits: limits, removing: []).stored
-    }
-
     /// Both in one transaction: one sync of the disk for what arrived together.
     public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws
@@ -331,16 +327,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
-        try await remove([(user, messageID)])[0]
-    }
-
-    /// ACKs that arrived together in one transaction (one fsync, not one each).
-    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
-        try await commit([], limits: RelayQueueLimits(), removing: acks).removed
-    }
-
-    /// Inside a write.
+    /// ACKs, inside a write (with the MSGs beside them: one fsync, not one each).
     private func take(_ acks: [(user: UserID, messageID: UserID)], in db: Database) throws -> [RelayQueuedMessage?] {
         // Each found by its arrival number, kept in `held`: one primary-key
         // lookup, however long the recipient's queue (a scan of it per ACK

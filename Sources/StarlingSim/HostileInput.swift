@@ -158,13 +158,13 @@ public struct HostileInput: Sendable {
                         throw Violation(step: steps, problem: "a \(bytes.count)-byte \(packet.type) frame on \(link), whose limit is \(limit)")
                     }
                 }
-                if let received, PacketID(packet) == receivedID, !(received.isRSR && received.ttl == 0) {
+                if let received, PacketID(packet) == receivedID, !received.isSyncAnswer {
                     // Relayed at once: one hop fewer (a sync repair is spread on with a full TTL).
                     let most = min(received.ttl, router.configuration.maxTTL)
                     try expect(packet.ttl < most, "relayed with TTL \(packet.ttl), received with \(received.ttl)")
                 }
                 if let incoming, links.contains(incoming) {
-                    try expect(packet.isRSR && packet.ttl == 0, "a \(packet.type) (TTL \(packet.ttl)) went back out \(incoming), where it came from")
+                    try expect(packet.isSyncAnswer, "a \(packet.type) (TTL \(packet.ttl)) went back out \(incoming), where it came from")
                 }
             case let .deliver(packet, _, _):
                 let key = PacketID(packet).high

@@ -76,6 +76,11 @@ public struct Packet: Hashable, Sendable {
     public var route: [PeerID]?
     public var isRSR: Bool
     public var signature: Signature?
+
+    /// An answer to a gossip-sync request: a stored packet sent again to the
+    /// neighbour that asked (isRSR, TTL 0, relayed no further). Its TTL says
+    /// nothing of how far its originator is, nor does the answering link.
+    public var isSyncAnswer: Bool { isRSR && ttl == 0 }
     /// The application payload, inflated.
     public private(set) var payload: [UInt8]
     /// The raw DEFLATE bytes that travel on the wire when the payload is compressed.

@@ -12,24 +12,17 @@ public protocol RelayStore: Sendable {
     /// store holds `maxUsers` users (a pin is never dropped to make room: it
     /// would let anyone take that user ID).
     func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome
-    /// Stores a batch in one transaction (a group commit), in order; a message
-    /// already held (same recipient and ID) from the same sender counts as
-    /// stored, once; from another sender it is `.messageIDTaken`.
-    func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome]
-    /// The oldest `limit` messages for `user`.
-    func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage]
-    /// Removes a message from `user`'s queue (only theirs); the message, if it was there.
-    func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage?
-    /// Removes several (ACKs that arrived together), in order, in one
-    /// transaction where the store has them; what each found.
-    func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?]
-    /// A group commit of both kinds of write that arrived together: the
-    /// batch stored (as ``enqueue(_:limits:)``) and the ACKs removed (as
-    /// ``remove(_:)``), in one transaction where the store can (one sync of
-    /// the disk, not two: then either both happen or neither does).
+    /// The one write of MSGs and ACKs, in one transaction (a group commit:
+    /// one sync of the disk; either all of it happens or none): the batch is
+    /// stored in order — a message already held (same recipient and ID) from
+    /// the same sender counts as stored, once; from another sender it is
+    /// `.messageIDTaken` — and the ACKs remove their messages, each from its
+    /// recipient's queue only; what each ACK found.
     func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
                 removing acks: [(user: UserID, messageID: UserID)]) async throws
         -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?])
+    /// The oldest `limit` messages for `user`.
+    func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage]
     /// Drops messages received before `cutoff`; how many.
     func expire(before cutoff: UInt64) async throws -> Int
     /// Registered users and queued messages.
@@ -37,21 +30,19 @@ public protocol RelayStore: Sendable {
 }
 
 extension RelayStore {
-    /// One at a time, for stores without a batched removal.
-    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
-        var found: [RelayQueuedMessage?] = []
-        for ack in acks { found.append(try await remove(ack.user, messageID: ack.messageID)) }
-        return found
+    /// A batch of MSGs alone (``commit(_:limits:removing:)``).
+    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) async throws -> [RelayEnqueueOutcome] {
+        try await commit(batch, limits: limits, removing: []).stored
     }
 
-    /// The batch, then the ACKs, in two transactions, for stores without one
-    /// for both (a failure of the second leaves the first done: the ACKs'
-    /// messages stay queued and come again, which a recipient takes once).
-    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
-                       removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
-        let stored = batch.isEmpty ? [] : try await enqueue(batch, limits: limits)
-        return (stored, acks.isEmpty ? [] : try await remove(acks))
+    /// ACKs alone (``commit(_:limits:removing:)``).
+    public func remove(_ acks: [(user: UserID, messageID: UserID)]) async throws -> [RelayQueuedMessage?] {
+        try await commit([], limits: RelayQueueLimits(), removing: acks).removed
+    }
+
+    /// One ACK: the message, if it was in `user`'s queue.
+    public func remove(_ user: UserID, messageID: UserID) async throws -> RelayQueuedMessage? {
+        try await remove([(user, messageID)])[0]
     }
 }
 
@@ -82,8 +73,11 @@ public actor InMemoryRelayStore: RelayStore {
         return .registered
     }
 
-    public func enqueue(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits) -> [RelayEnqueueOutcome] {
-        batch.map { m in
+    /// One actor turn: all of it or none.
+    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+                       removing acks: [(user: UserID, messageID: UserID)])
+        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
+        let stored: [RelayEnqueueOutcome] = batch.map { m in
             guard keys[m.recipient] != nil else { return .unknownRecipient }
             let queue = queues[m.recipient] ?? []
             if let held = queue.first(where: { $0.messageID == m.messageID }) { return held.sender == m.sender ? .stored : .messageIDTaken }
@@ -93,15 +87,15 @@ public actor InMemoryRelayStore: RelayStore {
             total += 1
             return .stored
         }
+        let removed: [RelayQueuedMessage?] = acks.map { user, messageID in
+            guard let i = queues[user]?.firstIndex(where: { $0.messageID == messageID }) else { return nil }
+            total -= 1
+            return queues[user]!.remove(at: i)
+        }
+        return (stored, removed)
     }
 
     public func fetch(_ user: UserID, limit: Int) -> [RelayQueuedMessage] { Array((queues[user] ?? []).prefix(limit)) }
-
-    public func remove(_ user: UserID, messageID: UserID) -> RelayQueuedMessage? {
-        guard let i = queues[user]?.firstIndex(where: { $0.messageID == messageID }) else { return nil }
-        total -= 1
-        return queues[user]!.remove(at: i)
-    }
 
     public func expire(before cutoff: UInt64) -> Int {
         var n = 0

@@ -109,16 +109,23 @@ import Glibc
     /// Two relay servers on one PostgreSQL share the queues: alice sends
     /// through one, bob (away at the time) collects through the other. The
     /// metrics endpoint counts what went through.
+    /// A store on the cluster with one registered recipient (the caller closes it).
+    static func postgresStoreWithARecipient(_ pg: PostgresCluster) async throws -> (PostgresRelayStore, UserID) {
+        let store = try await PostgresRelayStore(url: pg.url)
+        let b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        return (store, b)
+    }
+
     /// The PostgreSQL store's rules, as the in-memory reference and the SQLite
     /// store state them, with its batches in a few round trips: unknown
     /// recipients, retries stored once (within a batch too), a full queue, order.
     @Test func thePostgreSQLStoreKeepsTheSameRules() async throws {
         let pg = try PostgresCluster()
         defer { pg.stop() }
-        let store = try await PostgresRelayStore(url: pg.url)
+        let (store, b) = try await Self.postgresStoreWithARecipient(pg)
         defer { store.close() }
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let a = UserID.random()
         var limits = RelayQueueLimits()
         limits.perUser = 3
         let m = { (id: UserID) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9, 8], receivedAt: 5) }
@@ -184,10 +191,9 @@ import Glibc
     @Test func aServerStartingBesideABusyOneStarts() async throws {
         let pg = try PostgresCluster()
         defer { pg.stop() }
-        let busy = try await PostgresRelayStore(url: pg.url)
+        let (busy, b) = try await Self.postgresStoreWithARecipient(pg)
         defer { busy.close() }
-        let a = UserID.random(), b = UserID.random()
-        #expect(try await busy.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let a = UserID.random()
         let done = Flag() // not Task.cancel(): a cancelled query would count as a failure
         let writer = Task {
             var failures = 0, rounds = 0

@@ -150,6 +150,16 @@ import Testing
 
     /// ACKs that arrived together are taken in one transaction, each as a
     /// single removal would be: only the recipient's, each once.
+    /// Runs `body` while a trigger aborts each `event` (as a full disk would
+    /// fail the commit), and expects it to throw. The trigger is made through
+    /// the store's own connection: no second one waits on the file's locks.
+    static func expectFailure(of store: SQLiteRelayStore, when event: String, sourceLocation: SourceLocation = #_sourceLocation,
+                              _ body: () async throws -> Void) async throws {
+        try await store.db.write { try $0.execute(sql: "CREATE TRIGGER fail BEFORE \(event) BEGIN SELECT RAISE(ABORT, 'injected'); END") }
+        await #expect(throws: (any Error).self, sourceLocation: sourceLocation) { try await body() }
+        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
+    }
+
     @Test func acksTogetherAreRemovedTogether() async throws {
         let path = Self.temporaryPath("relay-acks")
         defer { Self.remove(path) }
@@ -184,13 +194,9 @@ import Testing
         #expect(both.removed.map { $0?.messageID } == [first, nil])
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
         // A failure takes both back.
-        try await store.db.write {
-            try $0.execute(sql: "CREATE TRIGGER fail BEFORE INSERT ON queue WHEN NEW.received_at = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        try await Self.expectFailure(of: store, when: "INSERT ON queue WHEN NEW.received_at = 666") {
+            _ = try await store.commit([m(third, 7), m(.random(), 666)], limits: RelayQueueLimits(), removing: [(b, second)])
         }
-        await #expect(throws: (any Error).self) {
-            try await store.commit([m(third, 7), m(.random(), 666)], limits: RelayQueueLimits(), removing: [(b, second)])
-        }
-        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
         #expect(try await store.counts().queued == 1)
         // And the ACK, sent again, takes it (the set of what is queued was counted again).
@@ -198,13 +204,9 @@ import Testing
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
         // A failure in the ACKs' part takes back the MSGs stored before it in the transaction.
         let fourth = UserID.random()
-        try await store.db.write {
-            try $0.execute(sql: "CREATE TRIGGER fail BEFORE DELETE ON queue BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        try await Self.expectFailure(of: store, when: "DELETE ON queue") {
+            _ = try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
         }
-        await #expect(throws: (any Error).self) {
-            try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
-        }
-        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
         #expect(try await store.counts().queued == 1)
         let again = try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
@@ -225,12 +227,10 @@ import Testing
         let a = UserID.random()
         let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
         #expect(try await store.enqueue([m(.random(), 5)], limits: RelayQueueLimits()) == [.stored]) // the caches are warm
-        try await store.db.write {
-            try $0.execute(sql: "CREATE TRIGGER fail BEFORE INSERT ON queue WHEN NEW.received_at = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END")
-        }
         let good = UserID.random()
-        await #expect(throws: (any Error).self) { try await store.enqueue([m(good, 5), m(.random(), 666)], limits: RelayQueueLimits()) }
-        try await store.db.write { try $0.execute(sql: "DROP TRIGGER fail") }
+        try await Self.expectFailure(of: store, when: "INSERT ON queue WHEN NEW.received_at = 666") {
+            _ = try await store.enqueue([m(good, 5), m(.random(), 666)], limits: RelayQueueLimits())
+        }
         #expect(try await store.counts().queued == 1) // the failed batch's first message is not there
         #expect(try await store.enqueue([m(good, 5)], limits: RelayQueueLimits()) == [.stored])
         #expect(try await store.counts().queued == 2, "stored for real this time")
