@@ -78,6 +78,7 @@ public actor MeshNode {
         self.transports = (udp.map { [$0] } ?? []) + options.transports
         var configuration = options.core
         configuration.acceptsFiles = options.downloads != nil
+        if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.mailboxes.map(\.name) }
         self.core = NodeCore(identity: identity, configuration: configuration, seed: UInt64.random(in: 0...UInt64.max))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         (stopped, stoppedContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -253,7 +254,7 @@ public actor MeshNode {
         guard running else { return }
         let now = Self.now(), name = options.mailboxes[index].name
         switch event {
-        case let .reachable(peer, on): core.setOffMeshRoute(peer, via: on ? name : nil, now: now)
+        case let .reachable(peer, on): core.setOffMeshRoute(peer, via: name, reachable: on, now: now)
         case let .received(payload, peer): core.receiveOffMesh(payload, from: peer, via: name, now: now)
         case let .accepted(ticket): core.offMeshAccepted(ticket, now: now)
         case let .failed(ticket, reason): core.offMeshFailed(ticket, reason: reason, now: now)
@@ -325,9 +326,16 @@ public actor MeshNode {
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
     /// first when there is no session). Returns its message ID.
     @discardableResult
-    public func sendPrivate(_ text: String, to peer: PeerID) throws -> String {
-        try command { try $0.sendPrivate(text, to: peer, now: $1) }
+    public func sendPrivate(_ text: String, to peer: PeerID, messageID: String? = nil) throws -> String {
+        try command { try $0.sendPrivate(text, to: peer, messageID: messageID, now: $1) }
     }
+
+    /// Trust decisions are loaded (the node was made with
+    /// `trustKnown` false): what waited for them is taken now.
+    public func trustDecided() { command { $0.trustDecided(now: $1) } }
+
+    /// The mailbox transport that reaches `peer` off the mesh now, if any.
+    public func offMeshRoute(_ peer: PeerID) -> String? { core.offMeshRoute(peer) }
 
     /// Sends a file privately (end-to-end encrypted, fragmented on the way).
     /// Returns its transfer ID, which the delivered receipt names.

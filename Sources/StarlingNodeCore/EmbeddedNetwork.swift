@@ -86,6 +86,19 @@ public final class EmbeddedNetwork {
         return nodes.count - 1
     }
 
+    /// The node's process starts again: a fresh core with the same identity
+    /// (sessions, peers and retries gone), `configure`d before it runs; its
+    /// links come up again at once (as a UDP node's do on its first packet).
+    public func restart(_ node: Int, configure: (inout NodeCore.Configuration) -> Void = { _ in }) {
+        var c = nodes[node].configuration
+        c.favorites = nodes[node].favoriteFingerprints
+        configure(&c)
+        let ends = wires.keys.filter { $0.node == node }
+        nodes[node] = NodeCore(identity: nodes[node].identity, configuration: c, seed: rng.next())
+        for end in ends { nodes[node].linkUp(end.link, maxFrame: wires[end]?.maxFrame, now: now) }
+        flush(node)
+    }
+
     /// Adds a node with a default configuration and this nickname.
     @discardableResult
     public func addNode(_ nickname: String, configure: (inout NodeCore.Configuration) -> Void = { _ in }) -> Int {

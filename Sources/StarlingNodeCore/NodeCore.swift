@@ -71,6 +71,13 @@ public struct NodeCore: Sendable {
         /// cannot fill the screen, or the application's memory, with text.
         public var shownBytesBurst = 262_144
         public var shownBytesPerSecond = 65_536
+        /// The mailbox transports in the order they are tried for a peer with
+        /// no mesh route (names, e.g. ["nostr", "yaok-server"]); others after them.
+        public var offMeshOrder: [String] = []
+        /// Whether the application knows its trust decisions (blocks) yet: while
+        /// false, private messages and files wait unacknowledged
+        /// (``trustDecided(now:)``), so that a block loaded later still holds.
+        public var trustKnown = true
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -184,6 +191,12 @@ public struct NodeCore: Sendable {
     /// Peers present (an announce within the last 60 s): the one record of them.
     private var present = PeerTable<PeerCard>()
     private var blocked: Set<Fingerprint> = []
+    /// The peer IDs the blocked Noise keys derive (a peer that speaks before it announces).
+    private var blockedIDs: Set<PeerID> = []
+    /// Private payloads that came while trust was not known yet (256 at most,
+    /// the oldest going unacknowledged: its sender tries again).
+    private var awaitingTrust: [(payload: NoisePayload, from: PeerID, hops: Int, via: String?)] = []
+    private var trustKnown: Bool
     private var verifiedFingerprints: Set<Fingerprint> = []
     private var favorites: Set<Fingerprint>
     private var lastAnnounce: Millis?
@@ -228,7 +241,7 @@ public struct NodeCore: Sendable {
     private var strangerHandshakeBudget: TokenBucket
     /// Peers reachable off the mesh, and through which mailbox transport
     /// (4,096 at most: the application sets them, from its favourites).
-    private var offMesh: [PeerID: String] = [:]
+    private var offMesh: [PeerID: Set<String>] = [:]
     /// Tickets handed to a mailbox transport and not failed: a retry of the
     /// same message is not sent again that way (10,000 remembered).
     private var handedOff = BoundedSet<String>(capacity: 10_000)
@@ -264,6 +277,7 @@ public struct NodeCore: Sendable {
         self.handshakeBudget = TokenBucket(perMinute: configuration.handshakesPerMinute)
         self.strangerHandshakeBudget = TokenBucket(perMinute: configuration.strangerHandshakesPerMinute)
         self.rng = rng
+        self.trustKnown = configuration.trustKnown
     }
 
     public var peerID: PeerID { identity.peerID }
@@ -489,8 +503,8 @@ public struct NodeCore: Sendable {
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
     /// first when there is no session). Returns its message ID (a UUID v4).
     @discardableResult
-    public mutating func sendPrivate(_ text: String, to peer: PeerID, now: Millis) throws -> String {
-        let id = newMessageID()
+    public mutating func sendPrivate(_ text: String, to peer: PeerID, messageID: String? = nil, now: Millis) throws -> String {
+        let id = messageID ?? newMessageID()
         try sendTracked(.privateMessage(PrivateMessage(messageID: id, content: text)), id: id, to: peer, now: now)
         unread[id] = peer
         unreadOrder.append(id)
@@ -560,7 +574,28 @@ public struct NodeCore: Sendable {
 
     public var blockedFingerprints: Set<Fingerprint> { blocked }
 
-    public func isBlocked(_ peer: PeerID) -> Bool { present[peer].map { blocked.contains($0.info.fingerprint) } ?? false }
+    /// Whether what `peer` sends is dropped: the Noise key of its verified
+    /// announce, of the session it opened (a private message can come before
+    /// the announce), or the key its peer ID derives from, is blocked.
+    public func isBlocked(_ peer: PeerID) -> Bool {
+        guard !blocked.isEmpty else { return false }
+        if let f = present[peer]?.info.fingerprint, blocked.contains(f) { return true }
+        if let f = sessions.fingerprint(of: peer), blocked.contains(f) { return true }
+        return blockedIDs.contains(peer)
+    }
+
+    /// Trust decisions are loaded: what waited for them is taken now (a
+    /// blocked sender's dropped unanswered, the rest shown and acknowledged).
+    public mutating func trustDecided(now: Millis) {
+        guard !trustKnown else { return }
+        trustKnown = true
+        let waiting = awaitingTrust
+        awaitingTrust = []
+        for w in waiting where !isBlocked(w.from) { inner(w.payload, from: w.from, hops: w.hops, via: w.via, now: now) }
+    }
+
+    /// Private payloads waiting for trust decisions.
+    public var awaitingTrustCount: Int { awaitingTrust.count }
 
     /// Changes this node's nickname and announces it at once.
     public mutating func rename(_ name: String, now: Millis) {
@@ -668,7 +703,7 @@ public struct NodeCore: Sendable {
                                     routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
         // Mesh first, always: off the mesh only for a peer no announce has come
         // from within the last minute, and only what a mailbox carries.
-        if present[peer] == nil, let via = offMesh[peer], let ticket = Self.offMeshTicket(payload) {
+        if present[peer] == nil, let via = offMeshRoute(peer), let ticket = Self.offMeshTicket(payload) {
             handOff(payload, to: peer, via: via, ticket: ticket)
             return
         }
@@ -717,14 +752,32 @@ public struct NodeCore: Sendable {
             offMesh[peer] = nil
             return
         }
+        setOffMeshRoute(peer, via: via, reachable: true, now: now)
+    }
+
+    /// Says whether the mailbox transport `via` reaches `peer` off the mesh
+    /// (several may: they are tried in ``Configuration/offMeshOrder``).
+    public mutating func setOffMeshRoute(_ peer: PeerID, via: String, reachable: Bool, now: Millis) {
+        guard reachable else {
+            offMesh[peer]?.remove(via)
+            if offMesh[peer]?.isEmpty == true { offMesh[peer] = nil }
+            return
+        }
         guard offMesh[peer] != nil || offMesh.count < 4_096 else { return }
         let fresh = offMesh[peer] == nil
-        offMesh[peer] = via
+        offMesh[peer, default: []].insert(via)
         if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
     }
 
-    /// Which mailbox transport reaches `peer` off the mesh, if any.
-    public func offMeshRoute(_ peer: PeerID) -> String? { offMesh[peer] }
+    /// Which mailbox transport reaches `peer` off the mesh, if any: the first
+    /// in the configured order.
+    public func offMeshRoute(_ peer: PeerID) -> String? {
+        guard let routes = offMesh[peer] else { return nil }
+        let order = configuration.offMeshOrder
+        return routes.min { a, b in
+            (order.firstIndex(of: a) ?? order.count, a) < (order.firstIndex(of: b) ?? order.count, b)
+        }
+    }
 
     /// A private payload arrived through a mailbox transport, from `peer`
     /// (authenticated by that transport).
@@ -735,7 +788,7 @@ public struct NodeCore: Sendable {
 
     /// The mailbox transport's far end took the payload with this ticket.
     public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
-        guard let peer = tracker.recipient(of: ticket), let via = offMesh[peer] else { return }
+        guard let peer = tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
         if offMeshSent[ticket] == nil, offMeshSent.count >= 1_024, let any = offMeshSent.keys.first { offMeshSent[any] = nil }
         offMeshSent[ticket] = (peer, via)
         emit(.sentOffMesh(messageID: ticket, to: peer, via: via))
@@ -747,7 +800,7 @@ public struct NodeCore: Sendable {
         handedOffFailed.insert(ticket)
         if handedOffFailed.count > 1_024, let any = handedOffFailed.first { handedOffFailed.remove(any) }
         guard let peer = tracker.recipient(of: ticket) else { return }
-        emit(.rejected(Rejection(.transport, peer: peer, "\(offMesh[peer] ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
+        emit(.rejected(Rejection(.transport, peer: peer, "\(offMeshRoute(peer) ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
     }
 
     /// A peer that announces while we hold messages for it has not acknowledged
@@ -786,7 +839,8 @@ public struct NodeCore: Sendable {
     /// The router drops packets from blocked peers before anything else: not
     /// processed, not relayed, not answered.
     private mutating func updateBlockedSenders() {
-        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys)
+        blockedIDs = Set(blocked.map(\.peerID))
+        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys).union(blockedIDs)
     }
 
     // MARK: Receiving
@@ -965,6 +1019,8 @@ public struct NodeCore: Sendable {
             }
             if let fingerprint = step.established {
                 handshakeStarted[sender] = nil
+                // A blocked key: nothing it sent is opened, shown or answered.
+                if blocked.contains(fingerprint) { return }
                 emit(.sessionEstablished(sender, fingerprint: fingerprint.hex))
                 for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
                 let flushed = waiting.removeValue(forKey: sender) ?? []
@@ -993,6 +1049,18 @@ public struct NodeCore: Sendable {
 
     /// A private payload from `sender`, over the mesh (`via` nil) or a mailbox transport.
     private mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
+        // Blocked: dropped unanswered, whatever came first (a session before an announce).
+        if isBlocked(sender) { return }
+        if !trustKnown {
+            switch payload {
+            case .privateMessage, .privateFile:
+                if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
+                awaitingTrust.append((payload, sender, hops, via))
+                return
+            default:
+                break
+            }
+        }
         switch payload {
         case let .privateMessage(m):
             // A retried copy is acknowledged again but shown once. A favourite
