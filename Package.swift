@@ -117,7 +117,8 @@ let targets: [Target] = [
     // The relay client's runtime (a transport beside UDP and BlueZ): its socket and clock.
     .target(
         name: "StarlingRelayClient",
-        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto")]
+        dependencies: ["StarlingYaOKRelay", "StarlingYaOK", "StarlingCrypto", "StarlingWire", "StarlingTransport",
+                       .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Ya OK's encrypted store on SQLite (GRDB): per-value encryption, the
     // keyring (PIN, passphrase or key file) with its lockout, backups.
@@ -172,6 +173,14 @@ let targets: [Target] = [
         dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet",
                        "StarlingTransport", .product(name: "Logging", package: "swift-log")]
     ),
+    // The messenger: contacts, conversations, routes, receipts and trust as a
+    // value without I/O (MessengerCore), and its runtime over a node, the
+    // encrypted store and the mailboxes (Messenger). Every face is a client of it.
+    .target(
+        name: "StarlingMessenger",
+        dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK",
+                       "StarlingYaOKStore", "StarlingTransport", "StarlingRelayClient", "StarlingNostr", "StarlingNostrTransport"]
+    ),
     // What an app imports: wire, crypto, mesh, node core and runtime, UDP.
     .target(
         name: "Starling",
@@ -198,6 +207,7 @@ let targets: [Target] = [
             "StarlingRelayPostgres",
             "StarlingNostr",
             "StarlingNostrTransport",
+            "StarlingMessenger",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -290,6 +300,11 @@ let targets: [Target] = [
         dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingTestSupport"]
     ),
     .testTarget(
+        name: "StarlingMessengerTests",
+        dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
+                       "StarlingYaOKStore"]
+    ),
+    .testTarget(
         name: "StarlingNodeTests",
         dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingStately",
                        "StarlingTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
@@ -311,6 +326,7 @@ let package = Package(
         .library(name: "Starling", targets: ["Starling"]),
         .library(name: "StarlingBluetooth", targets: ["StarlingBluetooth"]),
         .library(name: "StarlingNodeCore", targets: ["StarlingNodeCore"]),
+        .library(name: "StarlingMessenger", targets: ["StarlingMessenger"]),
         .library(name: "StarlingNode", targets: ["StarlingNode"]),
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
         .library(name: "StarlingWire", targets: ["StarlingWire"]),

@@ -32,14 +32,43 @@ public struct TrustRecord: Codable, Hashable, Sendable {
     public var favorite: Bool
     public var blocked: Bool
     public var updatedAt: Double
+    /// The Nostr key this peer told us (`[FAVORITED]:npub1…` over its Noise
+    /// session), and how messages to it are wrapped there ("bitchat", the
+    /// apps' envelope, or "standard" NIP-17); nil: none told.
+    public var npub: String?
+    public var nostrVariant: String?
+    /// Whether this peer made us a favourite (its last notice said so).
+    public var favoritesUs: Bool?
 
     public init(fingerprint: String, nickname: String? = nil, verified: Bool = false, favorite: Bool = false,
-                blocked: Bool = false, updatedAt: Double) {
+                blocked: Bool = false, updatedAt: Double, npub: String? = nil, nostrVariant: String? = nil, favoritesUs: Bool? = nil) {
         self.fingerprint = fingerprint
         self.nickname = nickname
         self.verified = verified
         self.favorite = favorite
         self.blocked = blocked
+        self.updatedAt = updatedAt
+        self.npub = npub
+        self.nostrVariant = nostrVariant
+        self.favoritesUs = favoritesUs
+    }
+}
+
+/// A private conversation with a mesh peer who is not a contact, known by
+/// the Noise key of its sessions: kept so that its history outlives a restart.
+public struct ConversationRecord: Codable, Hashable, Sendable {
+    /// The conversation's ID, which its messages are stored under.
+    public var id: UserID
+    /// The peer's fingerprint (hex).
+    public var fingerprint: String
+    public var nickname: String
+    /// When a message last came or went, Unix seconds.
+    public var updatedAt: Double
+
+    public init(id: UserID, fingerprint: String, nickname: String, updatedAt: Double) {
+        self.id = id
+        self.fingerprint = fingerprint
+        self.nickname = nickname
         self.updatedAt = updatedAt
     }
 }
@@ -61,6 +90,9 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     /// The transport's own ID for it (a bitchat message ID), so that its
     /// receipts find it after a restart.
     public var transportID: String?
+    /// Incoming messages: when the person saw it (nil: not yet); a read
+    /// receipt goes then, not on arrival.
+    public var readAt: Double?
 
     public init(id: UserID, contact: UserID, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double,
                 progress: MessageProgress? = nil, transport: String? = nil, transportID: String? = nil) {

@@ -28,6 +28,7 @@ public final class YaOKStore: Sendable {
     public static let maxContacts = 1_000
     public static let maxTrust = 4_096
     public static let maxPins = 4_096
+    public static let maxConversations = 1_024
     public static let backupsKept = 7
 
     public enum Error: Swift.Error, Hashable, Sendable, CustomStringConvertible {
@@ -67,6 +68,11 @@ public final class YaOKStore: Sendable {
         let database = directory.appendingPathComponent(databaseName)
         let dataKey: [UInt8]
         if keyringFile.exists {
+            // A keyring means a store was made here: an empty database file is a
+            // store lost (truncated), never a new one.
+            if let size = (try? FileManager.default.attributesOfItem(atPath: database.path))?[.size] as? Int, size == 0 {
+                throw Error.corrupt("store.sqlite is empty")
+            }
             dataKey = try keyringFile.unlock(protection, now: now)
         } else {
             guard !FileManager.default.fileExists(atPath: database.path) else { throw Error.noKeyring }
@@ -75,7 +81,7 @@ public final class YaOKStore: Sendable {
             try keyringFile.write(try Keyring.seal(dataKey, under: protection, iterations: iterations))
         }
         let store = try YaOKStore(directory: directory, database: database, dataKey: dataKey)
-        try? store.backupIfDue(now: now)
+        _ = try? store.backupIfDue(now: now) // a backup that fails now is tried again at the next open
         return store
     }
 
@@ -151,6 +157,10 @@ public final class YaOKStore: Sendable {
         }
         m.registerMigration("v2 pins") { db in
             try db.execute(sql: "CREATE TABLE pins (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL)")
+        }
+        m.registerMigration("v3 conversations") { db in
+            // Private conversations with mesh peers who are not contacts.
+            try db.execute(sql: "CREATE TABLE conversations (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL)")
         }
         return m
     }
@@ -240,7 +250,7 @@ public final class YaOKStore: Sendable {
     public func setTrust(_ record: TrustRecord) throws {
         let lookup = trustLookup(record.fingerprint)
         try queue.write { db in
-            guard record.verified || record.favorite || record.blocked else {
+            guard record.verified || record.favorite || record.blocked || record.npub != nil else {
                 try db.execute(sql: "DELETE FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
                 return
             }
@@ -270,6 +280,41 @@ public final class YaOKStore: Sendable {
             guard let data = try Data.fetchOne(db, sql: "SELECT data FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
             else { return nil }
             return try self.cipher.decode(TrustRecord.self, Array(data), table: "trust", row: lookup)
+        }
+    }
+
+    // MARK: Conversations with peers who are not contacts
+
+    func conversationRecordLookup(_ id: UserID) -> [UInt8] { cipher.lookup("conversation-record", id.bytes) }
+
+    /// Keeps (or updates) a conversation's record; past `maxConversations`
+    /// the one least recently active goes, with its messages.
+    public func setConversation(_ record: ConversationRecord) throws {
+        let lookup = conversationRecordLookup(record.id)
+        try queue.write { db in
+            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "conversations", row: lookup)
+            try db.execute(sql: "INSERT INTO conversations (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
+                           arguments: [Data(lookup), Data(data)])
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
+            guard count > Self.maxConversations else { return }
+            let all = try Row.fetchAll(db, sql: "SELECT lookup, data FROM conversations").map { row in
+                try self.cipher.decode(ConversationRecord.self, Array(row["data"] as Data), table: "conversations",
+                                       row: Array(row["lookup"] as Data))
+            }
+            for old in all.sorted(by: { $0.updatedAt < $1.updatedAt }).prefix(count - Self.maxConversations) {
+                try db.execute(sql: "DELETE FROM messages WHERE conversation = ?", arguments: [Data(self.conversationLookup(old.id))])
+                try db.execute(sql: "DELETE FROM conversations WHERE lookup = ?", arguments: [Data(self.conversationRecordLookup(old.id))])
+            }
+        }
+    }
+
+    /// Every kept conversation with a peer who is not a contact.
+    public func conversations() throws -> [ConversationRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM conversations").map { row in
+                try self.cipher.decode(ConversationRecord.self, Array(row["data"] as Data), table: "conversations",
+                                       row: Array(row["lookup"] as Data))
+            }
         }
     }
 

@@ -179,6 +179,45 @@ import Testing
         #expect(throws: YaOKStore.Error.self) { try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 12) }
     }
 
+    /// A zero-byte database beside its keyring is a store lost, never a new
+    /// empty one (it opened as one, silently, before).
+    @Test func anEmptyDatabaseFileIsDamagedNotNew() throws {
+        let dir = temporaryDirectory("store-empty")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let protection = Keyring.Protection.keyFile(identity)
+        do {
+            let store = try YaOKStore.open(directory: dir, protection: protection, now: 1_000, iterations: Self.fast)
+            try store.addContact(try contact("eve", 0x50), now: 1_000)
+            try store.close()
+        }
+        // Control: the store opens with its contact.
+        #expect(try YaOKStore.open(directory: dir, protection: protection, now: 1_001).contacts().count == 1)
+        try Data().write(to: dir.appendingPathComponent("store.sqlite"))
+        #expect(throws: YaOKStore.Error.corrupt("store.sqlite is empty")) {
+            try YaOKStore.open(directory: dir, protection: protection, now: 1_002)
+        }
+    }
+
+    /// Conversations with peers who are not contacts are kept, at most
+    /// `maxConversations`, the least recently active going with its messages.
+    @Test func conversationsWithPeersAreKeptAndBounded() throws {
+        let dir = temporaryDirectory("store-conversations")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
+        let first = UserID.random()
+        try store.setConversation(ConversationRecord(id: first, fingerprint: String(repeating: "cd", count: 32), nickname: "dave", updatedAt: 1))
+        try store.insertMessage(MessageRecord(id: .random(), contact: first, outgoing: false, text: "hi", timestamp: 1, recordedAt: 1))
+        #expect(try store.conversations().map(\.nickname) == ["dave"])
+        for i in 0..<YaOKStore.maxConversations {
+            try store.setConversation(ConversationRecord(id: .random(), fingerprint: String(repeating: "ef", count: 32),
+                                                         nickname: "peer \(i)", updatedAt: Double(10 + i)))
+        }
+        let kept = try store.conversations()
+        #expect(kept.count == YaOKStore.maxConversations)
+        #expect(!kept.contains { $0.id == first })
+        #expect(try store.conversation(with: first).isEmpty)
+    }
+
     /// Daily backups, the 7 newest kept; reset keeps nothing of the store.
     @Test func backupsAreDailyAndKeptSevenDays() throws {
         let dir = temporaryDirectory("store-backups")

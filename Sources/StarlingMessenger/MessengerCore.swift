@@ -1,0 +1,697 @@
+import StarlingCrypto
+import StarlingMesh
+import StarlingNodeCore
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The messenger without I/O: what a person means by "send this to bob",
+/// "block carol", "I have read this", decided as one plain value, as
+/// `NodeCore` decides for the mesh.
+///
+/// In: the node's events (with its view of the peers), the store's contents
+/// when it opens, what the person does (send, seen, block …) and the time.
+/// Out: ``Effect``s: commands for the node, writes for the store, contacts for
+/// the mailbox transports, and ``MessengerEvent``s for the faces (terminal,
+/// web, daemon API), which render them and decide nothing.
+///
+/// The rules it keeps (docs/MESSENGER.md):
+/// - Trust first. Nothing a block could hide is shown or acknowledged before
+///   the store's trust decisions are known: it waits (1,000 events at most;
+///   the node holds private messages unacknowledged). A blocked key is blocked
+///   whatever arrives first.
+/// - Every private conversation is kept, with a contact or not (1,024
+///   conversations with peers who are not contacts; the store's 10,000
+///   messages), with the seed's message states.
+/// - One route rule for contacts and favourites: the mesh, else a mailbox
+///   transport that reaches them (Nostr, then the Ya OK server), else the
+///   store's queue until one does.
+/// - Read receipts go when the person has seen the message (``markSeen``), never
+///   on arrival.
+public struct MessengerCore: Sendable {
+    public struct Configuration: Sendable {
+        /// Whether Nostr carries messages for mutual favourites (the Nostr mailbox is there).
+        public var nostr = false
+        /// The Ya OK server's mailbox name, when there is one.
+        public var server: String?
+        /// Whether favourites that appear are told our npub (not for a one-shot send).
+        public var tellsFavourites = true
+        /// Events held while trust is not known.
+        public var maxHeld = 1_000
+        /// Store writes held while the store is locked.
+        public var maxHeldWrites = 1_000
+        /// Conversations with peers who are not contacts, kept in memory.
+        public var maxConversations = 1_024
+        /// Messages of each conversation kept in memory (the store keeps more).
+        public var recentPerConversation = 200
+        /// Our npub, told to favourites (nil: no Nostr key).
+        public var npub: String?
+        public init() {}
+    }
+
+    public enum Effect: Sendable {
+        case node(NodeCommand)
+        case store(StoreWrite)
+        case mailbox(MailboxCommand)
+        case event(MessengerEvent)
+    }
+
+    public enum NodeCommand: Sendable, Equatable {
+        case sendPrivate(String, to: PeerID, messageID: String)
+        case sendReadReceipt(String, to: PeerID)
+        case block(Fingerprint)
+        case unblock(Fingerprint)
+        case setFavorite(Fingerprint, Bool)
+        case setVerified(Fingerprint, Bool)
+        case pin([UInt8], for: Fingerprint)
+        /// Trust decisions are loaded: what the node held for them goes on.
+        case trustDecided
+    }
+
+    public enum MailboxCommand: Sendable, Equatable {
+        /// Nostr reaches this peer at this npub (nil: no longer), wrapped this way.
+        case nostrContact(PeerID, npub: String?, variant: String)
+        /// The Ya OK server reaches this peer as this contact (nil: no longer).
+        case serverContact(PeerID, card: [UInt8]?)
+    }
+
+    public enum StoreWrite: Sendable, Equatable {
+        case insertMessage(MessageRecord)
+        case updateMessage(MessageRecord)
+        case trust(TrustRecord)
+        case contact(ContactRecord)
+        case conversation(ConversationRecord)
+        case pin(Fingerprint, [UInt8])
+    }
+
+    /// What the store holds when it opens.
+    public struct StoreContents: Sendable {
+        public var contacts: [ContactRecord] = []
+        public var trust: [TrustRecord] = []
+        public var pins: [(Fingerprint, [UInt8])] = []
+        public var conversations: [ConversationRecord] = []
+        /// Each conversation's recent messages, oldest first.
+        public var messages: [UserID: [MessageRecord]] = [:]
+        public var pending: [MessageRecord] = []
+        public init() {}
+    }
+
+    public let identity: Identity
+    public var configuration: Configuration
+
+    // MARK: State
+
+    /// Whether the store's trust decisions are known (it has opened once).
+    public private(set) var trustKnown = false
+    /// Whether the store is open now.
+    public private(set) var storeOpen = false
+    private var held: [(NodeEvent, [PeerID: NodeCore.PeerInfo])] = []
+    public private(set) var heldDropped = 0
+    private var heldWrites: [StoreWrite] = []
+    private var effects: [Effect] = []
+
+    /// Contacts (Ya OK cards), by conversation ID (their user ID).
+    public private(set) var contacts: [UserID: ContactRecord] = [:]
+    /// Trust decisions and Nostr keys about mesh peers, by fingerprint.
+    public private(set) var trust: [Fingerprint: TrustRecord] = [:]
+    /// Conversations with peers who are not contacts, by ID.
+    public private(set) var peerConversations: [UserID: ConversationRecord] = [:]
+    /// Recent messages of each conversation, oldest first.
+    public private(set) var recent: [UserID: [MessageRecord]] = [:]
+    /// Outgoing messages by their transport ID: the conversation (10,000 at most, oldest forgotten).
+    private var outgoing: [String: UserID] = [:]
+    private var outgoingOrder: [String] = []
+    /// Peers present (the node's view), and fingerprints of our sessions.
+    public private(set) var peers: [PeerID: NodeCore.PeerInfo] = [:]
+    private var sessions: [PeerID: Fingerprint] = [:]
+    /// Peers the Nostr or server mailbox reaches.
+    private var nostrReachable: Set<Fingerprint> = []
+    public private(set) var serverUp = false
+    /// Favourites told our npub in this run.
+    private var told: Set<PeerID> = []
+
+    public init(identity: Identity, configuration: Configuration = Configuration()) {
+        self.identity = identity
+        self.configuration = configuration
+    }
+
+    public mutating func takeEffects() -> [Effect] {
+        defer { effects = [] }
+        return effects
+    }
+
+    private mutating func emit(_ event: MessengerEvent) { effects.append(.event(event)) }
+    private mutating func command(_ c: NodeCommand) { effects.append(.node(c)) }
+
+    private mutating func write(_ w: StoreWrite) {
+        guard storeOpen else {
+            if heldWrites.count < configuration.maxHeldWrites {
+                heldWrites.append(w)
+            } else {
+                emit(.notSaved("the store is locked and \(configuration.maxHeldWrites) changes wait: unlock it to keep more"))
+            }
+            return
+        }
+        effects.append(.store(w))
+    }
+
+    public var heldWriteCount: Int { heldWrites.count }
+    public var heldEventCount: Int { held.count }
+
+    // MARK: Conversations
+
+    /// The conversation with a mesh peer who is not a contact: an ID derived
+    /// from its Noise key (the same in every run).
+    public static func conversationID(for fingerprint: Fingerprint) -> UserID {
+        UserID(bytes: BLAKE3.hash(Array("starling conversation".utf8) + fingerprint.bytes, byteCount: 16))!
+    }
+
+    /// A bitchat message ID as a record ID: the UUID it is, or 16 bytes of its BLAKE3 hash.
+    public static func recordID(_ messageID: String) -> UserID {
+        UserID(string: messageID) ?? UserID(bytes: BLAKE3.hash(Array(messageID.utf8), byteCount: 16))!
+    }
+
+    /// The transport ID a record goes under (the apps' upper-case UUID).
+    public static func transportID(_ id: UserID) -> String { id.description.uppercased() }
+
+    /// The contact whose card carries this Noise key.
+    public func contact(for fingerprint: Fingerprint) -> ContactRecord? {
+        contacts.values.first { $0.card?.meshFingerprint == fingerprint }
+    }
+
+    /// The conversation a mesh peer's messages go in: its contact's, or its own.
+    public func conversation(for fingerprint: Fingerprint) -> UserID {
+        contact(for: fingerprint)?.card?.userID ?? Self.conversationID(for: fingerprint)
+    }
+
+    /// The Noise key of a conversation.
+    public func fingerprint(of conversation: UserID) -> Fingerprint? {
+        if let card = contacts[conversation]?.card { return card.meshFingerprint }
+        return peerConversations[conversation].flatMap { Fingerprint(hex: $0.fingerprint) }
+    }
+
+    /// The peer ID that reaches a Noise key now: present, with a session, or its own.
+    public func peer(for fingerprint: Fingerprint) -> PeerID {
+        if let p = peers.first(where: { $0.value.fingerprint == fingerprint })?.key { return p }
+        if let p = sessions.first(where: { $0.value == fingerprint })?.key { return p }
+        return fingerprint.peerID
+    }
+
+    /// The fingerprint of a peer: its verified announce, else the session it opened.
+    public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? {
+        peers[peer]?.fingerprint ?? sessions[peer] ?? trust.keys.first { $0.peerID == peer }
+            ?? contacts.values.compactMap(\.card?.meshFingerprint).first { $0.peerID == peer }
+    }
+
+    /// A conversation's name as shown: the contact's, the peer's announce, what was kept.
+    public func name(of conversation: UserID) -> String {
+        if let card = contacts[conversation]?.card { return card.displayName }
+        if let f = fingerprint(of: conversation), let info = peers.values.first(where: { $0.fingerprint == f }) { return info.nickname }
+        if let r = peerConversations[conversation] { return r.nickname }
+        return conversation.description.prefix(8).description
+    }
+
+    public func isBlocked(_ fingerprint: Fingerprint) -> Bool {
+        trust[fingerprint]?.blocked == true || contact(for: fingerprint)?.blocked == true
+    }
+
+    public func isFavorite(_ fingerprint: Fingerprint) -> Bool {
+        trust[fingerprint]?.favorite == true || contact(for: fingerprint)?.favorite == true
+    }
+
+    public func isVerified(_ fingerprint: Fingerprint) -> Bool {
+        trust[fingerprint]?.verified == true || contact(for: fingerprint)?.verified == true
+    }
+
+    /// Where a message to this Noise key can go now: "mesh", a mailbox's name, or nil (queued).
+    public func route(to fingerprint: Fingerprint) -> String? {
+        if peers.values.contains(where: { $0.fingerprint == fingerprint }) { return "mesh" }
+        if configuration.nostr, nostrReachable.contains(fingerprint) { return "nostr" }
+        if let server = configuration.server, serverUp, contact(for: fingerprint) != nil { return server }
+        return nil
+    }
+
+    /// Unread incoming messages in a conversation (of the recent ones).
+    public func unreadCount(_ conversation: UserID) -> Int {
+        (recent[conversation] ?? []).filter { !$0.outgoing && $0.readAt == nil }.count
+    }
+
+    private mutating func remember(_ record: MessageRecord) {
+        var list = recent[record.contact] ?? []
+        if let i = list.firstIndex(where: { $0.id == record.id }) {
+            list[i] = record
+        } else {
+            list.append(record)
+            if list.count > configuration.recentPerConversation { list.removeFirst(list.count - configuration.recentPerConversation) }
+        }
+        recent[record.contact] = list
+        if record.outgoing, let t = record.transportID { index(t, record.contact) }
+    }
+
+    private mutating func index(_ transportID: String, _ conversation: UserID) {
+        if outgoing[transportID] == nil {
+            outgoingOrder.append(transportID)
+            if outgoingOrder.count > 10_000 { outgoing[outgoingOrder.removeFirst()] = nil }
+        }
+        outgoing[transportID] = conversation
+    }
+
+    private func record(_ transportID: String) -> MessageRecord? {
+        guard let c = outgoing[transportID] else { return nil }
+        let id = Self.recordID(transportID)
+        return recent[c]?.first { $0.id == id }
+    }
+
+    /// Makes sure a peer who is not a contact has its conversation kept.
+    private mutating func keepConversation(_ id: UserID, fingerprint: Fingerprint, nickname: String, now: Double) {
+        guard contacts[id] == nil else { return }
+        let record = ConversationRecord(id: id, fingerprint: fingerprint.hex, nickname: nickname, updatedAt: now)
+        if peerConversations[id] == nil, peerConversations.count >= configuration.maxConversations,
+           let oldest = peerConversations.values.min(by: { $0.updatedAt < $1.updatedAt }) {
+            peerConversations[oldest.id] = nil
+            recent[oldest.id] = nil
+        }
+        peerConversations[id] = record
+        write(.conversation(record))
+    }
+
+    // MARK: The store
+
+    /// The store opened: its trust decisions go to the node, what waited for
+    /// them is shown or dropped, the writes held while it was locked are made,
+    /// and waiting messages go where they can.
+    public mutating func storeOpened(_ contents: StoreContents, peers: [PeerID: NodeCore.PeerInfo], now: Double) {
+        self.peers = peers
+        storeOpen = true
+        let first = !trustKnown
+        contacts = Dictionary(contents.contacts.compactMap { r in r.card.map { ($0.userID, r) } }, uniquingKeysWith: { a, _ in a })
+        trust = Dictionary(contents.trust.compactMap { r in Fingerprint(hex: r.fingerprint.lowercased()).map { ($0, r) } },
+                           uniquingKeysWith: { a, _ in a })
+        for r in contents.conversations { peerConversations[r.id] = r }
+        for (c, list) in contents.messages {
+            var merged = list.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
+            for m in recent[c] ?? [] where !merged.contains(where: { $0.id == m.id }) { merged.append(m) }
+            recent[c] = Array(merged.suffix(configuration.recentPerConversation))
+            for m in merged where m.outgoing { if let t = m.transportID { index(t, c) } }
+        }
+        // Trust to the node: pins kept, then contacts' cards over them.
+        for (f, key) in contents.pins { command(.pin(key, for: f)) }
+        for (f, r) in trust {
+            if r.blocked { command(.block(f)) }
+            if r.favorite { command(.setFavorite(f, true)) }
+            if r.verified { command(.setVerified(f, true)) }
+        }
+        for r in contacts.values {
+            guard let card = r.card else { continue }
+            command(.pin(card.signingKey, for: card.meshFingerprint))
+            if r.blocked { command(.block(card.meshFingerprint)) }
+            if r.favorite { command(.setFavorite(card.meshFingerprint, true)) }
+            if r.verified { command(.setVerified(card.meshFingerprint, true)) }
+            if configuration.server != nil, !r.blocked {
+                effects.append(.mailbox(.serverContact(card.meshFingerprint.peerID, card: card.bytes)))
+            }
+        }
+        for f in trust.keys { refreshNostr(f) }
+        // Messages an earlier run handed to the node with no receipt since:
+        // that run's retries are gone, so they wait to be sent again (at least
+        // once; a duplicate is possible, a loss is not).
+        var pending = contents.pending
+        for (c, list) in recent {
+            for var m in list where m.outgoing && m.progress?.state == .sending {
+                try? m.progress?.move(to: .retrying, at: now)
+                recent[c] = recent[c]?.map { $0.id == m.id ? m : $0 }
+                write(.updateMessage(m))
+                if !pending.contains(where: { $0.id == m.id }) { pending.append(m) }
+            }
+        }
+        let writes = heldWrites
+        heldWrites = []
+        for w in writes { effects.append(.store(w)) }
+        if first {
+            trustKnown = true
+            command(.trustDecided)
+            emit(.trustLoaded(contacts: contacts.count, pending: pending.count))
+            let waiting = held
+            held = []
+            for (event, view) in waiting { handle(event, peers: view, now: now) }
+            self.peers = peers
+        } else {
+            emit(.storeUnlocked(storedMeanwhile: writes.count))
+        }
+        for m in pending { remember(m) }
+        sendWaiting(now: now)
+    }
+
+    /// The store closed (locked): its writes wait in memory until it opens.
+    public mutating func storeClosed() {
+        storeOpen = false
+    }
+
+    /// A write the store did not make: the person is told.
+    public mutating func storeFailed(_ write: StoreWrite, reason: String) {
+        switch write {
+        case let .insertMessage(m) where m.outgoing:
+            emit(.notSaved("your message to \(name(of: m.contact)) was not stored (\(reason)); it is still being sent"))
+        case let .insertMessage(m):
+            emit(.notSaved("a message from \(name(of: m.contact)) was not stored (\(reason)); it is shown but will not be in the history"))
+        case .updateMessage:
+            emit(.notSaved("a message's new state was not stored (\(reason))"))
+        case .trust, .contact:
+            emit(.notSaved("a trust decision was not stored (\(reason)): it holds until this program stops; try again"))
+        case .conversation, .pin:
+            emit(.notSaved("the store did not take a change (\(reason))"))
+        }
+    }
+
+    // MARK: The node
+
+    /// Whether an event is something a block could hide.
+    private static func hideable(_ event: NodeEvent) -> PeerID? {
+        switch event {
+        case let .message(from, _, _, _, _, _), let .privateMessage(from, _, _, _, _, _), let .favorited(from, _, _, _),
+             let .fileReceived(from, _, _, _, _), let .fileProgress(from, _, _), let .sessionEstablished(from, _),
+             let .peer(from, _, _), let .pong(from, _, _):
+            return from
+        case let .state(s), let .sos(s):
+            return s.senderID
+        default:
+            return nil
+        }
+    }
+
+    /// A node event, with the node's view of the peers at that moment.
+    public mutating func handle(_ event: NodeEvent, peers: [PeerID: NodeCore.PeerInfo], now: Double) {
+        self.peers = peers
+        if !trustKnown, Self.hideable(event) != nil {
+            if held.count >= configuration.maxHeld {
+                held.removeFirst()
+                heldDropped += 1
+            }
+            held.append((event, peers))
+            return
+        }
+        if let from = Self.hideable(event), let f = fingerprint(ofPeer: from), isBlocked(f) { return }
+        switch event {
+        case let .peer(id, nickname, hops):
+            emit(.peerJoined(id, nickname: nickname, hops: hops))
+            if let f = peers[id]?.fingerprint {
+                if let c = conversationIfAny(f), var r = peerConversations[c], r.nickname != nickname {
+                    r.nickname = nickname
+                    peerConversations[c] = r
+                    write(.conversation(r))
+                }
+                if var t = trust[f], t.nickname != nickname {
+                    t.nickname = nickname
+                    trust[f] = t
+                    write(.trust(t))
+                }
+                if configuration.tellsFavourites, configuration.npub != nil, isFavorite(f), told.insert(id).inserted {
+                    tell(id, favourite: true)
+                }
+            }
+            sendWaiting(now: now)
+        case let .left(id):
+            emit(.peerLeft(id))
+        case let .sessionEstablished(peer, hex):
+            if let f = Fingerprint(hex: hex) {
+                if sessions[peer] == nil, sessions.count >= 4_096, let any = sessions.keys.first { sessions[any] = nil }
+                sessions[peer] = f
+                emit(.sessionEstablished(peer, name: displayName(peer)))
+            }
+        case let .privateMessage(from, nickname, text, messageID, hops, via):
+            receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
+        case let .delivered(id, _):
+            progress(id, now: now) { p in p.receipt(.delivered, at: now) }
+        case let .read(id, _):
+            progress(id, now: now) { p in p.receipt(.read, at: now) }
+        case let .sentOffMesh(id, _, via):
+            progress(id, now: now, via: via) { p in
+                if p.state == .retrying { try? p.move(to: .sending, at: now) }
+                try? p.move(to: .sent, at: now)
+            }
+        case let .held(id, _):
+            progress(id, now: now) { p in try? p.move(to: .retrying, at: now) }
+        case let .failed(id, _):
+            failed(id, now: now)
+        case let .favorited(by, nickname, on, npub):
+            favorited(by: by, nickname: nickname, on: on, npub: npub, now: now)
+        case let .pinned(fingerprint, key):
+            write(.pin(fingerprint, key))
+        case let .rejected(r):
+            switch r.kind {
+            case .badAnnounce, .fileRefused, .fileNotSaved, .transport:
+                emit(.warning(r.detail))
+            case .undecryptable, .handshakeFailed, .malformedPrivatePayload, .notText, .stately:
+                // Internals (a session lost in a restart, a stranger's bad bytes): counted, not shown.
+                emit(.diagnostic(r))
+            }
+        default:
+            emit(.node(event))
+        }
+    }
+
+    private func conversationIfAny(_ f: Fingerprint) -> UserID? {
+        let id = conversation(for: f)
+        return contacts[id] != nil || peerConversations[id] != nil ? id : nil
+    }
+
+    private func displayName(_ peer: PeerID) -> String {
+        if let info = peers[peer] { return info.nickname }
+        if let f = fingerprint(ofPeer: peer) {
+            if let c = contact(for: f)?.card { return c.displayName }
+            if let n = trust[f]?.nickname { return n }
+            if let r = peerConversations[Self.conversationID(for: f)] { return r.nickname }
+        }
+        return peer.description
+    }
+
+    private mutating func receivePrivate(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int, via: String?,
+                                         now: Double) {
+        guard let f = fingerprint(ofPeer: from) else {
+            emit(.diagnostic(Rejection(.malformedPrivatePayload, peer: from, "a private message from \(from) with no known key")))
+            return
+        }
+        let conversation = conversation(for: f)
+        let name = nickname ?? displayName(from)
+        keepConversation(conversation, fingerprint: f, nickname: name, now: now)
+        let id = Self.recordID(messageID)
+        guard !(recent[conversation] ?? []).contains(where: { $0.id == id && !$0.outgoing }) else { return } // shown already
+        var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: text, timestamp: UInt64(now * 1000),
+                                   recordedAt: now, transport: via ?? "mesh", transportID: messageID)
+        record.readAt = nil
+        remember(record)
+        write(.insertMessage(record))
+        emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via))
+    }
+
+    private mutating func progress(_ transportID: String, now: Double, via: String? = nil, _ change: (inout MessageProgress) -> Void) {
+        guard var r = record(transportID), r.progress != nil else { return }
+        let before = r.progress!.state
+        change(&r.progress!)
+        if let via { r.transport = via }
+        guard r.progress!.state != before || via != nil else { return }
+        remember(r)
+        write(.updateMessage(r))
+        emit(.progress(conversation: r.contact, record: r))
+    }
+
+    /// The node gave up: a message to a contact or favourite waits for a
+    /// route again (the store's queue); to anyone else it failed.
+    private mutating func failed(_ transportID: String, now: Double) {
+        guard var r = record(transportID), r.progress != nil else { return }
+        let keeps = fingerprint(of: r.contact).map { contact(for: $0) != nil || isFavorite($0) } ?? false
+        try? r.progress!.move(to: .retrying, at: now)
+        if !keeps { try? r.progress!.move(to: .failed, at: now) }
+        r.transport = nil
+        remember(r)
+        write(.updateMessage(r))
+        emit(.progress(conversation: r.contact, record: r))
+    }
+
+    // MARK: Favourites and Nostr
+
+    private mutating func tell(_ peer: PeerID, favourite: Bool) {
+        guard let npub = configuration.npub else { return }
+        // A notice, not a conversation's message: its ID is its own.
+        let id = Self.transportID(UserID.random())
+        command(.sendPrivate((favourite ? "[FAVORITED]:" : "[UNFAVORITED]:") + npub, to: peer, messageID: id))
+    }
+
+    private mutating func favorited(by: PeerID, nickname: String?, on: Bool, npub: String?, now: Double) {
+        guard let f = sessions[by] ?? trust.keys.first(where: { $0.peerID == by && trust[$0]?.npub != nil }) else { return }
+        var t = trust[f] ?? TrustRecord(fingerprint: f.hex, updatedAt: now)
+        t.favoritesUs = on
+        if on, let npub { t.npub = npub } else if !on { t.npub = nil }
+        if let nickname { t.nickname = nickname }
+        t.updatedAt = now
+        trust[f] = t
+        write(.trust(t))
+        refreshNostr(f)
+        emit(.favorited(by: by, name: nickname ?? displayName(by), on: on,
+                        overNostr: on && npub != nil && configuration.nostr && isFavorite(f)))
+        sendWaiting(now: now)
+    }
+
+    /// Nostr reaches a peer who told us its npub and is our favourite (mutual).
+    private mutating func refreshNostr(_ f: Fingerprint) {
+        guard let t = trust[f] else { return }
+        let mutual = t.npub != nil && t.favorite && !t.blocked
+        let was = nostrReachable.contains(f)
+        if mutual { nostrReachable.insert(f) } else { nostrReachable.remove(f) }
+        if mutual || was {
+            effects.append(.mailbox(.nostrContact(f.peerID, npub: mutual ? t.npub : nil, variant: t.nostrVariant ?? "bitchat")))
+        }
+    }
+
+    /// How messages to a Nostr contact are wrapped: "bitchat" (the apps) or "standard" (NIP-17).
+    public mutating func setNostrVariant(_ variant: String, for f: Fingerprint, now: Double) -> Bool {
+        guard var t = trust[f], t.npub != nil else { return false }
+        t.nostrVariant = variant
+        t.updatedAt = now
+        trust[f] = t
+        write(.trust(t))
+        nostrReachable.remove(f)
+        refreshNostr(f)
+        return true
+    }
+
+    /// The Ya OK server is registered (or not): contacts with cards are reachable through it.
+    public mutating func serverChanged(up: Bool, now: Double) {
+        serverUp = up
+        if up { sendWaiting(now: now) }
+    }
+
+    // MARK: What the person does
+
+    public enum SendError: Error, Hashable, Sendable, CustomStringConvertible {
+        case blocked(String)
+        case empty
+        case tooLong(Int)
+        public var description: String {
+            switch self {
+            case let .blocked(name): "\(name) is blocked: unblock them first"
+            case .empty: "an empty message is not sent"
+            case let .tooLong(n): "the message is \(n) bytes; at most \(SealedMessageBytes.maxTextBytes) go in one"
+            }
+        }
+    }
+
+    /// Sends a private message in a conversation: recorded, then handed to
+    /// the best route there is now, or queued until there is one.
+    @discardableResult
+    public mutating func send(_ text: String, to conversation: UserID, now: Double) throws(SendError) -> MessageRecord {
+        guard !text.isEmpty else { throw .empty }
+        guard text.utf8.count <= SealedMessageBytes.maxTextBytes else { throw .tooLong(text.utf8.count) }
+        if let f = fingerprint(of: conversation), isBlocked(f) { throw .blocked(name(of: conversation)) }
+        var progress = MessageProgress(at: now)
+        try? progress.move(to: .encrypting, at: now)
+        try? progress.move(to: .routing, at: now)
+        let id = UserID.random()
+        var record = MessageRecord(id: id, contact: conversation, outgoing: true, text: text, timestamp: UInt64(now * 1000),
+                                   recordedAt: now, progress: progress, transportID: Self.transportID(id))
+        remember(record)
+        write(.insertMessage(record))
+        if let f = fingerprint(of: conversation) {
+            if contacts[conversation] == nil { keepConversation(conversation, fingerprint: f, nickname: name(of: conversation), now: now) }
+            if route(to: f) != nil { hand(&record, to: f, now: now) }
+        }
+        emit(.sent(conversation: conversation, record: record))
+        return record
+    }
+
+    /// The conversation with a mesh peer (made when new).
+    public mutating func conversation(withPeer peer: PeerID, now: Double) -> UserID? {
+        guard let f = fingerprint(ofPeer: peer) else { return nil }
+        let id = conversation(for: f)
+        if contacts[id] == nil { keepConversation(id, fingerprint: f, nickname: displayName(peer), now: now) }
+        return id
+    }
+
+    /// Hands a recorded message to the node (which takes the mesh, then a mailbox).
+    private mutating func hand(_ record: inout MessageRecord, to f: Fingerprint, now: Double) {
+        guard let way = route(to: f), let transportID = record.transportID else { return }
+        if record.progress?.state == .retrying || record.progress?.state == .failed { try? record.progress?.move(to: .retrying, at: now) }
+        try? record.progress?.attempt(on: way == "mesh" ? 0 : way == "nostr" ? 1 : 2, at: now)
+        record.transport = way
+        index(transportID, record.contact)
+        command(.sendPrivate(record.text, to: peer(for: f), messageID: transportID))
+        remember(record)
+        write(.updateMessage(record))
+    }
+
+    /// Messages waiting in the queue go where they now can.
+    private mutating func sendWaiting(now: Double) {
+        for (c, list) in recent {
+            guard let f = fingerprint(of: c), route(to: f) != nil, !isBlocked(f) else { continue }
+            for var m in list where m.isPending {
+                hand(&m, to: f, now: now)
+                emit(.progress(conversation: c, record: m))
+            }
+        }
+    }
+
+    /// The person has seen a conversation's messages: each not yet read is
+    /// marked read, and its sender told (a read receipt).
+    public mutating func markSeen(_ conversation: UserID, now: Double) {
+        guard let f = fingerprint(of: conversation), !isBlocked(f) else { return }
+        for var m in recent[conversation] ?? [] where !m.outgoing && m.readAt == nil {
+            m.readAt = now
+            remember(m)
+            write(.updateMessage(m))
+            if let t = m.transportID { command(.sendReadReceipt(t, to: peer(for: f))) }
+        }
+    }
+
+    public enum TrustChange: Sendable { case block, unblock, favourite, unfavourite, verify, unverify }
+
+    /// A trust decision about a mesh peer (and its contact, when it is one).
+    public mutating func decide(_ change: TrustChange, about f: Fingerprint, nickname: String?, now: Double) {
+        var t = trust[f] ?? TrustRecord(fingerprint: f.hex, nickname: nickname, updatedAt: now)
+        if let nickname { t.nickname = nickname }
+        t.updatedAt = now
+        switch change {
+        case .block: t.blocked = true; command(.block(f))
+        case .unblock: t.blocked = false; command(.unblock(f))
+        case .favourite: t.favorite = true; command(.setFavorite(f, true))
+        case .unfavourite: t.favorite = false; command(.setFavorite(f, false))
+        case .verify: t.verified = true; command(.setVerified(f, true))
+        case .unverify: t.verified = false; command(.setVerified(f, false))
+        }
+        trust[f] = t
+        write(.trust(t))
+        if var c = contact(for: f), let card = c.card {
+            c.blocked = t.blocked
+            c.favorite = t.favorite
+            c.verified = t.verified
+            contacts[card.userID] = c
+            write(.contact(c))
+            if configuration.server != nil {
+                effects.append(.mailbox(.serverContact(f.peerID, card: c.blocked ? nil : card.bytes)))
+            }
+        }
+        refreshNostr(f)
+        if change == .favourite || change == .unfavourite {
+            let p = peer(for: f)
+            told.insert(p)
+            tell(p, favourite: change == .favourite)
+        }
+        emit(.trustChanged(f, name: t.nickname ?? f.peerID.description, blocked: isBlocked(f), favorite: isFavorite(f),
+                           verified: isVerified(f)))
+        if change == .unblock || change == .favourite { sendWaiting(now: now) }
+    }
+
+    /// A contact added (by `starling contact add`, or a face): its key is
+    /// pinned, and what waits for it goes when it can.
+    public mutating func contactAdded(_ record: ContactRecord, now: Double) {
+        guard let card = record.card else { return }
+        let old = Self.conversationID(for: card.meshFingerprint)
+        contacts[card.userID] = record
+        command(.pin(card.signingKey, for: card.meshFingerprint))
+        if configuration.server != nil { effects.append(.mailbox(.serverContact(card.meshFingerprint.peerID, card: card.bytes))) }
+        // What was said before they were a contact stays where it was kept.
+        if peerConversations[old] != nil, recent[card.userID] == nil { recent[card.userID] = [] }
+        sendWaiting(now: now)
+    }
+}
+
+extension MessengerCore.TrustChange: Equatable {}

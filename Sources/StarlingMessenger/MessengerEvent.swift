@@ -1,0 +1,38 @@
+import StarlingCrypto
+import StarlingNodeCore
+import StarlingWire
+import StarlingYaOKStore
+
+/// What the messenger tells its faces. A face renders these and decides
+/// nothing: trust has been applied, names resolved, states moved.
+public enum MessengerEvent: Sendable {
+    /// The store's trust decisions are known (the first time it opened):
+    /// `contacts` kept, `pending` messages waiting for a route.
+    case trustLoaded(contacts: Int, pending: Int)
+    /// The store opened again after a lock; `storedMeanwhile` changes written now.
+    case storeUnlocked(storedMeanwhile: Int)
+    /// A private message for us, recorded in its conversation (not yet read:
+    /// ``MessengerCore/markSeen(_:now:)`` when the person sees it).
+    case privateMessage(conversation: UserID, record: MessageRecord, from: PeerID, name: String, hops: Int, via: String?)
+    /// Our private message, recorded; its `transport` says where it went
+    /// ("mesh", "nostr", the server's mailbox) or nil: queued until a route appears.
+    case sent(conversation: UserID, record: MessageRecord)
+    /// One of our messages moved (sent, delivered, read, retrying, failed, handed on).
+    case progress(conversation: UserID, record: MessageRecord)
+    case peerJoined(PeerID, nickname: String, hops: Int)
+    case peerLeft(PeerID)
+    case sessionEstablished(PeerID, name: String)
+    /// A peer made us a favourite, or no longer; `overNostr`: both are favourites and Nostr carries it.
+    case favorited(by: PeerID, name: String, on: Bool, overNostr: Bool)
+    case trustChanged(Fingerprint, name: String, blocked: Bool, favorite: Bool, verified: Bool)
+    /// Something a person should know (a refused announce, a transport down).
+    case warning(String)
+    /// A change the store did not take: said, never dropped in silence.
+    case notSaved(String)
+    /// Refusals that are internals (a session lost in a restart, bad bytes):
+    /// for a log or statistics, not for a person's screen.
+    case diagnostic(Rejection)
+    /// Everything else the node said, for the face to render as it is
+    /// (public messages, files, Stately, pongs, links): already filtered for blocks.
+    case node(NodeEvent)
+}

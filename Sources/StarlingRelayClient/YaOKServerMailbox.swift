@@ -1,0 +1,182 @@
+import Crypto
+import Foundation
+import StarlingCrypto
+import StarlingTransport
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKRelay
+
+/// The Ya OK server (seed 002 §4.3) as a mailbox transport, beside Nostr: the
+/// node hands it the Noise payloads for a contact with no mesh route, and it
+/// carries them as sealed messages (signed by us, sealed to the contact's
+/// card): a private message as text, delivered and read receipts as the
+/// seed's receipts. What comes from the server is opened with the sender's
+/// card and handed to the node as the payload it is, from the contact's peer.
+///
+/// A sealed message that came is acknowledged to the server once the node
+/// has it (the node acknowledges a message as it takes it, on the mesh too).
+public final class YaOKServerMailbox: MailboxTransport, Sendable {
+    public static let defaultName = "yaok-server"
+    public let name: String
+    public let events: AsyncStream<MailboxEvent>
+    private let continuation: AsyncStream<MailboxEvent>.Continuation
+    public let client: RelayClient
+    private let state: State
+
+    /// The contacts it reaches (by the peer ID their Noise key derives), and
+    /// the tickets of what it carries.
+    actor State {
+        var cards: [PeerID: ContactCard] = [:]
+        var tickets: [UserID: String] = [:]
+        var ticketOrder: [UserID] = []
+        var registered = false
+
+        func card(for peer: PeerID) -> ContactCard? { cards[peer] }
+        func card(for user: UserID) -> ContactCard? { cards.values.first { $0.userID == user } }
+        func set(_ peer: PeerID, _ card: ContactCard?) -> Bool {
+            let was = cards[peer] != nil
+            if let card {
+                guard cards[peer] != nil || cards.count < 4_096 else { return false }
+                cards[peer] = card
+            } else {
+                cards[peer] = nil
+            }
+            return was != (card != nil)
+        }
+        func remember(_ id: UserID, _ ticket: String) {
+            if tickets[id] == nil {
+                ticketOrder.append(id)
+                if ticketOrder.count > 10_000 { tickets[ticketOrder.removeFirst()] = nil }
+            }
+            tickets[id] = ticket
+        }
+        func ticket(_ id: UserID) -> String? { tickets[id] }
+        func setRegistered(_ on: Bool) -> [PeerID] {
+            registered = on
+            return Array(cards.keys)
+        }
+    }
+
+    let identity: Identity
+    let userID: UserID
+
+    public init(client: RelayClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName) {
+        self.client = client
+        self.identity = identity
+        self.userID = userID
+        self.name = name
+        state = State()
+        (events, continuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    /// The contact (its card) the server reaches at this peer ID, or no longer.
+    public func setContact(_ peer: PeerID, card: ContactCard?) async {
+        let changed = await state.set(peer, card)
+        if changed, await state.registered { continuation.yield(.reachable(peer, card != nil)) }
+    }
+
+    public func start() async throws {
+        let events = client.events
+        Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.handle(event)
+            }
+            self?.continuation.finish()
+        }
+        await client.start()
+    }
+
+    public func stop() async {
+        await client.leave()
+    }
+
+    public func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
+        Task { await self.carry(payload, to: peer, ticket: ticket) }
+    }
+
+    private func carry(_ payload: NoisePayload, to peer: PeerID, ticket: String) async {
+        guard let card = await state.card(for: peer) else {
+            continuation.yield(.failed(ticket: ticket, reason: "not a contact the Ya OK server reaches"))
+            return
+        }
+        let body: SealedBody, id: UserID
+        switch payload {
+        case let .privateMessage(m):
+            guard let messageID = UserID(string: m.messageID) else {
+                continuation.yield(.failed(ticket: ticket, reason: "a message ID the Ya OK server cannot carry"))
+                return
+            }
+            body = .text(m.content)
+            id = messageID
+        case let .delivered(messageID):
+            guard let m = UserID(string: messageID) else { return }
+            body = .delivered(m)
+            id = .random()
+        case let .readReceipt(messageID):
+            guard let m = UserID(string: messageID) else { return }
+            body = .read(m)
+            id = .random()
+        default:
+            continuation.yield(.failed(ticket: ticket, reason: "the Ya OK server carries messages and receipts only"))
+            return
+        }
+        do {
+            let sealed = try SealedMessage.seal(body, id: id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), from: identity,
+                                                senderID: userID, to: card.userID, recipientAgreementKey: card.agreementKey)
+            await state.remember(id, ticket)
+            try await client.send(sealed: sealed)
+        } catch {
+            continuation.yield(.failed(ticket: ticket, reason: "not handed to the Ya OK server: \(error)"))
+        }
+    }
+
+    private func handle(_ event: RelayClient.Event) async {
+        switch event {
+        case .registered:
+            for peer in await state.setRegistered(true) { continuation.yield(.reachable(peer, true)) }
+            continuation.yield(.notice("registered with the Ya OK server \(client.server)"))
+        case let .queued(id, _):
+            if let t = await state.ticket(id) { continuation.yield(.accepted(ticket: t)) }
+        case let .failed(id):
+            if let t = await state.ticket(id) { continuation.yield(.failed(ticket: t, reason: "the Ya OK server did not answer")) }
+        case let .rejected(why, id?):
+            if let t = await state.ticket(id) { continuation.yield(.failed(ticket: t, reason: "the Ya OK server refused it: \(why)")) }
+        case let .rejected(why, nil):
+            continuation.yield(.notice("the Ya OK server: \(why)"))
+        case .delivered:
+            break // the recipient's own sealed receipt says more, and is what counts
+        case let .message(sender, bytes):
+            await receive(sender: sender, bytes: bytes)
+        }
+    }
+
+    private func receive(sender: UserID, bytes: [UInt8]) async {
+        guard let header = try? SealedMessage.peek(bytes) else { return }
+        guard let card = await state.card(for: sender) else {
+            // Not a contact: no key to check it with. Acknowledged (the server
+            // would offer it forever) and said.
+            await client.acknowledge(header.messageID)
+            continuation.yield(.notice("a sealed message through the Ya OK server from \(sender), who is not a contact: dropped"))
+            return
+        }
+        let opened = Result { () throws(SealedMessage.Error) -> (SealedMessageBytes, SealedBody) in
+            try SealedMessage.open(bytes, as: userID, with: identity, senderSigningKey: card.signingKey)
+        }
+        await client.acknowledge(header.messageID)
+        guard case let .success((_, body)) = opened else {
+            continuation.yield(.notice("a sealed message in \(card.displayName)'s name through the Ya OK server did not verify: dropped"))
+            return
+        }
+        let payload: NoisePayload
+        switch body {
+        case let .text(text):
+            payload = .privateMessage(PrivateMessage(messageID: header.messageID.description.uppercased(), content: text))
+        case let .delivered(id):
+            payload = .delivered(messageID: id.description.uppercased())
+        case let .read(id):
+            payload = .readReceipt(messageID: id.description.uppercased())
+        }
+        continuation.yield(.received(payload, from: card.meshFingerprint.peerID))
+    }
+}

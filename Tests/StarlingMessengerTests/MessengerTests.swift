@@ -1,0 +1,200 @@
+import Testing
+import StarlingCrypto
+import StarlingMesh
+import StarlingMessenger
+import StarlingNodeCore
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The messenger's decisions, in process: each finding of issue 33 that is
+/// the messenger's, on nodes linked in memory, with stores in memory, a
+/// restart where the finding needs one, and a positive control beside each
+/// negative check.
+@Suite struct MessengerTests {
+    /// alice (0), bob (1), xb (2): all linked to alice, stores open.
+    static func three() -> MessengerNetwork {
+        let m = MessengerNetwork()
+        for name in ["alice", "bob", "xb"] { m.add(name) }
+        m.net.connect(0, 1)
+        m.net.connect(0, 2)
+        for i in 0..<3 { m.open(i) }
+        m.run(1_000)
+        return m
+    }
+
+    static func talk(_ m: MessengerNetwork, _ from: Int, to: Int, _ text: String) throws -> MessageRecord {
+        let made = m.messengers[from].conversation(withPeer: m.net.nodes[to].peerID, now: m.seconds)
+        let c = try #require(made)
+        let r = try m.messengers[from].send(text, to: c, now: m.seconds)
+        m.apply(from)
+        m.pump()
+        return r
+    }
+
+    @Test func aBlockHoldsAcrossARestartAndNothingIsAcknowledged() throws {
+        let m = Self.three()
+        let xb = m.net.nodes[2].identity.fingerprint
+        m.messengers[0].decide(.block, about: xb, nickname: "xb", now: m.seconds)
+        m.apply(0)
+        #expect(m.stores[0].trust[xb.hex]?.blocked == true)
+        m.restart(0)
+        let blocked = try Self.talk(m, 2, to: 0, "hello while blocked")
+        let control = try Self.talk(m, 1, to: 0, "hello from bob")
+        m.run(120_000)
+        #expect(!m.received(0).contains("hello while blocked"))
+        #expect(m.state(2, of: blocked.id).map { $0 < .delivered } == true, "\(String(describing: m.state(2, of: blocked.id)))")
+        // Positive control: bob, not blocked, is shown and his message delivered.
+        #expect(m.received(0).contains("hello from bob"))
+        #expect(m.state(1, of: control.id) == .delivered)
+    }
+
+    @Test func readIsSentWhenThePersonHasSeenTheMessageNotOnArrival() throws {
+        let m = Self.three()
+        let sent = try Self.talk(m, 1, to: 0, "have you seen this?")
+        m.run(5_000)
+        #expect(m.received(0) == ["have you seen this?"])
+        #expect(m.state(1, of: sent.id) == .delivered) // arrived, not read
+        let c = m.conversation(0, with: 1)
+        #expect(m.messengers[0].unreadCount(c) == 1)
+        m.messengers[0].markSeen(c, now: m.seconds)
+        m.apply(0)
+        m.run(2_000)
+        #expect(m.state(1, of: sent.id) == .read)
+        #expect(m.messengers[0].unreadCount(c) == 0)
+    }
+
+    @Test func whileTrustIsUnknownNothingABlockCouldHideIsShown() throws {
+        let m = Self.three()
+        let xb = m.net.nodes[2].identity.fingerprint
+        m.messengers[0].decide(.block, about: xb, nickname: "xb", now: m.seconds)
+        m.apply(0)
+        m.restart(0, open: false) // a wrong PIN at start: the store stays shut
+        _ = try Self.talk(m, 2, to: 0, "from xb, blocked")
+        let fromBob = try Self.talk(m, 1, to: 0, "from bob")
+        try m.net.on(2) { try $0.sendPublic("xb in public", now: $1) }
+        m.run(5_000)
+        #expect(m.received(0).isEmpty)
+        #expect(!m.events[0].contains { if case .node(.message) = $0 { true } else { false } })
+        #expect(m.state(1, of: fromBob.id) != .delivered) // not acknowledged while trust is unknown
+        m.open(0)
+        m.run(30_000)
+        #expect(m.received(0) == ["from bob"])
+        #expect(m.state(1, of: fromBob.id) == .delivered)
+        #expect(!m.events[0].contains { if case let .node(.message(_, _, text, _, _, _)) = $0 { text == "xb in public" } else { false } })
+    }
+
+    @Test func privateConversationsWithPeersWhoAreNotContactsOutliveARestart() throws {
+        let m = Self.three()
+        _ = try Self.talk(m, 1, to: 0, "one")
+        m.run(1_000)
+        _ = try Self.talk(m, 0, to: 1, "two")
+        m.run(1_000)
+        _ = try Self.talk(m, 1, to: 0, "three")
+        m.run(5_000)
+        m.restart(0)
+        let c = m.conversation(0, with: 1)
+        let history = (m.messengers[0].recent[c] ?? []).map(\.text)
+        #expect(history == ["one", "two", "three"]) // oldest first
+        #expect(m.messengers[0].name(of: c) == "bob")
+        #expect(m.messengers[0].peerConversations[c] != nil)
+    }
+
+    @Test func aContactAwayIsQueuedAndSentWhenTheyAppear() throws {
+        let m = MessengerNetwork()
+        m.add("alice")
+        m.add("bob")
+        m.open(0)
+        m.open(1)
+        let bobCard = try ContactCard(identity: m.net.nodes[1].identity, userID: .random(), displayName: "bob")
+        let record = ContactRecord(card: bobCard, addedAt: m.seconds)
+        m.messengers[0].contactAdded(record, now: m.seconds)
+        m.apply(0)
+        let sent = try m.messengers[0].send("are you there?", to: bobCard.userID, now: m.seconds)
+        m.apply(0)
+        #expect(sent.transport == nil) // no route: queued
+        #expect(m.state(0, of: sent.id) == .routing)
+        m.run(10_000)
+        #expect(m.received(1).isEmpty)
+        m.net.connect(0, 1)
+        m.run(10_000)
+        #expect(m.received(1) == ["are you there?"])
+        #expect(m.state(0, of: sent.id) == .delivered)
+    }
+
+    @Test func nostrCarriesAContactsMessagesWhenBothAreFavouritesAndNotOnTheMesh() throws {
+        let m = MessengerNetwork()
+        for name in ["alice", "bob"] { m.add(name) { $0.nostr = true; $0.npub = "npub1" + name } }
+        m.open(0)
+        m.open(1)
+        m.net.connect(0, 1)
+        m.run(2_000)
+        let bobCard = try ContactCard(identity: m.net.nodes[1].identity, userID: .random(), displayName: "bob")
+        m.messengers[0].contactAdded(ContactRecord(card: bobCard, addedAt: m.seconds), now: m.seconds)
+        m.apply(0)
+        let alice = m.net.nodes[0].identity.fingerprint, bob = m.net.nodes[1].identity.fingerprint
+        // Control: not favourites yet; bob away: the message waits.
+        m.net.disconnect(0, 1)
+        m.run(65_000)
+        let waits = try m.messengers[0].send("before", to: bobCard.userID, now: m.seconds)
+        m.apply(0)
+        #expect(waits.transport == nil)
+        // Both make each other favourites while on the mesh (the notices carry the npubs).
+        m.net.connect(0, 1)
+        m.run(3_000)
+        m.messengers[0].decide(.favourite, about: bob, nickname: "bob", now: m.seconds)
+        m.apply(0)
+        m.messengers[1].decide(.favourite, about: alice, nickname: "alice", now: m.seconds)
+        m.apply(1)
+        m.run(5_000)
+        #expect(m.stores[0].trust[bob.hex]?.npub == "npub1bob")
+        #expect(m.received(1).contains("before")) // it went when bob came back
+        m.net.disconnect(0, 1)
+        m.run(65_000)
+        let over = try m.messengers[0].send("across the city", to: bobCard.userID, now: m.seconds)
+        m.apply(0)
+        #expect(over.transport == "nostr")
+        m.run(5_000)
+        #expect(m.received(1).contains("across the city"))
+        #expect(m.state(0, of: over.id) == .delivered)
+    }
+
+    @Test func internalsOfALostSessionAreNotShownToAPerson() throws {
+        let m = Self.three()
+        _ = try Self.talk(m, 1, to: 0, "before")
+        m.run(3_000)
+        m.restart(0) // alice forgets the session; bob's next frame cannot be opened
+        _ = try Self.talk(m, 1, to: 0, "after")
+        m.run(30_000)
+        let warnings = m.events[0].compactMap { if case let .warning(w) = $0 { w } else { nil } }
+        #expect(!warnings.contains { $0.contains("no Noise session") || $0.contains("frame from") }, "\(warnings)")
+        #expect(m.events[0].contains { if case let .diagnostic(r) = $0 { r.kind == .undecryptable } else { false } })
+        #expect(m.received(0).contains("after")) // recovered by a fresh handshake
+    }
+
+    @Test func aMessageTheStoreDidNotTakeIsSaidNotDropped() throws {
+        let m = Self.three()
+        m.stores[0].failing = true
+        _ = try Self.talk(m, 0, to: 1, "unsaved")
+        let said = m.events[0].compactMap { if case let .notSaved(s) = $0 { s } else { nil } }
+        #expect(said.contains { $0.contains("your message to bob was not stored") }, "\(said)")
+        // Control: with the store working, nothing is said.
+        m.stores[0].failing = false
+        let before = m.events[0].count
+        _ = try Self.talk(m, 0, to: 1, "saved")
+        #expect(!m.events[0][before...].contains { if case .notSaved = $0 { true } else { false } })
+    }
+
+    @Test func writesWhileLockedAreKeptAndMadeAtUnlock() throws {
+        let m = Self.three()
+        m.lock(0)
+        _ = try Self.talk(m, 1, to: 0, "while locked")
+        m.run(3_000)
+        #expect(m.received(0) == ["while locked"]) // trust is known: shown
+        let c = m.conversation(0, with: 1)
+        #expect(m.stores[0].messages[c] == nil)
+        #expect(m.messengers[0].heldWriteCount > 0)
+        m.open(0)
+        #expect(m.stores[0].messages[c]?.map(\.text) == ["while locked"])
+    }
+}
