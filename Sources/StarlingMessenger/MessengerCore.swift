@@ -379,6 +379,9 @@ public struct MessengerCore: Sendable {
         }
     }
 
+    /// The node's view of the peers now (before a command that names one).
+    public mutating func updatePeers(_ peers: [PeerID: NodeCore.PeerInfo]) { self.peers = peers }
+
     /// A node event, with the node's view of the peers at that moment.
     public mutating func handle(_ event: NodeEvent, peers: [PeerID: NodeCore.PeerInfo], now: Double) {
         self.peers = peers
@@ -623,7 +626,10 @@ public struct MessengerCore: Sendable {
     private mutating func sendWaiting(now: Double) {
         for (c, list) in recent {
             guard let f = fingerprint(of: c), route(to: f) != nil, !isBlocked(f) else { continue }
-            for var m in list where m.isPending {
+            let waiting = list.filter(\.isPending)
+            guard !waiting.isEmpty else { continue }
+            emit(.sendingWaiting(conversation: c, count: waiting.count))
+            for var m in waiting {
                 hand(&m, to: f, now: now)
                 emit(.progress(conversation: c, record: m))
             }

@@ -17,6 +17,8 @@ public enum MessengerEvent: Sendable {
     /// Our private message, recorded; its `transport` says where it went
     /// ("mesh", "nostr", the server's mailbox) or nil: queued until a route appears.
     case sent(conversation: UserID, record: MessageRecord)
+    /// Messages that waited for a route (`count` in this conversation) go now.
+    case sendingWaiting(conversation: UserID, count: Int)
     /// One of our messages moved (sent, delivered, read, retrying, failed, handed on).
     case progress(conversation: UserID, record: MessageRecord)
     case peerJoined(PeerID, nickname: String, hops: Int)

@@ -396,6 +396,8 @@ public actor MeshNode {
     public var peers: [PeerID: PeerInfo] { core.peers }
     /// The fingerprint of the Noise key our session with `peer` authenticated.
     public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? { core.sessionFingerprint(peer) }
+    /// Noise sessions established now.
+    public var sessionCount: Int { core.sessionCount }
     public func peer(named nickname: String) -> PeerID? { core.peer(named: nickname) }
     public var knownPeers: [PeerID: String] { core.peers.mapValues(\.nickname) }
     public var currentNickname: String { core.nickname }

@@ -20,6 +20,19 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
     public let name: String
     public let events: AsyncStream<MailboxEvent>
     private let continuation: AsyncStream<MailboxEvent>.Continuation
+    /// Whether the server has registered us (true) or the session is gone (false).
+    public let registrations: AsyncStream<Bool>
+    private let registrationsContinuation: AsyncStream<Bool>.Continuation
+
+    /// What the server said of each message handed to it, in more words than
+    /// the node needs (a one-shot sender reports them).
+    public enum Outcome: Hashable, Sendable {
+        case queued(ticket: String, online: Bool)
+        case refused(ticket: String, reason: String)
+        case unanswered(ticket: String)
+    }
+    public let outcomes: AsyncStream<Outcome>
+    private let outcomesContinuation: AsyncStream<Outcome>.Continuation
     public let client: RelayClient
     private let state: State
 
@@ -67,6 +80,8 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         self.name = name
         state = State()
         (events, continuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        (registrations, registrationsContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
+        (outcomes, outcomesContinuation) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingNewest(1_000))
     }
 
     /// The contact (its card) the server reaches at this peer ID, or no longer.
@@ -83,6 +98,8 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
                 await self.handle(event)
             }
             self?.continuation.finish()
+            self?.registrationsContinuation.finish()
+            self?.outcomesContinuation.finish()
         }
         await client.start()
     }
@@ -136,12 +153,22 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         case .registered:
             for peer in await state.setRegistered(true) { continuation.yield(.reachable(peer, true)) }
             continuation.yield(.notice("registered with the Ya OK server \(client.server)"))
-        case let .queued(id, _):
-            if let t = await state.ticket(id) { continuation.yield(.accepted(ticket: t)) }
+            registrationsContinuation.yield(true)
+        case let .queued(id, online):
+            if let t = await state.ticket(id) {
+                continuation.yield(.accepted(ticket: t))
+                outcomesContinuation.yield(.queued(ticket: t, online: online))
+            }
         case let .failed(id):
-            if let t = await state.ticket(id) { continuation.yield(.failed(ticket: t, reason: "the Ya OK server did not answer")) }
+            if let t = await state.ticket(id) {
+                continuation.yield(.failed(ticket: t, reason: "the Ya OK server did not answer"))
+                outcomesContinuation.yield(.unanswered(ticket: t))
+            }
         case let .rejected(why, id?):
-            if let t = await state.ticket(id) { continuation.yield(.failed(ticket: t, reason: "the Ya OK server refused it: \(why)")) }
+            if let t = await state.ticket(id) {
+                continuation.yield(.failed(ticket: t, reason: "the Ya OK server refused it: \(why)"))
+                outcomesContinuation.yield(.refused(ticket: t, reason: "\(why)"))
+            }
         case let .rejected(why, nil):
             continuation.yield(.notice("the Ya OK server: \(why)"))
         case .delivered:

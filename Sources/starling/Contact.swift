@@ -82,7 +82,7 @@ struct Contact: ParsableCommand {
                     let found = try QRCode.scan(pngAt: image)
                     text = found.first { $0.lowercased().hasPrefix("yaok://") } ?? found[0]
                 } catch {
-                    throw ValidationError("\(error)")
+                    throw RuntimeFailure("\(error)")
                 }
             }
             let card: ContactCard
@@ -99,14 +99,14 @@ struct Contact: ParsableCommand {
                 throw ValidationError("\(error)")
             }
             let access = try StoreAccess(dataDir: options.dataDir)
-            guard card.userID != access.userID else { throw ValidationError("this is your own contact code") }
+            guard card.userID != access.userID else { throw RuntimeFailure("this is your own contact code") }
             let store = try access.open()
             let now = Date().timeIntervalSince1970
             do {
                 try store.addContact(card, replace: replace, now: now)
             } catch let YaOKStore.Error.contactExists(name) {
                 guard isatty(STDIN_FILENO) == 1 else {
-                    throw ValidationError("a contact with this user ID is already here (\(name)): use --replace to replace it")
+                    throw RuntimeFailure("a contact with this user ID is already here (\(name)): use --replace to replace it")
                 }
                 print("A contact with this user ID is already here (\(name)). Replace it with \(card.displayName)? [y/N] ",
                       terminator: "")
@@ -254,12 +254,12 @@ func resolve(_ name: String, in store: YaOKStore) throws -> (ContactRecord, Cont
     if matches.isEmpty, name.count >= 4 {
         matches = all.filter { $0.1.userID.description.hasPrefix(name.lowercased()) }
     }
-    guard !matches.isEmpty else { throw ValidationError("no contact named \(name): `starling contact list` shows them") }
+    guard !matches.isEmpty else { throw RuntimeFailure("no contact named \(name): `starling contact list` shows them") }
     guard matches.count == 1 else {
         let list = matches.map { r, c in
             "  \(c.displayName)#\(c.userID.description.prefix(8))\(r.verified ? " ✓" : "")\(r.favorite ? "★" : "")"
         }.joined(separator: "\n")
-        throw ValidationError("\(matches.count) contacts are named \(name); give the start of a user ID:\n\(list)")
+        throw RuntimeFailure("\(matches.count) contacts are named \(name); give the start of a user ID:\n\(list)")
     }
     return matches[0]
 }

@@ -83,14 +83,14 @@ enum Passphrase {
     static func read(prompt: String, confirm: Bool = false) throws -> String {
         if let env = ProcessInfo.processInfo.environment["STARLING_PASSPHRASE"], !env.isEmpty { return env }
         guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
-            throw ValidationError("a passphrase is needed: run in a terminal or set STARLING_PASSPHRASE")
+            throw RuntimeFailure("a passphrase is needed: run in a terminal or set STARLING_PASSPHRASE")
         }
         if confirm {
             guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
-                throw ValidationError("the passphrases differ")
+                throw RuntimeFailure("the passphrases differ")
             }
         }
-        guard !first.isEmpty else { throw ValidationError("an empty passphrase seals nothing") }
+        guard !first.isEmpty else { throw RuntimeFailure("an empty passphrase seals nothing") }
         return first
     }
 }

@@ -67,7 +67,7 @@ struct Inspect: ParsableCommand {
         let raw: Data
         if let file {
             guard let d = FileManager.default.contents(atPath: file) else {
-                throw ValidationError("cannot read \(file)")
+                throw RuntimeFailure("cannot read \(file)")
             }
             raw = d
         } else {

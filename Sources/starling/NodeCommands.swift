@@ -1,5 +1,8 @@
 import ArgumentParser
 import StarlingRelayClient
+import StarlingMessenger
+import StarlingYaOK
+import StarlingYaOKStore
 import Foundation
 import StarlingCrypto
 import StarlingMesh
@@ -38,6 +41,17 @@ struct NodeOptions: ParsableArguments {
     var powerMode: String?
     @OptionGroup var nostr: NostrOptions
 
+    /// The shapes of the options, before anything is opened or bound.
+    func validate() throws {
+        for p in peer where UDPAddress(p) == nil { throw ValidationError("--peer \(p): expected HOST:PORT with an IPv4 host") }
+        if let powerMode, PowerMode(name: powerMode) == nil {
+            throw ValidationError("--power-mode \(powerMode): one of \(PowerMode.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        for hex in favorite where Fingerprint(hex: hex.lowercased()) == nil {
+            throw ValidationError("--favorite \(hex): expected 64 hex digits")
+        }
+    }
+
     func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
@@ -45,7 +59,7 @@ struct NodeOptions: ParsableArguments {
         do {
             runningNodeLock = try DirectoryLock(store.directory)
         } catch let held as DirectoryLock.Held {
-            throw ValidationError(held.description)
+            throw RuntimeFailure(held.description)
         }
         let (identity, _) = try store.loadOrCreate(passphrase: try Passphrase.forStoredKey(store))
         if let name { try store.setNickname(name) }
@@ -127,6 +141,36 @@ struct EventPrinter: Sendable {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// A messenger event, as the node event it stands for (the same JSON and lines as before the messenger).
+    func print(_ event: MessengerEvent, messenger: Messenger) async {
+        switch event {
+        case let .node(e): print(e)
+        case let .privateMessage(_, record, from, name, hops, via):
+            print(.privateMessage(from: from, nickname: name, text: record.text, messageID: record.transportID ?? record.id.description,
+                                  hops: hops, via: via))
+        case let .peerJoined(peer, nickname, hops): print(.peer(peer, nickname: nickname, hops: hops))
+        case let .peerLeft(peer): print(.left(peer))
+        case let .sessionEstablished(peer, _):
+            if let f = await messenger.fingerprint(ofPeer: peer) { print(.sessionEstablished(peer, fingerprint: f.hex)) }
+        case let .favorited(by, name, on, _): print(.favorited(by: by, nickname: name, on: on, npub: nil))
+        case let .warning(text): line(["event": "warning", "text": text], "! \(text)")
+        case let .notSaved(text): line(["event": "notSaved", "text": text], "! \(text)")
+        case let .diagnostic(r): if json { print(.rejected(r)) }
+        case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
+            return
+        }
+    }
+
+    /// A line of our own: JSON, or words.
+    func line(_ object: [String: String], _ text: String) {
+        if json {
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            say(text)
+        }
+    }
+
     func print(_ event: MeshNode.Event) {
         let line: String
         if json {
@@ -169,34 +213,40 @@ struct EventPrinter: Sendable {
 struct Listen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Join the mesh (UDP; Bluetooth LE with --ble) and print what arrives (relaying for others meanwhile).",
-        discussion: "With no flags it finds the other starling processes on this machine over loopback."
+        discussion: """
+        With no flags it finds the other starling processes on this machine over loopback. Private \
+        messages are acknowledged as delivered; a read receipt goes only with --mark-read (a program \
+        that shows them to a person says so), or when they are printed on a terminal.
+        """
     )
     @OptionGroup var node: NodeOptions
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Option(help: "A Ya OK relay server (HOST:PORT): register, and take what it holds for us.") var relay: String?
     @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
+    @Flag(help: "Send read receipts for private messages as they are printed (the reader is a person).") var markRead = false
+
+    func validate() throws {
+        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+    }
 
     func run() async throws {
-        let (n, nostr) = try await node.makeNodeWithNostr()
+        let session = try await NodeSession.start(node, relay: relay, background: background)
+        let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
+        let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
-        var relayClient: RelayClient?
-        if let relay {
-            relayClient = try await RelayInbox.start(relay: relay, node: n, dataDir: node.dataDir, json: json, background: background)
-        }
         // Interrupted: the node stops, and the relay hears BYE before we go.
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
         defer { signals.cancel() }
         async let running: Void = n.run(until: deadline)
-        for await event in n.events {
-            await nostr.handle(event)
-            printer.print(await nostr.named(event))
-            // Displayed: the sender gets a read receipt.
-            if case let .privateMessage(from, _, _, id, _, _) = event { try? await n.sendReadReceipt(id, to: from) }
+        let taking = Task { await messenger.run() }
+        for await event in messenger.events {
+            await printer.print(event, messenger: messenger)
+            if seen, case let .privateMessage(conversation, _, _, _, _, _) = event { await messenger.markSeen(conversation) }
         }
         await running
-        await relayClient?.leave()
+        await taking.value
     }
 }
 
@@ -212,6 +262,7 @@ struct Send: AsyncParsableCommand {
 
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
+        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?
@@ -231,85 +282,109 @@ struct Send: AsyncParsableCommand {
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
     func run() async throws {
-        let (n, nostr) = try await node.makeNodeWithNostr(tellsFavourites: false)
+        let session = try await NodeSession.start(node, relay: relay, tellsFavourites: false)
+        let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
-        // A mutual favourite known over Nostr is looked for on the mesh first, briefly.
-        var offMesh: NostrContact?
-        if node.nostr.nostr, let to { offMesh = await nostr.contact(named: to) }
-        let wait = offMesh != nil ? min(self.wait ?? 3, 3) : self.wait ?? (node.announceInterval + 2)
         let linger = self.linger ?? (to == nil ? 1 : 10)
         let start = Date()
-        // A Ya OK contact: the mesh first, then the relay, then the store's queue.
-        if let to, let relayText = relay {
-            guard let relayAddress = UDPAddress(relayText) else { throw ValidationError("--relay \(relayText): expected HOST:PORT with an IPv4 host") }
-            let directory = IdentityStore(directory: DataDirectory(explicit: node.dataDir))
-            let store = try StoreAccess.open(directory: directory.directory.url, identity: n.identity)
-            let (_, card) = try resolve(to, in: store)
-            let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 5) * 1000)
-            let runner = Task { await n.run(until: deadline) }
-            let delivered = Delivered()
-            let events = Task { for await event in n.events { if case let .delivered(id, _) = event { await delivered.add(id) } } }
-            let delivery = ContactDelivery(node: n, store: store, userID: try directory.userID(), relay: relayAddress, json: json,
-                                           isDelivered: { await delivered.contains($0) })
-            let outcome = try await delivery.send(text, to: card, meshWait: min(wait, node.announceInterval + 1), linger: linger, wait: wait)
-            await n.leave()
-            await runner.value
-            events.cancel()
-            if case .kept = outcome { throw ExitCode(1) }
-            return
-        }
-        let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
-        let runner = Task { await n.run(until: deadline) }
-        let delivered = Delivered(), read = Delivered()
-        let quiet = !json
-        let events = Task {
-            for await event in n.events {
-                if case let .delivered(id, _) = event { await delivered.add(id) }
-                if case let .read(id, _) = event { await read.add(id) }
-                await nostr.handle(event)
-                // A one-shot sender prints what concerns it, not the mesh's comings and goings.
-                if quiet { switch event { case .peer, .left, .linkUp, .linkDown, .message, .state, .stateExpired: continue; default: break } }
-                printer.print(event)
+        // Who --to means: a Ya OK contact, a mutual favourite known over Nostr, or a peer to wait for.
+        var contact: ContactCard?
+        var overNostr: Fingerprint?
+        if let to {
+            let named = await messenger.contacts.compactMap(\.card).filter { $0.displayName.lowercased() == to.lowercased() }
+            if named.count > 1 { throw RuntimeFailure("\(named.count) contacts are called \(to): `starling contact list` shows them") }
+            contact = named.first
+            if contact == nil, node.nostr.nostr {
+                overNostr = await messenger.trust.filter { $0.value.npub != nil && $0.value.favorite && $0.value.nickname == to }
+                    .keys.min()
             }
         }
-        // Wait for a peer's announce (or the recipient's), so that the message has somewhere to go.
+        let offMesh = contact != nil || overNostr != nil
+        let wait = overNostr != nil ? min(self.wait ?? 3, 3) : self.wait ?? (node.announceInterval + 2)
+        let deadline = UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 1) * 1000)
+        let runner = Task { await n.run(until: deadline) }
+        let taking = Task { await messenger.run() }
+        let watch = Watch()
+        let quiet = !json
+        let events = Task {
+            for await event in messenger.events {
+                if case let .progress(_, record) = event, let id = record.transportID, let state = record.progress?.state {
+                    await watch.moved(id, state, via: record.transport)
+                }
+                // A one-shot sender prints what concerns it, not the mesh's comings and goings.
+                if quiet { switch event { case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state),
+                                               .node(.stateExpired), .diagnostic: continue
+                                          default: break } }
+                await printer.print(event, messenger: messenger)
+            }
+        }
+        let outcomes = Task {
+            guard let server = session.server else { return }
+            for await o in server.outcomes { await watch.server(o) }
+        }
+        defer { events.cancel(); outcomes.cancel() }
+        // Wait for the recipient (or any peer), so that the message has somewhere to go.
         func ready() async -> Bool {
+            if let contact { return await n.peers.contains { $0.value.fingerprint == contact.meshFingerprint } }
             if let to { return await n.peer(named: to) != nil }
             return await !n.knownPeers.isEmpty
         }
-        while await !ready(), Date().timeIntervalSince(start) < wait {
+        let meshWait = contact != nil ? min(wait, node.announceInterval + 1) : wait
+        while await !ready(), Date().timeIntervalSince(start) < meshWait {
             try await Task.sleep(for: .milliseconds(20))
         }
-        guard await ready() || offMesh != nil else {
+        if let contact, await !ready(), let server = session.server {
+            // Not on the mesh: the Ya OK server, once it has registered us.
+            while await !server.client.isRegistered, Date().timeIntervalSince(start) < wait {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            _ = contact
+        }
+        guard await ready() || offMesh else {
             await n.stop()
             await runner.value
             let hint = " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))"
-            throw ValidationError((to.map { "\($0) not found within \(Self.format(wait)) s" } ?? "no peer found within \(Self.format(wait)) s") + hint)
+            throw RuntimeFailure((to.map { "\($0) not found within \(Self.format(wait)) s" } ?? "no peer found within \(Self.format(wait)) s") + hint)
         }
         // Give our own announce a moment to cross the mesh, so receivers know our name.
-        try await Task.sleep(for: .milliseconds(300))
-        var messageID: String?
-        if let to, let recipient = await n.peer(named: to) {
-            messageID = try await n.sendPrivate(text, to: recipient)
-        } else if let offMesh {
-            messageID = try await n.sendPrivate(text, to: offMesh.fingerprint.peerID) // not on the mesh: over Nostr
+        if await ready() { try await Task.sleep(for: .milliseconds(300)) }
+        var sent: MessageRecord?
+        var recipient: PeerID?
+        if let contact {
+            sent = try await messenger.send(text, to: contact.userID)
+            recipient = await n.peers.first { $0.value.fingerprint == contact.meshFingerprint }?.key ?? contact.meshFingerprint.peerID
+        } else if let to, let peer = await n.peer(named: to), let c = await messenger.conversation(withPeer: peer) {
+            sent = try await messenger.send(text, to: c)
+            recipient = peer
+        } else if let overNostr {
+            sent = try await messenger.send(text, to: await messenger.conversation(for: overNostr)) // not on the mesh: over Nostr
+            recipient = overNostr.peerID
         } else {
             try await n.sendPublic(text)
         }
-        if json {
+        let messageID = sent?.transportID
+        if json, contact == nil {
             var object: [String: Any] = ["event": "sent", "text": text]
             if let messageID { object["messageID"] = messageID }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
-        if let messageID {
-            // Until it is delivered and read, or the linger ends: the read receipt
-            // follows the delivered one, and a sender that left first would miss it.
-            let until = Date().addingTimeInterval(linger)
+        var outcome: Watch.Outcome?
+        if let messageID, let recipient {
+            // Until it is delivered and read (or queued at the server), or the linger ends: the
+            // read receipt follows the delivered one, and a sender that left first would miss it.
+            let until = Date().addingTimeInterval(contact != nil && sent?.transport != "mesh" ? max(linger, wait) : linger)
             while Date() < until {
-                let wasDelivered = await delivered.contains(messageID), wasRead = await read.contains(messageID)
-                if wasDelivered && wasRead { break }
+                outcome = await watch.outcome(messageID)
+                if outcome == .read || (contact != nil && outcome != nil && outcome != .delivered) { break }
+                if contact != nil, outcome == .delivered { break }
                 try await Task.sleep(for: .milliseconds(20))
+            }
+            outcome = await watch.outcome(messageID)
+            if contact == nil {
+                for (event, state) in [("delivered", MessageState.delivered), ("read", .read)] where await watch.reached(messageID, state) {
+                    printer.print(event == "delivered" ? .delivered(messageID: messageID, by: recipient) : .read(messageID: messageID, by: recipient))
+                }
             }
         } else {
             try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
@@ -317,9 +392,64 @@ struct Send: AsyncParsableCommand {
         // Leave quietly: a signed LEAVE, so that nobody's chat shows us lingering.
         await n.leave()
         await runner.value
-        events.cancel()
-        if let messageID, let to, await !delivered.contains(messageID) {
+        _ = await taking.value
+        if let contact, let sent {
+            try report(outcome, to: contact, id: sent.id.description, server: session.server, printer: printer)
+            return
+        }
+        if let messageID, let to, await !watch.reached(messageID, .delivered) {
             throw NotDelivered(to: to, seconds: linger)
+        }
+    }
+
+    /// What became of a message to a contact, said once; exit 1 when it is only kept.
+    func report(_ outcome: Watch.Outcome?, to card: ContactCard, id: String, server: YaOKServerMailbox?, printer: EventPrinter) throws {
+        let name = DisplayText.clean(card.displayName)
+        func line(_ text: String, _ fields: [String: Any]) {
+            if json {
+                let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
+                FileHandle.standardOutput.write(data + Data("\n".utf8))
+            } else {
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
+        }
+        switch outcome {
+        case .delivered?, .read?:
+            line("* delivered to \(name) via the mesh", ["event": "delivered", "via": "mesh", "messageID": id])
+        case let .queued(online)?:
+            line("* queued at the relay \(server?.client.server.description ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
+                 ["event": "queued", "via": "relay", "messageID": id, "online": online])
+        case let .kept(why)?:
+            line("! \(why); the message is kept and sent again later (`starling chat` or `listen --relay`)", ["event": "kept", "reason": why, "messageID": id])
+            throw ExitCode(1)
+        case nil:
+            let why = server == nil ? "\(name) is not on the mesh and no --relay was given"
+                                    : "the relay \(server!.client.server) did not answer within \(Self.format(max(linger ?? 10, wait ?? 0))) s"
+            line("! \(why); the message is kept and sent again later", ["event": "kept", "reason": why, "messageID": id])
+            throw ExitCode(1)
+        }
+    }
+
+    /// What the messenger and the server said of our message.
+    actor Watch {
+        enum Outcome: Equatable { case delivered, read, queued(online: Bool), kept(String) }
+        var states: [String: MessageState] = [:]
+        var server: [String: Outcome] = [:]
+        func moved(_ id: String, _ state: MessageState, via: String?) {
+            if (states[id] ?? .composing) < state || state == .failed { states[id] = state }
+        }
+        func server(_ o: YaOKServerMailbox.Outcome) {
+            switch o {
+            case let .queued(t, online): server[t] = .queued(online: online)
+            case let .refused(t, why): server[t] = .kept("the relay refused it: \(why)")
+            case let .unanswered(t): server[t] = .kept("the relay did not answer")
+            }
+        }
+        func reached(_ id: String, _ state: MessageState) -> Bool { (states[id].map { $0 >= state } ?? false) && states[id] != .failed }
+        func outcome(_ id: String) -> Outcome? {
+            if states[id] == .read { return .read }
+            if states[id] == .delivered { return .delivered }
+            return server[id]
         }
     }
 

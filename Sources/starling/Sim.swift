@@ -92,12 +92,12 @@ struct Sim: ParsableCommand {
             // Re-read the command with the file's options first: later ones win.
             let text: String
             do { text = try String(contentsOfFile: config, encoding: .utf8) } catch {
-                throw ValidationError("cannot read scenario file \(config): \(error.localizedDescription)")
+                throw RuntimeFailure("cannot read scenario file \(config): \(error.localizedDescription)")
             }
             let fromFile = try Self.arguments(fromConfig: text, named: config)
             let merged: Sim
             do { merged = try Sim.parse(fromFile + Self.withoutConfig(Self.commandLine)) } catch {
-                throw ValidationError("\(config): \(Sim.message(for: error))")
+                throw RuntimeFailure("\(config): \(Sim.message(for: error))")
             }
             return try merged.run()
         }
@@ -157,7 +157,7 @@ struct Sim: ParsableCommand {
                 .trimmingCharacters(in: .whitespaces) ?? ""
             guard !line.isEmpty else { continue }
             guard let cut = line.firstIndex(where: { $0 == "=" || $0 == ":" }) else {
-                throw ValidationError("\(file) line \(number + 1): expected `name = value`, got `\(line)`")
+                throw RuntimeFailure("\(file) line \(number + 1): expected `name = value`, got `\(line)`")
             }
             var name = line[..<cut].trimmingCharacters(in: .whitespaces)
             var value = line[line.index(after: cut)...].trimmingCharacters(in: .whitespaces)
@@ -168,7 +168,7 @@ struct Sim: ParsableCommand {
                 if c.isUppercase { out += "-" + c.lowercased() } else { out.append(c) }
             }
             guard !name.isEmpty, name != "config" else {
-                throw ValidationError("\(file) line \(number + 1): `\(line)` is not an option a scenario file can set")
+                throw RuntimeFailure("\(file) line \(number + 1): `\(line)` is not an option a scenario file can set")
             }
             switch value.lowercased() {
             case "true", "yes", "on": out.append("--\(name)")

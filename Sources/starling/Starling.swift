@@ -37,11 +37,54 @@ struct Starling: AsyncParsableCommand {
                 Foundation.exit(64)
             }
         }
+        let parsed: any ParsableCommand
+        do { parsed = try parseAsRoot() } catch { exit(withError: error) } // usage (64), --help, --version: as ArgumentParser says
+        var command = parsed
         do {
-            var command = try parseAsRoot()
             if var async = command as? AsyncParsableCommand { try await async.run() } else { try command.run() }
+        } catch let code as ExitCode {
+            Foundation.exit(code.rawValue) // said already
+        } catch let clean as CleanExit {
+            exit(withError: clean)
+        } catch let usage as ValidationError {
+            // A usage error found while running: the command's own usage, and 64.
+            fail("\(usage.message)\n" + Starling.usageString(for: type(of: parsed)), code: 64)
         } catch {
-            exit(withError: error)
+            fail(RuntimeFailure(error).description, code: 1)
+        }
+    }
+
+    static func fail(_ text: String, code: Int32) -> Never {
+        FileHandle.standardError.write(Data("starling: \(text)\n".utf8))
+        Foundation.exit(code)
+    }
+}
+
+/// A failure at run time: one sentence that says what to do. Printed as
+/// `starling: …` on standard error, exit 1, without the usage text (that is
+/// for usage errors, exit 64).
+struct RuntimeFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ sentence: String) { description = sentence }
+
+    /// Any other error as one sentence: ours by their description, Foundation's
+    /// file errors by what happened to which path.
+    init(_ error: any Error) {
+        if let failure = error as? RuntimeFailure {
+            self = failure
+            return
+        }
+        guard let cocoa = error as? CocoaError else {
+            self.init(String(describing: error))
+            return
+        }
+        let path = cocoa.filePath ?? cocoa.url?.path ?? "a file"
+        switch cocoa.code {
+        case .fileNoSuchFile, .fileReadNoSuchFile: self.init("\(path) does not exist: check the path")
+        case .fileReadNoPermission, .fileWriteNoPermission, .fileWriteVolumeReadOnly:
+            self.init("\(path) cannot be used (permission denied): fix its permissions, or choose another path")
+        case .fileWriteOutOfSpace: self.init("the disk holding \(path) is full: free some space, then try again")
+        default: self.init("\(path): \(UserError.reason(error))")
         }
     }
 }

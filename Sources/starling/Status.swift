@@ -26,6 +26,12 @@ struct Status: AsyncParsableCommand {
         @Option(help: "Stop after this many seconds.") var duration: Double?
         @Flag(help: "One JSON object per line.") var json = false
 
+        func validate() throws {
+            guard StateKind(name: state) != nil else {
+                throw ValidationError("unknown state \(state); one of \(StateKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+
         func run() async throws {
             guard let kind = StateKind(name: state) else {
                 throw ValidationError("unknown state \(state); one of \(StateKind.allCases.map(\.rawValue).joined(separator: ", "))")

@@ -15,15 +15,37 @@ struct StoreAccess {
     let userID: UserID
     let nickname: String
 
-    /// Opens the store of a node that already holds its identity (the chat).
+    /// Opens the store of a node that already holds its identity. A wrong PIN
+    /// typed at a terminal is said, and asked again (the keyring's lockout
+    /// counts each); from STARLING_PIN, or with no terminal, it fails in words.
+    /// The store never opens half.
     static func open(directory: URL, identity: Identity) throws -> YaOKStore {
-        let protection: Keyring.Protection
-        switch YaOKStore.protection(in: directory) {
-        case nil, .keyFile?: protection = .keyFile(identity)
-        case .pin?: protection = .pin(try secret(prompt: "PIN for the store: "))
-        case .passphrase?: protection = .passphrase(try secret(prompt: "Store passphrase: "))
+        let fromEnvironment = !(ProcessInfo.processInfo.environment["STARLING_PIN"] ?? "").isEmpty
+        for _ in 0..<10 {
+            let protection: Keyring.Protection
+            switch YaOKStore.protection(in: directory) {
+            case nil, .keyFile?: protection = .keyFile(identity)
+            case .pin?: protection = .pin(try secret(prompt: "PIN for the store: "))
+            case .passphrase?: protection = .passphrase(try secret(prompt: "Store passphrase: "))
+            }
+            do {
+                return try YaOKStore.open(directory: directory, protection: protection)
+            } catch let error as Keyring.Error {
+                guard !fromEnvironment, isatty(STDIN_FILENO) == 1 else { throw RuntimeFailure(error.description) }
+                switch error {
+                case .wrongSecret, .badPIN, .badPassphrase:
+                    FileHandle.standardError.write(Data("\(error.description)\n".utf8))
+                case let .lockedOut(seconds):
+                    FileHandle.standardError.write(Data("\(error.description): waiting\n".utf8))
+                    Thread.sleep(forTimeInterval: Double(seconds))
+                default:
+                    throw RuntimeFailure(error.description)
+                }
+            } catch let error as YaOKStore.Error {
+                throw RuntimeFailure(error.description)
+            }
         }
-        return try YaOKStore.open(directory: directory, protection: protection)
+        throw RuntimeFailure("the store stayed locked after 10 tries: run again when you have the PIN or passphrase")
     }
 
     init(dataDir: String?) throws {
@@ -50,9 +72,9 @@ struct StoreAccess {
         do {
             return try YaOKStore.open(directory: directory, protection: try protection())
         } catch let error as Keyring.Error {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         } catch let error as YaOKStore.Error {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         }
     }
 
@@ -66,11 +88,11 @@ struct StoreAccess {
     static func secret(prompt: String, environment: String = "STARLING_PIN", confirm: Bool = false) throws -> String {
         if let env = ProcessInfo.processInfo.environment[environment], !env.isEmpty { return env }
         guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
-            throw ValidationError("the store is locked: run in a terminal, or set \(environment)")
+            throw RuntimeFailure("the store is locked: run in a terminal, or set \(environment)")
         }
         if confirm {
             guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
-                throw ValidationError("the two entries differ")
+                throw RuntimeFailure("the two entries differ")
             }
         }
         return first
@@ -84,10 +106,10 @@ enum UserError {
         do {
             try directory.create()
         } catch {
-            throw ValidationError("cannot create the data directory \(directory.url.path): \(reason(error)). Choose another with --data-dir.")
+            throw RuntimeFailure("cannot create the data directory \(directory.url.path): \(reason(error)). Choose another with --data-dir.")
         }
         guard access(directory.url.path, W_OK) == 0 else {
-            throw ValidationError("the data directory \(directory.url.path) is not writable: fix its permissions, or choose another with --data-dir.")
+            throw RuntimeFailure("the data directory \(directory.url.path) is not writable: fix its permissions, or choose another with --data-dir.")
         }
     }
 
@@ -138,9 +160,9 @@ struct Restore: ParsableCommand {
                                              from: from.map { URL(fileURLWithPath: $0) })
             print("restored from \(used.lastPathComponent); messages after it are lost, the identity is kept")
         } catch let error as YaOKStore.Error {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         } catch let error as Keyring.Error {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         }
     }
 }
@@ -158,7 +180,7 @@ struct Reset: ParsableCommand {
     func run() throws {
         let directory = DataDirectory(explicit: dataDir)
         if !yes {
-            guard isatty(STDIN_FILENO) == 1 else { throw ValidationError("reset deletes the store: confirm with --yes") }
+            guard isatty(STDIN_FILENO) == 1 else { throw RuntimeFailure("reset deletes the store: confirm with --yes") }
             print("Delete all contacts, messages and trust decisions in \(directory.url.path)? The identity stays. [y/N] ",
                   terminator: "")
             guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
@@ -204,7 +226,7 @@ struct Pin: ParsableCommand {
         do {
             try store.changeProtection(to: protection)
         } catch let error as Keyring.Error {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         }
         print(remove ? "the store is sealed with the identity key (no PIN)"
               : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
@@ -217,6 +239,6 @@ func holdDirectory(_ directory: DataDirectory) throws -> DirectoryLock {
     do {
         return try DirectoryLock(directory)
     } catch let held as DirectoryLock.Held {
-        throw ValidationError(held.description)
+        throw RuntimeFailure(held.description)
     }
 }

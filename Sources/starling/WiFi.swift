@@ -53,7 +53,7 @@ struct WiFi: AsyncParsableCommand {
         func run() async throws {
             let environment: WiFiEnvironment
             do { environment = try WiFiEnvironment.load(URL(fileURLWithPath: networks)) } catch {
-                throw ValidationError("--networks \(networks): \(error)")
+                throw RuntimeFailure("--networks \(networks): \(error)")
             }
             var config = WiFiSetDevice.Configuration()
             config.mtu = mtu
@@ -70,10 +70,10 @@ struct WiFi: AsyncParsableCommand {
             if ble {
                 let bus: DBusConnection
                 do { bus = try DBusConnection(address: DBusConnection.systemBusAddress) } catch {
-                    throw ValidationError("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
+                    throw RuntimeFailure("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
                 }
                 let p = WiFiSetOverBLE.Peripheral(bus: bus, adapter: adapter, mtu: mtu)
-                do { try await p.start() } catch { throw ValidationError("Bluetooth adapter \(adapter): \(error)") }
+                do { try await p.start() } catch { throw RuntimeFailure("Bluetooth adapter \(adapter): \(error)") }
                 link = p
                 bleBus = bus
                 whereText = "Bluetooth LE on \(adapter)"
@@ -151,6 +151,7 @@ struct WiFi: AsyncParsableCommand {
         func validate() throws {
             guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be 23 to 517") }
             if requireSecure && pop == nil { throw ValidationError("--require-secure needs --pop CODE") }
+            if !ble, UDPAddress(device) == nil { throw ValidationError("--device \(device): expected HOST:PORT with an IPv4 host") }
         }
 
         func connect() async throws -> WiFiSetClient {
@@ -158,10 +159,10 @@ struct WiFi: AsyncParsableCommand {
             if ble {
                 let bus: DBusConnection
                 do { bus = try DBusConnection(address: DBusConnection.systemBusAddress) } catch {
-                    throw ValidationError("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
+                    throw RuntimeFailure("Bluetooth is not reachable (BlueZ over D-Bus): \(error)")
                 }
                 do { central = try await WiFiSetOverBLE.Central.connect(bus: bus, adapter: adapter) } catch {
-                    throw ValidationError("\(error)")
+                    throw RuntimeFailure("\(error)")
                 }
             } else {
                 guard let address = UDPAddress(device) else { throw ValidationError("--device \(device): expected HOST:PORT with an IPv4 host") }
@@ -190,7 +191,7 @@ struct WiFi: AsyncParsableCommand {
                 }
             } catch {
                 await c.close()
-                throw ValidationError("\(error)")
+                throw RuntimeFailure("\(error)")
             }
             await c.close()
         }
@@ -215,7 +216,7 @@ struct WiFi: AsyncParsableCommand {
                          "* \(Device.describe(s))")
             } catch {
                 await c.close()
-                throw ValidationError("\(error)")
+                throw RuntimeFailure("\(error)")
             }
             await c.close()
         }
@@ -235,7 +236,7 @@ struct WiFi: AsyncParsableCommand {
                 pw = env
             } else {
                 guard isatty(STDIN_FILENO) == 1, let typed = getpass("Password for \(ssid): ").map({ String(cString: $0) }) else {
-                    throw ValidationError("a password is needed: --password, --open, STARLING_WIFI_PASSWORD, or a terminal")
+                    throw RuntimeFailure("a password is needed: --password, --open, STARLING_WIFI_PASSWORD, or a terminal")
                 }
                 pw = typed
             }

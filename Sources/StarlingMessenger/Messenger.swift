@@ -1,0 +1,283 @@
+import Foundation
+import StarlingCrypto
+import StarlingMesh
+import StarlingNode
+import StarlingNodeCore
+import StarlingNostr
+import StarlingNostrTransport
+import StarlingRelayClient
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The messenger's runtime: ``MessengerCore`` over a running node, the
+/// encrypted store (while it is open) and the mailbox transports (Nostr, the
+/// Ya OK server). It decides nothing itself: it hands the core what happens
+/// and carries out what the core says. Faces (the terminal, the daemon's API)
+/// read ``events`` and call its commands.
+public actor Messenger {
+    public let node: MeshNode
+    public nonisolated let events: AsyncStream<MessengerEvent>
+    private let continuation: AsyncStream<MessengerEvent>.Continuation
+    private var core: MessengerCore
+    public private(set) var store: YaOKStore?
+    /// The data directory (its `nostr-contacts`, from before the store kept them, moves in).
+    public let directory: URL
+    public let nostr: NostrTransport?
+    public let server: YaOKServerMailbox?
+    private var knownContacts = 0
+
+    public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
+                configuration: MessengerCore.Configuration = .init()) {
+        self.node = node
+        self.directory = directory
+        self.nostr = nostr
+        self.server = server
+        var c = configuration
+        c.nostr = nostr != nil
+        c.server = server?.name
+        core = MessengerCore(identity: node.identity, configuration: c)
+        (events, continuation) = AsyncStream.makeStream(of: MessengerEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    static var now: Double { Date().timeIntervalSince1970 }
+
+    /// Takes the node's events until the node stops (then ``events`` ends).
+    public func run() async {
+        if let server {
+            let registrations = server.registrations
+            Task { [weak self] in
+                for await up in registrations { await self?.serverChanged(up) }
+            }
+        }
+        for await event in node.events {
+            await take(event)
+        }
+        continuation.finish()
+    }
+
+    private func serverChanged(_ up: Bool) async {
+        core.serverChanged(up: up, now: Self.now)
+        await carryOut()
+    }
+
+    private func take(_ event: NodeEvent) async {
+        // A contact added meanwhile (`starling contact add` beside a running chat)
+        // is known before its message is filed.
+        if case .privateMessage = event { reloadContacts() }
+        if case .peer = event { reloadContacts() }
+        core.handle(event, peers: await node.peers, now: Self.now)
+        await carryOut()
+    }
+
+    /// Carries out what the core said, in order.
+    private func carryOut() async {
+        var effects = core.takeEffects()
+        var rounds = 0
+        while !effects.isEmpty, rounds < 16 {
+            rounds += 1
+            for effect in effects { await apply(effect) }
+            effects = core.takeEffects()
+        }
+    }
+
+    private func apply(_ effect: MessengerCore.Effect) async {
+        switch effect {
+        case let .event(e):
+            continuation.yield(e)
+        case let .store(w):
+            guard let store else {
+                core.storeFailed(w, reason: "the store is not open")
+                return
+            }
+            do {
+                switch w {
+                case let .insertMessage(m): try store.insertMessage(m)
+                case let .updateMessage(m):
+                    do { try store.updateMessage(m) } catch YaOKStore.Error.notFound { try store.insertMessage(m) }
+                case let .trust(t): try store.setTrust(t)
+                case let .contact(c): try store.updateContact(c)
+                case let .conversation(c): try store.setConversation(c)
+                case let .pin(f, key): try store.setPin(fingerprint: f.hex, signingKey: key, at: Self.now)
+                }
+            } catch {
+                core.storeFailed(w, reason: "\(error)")
+            }
+        case let .node(c):
+            switch c {
+            case let .sendPrivate(text, to, id):
+                do { _ = try await node.sendPrivate(text, to: to, messageID: id) } catch {
+                    continuation.yield(.warning("not sent: \(error)"))
+                }
+            case let .sendReadReceipt(id, to):
+                do { try await node.sendReadReceipt(id, to: to) } catch {
+                    continuation.yield(.diagnostic(Rejection(.transport, peer: to, "read receipt not sent: \(error)")))
+                }
+            case let .block(f): await node.block(f)
+            case let .unblock(f): await node.unblock(f)
+            case let .setFavorite(f, on): await node.setFavorite(f, on)
+            case let .setVerified(f, on): await node.setVerified(f, on)
+            case let .pin(key, f): await node.pinSigningKey(key, for: f)
+            case .trustDecided: await node.trustDecided()
+            }
+        case let .mailbox(.nostrContact(peer, npub, variant)):
+            let key = npub.flatMap { try? Bech32.publicKey(npub: $0) }
+            await nostr?.setContact(peer, publicKey: key, variant: GiftWrap.Variant(rawValue: variant) ?? .bitchat)
+        case let .mailbox(.serverContact(peer, bytes)):
+            await server?.setContact(peer, card: bytes.flatMap { try? ContactCard(bytes: $0) })
+        }
+    }
+
+    // MARK: The store
+
+    /// The store opened: everything the core needs from it, after moving in
+    /// what older versions kept outside it (`nostr-contacts`).
+    public func open(_ store: YaOKStore) async throws {
+        self.store = store
+        try NostrContactsFile.migrate(from: directory, into: store, now: Self.now)
+        var contents = MessengerCore.StoreContents()
+        contents.contacts = try store.contacts()
+        knownContacts = contents.contacts.count
+        contents.trust = try store.trust()
+        contents.pins = try store.pins().compactMap { hex, key in Fingerprint(hex: hex).map { ($0, key) } }
+        contents.conversations = try store.conversations()
+        let ids = contents.contacts.compactMap { $0.card?.userID } + contents.conversations.map(\.id)
+        for id in ids { contents.messages[id] = try store.conversation(with: id, limit: 200) }
+        contents.pending = try store.pendingMessages()
+        core.storeOpened(contents, peers: await node.peers, now: Self.now)
+        await carryOut()
+    }
+
+    /// The store closes (locked): writes wait in memory until it opens again.
+    public func lock() throws {
+        core.storeClosed()
+        try store?.close()
+        store = nil
+    }
+
+    public var isStoreOpen: Bool { store != nil }
+    public var trustKnown: Bool { core.trustKnown }
+
+    /// Contacts the store gained from outside (another command) are taken in.
+    public func reloadContacts() {
+        guard let store, let all = try? store.contacts(), all.count != knownContacts else { return }
+        knownContacts = all.count
+        for r in all where r.card.map({ core.contacts[$0.userID] == nil }) == true {
+            core.contactAdded(r, now: Self.now)
+        }
+    }
+
+    // MARK: Commands
+
+    /// Sends a private message in a conversation (recorded first; queued when no route is there).
+    @discardableResult
+    public func send(_ text: String, to conversation: UserID) async throws -> MessageRecord {
+        let record = try core.send(text, to: conversation, now: Self.now)
+        await carryOut()
+        return record
+    }
+
+    /// The conversation with a mesh peer (made when new); nil when its key is not known yet.
+    public func conversation(withPeer peer: PeerID) async -> UserID? {
+        core.updatePeers(await node.peers)
+        let id = core.conversation(withPeer: peer, now: Self.now)
+        await carryOut()
+        return id
+    }
+
+    /// The person has seen this conversation: read receipts go to its sender.
+    public func markSeen(_ conversation: UserID) async {
+        guard core.unreadCount(conversation) > 0 else { return }
+        core.markSeen(conversation, now: Self.now)
+        await carryOut()
+    }
+
+    public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async {
+        core.decide(change, about: fingerprint, nickname: nickname, now: Self.now)
+        await carryOut()
+    }
+
+    public func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async -> Bool {
+        let done = core.setNostrVariant(variant.rawValue, for: fingerprint, now: Self.now)
+        await carryOut()
+        return done
+    }
+
+    // MARK: Queries
+
+    public var contacts: [ContactRecord] { core.contacts.values.sorted { ($0.card?.displayName ?? "") < ($1.card?.displayName ?? "") } }
+    public var trust: [Fingerprint: TrustRecord] { core.trust }
+    public var peerConversations: [ConversationRecord] { Array(core.peerConversations.values) }
+    public func name(of conversation: UserID) -> String { core.name(of: conversation) }
+    public func fingerprint(of conversation: UserID) -> Fingerprint? { core.fingerprint(of: conversation) }
+    public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? { core.fingerprint(ofPeer: peer) }
+    public func conversation(for fingerprint: Fingerprint) -> UserID { core.conversation(for: fingerprint) }
+    public func isBlocked(_ f: Fingerprint) -> Bool { core.isBlocked(f) }
+    public func isVerified(_ f: Fingerprint) -> Bool { core.isVerified(f) }
+    public func isFavorite(_ f: Fingerprint) -> Bool { core.isFavorite(f) }
+    public func route(to f: Fingerprint) -> String? { core.route(to: f) }
+    public func unreadCount(_ conversation: UserID) -> Int { core.unreadCount(conversation) }
+
+    /// A conversation's messages, oldest first: from the store when it is open
+    /// (with what was said before the peer became a contact), else those in memory.
+    public func history(_ conversation: UserID, limit: Int = 200) throws -> [MessageRecord] {
+        guard let store else { return core.recent[conversation] ?? [] }
+        var all = try store.conversation(with: conversation, limit: limit)
+        if let card = core.contacts[conversation]?.card {
+            let before = MessengerCore.conversationID(for: card.meshFingerprint)
+            all += try store.conversation(with: before, limit: limit)
+        }
+        return Array(all.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }.suffix(limit))
+    }
+}
+
+/// `nostr-contacts`: where versions before the messenger kept the npubs that
+/// favourites told us, in plain text beside the encrypted store (one per
+/// line: fingerprint, npub, `variant=standard` when chosen, nickname). Moved
+/// into the store's trust records, then removed.
+public enum NostrContactsFile {
+    public static let name = "nostr-contacts"
+
+    public struct Entry: Hashable, Sendable {
+        public var fingerprint: Fingerprint
+        public var npub: String
+        public var variant: String
+        public var nickname: String
+    }
+
+    public static func parse(_ text: String) -> [Entry] {
+        var out: [Entry] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            var parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let f = Fingerprint(hex: parts[0]), (try? Bech32.publicKey(npub: parts[1])) != nil else { continue }
+            var variant = "bitchat"
+            if parts[2].hasPrefix("variant="), let space = parts[2].firstIndex(of: " ") {
+                let v = String(parts[2][..<space].dropFirst("variant=".count))
+                if GiftWrap.Variant(rawValue: v) != nil { variant = v }
+                parts[2] = String(parts[2][space...].dropFirst())
+            }
+            out.append(Entry(fingerprint: f, npub: parts[1], variant: variant, nickname: parts[2]))
+        }
+        return out
+    }
+
+    /// Moves the file's contacts into the store (a trust record each), then
+    /// removes the file. A record already holding an npub keeps its own.
+    public static func migrate(from directory: URL, into store: YaOKStore, now: Double) throws {
+        let file = directory.appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: file.path) else { return }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for entry in parse(text) {
+            var t = try store.trust(fingerprint: entry.fingerprint.hex)
+                ?? TrustRecord(fingerprint: entry.fingerprint.hex, nickname: entry.nickname, updatedAt: now)
+            guard t.npub == nil else { continue }
+            t.npub = entry.npub
+            t.nostrVariant = entry.variant
+            t.favoritesUs = true
+            if t.nickname == nil { t.nickname = entry.nickname }
+            t.updatedAt = now
+            try store.setTrust(t)
+        }
+        try FileManager.default.removeItem(at: file)
+    }
+}

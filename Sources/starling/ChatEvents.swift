@@ -1,0 +1,319 @@
+import Foundation
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNode
+import StarlingStately
+import StarlingTerminal
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// How the chat renders what the messenger says.
+extension ChatScreen {
+    /// A mailbox's name in words.
+    static func way(_ via: String) -> String {
+        switch via {
+        case "yaok-server": "the Ya OK server"
+        default: via
+        }
+    }
+
+    func show(_ event: MessengerEvent) async {
+        switch event {
+        case .trustLoaded:
+            break // said by summary()
+        case let .storeUnlocked(stored):
+            say("* unlocked" + (stored > 0 ? "; \(stored) change\(stored == 1 ? "" : "s") from meanwhile stored" : ""))
+            await refreshScreen()
+        case let .privateMessage(conversation, record, from, _, hops, via):
+            await showJoins(only: from)
+            let shownVia = via.map { " (via \(Self.way($0)))" } ?? (hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "")
+            let name = await display(from)
+            if let screen {
+                let w = await window(for: conversation)
+                screen.append(.init(time: FullScreen.clock(), nick: name, text: Self.lines(record.text) + shownVia, highlight: true), to: w)
+                screen.ring() // a private message rings
+                // Seen now only if its window is in view (else when the person opens it).
+                if screen.windowInView == w { await messenger.markSeen(conversation) }
+            } else {
+                say("[\(Self.clock())] <\(name) → you>\(shownVia) \(DisplayText.clean(record.text))")
+                await messenger.markSeen(conversation) // plain lines: shown to the person as they come
+            }
+            if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
+        case let .sent(conversation, record):
+            await showSent(conversation, record)
+        case let .sendingWaiting(conversation, count):
+            let name = DisplayText.clean(await messenger.name(of: conversation))
+            say("* \(name) is here: sending \(count) waiting message\(count == 1 ? "" : "s")")
+        case let .progress(conversation, record):
+            await showProgress(conversation, record)
+        case let .peerJoined(peer, nickname, hops):
+            if let old = knownNicknames[peer], old != nickname {
+                say("* \(DisplayText.clean(old)) is now known as \(await display(peer))")
+            } else if pendingJoins.count < 256 {
+                // Shown after a moment, unless the peer is gone by then (a
+                // `starling send` comes, delivers and leaves without a trace).
+                pendingJoins[peer] = (hops, Date())
+            } else {
+                say("* \(await display(peer)) joined (\(hops == 1 ? "direct" : "\(hops) hops"))")
+            }
+            Self.remember(&knownNicknames, peer, nickname)
+            await refreshScreen()
+        case let .peerLeft(peer):
+            // Came and went within the join delay: nothing to say.
+            if pendingJoins.removeValue(forKey: peer) == nil { say("* \(await display(peer)) left") }
+            await refreshScreen()
+        case let .sessionEstablished(peer, _):
+            say("* encrypted session with \(await display(peer))")
+            await refreshScreen()
+        case let .favorited(by, _, on, overNostr):
+            await showJoins(only: by)
+            say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you"
+                + (on && overNostr ? " (reachable over Nostr when both of you are favourites)" : ""))
+        case .trustChanged:
+            await refreshScreen()
+        case let .warning(text):
+            say("! \(text)")
+        case let .notSaved(text):
+            say("! \(text)")
+        case .diagnostic:
+            break // internals (a session lost in a restart): /stats counts them
+        case let .node(e):
+            await show(e)
+        }
+    }
+
+    /// Our message, shown in its conversation with its first mark.
+    func showSent(_ conversation: UserID, _ record: MessageRecord) async {
+        let name = DisplayText.clean(await messenger.name(of: conversation))
+        let w = await window(for: conversation)
+        guard let id = record.transportID else { return }
+        outgoing[id] = (name, [])
+        if let t = record.transport { routes[conversation] = t }
+        let note: String
+        switch record.transport {
+        case "mesh"?: note = screen == nil ? "sent" : "✓"
+        case let via?: note = "→ \(Self.way(via))"
+        case nil:
+            note = session.server == nil ? "pending: not on the mesh now; sent when they appear"
+                                         : "pending: not on the mesh, and the Ya OK server is not reachable now; sent when either is"
+        }
+        if let screen {
+            screen.append(.init(time: FullScreen.clock(), nick: "you", text: record.text, messageID: id, mark: note, own: true), to: w)
+        } else {
+            say("[\(Self.clock())] <you → \(name)> \(record.text)  · \(note)")
+        }
+    }
+
+    /// A receipt or a change of way: on the message's own line in the full
+    /// screen, a line of its own in plain mode (each said once).
+    func showProgress(_ conversation: UserID, _ record: MessageRecord) async {
+        guard let id = record.transportID, let state = record.progress?.state else { return }
+        let fallback = DisplayText.clean(await messenger.name(of: conversation))
+        let to = outgoing[id]?.to ?? fallback
+        var said = outgoing[id]?.shown ?? []
+        func once(_ key: String, mark: String, plain: String) {
+            guard said.insert(key).inserted else { return }
+            if let screen { screen.mark(id, mark) } else { say(plain) }
+        }
+        if let t = record.transport { routes[conversation] = t }
+        switch state {
+        case .sending:
+            if record.transport == "mesh" { once("mesh", mark: "✓", plain: "  · to \(to): sent") }
+        case .sent:
+            if let via = record.transport, via != "mesh" {
+                if via == session.server?.name {
+                    once("sent", mark: "✓ queued at \(Self.way(via))", plain: "  · to \(to): queued at \(Self.way(via))")
+                } else {
+                    once("sent", mark: "→ \(Self.way(via))", plain: "  · to \(to): sent via \(Self.way(via))")
+                }
+            }
+        case .delivered:
+            once("delivered", mark: "✓✓", plain: "  · to \(to): delivered")
+        case .read:
+            if screen == nil { once("delivered", mark: "✓✓", plain: "  · to \(to): delivered") }
+            once("read", mark: "✓✓ read", plain: "  · to \(to): read")
+        case .retrying:
+            if record.transport == nil {
+                once("waiting", mark: "↻ kept: sent when they are back", plain: "  · to \(to): not delivered yet; kept and sent when they are back")
+            } else {
+                once("held", mark: "↻ held until they are back", plain: "  · to \(to): held until they are back")
+            }
+        case .failed:
+            once("failed", mark: "✗ not delivered", plain: "  · to \(to): failed (not delivered)")
+        case .composing, .encrypting, .routing:
+            break
+        }
+        outgoing[id] = (to, said)
+        if outgoing.count > 10_000, let any = outgoing.keys.first(where: { $0 != id }) { outgoing[any] = nil }
+    }
+
+    /// The window in view is seen by the person: its messages are read.
+    func markWindowSeen() async {
+        guard let screen, let c = windowConversation[screen.windowInView] else { return }
+        await messenger.markSeen(c)
+    }
+
+    /// What the node said that the messenger passes on as it is.
+    func show(_ event: MeshNode.Event) async {
+        let me = await node.currentNickname
+        // Whoever speaks in #mesh has joined: their join line goes first.
+        switch event {
+        case let .message(from, _, _, _, _, _):
+            await showJoins(only: from)
+        case let .state(s), let .sos(s):
+            await showJoins(only: s.senderID)
+        default:
+            break
+        }
+        switch event {
+        case let .started(port, peerID, nickname):
+            say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
+            screen?.setTitle("starling — you are \(nickname) (\(peerID))")
+            await refreshScreen()
+        case let .message(from, _, text, hops, timestamp, replayed):
+            let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
+            if replayed {
+                history.add(key, (from, text, timestamp), now: Self.nowMillis)
+                return
+            }
+            history.shown(key)
+            let clean = DisplayText.clean(text)
+            let mention = DisplayText.mentions(clean, nickname: me)
+            let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(timestamp), nick: await display(from), text: Self.lines(text) + via,
+                                    highlight: mention), to: ChatBuffers.publicName)
+                if mention { screen.ring() }
+            } else {
+                let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
+                say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
+            }
+        case let .fileProgress(from, received, total):
+            let width = 20, filled = received * width / max(1, total)
+            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+            if screen == nil {
+                // One line, redrawn in place.
+                FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
+            }
+        case let .fileSent(id, _, fragments):
+            // The sender's bar: queued (for a session) → out to the links → delivered.
+            // (The event can overtake /send's own line: kept for it, a few at most.)
+            guard let o = outgoing[id] else {
+                if fileSentEarly.count < 16 { fileSentEarly[id] = fragments }
+                return
+            }
+            if !o.shown.contains("delivered") {
+                let full = String(repeating: "#", count: 20)
+                if let screen {
+                    screen.mark(id, "[\(full)] sent in \(fragments) fragment\(fragments == 1 ? "" : "s") · waiting for the receipt")
+                } else {
+                    say("* file to \(o.to) [\(full)] sent in \(fragments) fragment\(fragments == 1 ? "" : "s"); waiting for the receipt")
+                }
+            }
+        case let .delivered(id, _):
+            // A file's receipt (messages' come as the messenger's progress).
+            if var o = outgoing[id], o.shown.insert("delivered").inserted {
+                outgoing[id] = o
+                if let screen { screen.mark(id, "✓✓") } else { say("  · to \(o.to): delivered") }
+            }
+        case let .failed(id, _):
+            if var o = outgoing[id], o.shown.insert("failed").inserted {
+                outgoing[id] = o
+                if let screen { screen.mark(id, "✗ not delivered") } else { say("  · to \(o.to): failed (not delivered)") }
+            }
+        case let .fileReceived(from, name, size, path, _):
+            receivedFiles.append((Self.clock(), await display(from), DisplayText.clean(name), size, path))
+            if receivedFiles.count > 200 { receivedFiles.removeFirst(receivedFiles.count - 200) }
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)"),
+                              to: await window(from))
+            } else {
+                say("\r* file from \(await display(from)) [\(String(repeating: "#", count: 20))] 100%")
+                say("[\(Self.clock())] <\(await display(from)) → you> file \(DisplayText.clean(name)) (\(size) bytes) saved to \(path)")
+            }
+        case let .state(s):
+            say("* \(await display(s.senderID)) is \(s.state.emoji) \(s.state.displayName)\(s.hops > 1 ? " (\(s.hops) hops)" : "")")
+        case let .sos(s):
+            alert("🆘 SOS from \(DisplayText.clean(s.name)) (\(s.hops == 1 ? "direct" : "\(s.hops) hops")) — /status to see everyone")
+        case let .rejected(why):
+            say("! \(why)")
+        case let .pong(from, rtt, hops):
+            say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
+        case let .notice(text):
+            say("* \(text)")
+        case .stateExpired, .linkUp, .linkDown, .capabilities, .pinned, .held, .read, .sentOffMesh, .peer, .left, .privateMessage,
+             .sessionEstablished, .favorited:
+            break // the messenger's, or nothing for a person
+        }
+    }
+
+    /// Join lines held for `joinDelay` seconds: those now due (or this peer's).
+    func showJoins(only peer: PeerID? = nil) async {
+        let now = Date()
+        let due = pendingJoins.filter { entry in
+            if let peer { return entry.key == peer }
+            return now.timeIntervalSince(entry.value.at) >= Self.joinDelay
+        }
+        for (id, join) in due.sorted(by: { $0.value.at < $1.value.at }) {
+            pendingJoins[id] = nil
+            say("* \(await display(id)) joined (\(join.hops == 1 ? "direct" : "\(join.hops) hops"))")
+        }
+    }
+
+    static let joinDelay: TimeInterval = 5
+
+    static var nowMillis: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    /// A burst of history that has gone quiet: one block, oldest first, each
+    /// line at its sender's time, ours as ours.
+    func showHistory() async {
+        let burst = history.take(now: Self.nowMillis)
+        guard !burst.isEmpty else { return }
+        let me = await node.currentNickname, own = await node.peerID
+        let header = "— history: \(burst.count) message\(burst.count == 1 ? "" : "s") from before you were here, oldest first —"
+        if let screen {
+            screen.append(.init(time: FullScreen.clock(), text: header), to: ChatBuffers.publicName)
+            for m in burst {
+                screen.append(.init(time: FullScreen.clock(m.timestamp), nick: m.from == own ? me : await display(m.from),
+                                    text: Self.lines(m.text), own: m.from == own), to: ChatBuffers.publicName)
+            }
+            screen.append(.init(time: FullScreen.clock(), text: "— end of history —"), to: ChatBuffers.publicName)
+        } else {
+            say("* \(header)")
+            for m in burst {
+                say("[\(Self.clock(m.timestamp))] <\(m.from == own ? me : await display(m.from))> \(DisplayText.clean(m.text))")
+            }
+            say("* — end of history —")
+        }
+    }
+
+    /// /status: everyone's states; /status STATE sets ours; sos and clear.
+    func status(_ args: [String]) async {
+        guard let word = args.first else {
+            let mine = await node.status
+            say("* you: \(mine.emoji) \(mine.displayName) (every \(await node.statusInterval / 1000) s, \(await node.powerMode.rawValue))")
+            let board = await node.statusBoard
+            if board.isEmpty { say("* no states around yet") }
+            let now = UInt64(Date().timeIntervalSince1970 * 1000)
+            for s in board {
+                let age = now > s.timestamp ? (now - s.timestamp) / 1000 : 0
+                let line = "  \(s.state.emoji) \(DisplayText.clean(s.name)) — \(s.state.displayName), \(age) s ago, \(s.hops) hop\(s.hops == 1 ? "" : "s")"
+                if s.state == .sos, screen == nil { say("\u{1B}[1;31m\(line)\u{1B}[0m") } else if s.state == .sos { alert(line) } else { say(line) }
+            }
+            return
+        }
+        if word == "clear" {
+            await node.clearSOS()
+            say("* SOS cleared: \(await node.status.emoji) \(await node.status.displayName)")
+            return
+        }
+        guard let kind = StateKind(name: word) else {
+            say("! states: " + StateKind.allCases.map { "\($0.emoji) \($0.rawValue)" }.joined(separator: ", ") + ", or clear")
+            return
+        }
+        await node.setStatus(kind)
+        say(kind == .invisible ? "* invisible: your state is no longer broadcast"
+                               : "* you are \(kind.emoji) \(kind.displayName)\(kind == .sos ? " — broadcast every 5 s to 7 hops; /status clear ends it" : "")")
+    }
+}

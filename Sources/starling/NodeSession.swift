@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNode
+import StarlingNostr
+import StarlingNostrTransport
+import StarlingRelayClient
+import StarlingTransport
+import StarlingWire
+import StarlingYaOKStore
+
+/// What a command that runs a node holds: the node (trust unknown until the
+/// store opens), its mailboxes (Nostr with --nostr, the Ya OK server with
+/// --relay), the encrypted store, and the messenger over them. Every face
+/// (chat, listen, send, relay) starts here: one set of rules.
+struct NodeSession {
+    let node: MeshNode
+    let messenger: Messenger
+    let nostr: NostrTransport?
+    let server: YaOKServerMailbox?
+    let identityStore: IdentityStore
+
+    var directory: URL { identityStore.directory.url }
+
+    /// Makes the node and opens the store (asking for its PIN on a terminal);
+    /// the messenger has the store's trust decisions before the node runs.
+    static func start(_ o: NodeOptions, relay: String? = nil, background: Bool = false,
+                      tellsFavourites: Bool = true) async throws -> NodeSession {
+        let ids = IdentityStore(directory: DataDirectory(explicit: o.dataDir))
+        try UserError.writableDirectory(ids.directory) // said in words before any key file is tried
+        let key = try NostrKeyFile.loadOrCreate(ids.directory.url)
+        var nostr: NostrTransport?
+        var server: YaOKServerMailbox?
+        let node = try o.makeNode { options, identity in
+            options.core.trustKnown = false
+            if o.nostr.nostr {
+                var n = try o.nostr.transportOptions()
+                n.openedFile = ids.directory.url.appendingPathComponent("nostr-opened")
+                n.geoSeed = try NostrKeyFile.geoSeed(ids.directory.url)
+                let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: n)
+                options.mailboxes.append(t)
+                nostr = t
+            }
+            if let relay {
+                guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+                let client = try RelayClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
+                                             configuration: background ? .background : .init())
+                let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID())
+                options.mailboxes.append(s)
+                server = s
+            }
+        }
+        let store = try StoreAccess.open(directory: ids.directory.url, identity: node.identity)
+        var c = MessengerCore.Configuration()
+        c.npub = Bech32.npub(key.publicKey)
+        c.tellsFavourites = tellsFavourites
+        let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c)
+        try await messenger.open(store)
+        return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids)
+    }
+}
