@@ -144,6 +144,7 @@ public actor Messenger {
         let ids = contents.contacts.compactMap { $0.card?.userID } + contents.conversations.map(\.id)
         for id in ids { contents.messages[id] = try store.conversation(with: id, limit: 200) }
         contents.pending = try store.pendingMessages()
+        contents.favorites = await node.favoriteFingerprints
         core.storeOpened(contents, peers: await node.peers, now: Self.now)
         await carryOut()
     }
@@ -212,10 +213,20 @@ public actor Messenger {
     public func fingerprint(of conversation: UserID) -> Fingerprint? { core.fingerprint(of: conversation) }
     public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? { core.fingerprint(ofPeer: peer) }
     public func conversation(for fingerprint: Fingerprint) -> UserID { core.conversation(for: fingerprint) }
+
+    /// The conversation with a Noise key, kept when new (a Nostr contact away from the mesh).
+    public func conversation(withKey fingerprint: Fingerprint) async -> UserID {
+        let name = core.trust[fingerprint]?.nickname ?? fingerprint.peerID.description
+        let id = core.conversation(withKey: fingerprint, nickname: name, now: Self.now)
+        await carryOut()
+        return id
+    }
     public func isBlocked(_ f: Fingerprint) -> Bool { core.isBlocked(f) }
     public func isVerified(_ f: Fingerprint) -> Bool { core.isVerified(f) }
     public func isFavorite(_ f: Fingerprint) -> Bool { core.isFavorite(f) }
     public func route(to f: Fingerprint) -> String? { core.route(to: f) }
+    /// The peer ID that reaches a conversation's peer now.
+    public func peer(of conversation: UserID) -> PeerID? { core.fingerprint(of: conversation).map { core.peer(for: $0) } }
     public func unreadCount(_ conversation: UserID) -> Int { core.unreadCount(conversation) }
 
     /// A conversation's messages, oldest first: from the store when it is open

@@ -93,6 +93,8 @@ public struct MessengerCore: Sendable {
         /// Each conversation's recent messages, oldest first.
         public var messages: [UserID: [MessageRecord]] = [:]
         public var pending: [MessageRecord] = []
+        /// Favourites the node was started with (besides the store's): kept as trust decisions.
+        public var favorites: Set<Fingerprint> = []
         public init() {}
     }
 
@@ -129,6 +131,8 @@ public struct MessengerCore: Sendable {
     public private(set) var serverUp = false
     /// Favourites told our npub in this run.
     private var told: Set<PeerID> = []
+    /// The node event being handled (passed on to the face when it is not the messenger's).
+    private var passing: NodeEvent?
 
     public init(identity: Identity, configuration: Configuration = Configuration()) {
         self.identity = identity
@@ -223,13 +227,20 @@ public struct MessengerCore: Sendable {
         trust[fingerprint]?.verified == true || contact(for: fingerprint)?.verified == true
     }
 
+    /// The most a private message carries over the mesh and Nostr (bitchat's TLV: 255 bytes).
+    public static let meshTextLimit = PrivateMessage.maxFieldBytes
+
     /// Where a message to this Noise key can go now: "mesh", a mailbox's name, or nil (queued).
-    public func route(to fingerprint: Fingerprint) -> String? {
-        if peers.values.contains(where: { $0.fingerprint == fingerprint }) { return "mesh" }
-        if configuration.nostr, nostrReachable.contains(fingerprint) { return "nostr" }
-        if let server = configuration.server, serverUp, contact(for: fingerprint) != nil { return server }
+    /// A text longer than the mesh carries goes only through the Ya OK server.
+    public func route(to fingerprint: Fingerprint, bytes: Int = 0) -> String? {
+        let long = bytes > Self.meshTextLimit
+        if !long, peers.values.contains(where: { $0.fingerprint == fingerprint }) { return "mesh" }
+        if !long, configuration.nostr, nostrReachable.contains(fingerprint) { return "nostr" }
+        if let server = configuration.server, serverUp, contact(for: fingerprint) != nil, !long || !isPresent(fingerprint) { return server }
         return nil
     }
+
+    private func isPresent(_ f: Fingerprint) -> Bool { peers.values.contains { $0.fingerprint == f } }
 
     /// Unread incoming messages in a conversation (of the recent ones).
     public func unreadCount(_ conversation: UserID) -> Int {
@@ -288,6 +299,11 @@ public struct MessengerCore: Sendable {
         trust = Dictionary(contents.trust.compactMap { r in Fingerprint(hex: r.fingerprint.lowercased()).map { ($0, r) } },
                            uniquingKeysWith: { a, _ in a })
         for r in contents.conversations { peerConversations[r.id] = r }
+        for f in contents.favorites where trust[f]?.favorite != true {
+            var t = trust[f] ?? TrustRecord(fingerprint: f.hex, updatedAt: now)
+            t.favorite = true
+            trust[f] = t
+        }
         for (c, list) in contents.messages {
             var merged = list.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
             for m in recent[c] ?? [] where !merged.contains(where: { $0.id == m.id }) { merged.append(m) }
@@ -394,6 +410,8 @@ public struct MessengerCore: Sendable {
             return
         }
         if let from = Self.hideable(event), let f = fingerprint(ofPeer: from), isBlocked(f) { return }
+        passing = event
+        defer { passing = nil }
         switch event {
         case let .peer(id, nickname, hops):
             emit(.peerJoined(id, nickname: nickname, hops: hops))
@@ -488,7 +506,10 @@ public struct MessengerCore: Sendable {
     }
 
     private mutating func progress(_ transportID: String, now: Double, via: String? = nil, _ change: (inout MessageProgress) -> Void) {
-        guard var r = record(transportID), r.progress != nil else { return }
+        guard var r = record(transportID), r.progress != nil else {
+            if let event = passing { emit(.node(event)) } // a file's, or a notice's: the face's to show
+            return
+        }
         let before = r.progress!.state
         change(&r.progress!)
         if let via { r.transport = via }
@@ -501,7 +522,10 @@ public struct MessengerCore: Sendable {
     /// The node gave up: a message to a contact or favourite waits for a
     /// route again (the store's queue); to anyone else it failed.
     private mutating func failed(_ transportID: String, now: Double) {
-        guard var r = record(transportID), r.progress != nil else { return }
+        guard var r = record(transportID), r.progress != nil else {
+            if let event = passing { emit(.node(event)) }
+            return
+        }
         let keeps = fingerprint(of: r.contact).map { contact(for: $0) != nil || isFavorite($0) } ?? false
         try? r.progress!.move(to: .retrying, at: now)
         if !keeps { try? r.progress!.move(to: .failed, at: now) }
@@ -530,7 +554,7 @@ public struct MessengerCore: Sendable {
         trust[f] = t
         write(.trust(t))
         refreshNostr(f)
-        emit(.favorited(by: by, name: nickname ?? displayName(by), on: on,
+        emit(.favorited(by: by, name: nickname ?? displayName(by), on: on, npub: on ? npub : nil,
                         overNostr: on && npub != nil && configuration.nostr && isFavorite(f)))
         sendWaiting(now: now)
     }
@@ -569,12 +593,14 @@ public struct MessengerCore: Sendable {
     public enum SendError: Error, Hashable, Sendable, CustomStringConvertible {
         case blocked(String)
         case empty
-        case tooLong(Int)
+        case tooLong(Int, limit: Int)
         public var description: String {
             switch self {
             case let .blocked(name): "\(name) is blocked: unblock them first"
             case .empty: "an empty message is not sent"
-            case let .tooLong(n): "the message is \(n) bytes; at most \(SealedMessageBytes.maxTextBytes) go in one"
+            case let .tooLong(n, limit) where limit == MessengerCore.meshTextLimit:
+                "the message is \(n) bytes; at most \(limit) cross the mesh (to a contact, the Ya OK server's --relay carries up to \(SealedMessageBytes.maxTextBytes))"
+            case let .tooLong(n, limit): "the message is \(n) bytes; at most \(limit) go in one"
             }
         }
     }
@@ -584,8 +610,12 @@ public struct MessengerCore: Sendable {
     @discardableResult
     public mutating func send(_ text: String, to conversation: UserID, now: Double) throws(SendError) -> MessageRecord {
         guard !text.isEmpty else { throw .empty }
-        guard text.utf8.count <= SealedMessageBytes.maxTextBytes else { throw .tooLong(text.utf8.count) }
+        let bytes = text.utf8.count
+        guard bytes <= SealedMessageBytes.maxTextBytes else { throw .tooLong(bytes, limit: SealedMessageBytes.maxTextBytes) }
         if let f = fingerprint(of: conversation), isBlocked(f) { throw .blocked(name(of: conversation)) }
+        if bytes > Self.meshTextLimit, configuration.server == nil || contacts[conversation] == nil {
+            throw .tooLong(bytes, limit: Self.meshTextLimit)
+        }
         var progress = MessageProgress(at: now)
         try? progress.move(to: .encrypting, at: now)
         try? progress.move(to: .routing, at: now)
@@ -596,7 +626,7 @@ public struct MessengerCore: Sendable {
         write(.insertMessage(record))
         if let f = fingerprint(of: conversation) {
             if contacts[conversation] == nil { keepConversation(conversation, fingerprint: f, nickname: name(of: conversation), now: now) }
-            if route(to: f) != nil { hand(&record, to: f, now: now) }
+            if route(to: f, bytes: bytes) != nil { hand(&record, to: f, now: now) }
         }
         emit(.sent(conversation: conversation, record: record))
         return record
@@ -605,14 +635,19 @@ public struct MessengerCore: Sendable {
     /// The conversation with a mesh peer (made when new).
     public mutating func conversation(withPeer peer: PeerID, now: Double) -> UserID? {
         guard let f = fingerprint(ofPeer: peer) else { return nil }
+        return conversation(withKey: f, nickname: displayName(peer), now: now)
+    }
+
+    /// The conversation with a Noise key (made when new): a contact's, or the peer's own.
+    public mutating func conversation(withKey f: Fingerprint, nickname: String, now: Double) -> UserID {
         let id = conversation(for: f)
-        if contacts[id] == nil { keepConversation(id, fingerprint: f, nickname: displayName(peer), now: now) }
+        if contacts[id] == nil, peerConversations[id] == nil { keepConversation(id, fingerprint: f, nickname: nickname, now: now) }
         return id
     }
 
     /// Hands a recorded message to the node (which takes the mesh, then a mailbox).
     private mutating func hand(_ record: inout MessageRecord, to f: Fingerprint, now: Double) {
-        guard let way = route(to: f), let transportID = record.transportID else { return }
+        guard let way = route(to: f, bytes: record.text.utf8.count), let transportID = record.transportID else { return }
         if record.progress?.state == .retrying || record.progress?.state == .failed { try? record.progress?.move(to: .retrying, at: now) }
         try? record.progress?.attempt(on: way == "mesh" ? 0 : way == "nostr" ? 1 : 2, at: now)
         record.transport = way
@@ -625,8 +660,8 @@ public struct MessengerCore: Sendable {
     /// Messages waiting in the queue go where they now can.
     private mutating func sendWaiting(now: Double) {
         for (c, list) in recent {
-            guard let f = fingerprint(of: c), route(to: f) != nil, !isBlocked(f) else { continue }
-            let waiting = list.filter(\.isPending)
+            guard let f = fingerprint(of: c), !isBlocked(f) else { continue }
+            let waiting = list.filter { $0.isPending && route(to: f, bytes: $0.text.utf8.count) != nil }
             guard !waiting.isEmpty else { continue }
             emit(.sendingWaiting(conversation: c, count: waiting.count))
             for var m in waiting {

@@ -25,7 +25,7 @@ public enum MessengerEvent: Sendable {
     case peerLeft(PeerID)
     case sessionEstablished(PeerID, name: String)
     /// A peer made us a favourite, or no longer; `overNostr`: both are favourites and Nostr carries it.
-    case favorited(by: PeerID, name: String, on: Bool, overNostr: Bool)
+    case favorited(by: PeerID, name: String, on: Bool, npub: String?, overNostr: Bool)
     case trustChanged(Fingerprint, name: String, blocked: Bool, favorite: Bool, verified: Bool)
     /// Something a person should know (a refused announce, a transport down).
     case warning(String)

@@ -191,8 +191,6 @@ public struct NodeCore: Sendable {
     /// Peers present (an announce within the last 60 s): the one record of them.
     private var present = PeerTable<PeerCard>()
     private var blocked: Set<Fingerprint> = []
-    /// The peer IDs the blocked Noise keys derive (a peer that speaks before it announces).
-    private var blockedIDs: Set<PeerID> = []
     /// Private payloads that came while trust was not known yet (256 at most,
     /// the oldest going unacknowledged: its sender tries again).
     private var awaitingTrust: [(payload: NoisePayload, from: PeerID, hops: Int, via: String?)] = []
@@ -575,13 +573,13 @@ public struct NodeCore: Sendable {
     public var blockedFingerprints: Set<Fingerprint> { blocked }
 
     /// Whether what `peer` sends is dropped: the Noise key of its verified
-    /// announce, of the session it opened (a private message can come before
-    /// the announce), or the key its peer ID derives from, is blocked.
+    /// announce, or of the session it opened (a private message can come
+    /// before the announce), is blocked.
     public func isBlocked(_ peer: PeerID) -> Bool {
         guard !blocked.isEmpty else { return false }
         if let f = present[peer]?.info.fingerprint, blocked.contains(f) { return true }
         if let f = sessions.fingerprint(of: peer), blocked.contains(f) { return true }
-        return blockedIDs.contains(peer)
+        return false
     }
 
     /// Trust decisions are loaded: what waited for them is taken now (a
@@ -681,7 +679,10 @@ public struct NodeCore: Sendable {
     /// Sends a payload that a delivered receipt will acknowledge, and keeps
     /// sending it until one comes (or the tracker gives up).
     private mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
-        _ = try payload.encoded() // fails here, not on a retry
+        // Fails here, not on a retry. A payload the mesh cannot carry (a private
+        // message over 255 bytes) may still go to a peer away from the mesh
+        // through a mailbox that can (the Ya OK server carries 10,240 bytes).
+        if present[peer] != nil || offMeshRoute(peer) == nil { _ = try payload.encoded() }
         unacknowledged[id] = payload
         tracker.sent(id, to: peer, now: now, favorite: isFavorite(peer))
         try sendNoise(payload, to: peer, now: now, fresh: true)
@@ -839,8 +840,7 @@ public struct NodeCore: Sendable {
     /// The router drops packets from blocked peers before anything else: not
     /// processed, not relayed, not answered.
     private mutating func updateBlockedSenders() {
-        blockedIDs = Set(blocked.map(\.peerID))
-        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys).union(blockedIDs)
+        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys)
     }
 
     // MARK: Receiving

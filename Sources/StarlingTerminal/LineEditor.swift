@@ -46,7 +46,9 @@ public struct LineEditor: Sendable {
             let kept = insert(Array(text), pasted: true)
             if cut || kept < text.count { return .pasteCut(kept: kept) }
         case .enter:
-            let submitted = line
+            // A paste's trailing line breaks end the paste, not a line of the message.
+            var submitted = line
+            while submitted.last?.isNewline == true { submitted.removeLast() }
             let command = !firstCharacterPasted
             if submitted.contains(where: { !$0.isWhitespace }) {
                 if history.last != submitted { history.append(submitted) }

@@ -77,6 +77,9 @@ extension ChatScreen {
         case "/who":
             let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
             if peers.isEmpty { say("* nobody yet") }
+            let here = Set(peers.map(\.value.fingerprint))
+            let blocked = await messenger.trust.filter { $0.value.blocked && !here.contains($0.key) }.compactMap(\.value.nickname).sorted()
+            if !blocked.isEmpty { say("* blocked, not here now: \(blocked.map(DisplayText.clean).joined(separator: ", ")) (/unblock NAME)") }
             for (id, info) in peers {
                 let favourite = await messenger.isFavorite(info.fingerprint)
                 let marks = (favourite ? " ★" : "") + (await messenger.isBlocked(info.fingerprint) ? " (blocked)" : "")
@@ -90,6 +93,14 @@ extension ChatScreen {
             say("* ping \(words[1]) …")
         case "/block", "/unblock", "/fav", "/unfav", "/verify":
             guard words.count >= 2 else { say("usage: \(words[0]) NICK (a peer /who lists)"); return true }
+            if words[0] != "/verify", await !node.peers.contains(where: { $0.value.nickname == words[1] }), !words[1].contains("#"),
+               let (f, name) = await decided(named: words[1]) {
+                // Not here (a blocked peer never is): a contact, or a peer decided about before.
+                let change: MessengerCore.TrustChange = ["/block": .block, "/unblock": .unblock, "/fav": .favourite][words[0]] ?? .unfavourite
+                await messenger.decide(change, about: f, nickname: name)
+                say("* \(words[1]) " + ["/block": "blocked", "/unblock": "unblocked", "/fav": "is a favourite", "/unfav": "is no longer a favourite"][words[0]]!)
+                return true
+            }
             guard let id = await peer(named: words[1]), let info = await node.peers[id] else { return true }
             switch words[0] {
             case "/block":

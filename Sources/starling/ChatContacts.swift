@@ -27,13 +27,22 @@ extension ChatScreen {
         let trust = await messenger.trust
         if let (f, _) = trust.filter({ $0.value.npub != nil && $0.value.favorite && DisplayText.clean($0.value.nickname ?? "") == name })
             .min(by: { $0.key < $1.key }) {
-            return await messenger.conversation(for: f) // a mutual favourite over Nostr, not on the mesh
+            return await messenger.conversation(withKey: f) // a mutual favourite over Nostr, not on the mesh
         }
         if let kept = await messenger.peerConversations.filter({ DisplayText.clean($0.nickname) == name }).max(by: { $0.updatedAt < $1.updatedAt }) {
             return kept.id
         }
         _ = await peer(named: name) // says there is none
         return nil
+    }
+
+    /// The Noise key of a contact, or of a peer decided about before, by the
+    /// name it was kept under (one only).
+    func decided(named name: String) async -> (Fingerprint, String)? {
+        if let card = contacts(named: name, in: await messenger.contacts).first?.card { return (card.meshFingerprint, card.displayName) }
+        let kept = await messenger.trust.filter { DisplayText.clean($0.value.nickname ?? "") == name }
+        guard kept.count == 1, let (f, t) = kept.first else { return nil }
+        return (f, t.nickname ?? name)
     }
 
     /// The one peer a typed name means. Several peers with that nickname are

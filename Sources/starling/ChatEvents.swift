@@ -66,7 +66,7 @@ extension ChatScreen {
         case let .sessionEstablished(peer, _):
             say("* encrypted session with \(await display(peer))")
             await refreshScreen()
-        case let .favorited(by, _, on, overNostr):
+        case let .favorited(by, _, on, _, overNostr):
             await showJoins(only: by)
             say("* \(await display(by)) \(on ? "favorited" : "unfavorited") you"
                 + (on && overNostr ? " (reachable over Nostr when both of you are favourites)" : ""))

@@ -221,8 +221,10 @@ final class FullScreen: @unchecked Sendable {
         let rows = Int(starling_lines()), cols = Int(starling_cols())
         let buffer = buffers.currentBuffer
         let title = self.title, activity = buffers.activity, status = self.status
-        let (input, cursor) = TextWidth.window(secretInput ? Array(String(repeating: "*", count: editor.text.count)) : editor.text,
-                                               cursor: editor.cursor, width: max(2, cols - TextWidth.of("[\(buffer.name)] ") - 1))
+        // A pasted line break shows as ⏎ (one column, so the cursor stays where it is).
+        let shown = secretInput ? Array(String(repeating: "*", count: editor.text.count)) : editor.text.map { $0.isNewline ? "⏎" : $0 }
+        let (input, cursor) = TextWidth.window(shown, cursor: editor.cursor, width: max(2, cols - TextWidth.of("[\(buffer.name)] ") - 1))
+        let breaks = secretInput ? 0 : editor.text.count(where: \.isNewline)
         let bell = self.bell
         self.bell = false
         lock.unlock()
@@ -263,9 +265,10 @@ final class FullScreen: @unchecked Sendable {
                 mvwaddstr(screen, y, 0, item.text)
             }
         }
-        // Status line.
+        // Status line (a paste of several lines says what Enter will send).
         wattron(screen, starling_reverse())
-        mvwaddstr(screen, Int32(rows - 2), 0, pad("[\(Self.clock())] [\(activity)] \(status)", cols))
+        let pasted = breaks > 0 ? " · a paste of \(breaks + 1) lines (⏎): Enter sends it as one message" : ""
+        mvwaddstr(screen, Int32(rows - 2), 0, pad("[\(Self.clock())] [\(activity)] \(status)\(pasted)", cols))
         wattroff(screen, starling_reverse())
         // Input line.
         let prompt = "[\(buffer.name)] "

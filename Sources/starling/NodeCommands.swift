@@ -152,7 +152,7 @@ struct EventPrinter: Sendable {
         case let .peerLeft(peer): print(.left(peer))
         case let .sessionEstablished(peer, _):
             if let f = await messenger.fingerprint(ofPeer: peer) { print(.sessionEstablished(peer, fingerprint: f.hex)) }
-        case let .favorited(by, name, on, _): print(.favorited(by: by, nickname: name, on: on, npub: nil))
+        case let .favorited(by, name, on, npub, _): print(.favorited(by: by, nickname: name, on: on, npub: npub))
         case let .warning(text): line(["event": "warning", "text": text], "! \(text)")
         case let .notSaved(text): line(["event": "notSaved", "text": text], "! \(text)")
         case let .diagnostic(r): if json { print(.rejected(r)) }
@@ -308,8 +308,12 @@ struct Send: AsyncParsableCommand {
         let quiet = !json
         let events = Task {
             for await event in messenger.events {
-                if case let .progress(_, record) = event, let id = record.transportID, let state = record.progress?.state {
+                if case let .progress(conversation, record) = event, let id = record.transportID, let state = record.progress?.state {
                     await watch.moved(id, state, via: record.transport)
+                    // Our message's way and receipts, as the node events they stand for.
+                    if json, let peer = await messenger.peer(of: conversation) {
+                        for e in await watch.newly(id, state, via: record.transport, peer: peer) { printer.print(e) }
+                    }
                 }
                 // A one-shot sender prints what concerns it, not the mesh's comings and goings.
                 if quiet { switch event { case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state),
@@ -357,7 +361,7 @@ struct Send: AsyncParsableCommand {
             sent = try await messenger.send(text, to: c)
             recipient = peer
         } else if let overNostr {
-            sent = try await messenger.send(text, to: await messenger.conversation(for: overNostr)) // not on the mesh: over Nostr
+            sent = try await messenger.send(text, to: await messenger.conversation(withKey: overNostr)) // not on the mesh: over Nostr
             recipient = overNostr.peerID
         } else {
             try await n.sendPublic(text)
@@ -381,11 +385,7 @@ struct Send: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(20))
             }
             outcome = await watch.outcome(messageID)
-            if contact == nil {
-                for (event, state) in [("delivered", MessageState.delivered), ("read", .read)] where await watch.reached(messageID, state) {
-                    printer.print(event == "delivered" ? .delivered(messageID: messageID, by: recipient) : .read(messageID: messageID, by: recipient))
-                }
-            }
+            _ = recipient
         } else {
             try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
         }
@@ -444,6 +444,18 @@ struct Send: AsyncParsableCommand {
             case let .refused(t, why): server[t] = .kept("the relay refused it: \(why)")
             case let .unanswered(t): server[t] = .kept("the relay did not answer")
             }
+        }
+        var printed: Set<String> = []
+        /// The node events a move stands for, each once.
+        func newly(_ id: String, _ state: MessageState, via: String?, peer: PeerID) -> [MeshNode.Event] {
+            var out: [MeshNode.Event] = []
+            if let via, via != "mesh", state >= .sent, state != .failed, printed.insert("off:" + id).inserted {
+                out.append(.sentOffMesh(messageID: id, to: peer, via: via))
+            }
+            if state >= .delivered, printed.insert("delivered:" + id).inserted { out.append(.delivered(messageID: id, by: peer)) }
+            if state == .read, printed.insert("read:" + id).inserted { out.append(.read(messageID: id, by: peer)) }
+            if state == .failed, printed.insert("failed:" + id).inserted { out.append(.failed(messageID: id, to: peer)) }
+            return out
         }
         func reached(_ id: String, _ state: MessageState) -> Bool { (states[id].map { $0 >= state } ?? false) && states[id] != .failed }
         func outcome(_ id: String) -> Outcome? {

@@ -100,9 +100,11 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Runs up to `duration` s (each test stops it sooner; long enough for a loaded machine).
-    static func node(_ name: String, peers: [UInt16] = [], duration: Int = 60) throws -> LiveProcess {
+    /// `markRead`: the listener shows what comes to a person (read receipts go back).
+    static func node(_ name: String, peers: [UInt16] = [], duration: Int = 60, markRead: Bool = false) throws -> LiveProcess {
         try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", name, "--duration", String(duration),
-                         "--announce-interval", "1", "--data-dir", dataDir()] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
+                         "--announce-interval", "1", "--data-dir", dataDir()] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
+                        + (markRead ? ["--mark-read"] : []))
     }
 
     /// A `starling chat` process linked to one peer, typed into through stdin.
@@ -136,10 +138,10 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Bob, and carol linked to bob only; alice will link to bob only too.
-    static func line() async throws -> (bob: LiveProcess, carol: LiveProcess, bobPort: UInt16) {
+    static func line(carolMarksRead: Bool = true) async throws -> (bob: LiveProcess, carol: LiveProcess, bobPort: UInt16) {
         let bob = try node("bob")
         let bobPort = try await port(of: bob)
-        let carol = try node("carol", peers: [bobPort])
+        let carol = try node("carol", peers: [bobPort], markRead: carolMarksRead)
         #expect(await bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
         return (bob, carol, bobPort)
     }
@@ -204,6 +206,22 @@ final class LiveProcess: @unchecked Sendable {
         // Bob relayed every packet of it and never saw the plaintext.
         #expect(!bob.text.contains(secret))
         #expect(!bob.events.contains { $0["event"] as? String == "privateMessage" })
+    }
+
+    /// A program that only prints what comes (`listen --json`) acknowledges
+    /// delivery but never says "read": nobody has seen it. With --mark-read
+    /// (the positive control, in the test above) it does.
+    @Test func aListenerThatShowsNoPersonSendsNoReadReceipt() async throws {
+        let (bob, carol, bobPort) = try await Self.line(carolMarksRead: false)
+        defer { bob.stop(); carol.stop() }
+        let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
+                                     "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--wait", "8", "--linger", "4", "unseen"])
+        defer { alice.stop() }
+        let got = try #require(await carol.waitFor(seconds: 30) { $0["event"] as? String == "privateMessage" }, "\(carol.text)")
+        let id = try #require(got["messageID"] as? String)
+        #expect(await alice.waitFor { $0["event"] as? String == "delivered" && $0["messageID"] as? String == id } != nil, "\(alice.text)")
+        #expect(await alice.waitForExit() == 0)
+        #expect(!alice.events.contains { $0["event"] as? String == "read" }, "\(alice.text)")
     }
 
     @Test func chatSessionWithCommands() async throws {

@@ -139,11 +139,12 @@ import Glibc
         #expect(await a.waitForText("connected to ws://127.0.0.1:\(relayPort) through SOCKS5 proxy 127.0.0.1:\(proxyPort)"), "\(a.text)")
         a.stop()
         b.stop()
-        let contacts = try String(contentsOfFile: alice.dir + "/nostr-contacts", encoding: .utf8)
-        #expect(contacts.contains(bob.fingerprint) && contacts.contains("bob"), "\(contacts)")
+        // Kept in the encrypted store, not in a file beside it.
+        #expect(toldA != nil, "\(a.text)")
+        #expect(!FileManager.default.fileExists(atPath: alice.dir + "/nostr-contacts"))
 
         // Apart: no mesh link at all. Bob listens; Alice sends to him by name.
-        let bobAlone = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "90", "--data-dir", bob.dir,
+        let bobAlone = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "90", "--data-dir", bob.dir, "--mark-read",
                                         "--favorite", alice.fingerprint] + nostr(proxyPort))
         defer { bobAlone.stop() }
         #expect(await bobAlone.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(bobAlone.text)")
@@ -232,23 +233,23 @@ import Glibc
         alice.type("/fav bob")
         #expect(await bob.waitForText("* alice favorited you"), "\(bob.text)")
         #expect(!bob.text.contains("[FAVORITED]"), "\(bob.text)")
-        let contacts = try String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8)
-        #expect(contacts.contains(" npub1") && contacts.hasSuffix(" alice\n"), "\(contacts)")
-        // Bob chooses standard NIP-17 for her (kept in the file), and back.
+        // Kept in the encrypted store (no file beside it), with alice's npub.
+        #expect(!FileManager.default.fileExists(atPath: bobDir + "/nostr-contacts"))
+        bob.type("/nostr")
+        #expect(await bob.waitForText("alice  npub1"), "\(bob.text)")
+        // Bob chooses standard NIP-17 for her, and back.
         bob.type("/nostr alice standard")
         #expect(await bob.waitForText("messages to alice over Nostr go as standard NIP-17"), "\(bob.text)")
-        let chosen = try String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8)
-        #expect(chosen.hasSuffix(" variant=standard alice\n"), "\(chosen)")
         bob.type("/nostr")
         #expect(await bob.waitForText("…  standard NIP-17"), "\(bob.text)")
         bob.type("/nostr alice bitchat")
         #expect(await bob.waitForText("go as bitchat's envelope"), "\(bob.text)")
-        #expect(try String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8) == contacts)
         bob.type("/nostr carol standard")
         #expect(await bob.waitForText("no Nostr contact named carol"), "\(bob.text)")
         alice.type("/unfav bob")
         #expect(await bob.waitForText("* alice unfavorited you"), "\(bob.text)")
         #expect(!bob.text.contains("[UNFAVORITED]"))
-        #expect((try? String(contentsOfFile: bobDir + "/nostr-contacts", encoding: .utf8)) == "")
+        bob.type("/nostr")
+        #expect(await bob.waitForText("no Nostr contacts yet"), "\(bob.text)")
     }
 }

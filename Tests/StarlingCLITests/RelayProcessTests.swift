@@ -52,7 +52,7 @@ import Glibc
 
         // Bob registers once (the relay queues only for users it knows), then goes away.
         let first = try Self.listen(bob, relay: port)
-        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
         first.stop()
 
         let sent = try await Self.send(alice, relay: port, to: "bob", "while you were away")
@@ -61,8 +61,9 @@ import Glibc
 
         // Bob comes back: the message arrives, stored, then acknowledged.
         let back = try Self.listen(bob, relay: port)
-        let got = await back.waitFor { $0["event"] as? String == "relayMessage" }
-        #expect(got?["text"] as? String == "while you were away" && got?["from"] as? String == "alice", "\(back.text)")
+        let got = await back.waitFor { $0["event"] as? String == "privateMessage" }
+        #expect(got?["text"] as? String == "while you were away" && got?["nickname"] as? String == "alice", "\(back.text)")
+        #expect(got?["via"] as? String == "yaok-server", "\(back.text)")
         // Online now: the next one is sent on at once.
         let second = try await Self.send(alice, relay: port, to: "bob", "and now you are here")
         #expect(second.stdout.contains("(online: sent on at once)"), "\(second.stdout)")
@@ -77,7 +78,7 @@ import Glibc
         // A third listen gets nothing twice: the ACKs emptied the queue.
         let third = try Self.listen(bob, relay: port)
         defer { third.stop() }
-        #expect(await third.waitFor { $0["event"] as? String == "relayRegistered" } != nil)
+        #expect(await third.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil)
         let barrier = try await Self.send(alice, relay: port, to: "bob", "barrier")
         #expect(barrier.status == 0)
         #expect(await third.waitFor { $0["text"] as? String == "barrier" } != nil, "\(third.text)")
@@ -242,14 +243,14 @@ import Glibc
         let (alice, bob) = try await Self.pair()
         // Bob registers through server B, then goes away.
         let first = try Self.listen(bob, relay: servers[1].1)
-        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
         first.stop()
         let sent = try await Self.send(alice, relay: servers[0].1, to: "bob", "through A, for B")
         #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
         #expect(sent.stdout.contains("queued at the relay 127.0.0.1:\(servers[0].1)"), "\(sent.stdout)")
         let back = try Self.listen(bob, relay: servers[1].1)
         defer { back.stop() }
-        let got = await back.waitFor { $0["event"] as? String == "relayMessage" }
+        let got = await back.waitFor { $0["event"] as? String == "privateMessage" }
         #expect(got?["text"] as? String == "through A, for B", "\(back.text)")
 
         // Prometheus text from server A: one message in; the shared queue's depth on both.
@@ -278,7 +279,7 @@ import Glibc
         defer { server.stop() }
         let (aliceDir, bobDir) = try await Self.pair()
         let first = try Self.listen(bobDir, relay: port)
-        #expect(await first.waitFor { $0["event"] as? String == "relayRegistered" } != nil, "\(first.text)")
+        #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
         first.stop()
 
         func chat(_ dir: String) throws -> LiveProcess {
@@ -286,18 +287,18 @@ import Glibc
         }
         let alice = try chat(aliceDir)
         defer { alice.stop() }
-        #expect(await alice.waitForText("registered with the relay"), "\(alice.text)")
+        #expect(await alice.waitForText("registered with the Ya OK server"), "\(alice.text)")
         alice.type("/msg bob are you at the shelter?")
-        #expect(await alice.waitForText("queued at the relay"), "\(alice.text)")
+        #expect(await alice.waitForText("queued at the Ya OK server"), "\(alice.text)")
         let bob = try chat(bobDir)
         defer { bob.stop() }
-        #expect(await bob.waitForText("<alice → you> are you at the shelter?  · via the relay"), "\(bob.text)")
+        #expect(await bob.waitForText("<alice → you> (via the Ya OK server) are you at the shelter?"), "\(bob.text)")
         // Bob's receipts (sealed, through the relay; alice is online, so they are pushed at once).
         #expect(await alice.waitForText("to bob: read"), "\(alice.text)")
         // And back: alice is online, so bob's answer is sent on at once.
         bob.type("/msg alice yes, since noon")
-        #expect(await alice.waitForText("<bob → you> yes, since noon  · via the relay"), "\(alice.text)")
+        #expect(await alice.waitForText("<bob → you> (via the Ya OK server) yes, since noon"), "\(alice.text)")
         alice.type("/contacts")
-        #expect(await alice.waitForText("bob  away · last reached via the relay"), "\(alice.text)")
+        #expect(await alice.waitForText("bob  away · last reached via the Ya OK server"), "\(alice.text)")
     }
 }

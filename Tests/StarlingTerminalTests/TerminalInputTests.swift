@@ -104,6 +104,12 @@ import Testing
         #expect(type(&g, [.paste("0123456789", cut: false)]) == [.pasteCut(kept: 5)])
         var h = LineEditor()
         #expect(type(&h, chars("/msg bob ") + [.paste("pasted", cut: false), .enter]) == [.submit("/msg bob pasted", command: true)])
+        // A paste's trailing line breaks are not an empty last line of the message;
+        // the line breaks inside it are kept (the control: the same text without them).
+        var t = LineEditor()
+        #expect(type(&t, [.paste("one\ntwo\n\n", cut: false), .enter]) == [.submit("one\ntwo", command: false)])
+        var u = LineEditor()
+        #expect(type(&u, [.paste("one\ntwo", cut: false), .enter]) == [.submit("one\ntwo", command: false)])
     }
 }
 
