@@ -250,7 +250,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCryptoTests",
         dependencies: [
-            "StarlingCrypto",
+            "StarlingCrypto", "StarlingTestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
         ],
@@ -266,7 +266,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingStatelyTests",
-        dependencies: ["StarlingStately", "StarlingSim", "StarlingMesh", "StarlingCrypto", "StarlingWire"]
+        dependencies: ["StarlingStately", "StarlingSim", "StarlingMesh", "StarlingCrypto", "StarlingWire", "StarlingTestSupport"]
     ),
     .testTarget(
         name: "StarlingWiFiSetTests",
@@ -280,7 +280,7 @@ let targets: [Target] = [
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
         name: "StarlingNostrTests",
-        dependencies: ["StarlingNostr", "StarlingCrypto", "StarlingWire", "StarlingMesh", .product(name: "Crypto", package: "swift-crypto")],
+        dependencies: ["StarlingNostr", "StarlingTestSupport", "StarlingCrypto", "StarlingWire", "StarlingMesh", .product(name: "Crypto", package: "swift-crypto")],
         resources: [.copy("Vectors")]
     ),
     .testTarget(
@@ -289,7 +289,9 @@ let targets: [Target] = [
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto"),
                        .product(name: "GRDB", package: "GRDB.swift")]
     ),
-    // Test helpers shared by test targets: a private D-Bus daemon, bluezoo on it.
+    // Test helpers shared by test targets: the starling binary run and read,
+    // the Python environment, a bound on processes at once; a private D-Bus
+    // daemon, bluezoo on it.
     .target(
         name: "StarlingTestSupport",
         dependencies: ["StarlingDBus", "StarlingBlueZ"],

@@ -461,7 +461,7 @@ public struct MessengerCore: Sendable {
         case let .rejected(r):
             switch r.kind {
             case .badAnnounce, .fileRefused, .fileNotSaved, .transport:
-                emit(.warning(r.detail))
+                emit(.node(event)) // a person should know: the face says it
             case .undecryptable, .handshakeFailed, .malformedPrivatePayload, .notText, .stately:
                 // Internals (a session lost in a restart, a stranger's bad bytes): counted, not shown.
                 emit(.diagnostic(r))

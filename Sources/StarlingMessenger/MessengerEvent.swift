@@ -27,7 +27,9 @@ public enum MessengerEvent: Sendable {
     /// A peer made us a favourite, or no longer; `overNostr`: both are favourites and Nostr carries it.
     case favorited(by: PeerID, name: String, on: Bool, npub: String?, overNostr: Bool)
     case trustChanged(Fingerprint, name: String, blocked: Bool, favorite: Bool, verified: Bool)
-    /// Something a person should know (a refused announce, a transport down).
+    /// Something a person should know that the messenger found (a message it
+    /// could not hand to the node). Refusals from the network a person should
+    /// know of (a refused announce, a transport down) come as `.node(.rejected)`.
     case warning(String)
     /// A change the store did not take: said, never dropped in silence.
     case notSaved(String)

@@ -49,6 +49,8 @@ struct Starling: AsyncParsableCommand {
         } catch let usage as ValidationError {
             // A usage error found while running: the command's own usage, and 64.
             fail("\(usage.message)\n" + Starling.usageString(for: type(of: parsed)), code: 64)
+        } catch where exitCode(for: error) == .success {
+            exit(withError: error) // `starling help CMD` asks for help while running: ArgumentParser prints it
         } catch {
             fail(RuntimeFailure(error).description, code: 1)
         }

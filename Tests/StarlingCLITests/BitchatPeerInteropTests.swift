@@ -1,11 +1,12 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
 /// An independent bitchat peer (Tests/interop/bitchat_peer.py: pynacl and
 /// hashlib, written from docs/PROTOCOL.md) against a real `starling listen`
 /// over UDP: the 2026 announce TLVs (capabilities, bridge geohash), ping and
 /// pong, and REQUEST_SYNC's options in both numberings.
-@Suite struct BitchatPeerInteropTests {
+@Suite(.usesProcesses) struct BitchatPeerInteropTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test func aPythonPeerAndARealNodeAgreeOnThe2026Additions() async throws {

@@ -13,7 +13,7 @@ enum BLEIDs {
     static let characteristic = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
 }
 
-@Suite(.serialized) struct BluetoothProcessTests {
+@Suite(.serialized, .usesProcesses) struct BluetoothProcessTests {
     static func node(_ arguments: [String], bus: String) throws -> LiveProcess {
         let p = LiveProcess.unstarted([StarlingProcess.executable.path] + arguments)
         var env = ProcessInfo.processInfo.environment

@@ -1,9 +1,10 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
 /// `starling contact`, `pin`, `backup` and `restore` as a person runs them:
 /// two identities in two data directories adding each other by QR code.
-@Suite struct ContactCommandTests {
+@Suite(.usesProcesses) struct ContactCommandTests {
     static func temporaryDirectory(_ label: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("starling-\(label)-\(UUID().uuidString)").path
     }
@@ -122,7 +123,7 @@ import Testing
 /// The chat with the encrypted store: a message to a contact who is away
 /// waits and goes when they appear; the conversation and trust decisions
 /// survive a restart.
-@Suite(.serialized) struct ContactChatProcessTests {
+@Suite(.serialized, .usesProcesses) struct ContactChatProcessTests {
     static func chat(_ name: String, dir: String, peer: UInt16) throws -> LiveProcess {
         try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1",
                          "--data-dir", dir, "--peer", "127.0.0.1:\(peer)"])
@@ -219,7 +220,7 @@ import Testing
 }
 
 /// One node per data directory: a second refuses and names the first.
-@Suite struct DataDirectoryLockTests {
+@Suite(.usesProcesses) struct DataDirectoryLockTests {
     @Test func aSecondNodeOnOneDirectoryRefuses() async throws {
         let dir = ContactCommandTests.temporaryDirectory("lock")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -245,7 +246,7 @@ import Testing
 
 /// Names as a person reads them: two peers with one nickname are never
 /// confused, a rename is a rename, and `/send` takes `~` and quoted paths.
-@Suite(.serialized) struct ChatNamesProcessTests {
+@Suite(.serialized, .usesProcesses) struct ChatNamesProcessTests {
     @Test func twoPeersWithOneNicknameARenameAndATypedPath() async throws {
         let relay = try MeshProcessTests.node("relay")
         defer { relay.stop() }

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,11 @@ final class Tmux: @unchecked Sendable {
 
     static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
 
+    /// tmux is a test dependency (scripts/install-deps --test installs it): missing is a failure, not a skip.
+    static func require() throws {
+        try #require(available, "tmux is not installed at /usr/bin/tmux: run scripts/install-deps --test")
+    }
+
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
         let p = Process()
@@ -20,7 +26,7 @@ final class Tmux: @unchecked Sendable {
         // Output to a file, not a pipe: the tmux server this may start keeps
         // the descriptors it inherits, and a pipe would never reach its end.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(socket)-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: file) }
         let handle = try FileHandle(forWritingTo: file)
         p.standardOutput = handle
@@ -98,7 +104,7 @@ final class Tmux: @unchecked Sendable {
 /// The full-screen client driven through a real terminal (tmux): editing
 /// with arrow keys, history, Tab completion, a bracketed paste, windows and
 /// receipts on their lines; each step asserts what the screen shows.
-@Suite(.serialized) struct FullScreenTests {
+@Suite(.serialized, .usesProcesses) struct FullScreenTests {
     static func chat(_ tmux: Tmux, _ name: String, relay: UInt16, session: String? = nil,
                      dataDir: String = MeshProcessTests.dataDir()) throws {
         try tmux.start(session ?? name, [StarlingProcess.executable.path, "chat", "--no-discovery", "--port", "0", "--name", name,
@@ -109,7 +115,8 @@ final class Tmux: @unchecked Sendable {
     /// Verified and blocked survive a restart; what sync replays after it is
     /// shown as history, oldest first, ours as ours, once; a file sent twice
     /// arrives twice, with the sender's bar and receipts on its lines.
-    @Test(.enabled(if: Tmux.available)) func trustHistoryAndFilesAcrossARestart() async throws {
+    @Test func trustHistoryAndFilesAcrossARestart() async throws {
+        try Tmux.require()
         let relay = try MeshProcessTests.node("relay", duration: 180)
         defer { relay.stop() }
         let port = try await MeshProcessTests.port(of: relay)
@@ -207,7 +214,8 @@ final class Tmux: @unchecked Sendable {
         #expect(await tmux.waitForScreen("bob", "<dave> a quick word"), "\(tmux.screen("bob"))")
     }
 
-    @Test(.enabled(if: Tmux.available)) func editingCompletionPasteWindowsAndReceipts() async throws {
+    @Test func editingCompletionPasteWindowsAndReceipts() async throws {
+        try Tmux.require()
         let relay = try MeshProcessTests.node("relay")
         defer { relay.stop() }
         let port = try await MeshProcessTests.port(of: relay)

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import StarlingCrypto
 import StarlingWire
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// while an honest `starling send` speaks. The honest message is shown, the
 /// forged ones never, and the node lives on (the in-process tests hold each
 /// bound; this one holds the process and its UDP input path).
-@Suite struct HostileProcessTests {
+@Suite(.usesProcesses) struct HostileProcessTests {
     @Test func aFloodOfForgeriesAndHandshakesDoesNotDrownAnHonestPeer() async throws {
         let victim = try MeshProcessTests.node("victim", duration: 60)
         defer { victim.stop() }

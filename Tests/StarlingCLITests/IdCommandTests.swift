@@ -1,7 +1,8 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
-@Suite struct IdCommandTests {
+@Suite(.usesProcesses) struct IdCommandTests {
     static func temporaryDirectory() -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("starling-id-\(UUID().uuidString)")
         return url.path

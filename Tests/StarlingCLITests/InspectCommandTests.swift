@@ -1,100 +1,12 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs the real `starling` binary, built next to this test bundle.
-struct StarlingProcess {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
 
-    static var executable: URL {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("starling")
-    }
-
-    /// Runs `starling` to the end. Async: waiting never holds a thread of the
-    /// shared pool that in-process async tests need.
-    static func run(executable program: URL? = nil, _ arguments: [String], stdin: Data? = nil,
-                    environment: [String: String] = [:]) async throws -> Result {
-        let process = Process()
-        process.executableURL = program ?? executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
-        // The pipes are read without blocking while the child runs (a full pipe
-        // would stall it) and drained once it has exited: what it wrote is in
-        // the pipe then. Not read to end-of-file: that waits forever when
-        // another child holds a pipe.
-        var stdout = Data(), stderr = Data()
-        let outFD = out.fileHandleForReading.fileDescriptor, errFD = err.fileHandleForReading.fileDescriptor
-        for fd in [outFD, errFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        func drain() {
-            read(outFD, into: &stdout)
-            read(errFD, into: &stderr)
-        }
-        var status: Int32?
-        let deadline = Date().addingTimeInterval(60)
-        while status == nil, Date() < deadline {
-            drain()
-            status = waitForExit(process, seconds: 0)
-            if status == nil { try? await Task.sleep(for: .milliseconds(10)) }
-        }
-        if status == nil {
-            kill(process.processIdentifier, SIGKILL)
-            status = -1
-        }
-        drain()
-        return Result(status: status ?? -1, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
-    }
-
-    /// Appends what a non-blocking descriptor holds now.
-    static func read(_ fd: Int32, into data: inout Data) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { return }
-            data.append(contentsOf: buffer[0..<n])
-        }
-    }
-
-    /// Waits for a child to exit, for at most `seconds`, and returns its exit
-    /// status (nil on timeout). Polls waitpid instead of Foundation's
-    /// waitUntilExit, which can miss a child's exit and wait forever; when
-    /// Foundation reaped the child first, asks it for the status only once it
-    /// knows (asking earlier traps).
-    static func waitForExit(_ process: Process, seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        let pid = process.processIdentifier
-        var first = true // checked at least once, even with 0 seconds
-        while first || Date() < deadline {
-            first = false
-            var raw: Int32 = 0
-            let r = waitpid(pid, &raw, WNOHANG)
-            if r == pid { return (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F) }
-            if r == -1 && errno == ECHILD {
-                let known = Date().addingTimeInterval(2)
-                while process.isRunning, Date() < known { Thread.sleep(forTimeInterval: 0.01) }
-                return process.isRunning ? nil : process.terminationStatus
-            }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return nil
-    }
-}
-
-@Suite struct InspectCommandTests {
+@Suite(.usesProcesses) struct InspectCommandTests {
     static let hello = "01 02 07 0000019aaaac2600 00 0005 a1b2c3d4e5f60718 68656c6c6f"
     static let helloHex = hello.replacingOccurrences(of: " ", with: "")
 

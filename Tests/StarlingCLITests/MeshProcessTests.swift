@@ -1,100 +1,12 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A `starling` process whose output is read as it comes.
-final class LiveProcess: @unchecked Sendable {
-    let process = Process()
-    private let lock = NSLock()
-    private var output = ""
-    private let input = Pipe()
 
-    convenience init(_ arguments: [String]) throws {
-        self.init(executable: StarlingProcess.executable, arguments: arguments)
-        try start()
-    }
-
-    /// A process of any executable (the first element), not started yet.
-    static func unstarted(_ command: [String]) -> LiveProcess {
-        LiveProcess(executable: URL(fileURLWithPath: command[0]), arguments: Array(command.dropFirst()))
-    }
-
-    private init(executable: URL, arguments: [String]) {
-        process.executableURL = executable
-        process.arguments = arguments
-    }
-
-    func start() throws {
-        process.standardInput = input
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.output += String(decoding: data, as: UTF8.self)
-            self.lock.unlock()
-        }
-        try process.run()
-    }
-
-    var text: String { lock.lock(); defer { lock.unlock() }; return output }
-
-    /// Types a line on the process's standard input.
-    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-    /// Polls the plain output for `needle` for at most `seconds`.
-    /// Async, so that waiting never holds a thread of the shared pool that
-    /// in-process tests run on.
-    /// Limits, not sleeps: generous (30 s) so that a cold, loaded first run passes; they cost time only on failure.
-    func waitForText(_ needle: String, seconds: Double = 30) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if text.contains(needle) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
-    }
-
-    /// JSON events printed so far.
-    var events: [[String: Any]] {
-        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-    }
-
-    /// Polls for an event matching `predicate` for at most `seconds`.
-    func waitFor(seconds: Double = 30, _ predicate: ([String: Any]) -> Bool) async -> [String: Any]? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let e = events.first(where: predicate) { return e }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
-    /// The exit status, polled without holding a thread (nil: still running after `seconds`).
-    @discardableResult
-    func waitForExit(seconds: Double = 15) async -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let status = await StarlingProcess.waitForExit(process, seconds: 0) { return status }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await StarlingProcess.waitForExit(process, seconds: 0)
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        if StarlingProcess.waitForExit(process, seconds: 5) == nil {
-            kill(process.processIdentifier, SIGKILL)
-            _ = StarlingProcess.waitForExit(process, seconds: 5)
-        }
-    }
-}
-
-@Suite(.serialized) struct MeshProcessTests {
+@Suite(.serialized, .usesProcesses) struct MeshProcessTests {
     static func dataDir() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("starling-node-\(UUID().uuidString)").path
     }

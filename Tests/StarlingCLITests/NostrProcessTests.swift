@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// PyPI `nostr-relay`) on loopback, through a real SOCKS5 proxy (Debian's
 /// `microsocks`). With the proxy down nothing reaches the relay, and the
 /// sender is told.
-@Suite(.serialized) struct NostrProcessTests {
+@Suite(.serialized, .usesProcesses) struct NostrProcessTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// A TCP port that was free a moment ago (the kernel's choice).

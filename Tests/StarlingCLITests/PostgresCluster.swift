@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -77,7 +78,7 @@ final class PostgresCluster: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: command[0])
         p.arguments = Array(command.dropFirst())
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: file) }
         let handle = try FileHandle(forWritingTo: file)
         p.standardOutput = handle

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import StarlingTestSupport
 import StarlingCrypto
 import StarlingTransport
 import StarlingWire
@@ -69,7 +70,7 @@ actor RawRelayUser {
     func stop() { reader?.cancel(); socket.close() }
 }
 
-@Suite(.serialized) struct RelayDurabilityTests {
+@Suite(.serialized, .usesProcesses) struct RelayDurabilityTests {
     /// `starling relay-server` on a free loopback port with `db`; its "started" event.
     /// The caller stops it.
     static func relayServer(db: String, _ options: [String] = []) async throws -> (LiveProcess, started: [String: Any]) {

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -12,7 +13,7 @@ import Glibc
 
 /// `starling relay-server` with real `send --relay` and `listen --relay`
 /// processes on loopback: a recipient who was away receives on return.
-@Suite(.serialized) struct RelayProcessTests {
+@Suite(.serialized, .usesProcesses) struct RelayProcessTests {
     static func server(db: String, duration: Int = 120) async throws -> (LiveProcess, UInt16) {
         let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json",
                                  "--duration", String(duration)])

@@ -1,7 +1,8 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
-@Suite struct SimCommandTests {
+@Suite(.usesProcesses) struct SimCommandTests {
     @Test func jsonHasEveryPolicyFloodingAndTheCDS() async throws {
         let r = try await StarlingProcess.run(["sim", "--nodes", "60", "--degree", "8", "--broadcasts", "5", "--ttl", "32", "--json"])
         #expect(r.status == 0, "\(r.stderr)")

@@ -1,8 +1,9 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
 /// `starling status` between real processes on 127.0.0.1.
-@Suite(.serialized) struct StatusCommandTests {
+@Suite(.serialized, .usesProcesses) struct StatusCommandTests {
     /// A watcher that lives long enough for the slowest test (each test stops its processes).
     static func watcher(_ name: String, extra: [String] = [], peers: [UInt16] = []) throws -> LiveProcess {
         try LiveProcess(["status", "watch", "--json", "--no-discovery", "--port", "0", "--name", name, "--duration", "60",

@@ -1,7 +1,8 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
-@Suite struct UnknownCommandTests {
+@Suite(.usesProcesses) struct UnknownCommandTests {
     @Test func aTypoIsAnsweredWithTheNearestCommand() async throws {
         let typo = try await StarlingProcess.run(["chta", "--name", "alice"])
         #expect(typo.status == 64)

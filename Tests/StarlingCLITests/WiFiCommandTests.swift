@@ -1,8 +1,9 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 
 /// `starling wifi` between real processes: the device emulator and the client.
-@Suite(.serialized) struct WiFiCommandTests {
+@Suite(.serialized, .usesProcesses) struct WiFiCommandTests {
     static func networksFile() throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("networks-\(UUID().uuidString).json")
         try Data("""

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import StarlingTestSupport
 import Testing
 @testable import StarlingCrypto
 import StarlingWire
@@ -162,11 +163,8 @@ import StarlingWire
 /// Runs a script of Tests/interop with the repository's Python environment,
 /// its standard input from `input`, and returns its output lines.
 func runPythonReference(_ script: String, input: String) throws -> [String] {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let python = root.appendingPathComponent(".venv/bin/python")
-    guard FileManager.default.isExecutableFile(atPath: python.path) else {
-        throw POSIXError(.ENOENT) // run scripts/install-deps --test (scripts/test does)
-    }
+    let root = PythonEnvironment.root
+    let python = try PythonEnvironment.require()
     let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("starling-ref-\(UUID().uuidString).jsonl")
     try Data(input.utf8).write(to: inputFile)
     defer { try? FileManager.default.removeItem(at: inputFile) }

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 @testable import StarlingCrypto
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 /// XX handshakes and transport messages between Starling and the Python
 /// `noiseprotocol` package (an independent implementation), over TCP on
 /// 127.0.0.1, with Starling as initiator and as responder.
-@Suite(.serialized) struct PythonNoiseInteropTests {
+@Suite(.serialized, .usesProcesses) struct PythonNoiseInteropTests {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
@@ -62,10 +63,7 @@ import Glibc
 
     /// Starts the Python peer and returns it with the port it listens on.
     static func startPeer(role: String, messages: Int) throws -> (Process, UInt16) {
-        let python = repoRoot.appendingPathComponent(".venv/bin/python")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else {
-            throw POSIXError(.ENOENT) // run scripts/install-deps --test (scripts/test does)
-        }
+        let python = try PythonEnvironment.require()
         let process = Process()
         process.executableURL = python
         process.arguments = [repoRoot.appendingPathComponent("Tests/interop/noise_peer.py").path, role, String(messages)]

@@ -6,11 +6,24 @@ import StarlingWire
 /// Inputs the noise-session fuzzer found, replayed: each is refused or handled
 /// without trapping, and no forged frame opens.
 @Suite struct CryptoRegressionTests {
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    /// What scripts/fuzz keeps (its finds) and the harness's seeds, one per mode.
+    static let folders = ["Tests/StarlingWireTests/Regressions/noise-session", "Fuzz/seeds/noise-session"]
     static func inputs() -> [String] {
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("StarlingWireTests/Regressions/noise-session")
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        return names.sorted().map { dir.appendingPathComponent($0).path }
+        folders.flatMap { folder in
+            let dir = repo.appendingPathComponent(folder)
+            return ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
+                .filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().map { dir.appendingPathComponent($0).path }
+        }
+    }
+
+    /// An empty `arguments:` list runs no case and fails nothing: this does.
+    @Test func theCorpusIsPresentAndCoversEveryMode() throws {
+        let inputs = Self.inputs()
+        try #require(!inputs.isEmpty, "no noise-session inputs in \(Self.folders)")
+        let modes = Set(inputs.compactMap { (try? Data(contentsOf: URL(fileURLWithPath: $0)))?.first.map { $0 % 3 } })
+        #expect(modes == [0, 1, 2], "modes covered: \(modes)")
     }
 
     @Test func handshakeGarbageIsRefused() throws {
@@ -22,11 +35,33 @@ import StarlingWire
         #expect(b.sessionCount == 0)
     }
 
+    /// The harness's three modes (Fuzz/Sources/fuzz-noise-session): a first
+    /// message, a third after a real first, a transport frame on a session.
     @Test(arguments: inputs())
     func replay(path: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        var b = SessionManager(identity: Identity.generate())
-        _ = try? b.receiveHandshake(Array(bytes.dropFirst()), from: PeerID(rawValue: 1), now: 0)
-        #expect(b.sessionCount == 0)
+        let selector = try #require(bytes.first, "empty input: \(path)")
+        let body = Array(bytes.dropFirst())
+        let responder = Identity.generate(), initiator = Identity.generate()
+        var b = SessionManager(identity: responder)
+        switch selector % 3 {
+        case 0:
+            _ = try? b.receiveHandshake(body, from: initiator.peerID, now: 0)
+            #expect(b.sessionCount == 0)
+        case 1:
+            var a = SessionManager(identity: initiator)
+            let m1 = try a.initiateHandshake(with: responder.peerID, now: 0)
+            #expect(try b.receiveHandshake(m1, from: initiator.peerID, now: 0).reply != nil)
+            _ = try? b.receiveHandshake(body, from: initiator.peerID, now: 0)
+            #expect(b.sessionCount == 0) // a forged third message establishes nothing
+        default:
+            var a = SessionManager(identity: initiator)
+            let m1 = try a.initiateHandshake(with: responder.peerID, now: 0)
+            let m2 = try #require(try b.receiveHandshake(m1, from: initiator.peerID, now: 0).reply)
+            let m3 = try #require(try a.receiveHandshake(m2, from: responder.peerID, now: 0).reply)
+            _ = try b.receiveHandshake(m3, from: initiator.peerID, now: 0)
+            #expect(b.sessionCount == 1) // the control: a real session
+            if case .plaintext? = try? b.open(body, from: initiator.peerID, now: 0) { Issue.record("a forged frame opened: \(path)") }
+        }
     }
 }

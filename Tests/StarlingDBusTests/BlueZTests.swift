@@ -7,7 +7,7 @@ import StarlingTestSupport
 import Glibc
 #endif
 
-@Suite(.serialized) struct BlueZTests {
+@Suite(.serialized, .usesProcesses) struct BlueZTests {
     static let service = "F47B5E2D-4A9E-4C5A-9B3F-8E1D2C3A4B5C"
     static let characteristic = "A1B2C3D4-E5F6-4A5B-8C9D-0E1F2A3B4C5D"
 

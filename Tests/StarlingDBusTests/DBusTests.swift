@@ -6,7 +6,7 @@ import StarlingTestSupport
 import Glibc
 #endif
 
-@Suite(.serialized) struct DBusTests {
+@Suite(.serialized, .usesProcesses) struct DBusTests {
     static let everyType: [DBusValue] = [
         .byte(0xFE), .bool(true), .bool(false), .int16(-2), .uint16(65_000), .int32(-70_000), .uint32(4_000_000_000),
         .int64(-5_000_000_000), .uint64(18_000_000_000_000_000_000), .double(-1.5), .string("héllo ☕"), .objectPath("/org/bluez/hci0"),

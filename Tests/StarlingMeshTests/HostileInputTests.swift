@@ -19,6 +19,11 @@ import StarlingWire
         }
     }
 
+    /// An empty `arguments:` list fails nothing: this does.
+    @Test func theSavedScriptsArePresent() {
+        #expect(!Self.savedScripts().isEmpty)
+    }
+
     @Test(arguments: savedScripts())
     func savedScriptsKeepEveryPromise(path: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

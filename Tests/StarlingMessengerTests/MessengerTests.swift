@@ -166,7 +166,13 @@ import StarlingYaOKStore
         m.restart(0) // alice forgets the session; bob's next frame cannot be opened
         _ = try Self.talk(m, 1, to: 0, "after")
         m.run(30_000)
-        let warnings = m.events[0].compactMap { if case let .warning(w) = $0 { w } else { nil } }
+        let warnings = m.events[0].compactMap { e -> String? in
+            switch e {
+            case let .warning(w): w
+            case let .node(.rejected(r)): r.detail
+            default: nil
+            }
+        }
         #expect(!warnings.contains { $0.contains("no Noise session") || $0.contains("frame from") }, "\(warnings)")
         #expect(m.events[0].contains { if case let .diagnostic(r) = $0 { r.kind == .undecryptable } else { false } })
         #expect(m.received(0).contains("after")) // recovered by a fresh handshake

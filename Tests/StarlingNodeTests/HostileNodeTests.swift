@@ -357,6 +357,10 @@ extension InProcessNodes {
             if (s.net.rawReceived[s.raw]?.count ?? 0) > before { answered += 1 }
         }
         #expect(answered <= 31, "\(answered) of 200")
+        // Controls: within the budget a large first message is answered, and what
+        // stopped the rest was the budget, not the parser.
+        #expect(answered >= 1, "no large first message was answered at all")
+        #expect(s.victimCore.refusals.handshakeBudget >= 200 - 31, "\(s.victimCore.refusals.handshakeBudget) refused by the budget")
     }
 
     @Test func aSenderCannotFillTheScreenWithText() throws {
@@ -466,7 +470,7 @@ extension InProcessNodes {
         #expect(s.victimCore.refusals.ownID == 1)
     }
 
-    @Test func peersAndReassembliesStayWithinTheirCaps() throws {
+    @Test func reassembliesStayWithinTheirCaps() throws {
         let s = Scene()
         // 300 fragment sets of 200 pieces, 300 bytes a piece: 18 MB if kept.
         for set in 0..<300 {
@@ -479,7 +483,22 @@ extension InProcessNodes {
             }
         }
         s.net.run(for: 100)
-        #expect(s.victimCore.router.reassemblyBytes <= Reassembler.Limits.default.maxTotalBytes)
+        let limits = Reassembler.Limits.default, held = s.victimCore.router.reassemblyBytes
+        #expect(held > 0, "no fragment was held: the flood never reached the reassembler")
+        #expect(held <= limits.maxInProgress * 2 * 300, "\(held) B: more than \(limits.maxInProgress) sets in progress")
+        #expect(held <= limits.maxTotalBytes)
+        // Control: a whole, signed message still reassembles (the oldest set gives way for it).
+        let before = s.victimCore.router.statistics.messagesReassembled
+        let whole = try Self.message("after the flood", from: s.alice.peerID, at: s.net.now, signedBy: s.alice.signingKey).encoded()
+        let cut = whole.count / 2
+        for (i, part) in [Array(whole[..<cut]), Array(whole[cut...])].enumerated() {
+            let f = Fragment(fragmentID: 10_000, index: UInt16(i), total: 2, originalType: .message, data: part)
+            s.net.inject(try Packet(type: .fragment, ttl: 7, timestamp: s.net.now, senderID: s.alice.peerID,
+                                    payload: f.encoded(), compress: false).encoded(), on: s.raw)
+        }
+        s.net.run(for: 500)
+        #expect(s.victimCore.router.statistics.messagesReassembled == before + 1)
+        #expect(s.shown(1).contains("after the flood"))
     }
 }
 }

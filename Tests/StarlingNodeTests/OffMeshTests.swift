@@ -82,10 +82,18 @@ extension InProcessNodes {
     @Test func aBlockedPeerIsNotHeardOffTheMeshEither() throws {
         let (net, _, bob) = Self.pair()
         let bobFingerprint = net.nodes[1].identity.fingerprint
+        func heard(_ text: String) -> Bool {
+            net.events[0].contains { if case .privateMessage(bob, _, text, _, _, "nostr") = $0 { true } else { false } }
+        }
+        // Control: not blocked, the same off-mesh payload is shown.
+        net.on(0) { $0.receiveOffMesh(.privateMessage(PrivateMessage(messageID: "A", content: "before the block")), from: bob, via: "nostr", now: $1) }
+        net.run(for: 100)
+        #expect(heard("before the block"), "\(net.events[0])")
         net.on(0) { c, _ in c.block(bobFingerprint) }
         net.on(0) { $0.receiveOffMesh(.privateMessage(PrivateMessage(messageID: "B", content: "let me in")), from: bob, via: "nostr", now: $1) }
         net.run(for: 100)
-        #expect(!net.events[0].contains { $0.name == "privateMessage" })
+        #expect(!heard("let me in"))
+        #expect(net.events[0].filter { $0.name == "privateMessage" }.count == 1)
     }
 }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 @testable import StarlingNostr
 import Testing
 
@@ -119,12 +120,11 @@ import Testing
 
 /// nostr-sdk (rust-nostr, from PyPI) opens our standard gift wraps, and we
 /// open its: the standard variant is NIP-17/44/59 as others implement it.
-@Suite struct NostrSDKInteropTests {
+@Suite(.usesProcesses) struct NostrSDKInteropTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func reference(_ requests: [[String: String]]) throws -> [[String: Any]] {
-        let python = Self.root.appendingPathComponent(".venv/bin/python")
-        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test (scripts/test does)")
+        let python = try PythonEnvironment.require()
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("nostr-\(UUID().uuidString).jsonl")
         try Data(requests.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n").utf8
             + Data("\n".utf8)).write(to: input)

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 import StarlingCrypto
 import StarlingWire
@@ -10,16 +11,13 @@ import Glibc
 /// State packets against an independent implementation (Python's
 /// `cryptography`: HKDF, scrypt, AES-GCM, and its own JSON), and the worked
 /// example of docs/PROTOCOL.md.
-@Suite struct StatelyInteropTests {
+@Suite(.usesProcesses) struct StatelyInteropTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// Runs Tests/interop/stately_reference.py with `arguments`; its one line of output.
     static func python(_ arguments: [String]) throws -> String {
-        let python = root.appendingPathComponent(".venv/bin/python")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else {
-            throw POSIXError(.ENOENT) // run scripts/install-deps --test (scripts/test does)
-        }
+        let python = try PythonEnvironment.require()
         let p = Process()
         p.executableURL = python
         p.arguments = [root.appendingPathComponent("Tests/interop/stately_reference.py").path] + arguments
