@@ -137,7 +137,9 @@ let targets: [Target] = [
     // sequences, UTF-8, bracketed paste) and the line editor.
     .target(name: "StarlingTerminal"),
     // Debian's ncursesw, for the full-screen chat.
-    .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+    // (No pkg-config: ncursesw's only adds -D flags SwiftPM refuses, with a warning on every
+    // build; the module map links the libraries and the shim defines NCURSES_WIDECHAR.)
+    .systemLibrary(name: "CNcurses", providers: [.apt(["libncurses-dev"])]),
     // QR codes: made, drawn in a terminal, written and read as PNG.
     .target(
         name: "StarlingQR",
@@ -160,11 +162,17 @@ let targets: [Target] = [
         dependencies: ["StarlingWire"]
     ),
     // A bitchat node without I/O: router, sessions, announces, delivery,
-    // favourites, blocks, files, Stately; and an embedded network of such nodes
-    // on a virtual clock.
+    // favourites, blocks, files, Stately.
     .target(
         name: "StarlingNodeCore",
         dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately",
+                       .product(name: "HeapModule", package: "swift-collections")]
+    ),
+    // Many node cores in one process on a virtual clock (tests, simulations,
+    // benchmarks): the same code as a real node, driven by hand.
+    .target(
+        name: "StarlingEmbeddedNetwork",
+        dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh",
                        .product(name: "HeapModule", package: "swift-collections")]
     ),
     // The node runtime: a node core over transports, the clock and the files.
@@ -303,12 +311,12 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingMessengerTests",
-        dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
+        dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
                        "StarlingYaOKStore"]
     ),
     .testTarget(
         name: "StarlingNodeTests",
-        dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingCrypto", "StarlingMesh", "StarlingStately",
+        dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingStately",
                        "StarlingTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Runs the built `starling` binary as a user would.
@@ -328,6 +336,7 @@ let package = Package(
         .library(name: "Starling", targets: ["Starling"]),
         .library(name: "StarlingBluetooth", targets: ["StarlingBluetooth"]),
         .library(name: "StarlingNodeCore", targets: ["StarlingNodeCore"]),
+        .library(name: "StarlingEmbeddedNetwork", targets: ["StarlingEmbeddedNetwork"]),
         .library(name: "StarlingMessenger", targets: ["StarlingMessenger"]),
         .library(name: "StarlingNode", targets: ["StarlingNode"]),
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),

@@ -166,9 +166,10 @@ enum T {
 /// Writing values into a message and reading them back, with libdbus's iterators.
 enum Marshal {
     static func append(_ value: DBusValue, to iter: inout DBusMessageIter) -> Bool {
-        func basic<T>(_ type: Int32, _ v: T) -> Bool {
+        // Basic values are plain integers and doubles (BitwiseCopyable): their bytes are what libdbus reads.
+        func basic<T: BitwiseCopyable>(_ type: Int32, _ v: T) -> Bool {
             var v = v
-            return dbus_message_iter_append_basic(&iter, type, &v) != 0
+            return withUnsafeBytes(of: &v) { dbus_message_iter_append_basic(&iter, type, $0.baseAddress) != 0 }
         }
         func text(_ type: Int32, _ s: String) -> Bool {
             s.withCString { p in
@@ -222,9 +223,9 @@ enum Marshal {
 
     static func read(_ iter: inout DBusMessageIter) -> DBusValue? {
         let type = dbus_message_iter_get_arg_type(&iter)
-        func basic<T>(_ zero: T) -> T {
+        func basic<T: BitwiseCopyable>(_ zero: T) -> T {
             var v = zero
-            dbus_message_iter_get_basic(&iter, &v)
+            withUnsafeMutableBytes(of: &v) { dbus_message_iter_get_basic(&iter, $0.baseAddress) }
             return v
         }
         func text() -> String {

@@ -70,7 +70,10 @@ enum NostrKeyFile {
             return bytes
         }
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: file.path, contents: Data((fresh.hexString + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard FileManager.default.createFile(atPath: file.path, contents: Data((fresh.hexString + "\n").utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw RuntimeFailure("\(file.path) could not be written: check the data directory's permissions and free space")
+        }
         return fresh
     }
 }

@@ -121,7 +121,8 @@ final class RelayMetrics: Sendable {
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: ok ? .ok : .notFound, headers: headers))),
                               promise: nil)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+                let channel = context.channel // Sendable: the response written, the connection closes
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
                 self.head = nil
             }
         }

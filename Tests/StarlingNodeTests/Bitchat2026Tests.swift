@@ -2,6 +2,7 @@ import Crypto
 import Testing
 import StarlingCrypto
 import StarlingMesh
+import StarlingEmbeddedNetwork
 import StarlingNodeCore
 import StarlingWire
 

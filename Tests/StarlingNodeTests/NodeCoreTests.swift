@@ -1,6 +1,7 @@
 import Testing
 import StarlingCrypto
 import StarlingMesh
+import StarlingEmbeddedNetwork
 import StarlingNodeCore
 import StarlingStately
 import StarlingWire

@@ -1,6 +1,7 @@
 import HeapModule
 import StarlingCrypto
 import StarlingMesh
+import StarlingNodeCore
 import StarlingWire
 
 /// Many node cores in one process, joined by in-memory links, on a virtual
