@@ -99,25 +99,25 @@ let targets: [Target] = [
     // Ya OK's relay (seed 002 §4.3, §6.3) without I/O: the server's and the
     // client's protocol cores, the queue store's interface, a store in memory.
     .target(
-        name: "StarlingYaOKRelay",
+        name: "StarlingYaOKServerCore",
         dependencies: ["StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // The relay server's runtime: the UDP socket, group commits, its SQLite store.
     .target(
-        name: "StarlingRelayServer",
-        dependencies: ["StarlingYaOKRelay", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift"),
+        name: "StarlingYaOKServer",
+        dependencies: ["StarlingYaOKServerCore", "StarlingWire", "StarlingTransport", .product(name: "GRDB", package: "GRDB.swift"),
                        .product(name: "GRDBSQLite", package: "GRDB.swift")]
     ),
     // The relay's queues in PostgreSQL (postgres-nio): several servers, one population.
     .target(
-        name: "StarlingRelayPostgres",
-        dependencies: ["StarlingYaOKRelay", "StarlingWire", .product(name: "PostgresNIO", package: "postgres-nio"),
+        name: "StarlingYaOKServerPostgres",
+        dependencies: ["StarlingYaOKServerCore", "StarlingWire", .product(name: "PostgresNIO", package: "postgres-nio"),
                        .product(name: "Logging", package: "swift-log")]
     ),
     // The relay client's runtime (a transport beside UDP and BlueZ): its socket and clock.
     .target(
-        name: "StarlingRelayClient",
-        dependencies: ["StarlingYaOKRelay", "StarlingYaOK", "StarlingCrypto", "StarlingWire", "StarlingTransport",
+        name: "StarlingYaOKClient",
+        dependencies: ["StarlingYaOKServerCore", "StarlingYaOK", "StarlingCrypto", "StarlingWire", "StarlingTransport",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Ya OK's encrypted store on SQLite (GRDB): per-value encryption, the
@@ -187,7 +187,7 @@ let targets: [Target] = [
     .target(
         name: "StarlingMessenger",
         dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingTransport", "StarlingRelayClient", "StarlingNostr", "StarlingNostrTransport"]
+                       "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
     // What an app imports: wire, crypto, mesh, node core and runtime, UDP.
     .target(
@@ -209,10 +209,10 @@ let targets: [Target] = [
             "StarlingBluetooth",
             "StarlingYaOK",
             "StarlingYaOKStore",
-            "StarlingYaOKRelay",
-            "StarlingRelayServer",
-            "StarlingRelayClient",
-            "StarlingRelayPostgres",
+            "StarlingYaOKServerCore",
+            "StarlingYaOKServer",
+            "StarlingYaOKClient",
+            "StarlingYaOKServerPostgres",
             "StarlingNostr",
             "StarlingNostrTransport",
             "StarlingMessenger",
@@ -230,9 +230,9 @@ let targets: [Target] = [
     .executableTarget(
         name: "starling-bench",
         dependencies: [
-            "StarlingYaOKRelay",
-            "StarlingRelayServer",
-            "StarlingRelayPostgres",
+            "StarlingYaOKServerCore",
+            "StarlingYaOKServer",
+            "StarlingYaOKServerPostgres",
             "StarlingWire",
             "StarlingCrypto",
             "StarlingMesh",
@@ -292,8 +292,8 @@ let targets: [Target] = [
         resources: [.copy("Vectors")]
     ),
     .testTarget(
-        name: "StarlingRelayTests",
-        dependencies: ["StarlingYaOKRelay", "StarlingRelayServer", "StarlingRelayClient", "StarlingRelayPostgres", "StarlingYaOK", "StarlingCrypto",
+        name: "StarlingYaOKServerTests",
+        dependencies: ["StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKClient", "StarlingYaOKServerPostgres", "StarlingYaOK", "StarlingCrypto",
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto"),
                        .product(name: "GRDB", package: "GRDB.swift")]
     ),
@@ -323,7 +323,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCLITests",
         dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire",
-                       "StarlingYaOK", "StarlingYaOKRelay", "StarlingRelayPostgres", "StarlingTransport",
+                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServerPostgres", "StarlingTransport",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]
@@ -350,10 +350,10 @@ let package = Package(
         .library(name: "StarlingYaOK", targets: ["StarlingYaOK"]),
         .library(name: "StarlingYaOKStore", targets: ["StarlingYaOKStore"]),
         .library(name: "StarlingQR", targets: ["StarlingQR"]),
-        .library(name: "StarlingYaOKRelay", targets: ["StarlingYaOKRelay"]),
-        .library(name: "StarlingRelayServer", targets: ["StarlingRelayServer"]),
-        .library(name: "StarlingRelayClient", targets: ["StarlingRelayClient"]),
-        .library(name: "StarlingRelayPostgres", targets: ["StarlingRelayPostgres"]),
+        .library(name: "StarlingYaOKServerCore", targets: ["StarlingYaOKServerCore"]),
+        .library(name: "StarlingYaOKServer", targets: ["StarlingYaOKServer"]),
+        .library(name: "StarlingYaOKClient", targets: ["StarlingYaOKClient"]),
+        .library(name: "StarlingYaOKServerPostgres", targets: ["StarlingYaOKServerPostgres"]),
         .library(name: "StarlingNostr", targets: ["StarlingNostr"]),
         .library(name: "StarlingNostrTransport", targets: ["StarlingNostrTransport"]),
         .executable(name: "starling", targets: ["starling"]),

@@ -6,7 +6,7 @@ import PackageDescription
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset", "fuzz-router", "fuzz-yaok", "fuzz-relay",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset", "fuzz-router", "fuzz-yaok", "fuzz-yaok-server",
 ]
 
 let package = Package(
@@ -23,7 +23,7 @@ let package = Package(
                 .product(name: "StarlingWiFiSet", package: "Starling"),
                 .product(name: "StarlingSim", package: "Starling"),
                 .product(name: "StarlingYaOK", package: "Starling"),
-                .product(name: "StarlingYaOKRelay", package: "Starling"),
+                .product(name: "StarlingYaOKServerCore", package: "Starling"),
             ]
         )
     },

@@ -23,7 +23,7 @@ public struct MeshRouter: Sendable {
         /// announced topology knows one (v2, HAS_ROUTE).
         public var sourceRoutes = true
         /// Store-and-forward for ``MeshRouter/favorites``.
-        public var mailbox = Mailbox.Limits()
+        public var favoriteHold = FavoriteHold.Limits()
         /// After a directed packet from a peer reached us flooded, what we send
         /// that peer is flooded too for this long (answers to a retry take the
         /// way that worked, not the route that failed).
@@ -86,7 +86,7 @@ public struct MeshRouter: Sendable {
     /// Peers this node holds directed packets for while they are out of reach
     /// (store-and-forward), handed over when they link with us again.
     public var favorites: Set<PeerID> = []
-    public private(set) var mailbox: Mailbox
+    public private(set) var favoriteHold: FavoriteHold
     public private(set) var statistics = MeshStatistics()
     private var frameLimits: [LinkID: Int] = [:]
     private var dedup: Deduplicator
@@ -127,13 +127,13 @@ public struct MeshRouter: Sendable {
         self.dedup = Deduplicator(retention: configuration.dedupRetention, capacity: configuration.dedupCapacity)
         self.reassembler = Reassembler(limits: configuration.reassembly)
         self.gossip = configuration.sync.map { GossipStore(configuration: $0) }
-        self.mailbox = Mailbox(limits: configuration.mailbox)
+        self.favoriteHold = FavoriteHold(limits: configuration.favoriteHold)
     }
 
     // MARK: Links and neighbourhood
 
     /// A link came up. `maxFrame` is the largest packet it carries in one piece.
-    /// Returns what the mailbox held for that peer, when it is known.
+    /// Returns what the favourites' hold kept for that peer, when it is known.
     @discardableResult
     public mutating func linkUp(_ link: LinkID, peer: PeerID? = nil, maxFrame: Int? = nil, now: Millis = 0) -> [Action] {
         neighborhood.add(link, peer: peer)
@@ -162,7 +162,7 @@ public struct MeshRouter: Sendable {
     }
 
     /// The peer at the end of `link` is now known (its announce came on it).
-    /// Returns what the mailbox held for it.
+    /// Returns what the favourites' hold kept for it.
     @discardableResult
     public mutating func bind(_ link: LinkID, to peer: PeerID, now: Millis = 0) -> [Action] {
         // An announce that arrives after its link went down binds nothing (and
@@ -178,8 +178,8 @@ public struct MeshRouter: Sendable {
 
     private mutating func peerLinked(_ peer: PeerID, on link: LinkID, now: Millis) -> [Action] {
         if let n = routes.neighbors(of: peer) { neighborhood.setNeighbors(of: peer, n) }
-        guard mailbox.count(for: peer) > 0 else { return [] }
-        let parcels = mailbox.release(for: peer, now: now)
+        guard favoriteHold.count(for: peer) > 0 else { return [] }
+        let parcels = favoriteHold.release(for: peer, now: now)
         statistics.handedOver += parcels.count
         var actions: [Action] = []
         for bytes in parcels {
@@ -410,7 +410,7 @@ public struct MeshRouter: Sendable {
         // route's next hop when that is; a route we cannot follow is flooded.
         if let recipient = packet.recipientID, recipient != .broadcast {
             if favorites.contains(recipient), neighborhood.link(to: recipient) == nil,
-               !routes.knows(recipient, now: now), mailbox.hold(bytes, key: key, for: recipient, now: now) {
+               !routes.knows(recipient, now: now), favoriteHold.hold(bytes, key: key, for: recipient, now: now) {
                 statistics.held += 1
             }
             var next: PeerID? = recipient
@@ -521,7 +521,7 @@ public struct MeshRouter: Sendable {
         if now >= nextHousekeeping {
             nextHousekeeping = now + 10_000
             routes.expire(now: now)
-            mailbox.expire(now: now)
+            favoriteHold.expire(now: now)
             floodedFrom = floodedFrom.filter { now >= $0.value && now - $0.value < configuration.floodAnswersFor }
         }
         var actions = syncRequests(now: now)

@@ -5,7 +5,7 @@ import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
 import StarlingNostrTransport
-import StarlingRelayClient
+import StarlingYaOKClient
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore

@@ -599,7 +599,7 @@ public struct MessengerCore: Sendable {
             case let .blocked(name): "\(name) is blocked: unblock them first"
             case .empty: "an empty message is not sent"
             case let .tooLong(n, limit) where limit == MessengerCore.meshTextLimit:
-                "the message is \(n) bytes; at most \(limit) cross the mesh (to a contact, the Ya OK server's --relay carries up to \(SealedMessageBytes.maxTextBytes))"
+                "the message is \(n) bytes; at most \(limit) cross the mesh (to a contact, the Ya OK server carries up to \(SealedMessageBytes.maxTextBytes))"
             case let .tooLong(n, limit): "the message is \(n) bytes; at most \(limit) go in one"
             }
         }

@@ -41,7 +41,7 @@ public final class DirectoryLock: @unchecked Sendable {
         public let path: String
         public let pid: Int32?
         public var description: String {
-            "another starling process\(pid.map { " (pid \($0))" } ?? "") is using \(path): stop it, or choose another --data-dir"
+            "another starling process\(pid.map { " (pid \($0))" } ?? "") is using \(path): stop it, or use another data directory"
         }
     }
 

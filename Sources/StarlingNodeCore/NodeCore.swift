@@ -5,7 +5,7 @@ import StarlingWire
 
 /// A bitchat node without I/O: the mesh router, Noise sessions, signed
 /// announces, private delivery with retries and receipts, favourites and
-/// their mailbox, blocks, files and Stately, as one plain value.
+/// their hold, blocks, files and Stately, as one plain value.
 ///
 /// Frames come in with the link they came on and the time; commands come in
 /// with the time. Out come ``Output``s: frames for links, events for the

@@ -173,21 +173,28 @@ extension NostrTransport {
         }
 
         /// Keeps a taken wrap's ID on disk, before its payload goes to the node.
+        /// A write that fails is logged: the ID is still deduplicated in memory,
+        /// so the cost is at most one message shown again after a restart.
         private func remember(_ id: String) {
             guard let file = options.openedFile else { return }
             let capacity = options.core.dedupCapacity
-            if openedCount >= 2 * capacity {
-                let kept = ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).suffix(capacity - 1)
-                try? Data((kept.joined(separator: "\n") + "\n" + id + "\n").utf8).write(to: file, options: .atomic)
-                openedCount = kept.count + 1
-                return
-            }
-            if let handle = try? FileHandle(forWritingTo: file) {
-                _ = try? handle.seekToEnd()
-                try? handle.write(contentsOf: Data((id + "\n").utf8))
-                try? handle.close()
-            } else {
-                FileManager.default.createFile(atPath: file.path, contents: Data((id + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            do {
+                if openedCount >= 2 * capacity {
+                    let kept = ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).suffix(capacity - 1)
+                    try Data((kept.joined(separator: "\n") + "\n" + id + "\n").utf8).write(to: file, options: .atomic)
+                    openedCount = kept.count + 1
+                    return
+                }
+                if let handle = try? FileHandle(forWritingTo: file) {
+                    defer { try? handle.close() }
+                    try handle.seekToEnd()
+                    try handle.write(contentsOf: Data((id + "\n").utf8))
+                } else if !FileManager.default.createFile(atPath: file.path, contents: Data((id + "\n").utf8),
+                                                          attributes: [.posixPermissions: 0o600]) {
+                    logger.warning("nostr: \(file.path) could not be written: an opened message may show again after a restart")
+                }
+            } catch {
+                logger.warning("nostr: \(file.path) could not be written (\(error)): an opened message may show again after a restart")
             }
             openedCount += 1
         }

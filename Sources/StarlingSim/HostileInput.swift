@@ -7,7 +7,7 @@ import StarlingWire
 /// the tests replay what it found and a few hundred seeded scripts.
 ///
 /// The router is the default one of a node (planned relays, gossip sync, source
-/// routes, a mailbox for a favourite) with small limits, so that the fuzzer
+/// routes, a hold for a favourite) with small limits, so that the fuzzer
 /// reaches them. The promises:
 ///
 /// - no more pending relays than configured;
@@ -71,8 +71,8 @@ public struct HostileInput: Sendable {
         configuration.reassembly.maxInProgress = 4
         configuration.reassembly.maxFragmentsPerMessage = 16
         configuration.reassembly.maxMessageBytes = 4_096
-        configuration.mailbox.perRecipient = 4
-        configuration.mailbox.total = 8
+        configuration.favoriteHold.perRecipient = 4
+        configuration.favoriteHold.total = 8
         router = MeshRouter(localPeer: Self.peers[0], policy: policy, seed: seed, configuration: configuration)
         router.favorites = [Self.peers[5]]
         // A start the script builds on: three neighbours, and a line behind them.

@@ -26,16 +26,16 @@ struct Chat: AsyncParsableCommand {
     var lockAfter: Double = 300
     @Flag(help: "Plain lines instead of the full-screen client (also when the output is not a terminal).")
     var plain = false
-    @Option(help: "A Ya OK relay server (HOST:PORT): contacts who are not on the mesh are reached through it.")
-    var relay: String?
-    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): contacts who are not on the mesh are reached through it.")
+    var server: String?
+    @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
     func validate() throws {
-        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
     }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, relay: relay, background: background)
+        let session = try await NodeSession.start(node, server: server, background: background)
         let n = session.node
         let ui = ChatScreen(session: session)
         await ui.setLockAfter(YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true ? lockAfter : 0)
@@ -390,15 +390,16 @@ struct Relay: AsyncParsableCommand {
     )
     @OptionGroup var node: NodeOptions
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
-    @Option(help: "A Ya OK relay server (HOST:PORT): also take what it holds for this node's user.") var relay: String?
-    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s.") var background = false
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): also take what it holds for this node's user.")
+    var server: String?
+    @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
 
     func validate() throws {
-        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
     }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, relay: relay, background: background)
+        let session = try await NodeSession.start(node, server: server, background: background)
         let n = session.node
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import StarlingRelayClient
+import StarlingYaOKClient
 import StarlingMessenger
 import StarlingYaOK
 import StarlingYaOKStore
@@ -222,16 +222,17 @@ struct Listen: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
-    @Option(help: "A Ya OK relay server (HOST:PORT): register, and take what it holds for us.") var relay: String?
-    @Flag(help: "Poll the relay every 5 minutes instead of every 30 s (a device in the background).") var background = false
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): register, and take what it holds for us.")
+    var server: String?
+    @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s (a device in the background).") var background = false
     @Flag(help: "Send read receipts for private messages as they are printed (the reader is a person).") var markRead = false
 
     func validate() throws {
-        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
     }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, relay: relay, background: background)
+        let session = try await NodeSession.start(node, server: server, background: background)
         let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
         let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
@@ -257,12 +258,13 @@ struct Send: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
-    @Option(help: "A Ya OK relay server (HOST:PORT): a contact not on the mesh gets the message through it.") var relay: String?
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
+    var server: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
 
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
-        if let relay, UDPAddress(relay) == nil { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?
@@ -282,7 +284,7 @@ struct Send: AsyncParsableCommand {
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, relay: relay, tellsFavourites: false)
+        let session = try await NodeSession.start(node, server: server, tellsFavourites: false)
         let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
         let linger = self.linger ?? (to == nil ? 1 : 10)
@@ -420,10 +422,10 @@ struct Send: AsyncParsableCommand {
             line("* queued at the relay \(server?.client.server.description ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
                  ["event": "queued", "via": "relay", "messageID": id, "online": online])
         case let .kept(why)?:
-            line("! \(why); the message is kept and sent again later (`starling chat` or `listen --relay`)", ["event": "kept", "reason": why, "messageID": id])
+            line("! \(why); the message is kept and sent again later (`starling chat` or `listen --server`)", ["event": "kept", "reason": why, "messageID": id])
             throw ExitCode(1)
         case nil:
-            let why = server == nil ? "\(name) is not on the mesh and no --relay was given"
+            let why = server == nil ? "\(name) is not on the mesh and no --server was given"
                                     : "the relay \(server!.client.server) did not answer within \(Self.format(max(linger ?? 10, wait ?? 0))) s"
             line("! \(why); the message is kept and sent again later", ["event": "kept", "reason": why, "messageID": id])
             throw ExitCode(1)

@@ -5,14 +5,14 @@ import StarlingMessenger
 import StarlingNode
 import StarlingNostr
 import StarlingNostrTransport
-import StarlingRelayClient
+import StarlingYaOKClient
 import StarlingTransport
 import StarlingWire
 import StarlingYaOKStore
 
 /// What a command that runs a node holds: the node (trust unknown until the
 /// store opens), its mailboxes (Nostr with --nostr, the Ya OK server with
-/// --relay), the encrypted store, and the messenger over them. Every face
+/// --server), the encrypted store, and the messenger over them. Every face
 /// (chat, listen, send, relay) starts here: one set of rules.
 struct NodeSession {
     let node: MeshNode
@@ -25,7 +25,7 @@ struct NodeSession {
 
     /// Makes the node and opens the store (asking for its PIN on a terminal);
     /// the messenger has the store's trust decisions before the node runs.
-    static func start(_ o: NodeOptions, relay: String? = nil, background: Bool = false,
+    static func start(_ o: NodeOptions, server address: String? = nil, background: Bool = false,
                       tellsFavourites: Bool = true) async throws -> NodeSession {
         let ids = IdentityStore(directory: DataDirectory(explicit: o.dataDir))
         try UserError.writableDirectory(ids.directory) // said in words before any key file is tried
@@ -42,9 +42,9 @@ struct NodeSession {
                 options.mailboxes.append(t)
                 nostr = t
             }
-            if let relay {
-                guard let address = UDPAddress(relay) else { throw ValidationError("--relay \(relay): expected HOST:PORT with an IPv4 host") }
-                let client = try RelayClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
+            if let address {
+                guard let address = UDPAddress(address) else { throw ValidationError("--server \(address): expected HOST:PORT with an IPv4 host") }
+                let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
                                              configuration: background ? .background : .init())
                 let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID())
                 options.mailboxes.append(s)

@@ -169,13 +169,13 @@ private func ring(_ n: Int) -> Topology {
         sim.originate(directed(from: 0, to: 2, text: "while you were out"), at: 0)
         sim.run(until: 60_000)
         #expect(inbox.got[2] == nil)
-        #expect(sim.routers[1].mailbox.count(for: peer(2)) == 1)
+        #expect(sim.routers[1].favoriteHold.count(for: peer(2)) == 1)
         _ = sim.rewire(to: joined)                           // 2 comes back next to 1
         sim.run(until: 61_000)
         let got = try #require(inbox.got[2])
         #expect(got.map(\.payload) == [Array("while you were out".utf8)])
         #expect(sim.routers[1].statistics.handedOver == 1)
-        #expect(sim.routers[1].mailbox.count == 0)
+        #expect(sim.routers[1].favoriteHold.count == 0)
     }
 
     @Test func onlyFavouritesThatAreAwayAreHeld() throws {
@@ -187,18 +187,18 @@ private func ring(_ n: Int) -> Topology {
                       on: LinkID(0), now: 0)                 // a neighbour: not held
         r.setNeighbors(of: PeerID(rawValue: 99), [fav], now: 0)
         _ = r.receive(try message(from: alice, ttl: 5, text: "x", recipient: fav, type: .noiseEncrypted).encoded(), on: LinkID(0), now: 0)
-        #expect(r.mailbox.count == 1)                        // fav is away (no announce of its own)
+        #expect(r.favoriteHold.count == 1)                        // fav is away (no announce of its own)
         r.setNeighbors(of: fav, [PeerID(rawValue: 99)], now: 1)
         _ = r.receive(try message(from: alice, ttl: 5, text: "y", recipient: fav, type: .noiseEncrypted).encoded(), on: LinkID(0), now: 2)
-        #expect(r.mailbox.count == 1)                        // announced itself: reachable, not held
+        #expect(r.favoriteHold.count == 1)                        // announced itself: reachable, not held
     }
 
     @Test func theMailboxIsBounded() {
-        var limits = Mailbox.Limits()
+        var limits = FavoriteHold.Limits()
         limits.perRecipient = 3
         limits.total = 5
         limits.lifetime = 1_000
-        var box = Mailbox(limits: limits)
+        var box = FavoriteHold(limits: limits)
         let p = PeerID(rawValue: 1), q = PeerID(rawValue: 2)
         for i in 0..<4 { box.hold([UInt8(i)], key: UInt64(i), for: p, now: Millis(i)) }
         #expect(box.count(for: p) == 3)                      // the oldest went
@@ -213,9 +213,9 @@ private func ring(_ n: Int) -> Topology {
 
     /// The total bound taking a recipient's only parcel keeps the count true.
     @Test func theMailboxCountsTrueWhenTheTotalBoundTakesTheSameRecipients() {
-        var limits = Mailbox.Limits()
+        var limits = FavoriteHold.Limits()
         limits.total = 1
-        var box = Mailbox(limits: limits)
+        var box = FavoriteHold(limits: limits)
         let p = PeerID(rawValue: 1)
         box.hold([1], key: 1, for: p, now: 0)
         box.hold([2], key: 2, for: p, now: 1)
@@ -232,9 +232,9 @@ private func ring(_ n: Int) -> Topology {
         r.setNeighbors(of: PeerID(rawValue: 99), [fav], now: 0)
         _ = r.receive(try message(from: alice, ttl: 5, recipient: fav, type: .noiseEncrypted).encoded(), on: LinkID(0), now: 0)
         #expect(r.bind(LinkID(5), to: fav, now: 1).isEmpty)
-        #expect(r.mailbox.count(for: fav) == 1)
+        #expect(r.favoriteHold.count(for: fav) == 1)
         #expect(transmissions(r.linkUp(LinkID(5), peer: fav, now: 2)).map(\.links) == [[LinkID(5)]])
-        #expect(r.mailbox.count(for: fav) == 0)
+        #expect(r.favoriteHold.count(for: fav) == 0)
     }
 
     /// What a relay held for a favourite is handed over in frames the link
@@ -248,7 +248,7 @@ private func ring(_ n: Int) -> Topology {
                           payload: Array(repeating: 0xEE, count: 600), compress: false)
         let bytes = try held.encoded()
         _ = r.receive(bytes, on: LinkID(0), now: 0)
-        #expect(r.mailbox.count(for: fav) == 1)
+        #expect(r.favoriteHold.count(for: fav) == 1)
         let sent = transmissions(r.linkUp(LinkID(5), peer: fav, maxFrame: 185, now: 10))
         #expect(sent.count > 1)
         #expect(sent.allSatisfy { $0.bytes.count <= 185 && $0.links == [LinkID(5)] })

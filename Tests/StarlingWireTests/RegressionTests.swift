@@ -64,8 +64,8 @@ import Testing
             if let m = try? SealedMessageBytes.decode(bytes) { #expect(m.encode() == bytes) }
             if let c = try? ContactCardBytes.decode(bytes) { #expect(try c.encode() == bytes) }
         case "relay":
-            for direction in [RelayPacket.Direction.toServer, .toClient] {
-                if let p = try? RelayPacket.decode(bytes, direction) { #expect(try RelayPacket.decode(p.encode(), direction) == p) }
+            for direction in [ServerPacket.Direction.toServer, .toClient] {
+                if let p = try? ServerPacket.decode(bytes, direction) { #expect(try ServerPacket.decode(p.encode(), direction) == p) }
             }
         case "state":
             if let s = try? StatePacket(decoding: bytes) { #expect(try StatePacket(decoding: s.encoded()) == s) }

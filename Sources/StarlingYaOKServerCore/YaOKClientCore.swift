@@ -9,7 +9,7 @@ import StarlingWire
 ///
 /// Bounds: `maxOutbox` messages waiting for QUEUED (more are refused at
 /// once), the reassembler's bounds for chunked deliveries.
-public struct RelayClientCore: Sendable {
+public struct YaOKClientCore: Sendable {
     public struct Configuration: Sendable {
         public var pollInterval: UInt64 = 30_000
         public var pingInterval: UInt64 = 60_000
@@ -36,9 +36,9 @@ public struct RelayClientCore: Sendable {
         case queued(UserID, online: Bool)
         /// The recipient took the message from the relay.
         case delivered(UserID, by: UserID)
-        /// A sealed message for us: store it, then ``RelayClientCore/acknowledge(_:now:)``.
+        /// A sealed message for us: store it, then ``YaOKClientCore/acknowledge(_:now:)``.
         case message(sender: UserID, payload: [UInt8])
-        case rejected(RelayRejection, UserID?)
+        case rejected(ServerRejection, UserID?)
         /// Not queued after every attempt (the caller keeps it and tries later).
         case failed(UserID)
     }
@@ -65,7 +65,7 @@ public struct RelayClientCore: Sendable {
     public let configuration: Configuration
     public let userID: UserID
     private let signingKey: Curve25519.Signing.PrivateKey
-    public private(set) var token: RelayToken?
+    public private(set) var token: ServerToken?
     private var lastRegistration: UInt64 = 0
     private var registerAt: UInt64 = 0
     private var registerBackoff: UInt64
@@ -75,7 +75,7 @@ public struct RelayClientCore: Sendable {
     private var outbox: [UserID: Outgoing] = [:]
     private var recent: Set<UserID> = []
     private var recentOrder: [UserID] = []
-    private var reassembler = RelayReassembler<Int>()
+    private var reassembler = ServerReassembler<Int>()
     private var transfer: UInt32
 
     public init(userID: UserID, signingKey: Curve25519.Signing.PrivateKey, configuration: Configuration = .init()) {
@@ -106,7 +106,7 @@ public struct RelayClientCore: Sendable {
     public mutating func send(sealed payload: [UInt8], now: UInt64) throws(SendError) -> [Step] {
         guard let sealed = try? SealedMessageBytes.decode(payload) else { throw .notASealedMessage }
         guard sealed.sender == userID else { throw .notFromUs }
-        guard payload.count <= RelayPacket.maxPayload else { throw .tooLarge }
+        guard payload.count <= ServerPacket.maxPayload else { throw .tooLarge }
         if outbox[sealed.messageID] == nil, outbox.count >= configuration.maxOutbox { throw .outboxFull }
         outbox[sealed.messageID] = Outgoing(recipient: sealed.recipient, payload: payload, attempts: 1,
                                             nextAt: now + configuration.retryFirst)
@@ -117,9 +117,9 @@ public struct RelayClientCore: Sendable {
 
     /// A datagram from the server.
     public mutating func receive(_ datagram: [UInt8], now: UInt64) -> [Step] {
-        guard var packet = try? RelayPacket.decode(datagram, .toClient) else { return [] }
+        guard var packet = try? ServerPacket.decode(datagram, .toClient) else { return [] }
         if case let .chunk(c) = packet {
-            guard let whole = reassembler.add(c, from: 0, now: now), let inner = try? RelayPacket.decode(whole, .toClient) else { return [] }
+            guard let whole = reassembler.add(c, from: 0, now: now), let inner = try? ServerPacket.decode(whole, .toClient) else { return [] }
             if case .chunk = inner { return [] }
             packet = inner
         }
@@ -228,7 +228,7 @@ public struct RelayClientCore: Sendable {
         lastRegistration = timestamp
         registerAt = now + registerBackoff
         registerBackoff = min(60_000, registerBackoff * 2)
-        var r = RelayRegistration(userID: userID, timestamp: timestamp, signature: [],
+        var r = ServerRegistration(userID: userID, timestamp: timestamp, signature: [],
                                   publicKey: Array(signingKey.publicKey.rawRepresentation))
         r.signature = Array((try? signingKey.signature(for: r.signedBytes())) ?? Data())
         return datagrams(.register(r))
@@ -239,9 +239,9 @@ public struct RelayClientCore: Sendable {
         return datagrams(.message(sender: userID, recipient: o.recipient, payload: o.payload, token: token))
     }
 
-    private mutating func datagrams(_ packet: RelayPacket) -> [Step] {
+    private mutating func datagrams(_ packet: ServerPacket) -> [Step] {
         transfer &+= 1
-        return (RelayChunk.datagrams(packet.encode(), transferID: transfer) ?? []).map { .send($0) }
+        return (ServerChunk.datagrams(packet.encode(), transferID: transfer) ?? []).map { .send($0) }
     }
 }
 

@@ -3,13 +3,13 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Prometheus
-import StarlingRelayServer
+import StarlingYaOKServer
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// `relay-server --metrics HOST:PORT`: GET /metrics in Prometheus's text
 /// format (swift-prometheus), served with SwiftNIO's HTTP/1.
-final class RelayMetrics: Sendable {
+final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let users: Gauge
     private let queued: Gauge
@@ -21,7 +21,7 @@ final class RelayMetrics: Sendable {
     private let commits: Counter
     private let storeFailures: Counter
     private let checkpointFailures: Counter
-    private let rejections: [RelayRejection: Counter]
+    private let rejections: [ServerRejection: Counter]
     private let dropped: [String: Counter]
     private let last = Last()
 
@@ -51,8 +51,8 @@ final class RelayMetrics: Sendable {
         commits = registry.makeCounter(descriptor: d("commits", "total", "Group commits of queued messages"))
         storeFailures = registry.makeCounter(descriptor: d("store_failures", "total", "Store operations that failed (no answer, or REJECTED storage)"))
         checkpointFailures = registry.makeCounter(descriptor: d("checkpoint_failures", "total", "SQLite checkpoints that failed (tried again)"))
-        var r: [RelayRejection: Counter] = [:]
-        for why in RelayRejection.allCases {
+        var r: [ServerRejection: Counter] = [:]
+        for why in ServerRejection.allCases {
             r[why] = registry.makeCounter(descriptor: d("rejections", "total", "REJECTED answers, by reason"),
                                           labels: [("reason", "\(why)".replacingOccurrences(of: " ", with: "_"))])
         }
@@ -64,7 +64,7 @@ final class RelayMetrics: Sendable {
     }
 
     /// Reads the server's counters and the store's counts.
-    func update(_ server: RelayServer, _ store: any RelayStore) async {
+    func update(_ server: YaOKServer, _ store: any ServerStore) async {
         let c = await server.counters
         if let counts = try? await store.counts() {
             users.set(to: Double(counts.users))
@@ -77,7 +77,7 @@ final class RelayMetrics: Sendable {
         packetsOut.increment(by: last.delta("pout", c.sent))
         commits.increment(by: last.delta("commits", await server.commits))
         storeFailures.increment(by: last.delta("storeFailures", await server.storeFailures))
-        if let sqlite = store as? SQLiteRelayStore {
+        if let sqlite = store as? SQLiteServerStore {
             checkpointFailures.increment(by: last.delta("checkpointFailures", sqlite.checkpointFailures))
         }
         for (why, counter) in rejections { counter.increment(by: last.delta("r\(why.rawValue)", c.rejections[why] ?? 0)) }

@@ -17,8 +17,8 @@ actor RawRelayUser {
     let id = UserID.random()
     private let socket: UDPSocket
     private(set) var port: UInt16
-    private(set) var token: RelayToken?
-    private(set) var answers: [RelayPacket] = []
+    private(set) var token: ServerToken?
+    private(set) var answers: [ServerPacket] = []
     private(set) var queued: Set<UserID> = []
     private var reader: Task<Void, Never>?
 
@@ -31,13 +31,13 @@ actor RawRelayUser {
         let stream = socket.datagrams(maxSize: 2_048)
         reader = Task { [weak self] in
             for await (_, bytes) in stream {
-                guard let p = try? RelayPacket.decode(bytes, .toClient) else { continue }
+                guard let p = try? ServerPacket.decode(bytes, .toClient) else { continue }
                 await self?.got(p)
             }
         }
     }
 
-    private func got(_ p: RelayPacket) {
+    private func got(_ p: ServerPacket) {
         if case let .queued(id, _) = p { queued.insert(id); return }
         if case let .registered(t, _) = p { token = t }
         if answers.count < 100_000 { answers.append(p) }
@@ -45,17 +45,17 @@ actor RawRelayUser {
 
     func moveTo(_ port: UInt16) { self.port = port; token = nil }
 
-    func send(_ packet: RelayPacket) { _ = socket.send(packet.encode(), to: .loopback(port)) }
+    func send(_ packet: ServerPacket) { _ = socket.send(packet.encode(), to: .loopback(port)) }
     func sendRaw(_ bytes: [UInt8]) { _ = socket.send(bytes, to: .loopback(port)) }
 
-    func registration(at t: UInt64) throws -> RelayPacket {
-        var r = RelayRegistration(userID: id, timestamp: t, signature: [], publicKey: identity.signingPublicKey)
+    func registration(at t: UInt64) throws -> ServerPacket {
+        var r = ServerRegistration(userID: id, timestamp: t, signature: [], publicKey: identity.signingPublicKey)
         r.signature = Array(try identity.signingKey.signature(for: r.signedBytes()))
         return .register(r)
     }
 
     /// Registers; waits for the token (a generous limit for a loaded machine).
-    func register() async throws -> RelayToken {
+    func register() async throws -> ServerToken {
         token = nil
         let deadline = Date().addingTimeInterval(20)
         while token == nil, Date() < deadline {
@@ -65,12 +65,12 @@ actor RawRelayUser {
         return try #require(token)
     }
 
-    func takeAnswers() -> [RelayPacket] { defer { answers = [] }; return answers }
+    func takeAnswers() -> [ServerPacket] { defer { answers = [] }; return answers }
     func queuedCount() -> Int { queued.count }
     func stop() { reader?.cancel(); socket.close() }
 }
 
-@Suite(.serialized, .usesProcesses) struct RelayDurabilityTests {
+@Suite(.serialized, .usesProcesses) struct ServerDurabilityTests {
     /// `starling relay-server` on a free loopback port with `db`; its "started" event.
     /// The caller stops it.
     static func relayServer(db: String, _ options: [String] = []) async throws -> (LiveProcess, started: [String: Any]) {
@@ -84,7 +84,7 @@ actor RawRelayUser {
 
     /// Alice and bob registered; bob then away (BYE), so that what alice
     /// sends waits in his queue. The caller stops both.
-    static func aliceAndAwayBob(port: UInt16) async throws -> (alice: RawRelayUser, bob: RawRelayUser, aliceToken: RelayToken) {
+    static func aliceAndAwayBob(port: UInt16) async throws -> (alice: RawRelayUser, bob: RawRelayUser, aliceToken: ServerToken) {
         let alice = try RawRelayUser(port: port), bob = try RawRelayUser(port: port)
         await alice.start(); await bob.start()
         let aliceToken = try await alice.register()
@@ -149,7 +149,7 @@ actor RawRelayUser {
         while !empty, Date() < until {
             await bob.send(.poll(token: token))
             // The whole answer: whatever comes until 100 ms pass without a packet.
-            var batch: [RelayPacket] = []
+            var batch: [ServerPacket] = []
             for _ in 0..<400 {
                 try await Task.sleep(for: .milliseconds(5))
                 batch = await bob.takeAnswers()
@@ -269,7 +269,7 @@ actor RawRelayUser {
         try await Task.sleep(for: .milliseconds(300))
         #expect(await alice.token != nil)
 
-        func answer(_ p: RelayPacket) async throws -> [RelayPacket] {
+        func answer(_ p: ServerPacket) async throws -> [ServerPacket] {
             _ = await mallory.takeAnswers()
             await mallory.send(p)
             for _ in 0..<400 {
@@ -282,7 +282,7 @@ actor RawRelayUser {
         // A replay of alice's REGISTER from mallory's address.
         #expect(try await answer(genuine) == [.rejected(.replayed, messageID: nil)])
         // Alice's user ID with mallory's key.
-        var claim = RelayRegistration(userID: alice.id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
+        var claim = ServerRegistration(userID: alice.id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
                                       publicKey: mallory.identity.signingPublicKey)
         claim.signature = Array(try mallory.identity.signingKey.signature(for: claim.signedBytes()))
         #expect(try await answer(.register(claim)) == [.rejected(.keyMismatch, messageID: nil)])
@@ -305,7 +305,7 @@ actor RawRelayUser {
         for n in 0..<500 { await mallory.sendRaw((0..<(n % 200)).map { _ in UInt8.random(in: 0...255) }) }
         let token = try #require(await alice.token)
         await alice.send(.poll(token: token))
-        var answers: [RelayPacket] = []
+        var answers: [ServerPacket] = []
         for _ in 0..<400 where answers.isEmpty {
             try await Task.sleep(for: .milliseconds(5))
             answers = await alice.takeAnswers().filter { $0 == .noMessages }

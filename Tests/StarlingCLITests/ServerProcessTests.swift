@@ -3,17 +3,17 @@ import StarlingTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import StarlingRelayPostgres
+import StarlingYaOKServerPostgres
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `starling relay-server` with real `send --relay` and `listen --relay`
+/// `starling relay-server` with real `send --server` and `listen --server`
 /// processes on loopback: a recipient who was away receives on return.
-@Suite(.serialized, .usesProcesses) struct RelayProcessTests {
+@Suite(.serialized, .usesProcesses) struct ServerProcessTests {
     static func server(db: String, duration: Int = 120) async throws -> (LiveProcess, UInt16) {
         let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json",
                                  "--duration", String(duration)])
@@ -36,13 +36,13 @@ import Glibc
     }
 
     static func listen(_ dir: String, relay: UInt16, duration: Int = 60) throws -> LiveProcess {
-        try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--data-dir", dir, "--relay", "127.0.0.1:\(relay)",
+        try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--data-dir", dir, "--server", "127.0.0.1:\(relay)",
                          "--duration", String(duration)])
     }
 
     static func send(_ dir: String, relay: UInt16, to: String, _ text: String, wait: Int = 15) async throws -> StarlingProcess.Result {
         try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--announce-interval", "1", "--data-dir", dir,
-                                       "--relay", "127.0.0.1:\(relay)", "--to", to, "--wait", String(wait), text])
+                                       "--server", "127.0.0.1:\(relay)", "--to", to, "--wait", String(wait), text])
     }
 
     @Test func anOfflineRecipientReceivesOnReturnOnceAndTheSenderHearsQueued() async throws {
@@ -112,8 +112,8 @@ import Glibc
     /// through one, bob (away at the time) collects through the other. The
     /// metrics endpoint counts what went through.
     /// A store on the cluster with one registered recipient (the caller closes it).
-    static func postgresStoreWithARecipient(_ pg: PostgresCluster) async throws -> (PostgresRelayStore, UserID) {
-        let store = try await PostgresRelayStore(url: pg.url)
+    static func postgresStoreWithARecipient(_ pg: PostgresCluster) async throws -> (PostgresServerStore, UserID) {
+        let store = try await PostgresServerStore(url: pg.url)
         let b = UserID.random()
         #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
         return (store, b)
@@ -128,12 +128,12 @@ import Glibc
         let (store, b) = try await Self.postgresStoreWithARecipient(pg)
         defer { store.close() }
         let a = UserID.random()
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 3
-        let m = { (id: UserID) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9, 8], receivedAt: 5) }
+        let m = { (id: UserID) in QueuedMessage(messageID: id, sender: a, recipient: b, payload: [9, 8], receivedAt: 5) }
         let ids = (0..<4).map { _ in UserID.random() }
         let outcomes = try await store.enqueue([m(ids[0]), m(ids[0]), m(ids[1]), m(ids[2]), m(ids[3]),
-                                                RelayQueuedMessage(messageID: .random(), sender: a, recipient: .random(), payload: [9], receivedAt: 5)],
+                                                QueuedMessage(messageID: .random(), sender: a, recipient: .random(), payload: [9], receivedAt: 5)],
                                                limits: limits)
         #expect(outcomes == [.stored, .stored, .stored, .stored, .recipientQueueFull, .unknownRecipient])
         #expect(try await store.enqueue([m(ids[1])], limits: limits) == [.stored], "a retry of one held is QUEUED again, even when full")
@@ -165,7 +165,7 @@ import Glibc
         // Lengths that drifted are counted again when a server starts.
         try pg.sql("UPDATE relay_queue_count SET total = 100; UPDATE relay_queue_lengths SET n = 3")
         #expect(try await store.enqueue([m(.random())], limits: limits) == [.recipientQueueFull])
-        let reopened = try await PostgresRelayStore(url: pg.url)
+        let reopened = try await PostgresServerStore(url: pg.url)
         defer { reopened.close() }
         #expect(try await reopened.enqueue([m(.random())], limits: limits) == [.stored])
         limits.total = 1
@@ -173,7 +173,7 @@ import Glibc
         // A message ID another sender's message is queued under is refused, not QUEUED.
         let taken = UserID.random(), mallory = UserID.random()
         limits.total = 100
-        #expect(try await reopened.enqueue([RelayQueuedMessage(messageID: taken, sender: mallory, recipient: b, payload: [1], receivedAt: 9),
+        #expect(try await reopened.enqueue([QueuedMessage(messageID: taken, sender: mallory, recipient: b, payload: [1], receivedAt: 9),
                                             m(taken)], limits: limits) == [.stored, .messageIDTaken])
         #expect(try await reopened.enqueue([m(taken)], limits: limits) == [.messageIDTaken])
         #expect(try await reopened.fetch(b, limit: 10).filter { $0.messageID == taken }.map(\.sender) == [mallory])
@@ -199,11 +199,11 @@ import Glibc
         let done = Flag() // not Task.cancel(): a cancelled query would count as a failure
         let writer = Task {
             var failures = 0, rounds = 0
-            let limits = RelayQueueLimits()
+            let limits = QueueLimits()
             while !done.isRaised, rounds < 5_000 {
                 rounds += 1
                 let ids = (0..<20).map { _ in UserID.random() }
-                let batch = ids.map { RelayQueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
+                let batch = ids.map { QueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
                 do {
                     _ = try await busy.commit(batch, limits: limits, removing: [])
                     _ = try await busy.commit([], limits: limits, removing: ids.map { (b, $0) })
@@ -215,7 +215,7 @@ import Glibc
         }
         var opened = 0
         for _ in 0..<10 {
-            let starting = try await PostgresRelayStore(url: pg.url)
+            let starting = try await PostgresServerStore(url: pg.url)
             starting.close()
             opened += 1
         }
@@ -271,7 +271,7 @@ import Glibc
         #expect(text.contains("# TYPE starling_relay_checkpoint_failures_total counter") && text.contains("starling_relay_store_failures_total 0"), "\(text)")
     }
 
-    /// `starling chat --relay`: a contact who is not on the mesh gets the
+    /// `starling chat --server`: a contact who is not on the mesh gets the
     /// message through the relay (the mesh has no route: no discovery, no
     /// peers), the state shows on the line, and the sealed receipts come back.
     @Test func chatReachesAContactOffTheMeshThroughTheRelay() async throws {
@@ -284,7 +284,7 @@ import Glibc
         first.stop()
 
         func chat(_ dir: String) throws -> LiveProcess {
-            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--data-dir", dir, "--relay", "127.0.0.1:\(port)"])
+            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--data-dir", dir, "--server", "127.0.0.1:\(port)"])
         }
         let alice = try chat(aliceDir)
         defer { alice.stop() }

@@ -2,17 +2,17 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingNode
-import StarlingRelayClient
-import StarlingRelayPostgres
-import StarlingRelayServer
+import StarlingYaOKClient
+import StarlingYaOKServerPostgres
+import StarlingYaOKServer
 import StarlingTransport
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 import StarlingYaOKStore
 
 /// `starling relay-server`: holds Ya OK messages for users who are away.
-struct RelayServerCommand: AsyncParsableCommand {
+struct YaOKServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay-server",
         abstract: "Run a Ya OK relay server: UDP, holding sealed messages for users who are offline.",
@@ -54,11 +54,11 @@ struct RelayServerCommand: AsyncParsableCommand {
         let directory = DataDirectory(explicit: dataDir)
         guard let host = UDPAddress("\(bind):\(port)") else { throw ValidationError("--bind \(bind): expected an IPv4 address") }
         if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
-        let store: any RelayStore
+        let store: any ServerStore
         let path: String
         if let postgres {
             path = postgres.replacingOccurrences(of: #":[^:@/]*@"#, with: ":…@", options: .regularExpression) // no password in logs
-            do { store = try await PostgresRelayStore(url: postgres) } catch {
+            do { store = try await PostgresServerStore(url: postgres) } catch {
                 throw RuntimeFailure("PostgreSQL at \(path) did not answer: \(error)")
             }
         } else {
@@ -67,11 +67,11 @@ struct RelayServerCommand: AsyncParsableCommand {
                 try directory.create()
                 path = directory.url.appendingPathComponent("relay-server.sqlite").path
             }
-            do { store = try SQLiteRelayStore(path: path) } catch {
+            do { store = try SQLiteServerStore(path: path) } catch {
                 throw RuntimeFailure("the database \(path) did not open: \(error)")
             }
         }
-        var config = RelayServer.Core.Configuration()
+        var config = YaOKServer.Core.Configuration()
         config.limits.perUser = maxPerUser
         config.limits.total = maxTotal
         config.limits.maxAge = UInt64(maxAgeDays * 86_400_000)
@@ -79,8 +79,8 @@ struct RelayServerCommand: AsyncParsableCommand {
         config.perAddressBurst = ratePerAddress * 2
         config.perUserRate = ratePerUser
         config.perUserBurst = ratePerUser * 5
-        let server: RelayServer
-        do { server = try RelayServer(store: store, bind: host, configuration: config) } catch {
+        let server: YaOKServer
+        do { server = try YaOKServer(store: store, bind: host, configuration: config) } catch {
             throw RuntimeFailure("UDP \(bind):\(port) is not free (\(error)); choose another with --port")
         }
         let counts = try await store.counts()
@@ -89,7 +89,7 @@ struct RelayServerCommand: AsyncParsableCommand {
         if let metrics {
             let parts = metrics.split(separator: ":")
             guard parts.count == 2, let metricsPort = Int(parts[1]) else { throw ValidationError("--metrics \(metrics): expected HOST:PORT") }
-            let m = RelayMetrics()
+            let m = ServerMetrics()
             let (channel, bound) = try await m.serve(host: String(parts[0]), port: metricsPort)
             started["metricsPort"] = bound
             metricsTask = Task {
@@ -117,7 +117,7 @@ struct RelayServerCommand: AsyncParsableCommand {
         await server.stop()
         await running.value
         metricsTask?.cancel()
-        (store as? PostgresRelayStore)?.close()
+        (store as? PostgresServerStore)?.close()
     }
 }
 

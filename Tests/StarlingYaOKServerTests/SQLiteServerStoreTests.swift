@@ -1,12 +1,12 @@
 import Foundation
 import GRDB
-@testable import StarlingRelayServer
+@testable import StarlingYaOKServer
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 import Testing
 
-/// The SQLite store's rules, as InMemoryRelayStore states them, on a real file.
-@Suite struct SQLiteRelayStoreTests {
+/// The SQLite store's rules, as InMemoryServerStore states them, on a real file.
+@Suite struct SQLiteServerStoreTests {
     static func temporaryPath(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).sqlite").path
     }
@@ -16,8 +16,8 @@ import Testing
     }
 
     /// A store on `path` with one registered recipient.
-    static func storeWithARecipient(_ path: String, walPages: Int = 16_384) async throws -> (SQLiteRelayStore, UserID) {
-        let store = try SQLiteRelayStore(path: path, walPages: walPages)
+    static func storeWithARecipient(_ path: String, walPages: Int = 16_384) async throws -> (SQLiteServerStore, UserID) {
+        let store = try SQLiteServerStore(path: path, walPages: walPages)
         let b = UserID.random()
         #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
         return (store, b)
@@ -26,7 +26,7 @@ import Testing
     @Test func durableAndTheSameRulesAsTheReference() async throws {
         let path = Self.temporaryPath("relay")
         defer { Self.remove(path) }
-        let store = try SQLiteRelayStore(path: path, maxUsers: 2)
+        let store = try SQLiteServerStore(path: path, maxUsers: 2)
         #expect(try store.synchronousMode() == 2, "synchronous = FULL: a QUEUED answer survives a power cut")
         let a = UserID.random(), b = UserID.random(), key = [UInt8](repeating: 1, count: 32)
         #expect(try await store.register(a, key: key, timestamp: 10) == .registered)
@@ -34,12 +34,12 @@ import Testing
         #expect(try await store.register(a, key: [UInt8](repeating: 2, count: 32), timestamp: 11) == .conflict, "another key")
         #expect(try await store.register(b, key: key, timestamp: 1) == .registered)
         #expect(try await store.register(.random(), key: key, timestamp: 1) == .full, "no pin is dropped to make room")
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 2
-        let m = { (id: UserID) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: 5) }
+        let m = { (id: UserID) in QueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: 5) }
         let first = UserID.random()
         let outcomes = try await store.enqueue([m(first), m(first), m(.random()), m(.random()),
-                                                RelayQueuedMessage(messageID: .random(), sender: a, recipient: .random(), payload: [9], receivedAt: 5)],
+                                                QueuedMessage(messageID: .random(), sender: a, recipient: .random(), payload: [9], receivedAt: 5)],
                                                limits: limits)
         #expect(outcomes == [.stored, .stored, .stored, .recipientQueueFull, .unknownRecipient])
         #expect(try await store.enqueue([m(first)], limits: limits) == [.stored], "a retry of one held is QUEUED again, even when full")
@@ -54,7 +54,7 @@ import Testing
         // file (which has to find it again), a retry is still stored once.
         let again = UserID.random()
         #expect(try await store.enqueue([m(again)], limits: limits) == [.stored])
-        let reopened = try SQLiteRelayStore(path: path, maxUsers: 2)
+        let reopened = try SQLiteServerStore(path: path, maxUsers: 2)
         #expect(try await reopened.enqueue([m(again)], limits: limits) == [.stored])
         #expect(try await reopened.counts().queued == 1)
         #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == [again])
@@ -69,14 +69,14 @@ import Testing
     func aMessageIDBelongsToItsSender(_ kind: String) async throws {
         let path = Self.temporaryPath("relay-ids")
         defer { Self.remove(path) }
-        let store: any RelayStore = kind == "memory" ? InMemoryRelayStore() : try SQLiteRelayStore(path: path)
+        let store: any ServerStore = kind == "memory" ? InMemoryServerStore() : try SQLiteServerStore(path: path)
         let alice = UserID.random(), mallory = UserID.random(), bob = UserID.random()
         #expect(try await store.register(bob, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
         let id = UserID.random()
         let from = { (sender: UserID, payload: UInt8) in
-            RelayQueuedMessage(messageID: id, sender: sender, recipient: bob, payload: [payload], receivedAt: 5)
+            QueuedMessage(messageID: id, sender: sender, recipient: bob, payload: [payload], receivedAt: 5)
         }
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 1
         // In one batch: mallory first; alice's is refused, mallory's retry is QUEUED.
         #expect(try await store.enqueue([from(mallory, 1), from(alice, 2), from(mallory, 1)], limits: limits)
@@ -91,7 +91,7 @@ import Testing
         // A message refused for a full queue leaves nothing behind: the same
         // ID from another sender in the same batch is refused for the same reason.
         let other = UserID.random()
-        let full = { (sender: UserID) in RelayQueuedMessage(messageID: other, sender: sender, recipient: bob, payload: [3], receivedAt: 5) }
+        let full = { (sender: UserID) in QueuedMessage(messageID: other, sender: sender, recipient: bob, payload: [3], receivedAt: 5) }
         #expect(try await store.enqueue([full(mallory), full(alice)], limits: limits) == [.recipientQueueFull, .recipientQueueFull])
     }
 
@@ -103,9 +103,9 @@ import Testing
         defer { Self.remove(path) }
         let (store, b) = try await Self.storeWithARecipient(path)
         let a = UserID.random()
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 2
-        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
+        let m = { (id: UserID, at: UInt64) in QueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
         let old = UserID.random(), kept = UserID.random(), late = UserID.random()
         #expect(try await store.enqueue([m(old, 5), m(kept, 50), m(late, 55)], limits: limits) == [.stored, .stored, .recipientQueueFull])
         #expect(try await store.expire(before: 10) == 1)
@@ -126,7 +126,7 @@ import Testing
         defer { Self.remove(path) }
         let (store, b) = try await Self.storeWithARecipient(path, walPages: 64) // 256 KiB
         let a = UserID.random()
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 1_000_000
         limits.total = 1_000_000
         let payload = [UInt8](repeating: 7, count: 1_000)
@@ -134,11 +134,11 @@ import Testing
         let deadline = Date().addingTimeInterval(60)
         // 100 KB a batch, one every 10 ms: at least 24 MB, and two restarts.
         while (sent.count < 24_000 || store.walRestarts < 2), Date() < deadline {
-            let batch = (0..<100).map { _ in RelayQueuedMessage(messageID: .random(), sender: a, recipient: b, payload: payload, receivedAt: 1) }
+            let batch = (0..<100).map { _ in QueuedMessage(messageID: .random(), sender: a, recipient: b, payload: payload, receivedAt: 1) }
             #expect(try await store.enqueue(batch, limits: limits).allSatisfy { $0 == .stored })
             sent += batch.map(\.messageID)
             let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
-            largestWAL = max(largestWAL, wal ?? 0)
+            largestWAL = max(largestWAL, wal)
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(store.walRestarts >= 2, "\(store.walRestarts) restarts")
@@ -153,7 +153,7 @@ import Testing
     /// Runs `body` while a trigger aborts each `event` (as a full disk would
     /// fail the commit), and expects it to throw. The trigger is made through
     /// the store's own connection: no second one waits on the file's locks.
-    static func expectFailure(of store: SQLiteRelayStore, when event: String, sourceLocation: SourceLocation = #_sourceLocation,
+    static func expectFailure(of store: SQLiteServerStore, when event: String, sourceLocation: SourceLocation = #_sourceLocation,
                               _ body: () async throws -> Void) async throws {
         try await store.db.write { try $0.execute(sql: "CREATE TRIGGER fail BEFORE \(event) BEGIN SELECT RAISE(ABORT, 'injected'); END") }
         await #expect(throws: (any Error).self, sourceLocation: sourceLocation) { try await body() }
@@ -166,15 +166,15 @@ import Testing
         let (store, b) = try await Self.storeWithARecipient(path)
         let a = UserID.random()
         let ids = (0..<3).map { _ in UserID.random() }
-        let batch = ids.map { RelayQueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
-        #expect(try await store.enqueue(batch, limits: RelayQueueLimits()) == [.stored, .stored, .stored])
+        let batch = ids.map { QueuedMessage(messageID: $0, sender: a, recipient: b, payload: [1], receivedAt: 5) }
+        #expect(try await store.enqueue(batch, limits: QueueLimits()) == [.stored, .stored, .stored])
         let found = try await store.remove([(b, ids[0]), (a, ids[1]), (b, .random()), (b, ids[2]), (b, ids[0])])
         #expect(found.map { $0?.messageID } == [ids[0], nil, nil, ids[2], nil])
         #expect(found[0]?.sender == a && found[0]?.payload == [1])
         #expect(try await store.counts().queued == 1)
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [ids[1]])
         // What was taken can be queued again (the set of what is queued forgot it).
-        #expect(try await store.enqueue([batch[0]], limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.enqueue([batch[0]], limits: QueueLimits()) == [.stored])
         #expect(try await store.counts().queued == 2)
     }
 
@@ -186,30 +186,30 @@ import Testing
         defer { Self.remove(path) }
         let (store, b) = try await Self.storeWithARecipient(path)
         let a = UserID.random()
-        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [7], receivedAt: at) }
+        let m = { (id: UserID, at: UInt64) in QueuedMessage(messageID: id, sender: a, recipient: b, payload: [7], receivedAt: at) }
         let first = UserID.random(), second = UserID.random(), third = UserID.random()
-        #expect(try await store.enqueue([m(first, 5)], limits: RelayQueueLimits()) == [.stored])
-        let both = try await store.commit([m(second, 6)], limits: RelayQueueLimits(), removing: [(b, first), (b, .random())])
+        #expect(try await store.enqueue([m(first, 5)], limits: QueueLimits()) == [.stored])
+        let both = try await store.commit([m(second, 6)], limits: QueueLimits(), removing: [(b, first), (b, .random())])
         #expect(both.stored == [.stored])
         #expect(both.removed.map { $0?.messageID } == [first, nil])
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
         // A failure takes both back.
         try await Self.expectFailure(of: store, when: "INSERT ON queue WHEN NEW.received_at = 666") {
-            _ = try await store.commit([m(third, 7), m(.random(), 666)], limits: RelayQueueLimits(), removing: [(b, second)])
+            _ = try await store.commit([m(third, 7), m(.random(), 666)], limits: QueueLimits(), removing: [(b, second)])
         }
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [second])
         #expect(try await store.counts().queued == 1)
         // And the ACK, sent again, takes it (the set of what is queued was counted again).
-        #expect(try await store.commit([m(third, 7)], limits: RelayQueueLimits(), removing: [(b, second)]).removed.first??.messageID == second)
+        #expect(try await store.commit([m(third, 7)], limits: QueueLimits(), removing: [(b, second)]).removed.first??.messageID == second)
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
         // A failure in the ACKs' part takes back the MSGs stored before it in the transaction.
         let fourth = UserID.random()
         try await Self.expectFailure(of: store, when: "DELETE ON queue") {
-            _ = try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
+            _ = try await store.commit([m(fourth, 8)], limits: QueueLimits(), removing: [(b, third)])
         }
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [third])
         #expect(try await store.counts().queued == 1)
-        let again = try await store.commit([m(fourth, 8)], limits: RelayQueueLimits(), removing: [(b, third)])
+        let again = try await store.commit([m(fourth, 8)], limits: QueueLimits(), removing: [(b, third)])
         #expect(again.stored == [.stored], "stored for real, not taken for one held")
         #expect(again.removed.first??.messageID == third)
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [fourth])
@@ -225,14 +225,14 @@ import Testing
         defer { Self.remove(path) }
         let (store, b) = try await Self.storeWithARecipient(path)
         let a = UserID.random()
-        let m = { (id: UserID, at: UInt64) in RelayQueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
-        #expect(try await store.enqueue([m(.random(), 5)], limits: RelayQueueLimits()) == [.stored]) // the caches are warm
+        let m = { (id: UserID, at: UInt64) in QueuedMessage(messageID: id, sender: a, recipient: b, payload: [9], receivedAt: at) }
+        #expect(try await store.enqueue([m(.random(), 5)], limits: QueueLimits()) == [.stored]) // the caches are warm
         let good = UserID.random()
         try await Self.expectFailure(of: store, when: "INSERT ON queue WHEN NEW.received_at = 666") {
-            _ = try await store.enqueue([m(good, 5), m(.random(), 666)], limits: RelayQueueLimits())
+            _ = try await store.enqueue([m(good, 5), m(.random(), 666)], limits: QueueLimits())
         }
         #expect(try await store.counts().queued == 1) // the failed batch's first message is not there
-        #expect(try await store.enqueue([m(good, 5)], limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.enqueue([m(good, 5)], limits: QueueLimits()) == [.stored])
         #expect(try await store.counts().queued == 2, "stored for real this time")
         #expect(try await store.fetch(b, limit: 10).map(\.messageID).last == good)
     }
@@ -267,10 +267,10 @@ import Testing
             }
             try old.close()
         }
-        let store = try SQLiteRelayStore(path: path)
+        let store = try SQLiteServerStore(path: path)
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == ids)
-        let retry = RelayQueuedMessage(messageID: ids[1], sender: a, recipient: b, payload: [7], receivedAt: 6)
-        #expect(try await store.enqueue([retry], limits: RelayQueueLimits()) == [.stored])
+        let retry = QueuedMessage(messageID: ids[1], sender: a, recipient: b, payload: [7], receivedAt: 6)
+        #expect(try await store.enqueue([retry], limits: QueueLimits()) == [.stored])
         #expect(try await store.counts().queued == 3)
         // One B-tree: the queue clustered by (recipient, arrival), no other index.
         let (indexes, table) = try await store.db.read { db in
@@ -281,13 +281,13 @@ import Testing
         #expect(table.contains("WITHOUT ROWID") && table.contains("PRIMARY KEY (recipient, seq)"), "\(table)")
         // A new message arrives after the migrated ones.
         let later = UserID.random()
-        #expect(try await store.enqueue([RelayQueuedMessage(messageID: later, sender: a, recipient: b, payload: [8], receivedAt: 7)],
-                                        limits: RelayQueueLimits()) == [.stored])
+        #expect(try await store.enqueue([QueuedMessage(messageID: later, sender: a, recipient: b, payload: [8], receivedAt: 7)],
+                                        limits: QueueLimits()) == [.stored])
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == ids + [later])
-        let reopened = try SQLiteRelayStore(path: path)
+        let reopened = try SQLiteServerStore(path: path)
         let afterThat = UserID.random()
-        #expect(try await reopened.enqueue([RelayQueuedMessage(messageID: afterThat, sender: a, recipient: b, payload: [8], receivedAt: 8)],
-                                           limits: RelayQueueLimits()) == [.stored])
+        #expect(try await reopened.enqueue([QueuedMessage(messageID: afterThat, sender: a, recipient: b, payload: [8], receivedAt: 8)],
+                                           limits: QueueLimits()) == [.stored])
         #expect(try await reopened.fetch(b, limit: 10).map(\.messageID) == ids + [later, afterThat], "the order goes on after a reopening")
     }
 }

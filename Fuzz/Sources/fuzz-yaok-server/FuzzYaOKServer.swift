@@ -1,10 +1,10 @@
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The server core every input goes through, as one address's datagrams
 /// (the input cut at 0xFF bytes), and its client twin.
-nonisolated(unsafe) var server = RelayServerCore<Int>()
-nonisolated(unsafe) var client = RelayClientCore(userID: UserID(bytes: [UInt8](repeating: 0x0A, count: 16))!,
+nonisolated(unsafe) var server = YaOKServerCore<Int>()
+nonisolated(unsafe) var client = YaOKClientCore(userID: UserID(bytes: [UInt8](repeating: 0x0A, count: 16))!,
                                                  signingKey: .init())
 nonisolated(unsafe) var clock: UInt64 = 1_795_000_000_000
 
@@ -14,14 +14,14 @@ nonisolated(unsafe) var clock: UInt64 = 1_795_000_000_000
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    for direction in [RelayPacket.Direction.toServer, .toClient] {
-        if let p = try? RelayPacket.decode(bytes, direction) {
+    for direction in [ServerPacket.Direction.toServer, .toClient] {
+        if let p = try? ServerPacket.decode(bytes, direction) {
             guard p.encode() == bytes else { fatalError("a decoded relay packet did not re-encode to its bytes") }
         }
     }
     clock += 7
     for piece in bytes.split(separator: 0xFF, omittingEmptySubsequences: false).prefix(64) {
-        let datagram = RelayPacket.magic + [RelayPacket.version] + Array(piece)
+        let datagram = ServerPacket.magic + [ServerPacket.version] + Array(piece)
         _ = server.receive(datagram, from: Int(piece.first ?? 0) % 4, now: clock)
         _ = client.receive(datagram, now: clock)
     }

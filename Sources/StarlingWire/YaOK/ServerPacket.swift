@@ -3,39 +3,39 @@
 /// every layout with examples. Integers are big-endian.
 ///
 /// Every packet starts with "YAOK", version 0x01 and a type. A packet larger
-/// than a datagram (1,472 bytes) travels as CHUNKs (``RelayChunker``).
-public enum RelayPacket: Hashable, Sendable {
+/// than a datagram (1,472 bytes) travels as CHUNKs (``ServerChunker``).
+public enum ServerPacket: Hashable, Sendable {
     /// MSG 0x01: a sealed message (``SealedMessageBytes``) from `sender` to
     /// `recipient`. To the server it carries the sender's session token after
     /// the payload; from the server (a delivery) it does not.
-    case message(sender: UserID, recipient: UserID, payload: [UInt8], token: RelayToken?)
+    case message(sender: UserID, recipient: UserID, payload: [UInt8], token: ServerToken?)
     /// ACK 0x02 to the server: the recipient's store has this message; the
     /// server removes it from the queue.
-    case ack(token: RelayToken, messageID: UserID)
+    case ack(token: ServerToken, messageID: UserID)
     /// ACK 0x02 from the server to a sender: `by` took the message.
     case delivered(messageID: UserID, by: UserID)
     /// REGISTER 0x10.
-    case register(RelayRegistration)
+    case register(ServerRegistration)
     /// REGISTERED 0x11: the session token for POLL, PING, ACK and MSG, and the
     /// server's clock.
-    case registered(token: RelayToken, serverTime: UInt64)
+    case registered(token: ServerToken, serverTime: UInt64)
     /// POLL 0x12.
-    case poll(token: RelayToken)
+    case poll(token: ServerToken)
     /// NO_MESSAGES 0x13.
     case noMessages
     /// PING 0x14 (every 60 s keeps a registration; 5 minutes without one ends it).
-    case ping(token: RelayToken)
+    case ping(token: ServerToken)
     /// PONG 0x15.
     case pong
     /// QUEUED 0x16: the message is committed (durable); `online`: the
     /// recipient was sent it at once as well.
     case queued(messageID: UserID, online: Bool)
     /// REJECTED 0x17: why, and the message it concerns when there is one.
-    case rejected(RelayRejection, messageID: UserID?)
+    case rejected(ServerRejection, messageID: UserID?)
     /// BYE 0x18: the client goes offline; its session ends (no answer).
-    case bye(token: RelayToken)
+    case bye(token: ServerToken)
     /// CHUNK 0x20: a piece of a packet larger than a datagram.
-    case chunk(RelayChunk)
+    case chunk(ServerChunk)
 
     public enum Direction: Sendable { case toServer, toClient }
 
@@ -113,7 +113,7 @@ public enum RelayPacket: Hashable, Sendable {
 
     /// Decodes one packet (whole: CHUNKs come out as ``chunk(_:)``) sent in
     /// `direction`. Strict: a wrong magic, version or length is an error.
-    public static func decode(_ bytes: [UInt8], _ direction: Direction) throws(WireError) -> RelayPacket {
+    public static func decode(_ bytes: [UInt8], _ direction: Direction) throws(WireError) -> ServerPacket {
         var r = ByteReader(bytes)
         guard try r.read(4, "magic") == magic else {
             throw WireError(.invalidValue("not a Ya OK relay packet (magic)"), field: "magic", offset: 0)
@@ -122,8 +122,8 @@ public enum RelayPacket: Hashable, Sendable {
         guard version == Self.version else { throw WireError(.unsupportedVersion(version), field: "version", offset: 4) }
         let type = try r.u8("type")
         func id(_ field: String) throws(WireError) -> UserID { UserID(bytes: try r.slice(16, field))! }
-        func token() throws(WireError) -> RelayToken { RelayToken(bytes: try r.slice(16, "token"))! }
-        let packet: RelayPacket
+        func token() throws(WireError) -> ServerToken { ServerToken(bytes: try r.slice(16, "token"))! }
+        let packet: ServerPacket
         switch (type, direction) {
         case (0x01, _):
             let sender = try id("sender"), recipient = try id("recipient")
@@ -143,7 +143,7 @@ public enum RelayPacket: Hashable, Sendable {
             let time = try r.u64("timestamp")
             let signature = try r.read(64, "signature")
             let key = r.isAtEnd ? nil : try r.read(32, "publicKey")
-            packet = .register(RelayRegistration(userID: user, timestamp: time, signature: signature, publicKey: key))
+            packet = .register(ServerRegistration(userID: user, timestamp: time, signature: signature, publicKey: key))
         case (0x11, .toClient):
             packet = .registered(token: try token(), serverTime: try r.u64("serverTime"))
         case (0x12, .toServer):
@@ -161,7 +161,7 @@ public enum RelayPacket: Hashable, Sendable {
             packet = .queued(messageID: messageID, online: online == 1)
         case (0x17, .toClient):
             let code = try r.u8("reason")
-            guard let reason = RelayRejection(rawValue: code) else {
+            guard let reason = ServerRejection(rawValue: code) else {
                 throw WireError(.invalidValue("unknown reason 0x\(String(code, radix: 16))"), field: "reason", offset: 6)
             }
             let raw = try r.read(16, "messageID")
@@ -171,16 +171,16 @@ public enum RelayPacket: Hashable, Sendable {
         case (0x20, _):
             let transfer = try r.u32("transferID")
             let index = try r.u16("index"), total = try r.u16("total")
-            guard (2...RelayChunk.maxChunks).contains(Int(total)), index < total else {
-                throw WireError(.invalidValue("chunk \(index) of \(total) (2 … \(RelayChunk.maxChunks) chunks)"),
+            guard (2...ServerChunk.maxChunks).contains(Int(total)), index < total else {
+                throw WireError(.invalidValue("chunk \(index) of \(total) (2 … \(ServerChunk.maxChunks) chunks)"),
                                 field: "total", offset: 12)
             }
             let data = Array(r.rest)
-            guard (1...RelayChunk.maxData).contains(data.count) else {
-                throw WireError(.lengthOutOfRange(declared: data.count, limit: RelayChunk.maxData), field: "data", offset: 14)
+            guard (1...ServerChunk.maxData).contains(data.count) else {
+                throw WireError(.lengthOutOfRange(declared: data.count, limit: ServerChunk.maxData), field: "data", offset: 14)
             }
             r = ByteReader([])
-            packet = .chunk(RelayChunk(transferID: transfer, index: index, total: total, data: data))
+            packet = .chunk(ServerChunk(transferID: transfer, index: index, total: total, data: data))
         default:
             throw WireError(.invalidValue("type 0x\(String(type, radix: 16)) is not sent \(direction == .toServer ? "to" : "by") a server"),
                             field: "type", offset: 5)
@@ -192,7 +192,7 @@ public enum RelayPacket: Hashable, Sendable {
 }
 
 /// A session token: 16 random bytes the server gives at REGISTERED.
-public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
+public struct ServerToken: Hashable, Sendable, CustomStringConvertible {
     public let value: Bytes16
     @inlinable
     public init?(bytes: some Collection<UInt8>) {
@@ -200,9 +200,9 @@ public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
         self.value = value
     }
     public var bytes: [UInt8] { value.bytes }
-    public static func random() -> RelayToken {
+    public static func random() -> ServerToken {
         var rng = SystemRandomNumberGenerator()
-        return RelayToken(value: Bytes16(high: rng.next(), low: rng.next()))
+        return ServerToken(value: Bytes16(high: rng.next(), low: rng.next()))
     }
     private init(value: Bytes16) { self.value = value }
     public var description: String { "token " + Array(bytes.prefix(4)).hexString + "…" }
@@ -211,7 +211,7 @@ public struct RelayToken: Hashable, Sendable, CustomStringConvertible {
 /// REGISTER's fields. The signature (Ed25519, by the user's key) covers the
 /// first 30 bytes of the packet, then the public key when one is carried.
 /// The first REGISTER of a user ID carries its key, which the server pins.
-public struct RelayRegistration: Hashable, Sendable {
+public struct ServerRegistration: Hashable, Sendable {
     public var userID: UserID
     public var timestamp: UInt64
     public var signature: [UInt8]
@@ -228,13 +228,13 @@ public struct RelayRegistration: Hashable, Sendable {
     public func signedBytes() -> [UInt8] {
         var copy = self
         copy.signature = []
-        let packet = RelayPacket.register(copy).encode()
+        let packet = ServerPacket.register(copy).encode()
         return Array(packet.prefix(30)) + (publicKey ?? [])
     }
 }
 
 /// Why the server refused a packet (REJECTED's reason byte).
-public enum RelayRejection: UInt8, Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     case badSignature = 0x01
     case staleTimestamp = 0x02
     case replayed = 0x03
@@ -269,9 +269,9 @@ public enum RelayRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cust
 }
 
 /// One CHUNK: `index` of `total` pieces of the packet `transferID`.
-public struct RelayChunk: Hashable, Sendable {
-    public static let headerByteCount = RelayPacket.headerByteCount + 8
-    public static let maxData = RelayPacket.maxDatagram - headerByteCount
+public struct ServerChunk: Hashable, Sendable {
+    public static let headerByteCount = ServerPacket.headerByteCount + 8
+    public static let maxData = ServerPacket.maxDatagram - headerByteCount
     public static let maxChunks = 16
 
     public var transferID: UInt32
@@ -289,12 +289,12 @@ public struct RelayChunk: Hashable, Sendable {
     /// A packet's bytes as datagrams: itself when it fits, else CHUNKs of
     /// `maxData` bytes (nil when even 16 chunks would not hold it).
     public static func datagrams(_ packet: [UInt8], transferID: UInt32) -> [[UInt8]]? {
-        guard packet.count > RelayPacket.maxDatagram else { return [packet] }
+        guard packet.count > ServerPacket.maxDatagram else { return [packet] }
         let count = (packet.count + maxData - 1) / maxData
         guard count <= maxChunks else { return nil }
         return (0..<count).map { i in
             let piece = Array(packet[(i * maxData)..<min(packet.count, (i + 1) * maxData)])
-            return RelayPacket.chunk(RelayChunk(transferID: transferID, index: UInt16(i), total: UInt16(count), data: piece)).encode()
+            return ServerPacket.chunk(ServerChunk(transferID: transferID, index: UInt16(i), total: UInt16(count), data: piece)).encode()
         }
     }
 }
@@ -302,7 +302,7 @@ public struct RelayChunk: Hashable, Sendable {
 /// Puts CHUNKs back together, per source. Bounds: `maxPerSource` packets in
 /// progress from one source and `maxInProgress` in all (the oldest goes
 /// first), each dropped `timeout` ms after its first chunk.
-public struct RelayReassembler<Source: Hashable & Sendable>: Sendable {
+public struct ServerReassembler<Source: Hashable & Sendable>: Sendable {
     public var maxPerSource = 8
     public var maxInProgress = 256
     public var timeout: UInt64 = 10_000
@@ -317,7 +317,7 @@ public struct RelayReassembler<Source: Hashable & Sendable>: Sendable {
     public var inProgress: Int { partial.count }
 
     /// A chunk from `source`: the whole packet's bytes once every piece is here.
-    public mutating func add(_ chunk: RelayChunk, from source: Source, now: UInt64) -> [UInt8]? {
+    public mutating func add(_ chunk: ServerChunk, from source: Source, now: UInt64) -> [UInt8]? {
         expire(now: now)
         let key = Key(source: source, transfer: chunk.transferID)
         if partial[key] == nil {

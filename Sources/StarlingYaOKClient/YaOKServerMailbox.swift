@@ -4,7 +4,7 @@ import StarlingCrypto
 import StarlingTransport
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The Ya OK server (seed 002 §4.3) as a mailbox transport, beside Nostr: the
 /// node hands it the Noise payloads for a contact with no mesh route, and it
@@ -33,7 +33,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
     }
     public let outcomes: AsyncStream<Outcome>
     private let outcomesContinuation: AsyncStream<Outcome>.Continuation
-    public let client: RelayClient
+    public let client: YaOKClient
     private let state: State
 
     /// The contacts it reaches (by the peer ID their Noise key derives), and
@@ -73,7 +73,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
     let identity: Identity
     let userID: UserID
 
-    public init(client: RelayClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName) {
+    public init(client: YaOKClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName) {
         self.client = client
         self.identity = identity
         self.userID = userID
@@ -148,7 +148,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         }
     }
 
-    private func handle(_ event: RelayClient.Event) async {
+    private func handle(_ event: YaOKClient.Event) async {
         switch event {
         case .registered:
             for peer in await state.setRegistered(true) { continuation.yield(.reachable(peer, true)) }

@@ -1,7 +1,7 @@
 import Foundation
 import StarlingTransport
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The relay server's runtime: one UDP socket, the protocol core, a store.
 /// MSGs are committed in groups — whatever arrived while the previous commit
@@ -14,14 +14,14 @@ import StarlingYaOKRelay
 /// Bounds: at most `maxPendingStore` store operations wait at once (more
 /// packets are dropped, and their senders retry), 512 messages and 512 ACKs
 /// a commit.
-public actor RelayServer {
-    public typealias Core = RelayServerCore<UDPAddress>
+public actor YaOKServer {
+    public typealias Core = YaOKServerCore<UDPAddress>
 
     public nonisolated let port: UInt16
     private let socket: UDPSocket
-    private let store: any RelayStore
+    private let store: any ServerStore
     private var core: Core
-    private var pending: [(RelayQueuedMessage, UDPAddress)] = []
+    private var pending: [(QueuedMessage, UDPAddress)] = []
     private var committing = false
     private var inFlight = 0
     private var stopped = false
@@ -33,7 +33,7 @@ public actor RelayServer {
     public private(set) var commitTimes = CommitTimes()
     public private(set) var storeFailures = 0
 
-    public init(store: any RelayStore, bind address: UDPAddress, configuration: Core.Configuration = .init(),
+    public init(store: any ServerStore, bind address: UDPAddress, configuration: Core.Configuration = .init(),
                 maxPendingStore: Int = 20_000) throws {
         self.maxPendingStore = maxPendingStore
         socket = try UDPSocket(bindTo: address)
@@ -56,7 +56,7 @@ public actor RelayServer {
             }
         }
         // In batches: what arrived together is handled in one turn of the actor.
-        for await batch in socket.datagramBatches(maxSize: RelayPacket.maxDatagram + 1) {
+        for await batch in socket.datagramBatches(maxSize: ServerPacket.maxDatagram + 1) {
             if stopped { break }
             let now = Self.now()
             for (address, datagram) in batch { perform(core.receive(datagram, from: address, now: now)) }
@@ -154,9 +154,9 @@ public actor RelayServer {
         operating = false
     }
 
-    private func completeRegistration(_ r: RelayRegistration, from address: UDPAddress) async {
+    private func completeRegistration(_ r: ServerRegistration, from address: UDPAddress) async {
         let now = Self.now()
-        let result: Result<UserID, RelayRejection>
+        let result: Result<UserID, ServerRejection>
         do {
             let pinned = try await store.pinned(r.userID)
             switch Core.check(r, pinned: pinned, now: now, window: core.configuration.registrationWindow) {

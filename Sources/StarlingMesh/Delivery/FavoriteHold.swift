@@ -7,7 +7,7 @@ import StarlingWire
 /// A packet is held as it was received (its bytes are the originator's: Noise
 /// frames are opaque here). Bounded per recipient and in all; the oldest goes
 /// first, and nothing is kept longer than `lifetime`.
-public struct Mailbox: Sendable {
+public struct FavoriteHold: Sendable {
     public struct Limits: Hashable, Sendable {
         public var perRecipient = 100
         public var total = 1_000

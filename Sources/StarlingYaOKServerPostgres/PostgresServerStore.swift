@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The relay's queues and pinned keys in PostgreSQL (postgres-nio), so that
 /// several relay servers behind one address serve one population: a message
@@ -12,7 +12,7 @@ import StarlingYaOKRelay
 /// first by every write, and each recipient's in `relay_queue_lengths`, kept by
 /// the same statements: the caps are exact across servers and cost no count of
 /// a queue.
-public final class PostgresRelayStore: RelayStore, Sendable {
+public final class PostgresServerStore: ServerStore, Sendable {
     private let client: PostgresClient
     private let logger: Logger
     private let runner: Task<Void, Never>
@@ -90,7 +90,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         return nil
     }
 
-    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome {
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         let maxUsers = self.maxUsers
         return try await client.withTransaction(logger: logger) { c in
             let id = Self.buffer(user.bytes)
@@ -118,9 +118,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     }
 
     /// MSGs and ACKs that arrived together, in one transaction.
-    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
+        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
         try await client.withTransaction(logger: logger) { c in
             let stored = batch.isEmpty ? [] : try await self.store(batch, limits: limits, on: c)
             return (stored, acks.isEmpty ? [] : try await self.take(acks, on: c))
@@ -132,8 +132,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// server's committed batch), which recipients are users, their queues'
     /// lengths, which messages are held already (a sender's retry), then one
     /// multi-row INSERT that adds what went in to the length.
-    private func store(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
-                       on c: PostgresConnection) async throws -> [RelayEnqueueOutcome] {
+    private func store(_ batch: [QueuedMessage], limits: QueueLimits,
+                       on c: PostgresConnection) async throws -> [EnqueueOutcome] {
         let recipients = Array(Set(batch.map(\.recipient)))
         let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
         var total = try await Self.lockTheLength(c, self.logger)
@@ -159,7 +159,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 held[Key(recipient: r, messageID: m)] = s
             }
         }
-        var outcomes: [RelayEnqueueOutcome] = []
+        var outcomes: [EnqueueOutcome] = []
         var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
             ([], [], [], [], [])
         for m in batch {
@@ -200,10 +200,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// ACKs in one statement: each (recipient, message ID) deleted where it
     /// is (only the recipient's own), the length lowered by what went.
     /// What each found, in order (an ACK repeated in the batch finds nothing the second time).
-    private func take(_ acks: [(user: UserID, messageID: UserID)], on c: PostgresConnection) async throws -> [RelayQueuedMessage?] {
+    private func take(_ acks: [(user: UserID, messageID: UserID)], on c: PostgresConnection) async throws -> [QueuedMessage?] {
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
         let users = acks.map { Self.buffer($0.user.bytes) }, ids = acks.map { Self.buffer($0.messageID.bytes) }
-        var found: [Key: RelayQueuedMessage] = [:]
+        var found: [Key: QueuedMessage] = [:]
         try await Self.lockTheLength(c, logger)
         for try await (r, m, sender, payload, at) in try await c.query("""
             WITH removed AS (
@@ -215,21 +215,21 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             """, logger: logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
             guard let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)),
                   let sender = UserID(bytes: Self.bytes(sender)) else { continue }
-            found[Key(recipient: r, messageID: m)] = RelayQueuedMessage(messageID: m, sender: sender, recipient: r,
+            found[Key(recipient: r, messageID: m)] = QueuedMessage(messageID: m, sender: sender, recipient: r,
                                                                         payload: Self.bytes(payload), receivedAt: UInt64(at))
         }
         return acks.map { found.removeValue(forKey: Key(recipient: $0.user, messageID: $0.messageID)) }
     }
 
-    public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
+    public func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] {
         let rows = try await client.query("""
             SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes))
             ORDER BY seq LIMIT \(Int64(limit))
             """, logger: logger)
-        var out: [RelayQueuedMessage] = []
+        var out: [QueuedMessage] = []
         for try await (id, sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
             guard let id = UserID(bytes: Self.bytes(id)), let sender = UserID(bytes: Self.bytes(sender)) else { continue }
-            out.append(RelayQueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
+            out.append(QueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
         }
         return out
     }

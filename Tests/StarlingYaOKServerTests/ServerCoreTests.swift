@@ -3,37 +3,37 @@ import Foundation
 import StarlingCrypto
 import StarlingWire
 import StarlingYaOK
-@testable import StarlingYaOKRelay
+@testable import StarlingYaOKServerCore
 import Testing
 
 /// A user of the relay: an identity and a user ID.
-struct RelayUser {
+struct ServerUser {
     var identity = Identity.generate()
     var id = UserID.random()
 
-    func seal(_ text: String, to other: RelayUser, id messageID: UserID = .random(), now: UInt64 = 1_795_000_000_000) throws -> [UInt8] {
+    func seal(_ text: String, to other: ServerUser, id messageID: UserID = .random(), now: UInt64 = 1_795_000_000_000) throws -> [UInt8] {
         try SealedMessage.seal(.text(text), id: messageID, timestamp: now, from: identity, senderID: id, to: other.id,
                                recipientAgreementKey: other.identity.noisePublicKey)
     }
 
     func registration(at t: UInt64, key: Bool = true, signer: Curve25519.Signing.PrivateKey? = nil) throws -> [UInt8] {
-        var r = RelayRegistration(userID: id, timestamp: t, signature: [], publicKey: key ? identity.signingPublicKey : nil)
+        var r = ServerRegistration(userID: id, timestamp: t, signature: [], publicKey: key ? identity.signingPublicKey : nil)
         r.signature = Array(try (signer ?? identity.signingKey).signature(for: r.signedBytes()))
-        return RelayPacket.register(r).encode()
+        return ServerPacket.register(r).encode()
     }
 }
 
 /// The server core and a store, driven as the runtime drives them, with
 /// every answer collected per address.
 actor ServerHarness {
-    var core: RelayServerCore<Int>
-    let store: any RelayStore
-    var outbox: [Int: [RelayPacket]] = [:]
+    var core: YaOKServerCore<Int>
+    let store: any ServerStore
+    var outbox: [Int: [ServerPacket]] = [:]
     var now: UInt64 = 1_795_000_000_000
-    var reassembly = RelayReassembler<Int>()
+    var reassembly = ServerReassembler<Int>()
 
-    init(store: any RelayStore = InMemoryRelayStore(), configuration: RelayServerCore<Int>.Configuration = .init()) {
-        core = RelayServerCore(configuration: configuration)
+    init(store: any ServerStore = InMemoryServerStore(), configuration: YaOKServerCore<Int>.Configuration = .init()) {
+        core = YaOKServerCore(configuration: configuration)
         self.store = store
     }
 
@@ -44,25 +44,25 @@ actor ServerHarness {
         await perform(core.receive(bytes, from: address, now: now))
     }
 
-    func take(_ address: Int) -> [RelayPacket] {
+    func take(_ address: Int) -> [ServerPacket] {
         defer { outbox[address] = [] }
         return outbox[address] ?? []
     }
 
-    func perform(_ steps: [RelayServerCore<Int>.Step]) async {
+    func perform(_ steps: [YaOKServerCore<Int>.Step]) async {
         for step in steps {
             switch step {
             case let .send(bytes, to):
-                guard let p = try? RelayPacket.decode(bytes, .toClient) else { Issue.record("undecodable answer"); continue }
+                guard let p = try? ServerPacket.decode(bytes, .toClient) else { Issue.record("undecodable answer"); continue }
                 if case let .chunk(c) = p {
-                    if let whole = reassembly.add(c, from: to, now: now) { outbox[to, default: []].append(try! RelayPacket.decode(whole, .toClient)) }
+                    if let whole = reassembly.add(c, from: to, now: now) { outbox[to, default: []].append(try! ServerPacket.decode(whole, .toClient)) }
                 } else {
                     outbox[to, default: []].append(p)
                 }
             case let .register(r, from):
                 let pinned = try? await store.pinned(r.userID)
-                let result: Result<UserID, RelayRejection>
-                switch RelayServerCore<Int>.check(r, pinned: pinned ?? nil, now: now, window: core.configuration.registrationWindow) {
+                let result: Result<UserID, ServerRejection>
+                switch YaOKServerCore<Int>.check(r, pinned: pinned ?? nil, now: now, window: core.configuration.registrationWindow) {
                 case let .failure(why): result = .failure(why)
                 case let .success(key):
                     switch try? await store.register(r.userID, key: key, timestamp: r.timestamp) {
@@ -84,28 +84,28 @@ actor ServerHarness {
     }
 
     /// Registers `user` from `address`; its token.
-    func register(_ user: RelayUser, from address: Int) async throws -> RelayToken {
+    func register(_ user: ServerUser, from address: Int) async throws -> ServerToken {
         await receive(try user.registration(at: now), from: address)
-        guard case let .registered(token, _)? = take(address).last else { throw RelayTestError.notRegistered }
+        guard case let .registered(token, _)? = take(address).last else { throw ServerTestError.notRegistered }
         return token
     }
 }
 
-enum RelayTestError: Error { case notRegistered }
+enum ServerTestError: Error { case notRegistered }
 
-@Suite struct RelayCoreTests {
+@Suite struct ServerCoreTests {
     @Test func aMessageForAnOfflineRecipientIsQueuedAndCollectedWithAPollThenRemovedByTheAck() async throws {
         let h = ServerHarness()
-        let alice = RelayUser(), bob = RelayUser()
+        let alice = ServerUser(), bob = ServerUser()
         let aliceToken = try await h.register(alice, from: 1)
         let bobToken = try await h.register(bob, from: 2)
         // Bob goes away (a new address later); alice sends.
         await h.advance(301_000)
-        await h.receive(RelayPacket.ping(token: aliceToken).encode(), from: 1)
+        await h.receive(ServerPacket.ping(token: aliceToken).encode(), from: 1)
         await h.perform([]) // nothing
         let id = UserID.random()
         let sealed = try alice.seal("are you there?", to: bob, id: id)
-        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: sealed, token: aliceToken).encode(), from: 1)
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: sealed, token: aliceToken).encode(), from: 1)
         let answers = await h.take(1)
         #expect(answers.contains(.pong))
         #expect(answers.contains(.queued(messageID: id, online: true)), "bob's session is still there: \(answers)")
@@ -117,11 +117,11 @@ enum RelayTestError: Error { case notRegistered }
 
         // A poll gets the message; another gets it again until the ACK; then NO_MESSAGES.
         let bobAgain = try await h.register(bob, from: 3)
-        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 3)
+        await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 3)
         #expect(await h.take(3) == [.message(sender: alice.id, recipient: bob.id, payload: sealed, token: nil)])
-        await h.receive(RelayPacket.ack(token: bobAgain, messageID: id).encode(), from: 3)
+        await h.receive(ServerPacket.ack(token: bobAgain, messageID: id).encode(), from: 3)
         #expect(await h.take(1) == [.delivered(messageID: id, by: bob.id)], "alice hears it was taken")
-        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 3)
+        await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 3)
         #expect(await h.take(3) == [.noMessages])
         // The message opens for bob.
         let (_, body) = try SealedMessage.open(sealed, as: bob.id, with: bob.identity, senderSigningKey: alice.identity.signingPublicKey)
@@ -132,7 +132,7 @@ enum RelayTestError: Error { case notRegistered }
     /// else's user ID, another key), a replayed one and a stale one are refused.
     @Test func spoofedReplayedAndStaleRegistrationsAreRefused() async throws {
         let h = ServerHarness()
-        let alice = RelayUser(), mallory = RelayUser()
+        let alice = ServerUser(), mallory = ServerUser()
         // No key on a first registration.
         await h.receive(try alice.registration(at: await h.now, key: false), from: 1)
         #expect(await h.take(1) == [.rejected(.unknownUser, messageID: nil)])
@@ -165,40 +165,40 @@ enum RelayTestError: Error { case notRegistered }
     /// and a MSG's sender must be the token's user.
     @Test func withoutTheTokenNothingIsRead() async throws {
         let h = ServerHarness()
-        let alice = RelayUser(), bob = RelayUser(), mallory = RelayUser()
+        let alice = ServerUser(), bob = ServerUser(), mallory = ServerUser()
         let aliceToken = try await h.register(alice, from: 1)
         _ = try await h.register(bob, from: 2)
         let malloryToken = try await h.register(mallory, from: 9)
         let id = UserID.random()
-        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("for bob", to: bob, id: id),
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("for bob", to: bob, id: id),
                                             token: aliceToken).encode(), from: 1)
         _ = await h.take(2)
-        await h.receive(RelayPacket.poll(token: .random()).encode(), from: 9)
+        await h.receive(ServerPacket.poll(token: .random()).encode(), from: 9)
         #expect(await h.take(9) == [.rejected(.unknownSession, messageID: nil)])
-        await h.receive(RelayPacket.ack(token: malloryToken, messageID: id).encode(), from: 9)
-        await h.receive(RelayPacket.poll(token: malloryToken).encode(), from: 9)
+        await h.receive(ServerPacket.ack(token: malloryToken, messageID: id).encode(), from: 9)
+        await h.receive(ServerPacket.poll(token: malloryToken).encode(), from: 9)
         #expect(await h.take(9) == [.noMessages], "mallory's ACK removed nothing of bob's, and her poll reads her queue")
         // A MSG in alice's name with mallory's token.
-        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("forged", to: bob),
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("forged", to: bob),
                                             token: malloryToken).encode(), from: 9)
         #expect(await h.take(9) == [.rejected(.unknownSession, messageID: nil)])
         #expect(try await h.store.counts().queued == 1)
     }
 
     @Test func queueCapsAndUnknownRecipientsAreSaidToTheSender() async throws {
-        var config = RelayServerCore<Int>.Configuration()
+        var config = YaOKServerCore<Int>.Configuration()
         config.limits.perUser = 3
         config.limits.total = 5
         let h = ServerHarness(configuration: config)
-        let alice = RelayUser(), bob = RelayUser(), carol = RelayUser(), stranger = RelayUser()
+        let alice = ServerUser(), bob = ServerUser(), carol = ServerUser(), stranger = ServerUser()
         let token = try await h.register(alice, from: 1)
         _ = try await h.register(bob, from: 2)
         _ = try await h.register(carol, from: 3)
-        var answers: [RelayPacket] = []
+        var answers: [ServerPacket] = []
         for (to, n) in [(bob, 4), (carol, 3)] {
             for i in 0..<n {
                 let id = UserID.random()
-                await h.receive(RelayPacket.message(sender: alice.id, recipient: to.id, payload: try alice.seal("\(i)", to: to, id: id),
+                await h.receive(ServerPacket.message(sender: alice.id, recipient: to.id, payload: try alice.seal("\(i)", to: to, id: id),
                                                     token: token).encode(), from: 1)
                 answers += await h.take(1)
             }
@@ -206,7 +206,7 @@ enum RelayTestError: Error { case notRegistered }
         let rejections = answers.compactMap { if case let .rejected(why, _) = $0 { why } else { nil } }
         #expect(rejections == [.recipientQueueFull, .serverFull], "\(answers)")
         #expect(try await h.store.counts().queued == 5)
-        await h.receive(RelayPacket.message(sender: alice.id, recipient: stranger.id, payload: try alice.seal("?", to: stranger),
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: stranger.id, payload: try alice.seal("?", to: stranger),
                                             token: token).encode(), from: 1)
         guard case .rejected(.unknownRecipient, _)? = await h.take(1).first else { Issue.record("queued for a stranger"); return }
         // A retry of a message held already is QUEUED again, not stored twice.
@@ -214,15 +214,15 @@ enum RelayTestError: Error { case notRegistered }
         let h2 = ServerHarness()
         let t2 = try await h2.register(alice, from: 1)
         _ = try await h2.register(bob, from: 2)
-        let packet = RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("once", to: bob, id: id), token: t2).encode()
+        let packet = ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("once", to: bob, id: id), token: t2).encode()
         await h2.receive(packet, from: 1)
         await h2.receive(packet, from: 1)
         #expect(await h2.take(1) == [.queued(messageID: id, online: true), .queued(messageID: id, online: true)])
         #expect(try await h2.store.counts().queued == 1)
         // The same ID from another sender is refused (0D), not answered QUEUED and lost.
-        let mallory = RelayUser()
+        let mallory = ServerUser()
         let t3 = try await h2.register(mallory, from: 3)
-        await h2.receive(RelayPacket.message(sender: mallory.id, recipient: bob.id, payload: try mallory.seal("mine", to: bob, id: id),
+        await h2.receive(ServerPacket.message(sender: mallory.id, recipient: bob.id, payload: try mallory.seal("mine", to: bob, id: id),
                                              token: t3).encode(), from: 3)
         #expect(await h2.take(3) == [.rejected(.messageIDTaken, messageID: id)])
         #expect(try await h2.store.counts().queued == 1)
@@ -232,13 +232,13 @@ enum RelayTestError: Error { case notRegistered }
     /// goes in CHUNKs both ways and arrives whole.
     @Test func aMessageLargerThanADatagramArrivesWhole() async throws {
         let h = ServerHarness()
-        let alice = RelayUser(), bob = RelayUser()
+        let alice = ServerUser(), bob = ServerUser()
         let token = try await h.register(alice, from: 1)
         let bobToken = try await h.register(bob, from: 2)
         let text = String(repeating: "ü", count: 5_120) // 10,240 bytes
         let id = UserID.random()
         let sealed = try alice.seal(text, to: bob, id: id)
-        let datagrams = try #require(RelayChunk.datagrams(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: sealed,
+        let datagrams = try #require(ServerChunk.datagrams(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: sealed,
                                                                              token: token).encode(), transferID: 7))
         #expect(datagrams.count == 8 && datagrams.allSatisfy { $0.count <= 1_472 })
         for d in datagrams.reversed() { await h.receive(d, from: 1) } // in any order
@@ -250,13 +250,13 @@ enum RelayTestError: Error { case notRegistered }
 
     /// A flood from one address stops costing anything past its bucket.
     @Test func aFloodIsRateLimitedAndUndecodableBytesCostNothing() async throws {
-        var config = RelayServerCore<Int>.Configuration()
+        var config = YaOKServerCore<Int>.Configuration()
         config.perAddressRate = 10
         config.perAddressBurst = 20
-        var core = RelayServerCore<Int>(configuration: config)
+        var core = YaOKServerCore<Int>(configuration: config)
         var answered = 0
         for i in 0..<10_000 {
-            answered += core.receive(RelayPacket.poll(token: .random()).encode(), from: 5, now: 1_000 + UInt64(i / 100)).count
+            answered += core.receive(ServerPacket.poll(token: .random()).encode(), from: 5, now: 1_000 + UInt64(i / 100)).count
         }
         #expect(answered <= 21, "\(answered)")
         #expect(core.counters.rateLimited >= 9_979)
@@ -272,25 +272,25 @@ enum RelayTestError: Error { case notRegistered }
     /// address without a session are not reassembled.
     @Test func tokensAreBoundToTheirAddressAndChunksToSessions() async throws {
         let h = ServerHarness()
-        let alice = RelayUser(), bob = RelayUser()
+        let alice = ServerUser(), bob = ServerUser()
         let aliceToken = try await h.register(alice, from: 1)
         let bobToken = try await h.register(bob, from: 2)
-        await h.receive(RelayPacket.bye(token: bobToken).encode(), from: 2)
-        await h.receive(RelayPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal(String(repeating: "x", count: 9_000), to: bob),
+        await h.receive(ServerPacket.bye(token: bobToken).encode(), from: 2)
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal(String(repeating: "x", count: 9_000), to: bob),
                                             token: aliceToken).encode(), from: 1)
         _ = await h.take(1)
         await h.advance(1)
         let bobAgain = try await h.register(bob, from: 2)
-        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 666) // the victim's address
+        await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 666) // the victim's address
         #expect(await h.take(666) == [.rejected(.unknownSession, messageID: nil)])
         // BYE from elsewhere ends nothing.
-        await h.receive(RelayPacket.bye(token: bobAgain).encode(), from: 666)
-        await h.receive(RelayPacket.poll(token: bobAgain).encode(), from: 2)
+        await h.receive(ServerPacket.bye(token: bobAgain).encode(), from: 666)
+        await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 2)
         #expect(await h.take(2).count == 1, "the session lives; the message comes")
         // Chunks from a stranger are dropped unread.
         var core = await h.core
         let before = core.counters.undecodable
-        let chunk = RelayPacket.chunk(RelayChunk(transferID: 1, index: 0, total: 2, data: [1, 2, 3])).encode()
+        let chunk = ServerPacket.chunk(ServerChunk(transferID: 1, index: 0, total: 2, data: [1, 2, 3])).encode()
         _ = core.receive(chunk, from: 777, now: await h.now)
         #expect(core.counters.undecodable == before + 1)
     }
@@ -298,8 +298,8 @@ enum RelayTestError: Error { case notRegistered }
     /// A full users table refuses newcomers (07) and never drops a pin: a
     /// dropped pin would let anyone register that user ID with their key.
     @Test func aFullUserTableRefusesNewcomersAndKeepsEveryPin() async throws {
-        let h = ServerHarness(store: InMemoryRelayStore(maxUsers: 2))
-        let a = RelayUser(), b = RelayUser(), c = RelayUser()
+        let h = ServerHarness(store: InMemoryServerStore(maxUsers: 2))
+        let a = ServerUser(), b = ServerUser(), c = ServerUser()
         _ = try await h.register(a, from: 1)
         _ = try await h.register(b, from: 2)
         await h.receive(try c.registration(at: await h.now), from: 3)
@@ -317,27 +317,27 @@ enum RelayTestError: Error { case notRegistered }
     /// packets sent with an old token register once; a message it cannot
     /// store does not make it poll again and again.
     @Test func theClientRegistersOnceAndNeverSpins() throws {
-        let me = RelayUser(), bob = RelayUser()
-        var c = RelayClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        let me = ServerUser(), bob = ServerUser()
+        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
         let t0: UInt64 = 1_795_000_000_000
         #expect(c.start(now: t0).count == 1)
         _ = try c.send(sealed: try me.seal("queued before the session", to: bob), now: t0)
         #expect(c.nextDeadline == t0 + 2_000, "the REGISTER's retry, nothing else")
         #expect(c.tick(now: t0 + 1_000).isEmpty)
-        let token = RelayToken.random()
-        let registered = c.receive(RelayPacket.registered(token: token, serverTime: t0).encode(), now: t0 + 1_100)
+        let token = ServerToken.random()
+        let registered = c.receive(ServerPacket.registered(token: token, serverTime: t0).encode(), now: t0 + 1_100)
         #expect(registered.filter { if case .send = $0 { true } else { false } }.count == 2, "the waiting MSG and a POLL")
         // The server restarted: three packets' REJECTED 05 → one REGISTER.
         var sends = 0
         for _ in 0..<3 {
-            sends += c.receive(RelayPacket.rejected(.unknownSession, messageID: nil).encode(), now: t0 + 2_000)
+            sends += c.receive(ServerPacket.rejected(.unknownSession, messageID: nil).encode(), now: t0 + 2_000)
                 .filter { if case .send = $0 { true } else { false } }.count
         }
         #expect(sends == 1)
         #expect(!c.isRegistered && c.nextDeadline > t0 + 2_000)
         // Registered again; the same undecodable-for-the-caller message twice: one quick re-poll, not two.
-        _ = c.receive(RelayPacket.registered(token: .random(), serverTime: t0).encode(), now: t0 + 3_000)
-        let delivery = RelayPacket.message(sender: bob.id, recipient: me.id, payload: try bob.seal("x", to: me), token: nil).encode()
+        _ = c.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0 + 3_000)
+        let delivery = ServerPacket.message(sender: bob.id, recipient: me.id, payload: try bob.seal("x", to: me), token: nil).encode()
         _ = c.receive(delivery, now: t0 + 3_100)
         let first = c.tick(now: t0 + 3_300).filter { if case .send = $0 { true } else { false } }.count
         _ = c.receive(delivery, now: t0 + 3_400)
@@ -352,16 +352,16 @@ enum RelayTestError: Error { case notRegistered }
     /// failed after its 8th send.
     @Test(arguments: [false, true])
     func theClientKeepsTheSeedsRhythm(background: Bool) throws {
-        let me = RelayUser(), bob = RelayUser()
-        var c = RelayClientCore(userID: me.id, signingKey: me.identity.signingKey,
+        let me = ServerUser(), bob = ServerUser()
+        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey,
                                 configuration: background ? .background : .init())
         let t0: UInt64 = 1_795_000_000_000
         var polls: [UInt64] = [], pings: [UInt64] = [], messages: [UInt64] = [], failed: [UInt64] = []
-        func take(_ steps: [RelayClientCore.Step], at t: UInt64) {
+        func take(_ steps: [YaOKClientCore.Step], at t: UInt64) {
             for step in steps {
                 switch step {
                 case let .send(bytes):
-                    switch try? RelayPacket.decode(bytes, .toServer) {
+                    switch try? ServerPacket.decode(bytes, .toServer) {
                     case .poll?: polls.append(t - t0)
                     case .ping?: pings.append(t - t0)
                     case .message?: messages.append(t - t0)
@@ -374,7 +374,7 @@ enum RelayTestError: Error { case notRegistered }
             }
         }
         _ = c.start(now: t0)
-        take(c.receive(RelayPacket.registered(token: .random(), serverTime: t0).encode(), now: t0), at: t0)
+        take(c.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0), at: t0)
         let sendAt = t0 + 45_000
         var sent = false
         var now = t0

@@ -2,17 +2,17 @@ import Crypto
 import Foundation
 import GRDB
 import StarlingCrypto
-import StarlingRelayPostgres
-import StarlingRelayServer
+import StarlingYaOKServerPostgres
+import StarlingYaOKServer
 import StarlingTransport
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// `starling-bench relay`: the Ya OK relay server (real UDP on loopback, its
 /// real stores) beside the limits measured in the same run: a plain UDP echo
 /// (packets/s) and SQLite's durable commit rate.
-enum RelayBench {
+enum ServerBench {
     static func run() {
         print("starling-bench relay (release; loopback UDP; every QUEUED answer is durable)\n")
         let echo = udpEcho(seconds: 2)
@@ -23,13 +23,13 @@ enum RelayBench {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-bench-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sqlite = try! SQLiteRelayStore(path: dir.appendingPathComponent("relay.sqlite").path)
+        let sqlite = try! SQLiteServerStore(path: dir.appendingPathComponent("relay.sqlite").path)
         let sqliteMax = measure("SQLite", store: sqlite, echo: echo)
         memory(dir: dir)
 
         if let pg = BenchPostgres.start() {
             defer { pg.stop() }
-            let store = blocking { try await PostgresRelayStore(url: pg.url) }
+            let store = blocking { try await PostgresServerStore(url: pg.url) }
             if let store {
                 _ = measure("PostgreSQL", store: store, echo: echo)
                 store.close()
@@ -101,7 +101,7 @@ enum RelayBench {
         let socket: UDPSocket
         let id = UserID.random()
         let key = Curve25519.Signing.PrivateKey()
-        var token: RelayToken?
+        var token: ServerToken?
         let lock = NSLock()
         var sentAt: [UserID: UInt64] = [:]
         var latencies: [Double] = []
@@ -124,13 +124,13 @@ enum RelayBench {
 
         /// An answer from the server: a token, or a QUEUED with its latency.
         func take(_ bytes: [UInt8]) {
-            guard let p = try? RelayPacket.decode(bytes, .toClient) else { return }
+            guard let p = try? ServerPacket.decode(bytes, .toClient) else { return }
             switch p {
             case let .registered(t, _): lock.withLock { token = t }
             case let .message(_, _, payload, _):
                 guard acking, let id = try? SealedMessageBytes.route(payload).messageID,
                       let token = lock.withLock({ token }) else { return }
-                _ = socket.send(RelayPacket.ack(token: token, messageID: id).encode(), to: .loopback(server))
+                _ = socket.send(ServerPacket.ack(token: token, messageID: id).encode(), to: .loopback(server))
                 lock.withLock { acked += 1 }
             case let .queued(id, _):
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -144,10 +144,10 @@ enum RelayBench {
 
         func register(port: UInt16) async -> Bool {
             for _ in 0..<50 {
-                var r = RelayRegistration(userID: id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
+                var r = ServerRegistration(userID: id, timestamp: UInt64(Date().timeIntervalSince1970 * 1000), signature: [],
                                           publicKey: Array(key.publicKey.rawRepresentation))
                 r.signature = Array((try? key.signature(for: r.signedBytes())) ?? Data())
-                _ = socket.send(RelayPacket.register(r).encode(), to: .loopback(port))
+                _ = socket.send(ServerPacket.register(r).encode(), to: .loopback(port))
                 try? await Task.sleep(for: .milliseconds(20))
                 if lock.withLock({ token != nil }) { return true }
             }
@@ -171,9 +171,9 @@ enum RelayBench {
     }
 
     /// Stored-and-acknowledged messages a second, flat out, then p50/p99 at fixed offered rates.
-    static func measure(_ name: String, store: any RelayStore, echo: Double) -> Double {
+    static func measure(_ name: String, store: any ServerStore, echo: Double) -> Double {
         print("\(name)")
-        var config = RelayServer.Core.Configuration()
+        var config = YaOKServer.Core.Configuration()
         config.limits.perUser = 10_000_000
         config.limits.total = 500_000 // room for every message the runs send (the store keeps a set that size)
         config.perAddressRate = 10_000_000
@@ -182,7 +182,7 @@ enum RelayBench {
         config.perUserBurst = 10_000_000
         let configuration = config
         return blocking {
-            let server = try RelayServer(store: store, bind: .loopback(0), configuration: configuration)
+            let server = try YaOKServer(store: store, bind: .loopback(0), configuration: configuration)
             let serving = Task { await server.run() }
             defer { serving.cancel(); Task { await server.stop() } }
             let recipient = try Sender()
@@ -190,7 +190,7 @@ enum RelayBench {
             defer { for r in readers { r.cancel() } }
             guard await recipient.register(port: server.port) else { print("  recipient did not register"); return 0 }
             // The recipient is away: everything is queued (BYE ends its session).
-            _ = recipient.socket.send(RelayPacket.bye(token: recipient.token!).encode(), to: .loopback(server.port))
+            _ = recipient.socket.send(ServerPacket.bye(token: recipient.token!).encode(), to: .loopback(server.port))
             let senders = try (0..<4).map { _ in try Sender() }
             let senderReaders = senders.map { $0.start() }
             defer { for r in senderReaders { r.cancel() } }
@@ -208,7 +208,7 @@ enum RelayBench {
                 counter += 1
                 let id = UserID(bytes: prefix + withUnsafeBytes(of: counter.bigEndian, Array.init))!
                 payload.replaceSubrange(1..<17, with: id.bytes)
-                let packet = RelayPacket.message(sender: s.id, recipient: recipient.id, payload: payload, token: s.token!).encode()
+                let packet = ServerPacket.message(sender: s.id, recipient: recipient.id, payload: payload, token: s.token!).encode()
                 s.lock.withLock { s.sentAt[id] = DispatchTime.now().uptimeNanoseconds }
                 _ = s.socket.send(packet, to: .loopback(server.port))
             }
@@ -301,23 +301,23 @@ enum RelayBench {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-store-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        guard let store = try? SQLiteRelayStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
+        guard let store = try? SQLiteServerStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
         let recipient = UserID.random(), sender = UserID.random()
         _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
         let template = template(from: sender, to: recipient)
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 10_000_000
         limits.total = 10_000_000
         let fixedLimits = limits
         var queued: [UserID] = []
         var head = 0
-        func batch(_ n: Int) -> [RelayQueuedMessage] {
+        func batch(_ n: Int) -> [QueuedMessage] {
             (0..<n).map { _ in
                 var payload = template
                 let id = UserID.random()
                 payload.replaceSubrange(1..<17, with: id.bytes)
                 queued.append(id)
-                return RelayQueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
+                return QueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
             }
         }
         func acks(_ n: Int) -> [(user: UserID, messageID: UserID)] {
@@ -346,20 +346,20 @@ enum RelayBench {
     static func memory(dir: URL) {
         let before = residentBytes()
         let file = dir.appendingPathComponent("memory.sqlite")
-        guard let store = try? SQLiteRelayStore(path: file.path) else { return }
+        guard let store = try? SQLiteServerStore(path: file.path) else { return }
         let recipient = UserID.random(), sender = UserID.random()
         _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
         let template = template(from: sender, to: recipient)
-        var limits = RelayQueueLimits()
+        var limits = QueueLimits()
         limits.perUser = 100_000 // one recipient here; the total is the seed's 100,000
         let fixedLimits = limits
         let t0 = Date()
         for _ in 0..<(100_000 / 1_000) {
-            let batch = (0..<1_000).map { _ -> RelayQueuedMessage in
+            let batch = (0..<1_000).map { _ -> QueuedMessage in
                 var payload = template
                 let id = UserID.random()
                 payload.replaceSubrange(1..<17, with: id.bytes)
-                return RelayQueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
+                return QueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
             }
             _ = blocking { try await store.enqueue(batch, limits: fixedLimits) }
         }

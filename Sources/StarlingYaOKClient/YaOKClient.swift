@@ -2,27 +2,27 @@ import Crypto
 import Foundation
 import StarlingTransport
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The relay client's runtime: a UDP socket to one server, the protocol core
 /// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
 /// retry), at most 5 s at a time, or until a datagram comes.
-public actor RelayClient {
-    public typealias Event = RelayClientCore.Event
+public actor YaOKClient {
+    public typealias Event = YaOKClientCore.Event
 
     public nonisolated let server: UDPAddress
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
     private let socket: UDPSocket
-    private var core: RelayClientCore
+    private var core: YaOKClientCore
     private var tasks: [Task<Void, Never>] = []
     private var wake: CheckedContinuation<Void, Never>?
 
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
-                configuration: RelayClientCore.Configuration = .init()) throws {
+                configuration: YaOKClientCore.Configuration = .init()) throws {
         self.server = server
         socket = try UDPSocket(bindTo: .any(0))
-        core = RelayClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
+        core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -34,7 +34,7 @@ public actor RelayClient {
     /// Registers and runs until ``stop()``.
     public func start() {
         perform(core.start(now: Self.now()))
-        let datagrams = socket.datagrams(maxSize: RelayPacket.maxDatagram + 1)
+        let datagrams = socket.datagrams(maxSize: ServerPacket.maxDatagram + 1)
         tasks.append(Task { [weak self] in
             for await (from, bytes) in datagrams {
                 guard let self else { return }
@@ -122,7 +122,7 @@ public actor RelayClient {
         }
     }
 
-    private func perform(_ steps: [RelayClientCore.Step]) {
+    private func perform(_ steps: [YaOKClientCore.Step]) {
         for step in steps {
             switch step {
             case let .send(bytes): _ = socket.send(bytes, to: server)

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import StarlingCrypto
 import StarlingWire
-@testable import StarlingYaOKRelay
+@testable import StarlingYaOKServerCore
 import Testing
 
 let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -16,104 +16,104 @@ func documentHex(_ name: String) throws -> String {
     return String(doc[open.upperBound..<close.lowerBound]).filter { !$0.isWhitespace }.lowercased()
 }
 
-@Suite struct RelayPacketTests {
+@Suite struct ServerPacketTests {
     /// The documentation's alice: private keys of repeated bytes 1 (X25519) and 2 (Ed25519).
     static let alice = Identity(noiseKey: try! .init(rawRepresentation: [UInt8](repeating: 1, count: 32)),
                                 signingKey: try! .init(rawRepresentation: [UInt8](repeating: 2, count: 32)))
     static let aliceID = UserID(string: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa")!
     static let bobID = UserID(string: "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb")!
     static let messageID = UserID(string: "11111111-2222-4333-8444-555555555555")!
-    static let token = RelayToken(bytes: (0x10...0x1F).map { UInt8($0) })!
+    static let token = ServerToken(bytes: (0x10...0x1F).map { UInt8($0) })!
 
     @Test func theDocumentsExamples() throws {
-        var r = RelayRegistration(userID: Self.aliceID, timestamp: 1_795_000_000_000, signature: [], publicKey: Self.alice.signingPublicKey)
+        var r = ServerRegistration(userID: Self.aliceID, timestamp: 1_795_000_000_000, signature: [], publicKey: Self.alice.signingPublicKey)
         r.signature = Array(try Self.alice.signingKey.signature(for: r.signedBytes())) // Ed25519 is deterministic
-        let register = RelayPacket.register(r).encode()
+        let register = ServerPacket.register(r).encode()
         #expect(register.count == 126)
         #expect(register.hexString == (try documentHex("yaok-relay-register")), "computed: \(register.hexString)")
-        #expect(try RelayPacket.decode(register, .toServer) == .register(r))
-        #expect(RelayServerCore<Int>.check(r, pinned: nil, now: 1_795_000_000_000, window: 120_000) == .success(Self.alice.signingPublicKey))
+        #expect(try ServerPacket.decode(register, .toServer) == .register(r))
+        #expect(YaOKServerCore<Int>.check(r, pinned: nil, now: 1_795_000_000_000, window: 120_000) == .success(Self.alice.signingPublicKey))
 
-        let registered = RelayPacket.registered(token: Self.token, serverTime: 1_795_000_000_250).encode()
+        let registered = ServerPacket.registered(token: Self.token, serverTime: 1_795_000_000_250).encode()
         #expect(registered.hexString == (try documentHex("yaok-relay-registered")), "computed: \(registered.hexString)")
-        let poll = RelayPacket.poll(token: Self.token).encode()
+        let poll = ServerPacket.poll(token: Self.token).encode()
         #expect(poll.hexString == (try documentHex("yaok-relay-poll")), "computed: \(poll.hexString)")
-        let ack = RelayPacket.ack(token: Self.token, messageID: Self.messageID).encode()
+        let ack = ServerPacket.ack(token: Self.token, messageID: Self.messageID).encode()
         #expect(ack.hexString == (try documentHex("yaok-relay-ack")), "computed: \(ack.hexString)")
-        let queued = RelayPacket.queued(messageID: Self.messageID, online: false).encode()
+        let queued = ServerPacket.queued(messageID: Self.messageID, online: false).encode()
         #expect(queued.hexString == (try documentHex("yaok-relay-queued")), "computed: \(queued.hexString)")
-        let rejected = RelayPacket.rejected(.recipientQueueFull, messageID: Self.messageID).encode()
+        let rejected = ServerPacket.rejected(.recipientQueueFull, messageID: Self.messageID).encode()
         #expect(rejected.hexString == (try documentHex("yaok-relay-rejected")), "computed: \(rejected.hexString)")
         // A MSG to the server: the seed's 42-byte header, the sealed message, the token.
         let payload = [UInt8](repeating: 0xEE, count: 4)
-        let msg = RelayPacket.message(sender: Self.aliceID, recipient: Self.bobID, payload: payload, token: Self.token).encode()
+        let msg = ServerPacket.message(sender: Self.aliceID, recipient: Self.bobID, payload: payload, token: Self.token).encode()
         #expect(msg.hexString == (try documentHex("yaok-relay-msg")), "computed: \(msg.hexString)")
-        #expect(try RelayPacket.decode(msg, .toServer) == .message(sender: Self.aliceID, recipient: Self.bobID, payload: payload, token: Self.token))
-        #expect(try RelayPacket.decode(Array(msg.dropLast(16)), .toClient) == .message(sender: Self.aliceID, recipient: Self.bobID,
+        #expect(try ServerPacket.decode(msg, .toServer) == .message(sender: Self.aliceID, recipient: Self.bobID, payload: payload, token: Self.token))
+        #expect(try ServerPacket.decode(Array(msg.dropLast(16)), .toClient) == .message(sender: Self.aliceID, recipient: Self.bobID,
                                                                                        payload: payload, token: nil))
         // The first CHUNK of a 3,000-byte packet.
         let big = [UInt8](repeating: 0x42, count: 3_000)
-        let chunks = try #require(RelayChunk.datagrams(big, transferID: 0x0102_0304))
+        let chunks = try #require(ServerChunk.datagrams(big, transferID: 0x0102_0304))
         #expect(chunks.count == 3 && chunks.map(\.count) == [1_472, 1_472, 3_000 - 2 * 1_458 + 14])
         #expect(chunks[0].prefix(14).hexString == (try documentHex("yaok-relay-chunk-header")), "computed: \(chunks[0].prefix(14).hexString)")
     }
 
     @Test func everyPacketRoundTripsAndDecodingIsStrict() throws {
-        let id = UserID.random(), t = RelayToken.random()
-        let toServer: [RelayPacket] = [
+        let id = UserID.random(), t = ServerToken.random()
+        let toServer: [ServerPacket] = [
             .message(sender: id, recipient: id, payload: [1, 2, 3], token: t), .ack(token: t, messageID: id),
-            .register(RelayRegistration(userID: id, timestamp: 7, signature: [UInt8](repeating: 9, count: 64), publicKey: nil)),
+            .register(ServerRegistration(userID: id, timestamp: 7, signature: [UInt8](repeating: 9, count: 64), publicKey: nil)),
             .poll(token: t), .ping(token: t), .bye(token: t),
         ]
-        let toClient: [RelayPacket] = [
+        let toClient: [ServerPacket] = [
             .message(sender: id, recipient: id, payload: [1], token: nil), .delivered(messageID: id, by: id),
             .registered(token: t, serverTime: 9), .noMessages, .pong, .queued(messageID: id, online: true),
             .rejected(.serverFull, messageID: nil), .rejected(.rateLimited, messageID: id),
         ]
         for p in toServer {
             let bytes = p.encode()
-            #expect(try RelayPacket.decode(bytes, .toServer) == p)
-            #expect(throws: WireError.self) { try RelayPacket.decode(bytes + [0], .toServer) }
-            for n in 0..<bytes.count { #expect(throws: WireError.self) { try RelayPacket.decode(Array(bytes.prefix(n)), .toServer) } }
+            #expect(try ServerPacket.decode(bytes, .toServer) == p)
+            #expect(throws: WireError.self) { try ServerPacket.decode(bytes + [0], .toServer) }
+            for n in 0..<bytes.count { #expect(throws: WireError.self) { try ServerPacket.decode(Array(bytes.prefix(n)), .toServer) } }
         }
         for p in toClient {
             let bytes = p.encode()
-            #expect(try RelayPacket.decode(bytes, .toClient) == p)
-            #expect(throws: WireError.self) { try RelayPacket.decode(bytes + [0], .toClient) }
+            #expect(try ServerPacket.decode(bytes, .toClient) == p)
+            #expect(throws: WireError.self) { try ServerPacket.decode(bytes + [0], .toClient) }
         }
         // A server never takes what only a server sends, and the other way round.
-        #expect(throws: WireError.self) { try RelayPacket.decode(RelayPacket.pong.encode(), .toServer) }
-        #expect(throws: WireError.self) { try RelayPacket.decode(RelayPacket.poll(token: t).encode(), .toClient) }
+        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.pong.encode(), .toServer) }
+        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.poll(token: t).encode(), .toClient) }
         // Magic, version, lengths.
-        var bad = RelayPacket.pong.encode()
+        var bad = ServerPacket.pong.encode()
         bad[0] = 0x58
-        #expect(throws: WireError.self) { try RelayPacket.decode(bad, .toClient) }
-        bad = RelayPacket.pong.encode()
+        #expect(throws: WireError.self) { try ServerPacket.decode(bad, .toClient) }
+        bad = ServerPacket.pong.encode()
         bad[4] = 2
-        #expect(throws: WireError(.unsupportedVersion(2), field: "version", offset: 4)) { try RelayPacket.decode(bad, .toClient) }
-        let oversized = RelayPacket.message(sender: id, recipient: id, payload: [UInt8](repeating: 0, count: RelayPacket.maxPayload + 1), token: nil)
-        #expect(throws: WireError.self) { try RelayPacket.decode(oversized.encode(), .toClient) }
+        #expect(throws: WireError(.unsupportedVersion(2), field: "version", offset: 4)) { try ServerPacket.decode(bad, .toClient) }
+        let oversized = ServerPacket.message(sender: id, recipient: id, payload: [UInt8](repeating: 0, count: ServerPacket.maxPayload + 1), token: nil)
+        #expect(throws: WireError.self) { try ServerPacket.decode(oversized.encode(), .toClient) }
     }
 
     /// The reassembler's bounds: per source, in all, and in time.
     @Test func chunksReassembleInAnyOrderWithinBounds() throws {
-        var r = RelayReassembler<Int>()
+        var r = ServerReassembler<Int>()
         let packet = (0..<5_000).map { UInt8(truncatingIfNeeded: $0) }
-        let pieces = try #require(RelayChunk.datagrams(packet, transferID: 1)).map { d -> RelayChunk in
-            guard case let .chunk(c) = try RelayPacket.decode(d, .toServer) else { throw RelayTestError.notRegistered }
+        let pieces = try #require(ServerChunk.datagrams(packet, transferID: 1)).map { d -> ServerChunk in
+            guard case let .chunk(c) = try ServerPacket.decode(d, .toServer) else { throw ServerTestError.notRegistered }
             return c
         }
         #expect(pieces.count == 4)
         for c in pieces.dropFirst().reversed() { #expect(r.add(c, from: 1, now: 0) == nil) }
         #expect(r.add(pieces[0], from: 1, now: 1) == packet)
         // A flood of first chunks from one source keeps 8; from many, 256 in all; 10 s later, none.
-        for i in 0..<1_000 { _ = r.add(RelayChunk(transferID: UInt32(i), index: 0, total: 16, data: [1]), from: 7, now: 100) }
+        for i in 0..<1_000 { _ = r.add(ServerChunk(transferID: UInt32(i), index: 0, total: 16, data: [1]), from: 7, now: 100) }
         #expect(r.inProgress == 8)
-        for i in 0..<1_000 { _ = r.add(RelayChunk(transferID: 1, index: 0, total: 16, data: [1]), from: 1_000 + i, now: 100) }
+        for i in 0..<1_000 { _ = r.add(ServerChunk(transferID: 1, index: 0, total: 16, data: [1]), from: 1_000 + i, now: 100) }
         #expect(r.inProgress == 256)
         r.expire(now: 10_100)
         #expect(r.inProgress == 0)
         // More than 16 chunks is not a packet.
-        #expect(RelayChunk.datagrams([UInt8](repeating: 0, count: 16 * 1_458 + 1), transferID: 1) == nil)
+        #expect(ServerChunk.datagrams([UInt8](repeating: 0, count: 16 * 1_458 + 1), transferID: 1) == nil)
     }
 }

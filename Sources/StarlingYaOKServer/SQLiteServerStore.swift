@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import StarlingWire
-import StarlingYaOKRelay
+import StarlingYaOKServerCore
 
 /// The relay's queues and pinned keys in SQLite (GRDB): WAL, and
 /// `synchronous = FULL`, so that a committed batch survives a power cut as
@@ -10,7 +10,7 @@ import StarlingYaOKRelay
 ///
 /// The file holds sealed messages (end-to-end encrypted) and user IDs; see
 /// docs/YAOK.md for what a relay can see.
-public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
+public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// Internal, not private: the tests inject a failure through this same
     /// connection (a second one would contend for the file's locks).
     let db: DatabaseQueue
@@ -173,7 +173,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RelayRegisterOutcome {
+    public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         let maxUsers = self.maxUsers
         return try await db.write { db in
             let id = Data(user.bytes)
@@ -208,9 +208,9 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     /// Both in one transaction: one sync of the disk for what arrived together.
-    public func commit(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits,
+    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [RelayEnqueueOutcome], removed: [RelayQueuedMessage?]) {
+        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
         try await writing(restartingTheWAL: restartWanted.take()) { db in
             let stored = batch.isEmpty ? [] : try self.store(batch, limits: limits, in: db)
             return (stored, acks.isEmpty ? [] : try self.take(acks, in: db))
@@ -218,7 +218,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     /// Inside a write.
-    private func store(_ batch: [RelayQueuedMessage], limits: RelayQueueLimits, in db: Database) throws -> [RelayEnqueueOutcome] {
+    private func store(_ batch: [QueuedMessage], limits: QueueLimits, in db: Database) throws -> [EnqueueOutcome] {
         var total = try self.total ?? Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM queue")) ?? 0
         self.heldCapacity = limits.total
         if self.held == nil { try self.loadHeld(db) }
@@ -231,7 +231,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
             """).sqliteStatement
-        let outcomes: [RelayEnqueueOutcome] = try batch.map { m in
+        let outcomes: [EnqueueOutcome] = try batch.map { m in
             if known[m.recipient] == nil {
                 known[m.recipient] = try Bool.fetchOne(isUser, arguments: [Data(m.recipient.bytes)]) ?? false
             }
@@ -315,12 +315,12 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
 
-    public func fetch(_ user: UserID, limit: Int) async throws -> [RelayQueuedMessage] {
+    public func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] {
         try await db.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT message_id, sender, payload, received_at FROM queue WHERE recipient = ? ORDER BY seq LIMIT ?
                 """, arguments: [Data(user.bytes), limit]).map { row in
-                RelayQueuedMessage(messageID: UserID(bytes: row["message_id"] as Data)!, sender: UserID(bytes: row["sender"] as Data)!,
+                QueuedMessage(messageID: UserID(bytes: row["message_id"] as Data)!, sender: UserID(bytes: row["sender"] as Data)!,
                                    recipient: user, payload: [UInt8](row["payload"] as Data),
                                    receivedAt: UInt64(row["received_at"] as Int64))
             }
@@ -328,7 +328,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
     }
 
     /// ACKs, inside a write (with the MSGs beside them: one fsync, not one each).
-    private func take(_ acks: [(user: UserID, messageID: UserID)], in db: Database) throws -> [RelayQueuedMessage?] {
+    private func take(_ acks: [(user: UserID, messageID: UserID)], in db: Database) throws -> [QueuedMessage?] {
         // Each found by its arrival number, kept in `held`: one primary-key
         // lookup, however long the recipient's queue (a scan of it per ACK
         // made a drained relay ~5× slower).
@@ -344,7 +344,7 @@ public final class SQLiteRelayStore: RelayStore, @unchecked Sendable {
             self.held![key] = nil
             if let t = self.total { self.total = max(0, t - 1) }
             if let q = self.queued[user] { self.queued[user] = max(0, q - 1) }
-            return RelayQueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
+            return QueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
                                       payload: [UInt8](row["payload"] as Data), receivedAt: UInt64(row["received_at"] as Int64))
         }
     }

@@ -2,7 +2,7 @@ import Crypto
 import StarlingWire
 
 /// A message the relay holds for its recipient until an ACK.
-public struct RelayQueuedMessage: Hashable, Sendable {
+public struct QueuedMessage: Hashable, Sendable {
     public var messageID: UserID
     public var sender: UserID
     public var recipient: UserID
@@ -21,7 +21,7 @@ public struct RelayQueuedMessage: Hashable, Sendable {
 }
 
 /// What the store did with a message.
-public enum RelayEnqueueOutcome: Hashable, Sendable {
+public enum EnqueueOutcome: Hashable, Sendable {
     /// Committed (or held already: a sender's retry is not stored twice).
     case stored
     /// Another sender's message to this recipient is queued under this
@@ -33,7 +33,7 @@ public enum RelayEnqueueOutcome: Hashable, Sendable {
 }
 
 /// The queue limits (seed 002 §5.2: 1,000 messages a user, 7 days, 100,000 in all).
-public struct RelayQueueLimits: Hashable, Sendable {
+public struct QueueLimits: Hashable, Sendable {
     public var perUser = 1_000
     public var total = 100_000
     public var maxAge: UInt64 = 7 * 24 * 3_600_000
@@ -43,15 +43,15 @@ public struct RelayQueueLimits: Hashable, Sendable {
 /// The relay server's protocol without I/O: packets in with their source
 /// address and the time; packets out, and requests to the store, whose
 /// results come back through the completion calls. The runtime
-/// (`RelayServer`) owns the socket and the store; tests drive this directly.
+/// (`YaOKServer`) owns the socket and the store; tests drive this directly.
 ///
 /// Bounds: `maxSessions` sessions (the least recently heard goes first, and
 /// any goes after `sessionTimeout` without a packet), `maxBuckets` rate
 /// buckets (the oldest go first), the reassembler's bounds; each packet costs
 /// at most one Ed25519 verification (a REGISTER, after its rate check).
-public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
+public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     public struct Configuration: Sendable {
-        public var limits = RelayQueueLimits()
+        public var limits = QueueLimits()
         /// How far a REGISTER's timestamp may be from the server's clock.
         public var registrationWindow: UInt64 = 120_000
         /// A session without a packet for this long ends (seed: 5 minutes).
@@ -73,9 +73,9 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     public enum Step: Sendable {
         case send([UInt8], to: Address)
-        /// Check a REGISTER against the pinned key (``RelayServerCore/check(_:pinned:now:window:)``), then pin or renew it.
-        case register(RelayRegistration, from: Address)
-        case enqueue(RelayQueuedMessage, from: Address)
+        /// Check a REGISTER against the pinned key (``YaOKServerCore/check(_:pinned:now:window:)``), then pin or renew it.
+        case register(ServerRegistration, from: Address)
+        case enqueue(QueuedMessage, from: Address)
         case fetch(UserID, limit: Int, for: Address)
         case remove(UserID, messageID: UserID)
     }
@@ -86,7 +86,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
         public var sent = 0
         public var messagesIn = 0
         public var messagesOut = 0
-        public var rejections: [RelayRejection: Int] = [:]
+        public var rejections: [ServerRejection: Int] = [:]
         public var undecodable = 0
         public var rateLimited = 0
     }
@@ -112,12 +112,12 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     }
 
     public let configuration: Configuration
-    @usableFromInline var sessions: [RelayToken: Session] = [:]
-    @usableFromInline var tokenOf: [UserID: RelayToken] = [:]
+    @usableFromInline var sessions: [ServerToken: Session] = [:]
+    @usableFromInline var tokenOf: [UserID: ServerToken] = [:]
     @usableFromInline var addressBuckets: [Address: Bucket] = [:]
     @usableFromInline var userBuckets: [UserID: Bucket] = [:]
-    @usableFromInline var reassembler = RelayReassembler<Address>()
-    @usableFromInline var sessionAddresses: [Address: RelayToken] = [:]
+    @usableFromInline var reassembler = ServerReassembler<Address>()
+    @usableFromInline var sessionAddresses: [Address: ServerToken] = [:]
     @usableFromInline var registerBuckets: [Address: Bucket] = [:]
     @usableFromInline var globalRegister: [Int: Bucket] = [:]
     /// The last REGISTER timestamp accepted per user (a replay is refused
@@ -144,9 +144,9 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
             _counters.rateLimited += 1
             return [] // a flood gets no answers (answers would amplify it)
         }
-        let packet: RelayPacket
+        let packet: ServerPacket
         do {
-            packet = try RelayPacket.decode(datagram, .toServer)
+            packet = try ServerPacket.decode(datagram, .toServer)
         } catch {
             _counters.undecodable += 1
             return []
@@ -160,7 +160,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
                 return []
             }
             guard let whole = reassembler.add(c, from: address, now: now) else { return [] }
-            guard let inner = try? RelayPacket.decode(whole, .toServer) else {
+            guard let inner = try? ServerPacket.decode(whole, .toServer) else {
                 _counters.undecodable += 1
                 return []
             }
@@ -172,7 +172,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     }
 
     @inlinable
-    mutating func handle(_ packet: RelayPacket, from address: Address, now: UInt64) -> [Step] {
+    mutating func handle(_ packet: ServerPacket, from address: Address, now: UInt64) -> [Step] {
         switch packet {
         case let .register(r):
             let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
@@ -212,7 +212,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
                 return reject(.rateLimited, sealed.messageID, to: address)
             }
             _counters.messagesIn += 1
-            return [.enqueue(RelayQueuedMessage(messageID: sealed.messageID, sender: sender, recipient: recipient,
+            return [.enqueue(QueuedMessage(messageID: sealed.messageID, sender: sender, recipient: recipient,
                                                 payload: payload, receivedAt: now), from: address)]
         default:
             return [] // server-bound decoding admits nothing else
@@ -222,7 +222,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     // MARK: Store results in
 
     @inlinable
-    mutating func endSession(_ token: RelayToken) {
+    mutating func endSession(_ token: ServerToken) {
         guard let s = sessions.removeValue(forKey: token) else { return }
         if tokenOf[s.user] == token { tokenOf[s.user] = nil }
         if sessionAddresses[s.address] == token { sessionAddresses[s.address] = nil }
@@ -230,7 +230,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     /// A REGISTER's outcome (``check(_:pinned:now:window:)`` and the store's pin).
     @inlinable
-    public mutating func registration(_ result: Result<UserID, RelayRejection>, from address: Address, now: UInt64,
+    public mutating func registration(_ result: Result<UserID, ServerRejection>, from address: Address, now: UInt64,
                                       timestamp: UInt64? = nil) -> [Step] {
         if case let .success(user) = result, let timestamp {
             if lastRegistration.count >= configuration.maxSessions { lastRegistration.removeAll(keepingCapacity: true) }
@@ -246,7 +246,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
                let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
                 endSession(oldest.key)
             }
-            let token = RelayToken.random()
+            let token = ServerToken.random()
             sessions[token] = Session(user: user, address: address, lastSeen: now)
             tokenOf[user] = token
             sessionAddresses[address] = token
@@ -257,7 +257,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// A message's fate in the store: QUEUED (after the commit) or REJECTED
     /// to its sender; an online recipient is sent it at once.
     @inlinable
-    public mutating func enqueued(_ message: RelayQueuedMessage, _ outcome: RelayEnqueueOutcome, from address: Address) -> [Step] {
+    public mutating func enqueued(_ message: QueuedMessage, _ outcome: EnqueueOutcome, from address: Address) -> [Step] {
         switch outcome {
         case .stored:
             let online = tokenOf[message.recipient].flatMap { sessions[$0] }
@@ -277,13 +277,13 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
 
     /// A storage failure: the sender is told, and retries.
     @inlinable
-    public mutating func storageFailed(_ message: RelayQueuedMessage, from address: Address) -> [Step] {
+    public mutating func storageFailed(_ message: QueuedMessage, from address: Address) -> [Step] {
         reject(.storageFailed, message.messageID, to: address)
     }
 
     /// A POLL's answer: up to the batch, or NO_MESSAGES.
     @inlinable
-    public mutating func fetched(_ messages: [RelayQueuedMessage], for address: Address) -> [Step] {
+    public mutating func fetched(_ messages: [QueuedMessage], for address: Address) -> [Step] {
         guard !messages.isEmpty else { return send(.noMessages, to: address) }
         _counters.messagesOut += messages.count
         return messages.flatMap {
@@ -294,7 +294,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// An ACK removed `message` from its recipient's queue: its sender, when
     /// online, hears that it was taken.
     @inlinable
-    public mutating func removed(_ message: RelayQueuedMessage?) -> [Step] {
+    public mutating func removed(_ message: QueuedMessage?) -> [Step] {
         guard let message, let sender = tokenOf[message.sender].flatMap({ sessions[$0] }) else { return [] }
         return send(.delivered(messageID: message.messageID, by: message.recipient), to: sender.address)
     }
@@ -309,7 +309,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     }
 
     /// The user a token stands for (for tests and the metrics).
-    public func user(of token: RelayToken) -> UserID? { sessions[token]?.user }
+    public func user(of token: ServerToken) -> UserID? { sessions[token]?.user }
 
     // MARK: REGISTER's rules
 
@@ -318,8 +318,8 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// must carry the key (then pinned); a later one may, if it is the same.
     /// Timestamps must grow: an older or equal one is a replay. Returns the
     /// key to pin (or keep).
-    public static func check(_ r: RelayRegistration, pinned: (key: [UInt8], lastTimestamp: UInt64)?, now: UInt64,
-                             window: UInt64) -> Result<[UInt8], RelayRejection> {
+    public static func check(_ r: ServerRegistration, pinned: (key: [UInt8], lastTimestamp: UInt64)?, now: UInt64,
+                             window: UInt64) -> Result<[UInt8], ServerRejection> {
         let skew = now >= r.timestamp ? now - r.timestamp : r.timestamp - now
         guard skew <= window else { return .failure(.staleTimestamp) }
         let key: [UInt8]
@@ -343,7 +343,7 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     /// answers at a victim) gets nothing but REJECTED 05, and a client whose
     /// address changed (a NAT) registers again.
     @inlinable
-    mutating func session(_ token: RelayToken, _ address: Address, _ now: UInt64) -> UserID? {
+    mutating func session(_ token: ServerToken, _ address: Address, _ now: UInt64) -> UserID? {
         guard var s = sessions[token], s.address == address else { return nil }
         s.lastSeen = now
         sessions[token] = s
@@ -351,15 +351,15 @@ public struct RelayServerCore<Address: Hashable & Sendable>: Sendable {
     }
 
     @inlinable
-    mutating func reject(_ why: RelayRejection, _ id: UserID?, to address: Address) -> [Step] {
+    mutating func reject(_ why: ServerRejection, _ id: UserID?, to address: Address) -> [Step] {
         _counters.rejections[why, default: 0] += 1
         return send(.rejected(why, messageID: id), to: address)
     }
 
     @inlinable
-    mutating func send(_ packet: RelayPacket, to address: Address) -> [Step] {
+    mutating func send(_ packet: ServerPacket, to address: Address) -> [Step] {
         transfer &+= 1
-        let datagrams = RelayChunk.datagrams(packet.encode(), transferID: transfer) ?? []
+        let datagrams = ServerChunk.datagrams(packet.encode(), transferID: transfer) ?? []
         _counters.sent += datagrams.count
         return datagrams.map { .send($0, to: address) }
     }
