@@ -50,10 +50,24 @@ public actor Messenger {
                 for await up in registrations { await self?.serverChanged(up) }
             }
         }
+        // The messenger's clock: history bursts that went quiet are given to the faces.
+        let clock = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                await self?.tick()
+            }
+        }
         for await event in node.events {
             await take(event)
         }
+        clock.cancel()
         continuation.finish()
+    }
+
+    private func tick() async {
+        guard core.wantsTick else { return }
+        core.tick(now: Self.now)
+        await carryOut()
     }
 
     private func serverChanged(_ up: Bool) async {

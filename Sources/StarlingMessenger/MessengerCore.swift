@@ -133,6 +133,19 @@ public struct MessengerCore: Sendable {
     private var told: Set<PeerID> = []
     /// The node event being handled (passed on to the face when it is not the messenger's).
     private var passing: NodeEvent?
+    /// Public messages a sync replays (history): gathered, and given to the
+    /// faces as one block, oldest first, without what was shown already, once
+    /// the burst has been quiet 600 ms (500 wait at most; 4,096 shown remembered).
+    private var history = HistoryCollector<NodeEvent>()
+
+    /// The time (Unix s) the runtime should call ``tick(now:)`` next, when history waits.
+    public var wantsTick: Bool { history.waitingCount > 0 }
+
+    /// The clock: a burst of history that has gone quiet is given to the faces.
+    public mutating func tick(now: Double) {
+        let burst = history.take(now: UInt64(now * 1000))
+        if !burst.isEmpty { emit(.publicHistory(burst)) }
+    }
 
     public init(identity: Identity, configuration: Configuration = Configuration()) {
         self.identity = identity
@@ -458,6 +471,14 @@ public struct MessengerCore: Sendable {
             favorited(by: by, nickname: nickname, on: on, npub: npub, now: now)
         case let .pinned(fingerprint, key):
             write(.pin(fingerprint, key))
+        case let .message(from, _, text, _, timestamp, replayed):
+            let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
+            if replayed {
+                history.add(key, event, now: UInt64(now * 1000))
+            } else {
+                history.shown(key)
+                emit(.node(event))
+            }
         case let .rejected(r):
             switch r.kind {
             case .badAnnounce, .fileRefused, .fileNotSaved, .transport:

@@ -36,6 +36,9 @@ public enum MessengerEvent: Sendable {
     /// Refusals that are internals (a session lost in a restart, bad bytes):
     /// for a log or statistics, not for a person's screen.
     case diagnostic(Rejection)
+    /// Public messages a neighbour's sync replayed (sent before we were here):
+    /// one block, oldest first, each a `.message` with `history` set, none shown before.
+    case publicHistory([NodeEvent])
     /// Everything else the node said, for the face to render as it is
     /// (public messages, files, Stately, pongs, links): already filtered for blocks.
     case node(NodeEvent)

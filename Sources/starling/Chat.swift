@@ -73,13 +73,12 @@ struct Chat: AsyncParsableCommand {
                 group.addTask { for await event in transport.channelEvents { await ui.showChannel(event) } }
             }
             group.addTask {
-                // The chat's clock, bounded by its life: history bursts that went
-                // quiet are shown, the window in view is marked seen, and the
-                // auto-lock looks at the idle time.
+                // The chat's clock, bounded by its life: joins are shown after a
+                // moment, the window in view is marked seen, and the auto-lock
+                // looks at the idle time.
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
                     await ui.showJoins()
-                    await ui.showHistory()
                     await ui.markWindowSeen()
                     await ui.lockIfIdle()
                 }
@@ -142,9 +141,6 @@ actor ChatScreen {
     var routes: [UserID: String] = [:]
     /// Joins not shown yet (256 at most; more are shown at once).
     var pendingJoins: [PeerID: (hops: Int, at: Date)] = [:]
-    /// Public messages a sync replays, gathered and shown as one block,
-    /// oldest first, without what was shown already.
-    var history = HistoryCollector<(from: PeerID, text: String, timestamp: UInt64)>()
     /// The full-screen client, when there is one (else plain lines on stdout).
     var screen: FullScreen?
 

@@ -78,6 +78,8 @@ extension ChatScreen {
             say("! \(text)")
         case .diagnostic:
             break // internals (a session lost in a restart): /stats counts them
+        case let .publicHistory(burst):
+            await showHistory(burst)
         case let .node(e):
             await show(e)
         }
@@ -171,13 +173,7 @@ extension ChatScreen {
             say("* you are \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
             screen?.setTitle("starling — you are \(nickname) (\(peerID))")
             await refreshScreen()
-        case let .message(from, _, text, hops, timestamp, replayed):
-            let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
-            if replayed {
-                history.add(key, (from, text, timestamp), now: Self.nowMillis)
-                return
-            }
-            history.shown(key)
+        case let .message(from, _, text, hops, timestamp, _):
             let clean = DisplayText.clean(text)
             let mention = DisplayText.mentions(clean, nickname: me)
             let via = hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : ""
@@ -265,10 +261,12 @@ extension ChatScreen {
 
     static var nowMillis: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
-    /// A burst of history that has gone quiet: one block, oldest first, each
+    /// A burst of history (the messenger's, oldest first): one block, each
     /// line at its sender's time, ours as ours.
-    func showHistory() async {
-        let burst = history.take(now: Self.nowMillis)
+    func showHistory(_ events: [MeshNode.Event]) async {
+        let burst = events.compactMap { e -> (from: PeerID, text: String, timestamp: UInt64)? in
+            if case let .message(from, _, text, _, timestamp, _) = e { (from, text, timestamp) } else { nil }
+        }
         guard !burst.isEmpty else { return }
         let me = await node.currentNickname, own = await node.peerID
         let header = "— history: \(burst.count) message\(burst.count == 1 ? "" : "s") from before you were here, oldest first —"

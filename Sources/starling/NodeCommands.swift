@@ -156,6 +156,8 @@ struct EventPrinter: Sendable {
         case let .warning(text): line(["event": "warning", "text": text], "! \(text)")
         case let .notSaved(text): line(["event": "notSaved", "text": text], "! \(text)")
         case let .diagnostic(r): if json { print(.rejected(r)) }
+        case let .publicHistory(burst):
+            for e in burst { print(e) } // oldest first, as the chat shows it
         case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
             return
         }
@@ -171,6 +173,13 @@ struct EventPrinter: Sendable {
         }
     }
 
+    /// Text from the network as lines a person reads: each cleaned of controls,
+    /// the lines after the first marked, so that a line break cannot pass for
+    /// another message.
+    static func lines(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { DisplayText.clean(String($0)) }.joined(separator: "\n    ┆ ")
+    }
+
     func print(_ event: MeshNode.Event) {
         let line: String
         if json {
@@ -182,8 +191,8 @@ struct EventPrinter: Sendable {
             case let .linkDown(a): line = "* link down: \(a)"
             case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
             case let .message(from, nickname, text, hops, _, history):
-                line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(text)"
-            case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(text)"
+                line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(Self.lines(text))"
+            case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(Self.lines(text))"
             case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
             case let .delivered(id, _): line = "* delivered: \(id)"
             case let .read(id, _): line = "* read: \(id)"
@@ -376,6 +385,7 @@ struct Send: AsyncParsableCommand {
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
         var outcome: Watch.Outcome?
+        var serverSaid: Watch.Outcome?
         if let messageID, let recipient {
             // Until it is delivered and read (or queued at the server), or the linger ends: the
             // read receipt follows the delivered one, and a sender that left first would miss it.
@@ -388,6 +398,7 @@ struct Send: AsyncParsableCommand {
             }
             outcome = await watch.outcome(messageID)
             _ = recipient
+            serverSaid = await watch.server[messageID]
         } else {
             try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
         }
@@ -396,7 +407,7 @@ struct Send: AsyncParsableCommand {
         await runner.value
         _ = await taking.value
         if let contact, let sent {
-            try report(outcome, to: contact, id: sent.id.description, server: session.server, printer: printer)
+            try report(outcome, server: serverSaid, to: contact, id: sent.id.description, mailbox: session.server)
             return
         }
         if let messageID, let to, await !watch.reached(messageID, .delivered) {
@@ -405,7 +416,8 @@ struct Send: AsyncParsableCommand {
     }
 
     /// What became of a message to a contact, said once; exit 1 when it is only kept.
-    func report(_ outcome: Watch.Outcome?, to card: ContactCard, id: String, server: YaOKServerMailbox?, printer: EventPrinter) throws {
+    /// `outcome`: the furthest the message got; `said`: what the Ya OK server answered, when it was handed to it.
+    func report(_ outcome: Watch.Outcome?, server said: Watch.Outcome?, to card: ContactCard, id: String, mailbox server: YaOKServerMailbox?) throws {
         let name = DisplayText.clean(card.displayName)
         func line(_ text: String, _ fields: [String: Any]) {
             if json {
@@ -415,12 +427,15 @@ struct Send: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data((text + "\n").utf8))
             }
         }
-        switch outcome {
-        case .delivered?, .read?:
-            line("* delivered to \(name) via the mesh", ["event": "delivered", "via": "mesh", "messageID": id])
-        case let .queued(online)?:
+        if case let .queued(online)? = said {
             line("* queued at the relay \(server?.client.server.description ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
                  ["event": "queued", "via": "relay", "messageID": id, "online": online])
+        }
+        switch outcome {
+        case .delivered?, .read?:
+            line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), ["event": "delivered", "via": said == nil ? "mesh" : "relay", "messageID": id])
+        case .queued?:
+            break // said above
         case let .kept(why)?:
             line("! \(why); the message is kept and sent again later (`starling chat` or `listen --server`)", ["event": "kept", "reason": why, "messageID": id])
             throw ExitCode(1)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StarlingMessenger
 import StarlingNode
 import StarlingStately
 import StarlingWire
@@ -95,7 +96,9 @@ struct StatusRun {
     var table = false
 
     func run(_ start: @escaping @Sendable (MeshNode) async -> String?) async throws {
-        let n = try node.makeNode()
+        // A node with the store's trust decisions: a blocked peer's state is not shown.
+        let session = try await NodeSession.start(node, tellsFavourites: false)
+        let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         let table = self.table, clearOnInput = self.clearOnInput, waitForPeer = self.waitForPeer, json = self.json
@@ -107,8 +110,10 @@ struct StatusRun {
                 }
                 if let line = await start(n), !json { printer.say("* " + line) }
             }
+            group.addTask { await messenger.run() }
             group.addTask {
-                for await event in n.events {
+                for await messengerEvent in messenger.events {
+                    guard case let .node(event) = messengerEvent else { continue }
                     if table {
                         if case .sos = event { printer.print(event) }
                         if case .started = event { printer.print(event) }

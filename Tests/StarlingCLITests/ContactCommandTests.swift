@@ -118,6 +118,39 @@ import Testing
         let after = try Self.json(try await StarlingProcess.run(["id", "--data-dir", alice, "--json"]).stdout)["fingerprint"] as? String
         #expect(before != nil && before == after)
     }
+
+    /// Errors at the edge: a runtime failure is one sentence and exit 1 (no
+    /// usage text, no NSError dump); a usage error is the command's usage and 64.
+    @Test func runtimeFailuresAreOneSentenceUsageErrorsAreUsage() async throws {
+        let dir = Self.temporaryDirectory("edge")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try await StarlingProcess.run(["backup", "--data-dir", dir]).status == 0)
+        let missing = try await StarlingProcess.run(["restore", "--data-dir", dir, "--from", "/nonexistent"])
+        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(missing.stderr.contains("/nonexistent does not exist"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("NSCocoaErrorDomain") && !missing.stderr.contains("Usage:"), "\(missing.stderr)")
+        // A port that is not free is the machine's state, not a usage error.
+        let bad = try await StarlingProcess.run(["listen", "--no-discovery", "--peer", "not-an-address", "--data-dir", dir])
+        #expect(bad.status == 64 && bad.stderr.contains("--peer not-an-address") && bad.stderr.contains("Usage: starling listen"),
+                "\(bad.stderr)")
+    }
+
+    /// A wrong PIN at start is said, and nothing opens half: no chat without the store.
+    @Test func aWrongPINAtStartIsSaidAndNothingOpens() async throws {
+        let dir = Self.temporaryDirectory("wrong-pin")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "1357"]).status == 0)
+        let wrong = try await StarlingProcess.run(["chat", "--plain", "--no-discovery", "--port", "0", "--data-dir", dir], stdin: Data(),
+                                                  environment: ["STARLING_PIN": "0000"])
+        #expect(wrong.status == 1, "\(wrong.stdout)\(wrong.stderr)")
+        #expect(wrong.stderr.contains("wrong PIN or passphrase"), "\(wrong.stderr)")
+        #expect(!wrong.stdout.contains("starling chat"), "it opened: \(wrong.stdout)")
+        // Control: the right PIN opens it.
+        let right = try await StarlingProcess.run(["chat", "--plain", "--no-discovery", "--port", "0", "--data-dir", dir], stdin: Data("/quit\n".utf8),
+                                                  environment: ["STARLING_PIN": "1357"])
+        #expect(right.status == 0, "\(right.stdout)\(right.stderr)")
+        #expect(right.stdout.contains("starling chat"), "\(right.stdout)")
+    }
 }
 
 /// The chat with the encrypted store: a message to a contact who is away

@@ -271,4 +271,60 @@ final class Tmux: @unchecked Sendable {
         #expect(!tmux.screen("bob").contains("known as mallory"))
         #expect(tmux.screen("alice").contains("you are alice"))
     }
+
+    /// What a person at a terminal trips over, each seen before: a wrong PIN at
+    /// start is said and asked again; /unlock keeps the input line (no doubled
+    /// keys); an SOS is flagged, not drawn as escape codes; a paste of several
+    /// lines is shown whole (⏎) before Enter sends it as one message.
+    @Test func thePINTheLockAnSOSAndAPasteAtATerminal() async throws {
+        try Tmux.require()
+        let relay = try MeshProcessTests.node("relay")
+        defer { relay.stop() }
+        let port = try await MeshProcessTests.port(of: relay)
+        let dir = MeshProcessTests.dataDir()
+        #expect(try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "2468"]).status == 0)
+        let tmux = Tmux()
+        defer { tmux.stop() }
+        try Self.chat(tmux, "dora", relay: port, dataDir: dir)
+        #expect(await tmux.waitForScreen("dora", "PIN for the store:"), "\(tmux.screen("dora"))")
+        try tmux.type("dora", "1111")
+        try tmux.keys("dora", "Enter")
+        #expect(await tmux.waitForScreen("dora", "wrong PIN or passphrase"), "\(tmux.screen("dora"))")
+        #expect(await tmux.screenCount("dora", "PIN for the store:", equals: 2), "asked again: \(tmux.screen("dora"))")
+        try tmux.type("dora", "2468")
+        try tmux.keys("dora", "Enter")
+        #expect(await tmux.waitForScreen("dora", "relay joined"), "\(tmux.screen("dora"))")
+
+        // /lock, /unlock: the secret as stars, then the input line as typed.
+        try tmux.type("dora", "/lock")
+        try tmux.keys("dora", "Enter")
+        #expect(await tmux.waitForScreen("dora", "locked: contacts' history is closed"), "\(tmux.screen("dora"))")
+        try tmux.type("dora", "/unlock")
+        try tmux.keys("dora", "Enter")
+        #expect(await tmux.waitForScreen("dora", "PIN:"), "\(tmux.screen("dora"))")
+        try tmux.type("dora", "2468")
+        #expect(await tmux.waitForScreen("dora", "[#mesh] ****"), "\(tmux.screen("dora"))")
+        try tmux.keys("dora", "Enter")
+        #expect(await tmux.waitForScreen("dora", "* unlocked"), "\(tmux.screen("dora"))")
+        try tmux.type("dora", "abc")
+        #expect(await tmux.waitForScreen("dora", "[#mesh] abc"), "\(tmux.screen("dora"))")
+        #expect(!tmux.screen("dora").contains("abcabc"), "\(tmux.screen("dora"))")
+        try tmux.keys("dora", "C-u")
+
+        // An SOS from a neighbour: a line of its own, no escape codes.
+        let sos = try LiveProcess(["status", "sos", "--no-discovery", "--port", "0", "--name", "eve", "--duration", "20",
+                                   "--announce-interval", "1", "--data-dir", MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(port)"])
+        defer { sos.stop() }
+        #expect(await tmux.waitForScreen("dora", "🆘 SOS from eve"), "\(tmux.screen("dora"))")
+        #expect(!tmux.screen("dora").contains("[1;31m") && !tmux.screen("dora").contains("^["), "\(tmux.screen("dora"))")
+
+        // A paste of two lines and a trailing line break: shown whole, sent as one message of two lines.
+        try tmux.paste("dora", "first line\nsecond line\n")
+        #expect(await tmux.waitForScreen("dora", "first line⏎second line⏎"), "\(tmux.screen("dora"))")
+        #expect(await tmux.waitForScreen("dora", "a paste of 3 lines"), "\(tmux.screen("dora"))")
+        try tmux.keys("dora", "Enter")
+        let got = await relay.waitFor { $0["event"] as? String == "message" && ($0["text"] as? String)?.hasPrefix("first line") == true }
+        #expect(got?["text"] as? String == "first line\nsecond line", "\(relay.text)")
+    }
+
 }

@@ -191,6 +191,33 @@ import StarlingYaOKStore
         #expect(!m.events[0][before...].contains { if case .notSaved = $0 { true } else { false } })
     }
 
+    /// A sync replays public history newest first (as a neighbour's store
+    /// holds it): every face gets it as one block, oldest first, once quiet,
+    /// without what was shown live; a live message goes at once (the control).
+    @Test func historyIsOneBlockOldestFirstForEveryFace() throws {
+        var core = MessengerCore(identity: Identity.generate())
+        core.storeOpened(.init(), peers: [:], now: 1_000)
+        _ = core.takeEffects()
+        let bob = PeerID(rawValue: 7)
+        core.handle(.message(from: bob, nickname: "bob", text: "live", hops: 1, timestamp: 1_000_500), peers: [:], now: 1_000.5)
+        let live = core.takeEffects().compactMap { e -> String? in
+            if case let .event(.node(.message(_, _, text, _, _, _))) = e { text } else { nil }
+        }
+        #expect(live == ["live"])
+        for (text, t) in [("third", 999_300), ("live", 1_000_500), ("first", 999_100), ("second", 999_200)] as [(String, UInt64)] {
+            core.handle(.message(from: bob, nickname: "bob", text: text, hops: 1, timestamp: t, history: true), peers: [:], now: 1_001)
+        }
+        #expect(core.takeEffects().isEmpty) // gathered, not shown one by one
+        core.tick(now: 1_001.3)
+        #expect(core.takeEffects().isEmpty) // not quiet yet
+        core.tick(now: 1_002)
+        let blocks = core.takeEffects().compactMap { e -> [String]? in
+            guard case let .event(.publicHistory(burst)) = e else { return nil }
+            return burst.compactMap { if case let .message(_, _, text, _, _, true) = $0 { text } else { nil } }
+        }
+        #expect(blocks == [["first", "second", "third"]])
+    }
+
     @Test func writesWhileLockedAreKeptAndMadeAtUnlock() throws {
         let m = Self.three()
         m.lock(0)

@@ -1,4 +1,4 @@
-import StarlingTerminal
+import StarlingMessenger
 import Testing
 
 @Suite struct HistoryCollectorTests {
