@@ -323,7 +323,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCLITests",
         dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire",
-                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServerPostgres", "StarlingTransport",
+                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import StarlingCrypto
+import StarlingMessenger
+import StarlingNode
+import StarlingNostr
 import StarlingQR
 import StarlingWire
 import StarlingYaOK
@@ -54,16 +57,22 @@ struct Contact: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add a contact from their yaok://contact link or a picture of their QR code.",
+            abstract: "Add a contact from their yaok://contact link, a picture of their QR code, or their npub.",
             discussion: """
+            An npub1… (someone on a standard NIP-17 client such as Amethyst or 0xchat) is a \
+            contact reached over Nostr only (a chat or node with --nostr), messages going as \
+            standard NIP-17; give it a name with --name. \
+
             The code is signed by the contact's key: a code that was altered is refused \
             with a security warning. Compare safety numbers afterwards (`starling contact \
             verify NAME`) to know that no one sits between you.
             """)
 
         @OptionGroup var options: Options
-        @Argument(help: "The yaok://contact?v=1&d=… link.")
+        @Argument(help: "The yaok://contact?v=1&d=… link, or an npub1… key.")
         var uri: String?
+        @Option(help: "The name to call an npub contact by (default: the start of the npub).")
+        var name: String?
         @Option(name: .long, help: "A PNG picture of the QR code.")
         var image: String?
         @Flag(help: "Replace a contact with the same user ID without asking.")
@@ -72,10 +81,15 @@ struct Contact: ParsableCommand {
         var json = false
 
         func validate() throws {
-            guard (uri == nil) != (image == nil) else { throw ValidationError("give either a yaok:// link or --image FILE") }
+            guard (uri == nil) != (image == nil) else { throw ValidationError("give either a yaok:// link, an npub1… key or --image FILE") }
+            if let uri, uri.lowercased().hasPrefix("npub1"), (try? Bech32.publicKey(npub: uri.lowercased())) == nil {
+                throw ValidationError("\(uri) is not an npub (bech32 of a Nostr public key)")
+            }
+            if name != nil, uri?.lowercased().hasPrefix("npub1") != true { throw ValidationError("--name is for an npub contact") }
         }
 
         func run() throws {
+            if let npub = uri?.lowercased(), npub.hasPrefix("npub1") { return try addNostrContact(npub) }
             var text = uri ?? ""
             if let image {
                 do {
@@ -127,9 +141,28 @@ struct Contact: ParsableCommand {
             print("fingerprint: \(groupedHex(card.fingerprint))")
             print("Compare safety numbers with \(card.displayName) to verify: starling contact verify \(shellQuoted(card.displayName))")
         }
+
+        /// An npub contact: kept in the store as a favourite reached over Nostr (standard NIP-17).
+        func addNostrContact(_ npub: String) throws {
+            let access = try StoreAccess(dataDir: options.dataDir)
+            let store = try access.open()
+            let shown = name ?? String(npub.prefix(12)) + "…"
+            guard DisplayName.problem(shown) == nil else { throw ValidationError("--name \(shown): \(DisplayName.problem(shown)!)") }
+            let key = try NostrContacts.key(npub: npub)
+            if let old = try store.trust(fingerprint: key.hex), old.npub != nil, !replace {
+                throw RuntimeFailure("\(npub) is already a contact (\(old.nickname ?? "?")): use --replace to rename it")
+            }
+            try store.setTrust(try NostrContacts.record(npub: npub, name: shown, now: Date().timeIntervalSince1970))
+            if json {
+                try printJSON(["npub": npub, "displayName": shown, "variant": "standard"])
+                return
+            }
+            print("added \(shown) (\(npub)): reached over Nostr with --nostr, as standard NIP-17 (plain text, no receipts)")
+        }
     }
 
     struct List: ParsableCommand {
+        // (Nostr-only contacts are listed after the Ya OK ones.)
         static let configuration = CommandConfiguration(abstract: "List contacts (✓ verified, ★ favourite, ⊘ blocked).")
 
         @OptionGroup var options: Options
@@ -149,11 +182,17 @@ struct Contact: ParsableCommand {
                 })
                 return
             }
-            if contacts.isEmpty { print("no contacts yet: add one with `starling contact add yaok://…`") }
+            let nostr = try store.trust().filter { t in
+                t.npub.map { (try? NostrContacts.key(npub: $0).hex) == t.fingerprint.lowercased() } == true
+            }
+            if contacts.isEmpty, nostr.isEmpty { print("no contacts yet: add one with `starling contact add yaok://…`") }
             for (record, card) in contacts {
                 let marks = (record.verified ? "✓" : "") + (record.favorite ? "★" : "") + (record.blocked ? "⊘" : "")
                 print("\(card.displayName) \(marks)".trimmingCharacters(in: .whitespaces)
                       + "  \(card.userID.description.prefix(8))  \(card.fingerprint.hexString.prefix(16))")
+            }
+            for t in nostr.sorted(by: { ($0.nickname ?? "") < ($1.nickname ?? "") }) {
+                print("\(DisplayText.clean(t.nickname ?? "?"))\(t.blocked ? " ⊘" : "")  nostr  \(t.npub ?? "")")
             }
         }
     }

@@ -1,4 +1,6 @@
 import Foundation
+import StarlingNostr
+import StarlingWire
 import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
@@ -185,6 +187,44 @@ import Glibc
         #expect(failed.stdout.contains("no relay reachable"), "\(failed.stdout)")
         #expect(try await Self.storedEvents(db) == before, "an event reached the relay without the proxy")
         #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 2, "\(bobAlone.text)")
+    }
+
+    /// A contact known only by an npub (someone on a standard NIP-17 client):
+    /// `contact add npub1…`, then a message to them by name goes over Nostr as
+    /// standard NIP-17, which nostr-sdk (the independent client) opens from the
+    /// relay's store as a kind-14 message from our key.
+    @Test func aContactAddedByNpubIsReachedAsStandardNIP17() async throws {
+        let (relay, relayPort, db) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        let alice = try await Self.identity("alice-npub")
+        let carolSecret = Secp256k1.PrivateKey.random()
+        let carolNpub = Bech32.npub(carolSecret.publicKey)
+        let added = try await StarlingProcess.run(["contact", "add", carolNpub, "--name", "carol", "--data-dir", alice.dir])
+        #expect(added.status == 0, "\(added.stderr)")
+        let list = try await StarlingProcess.run(["contact", "list", "--data-dir", alice.dir])
+        #expect(list.stdout.contains("carol  nostr  \(carolNpub)"), "\(list.stdout)")
+        let sent = try await StarlingProcess.run(["send", "--json", "--port", "0", "--no-discovery", "--data-dir", alice.dir, "--to", "carol",
+                                                  "--linger", "8", "--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)",
+                                                  "--proxy", "127.0.0.1:\(proxyPort)", "hello carol, from the mesh side"])
+        // No receipts in standard NIP-17: the send says where it went, not that it was delivered.
+        #expect(sent.stdout.contains("\"sentOffMesh\"") && sent.stdout.contains("\"via\":\"nostr\""), "\(sent.stdout)\(sent.stderr)")
+        let request = try JSONSerialization.data(withJSONObject: ["op": "inbox", "secret": carolSecret.bytes.hexString, "db": db])
+        var inbox: [[String: Any]] = []
+        for _ in 0..<50 where inbox.isEmpty {
+            let out = try await PythonEnvironment.run("nostr_reference.py", input: request + Data("\n".utf8))
+            inbox = (try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any])?["messages"] as? [[String: Any]] ?? []
+            if inbox.isEmpty { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        let message = try #require(inbox.first, "nothing for carol in the relay's store")
+        #expect(message["content"] as? String == "hello carol, from the mesh side")
+        #expect(message["kind"] as? Int == 14)
+        // From alice's own Nostr key (the seal's signature says so).
+        let aliceKey = try String(contentsOfFile: alice.dir + "/nostr.key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let alicePublic = try Secp256k1.PrivateKey(bytes: try [UInt8](hex: aliceKey)).publicKey.hexString
+        #expect(message["sender"] as? String == alicePublic, "\(message)")
+        #expect(inbox.count == 1, "\(inbox)")
     }
 
     @Test func twoChatsMeetInALocationChannel() async throws {

@@ -4,8 +4,11 @@ Starling's standard gift wraps (NIP-59 / NIP-17 / NIP-44 v2).
 Reads JSON lines on stdin, writes one JSON line per request:
   {"op": "open", "secret": HEX, "wrap": EVENT_JSON}          -> {"sender": HEX, "content": STR, "kind": INT}
   {"op": "wrap", "secret": HEX, "to": HEX, "content": STR}    -> {"wrap": EVENT_JSON}
+  {"op": "inbox", "secret": HEX, "db": PATH}                   -> {"messages": [{"sender", "content", "kind"}]}
+     (every gift wrap a nostr-relay stored in its SQLite database that these keys open)
 """
 import json
+import sqlite3
 import sys
 
 import nostr_sdk as n
@@ -17,6 +20,20 @@ for line in sys.stdin:
         gift = n.UnwrappedGift.from_gift_wrap(keys, n.Event.from_json(req["wrap"]))
         rumor = gift.rumor()
         print(json.dumps({"sender": gift.sender().to_hex(), "content": rumor.content(), "kind": rumor.kind().as_u16()}))
+    elif req["op"] == "inbox":
+        opened = []
+        rows = sqlite3.connect(req["db"]).execute(
+            "select id, pubkey, created_at, kind, tags, content, sig from events where kind = 1059").fetchall()
+        for (eid, pubkey, created_at, kind, tags, content, sig) in rows:
+            event = {"id": eid.hex(), "pubkey": pubkey.hex(), "created_at": created_at, "kind": kind,
+                     "tags": json.loads(tags) if isinstance(tags, str) else tags, "content": content, "sig": sig.hex()}
+            try:
+                gift = n.UnwrappedGift.from_gift_wrap(keys, n.Event.from_json(json.dumps(event)))
+            except Exception:
+                continue  # for someone else
+            rumor = gift.rumor()
+            opened.append({"sender": gift.sender().to_hex(), "content": rumor.content(), "kind": rumor.kind().as_u16()})
+        print(json.dumps({"messages": opened}))
     elif req["op"] == "wrap":
         event = n.nip17_make_private_msg(keys, n.PublicKey.parse(req["to"]), req["content"])
         print(json.dumps({"wrap": event.as_json()}))
