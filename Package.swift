@@ -312,7 +312,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore"]
+                       "StarlingYaOKStore", "StarlingNostr"]
     ),
     .testTarget(
         name: "StarlingNodeTests",

@@ -57,10 +57,16 @@ public actor Messenger {
                 await self?.tick()
             }
         }
+        // Location channels (Nostr), given to the faces as they come.
+        let channels = Task { [nostr, continuation] in
+            guard let nostr else { return }
+            for await e in nostr.channelEvents { continuation.yield(.channel(e)) }
+        }
         for await event in node.events {
             await take(event)
         }
         clock.cancel()
+        channels.cancel()
         continuation.finish()
     }
 
@@ -218,8 +224,33 @@ public actor Messenger {
         return done
     }
 
+    // MARK: Location channels
+
+    public enum ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
+        case noNostr
+        public var description: String { "location channels travel over Nostr, and this node has no Nostr transport" }
+    }
+
+    /// Joins the location channel of a geohash (a new identity there); returns the geohash as joined.
+    public func join(channel name: String) async throws -> String {
+        guard let nostr else { throw ChannelError.noNostr }
+        let g = try LocationChannel.geohash(name)
+        try await nostr.join(g)
+        return g
+    }
+
+    public func leave(channel geohash: String) async { await nostr?.leave(geohash.lowercased()) }
+
+    /// Says `text` in a joined channel, under our nickname.
+    public func say(_ text: String, in geohash: String) async throws {
+        guard let nostr else { throw ChannelError.noNostr }
+        try await nostr.say(text, nickname: await node.currentNickname, in: geohash)
+    }
+
     // MARK: Queries
 
+    /// Every contact as one record (cards, Nostr-only contacts, favourites).
+    public var contactList: [Contact] { core.contactList }
     public var contacts: [ContactRecord] { core.contacts.values.sorted { ($0.card?.displayName ?? "") < ($1.card?.displayName ?? "") } }
     public var trust: [Fingerprint: TrustRecord] { core.trust }
     public var peerConversations: [ConversationRecord] { Array(core.peerConversations.values) }

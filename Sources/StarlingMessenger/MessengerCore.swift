@@ -757,3 +757,58 @@ public struct MessengerCore: Sendable {
 }
 
 extension MessengerCore.TrustChange: Equatable {}
+
+/// A contact as one record: whatever the store keeps of them in its two
+/// tables (a Ya OK card, a trust record with their Nostr key), merged by
+/// their mesh key. What a face lists and an API returns.
+public struct Contact: Hashable, Sendable {
+    public enum Kind: String, Hashable, Sendable, Codable {
+        /// Added from their Ya OK card (QR code): a mesh key, a user ID for the server.
+        case card
+        /// Known by an npub alone (a standard NIP-17 client): Nostr only.
+        case nostr
+        /// A mesh peer we made a favourite (and who may have told us their npub).
+        case favourite
+    }
+    public var kind: Kind
+    /// The conversation their messages are kept in.
+    public var conversation: UserID
+    public var name: String
+    /// Their mesh Noise key (for a Nostr-only contact, the key derived from their npub).
+    public var fingerprint: Fingerprint
+    public var card: ContactCard?
+    public var npub: String?
+    /// How messages to them over Nostr are wrapped: "bitchat" or "standard".
+    public var nostrVariant: String?
+    public var verified: Bool
+    public var favorite: Bool
+    public var blocked: Bool
+    /// They made us a favourite (their last notice said so).
+    public var favoritesUs: Bool
+}
+
+extension MessengerCore {
+    /// Every contact, one record each, by name: card contacts, Nostr-only
+    /// contacts, and favourites.
+    public var contactList: [Contact] {
+        var out: [Contact] = []
+        var seen: Set<Fingerprint> = []
+        for r in contacts.values {
+            guard let card = r.card else { continue }
+            let f = card.meshFingerprint
+            seen.insert(f)
+            let t = trust[f]
+            out.append(Contact(kind: .card, conversation: card.userID, name: card.displayName, fingerprint: f, card: card,
+                               npub: t?.npub, nostrVariant: t?.nostrVariant, verified: isVerified(f), favorite: isFavorite(f),
+                               blocked: isBlocked(f), favoritesUs: t?.favoritesUs ?? false))
+        }
+        for (f, t) in trust where !seen.contains(f) && (t.favorite || t.npub != nil) {
+            let nostrOnly = t.npub.map { (try? NostrContacts.key(npub: $0)) == f } ?? false
+            out.append(Contact(kind: nostrOnly ? .nostr : .favourite, conversation: conversation(for: f),
+                               name: t.nickname ?? f.peerID.description, fingerprint: f, card: nil, npub: t.npub,
+                               nostrVariant: t.nostrVariant, verified: t.verified, favorite: t.favorite, blocked: t.blocked,
+                               favoritesUs: t.favoritesUs ?? false))
+        }
+        return out.sorted { ($0.name.lowercased(), $0.fingerprint) < ($1.name.lowercased(), $1.fingerprint) }
+    }
+}

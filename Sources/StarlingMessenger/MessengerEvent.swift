@@ -1,5 +1,6 @@
 import StarlingCrypto
 import StarlingNodeCore
+import StarlingNostrTransport
 import StarlingWire
 import StarlingYaOKStore
 
@@ -39,6 +40,9 @@ public enum MessengerEvent: Sendable {
     /// Public messages a neighbour's sync replayed (sent before we were here):
     /// one block, oldest first, each a `.message` with `history` set, none shown before.
     case publicHistory([NodeEvent])
+    /// A location channel (a geohash over Nostr, as the apps run them): a
+    /// message, someone's presence, or a line of ours that did not go.
+    case channel(NostrTransport.ChannelEvent)
     /// Everything else the node said, for the face to render as it is
     /// (public messages, files, Stately, pongs, links): already filtered for blocks.
     case node(NodeEvent)

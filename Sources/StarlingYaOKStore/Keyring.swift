@@ -223,13 +223,19 @@ public struct KeyringFile: Sendable {
         return value
     }
 
-    /// Writes the count in place (the file is the one held locked).
-    func save(_ a: Attempts) {
-        guard let data = try? JSONEncoder().encode(a), let handle = try? FileHandle(forWritingTo: attemptsURL) else { return }
-        try? handle.truncate(atOffset: 0)
-        try? handle.write(contentsOf: data)
-        try? handle.synchronize()
-        try? handle.close()
+    /// Writes the count in place (the file is the one held locked). A count
+    /// that cannot be written is an error: a wrong guess must never go uncounted.
+    func save(_ a: Attempts) throws(Keyring.Error) {
+        do {
+            let data = try JSONEncoder().encode(a)
+            let handle = try FileHandle(forWritingTo: attemptsURL)
+            defer { try? handle.close() }
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+        } catch {
+            throw Keyring.Error.corrupt("cannot record the attempt in \(attemptsURL.path): \(error)")
+        }
     }
 
     /// Seconds left in a lockout, 0 when none.
@@ -261,7 +267,7 @@ public struct KeyringFile: Sendable {
         let result = Result { () throws(Keyring.Error) -> [UInt8] in try keyring.open(protection) }
         switch result {
         case let .success(key):
-            if a.failures != 0 || a.lockedUntil != 0 { save(Attempts()) }
+            if a.failures != 0 || a.lockedUntil != 0 { try save(Attempts()) }
             return key
         case let .failure(error):
             guard case .wrongSecret = error else { throw error }
@@ -269,10 +275,10 @@ public struct KeyringFile: Sendable {
             if a.failures >= Self.maxFailures {
                 a.failures = 0
                 a.lockedUntil = now + Self.lockoutSeconds
-                save(a)
+                try save(a)
                 throw Keyring.Error.lockedOut(secondsLeft: Int(Self.lockoutSeconds))
             }
-            save(a)
+            try save(a)
             throw Keyring.Error.wrongSecret(attemptsLeft: Self.maxFailures - a.failures)
         }
     }

@@ -69,9 +69,6 @@ struct Chat: AsyncParsableCommand {
             group.addTask {
                 for await event in messenger.events { await ui.show(event) }
             }
-            if let transport = session.nostr {
-                group.addTask { for await event in transport.channelEvents { await ui.showChannel(event) } }
-            }
             group.addTask {
                 // The chat's clock, bounded by its life: joins are shown after a
                 // moment, the window in view is marked seen, and the auto-lock
@@ -272,10 +269,9 @@ actor ChatScreen {
             say("* back in #mesh: lines go to everyone on the mesh")
             return
         }
-        guard let transport = session.nostr else { say("! location channels travel over Nostr: start the chat with --nostr"); return }
+        guard session.nostr != nil else { say("! location channels travel over Nostr: start the chat with --nostr"); return }
         do {
-            let g = try LocationChannel.geohash(name)
-            try await transport.join(g)
+            let g = try await messenger.join(channel: name)
             if let screen { screen.open("#" + g) } else { channel = g }
             say("* joined #\(g), a public location channel over Nostr (anyone can read it; you are a new identity there)"
                 + (screen == nil ? "; lines you type go there, /join #mesh comes back" : ""))
@@ -283,10 +279,10 @@ actor ChatScreen {
     }
 
     func say(_ text: String, in geohash: String) async {
-        guard let transport = session.nostr else { say("! start the chat with --nostr"); return }
+        guard session.nostr != nil else { say("! start the chat with --nostr"); return }
         let me = await node.currentNickname
         do {
-            try await transport.say(text, nickname: me, in: geohash)
+            try await messenger.say(text, in: geohash)
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: me, text: Self.lines(text), own: true), to: "#" + geohash)
             } else {

@@ -191,7 +191,7 @@ extension ChatScreen {
         case "/part":
             guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /part #GEOHASH"); return true }
             let g = String(words[1].dropFirst()).lowercased()
-            await session.nostr?.leave(g)
+            await messenger.leave(channel: g)
             if channel == g { channel = nil }
             say("* left #\(g)")
         case "/help":

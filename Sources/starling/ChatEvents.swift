@@ -80,6 +80,8 @@ extension ChatScreen {
             break // internals (a session lost in a restart): /stats counts them
         case let .publicHistory(burst):
             await showHistory(burst)
+        case let .channel(e):
+            showChannel(e)
         case let .node(e):
             await show(e)
         }

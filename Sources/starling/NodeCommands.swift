@@ -158,7 +158,7 @@ struct EventPrinter: Sendable {
         case let .diagnostic(r): if json { print(.rejected(r)) }
         case let .publicHistory(burst):
             for e in burst { print(e) } // oldest first, as the chat shows it
-        case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
+        case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress, .channel:
             return
         }
     }

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNostr
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// What older versions kept outside the encrypted store moves in: the
+/// plain-text `nostr-contacts` file becomes trust records, then is removed.
+@Suite struct StoreMigrationTests {
+    static func directory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("starling-migrate-\(UUID().uuidString)")
+    }
+
+    @Test func nostrContactsMoveIntoTheStoreAndTheFileIsRemoved() throws {
+        let dir = Self.directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let identity = Identity.generate()
+        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: 2_000)
+        let bob = Fingerprint(noiseStaticKey: [UInt8](repeating: 1, count: 32))
+        let carol = Fingerprint(noiseStaticKey: [UInt8](repeating: 2, count: 32))
+        let bobNpub = Bech32.npub(Secp256k1.PrivateKey.random().publicKey)
+        let carolNpub = Bech32.npub(Secp256k1.PrivateKey.random().publicKey)
+        // The format older versions wrote: fingerprint, npub, an optional variant, the nickname
+        // (one that itself begins with "variant=" had the variant written before it).
+        let file = """
+        \(bob.hex) \(bobNpub) bob the builder
+        \(carol.hex) \(carolNpub) variant=standard carol
+        not-a-fingerprint npub1nothing junk
+
+        """
+        try Data(file.utf8).write(to: dir.appendingPathComponent(NostrContactsFile.name))
+        // A trust decision already in the store is kept (bob was verified).
+        try store.setTrust(TrustRecord(fingerprint: bob.hex, nickname: "bob", verified: true, updatedAt: 10))
+        try NostrContactsFile.migrate(from: dir, into: store, now: 2_000)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(NostrContactsFile.name).path))
+        let b = try #require(try store.trust(fingerprint: bob.hex))
+        #expect(b.npub == bobNpub && b.nostrVariant == "bitchat" && b.verified && b.favoritesUs == true && b.nickname == "bob")
+        let c = try #require(try store.trust(fingerprint: carol.hex))
+        #expect(c.npub == carolNpub && c.nostrVariant == "standard" && c.nickname == "carol")
+        #expect(try store.trust().count == 2) // the junk line is not a contact
+        // Control: with no file there is nothing to do, and what moved stays.
+        try NostrContactsFile.migrate(from: dir, into: store, now: 3_000)
+        #expect(try store.trust().count == 2)
+    }
+
+    /// A contact is one record, whatever tables hold it: a card, a Nostr-only
+    /// contact, a favourite who told us their npub.
+    @Test func contactsAreOneRecordEach() throws {
+        let me = Identity.generate(), bob = Identity.generate()
+        var core = MessengerCore(identity: me)
+        let card = try ContactCard(identity: bob, userID: .random(), displayName: "bob")
+        let carolNpub = Bech32.npub(Secp256k1.PrivateKey.random().publicKey)
+        var contents = MessengerCore.StoreContents()
+        contents.contacts = [ContactRecord(card: card, verified: true, addedAt: 1)]
+        contents.trust = [
+            TrustRecord(fingerprint: card.meshFingerprint.hex, favorite: true, updatedAt: 1, npub: Bech32.npub(Secp256k1.PrivateKey.random().publicKey)),
+            try NostrContacts.record(npub: carolNpub, name: "carol", now: 1),
+            TrustRecord(fingerprint: Fingerprint(noiseStaticKey: [9]).hex, nickname: "dave", blocked: true, updatedAt: 1),
+        ]
+        core.storeOpened(contents, peers: [:], now: 2)
+        let list = core.contactList
+        #expect(list.map(\.name) == ["bob", "carol"]) // dave is only blocked: a decision, not a contact
+        #expect(list[0].kind == .card && list[0].verified && list[0].favorite && list[0].npub != nil && list[0].conversation == card.userID)
+        #expect(list[1].kind == .nostr && list[1].nostrVariant == "standard" && list[1].favorite && list[1].card == nil)
+    }
+}
