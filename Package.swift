@@ -189,6 +189,19 @@ let targets: [Target] = [
         dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
+    // The messenger's local API (the daemon's): versioned JSON over HTTP on
+    // 127.0.0.1 and a Unix socket, a bearer token, a resumable event stream;
+    // and the client the command line uses to reach a running daemon.
+    .target(
+        name: "StarlingMessengerAPI",
+        dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
+                       "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport",
+                       .product(name: "Hummingbird", package: "hummingbird"),
+                       .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                       .product(name: "HTTPTypes", package: "swift-http-types"),
+                       .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                       .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]
+    ),
     // What an app imports: wire, crypto, mesh, node core and runtime, UDP.
     .target(
         name: "Starling",
@@ -216,6 +229,8 @@ let targets: [Target] = [
             "StarlingNostr",
             "StarlingNostrTransport",
             "StarlingMessenger",
+            "StarlingMessengerAPI",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -322,7 +337,7 @@ let targets: [Target] = [
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
-        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire",
+        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire", "StarlingMessengerAPI",
                        "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
@@ -338,6 +353,7 @@ let package = Package(
         .library(name: "StarlingNodeCore", targets: ["StarlingNodeCore"]),
         .library(name: "StarlingEmbeddedNetwork", targets: ["StarlingEmbeddedNetwork"]),
         .library(name: "StarlingMessenger", targets: ["StarlingMessenger"]),
+        .library(name: "StarlingMessengerAPI", targets: ["StarlingMessengerAPI"]),
         .library(name: "StarlingNode", targets: ["StarlingNode"]),
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
@@ -369,6 +385,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

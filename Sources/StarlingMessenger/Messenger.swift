@@ -16,15 +16,15 @@ import StarlingYaOKStore
 /// and carries out what the core says. Faces (the terminal, the daemon's API)
 /// read ``events`` and call its commands.
 public actor Messenger {
-    public let node: MeshNode
+    public nonisolated let node: MeshNode
     public nonisolated let events: AsyncStream<MessengerEvent>
     private let continuation: AsyncStream<MessengerEvent>.Continuation
     private var core: MessengerCore
     public private(set) var store: YaOKStore?
     /// The data directory (its `nostr-contacts`, from before the store kept them, moves in).
-    public let directory: URL
-    public let nostr: NostrTransport?
-    public let server: YaOKServerMailbox?
+    public nonisolated let directory: URL
+    public nonisolated let nostr: NostrTransport?
+    public nonisolated let server: YaOKServerMailbox?
     private var knownContacts = 0
 
     public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
@@ -222,6 +222,91 @@ public actor Messenger {
         let done = core.setNostrVariant(variant.rawValue, for: fingerprint, now: Self.now)
         await carryOut()
         return done
+    }
+
+    // MARK: Names and contacts
+
+    /// What a typed name means.
+    public enum Resolution: Sendable, Equatable {
+        case conversation(UserID)
+        /// Several match: each as it can be typed to pick it.
+        case ambiguous([String])
+        case none
+    }
+
+    /// The conversation a name means: a contact (`NAME`, or `NAME#0a1b` with
+    /// the start of its user ID), a peer here (`bob`, `bob#fde2` with 4 digits
+    /// of its peer ID), a Nostr contact or favourite by the name kept, a
+    /// conversation kept from before, or a conversation's ID itself.
+    public func resolve(_ name: String) async -> Resolution {
+        if let id = UserID(string: name), core.contacts[id] != nil || core.peerConversations[id] != nil { return .conversation(id) }
+        reloadContacts()
+        let lower = name.lowercased()
+        let cards = core.contacts.values.compactMap(\.card)
+        var named = cards.filter { $0.displayName.lowercased() == lower }
+        let parts = name.split(separator: "#")
+        if named.isEmpty, parts.count == 2, parts[1].count >= 4 {
+            named = cards.filter { $0.displayName.lowercased() == parts[0].lowercased() && $0.userID.description.hasPrefix(parts[1].lowercased()) }
+        }
+        if named.count > 1 { return .ambiguous(named.map { "\($0.displayName)#\($0.userID.description.prefix(4))" }.sorted()) }
+        if let card = named.first { return .conversation(card.userID) }
+        let peers = await node.peers
+        var here = peers.filter { $0.value.nickname == name }.map(\.key)
+        if here.isEmpty, parts.count == 2 {
+            here = peers.filter { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }.map(\.key)
+        }
+        if here.count > 1 { return .ambiguous(here.map { "\(name)#\($0.description.prefix(4))" }.sorted()) }
+        if let p = here.first, let id = await conversation(withPeer: p) { return .conversation(id) }
+        if let (f, _) = core.trust.filter({ $0.value.npub != nil && $0.value.favorite && $0.value.nickname == name }).min(by: { $0.key < $1.key }) {
+            return .conversation(await conversation(withKey: f))
+        }
+        if let kept = core.peerConversations.values.filter({ $0.nickname == name }).max(by: { $0.updatedAt < $1.updatedAt }) {
+            return .conversation(kept.id)
+        }
+        return .none
+    }
+
+    /// A conversation as a list shows it.
+    public struct Summary: Sendable {
+        public var id: UserID
+        public var name: String
+        public var unread: Int
+        public var fingerprint: Fingerprint?
+        public var last: MessageRecord?
+    }
+
+    /// Every conversation kept (contacts' and peers'), the most recent first.
+    public var conversations: [Summary] {
+        let ids = Set(core.contacts.keys).union(core.peerConversations.keys)
+        return ids.map { id in
+            Summary(id: id, name: core.name(of: id), unread: core.unreadCount(id), fingerprint: core.fingerprint(of: id),
+                    last: core.recent[id]?.last)
+        }.sorted { ($0.last?.recordedAt ?? 0, $0.name) > ($1.last?.recordedAt ?? 0, $1.name) }
+    }
+
+    /// Adds a contact from their card (the store first, then the messenger).
+    @discardableResult
+    public func addContact(_ card: ContactCard, replace: Bool = false) async throws -> ContactRecord {
+        guard let store else { throw StoreError.locked }
+        let record = try store.addContact(card, replace: replace, now: Self.now)
+        knownContacts += 1
+        core.contactAdded(record, now: Self.now)
+        await carryOut()
+        return record
+    }
+
+    /// Adds a contact known by an npub alone (standard NIP-17 over Nostr).
+    public func addNostrContact(npub: String, name: String) async throws {
+        guard let store else { throw StoreError.locked }
+        let t = try NostrContacts.record(npub: npub, name: name, now: Self.now)
+        try store.setTrust(t)
+        core.trustRecordAdded(t)
+        await carryOut()
+    }
+
+    public enum StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+        case locked
+        public var description: String { "the store is locked: unlock it first" }
     }
 
     // MARK: Location channels

@@ -742,6 +742,14 @@ public struct MessengerCore: Sendable {
         if change == .unblock || change == .favourite { sendWaiting(now: now) }
     }
 
+    /// A trust record made outside the core's decisions (a contact added by
+    /// npub): known from now on, and reached over Nostr when it can be.
+    public mutating func trustRecordAdded(_ t: TrustRecord) {
+        guard let f = Fingerprint(hex: t.fingerprint.lowercased()) else { return }
+        trust[f] = t
+        refreshNostr(f)
+    }
+
     /// A contact added (by `starling contact add`, or a face): its key is
     /// pinned, and what waits for it goes when it can.
     public mutating func contactAdded(_ record: ContactRecord, now: Double) {

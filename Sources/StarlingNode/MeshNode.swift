@@ -398,6 +398,8 @@ public actor MeshNode {
     public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? { core.sessionFingerprint(peer) }
     /// Noise sessions established now.
     public var sessionCount: Int { core.sessionCount }
+    /// The peers one hop away (bound to a link).
+    public var neighborPeers: Set<PeerID> { core.neighborPeers }
     public func peer(named nickname: String) -> PeerID? { core.peer(named: nickname) }
     public var knownPeers: [PeerID: String] { core.peers.mapValues(\.nickname) }
     public var currentNickname: String { core.nickname }

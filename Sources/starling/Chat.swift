@@ -168,7 +168,7 @@ actor ChatScreen {
             }
             return
         }
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        StandardOutput.write(Data((text + "\n").utf8))
     }
 
     /// An alert (SOS): bold red with a bell on a terminal, flagged in the full screen.

@@ -144,7 +144,7 @@ extension ChatScreen {
                 say("* you are now \(name)")
             } catch { say("! \(error)") }
         case "/clear":
-            FileHandle.standardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
+            StandardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
         case "/leave", "/quit":
             if await !messenger.isStoreOpen, !quitWarned {
                 quitWarned = true

@@ -192,7 +192,7 @@ extension ChatScreen {
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
             if screen == nil {
                 // One line, redrawn in place.
-                FileHandle.standardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
+                StandardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
             }
         case let .fileSent(id, _, fragments):
             // The sender's bar: queued (for a session) → out to the links → delivered.

@@ -103,7 +103,7 @@ struct Contact: ParsableCommand {
             do {
                 card = try ContactCard(uri: text)
             } catch ContactCard.Error.badSignature {
-                FileHandle.standardError.write(Data("""
+                StandardError.write(Data("""
                 SECURITY WARNING: this contact code's signature does not verify.
                 It was altered or forged. The contact was NOT added.
 
@@ -258,7 +258,7 @@ struct Contact: ParsableCommand {
         }
 
         func reportMismatch(_ card: ContactCard) throws {
-            FileHandle.standardError.write(Data("""
+            StandardError.write(Data("""
             SECURITY WARNING: the safety numbers do not match.
             Someone may be intercepting your messages with \(card.displayName) (a man-in-the-middle), or one
             of you has new keys. Do not trust this contact: remove it (starling contact remove \(shellQuoted(card.displayName)))

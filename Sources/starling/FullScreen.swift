@@ -129,7 +129,7 @@ final class FullScreen: @unchecked Sendable {
             }
         }
         // Bracketed paste: a paste arrives as one piece, never as typed keys.
-        FileHandle.standardOutput.write(Data("\u{1B}[?2004h".utf8))
+        StandardOutput.write(Data("\u{1B}[?2004h".utf8))
         var needsDraw = true
         while locked({ running }) {
             var bytes: [UInt8] = []
@@ -148,7 +148,7 @@ final class FullScreen: @unchecked Sendable {
             _ = needsDraw
             needsDraw = false
         }
-        FileHandle.standardOutput.write(Data("\u{1B}[?2004l".utf8))
+        StandardOutput.write(Data("\u{1B}[?2004l".utf8))
         endwin()
         restoreStandardError()
         finished.signal()

@@ -38,7 +38,7 @@ struct Inspect: ParsableCommand {
         do {
             bytes = try readInput()
         } catch let error as WireError {
-            FileHandle.standardError.write(Data("starling inspect: input is not hexadecimal: \(error)\n".utf8))
+            StandardError.write(Data("starling inspect: input is not hexadecimal: \(error)\n".utf8))
             throw ExitCode(2)
         }
         // Every layer that decodes is shown; a malformed inner layer is marked,
@@ -55,7 +55,7 @@ struct Inspect: ParsableCommand {
             print(json ? FieldRenderer.json(field) : FieldRenderer.text(field), terminator: json ? "\n" : "")
         }
         if let error = dissection.error {
-            FileHandle.standardError.write(Data("starling inspect: malformed \(noisePlaintext ? "Noise payload" : "packet"): \(error)\n".utf8))
+            StandardError.write(Data("starling inspect: malformed \(noisePlaintext ? "Noise payload" : "packet"): \(error)\n".utf8))
             throw ExitCode(1)
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import StarlingYaOKClient
 import StarlingMessenger
+import StarlingMessengerAPI
 import StarlingYaOK
 import StarlingYaOKStore
 import Foundation
@@ -138,7 +139,7 @@ struct EventPrinter: Sendable {
 
     /// A line of text, unbuffered.
     func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardOutput.write(Data((line + "\n").utf8))
     }
 
     /// A messenger event, as the node event it stands for (the same JSON and lines as before the messenger).
@@ -167,7 +168,7 @@ struct EventPrinter: Sendable {
     func line(_ object: [String: String], _ text: String) {
         if json {
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            StandardOutput.write(data + Data("\n".utf8))
         } else {
             say(text)
         }
@@ -215,7 +216,7 @@ struct EventPrinter: Sendable {
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardOutput.write(Data((line + "\n").utf8))
     }
 }
 
@@ -241,6 +242,8 @@ struct Listen: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A daemon runs for this data directory: its events, through its API.
+        if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) { return try await listenThrough(api) }
         let session = try await NodeSession.start(node, server: server, background: background)
         let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
@@ -293,6 +296,8 @@ struct Send: AsyncParsableCommand {
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
     func run() async throws {
+        // A daemon runs for this data directory: through its API (it is the node).
+        if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) { return try await sendThrough(api) }
         let session = try await NodeSession.start(node, server: server, tellsFavourites: false)
         let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
@@ -382,7 +387,7 @@ struct Send: AsyncParsableCommand {
             var object: [String: Any] = ["event": "sent", "text": text]
             if let messageID { object["messageID"] = messageID }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            StandardOutput.write(data + Data("\n".utf8))
         }
         var outcome: Watch.Outcome?
         var serverSaid: Watch.Outcome?
@@ -422,9 +427,9 @@ struct Send: AsyncParsableCommand {
         func line(_ text: String, _ fields: [String: Any]) {
             if json {
                 let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
+                StandardOutput.write(data + Data("\n".utf8))
             } else {
-                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+                StandardOutput.write(Data((text + "\n").utf8))
             }
         }
         if case let .queued(online)? = said {
@@ -486,5 +491,99 @@ struct Send: AsyncParsableCommand {
         var ids: Set<String> = []
         func add(_ id: String) { ids.insert(id) }
         func contains(_ id: String) -> Bool { ids.contains(id) }
+    }
+}
+
+
+// MARK: Through a running daemon
+
+extension Listen {
+    /// The daemon's events, printed as they come (JSON lines as the daemon gives them, or words).
+    func listenThrough(_ api: APIClient) async throws {
+        let until = duration.map { Date().addingTimeInterval($0) }
+        let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
+        let printing = Task {
+            for try await data in api.events(since: 0) {
+                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
+                if json {
+                    StandardOutput.write(data + Data("\n".utf8))
+                } else if let line = DaemonText.line(o) {
+                    StandardOutput.write(Data((line + "\n").utf8))
+                }
+                if seen, o["event"] as? String == "privateMessage", let c = o["conversation"] as? String {
+                    _ = try? await api.post("/v1/conversations/\(c)/seen", [:])
+                }
+            }
+        }
+        let signals = SignalWatch([SIGINT, SIGTERM]) { printing.cancel() }
+        defer { signals.cancel() }
+        if let until {
+            try? await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
+            printing.cancel()
+        }
+        _ = await printing.result
+    }
+}
+
+extension Send {
+    /// One message through the daemon: public, or to a name, waiting for its receipts as `send` does.
+    func sendThrough(_ api: APIClient) async throws {
+        let linger = self.linger ?? (to == nil ? 1 : 10)
+        guard let to else {
+            _ = try await call { try await api.post("/v1/public", ["text": text]) }
+            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text])) }
+            return
+        }
+        let status = try await call { try await api.get("/v1/status") } as? [String: Any]
+        let since = UInt64(status?["events"] as? Int ?? 0)
+        let sent = try await call { try await api.post("/v1/messages", ["to": to, "text": text]) } as? [String: Any]
+        guard let messageID = sent?["messageID"] as? String else { throw RuntimeFailure("the daemon did not say what it sent") }
+        if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text, "messageID": messageID])) }
+        let watch = Task {
+            var reached: Set<String> = []
+            for try await data in api.events(since: since) {
+                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], o["event"] as? String == "progress",
+                      let m = o["message"] as? [String: Any], m["messageID"] as? String == messageID, let state = m["state"] as? String else { continue }
+                for (name, states) in [("delivered", ["delivered", "read"]), ("read", ["read"])] where states.contains(state) {
+                    if reached.insert(name).inserted, json {
+                        StandardOutput.write(APIJSONText.line(["event": name, "messageID": messageID]))
+                    }
+                }
+                if reached.contains("read") { return reached }
+            }
+            return reached
+        }
+        let timer = Task { try? await Task.sleep(for: .seconds(linger)); watch.cancel() }
+        let result = (try? await watch.value) ?? []
+        timer.cancel()
+        if !result.contains("delivered") { throw NotDelivered(to: to, seconds: linger) }
+    }
+
+    /// An API call whose refusal is said as the daemon words it.
+    func call(_ body: () async throws -> Any) async throws -> Any {
+        do { return try await body() } catch let f as APIClient.Failure { throw RuntimeFailure(f.message) }
+    }
+}
+
+/// Lines of JSON written as the command line writes its own.
+enum APIJSONText {
+    static func line(_ o: [String: Any]) -> Data {
+        ((try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()) + Data("\n".utf8)
+    }
+}
+
+/// The daemon's events as words, for `listen` without --json.
+enum DaemonText {
+    static func line(_ o: [String: Any]) -> String? {
+        let clean = { (s: Any?) in EventPrinter.lines((s as? String) ?? "") }
+        switch o["event"] as? String {
+        case "privateMessage"?: return "<\(clean(o["nickname"])) → you>\((o["via"] as? String).map { " (via \($0))" } ?? "") \(clean(o["text"]))"
+        case "message"?: return "<\(clean(o["nickname"] ?? o["from"]))>\(o["history"] as? Bool == true ? " (history)" : "") \(clean(o["text"]))"
+        case "peer"?: return "* \(clean(o["nickname"])) (\(o["peerID"] ?? "")) is here"
+        case "left"?: return "* \(o["peerID"] ?? "") left"
+        case "warning"?, "notSaved"?: return "! \(clean(o["text"]))"
+        case "gap"?: return "! \(o["missed"] ?? 0) events were missed (the daemon keeps the last 10,000)"
+        default: return nil
+        }
     }
 }

@@ -103,7 +103,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         let line = json
             ? String(decoding: (try? JSONSerialization.data(withJSONObject: started, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
             : "* relay server on \(bind):\(server.port), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardOutput.write(Data((line + "\n").utf8))
         let running = Task { await server.run() }
         if let duration {
             try? await Task.sleep(for: .seconds(duration))

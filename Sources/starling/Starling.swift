@@ -12,7 +12,7 @@ struct Starling: AsyncParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Chat.self, Contact.self, Id.self, Inspect.self, Listen.self, Relay.self, YaOKServerCommand.self, Send.self, Sim.self, Status.self, WiFi.self,
+        subcommands: [Chat.self, Contact.self, Daemon.self, Id.self, Inspect.self, Listen.self, Relay.self, YaOKServerCommand.self, Send.self, Sim.self, Status.self, WiFi.self,
                       Backup.self, Restore.self, Reset.self, Pin.self]
     )
 
@@ -33,7 +33,7 @@ struct Starling: AsyncParsableCommand {
             if !names.contains(first) {
                 let nearest = names.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
                 let hint = nearest.flatMap { $0.1 <= 2 ? ": did you mean \($0.0)?" : nil } ?? ""
-                FileHandle.standardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))
+                StandardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))
                 Foundation.exit(64)
             }
         }
@@ -57,7 +57,7 @@ struct Starling: AsyncParsableCommand {
     }
 
     static func fail(_ text: String, code: Int32) -> Never {
-        FileHandle.standardError.write(Data("starling: \(text)\n".utf8))
+        StandardError.write(Data("starling: \(text)\n".utf8))
         Foundation.exit(code)
     }
 }
@@ -107,4 +107,20 @@ func editDistance(_ a: String, _ b: String) -> Int {
         previous = current
     }
     return a.isEmpty ? b.count : previous[b.count]
+}
+
+/// Standard output and error for people and scripts. A reader that has gone
+/// (`starling listen | head`) ends the program quietly, as a closed pipe ends
+/// any Unix tool: SIGPIPE is ignored in this process (NIO ignores it), and
+/// Foundation's `FileHandle.write(_:)` would trap on the error instead.
+enum StandardOutput {
+    static func write(_ data: Data) {
+        do { try FileHandle.standardOutput.write(contentsOf: data) } catch { Foundation.exit(0) }
+    }
+}
+
+enum StandardError {
+    static func write(_ data: Data) {
+        try? FileHandle.standardError.write(contentsOf: data) // nowhere left to say it
+    }
 }

@@ -34,9 +34,9 @@ struct StoreAccess {
                 guard !fromEnvironment, isatty(STDIN_FILENO) == 1 else { throw RuntimeFailure(error.description) }
                 switch error {
                 case .wrongSecret, .badPIN, .badPassphrase:
-                    FileHandle.standardError.write(Data("\(error.description)\n".utf8))
+                    StandardError.write(Data("\(error.description)\n".utf8))
                 case let .lockedOut(seconds):
-                    FileHandle.standardError.write(Data("\(error.description): waiting\n".utf8))
+                    StandardError.write(Data("\(error.description): waiting\n".utf8))
                     Thread.sleep(forTimeInterval: Double(seconds))
                 default:
                     throw RuntimeFailure(error.description)

@@ -293,6 +293,6 @@ struct Printer: Sendable {
         } else {
             line = text
         }
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardOutput.write(Data((line + "\n").utf8))
     }
 }

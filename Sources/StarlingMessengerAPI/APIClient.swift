@@ -1,0 +1,122 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A client of a running daemon's API, as the command line uses it: the
+/// address and token from `api.json`, one HTTP/1.1 request a connection (on
+/// loopback: nothing to gain from keeping them), and the event stream.
+public struct APIClient: Sendable {
+    public let host: String
+    public let port: Int
+    public let token: String
+
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let status: Int
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// The daemon of a data directory, when one runs there and answers
+    /// (`api.json` names it; a file left by one that died is ignored).
+    public static func find(directory: URL) async -> APIClient? {
+        let path = directory.appendingPathComponent("api.json")
+        guard let data = FileManager.default.contents(atPath: path.path),
+              let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let url = (o["url"] as? String).flatMap(URL.init(string:)), let host = url.host, let port = url.port,
+              let token = o["token"] as? String else { return nil }
+        if let pid = o["pid"] as? Int, kill(pid_t(pid), 0) != 0, errno == ESRCH { return nil }
+        let client = APIClient(host: host, port: port, token: token)
+        guard (try? await client.get("/v1/status")) != nil else { return nil }
+        return client
+    }
+
+    public init(host: String, port: Int, token: String) {
+        self.host = host
+        self.port = port
+        self.token = token
+    }
+
+    public func get(_ path: String) async throws -> Any {
+        try await request(.GET, path, body: nil)
+    }
+
+    public func post(_ path: String, _ body: [String: Any]) async throws -> Any {
+        try await request(.POST, path, body: try JSONSerialization.data(withJSONObject: body))
+    }
+
+    /// One request; the JSON it answers, or a ``Failure`` with the API's sentence.
+    public func request(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Any {
+        let (status, data) = try await exchange(method, path, body: body, stream: nil)
+        let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
+        guard (200..<300).contains(status) else {
+            let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)"
+            throw Failure(status: status, message: message)
+        }
+        return json
+    }
+
+    /// The event stream from `since`: each event's JSON (one object), as it comes, until the daemon stops.
+    public func events(since: UInt64 = 0) -> AsyncThrowingStream<Data, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    var pending = ""
+                    _ = try await exchange(.GET, "/v1/events?since=\(since)", body: nil) { chunk in
+                        pending += chunk
+                        while let end = pending.range(of: "\n\n") {
+                            let block = pending[..<end.lowerBound]
+                            pending = String(pending[end.upperBound...])
+                            for line in block.split(separator: "\n") where line.hasPrefix("data: ") {
+                                continuation.yield(Data(line.dropFirst(6).utf8))
+                            }
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
+    func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: ((String) -> Void)?) async throws -> (Int, Data) {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+            head.headers.add(name: "Host", value: "\(host):\(port)")
+            head.headers.add(name: "Authorization", value: "Bearer \(token)")
+            head.headers.add(name: "Connection", value: "close")
+            if let body {
+                head.headers.add(name: "Content-Type", value: "application/json")
+                head.headers.add(name: "Content-Length", value: String(body.count))
+            }
+            try await outbound.write(.head(head))
+            if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(data: body)))) }
+            try await outbound.write(.end(nil))
+            var status = 0
+            var data = Data()
+            for try await part in inbound {
+                switch part {
+                case let .head(h): status = Int(h.status.code)
+                case let .body(buffer):
+                    if let stream, (200..<300).contains(status) {
+                        stream(String(buffer: buffer))
+                    } else {
+                        data.append(contentsOf: buffer.readableBytesView)
+                    }
+                case .end: return (status, data)
+                }
+            }
+            return (status, data)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNodeCore
+import StarlingNostrTransport
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The API's JSON forms (docs/API.md): one per thing a client sees. Objects
+/// are dictionaries of JSON values, written with sorted keys.
+public enum APIJSON {
+    public typealias Object = [String: any Sendable]
+
+    public static func message(_ m: MessageRecord) -> Object {
+        var o: Object = ["id": m.id.description, "conversation": m.contact.description, "outgoing": m.outgoing, "text": m.text,
+                         "timestamp": Int(m.timestamp), "recordedAt": m.recordedAt]
+        if let t = m.transportID { o["messageID"] = t }
+        if let t = m.transport { o["via"] = t }
+        if let p = m.progress { o["state"] = p.state.rawValue }
+        if !m.outgoing { o["read"] = m.readAt != nil }
+        return o
+    }
+
+    public static func contact(_ c: Contact) -> Object {
+        var o: Object = ["kind": c.kind.rawValue, "conversation": c.conversation.description, "name": c.name,
+                         "fingerprint": c.fingerprint.hex, "peerID": c.fingerprint.peerID.description, "verified": c.verified,
+                         "favorite": c.favorite, "blocked": c.blocked, "favoritesUs": c.favoritesUs]
+        if let card = c.card { o["userID"] = card.userID.description }
+        if let n = c.npub { o["npub"] = n }
+        if let v = c.nostrVariant { o["nostrVariant"] = v }
+        return o
+    }
+
+    /// A node event as `listen --json` prints it.
+    public static func node(_ e: NodeEvent) -> Object {
+        let encoder = JSONEncoder()
+        guard let data = try? encoder.encode(e), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            return ["event": "unencodable"]
+        }
+        return sendable(o)
+    }
+
+    static func sendable(_ o: [String: Any]) -> Object {
+        o.mapValues(sendableValue)
+    }
+
+    static func sendableValue(_ v: Any) -> any Sendable {
+        switch v {
+        case let d as [String: Any]: return sendable(d)
+        case let a as [Any]: return a.map(sendableValue)
+        case let s as String: return s
+        case let b as Bool: return b
+        case let i as Int: return i
+        case let d as Double: return d
+        case let n as NSNumber: return n.doubleValue
+        default: return NSNull()
+        }
+    }
+
+    /// The messenger's events as the event stream carries them: each one or
+    /// more objects (a history block is one object a message).
+    public static func events(_ e: MessengerEvent) -> [Object] {
+        switch e {
+        case let .node(n):
+            return [node(n)]
+        case let .publicHistory(burst):
+            return burst.map(node)
+        case let .privateMessage(conversation, record, from, name, hops, via):
+            var o: Object = ["event": "privateMessage", "conversation": conversation.description, "from": from.description,
+                             "nickname": name, "text": record.text, "messageID": record.transportID ?? record.id.description,
+                             "hops": hops, "message": message(record)]
+            if let via { o["via"] = via }
+            return [o]
+        case let .sent(conversation, record):
+            return [["event": "sent", "conversation": conversation.description, "message": message(record)]]
+        case let .progress(conversation, record):
+            return [["event": "progress", "conversation": conversation.description, "message": message(record)]]
+        case let .sendingWaiting(conversation, count):
+            return [["event": "sendingWaiting", "conversation": conversation.description, "count": count]]
+        case let .peerJoined(peer, nickname, hops):
+            return [["event": "peer", "peerID": peer.description, "nickname": nickname, "hops": hops]]
+        case let .peerLeft(peer):
+            return [["event": "left", "peerID": peer.description]]
+        case let .sessionEstablished(peer, name):
+            return [["event": "session", "peerID": peer.description, "nickname": name]]
+        case let .favorited(by, name, on, npub, overNostr):
+            var o: Object = ["event": "favorited", "from": by.description, "nickname": name, "on": on, "overNostr": overNostr]
+            if let npub { o["npub"] = npub }
+            return [o]
+        case let .trustChanged(f, name, blocked, favorite, verified):
+            return [["event": "trust", "fingerprint": f.hex, "name": name, "blocked": blocked, "favorite": favorite, "verified": verified]]
+        case let .trustLoaded(contacts, pending):
+            return [["event": "store", "open": true, "contacts": contacts, "pending": pending]]
+        case let .storeUnlocked(stored):
+            return [["event": "store", "open": true, "storedMeanwhile": stored]]
+        case let .warning(text):
+            return [["event": "warning", "text": text]]
+        case let .notSaved(text):
+            return [["event": "notSaved", "text": text]]
+        case let .diagnostic(r):
+            return [node(.rejected(r))]
+        case let .channel(c):
+            switch c {
+            case let .message(m):
+                var o: Object = ["event": "channelMessage", "geohash": m.geohash, "publicKey": m.publicKey, "text": m.text,
+                                 "createdAt": Int(m.createdAt)]
+                if let n = m.nickname { o["nickname"] = n }
+                return [o]
+            case let .presence(geohash, key):
+                return [["event": "channelPresence", "geohash": geohash, "publicKey": key]]
+            case let .failed(why):
+                return [["event": "channelFailed", "reason": why]]
+            }
+        }
+    }
+
+    public static func data(_ o: Any) -> Data {
+        (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    }
+}

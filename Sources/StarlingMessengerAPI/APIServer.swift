@@ -1,0 +1,383 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNode
+import StarlingNodeCore
+import StarlingStately
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The messenger's local API (docs/API.md): versioned JSON over HTTP/1.1 on
+/// 127.0.0.1 and on a Unix socket (0600), every request with the bearer
+/// token of `api.json` (0600) or 401 before any routing; a request from a web
+/// page of another origin, or naming another host, is refused (403). It
+/// decides nothing: each call is a messenger's or the node's command.
+public final class APIServer: Sendable {
+    public struct Configuration: Sendable {
+        /// The data directory: `api.json` and `api.sock` go there.
+        public var directory: URL
+        /// The TCP port on 127.0.0.1 (0: any free one).
+        public var port: Int = 0
+        public var token: String
+        /// Events kept for clients that reconnect.
+        public var eventCapacity = 10_000
+        public init(directory: URL, token: String = APIServer.newToken()) {
+            self.directory = directory
+            self.token = token
+        }
+    }
+
+    public let configuration: Configuration
+    public let messenger: Messenger
+    public let log: EventLog
+    let bound = BoundPort()
+
+    public init(messenger: Messenger, configuration: Configuration) {
+        self.messenger = messenger
+        self.configuration = configuration
+        log = EventLog(capacity: configuration.eventCapacity)
+    }
+
+    /// 32 random bytes, hex.
+    public static func newToken() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }.map { String(format: "%02x", $0) }.joined()
+    }
+
+    public var socketPath: String { configuration.directory.appendingPathComponent("api.sock").path }
+    public var infoPath: String { configuration.directory.appendingPathComponent("api.json").path }
+
+    actor BoundPort {
+        var port: Int?
+        var waiters: [CheckedContinuation<Int, Never>] = []
+        func set(_ p: Int) {
+            port = p
+            for w in waiters { w.resume(returning: p) }
+            waiters = []
+        }
+        func wait() async -> Int {
+            if let port { return port }
+            return await withCheckedContinuation { waiters.append($0) }
+        }
+    }
+
+    /// The TCP port once bound.
+    public var port: Int { get async { await bound.wait() } }
+
+    /// Takes the messenger's events into the log until they end.
+    public func record() async {
+        for await event in messenger.events {
+            for o in APIJSON.events(event) { await log.append(o) }
+        }
+        await log.finish()
+    }
+
+    // MARK: Serving
+
+    /// The two applications (TCP and Unix socket); run them as services. `api.json`
+    /// is written once the TCP port is known.
+    public func applications(logger: Logger) throws -> [any Service] {
+        try? FileManager.default.removeItem(atPath: socketPath)
+        let router = makeRouter()
+        let info = infoPath, token = configuration.token, socket = socketPath, bound = self.bound
+        let tcp = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: configuration.port),
+                                                                   serverName: "starling"),
+                              onServerRunning: { channel in
+                                  let port = channel.localAddress?.port ?? 0
+                                  do {
+                                      try Self.writeInfo(path: info, port: port, socket: socket, token: token)
+                                  } catch {
+                                      logger.error("api.json could not be written: \(error)")
+                                  }
+                                  await bound.set(port)
+                              }, logger: logger)
+        let unix = Application(router: makeRouter(), configuration: .init(address: .unixDomainSocket(path: socket), serverName: "starling"),
+                               onServerRunning: { _ in
+                                   // Only this user may connect.
+                                   chmod(socket, 0o600)
+                               }, logger: logger)
+        return [tcp, unix]
+    }
+
+    /// `api.json`, 0600: where the API is and the token it wants.
+    static func writeInfo(path: String, port: Int, socket: String, token: String) throws {
+        let o: [String: Any] = ["version": 1, "url": "http://127.0.0.1:\(port)", "socket": socket, "token": token,
+                                "pid": Int(getpid())]
+        let tmp = path + ".tmp"
+        guard FileManager.default.createFile(atPath: tmp, contents: APIJSON.data(o), attributes: [.posixPermissions: 0o600]) else {
+            throw APIError(.internalServerError, "cannot write \(tmp)")
+        }
+        guard rename(tmp, path) == 0 else { throw APIError(.internalServerError, "cannot write \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Removes `api.json` and the socket (the daemon stops).
+    public func removeFiles() {
+        try? FileManager.default.removeItem(atPath: infoPath)
+        try? FileManager.default.removeItem(atPath: socketPath)
+    }
+
+    // MARK: Routes
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: Guard(token: configuration.token, bound: bound))
+        let m = messenger, log = self.log
+        let v1 = router.group("v1")
+        v1.get("status") { _, _ in
+            let node = m.node
+            let peers = await node.peers.count
+            var o: [String: Any] = ["peerID": node.identity.peerID.description, "fingerprint": node.identity.fingerprint.hex,
+                                    "nickname": await node.currentNickname, "peers": peers, "sessions": await node.sessionCount,
+                                    "storeOpen": await m.isStoreOpen, "trustKnown": await m.trustKnown, "version": 1,
+                                    "events": Int(await log.lastSeq)]
+            if let port = await node.port { o["udpPort"] = Int(port) }
+            return Self.json(o)
+        }
+        v1.get("peers") { _, _ in
+            var out: [[String: Any]] = []
+            let peers = await m.node.peers
+            let neighbours = await m.node.neighborPeers
+            for (id, info) in peers.sorted(by: { $0.value.nickname < $1.value.nickname }) {
+                var o: [String: Any] = ["peerID": id.description, "nickname": info.nickname, "fingerprint": info.fingerprint.hex,
+                                        "hops": info.hops, "blocked": await m.isBlocked(info.fingerprint),
+                                        "favorite": await m.isFavorite(info.fingerprint), "verified": await m.isVerified(info.fingerprint),
+                                        "neighbour": neighbours.contains(id)]
+                if let c = info.capabilities { o["capabilities"] = c.names }
+                out.append(o)
+            }
+            return Self.json(out)
+        }
+        v1.get("contacts") { _, _ in Self.json(await m.contactList.map(APIJSON.contact)) }
+        v1.post("contacts") { request, context in
+            struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool? }
+            let body = try await request.decode(as: Add.self, context: context)
+            do {
+                if let npub = body.npub?.lowercased() {
+                    guard (try? NostrContacts.key(npub: npub)) != nil else { throw APIError(.badRequest, "not an npub: \(npub)") }
+                    try await m.addNostrContact(npub: npub, name: body.name ?? String(npub.prefix(12)) + "…")
+                } else if let uri = body.uri {
+                    let card: ContactCard
+                    do { card = try ContactCard(uri: uri) } catch { throw APIError(.badRequest, "not a contact code: \(error)") }
+                    guard card.meshFingerprint != m.node.identity.fingerprint else { throw APIError(.badRequest, "this is your own contact code") }
+                    try await m.addContact(card, replace: body.replace ?? false)
+                } else {
+                    throw APIError(.badRequest, "give uri (a yaok:// link) or npub")
+                }
+            } catch let e as YaOKStore.Error {
+                if case .contactExists = e { throw APIError(.conflict, e.description) }
+                throw APIError(.internalServerError, e.description)
+            } catch let e as Messenger.StoreError {
+                throw APIError(.locked, e.description)
+            }
+            return Self.json(await m.contactList.map(APIJSON.contact), status: .created)
+        }
+        v1.get("conversations") { _, _ in
+            Self.json(await m.conversations.map { c -> [String: Any] in
+                var o: [String: Any] = ["id": c.id.description, "name": c.name, "unread": c.unread]
+                if let f = c.fingerprint { o["fingerprint"] = f.hex }
+                if let last = c.last { o["last"] = APIJSON.message(last) }
+                return o
+            })
+        }
+        v1.get("conversations/:id/messages") { request, context in
+            let id = try Self.conversation(context)
+            let limit = request.uri.queryParameters.get("limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
+            do {
+                return Self.json(try await m.history(id, limit: limit).map(APIJSON.message))
+            } catch {
+                throw APIError(.internalServerError, "the history did not open: \(error)")
+            }
+        }
+        v1.post("conversations/:id/seen") { _, context in
+            let id = try Self.conversation(context)
+            await m.markSeen(id)
+            return Self.json(["unread": await m.unreadCount(id)])
+        }
+        v1.post("messages") { request, context in
+            struct Send: Decodable { var to: String; var text: String }
+            let body = try await request.decode(as: Send.self, context: context)
+            let id: UserID
+            switch await m.resolve(body.to) {
+            case let .conversation(c): id = c
+            case let .ambiguous(names): throw APIError(.conflict, "\(names.count) are called \(body.to): \(names.joined(separator: ", ")); say which")
+            case .none: throw APIError(.notFound, "no contact or peer called \(body.to)")
+            }
+            do {
+                let record = try await m.send(body.text, to: id)
+                return Self.json(APIJSON.message(record), status: .created)
+            } catch let e as MessengerCore.SendError {
+                throw APIError(.badRequest, e.description)
+            }
+        }
+        v1.post("public") { request, context in
+            struct Say: Decodable { var text: String }
+            let body = try await request.decode(as: Say.self, context: context)
+            guard !body.text.isEmpty else { throw APIError(.badRequest, "an empty message is not sent") }
+            do { try await m.node.sendPublic(body.text) } catch { throw APIError(.badRequest, "\(error)") }
+            return Self.json(["sent": true], status: .accepted)
+        }
+        v1.post("trust") { request, context in
+            struct Decide: Decodable { var fingerprint: String; var change: String; var nickname: String? }
+            let body = try await request.decode(as: Decide.self, context: context)
+            guard let f = Fingerprint(hex: body.fingerprint.lowercased()) else { throw APIError(.badRequest, "a fingerprint is 64 hex digits") }
+            let changes: [String: MessengerCore.TrustChange] = ["block": .block, "unblock": .unblock, "favourite": .favourite,
+                                                                 "favorite": .favourite, "unfavourite": .unfavourite, "unfavorite": .unfavourite,
+                                                                 "verify": .verify, "unverify": .unverify]
+            guard let change = changes[body.change] else { throw APIError(.badRequest, "change is one of \(changes.keys.sorted().joined(separator: ", "))") }
+            await m.decide(change, about: f, nickname: body.nickname)
+            return Self.json(["fingerprint": f.hex, "blocked": await m.isBlocked(f), "favorite": await m.isFavorite(f),
+                              "verified": await m.isVerified(f)])
+        }
+        v1.post("store/lock") { _, _ in
+            do { try await m.lock() } catch { throw APIError(.internalServerError, "\(error)") }
+            return Self.json(["storeOpen": false])
+        }
+        v1.post("store/unlock") { request, context in
+            struct Unlock: Decodable { var secret: String? }
+            let body = try await request.decode(as: Unlock.self, context: context)
+            guard await !m.isStoreOpen else { return Self.json(["storeOpen": true]) }
+            let directory = m.directory
+            let protection: Keyring.Protection
+            switch YaOKStore.protection(in: directory) {
+            case .pin?: protection = .pin(body.secret ?? "")
+            case .passphrase?: protection = .passphrase(body.secret ?? "")
+            case nil, .keyFile?: protection = .keyFile(m.node.identity)
+            }
+            do {
+                try await m.open(try YaOKStore.open(directory: directory, protection: protection))
+            } catch let e as Keyring.Error {
+                throw APIError(.forbidden, e.description)
+            } catch {
+                throw APIError(.internalServerError, "\(error)")
+            }
+            return Self.json(["storeOpen": true])
+        }
+        v1.get("stately") { _, _ in
+            let node = m.node
+            let mine = await node.status
+            let board = await node.statusBoard.map { s -> [String: Any] in
+                ["peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji, "hops": s.hops,
+                 "timestamp": Int(s.timestamp)]
+            }
+            return Self.json(["state": mine.rawValue, "powerMode": await node.powerMode.rawValue, "board": board])
+        }
+        v1.post("stately") { request, context in
+            struct Set: Decodable { var state: String }
+            let body = try await request.decode(as: Set.self, context: context)
+            if body.state == "clear" {
+                await m.node.clearSOS()
+            } else {
+                guard let kind = StateKind(name: body.state) else {
+                    throw APIError(.badRequest, "state is one of \(StateKind.allCases.map(\.rawValue).joined(separator: ", ")), or clear")
+                }
+                await m.node.setStatus(kind)
+            }
+            return Self.json(["state": await m.node.status.rawValue])
+        }
+        v1.post("channels/:geohash") { _, context in
+            let name = try context.parameters.require("geohash")
+            do { return Self.json(["joined": try await m.join(channel: name)]) } catch { throw APIError(.badRequest, "\(error)") }
+        }
+        v1.post("channels/:geohash/messages") { request, context in
+            struct Say: Decodable { var text: String }
+            let g = try context.parameters.require("geohash")
+            let body = try await request.decode(as: Say.self, context: context)
+            do { try await m.say(body.text, in: g) } catch { throw APIError(.badRequest, "\(error)") }
+            return Self.json(["sent": true], status: .accepted)
+        }
+        v1.get("events") { request, _ in
+            // Server-sent events: each `id: SEQ` and `data: JSON`; a client resumes with
+            // ?since=SEQ or Last-Event-ID, and hears of a gap it cannot get back.
+            let since = request.uri.queryParameters.get("since", as: UInt64.self)
+                ?? request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { UInt64($0) } ?? 0
+            guard let stream = await log.follow(after: since) else { throw APIError(.tooManyRequests, "too many clients follow the events") }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: ": starling events\n\n"))
+                for await entry in stream {
+                    var b = ByteBuffer(string: "id: \(entry.seq)\ndata: ")
+                    b.writeBytes(entry.json)
+                    b.writeString("\n\n")
+                    try await writer.write(b)
+                }
+                try await writer.finish(nil)
+            })
+        }
+        return router
+    }
+
+    static func conversation(_ context: BasicRequestContext) throws -> UserID {
+        let text = try context.parameters.require("id")
+        guard let id = UserID(string: text) else { throw APIError(.badRequest, "a conversation ID is a UUID") }
+        return id
+    }
+
+    static func json(_ value: Any, status: HTTPResponse.Status = .ok) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: APIJSON.data(value))))
+    }
+}
+
+/// An API error: a status and one sentence, as `{"error": {"status": N, "message": "…"}}`.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    public let status: HTTPResponse.Status
+    public let message: String
+    public init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+    public var headers: HTTPFields { [.contentType: "application/json"] }
+    public func body(allocator: ByteBufferAllocator) -> ByteBuffer? {
+        ByteBuffer(data: APIJSON.data(["error": ["status": Int(status.code), "message": message]]))
+    }
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: headers, body: .init(byteBuffer: body(allocator: ByteBufferAllocator()) ?? ByteBuffer()))
+    }
+}
+
+extension HTTPResponse.Status {
+    /// 423: the store is locked.
+    static let locked = HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
+}
+
+/// Before any route: the bearer token, then where the request comes from. A
+/// browser's request from another site carries its Origin; a DNS-rebinding
+/// page names another Host: both are refused.
+struct Guard: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let token: String
+    let bound: APIServer.BoundPort
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let given = request.headers[.authorization] ?? ""
+        guard Self.equal(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
+            throw APIError(.unauthorized, "a request needs the token of api.json: Authorization: Bearer TOKEN")
+        }
+        let port = await bound.port
+        let allowedHosts: Set<String> = port.map { ["127.0.0.1:\($0)", "localhost:\($0)"] } ?? []
+        if let host = request.head.authority, !host.isEmpty, !allowedHosts.contains(host), host != "localhost" {
+            throw APIError(.forbidden, "the API answers on 127.0.0.1 only, not \(host)")
+        }
+        if let origin = request.headers[.origin], !allowedHosts.contains(where: { origin == "http://\($0)" }) {
+            throw APIError(.forbidden, "requests from another origin (\(origin)) are refused")
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares in time that does not depend on where they differ.
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var d: UInt8 = 0
+        for i in a.indices { d |= a[i] ^ b[i] }
+        return d == 0
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// The messenger's events as the API serves them: each a JSON object with a
+/// sequence number, kept in a ring of `capacity` so that a client that
+/// reconnects resumes after the last one it saw without losing one. A client
+/// further behind than the ring is told how many it missed (a `gap` event)
+/// before what is still kept.
+public actor EventLog {
+    public struct Entry: Sendable {
+        public let seq: UInt64
+        /// One line of JSON (no newline).
+        public let json: Data
+    }
+
+    public let capacity: Int
+    private var entries: [Entry] = []
+    private var head = 0
+    public private(set) var lastSeq: UInt64 = 0
+    private var subscribers: [UUID: AsyncStream<Entry>.Continuation] = [:]
+    /// Clients following at once (each one's own buffer bounded too).
+    public let maxSubscribers: Int
+
+    public init(capacity: Int = 10_000, maxSubscribers: Int = 64) {
+        self.capacity = max(1, capacity)
+        self.maxSubscribers = maxSubscribers
+    }
+
+    /// Appends an event (its JSON without "seq"; the log adds it).
+    @discardableResult
+    public func append(_ object: [String: any Sendable]) -> UInt64 {
+        lastSeq += 1
+        var o = object
+        o["seq"] = Int(lastSeq)
+        let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data(#"{"event":"unencodable","seq":\#(lastSeq)}"#.utf8)
+        let entry = Entry(seq: lastSeq, json: data)
+        if entries.count < capacity {
+            entries.append(entry)
+        } else {
+            entries[head] = entry
+            head = (head + 1) % capacity
+        }
+        for c in subscribers.values { c.yield(entry) }
+        return lastSeq
+    }
+
+    /// What is kept, oldest first.
+    private var ordered: ArraySlice<Entry> { entries.count < capacity ? entries[...] : (entries[head...] + entries[..<head])[...] }
+
+    /// The events after `since` still kept, and how many after it are no longer kept.
+    public func after(_ since: UInt64) -> (missed: UInt64, entries: [Entry]) {
+        let kept = ordered
+        guard let first = kept.first else { return (0, []) }
+        let missed = first.seq > since + 1 ? first.seq - since - 1 : 0
+        return (missed, kept.filter { $0.seq > since })
+    }
+
+    /// Everything after `since`, then what comes, until the client goes (nil: too many clients).
+    public func follow(after since: UInt64) -> AsyncStream<Entry>? {
+        guard subscribers.count < maxSubscribers else { return nil }
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: Entry.self, bufferingPolicy: .bufferingNewest(capacity))
+        let (missed, backlog) = after(since)
+        if missed > 0 {
+            let gap = ["event": "gap", "missed": Int(missed), "seq": Int(since + missed)] as [String: any Sendable]
+            continuation.yield(Entry(seq: since + missed, json: (try? JSONSerialization.data(withJSONObject: gap, options: [.sortedKeys])) ?? Data()))
+        }
+        for e in backlog { continuation.yield(e) }
+        subscribers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.drop(id) } }
+        return stream
+    }
+
+    private func drop(_ id: UUID) { subscribers[id] = nil }
+
+    public var subscriberCount: Int { subscribers.count }
+
+    /// Ends every follower's stream (the daemon stops).
+    public func finish() {
+        for c in subscribers.values { c.finish() }
+        subscribers = [:]
+    }
+}

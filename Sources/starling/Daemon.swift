@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import StarlingMessenger
+import StarlingMessengerAPI
+import StarlingNode
+import StarlingTransport
+
+/// `starling daemon`: one node and its messenger for a data directory, until
+/// SIGTERM, with the local API every face can use (docs/API.md).
+struct Daemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the node and its messenger for a data directory, with a local API for every face (chat, send, listen, scripts).",
+        discussion: """
+        The API listens on 127.0.0.1 (a free port, or --api-port) and on api.sock in the data \
+        directory; api.json there (readable by this user only) names the address and the token \
+        each request must carry. `starling send`, `listen` and `chat` given the same --data-dir \
+        use it while it runs. SIGTERM or SIGINT ends it within 5 s. docs/API.md lists the calls.
+        """
+    )
+    @OptionGroup var node: NodeOptions
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): contacts who are not on the mesh are reached through it.")
+    var server: String?
+    @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
+    @Option(help: "The API's TCP port on 127.0.0.1 (default: a free one, written to api.json).") var apiPort: Int = 0
+
+    func validate() throws {
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+        guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
+    }
+
+    func run() async throws {
+        let session = try await NodeSession.start(node, server: server, background: background)
+        var c = APIServer.Configuration(directory: session.directory)
+        c.port = apiPort
+        let api = APIServer(messenger: session.messenger, configuration: c)
+        let logger = Logger(label: "starling.api")
+        let servers = try api.applications(logger: logger)
+        let n = session.node, messenger = session.messenger
+        let mesh = MeshService(node: n, messenger: messenger, api: api)
+        // Shut down in reverse order: the node first (its LEAVE, its state saved), which
+        // ends the event streams the API's clients follow; then the API servers.
+        var configuration = ServiceGroupConfiguration(services: servers.map { .init(service: $0) } + [
+            .init(service: mesh, successTerminationBehavior: .gracefullyShutdownGroup),
+        ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(3) // then cancelled: ended within 5 s, whatever a client does
+        configuration.maximumCancellationDuration = .seconds(1)
+        let group = ServiceGroup(configuration: configuration)
+        // Said once the API is up: where it is.
+        Task {
+            let port = await api.port
+            Self.say("daemon: \(await n.currentNickname) (\(n.identity.peerID)) — API on http://127.0.0.1:\(port) and \(api.socketPath); token in \(api.infoPath)")
+        }
+        do {
+            try await group.run()
+        } catch {
+            api.removeFiles()
+            throw RuntimeFailure("the daemon stopped: \(error)")
+        }
+        api.removeFiles()
+        Self.say("daemon: stopped")
+    }
+
+    /// A line on standard output, unbuffered (a service manager's log reads it as it comes).
+    static func say(_ line: String) { StandardOutput.write(Data((line + "\n").utf8)) }
+}
+
+/// The node, its messenger and the API's event log as one service: it runs
+/// until a shutdown signal, then stops the node (state saved) within 5 s.
+struct MeshService: Service {
+    let node: MeshNode
+    let messenger: Messenger
+    let api: APIServer
+
+    func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await messenger.run() }
+            group.addTask { await api.record() }
+            group.addTask {
+                await withGracefulShutdownHandler {
+                    await node.run()
+                } onGracefulShutdown: {
+                    Task { await node.leave() } // a signed LEAVE, then the node stops
+                }
+            }
+            await group.waitForAll()
+        }
+    }
+}
