@@ -10,6 +10,8 @@ public struct APIClient: Sendable {
     public let host: String
     public let port: Int
     public let token: String
+    /// The Unix socket to connect to instead of host and port.
+    public let socketPath: String?
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let status: Int
@@ -35,6 +37,15 @@ public struct APIClient: Sendable {
         self.host = host
         self.port = port
         self.token = token
+        socketPath = nil
+    }
+
+    /// A client of the API's Unix socket.
+    public init(socketPath: String, token: String) {
+        host = "localhost"
+        port = 0
+        self.token = token
+        self.socketPath = socketPath
     }
 
     public func get(_ path: String) async throws -> Any {
@@ -43,6 +54,14 @@ public struct APIClient: Sendable {
 
     public func post(_ path: String, _ body: [String: Any]) async throws -> Any {
         try await request(.POST, path, body: try JSONSerialization.data(withJSONObject: body))
+    }
+
+    /// Headers sent with every request (tests: another Origin).
+    public var extraHeaders: [(String, String)] = []
+
+    /// One request's status and body, whatever the status (tests).
+    public func raw(_ method: HTTPMethod, _ path: String) async throws -> (status: Int, body: Data) {
+        try await exchange(method, path, body: nil, stream: nil)
     }
 
     /// One request; the JSON it answers, or a ``Failure`` with the API's sentence.
@@ -83,17 +102,23 @@ public struct APIClient: Sendable {
 
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
     func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: ((String) -> Void)?) async throws -> (Int, Data) {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-                }
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let setUp: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
             }
+        }
+        let channel = if let socketPath {
+            try await bootstrap.connect(unixDomainSocketPath: socketPath, channelInitializer: setUp)
+        } else {
+            try await bootstrap.connect(host: host, port: port, channelInitializer: setUp)
+        }
         return try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-            head.headers.add(name: "Host", value: "\(host):\(port)")
-            head.headers.add(name: "Authorization", value: "Bearer \(token)")
+            head.headers.add(name: "Host", value: socketPath == nil ? "\(host):\(port)" : "localhost")
+            if !token.isEmpty { head.headers.add(name: "Authorization", value: "Bearer \(token)") }
+            for (name, value) in extraHeaders { head.headers.add(name: name, value: value) }
             head.headers.add(name: "Connection", value: "close")
             if let body {
                 head.headers.add(name: "Content-Type", value: "application/json")

@@ -1,0 +1,99 @@
+import Foundation
+import StarlingMessengerAPI
+import StarlingTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `starling daemon` as its clients meet it: the API answers only with the
+/// token of api.json (0600), on 127.0.0.1 and its socket (0600), never to a
+/// page of another origin or host; `send` and `listen` on the same data
+/// directory go through it; SIGTERM ends it within 5 s.
+@Suite(.serialized, .usesProcesses) struct DaemonProcessTests {
+    static func daemon(_ dir: String, name: String, peer: UInt16? = nil) throws -> LiveProcess {
+        try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1", "--data-dir", dir]
+                        + (peer.map { ["--peer", "127.0.0.1:\($0)"] } ?? []))
+    }
+
+    /// What api.json says, once the daemon has written it.
+    static func info(_ dir: String, _ p: LiveProcess) async throws -> (url: URL, token: String, socket: String) {
+        #expect(await p.waitForText("daemon: "), "\(p.text)")
+        let data = try #require(FileManager.default.contents(atPath: dir + "/api.json"), "no api.json: \(p.text)")
+        let o = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        return (try #require((o["url"] as? String).flatMap(URL.init(string:))), try #require(o["token"] as? String),
+                try #require(o["socket"] as? String))
+    }
+
+    static func mode(_ path: String) throws -> Int {
+        try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) & 0o777
+    }
+
+    @Test func theAPIAnswersOnlyItsOwnerAndTheDaemonStopsOnTime() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("daemon")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let d = try Self.daemon(dir, name: "alice")
+        defer { d.stop() }
+        let (url, token, socket) = try await Self.info(dir, d)
+        #expect(url.host == "127.0.0.1")
+        #expect(try Self.mode(dir + "/api.json") == 0o600)
+        #expect(try Self.mode(socket) == 0o600)
+        let host = try #require(url.host), port = try #require(url.port)
+        // The control: with the token, an answer.
+        let owner = APIClient(host: host, port: port, token: token)
+        let status = try #require(try await owner.get("/v1/status") as? [String: Any])
+        #expect(status["nickname"] as? String == "alice" && status["storeOpen"] as? Bool == true, "\(status)")
+        // Without it, or with another, 401 before any routing (a path that does not exist too).
+        for client in [APIClient(host: host, port: port, token: ""), APIClient(host: host, port: port, token: String(repeating: "0", count: 64))] {
+            #expect(try await client.raw(.GET, "/v1/status").status == 401)
+            #expect(try await client.raw(.GET, "/no/such/path").status == 401)
+        }
+        // A page of another site (its Origin), or a rebinding name (its Host): 403.
+        var page = owner
+        page.extraHeaders = [("Origin", "http://evil.example")]
+        #expect(try await page.raw(.GET, "/v1/status").status == 403)
+        // The socket: the token there too.
+        let local = APIClient(socketPath: socket, token: token)
+        #expect(try await local.raw(.GET, "/v1/peers").status == 200)
+        #expect(try await APIClient(socketPath: socket, token: "").raw(.GET, "/v1/peers").status == 401)
+        // SIGTERM: ended within 5 s, its files gone.
+        let start = Date()
+        kill(d.process.processIdentifier, SIGTERM)
+        let exit = await d.waitForExit(seconds: 10)
+        #expect(exit == 0, "\(d.text)")
+        #expect(Date().timeIntervalSince(start) < 5, "\(Date().timeIntervalSince(start)) s")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/api.json") && !FileManager.default.fileExists(atPath: socket))
+    }
+
+    @Test func sendAndListenGoThroughTheDaemonAndItOutlivesThem() async throws {
+        let bob = try MeshProcessTests.node("bob", markRead: true)
+        defer { bob.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bob)
+        let dir = ContactCommandTests.temporaryDirectory("daemon-alice")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let d = try Self.daemon(dir, name: "alice", peer: bobPort)
+        defer { d.stop() }
+        let (url, token, _) = try await Self.info(dir, d)
+        #expect(await bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" } != nil, "\(bob.text)")
+        // A listener through the daemon, beside a sender through it.
+        let listener = try LiveProcess(["listen", "--json", "--data-dir", dir, "--duration", "30"])
+        defer { listener.stop() }
+        #expect(await listener.waitFor { $0["event"] as? String == "started" && $0["nickname"] as? String == "alice" } != nil,
+                "the daemon's events from the start: \(listener.text)")
+        let sent = try await StarlingProcess.run(["send", "--json", "--data-dir", dir, "--to", "bob", "--linger", "15", "through the daemon"])
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.stdout.contains("\"event\":\"delivered\""), "\(sent.stdout)")
+        let got = await bob.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "through the daemon" }
+        #expect(got?["nickname"] as? String == "alice", "\(bob.text)")
+        #expect(await listener.waitFor { $0["event"] as? String == "progress" && ($0["message"] as? [String: Any])?["state"] as? String == "read" } != nil,
+                "\(listener.text)")
+        // A name nobody has: said, exit 1; the daemon is still there for the next client.
+        let nobody = try await StarlingProcess.run(["send", "--data-dir", dir, "--to", "nobody", "psst"])
+        #expect(nobody.status == 1 && nobody.stderr.contains("no contact or peer called nobody"), "\(nobody.stderr)")
+        listener.stop()
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let conversations = try #require(try await api.get("/v1/conversations") as? [[String: Any]])
+        #expect(conversations.contains { $0["name"] as? String == "bob" && (($0["last"] as? [String: Any])?["state"] as? String) == "read" },
+                "\(conversations)")
+    }
+}
