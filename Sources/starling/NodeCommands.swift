@@ -60,6 +60,9 @@ struct NodeOptions: ParsableArguments {
         do {
             runningNodeLock = try DirectoryLock(store.directory)
         } catch let held as DirectoryLock.Held {
+            if FileManager.default.fileExists(atPath: store.directory.url.appendingPathComponent("api.json").path) {
+                throw RuntimeFailure("a starling daemon (pid \(held.pid.map(String.init) ?? "?")) runs for \(held.path): send and listen go through it; this command does not yet, so stop the daemon first")
+            }
             throw RuntimeFailure(held.description)
         }
         let (identity, _) = try store.loadOrCreate(passphrase: try Passphrase.forStoredKey(store))
