@@ -261,6 +261,12 @@ final class FullScreen: @unchecked Sendable {
                 waddstr(screen, nick)
                 wattroff(screen, pair)
                 waddstr(screen, String(item.text.dropFirst(TextWidth.of(time) + nick.count + 1)))
+            } else if item.line.nick == nil, item.line.highlight {
+                // An alert (an SOS): red and bold, as the plain client draws it with escape codes.
+                let pair = starling_color_pair(1) | starling_bold()
+                wattron(screen, pair)
+                mvwaddstr(screen, y, 0, item.text)
+                wattroff(screen, pair)
             } else {
                 mvwaddstr(screen, y, 0, item.text)
             }

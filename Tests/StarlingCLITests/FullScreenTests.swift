@@ -59,6 +59,9 @@ final class Tmux: @unchecked Sendable {
 
     func screen(_ session: String) -> String { (try? run(["capture-pane", "-p", "-t", session])) ?? "" }
 
+    /// The screen with its attributes as escape sequences (colour, bold).
+    func screenWithAttributes(_ session: String) -> String { (try? run(["capture-pane", "-e", "-p", "-t", session])) ?? "" }
+
     /// Polls the screen for `needle` (a generous limit, for a loaded first run).
     func waitForScreen(_ session: String, _ needle: String, seconds: Double = 30) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -317,6 +320,10 @@ final class Tmux: @unchecked Sendable {
         defer { sos.stop() }
         #expect(await tmux.waitForScreen("dora", "🆘 SOS from eve"), "\(tmux.screen("dora"))")
         #expect(!tmux.screen("dora").contains("[1;31m") && !tmux.screen("dora").contains("^["), "\(tmux.screen("dora"))")
+        // Drawn in red (the terminal's attributes, not text): the line's colour is set before it.
+        let drawn = tmux.screenWithAttributes("dora")
+        let sosLine = drawn.split(separator: "\n").first { $0.contains("SOS from eve") }.map(String.init) ?? ""
+        #expect(sosLine.contains("31m") || sosLine.contains("31;"), "\(sosLine.debugDescription)")
 
         // A paste of two lines and a trailing line break: shown whole, sent as one message of two lines.
         try tmux.paste("dora", "first line\nsecond line\n")
