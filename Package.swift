@@ -245,6 +245,9 @@ let targets: [Target] = [
     .executableTarget(
         name: "starling-bench",
         dependencies: [
+            "StarlingMessenger",
+            "StarlingMessengerAPI",
+            .product(name: "Logging", package: "swift-log"),
             "StarlingYaOKServerCore",
             "StarlingYaOKServer",
             "StarlingYaOKServerPostgres",
