@@ -57,7 +57,8 @@ enum APIBench {
         let a = try await side("a", peers: [])
         guard let aPort = await a.node.port else { return }
         let b = try await side("b", peers: [aPort])
-        let logger = Logger(label: "starling.bench.api")
+        var logger = Logger(label: "starling.bench.api")
+        logger.logLevel = .critical // (servers cancelled at the end say so at error level)
         let apiA = APIServer(messenger: a.messenger, configuration: .init(directory: a.directory))
         let apiB = APIServer(messenger: b.messenger, configuration: .init(directory: b.directory))
         let servers = try apiA.applications(logger: logger) + apiB.applications(logger: logger)
@@ -130,7 +131,9 @@ enum APIBench {
         var c = APIServer.Configuration(directory: a.directory)
         c.eventCapacity = events + 10
         let server = APIServer(messenger: a.messenger, configuration: c)
-        let services = try server.applications(logger: Logger(label: "starling.bench.api"))
+        var quiet = Logger(label: "starling.bench.api")
+        quiet.logLevel = .critical
+        let services = try server.applications(logger: quiet)
         let serving = services.map { s in Task<Void, Never> { try? await s.run() } }
         defer { for t in serving { t.cancel() } }
         let client = APIClient(host: "127.0.0.1", port: await server.port, token: c.token)
