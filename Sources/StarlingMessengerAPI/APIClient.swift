@@ -124,9 +124,11 @@ public struct APIClient: Sendable {
                 head.headers.add(name: "Content-Type", value: "application/json")
                 head.headers.add(name: "Content-Length", value: String(body.count))
             }
-            try await outbound.write(.head(head))
-            if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(data: body)))) }
-            try await outbound.write(.end(nil))
+            // One flush for the whole request.
+            var parts: [HTTPClientRequestPart] = [.head(head)]
+            if let body { parts.append(.body(.byteBuffer(ByteBuffer(data: body)))) }
+            parts.append(.end(nil))
+            try await outbound.write(contentsOf: parts)
             var status = 0
             var data = Data()
             for try await part in inbound {
