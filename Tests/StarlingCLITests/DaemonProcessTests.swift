@@ -96,4 +96,51 @@ import Glibc
         #expect(conversations.contains { $0["name"] as? String == "bob" && (($0["last"] as? [String: Any])?["state"] as? String) == "read" },
                 "\(conversations)")
     }
+
+    /// Every curl example of docs/API.md, run as written against a daemon
+    /// with a peer (its fingerprint and conversation put in for the examples'):
+    /// each answers JSON without an error; the event stream answers events.
+    @Test func everyCurlExampleOfTheAPIDocumentAnswers() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") && FileManager.default.isExecutableFile(atPath: "/usr/bin/jq"),
+                     "curl and jq are test dependencies: run scripts/install-deps --test")
+        let bob = try MeshProcessTests.node("bob", markRead: true)
+        defer { bob.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bob)
+        let dir = ContactCommandTests.temporaryDirectory("daemon-doc")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let d = try Self.daemon(dir, name: "alice", peer: bobPort)
+        defer { d.stop() }
+        let (url, token, _) = try await Self.info(dir, d)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        var peers: [[String: Any]] = []
+        for _ in 0..<100 where peers.isEmpty {
+            peers = try #require(try await api.get("/v1/peers") as? [[String: Any]])
+            if peers.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let fingerprint = try #require(peers.first?["fingerprint"] as? String, "bob never appeared: \(d.text)")
+        let first = try #require(try await api.post("/v1/messages", ["to": "bob", "text": "hello"]) as? [String: Any])
+        let conversation = try #require(first["conversation"] as? String)
+
+        let doc = try String(contentsOf: PythonEnvironment.root.appendingPathComponent("docs/API.md"), encoding: .utf8)
+        let blocks = doc.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        let lines = blocks.flatMap { $0.split(separator: "\n").map(String.init) }.filter { $0.hasPrefix("curl ") }
+        try #require(lines.count >= 15, "the examples: \(lines)")
+        var ran = 0
+        for line in lines {
+            var command = line.replacingOccurrences(of: "~/.local/share/starling", with: dir)
+            let streams = command.contains("/v1/events")
+            if streams { command = command.replacingOccurrences(of: "curl -sN", with: "curl -sN --max-time 2") }
+            let script = "T=\(token); U=\(url.absoluteString); F=\(fingerprint); C=\(conversation); \(command)"
+            let r = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/bash"), ["-c", script])
+            if streams {
+                #expect(r.stdout.contains("data: {"), "\(line)\n\(r.stdout)\(r.stderr)")
+            } else {
+                let o = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))
+                #expect(o != nil && (o as? [String: Any])?["error"] == nil, "\(line)\n\(r.stdout)\(r.stderr)")
+            }
+            ran += 1
+        }
+        #expect(ran == lines.count)
+    }
+
 }
