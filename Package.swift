@@ -330,7 +330,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr"]
+                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI"]
     ),
     .testTarget(
         name: "StarlingNodeTests",

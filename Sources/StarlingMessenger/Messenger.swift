@@ -257,12 +257,13 @@ public actor Messenger {
         }
         if here.count > 1 { return .ambiguous(here.map { "\(name)#\($0.description.prefix(4))" }.sorted()) }
         if let p = here.first, let id = await conversation(withPeer: p) { return .conversation(id) }
-        if let (f, _) = core.trust.filter({ $0.value.npub != nil && $0.value.favorite && $0.value.nickname == name }).min(by: { $0.key < $1.key }) {
-            return .conversation(await conversation(withKey: f))
-        }
-        if let kept = core.peerConversations.values.filter({ $0.nickname == name }).max(by: { $0.updatedAt < $1.updatedAt }) {
-            return .conversation(kept.id)
-        }
+        // Names a peer chose (its announce): several are never chosen between silently.
+        let nostr = core.trust.filter { $0.value.npub != nil && $0.value.favorite && $0.value.nickname == name }
+        if nostr.count > 1 { return .ambiguous(nostr.keys.map { core.conversation(for: $0).description }.sorted()) }
+        if let f = nostr.keys.first { return .conversation(await conversation(withKey: f)) }
+        let kept = core.peerConversations.values.filter { $0.nickname == name }
+        if kept.count > 1 { return .ambiguous(kept.map(\.id.description).sorted()) }
+        if let k = kept.first { return .conversation(k.id) }
         return .none
     }
 

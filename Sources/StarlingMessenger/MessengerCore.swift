@@ -312,6 +312,14 @@ public struct MessengerCore: Sendable {
         trust = Dictionary(contents.trust.compactMap { r in Fingerprint(hex: r.fingerprint.lowercased()).map { ($0, r) } },
                            uniquingKeysWith: { a, _ in a })
         for r in contents.conversations { peerConversations[r.id] = r }
+        // Decisions made while the store was locked are newer than what it holds.
+        for w in heldWrites {
+            switch w {
+            case let .trust(t): if let f = Fingerprint(hex: t.fingerprint.lowercased()) { trust[f] = t }
+            case let .contact(c): if let id = c.card?.userID { contacts[id] = c }
+            default: break
+            }
+        }
         for f in contents.favorites where trust[f]?.favorite != true {
             var t = trust[f] ?? TrustRecord(fingerprint: f.hex, updatedAt: now)
             t.favorite = true
@@ -345,7 +353,7 @@ public struct MessengerCore: Sendable {
         // that run's retries are gone, so they wait to be sent again (at least
         // once; a duplicate is possible, a loss is not).
         var pending = contents.pending
-        for (c, list) in recent {
+        for (c, list) in recent where first {
             for var m in list where m.outgoing && m.progress?.state == .sending {
                 try? m.progress?.move(to: .retrying, at: now)
                 recent[c] = recent[c]?.map { $0.id == m.id ? m : $0 }
@@ -516,7 +524,8 @@ public struct MessengerCore: Sendable {
         let conversation = conversation(for: f)
         let name = nickname ?? displayName(from)
         keepConversation(conversation, fingerprint: f, nickname: name, now: now)
-        let id = Self.recordID(messageID)
+        // Its own namespace (the sender's key and its ID): a peer cannot name one of our messages.
+        let id = UserID(bytes: BLAKE3.hash(Array("incoming".utf8) + f.bytes + Array(messageID.utf8), byteCount: 16))!
         guard !(recent[conversation] ?? []).contains(where: { $0.id == id && !$0.outgoing }) else { return } // shown already
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: text, timestamp: UInt64(now * 1000),
                                    recordedAt: now, transport: via ?? "mesh", transportID: messageID)
@@ -565,8 +574,24 @@ public struct MessengerCore: Sendable {
         command(.sendPrivate((favourite ? "[FAVORITED]:" : "[UNFAVORITED]:") + npub, to: peer, messageID: id))
     }
 
+    /// Peers kept only because they told us their npub (no decision of ours): 256 at most.
+    public static let maxNoticedOnly = 256
+
+    private static func decided(_ t: TrustRecord) -> Bool { t.favorite || t.verified || t.blocked }
+
     private mutating func favorited(by: PeerID, nickname: String?, on: Bool, npub: String?, now: Double) {
         guard let f = sessions[by] ?? trust.keys.first(where: { $0.peerID == by && trust[$0]?.npub != nil }) else { return }
+        if trust[f] == nil, on, npub != nil {
+            // A stranger's notice: kept, but the strangers' share is bounded (the
+            // oldest goes), so that notices cannot crowd out our own decisions.
+            let noticed = trust.filter { !Self.decided($0.value) && $0.value.npub != nil }
+            if noticed.count >= Self.maxNoticedOnly, let oldest = noticed.min(by: { $0.value.updatedAt < $1.value.updatedAt }) {
+                var gone = oldest.value
+                gone.npub = nil
+                trust[oldest.key] = nil
+                write(.trust(gone)) // nothing decided and no npub: the store removes it
+            }
+        }
         var t = trust[f] ?? TrustRecord(fingerprint: f.hex, updatedAt: now)
         t.favoritesUs = on
         if on, let npub { t.npub = npub } else if !on { t.npub = nil }
@@ -708,7 +733,9 @@ public struct MessengerCore: Sendable {
 
     /// A trust decision about a mesh peer (and its contact, when it is one).
     public mutating func decide(_ change: TrustChange, about f: Fingerprint, nickname: String?, now: Double) {
-        var t = trust[f] ?? TrustRecord(fingerprint: f.hex, nickname: nickname, updatedAt: now)
+        let known = contact(for: f)
+        var t = trust[f] ?? TrustRecord(fingerprint: f.hex, nickname: nickname, verified: known?.verified ?? false,
+                                        favorite: known?.favorite ?? false, blocked: known?.blocked ?? false, updatedAt: now)
         if let nickname { t.nickname = nickname }
         t.updatedAt = now
         switch change {
@@ -810,7 +837,7 @@ extension MessengerCore {
                                npub: t?.npub, nostrVariant: t?.nostrVariant, verified: isVerified(f), favorite: isFavorite(f),
                                blocked: isBlocked(f), favoritesUs: t?.favoritesUs ?? false))
         }
-        for (f, t) in trust where !seen.contains(f) && (t.favorite || t.npub != nil) {
+        for (f, t) in trust where !seen.contains(f) && t.favorite {
             let nostrOnly = t.npub.map { (try? NostrContacts.key(npub: $0)) == f } ?? false
             out.append(Contact(kind: nostrOnly ? .nostr : .favourite, conversation: conversation(for: f),
                                name: t.nickname ?? f.peerID.description, fingerprint: f, card: nil, npub: t.npub,

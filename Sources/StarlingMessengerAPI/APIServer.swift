@@ -110,9 +110,17 @@ public final class APIServer: Sendable {
         let o: [String: Any] = ["version": 1, "url": "http://127.0.0.1:\(port)", "socket": socket, "token": token,
                                 "pid": Int(getpid())]
         let tmp = path + ".tmp"
-        guard FileManager.default.createFile(atPath: tmp, contents: APIJSON.data(o), attributes: [.posixPermissions: 0o600]) else {
+        // Made 0600 from the start (the token is never readable by anyone else, not for a moment).
+        unlink(tmp)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw APIError(.internalServerError, "cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        let bytes = [UInt8](APIJSON.data(o))
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard fchmod(fd, 0o600) == 0, written == bytes.count, fsync(fd) == 0 else {
+            close(fd)
             throw APIError(.internalServerError, "cannot write \(tmp)")
         }
+        close(fd)
         guard rename(tmp, path) == 0 else { throw APIError(.internalServerError, "cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 

@@ -40,7 +40,14 @@ public actor EventLog {
             entries[head] = entry
             head = (head + 1) % capacity
         }
-        for c in subscribers.values { c.yield(entry) }
+        // A follower that fell a whole ring behind is ended (never skipped in silence):
+        // it reconnects with its last sequence number and hears of the gap.
+        for (id, c) in subscribers {
+            if case .dropped = c.yield(entry) {
+                c.finish()
+                subscribers[id] = nil
+            }
+        }
         return lastSeq
     }
 
@@ -49,6 +56,8 @@ public actor EventLog {
 
     /// The events after `since` still kept, and how many after it are no longer kept.
     public func after(_ since: UInt64) -> (missed: UInt64, entries: [Entry]) {
+        // A number from before a restart (past the last one): from the start.
+        let since = since > lastSeq ? 0 : since
         let kept = ordered
         guard let first = kept.first else { return (0, []) }
         let missed = first.seq > since + 1 ? first.seq - since - 1 : 0
@@ -59,7 +68,9 @@ public actor EventLog {
     public func follow(after since: UInt64) -> AsyncStream<Entry>? {
         guard subscribers.count < maxSubscribers else { return nil }
         let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: Entry.self, bufferingPolicy: .bufferingNewest(capacity))
+        let since = since > lastSeq ? 0 : since
+        // Room for the whole ring and a gap event.
+        let (stream, continuation) = AsyncStream.makeStream(of: Entry.self, bufferingPolicy: .bufferingOldest(capacity + 1))
         let (missed, backlog) = after(since)
         if missed > 0 {
             let gap = ["event": "gap", "missed": Int(missed), "seq": Int(since + missed)] as [String: any Sendable]

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+import StarlingCrypto
+import StarlingMessenger
+import StarlingMessengerAPI
+import StarlingNodeCore
+import StarlingNostr
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// What a review of the messenger and its API found, each held by a test
+/// that failed before its fix, with its control.
+@Suite struct ReviewFindingsTests {
+    static func open(_ core: inout MessengerCore, _ contents: MessengerCore.StoreContents = .init()) {
+        core.storeOpened(contents, peers: [:], now: 1_000)
+        _ = core.takeEffects()
+    }
+
+    @Test func theEventLogSaysAGapAndNeverSkipsInSilence() async throws {
+        let log = EventLog(capacity: 5)
+        for i in 0..<12 { await log.append(["event": "e", "i": i]) }
+        let stream = try #require(await log.follow(after: 0))
+        var seqs: [String] = []
+        for await e in stream {
+            let o = try #require(try JSONSerialization.jsonObject(with: e.json) as? [String: Any])
+            seqs.append("\(o["event"] as? String ?? "?")\(o["seq"] as? Int ?? -1)")
+            if seqs.count == 6 { break }
+        }
+        #expect(seqs == ["gap7", "e8", "e9", "e10", "e11", "e12"])
+        // A number from before a restart (past the last one): everything kept, from the start.
+        let (missed, entries) = await log.after(10_000)
+        #expect(missed == 7 && entries.map(\.seq) == [8, 9, 10, 11, 12])
+        // A follower that falls a whole ring behind is ended, not skipped.
+        let slow = try #require(await log.follow(after: 12))
+        for i in 0..<7 { await log.append(["event": "late", "i": i]) }
+        var got = 0
+        for await _ in slow { got += 1 }
+        #expect(got == 6) // the ring's room, then the end: it reconnects and hears of the gap
+        #expect(await log.subscriberCount == 0)
+    }
+
+    @Test func decisionsMadeWhileLockedSurviveTheUnlock() throws {
+        var core = MessengerCore(identity: Identity.generate())
+        let carol = Fingerprint(noiseStaticKey: [7])
+        Self.open(&core)
+        core.storeClosed()
+        core.decide(.block, about: carol, nickname: "carol", now: 1_001)
+        _ = core.takeEffects()
+        // The store opens with what it held before the lock (carol not blocked).
+        core.storeOpened(.init(), peers: [:], now: 1_002)
+        let effects = core.takeEffects()
+        #expect(core.isBlocked(carol))
+        #expect(effects.contains { if case .node(.block(carol)) = $0 { true } else { false } })
+        #expect(effects.contains { if case let .store(.trust(t)) = $0 { t.blocked && t.fingerprint == carol.hex } else { false } })
+    }
+
+    @Test func aReplyCannotNameOneOfOurMessages() throws {
+        let me = Identity.generate(), bob = Identity.generate()
+        var core = MessengerCore(identity: me)
+        Self.open(&core)
+        let peer = bob.peerID
+        core.handle(.sessionEstablished(peer, fingerprint: bob.fingerprint.hex), peers: [:], now: 1_001)
+        let made = core.conversation(withPeer: peer, now: 1_001)
+        let c = try #require(made)
+        let ours = try core.send("ours", to: c, now: 1_002)
+        _ = core.takeEffects()
+        // Bob answers under our message's own transport ID.
+        let ourID = try #require(ours.transportID)
+        core.handle(.privateMessage(from: peer, nickname: "bob", text: "rewritten", messageID: ourID, hops: 1), peers: [:], now: 1_003)
+        let kept = core.recent[c] ?? []
+        #expect(kept.first { $0.id == ours.id }?.text == "ours")
+        #expect(kept.contains { !$0.outgoing && $0.text == "rewritten" }) // his message is kept too, as his
+    }
+
+    @Test func strangersNoticesAreBoundedAndDecisionsStay() throws {
+        var core = MessengerCore(identity: Identity.generate())
+        Self.open(&core)
+        let friend = Identity.generate()
+        core.decide(.favourite, about: friend.fingerprint, nickname: "friend", now: 1_000)
+        for i in 0..<300 {
+            let stranger = Identity.generate()
+            core.handle(.sessionEstablished(stranger.peerID, fingerprint: stranger.fingerprint.hex), peers: [:], now: 1_001 + Double(i))
+            core.handle(.favorited(by: stranger.peerID, nickname: "s\(i)", on: true,
+                                   npub: Bech32.npub(Secp256k1.PrivateKey.random().publicKey)), peers: [:], now: 1_001 + Double(i))
+        }
+        let noticed = core.trust.values.filter { !$0.favorite && !$0.blocked && !$0.verified && $0.npub != nil }
+        #expect(noticed.count == MessengerCore.maxNoticedOnly)
+        #expect(core.trust[friend.fingerprint]?.favorite == true) // our decision stays
+        #expect(core.contactList.map(\.name) == ["friend"]) // strangers are not contacts
+    }
+}
