@@ -80,16 +80,22 @@ public struct APIClient: Sendable {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    var pending = ""
-                    _ = try await exchange(.GET, "/v1/events?since=\(since)", body: nil) { chunk in
+                    // Bytes, split on the blank line that ends an event: a character cut
+                    // between two reads is whole again before it is decoded.
+                    var pending: [UInt8] = []
+                    let (status, body) = try await exchange(.GET, "/v1/events?since=\(since)", body: nil) { chunk in
                         pending += chunk
-                        while let end = pending.range(of: "\n\n") {
-                            let block = pending[..<end.lowerBound]
-                            pending = String(pending[end.upperBound...])
+                        while let end = Self.blankLine(in: pending) {
+                            let block = String(decoding: pending[..<end], as: UTF8.self)
+                            pending.removeSubrange(..<(end + 2))
                             for line in block.split(separator: "\n") where line.hasPrefix("data: ") {
                                 continuation.yield(Data(line.dropFirst(6).utf8))
                             }
                         }
+                    }
+                    guard (200..<300).contains(status) else {
+                        let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+                        throw Failure(status: status, message: (json?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)")
                     }
                     continuation.finish()
                 } catch {
@@ -100,8 +106,15 @@ public struct APIClient: Sendable {
         }
     }
 
+    /// Where the first blank line ("\n\n") begins.
+    static func blankLine(in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        for i in 0..<(bytes.count - 1) where bytes[i] == 0x0A && bytes[i + 1] == 0x0A { return i }
+        return nil
+    }
+
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
-    func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: ((String) -> Void)?) async throws -> (Int, Data) {
+    func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?) async throws -> (Int, Data) {
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         let setUp: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>> = { channel in
             channel.eventLoop.makeCompletedFuture {
@@ -136,7 +149,7 @@ public struct APIClient: Sendable {
                 case let .head(h): status = Int(h.status.code)
                 case let .body(buffer):
                     if let stream, (200..<300).contains(status) {
-                        stream(String(buffer: buffer))
+                        stream(Array(buffer.readableBytesView))
                     } else {
                         data.append(contentsOf: buffer.readableBytesView)
                     }

@@ -524,7 +524,9 @@ extension Listen {
             try? await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow)))
             printing.cancel()
         }
-        _ = await printing.result
+        if case let .failure(error) = await printing.result, !(error is CancellationError) {
+            throw RuntimeFailure("the daemon's events ended: \(error)")
+        }
     }
 }
 
