@@ -24,7 +24,9 @@ extension InProcessNodes {
                 let before = net.rawReceived[raw]?.count ?? 0
                 net.inject(try NoisePackets.handshake(m1, from: identity.peerID, to: target, timestamp: net.now).encoded(), on: raw)
                 let answers = (net.rawReceived[raw] ?? []).dropFirst(before).compactMap { try? Packet(decoding: $0) }
-                guard let m2 = answers.first(where: { $0.type == .noiseHandshake && $0.recipientID == identity.peerID }) else { return }
+                // No answer is a failure of the test's setup, never a silent "nothing was shown".
+                let m2 = try #require(answers.first { $0.type == .noiseHandshake && $0.recipientID == identity.peerID },
+                                      "the node did not answer the handshake")
                 let step = try sessions.receiveHandshake(m2.payload, from: target, now: net.now)
                 if let m3 = step.reply {
                     net.inject(try NoisePackets.handshake(m3, from: identity.peerID, to: target, timestamp: net.now).encoded(), on: raw)
