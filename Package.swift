@@ -186,7 +186,7 @@ let targets: [Target] = [
     // encrypted store and the mailboxes (Messenger). Every face is a client of it.
     .target(
         name: "StarlingMessenger",
-        dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK",
+        dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingStately",
                        "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
     // The messenger's local API (the daemon's): versioned JSON over HTTP on
@@ -330,7 +330,8 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI"]
+                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately",
+                       .product(name: "Logging", package: "swift-log")]
     ),
     .testTarget(
         name: "StarlingNodeTests",

@@ -1,5 +1,5 @@
 /// Counters a node keeps about the mesh as it sees it (seed 001, chapter 7).
-public struct MeshStatistics: Hashable, Sendable {
+public struct MeshStatistics: Hashable, Sendable, Codable {
     /// Packets this node originated.
     public var originated = 0
     /// Distinct packets received (first copies).

@@ -274,6 +274,13 @@ public actor Messenger {
         public var unread: Int
         public var fingerprint: Fingerprint?
         public var last: MessageRecord?
+        public init(id: UserID, name: String, unread: Int, fingerprint: Fingerprint?, last: MessageRecord?) {
+            self.id = id
+            self.name = name
+            self.unread = unread
+            self.fingerprint = fingerprint
+            self.last = last
+        }
     }
 
     /// Every conversation kept (contacts' and peers'), the most recent first.

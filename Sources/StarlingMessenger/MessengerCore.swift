@@ -729,7 +729,7 @@ public struct MessengerCore: Sendable {
         }
     }
 
-    public enum TrustChange: Sendable { case block, unblock, favourite, unfavourite, verify, unverify }
+    public enum TrustChange: String, Sendable, CaseIterable { case block, unblock, favourite, unfavourite, verify, unverify }
 
     /// A trust decision about a mesh peer (and its contact, when it is one).
     public mutating func decide(_ change: TrustChange, about f: Fingerprint, nickname: String?, now: Double) {
@@ -820,6 +820,21 @@ public struct Contact: Hashable, Sendable {
     public var blocked: Bool
     /// They made us a favourite (their last notice said so).
     public var favoritesUs: Bool
+
+    public init(kind: Kind, conversation: UserID, name: String, fingerprint: Fingerprint, card: ContactCard?, npub: String?,
+                nostrVariant: String?, verified: Bool, favorite: Bool, blocked: Bool, favoritesUs: Bool) {
+        self.kind = kind
+        self.conversation = conversation
+        self.name = name
+        self.fingerprint = fingerprint
+        self.card = card
+        self.npub = npub
+        self.nostrVariant = nostrVariant
+        self.verified = verified
+        self.favorite = favorite
+        self.blocked = blocked
+        self.favoritesUs = favoritesUs
+    }
 }
 
 extension MessengerCore {

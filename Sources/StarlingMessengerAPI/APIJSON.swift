@@ -3,6 +3,7 @@ import StarlingCrypto
 import StarlingMessenger
 import StarlingNodeCore
 import StarlingNostrTransport
+import StarlingStately
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
@@ -26,7 +27,10 @@ public enum APIJSON {
         var o: Object = ["kind": c.kind.rawValue, "conversation": c.conversation.description, "name": c.name,
                          "fingerprint": c.fingerprint.hex, "peerID": c.fingerprint.peerID.description, "verified": c.verified,
                          "favorite": c.favorite, "blocked": c.blocked, "favoritesUs": c.favoritesUs]
-        if let card = c.card { o["userID"] = card.userID.description }
+        if let card = c.card {
+            o["userID"] = card.userID.description
+            o["card"] = card.uri
+        }
         if let n = c.npub { o["npub"] = n }
         if let v = c.nostrVariant { o["nostrVariant"] = v }
         return o
@@ -50,10 +54,17 @@ public enum APIJSON {
         case let d as [String: Any]: return sendable(d)
         case let a as [Any]: return a.map(sendableValue)
         case let s as String: return s
+        case let n as NSNumber:
+            // JSONSerialization's numbers and booleans are all NSNumbers, and 1 casts
+            // to Bool: the type code tells them apart (a boolean is "c").
+            switch String(cString: n.objCType) {
+            case "c", "B": return n.boolValue
+            case "f", "d": return n.doubleValue
+            default: return n.intValue
+            }
         case let b as Bool: return b
         case let i as Int: return i
         case let d as Double: return d
-        case let n as NSNumber: return n.doubleValue
         default: return NSNull()
         }
     }
@@ -99,12 +110,14 @@ public enum APIJSON {
         case let .notSaved(text):
             return [["event": "notSaved", "text": text]]
         case let .diagnostic(r):
-            return [node(.rejected(r))]
+            var o = node(.rejected(r))
+            o["diagnostic"] = true // internals, for a log: not for a person's screen
+            return [o]
         case let .channel(c):
             switch c {
             case let .message(m):
                 var o: Object = ["event": "channelMessage", "geohash": m.geohash, "publicKey": m.publicKey, "text": m.text,
-                                 "createdAt": Int(m.createdAt)]
+                                 "createdAt": Int(m.createdAt), "eventID": m.eventID]
                 if let n = m.nickname { o["nickname"] = n }
                 return [o]
             case let .presence(geohash, key):
@@ -113,6 +126,53 @@ public enum APIJSON {
                 return [["event": "channelFailed", "reason": why]]
             }
         }
+    }
+
+    public static func summary(_ s: NodeSummary, events: UInt64) -> Object {
+        var o: Object = ["peerID": s.peerID.description, "fingerprint": s.fingerprint.hex, "nickname": s.nickname, "peers": s.peers,
+                         "sessions": s.sessions, "storeOpen": s.storeOpen, "trustKnown": s.trustKnown, "version": 1,
+                         "events": Int(events), "nostr": s.nostr]
+        if let p = s.udpPort { o["udpPort"] = Int(p) }
+        if let p = s.pending { o["pending"] = p }
+        if let server = s.server { o["server"] = server }
+        return o
+    }
+
+    public static func peer(_ p: PeerView) -> Object {
+        var o: Object = ["peerID": p.id.description, "nickname": p.nickname, "fingerprint": p.fingerprint.hex, "hops": p.hops,
+                         "blocked": p.blocked, "favorite": p.favorite, "verified": p.verified, "neighbour": p.neighbour]
+        if let c = p.capabilities { o["capabilities"] = c }
+        return o
+    }
+
+    public static func identity(_ i: PeerIdentity) -> Object {
+        ["fingerprint": i.fingerprint.hex, "conversation": i.conversation.description, "name": i.name, "verified": i.verified]
+    }
+
+    public static func trust(_ t: TrustRecord) -> Object {
+        var o: Object = ["fingerprint": t.fingerprint, "verified": t.verified, "favorite": t.favorite, "blocked": t.blocked,
+                         "updatedAt": t.updatedAt]
+        if let n = t.nickname { o["nickname"] = n }
+        if let n = t.npub { o["npub"] = n }
+        if let v = t.nostrVariant { o["nostrVariant"] = v }
+        if let f = t.favoritesUs { o["favoritesUs"] = f }
+        return o
+    }
+
+    public static func conversation(_ c: Messenger.Summary) -> Object {
+        var o: Object = ["id": c.id.description, "name": c.name, "unread": c.unread]
+        if let f = c.fingerprint { o["fingerprint"] = f.hex }
+        if let last = c.last { o["last"] = message(last) }
+        return o
+    }
+
+    public static func peerState(_ s: StatelyEngine.PeerState) -> Object {
+        ["peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji, "hops": s.hops,
+         "timestamp": Int(s.timestamp)]
+    }
+
+    public static func stately(_ v: StatelyView) -> Object {
+        ["state": v.state.rawValue, "intervalMillis": Int(v.interval), "powerMode": v.powerMode, "board": v.board.map(peerState)]
     }
 
     public static func data(_ o: Any) -> Data {

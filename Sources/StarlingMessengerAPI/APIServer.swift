@@ -8,6 +8,7 @@ import StarlingCrypto
 import StarlingMessenger
 import StarlingNode
 import StarlingNodeCore
+import StarlingNostr
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
@@ -34,12 +35,14 @@ public final class APIServer: Sendable {
     }
 
     public let configuration: Configuration
-    public let messenger: Messenger
+    /// What the routes call: the messenger and node of this process.
+    public let client: LocalMessengerClient
+    public var messenger: Messenger { client.messenger }
     public let log: EventLog
     let bound = BoundPort()
 
-    public init(messenger: Messenger, configuration: Configuration) {
-        self.messenger = messenger
+    public init(client: LocalMessengerClient, configuration: Configuration) {
+        self.client = client
         self.configuration = configuration
         log = EventLog(capacity: configuration.eventCapacity)
     }
@@ -135,33 +138,25 @@ public final class APIServer: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: Guard(token: configuration.token, bound: bound))
-        let m = messenger, log = self.log
+        let c = client, m = client.messenger, log = self.log
         let v1 = router.group("v1")
         v1.get("status") { _, _ in
-            let node = m.node
-            let peers = await node.peers.count
-            var o: [String: Any] = ["peerID": node.identity.peerID.description, "fingerprint": node.identity.fingerprint.hex,
-                                    "nickname": await node.currentNickname, "peers": peers, "sessions": await node.sessionCount,
-                                    "storeOpen": await m.isStoreOpen, "trustKnown": await m.trustKnown, "version": 1,
-                                    "events": Int(await log.lastSeq)]
-            if let port = await node.port { o["udpPort"] = Int(port) }
-            return Self.json(o)
+            Self.json(APIJSON.summary(try await Self.call { try await c.summary() }, events: await log.lastSeq))
         }
-        v1.get("peers") { _, _ in
-            var out: [[String: Any]] = []
-            let peers = await m.node.peers
-            let neighbours = await m.node.neighborPeers
-            for (id, info) in peers.sorted(by: { $0.value.nickname < $1.value.nickname }) {
-                var o: [String: Any] = ["peerID": id.description, "nickname": info.nickname, "fingerprint": info.fingerprint.hex,
-                                        "hops": info.hops, "blocked": await m.isBlocked(info.fingerprint),
-                                        "favorite": await m.isFavorite(info.fingerprint), "verified": await m.isVerified(info.fingerprint),
-                                        "neighbour": neighbours.contains(id)]
-                if let c = info.capabilities { o["capabilities"] = c.names }
-                out.append(o)
+        v1.get("peers") { _, _ in Self.json(try await Self.call { try await c.peers() }.map(APIJSON.peer)) }
+        v1.get("peers/:peer/identity") { _, context in
+            let peer = try Self.peer(context)
+            guard let i = try await Self.call({ try await c.identity(ofPeer: peer) }) else {
+                throw APIError(.notFound, "no key is known for peer \(peer)")
             }
-            return Self.json(out)
+            return Self.json(APIJSON.identity(i))
         }
-        v1.get("contacts") { _, _ in Self.json(await m.contactList.map(APIJSON.contact)) }
+        v1.post("peers/:peer/ping") { _, context in
+            let peer = try Self.peer(context)
+            try await Self.call { try await c.ping(peer) }
+            return Self.json(["pinged": peer.description], status: .accepted)
+        }
+        v1.get("contacts") { _, _ in Self.json(try await Self.call { try await c.contacts() }.map(APIJSON.contact)) }
         v1.post("contacts") { request, context in
             struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool? }
             let body = try await request.decode(as: Add.self, context: context)
@@ -185,118 +180,147 @@ public final class APIServer: Sendable {
             }
             return Self.json(await m.contactList.map(APIJSON.contact), status: .created)
         }
-        v1.get("conversations") { _, _ in
-            Self.json(await m.conversations.map { c -> [String: Any] in
-                var o: [String: Any] = ["id": c.id.description, "name": c.name, "unread": c.unread]
-                if let f = c.fingerprint { o["fingerprint"] = f.hex }
-                if let last = c.last { o["last"] = APIJSON.message(last) }
-                return o
-            })
+        v1.get("trust") { _, _ in
+            Self.json(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })
+        }
+        v1.post("trust") { request, context in
+            struct Decide: Decodable { var fingerprint: String; var change: String?; var nickname: String?; var nostrVariant: String? }
+            let body = try await request.decode(as: Decide.self, context: context)
+            guard let f = Fingerprint(hex: body.fingerprint.lowercased()) else { throw APIError(.badRequest, "a fingerprint is 64 hex digits") }
+            if let v = body.nostrVariant {
+                guard let variant = GiftWrap.Variant(rawValue: v) else { throw APIError(.badRequest, "nostrVariant is bitchat or standard") }
+                guard try await Self.call({ try await c.setNostrVariant(variant, for: f) }) else {
+                    throw APIError(.notFound, "no Nostr contact has this fingerprint")
+                }
+            }
+            if let name = body.change {
+                let aliases: [String: MessengerCore.TrustChange] = ["favorite": .favourite, "unfavorite": .unfavourite]
+                guard let change = MessengerCore.TrustChange(rawValue: name) ?? aliases[name] else {
+                    throw APIError(.badRequest, "change is one of \(MessengerCore.TrustChange.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                try await Self.call { try await c.decide(change, about: f, nickname: body.nickname) }
+            } else if body.nostrVariant == nil {
+                throw APIError(.badRequest, "give change (block, unblock, favourite, unfavourite, verify, unverify) or nostrVariant")
+            }
+            return Self.json(["fingerprint": f.hex, "blocked": await m.isBlocked(f), "favorite": await m.isFavorite(f),
+                              "verified": await m.isVerified(f)])
+        }
+        v1.get("resolve") { request, _ in
+            guard let name = request.uri.queryParameters.get("name"), !name.isEmpty else { throw APIError(.badRequest, "give ?name=NAME") }
+            switch try await Self.call({ try await c.resolve(name) }) {
+            case let .conversation(id): return Self.json(["conversation": id.description])
+            case let .ambiguous(names): return Self.json(["ambiguous": names])
+            case .none: throw APIError(.notFound, "no contact or peer called \(name)")
+            }
+        }
+        v1.get("conversations") { _, _ in Self.json(try await Self.call { try await c.conversations() }.map(APIJSON.conversation)) }
+        v1.post("conversations") { request, context in
+            struct Open: Decodable { var peerID: String?; var fingerprint: String? }
+            let body = try await request.decode(as: Open.self, context: context)
+            let id: UserID
+            if let text = body.peerID {
+                guard let peer = PeerID(hex: text) else { throw APIError(.badRequest, "a peer ID is 16 hex digits") }
+                guard let found = try await Self.call({ try await c.conversation(withPeer: peer) }) else {
+                    throw APIError(.notFound, "no key is known for peer \(peer)")
+                }
+                id = found
+            } else if let hex = body.fingerprint {
+                guard let f = Fingerprint(hex: hex.lowercased()) else { throw APIError(.badRequest, "a fingerprint is 64 hex digits") }
+                id = try await Self.call { try await c.conversation(withKey: f) }
+            } else {
+                throw APIError(.badRequest, "give peerID or fingerprint")
+            }
+            return Self.json(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
+        }
+        v1.get("conversations/:id") { _, context in
+            let id = try Self.conversation(context)
+            return Self.json(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
         }
         v1.get("conversations/:id/messages") { request, context in
             let id = try Self.conversation(context)
             let limit = request.uri.queryParameters.get("limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
-            do {
-                return Self.json(try await m.history(id, limit: limit).map(APIJSON.message))
-            } catch {
-                throw APIError(.internalServerError, "the history did not open: \(error)")
-            }
+            return Self.json(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { _, context in
             let id = try Self.conversation(context)
-            await m.markSeen(id)
+            try await Self.call { try await c.markSeen(id) }
             return Self.json(["unread": await m.unreadCount(id)])
         }
         v1.post("messages") { request, context in
             struct Send: Decodable { var to: String; var text: String }
             let body = try await request.decode(as: Send.self, context: context)
             let id: UserID
-            switch await m.resolve(body.to) {
+            switch try await Self.call({ try await c.resolve(body.to) }) {
             case let .conversation(c): id = c
             case let .ambiguous(names): throw APIError(.conflict, "\(names.count) are called \(body.to): \(names.joined(separator: ", ")); say which")
             case .none: throw APIError(.notFound, "no contact or peer called \(body.to)")
             }
-            do {
-                let record = try await m.send(body.text, to: id)
-                return Self.json(APIJSON.message(record), status: .created)
-            } catch let e as MessengerCore.SendError {
-                throw APIError(.badRequest, e.description)
-            }
+            return Self.json(APIJSON.message(try await Self.call { try await c.send(body.text, to: id) }), status: .created)
         }
         v1.post("public") { request, context in
             struct Say: Decodable { var text: String }
             let body = try await request.decode(as: Say.self, context: context)
-            guard !body.text.isEmpty else { throw APIError(.badRequest, "an empty message is not sent") }
-            do { try await m.node.sendPublic(body.text) } catch { throw APIError(.badRequest, "\(error)") }
+            try await Self.call { try await c.sendPublic(body.text) }
             return Self.json(["sent": true], status: .accepted)
         }
-        v1.post("trust") { request, context in
-            struct Decide: Decodable { var fingerprint: String; var change: String; var nickname: String? }
-            let body = try await request.decode(as: Decide.self, context: context)
-            guard let f = Fingerprint(hex: body.fingerprint.lowercased()) else { throw APIError(.badRequest, "a fingerprint is 64 hex digits") }
-            let changes: [String: MessengerCore.TrustChange] = ["block": .block, "unblock": .unblock, "favourite": .favourite,
-                                                                 "favorite": .favourite, "unfavourite": .unfavourite, "unfavorite": .unfavourite,
-                                                                 "verify": .verify, "unverify": .unverify]
-            guard let change = changes[body.change] else { throw APIError(.badRequest, "change is one of \(changes.keys.sorted().joined(separator: ", "))") }
-            await m.decide(change, about: f, nickname: body.nickname)
-            return Self.json(["fingerprint": f.hex, "blocked": await m.isBlocked(f), "favorite": await m.isFavorite(f),
-                              "verified": await m.isVerified(f)])
+        v1.post("files") { request, context in
+            struct File: Decodable { var to: String; var name: String; var content: String }
+            let body = try await request.decode(as: File.self, context: context)
+            guard let peer = PeerID(hex: body.to) else { throw APIError(.badRequest, "to is a peer ID (16 hex digits)") }
+            guard let content = Data(base64Encoded: body.content) else { throw APIError(.badRequest, "content is base64") }
+            guard !body.name.isEmpty, !body.name.contains("/") else { throw APIError(.badRequest, "name is a file name without a path") }
+            let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
+            return Self.json(["transferID": id, "size": content.count], status: .accepted)
+        }
+        v1.post("nickname") { request, context in
+            struct Rename: Decodable { var nickname: String }
+            let body = try await request.decode(as: Rename.self, context: context)
+            try await Self.call { try await c.rename(body.nickname) }
+            return Self.json(["nickname": await m.node.currentNickname])
+        }
+        v1.get("statistics") { _, _ in
+            let s = try await Self.call { try await c.statistics() }
+            let data = try JSONEncoder().encode(s)
+            return Self.json(try JSONSerialization.jsonObject(with: data))
         }
         v1.post("store/lock") { _, _ in
-            do { try await m.lock() } catch { throw APIError(.internalServerError, "\(error)") }
+            try await Self.call { try await c.lock() }
             return Self.json(["storeOpen": false])
         }
         v1.post("store/unlock") { request, context in
             struct Unlock: Decodable { var secret: String? }
             let body = try await request.decode(as: Unlock.self, context: context)
-            guard await !m.isStoreOpen else { return Self.json(["storeOpen": true]) }
-            let directory = m.directory
-            let protection: Keyring.Protection
-            switch YaOKStore.protection(in: directory) {
-            case .pin?: protection = .pin(body.secret ?? "")
-            case .passphrase?: protection = .passphrase(body.secret ?? "")
-            case nil, .keyFile?: protection = .keyFile(m.node.identity)
-            }
-            do {
-                try await m.open(try YaOKStore.open(directory: directory, protection: protection))
-            } catch let e as Keyring.Error {
-                throw APIError(.forbidden, e.description)
-            } catch {
-                throw APIError(.internalServerError, "\(error)")
-            }
+            try await Self.call { try await c.unlock(secret: body.secret) }
             return Self.json(["storeOpen": true])
         }
-        v1.get("stately") { _, _ in
-            let node = m.node
-            let mine = await node.status
-            let board = await node.statusBoard.map { s -> [String: Any] in
-                ["peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji, "hops": s.hops,
-                 "timestamp": Int(s.timestamp)]
-            }
-            return Self.json(["state": mine.rawValue, "powerMode": await node.powerMode.rawValue, "board": board])
-        }
+        v1.get("stately") { _, _ in Self.json(APIJSON.stately(try await Self.call { try await c.stately() })) }
         v1.post("stately") { request, context in
             struct Set: Decodable { var state: String }
             let body = try await request.decode(as: Set.self, context: context)
             if body.state == "clear" {
-                await m.node.clearSOS()
+                try await Self.call { try await c.clearSOS() }
             } else {
                 guard let kind = StateKind(name: body.state) else {
                     throw APIError(.badRequest, "state is one of \(StateKind.allCases.map(\.rawValue).joined(separator: ", ")), or clear")
                 }
-                await m.node.setStatus(kind)
+                try await Self.call { try await c.setState(kind) }
             }
             return Self.json(["state": await m.node.status.rawValue])
         }
         v1.post("channels/:geohash") { _, context in
             let name = try context.parameters.require("geohash")
-            do { return Self.json(["joined": try await m.join(channel: name)]) } catch { throw APIError(.badRequest, "\(error)") }
+            return Self.json(["joined": try await Self.call { try await c.join(channel: name) }])
+        }
+        v1.delete("channels/:geohash") { _, context in
+            let name = try context.parameters.require("geohash")
+            try await Self.call { try await c.leave(channel: name) }
+            return Self.json(["left": name.lowercased()])
         }
         v1.post("channels/:geohash/messages") { request, context in
             struct Say: Decodable { var text: String }
             let g = try context.parameters.require("geohash")
             let body = try await request.decode(as: Say.self, context: context)
-            do { try await m.say(body.text, in: g) } catch { throw APIError(.badRequest, "\(error)") }
+            try await Self.call { try await c.say(body.text, in: g) }
             return Self.json(["sent": true], status: .accepted)
         }
         v1.get("events") { request, _ in
@@ -320,6 +344,31 @@ public final class APIServer: Sendable {
             })
         }
         return router
+    }
+
+    /// A face's request carried out; its refusal as the status it is.
+    @discardableResult
+    static func call<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let e as MessengerClientError {
+            let status: HTTPResponse.Status = switch e.kind {
+            case .badRequest: .badRequest
+            case .notFound: .notFound
+            case .conflict: .conflict
+            case .locked: .locked
+            case .forbidden: .forbidden
+            case .unavailable: .serviceUnavailable
+            case .failed: .internalServerError
+            }
+            throw APIError(status, e.description)
+        }
+    }
+
+    static func peer(_ context: BasicRequestContext) throws -> PeerID {
+        let text = try context.parameters.require("peer")
+        guard let p = PeerID(hex: text.lowercased()) else { throw APIError(.badRequest, "a peer ID is 16 hex digits") }
+        return p
     }
 
     static func conversation(_ context: BasicRequestContext) throws -> UserID {

@@ -83,7 +83,7 @@ public struct NodeCore: Sendable {
 
     /// What the node refused before the router saw it, by reason
     /// (docs/MESH.md, "Bounds"): none of these is shown, relayed or answered.
-    public struct Refusals: Hashable, Sendable {
+    public struct Refusals: Hashable, Sendable, Codable {
         /// Larger than the link's frame (or 512 bytes): refused unparsed.
         public var oversized = 0
         /// Claiming our own sender ID, and not a copy of a packet of ours.

@@ -237,3 +237,89 @@ extension NodeEvent: Encodable {
         }
     }
 }
+
+extension NodeEvent: Decodable {
+    /// Not a node event this version knows, or a field that does not parse.
+    public struct Undecodable: Error, CustomStringConvertible, Sendable {
+        public let description: String
+    }
+
+    /// The inverse of ``encode(to:)``: what another process printed (a daemon's
+    /// event stream, `listen --json`) as the event it was. An unknown event
+    /// name is an error, never a guess.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        let name = try c.decode(String.self, forKey: .event)
+        func peer(_ key: Key) throws -> PeerID {
+            let text = try c.decode(String.self, forKey: key)
+            guard let p = PeerID(hex: text) else { throw Undecodable(description: "\(key.rawValue): not a peer ID: \(text)") }
+            return p
+        }
+        func text(_ key: Key) throws -> String { try c.decode(String.self, forKey: key) }
+        func int(_ key: Key) throws -> Int { try c.decode(Int.self, forKey: key) }
+        func peerState() throws -> StatelyEngine.PeerState {
+            let raw = try text(.state)
+            guard let kind = StateKind(rawValue: raw) else { throw Undecodable(description: "state: \(raw)") }
+            return StatelyEngine.PeerState(senderID: try peer(.peerID), name: try text(.name), state: kind,
+                                           timestamp: try c.decode(UInt64.self, forKey: .timestamp), heardAt: 0, hops: try int(.hops))
+        }
+        switch name {
+        case "started":
+            self = .started(port: try c.decodeIfPresent(UInt16.self, forKey: .port), peerID: try peer(.peerID), nickname: try text(.nickname))
+        case "linkUp": self = .linkUp(try text(.address))
+        case "linkDown": self = .linkDown(try text(.address))
+        case "peer": self = .peer(try peer(.peerID), nickname: try text(.nickname), hops: try int(.hops))
+        case "capabilities":
+            self = .capabilities(try peer(.peerID), try c.decodeIfPresent(UInt64.self, forKey: .bits).map(Capabilities.init(rawValue:)))
+        case "message":
+            self = .message(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
+                            hops: try int(.hops), timestamp: try c.decode(UInt64.self, forKey: .timestamp),
+                            history: try c.decodeIfPresent(Bool.self, forKey: .history) ?? false)
+        case "privateMessage":
+            self = .privateMessage(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
+                                   messageID: try text(.messageID), hops: try int(.hops), via: try c.decodeIfPresent(String.self, forKey: .via))
+        case "session": self = .sessionEstablished(try peer(.peerID), fingerprint: try text(.fingerprint))
+        case "delivered": self = .delivered(messageID: try text(.messageID), by: try peer(.by))
+        case "read": self = .read(messageID: try text(.messageID), by: try peer(.by))
+        case "sentOffMesh": self = .sentOffMesh(messageID: try text(.messageID), to: try peer(.to), via: try text(.via))
+        case "failed": self = .failed(messageID: try text(.messageID), to: try peer(.to))
+        case "held": self = .held(messageID: try text(.messageID), for: try peer(.for))
+        case "fileProgress": self = .fileProgress(from: try peer(.from), received: try int(.received), total: try int(.total))
+        case "fileSent": self = .fileSent(transferID: try text(.transferID), to: try peer(.to), fragments: try int(.total))
+        case "fileReceived":
+            self = .fileReceived(from: try peer(.from), name: try text(.name), size: try int(.size), path: try text(.path),
+                                 transferID: try text(.transferID))
+        case "pong": self = .pong(from: try peer(.from), rttMillis: try c.decode(UInt64.self, forKey: .rttMillis), hops: try int(.hops))
+        case "favorited":
+            self = .favorited(by: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), on: try c.decode(Bool.self, forKey: .on),
+                              npub: try c.decodeIfPresent(String.self, forKey: .npub))
+        case "pinned":
+            let hex = try text(.fingerprint), keyHex = try text(.signingKey)
+            guard let f = Fingerprint(hex: hex), let key = Self.bytes(hex: keyHex) else { throw Undecodable(description: "pinned: \(hex) \(keyHex)") }
+            self = .pinned(fingerprint: f, signingKey: key)
+        case "notice": self = .notice(try text(.text))
+        case "left": self = .left(try peer(.peerID))
+        case "stateExpired": self = .stateExpired(try peer(.peerID))
+        case "rejected":
+            let peerText = try c.decodeIfPresent(String.self, forKey: .peerID)
+            self = .rejected(Rejection(try c.decode(Rejection.Kind.self, forKey: .kind), peer: peerText.flatMap(PeerID.init(hex:)), try text(.reason)))
+        case "state": self = .state(try peerState())
+        case "sos": self = .sos(try peerState())
+        default: throw Undecodable(description: "not a node event: \(name)")
+        }
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let b = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(b)
+            i += 2
+        }
+        return out
+    }
+}

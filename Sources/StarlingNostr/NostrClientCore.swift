@@ -73,6 +73,14 @@ public struct NostrClientCore: Sendable {
         public var text: String
         public var createdAt: Int64
         public var eventID: String
+        public init(geohash: String, publicKey: String, nickname: String?, text: String, createdAt: Int64, eventID: String) {
+            self.geohash = geohash
+            self.publicKey = publicKey
+            self.nickname = nickname
+            self.text = text
+            self.createdAt = createdAt
+            self.eventID = eventID
+        }
     }
 
     public struct Contact: Hashable, Sendable {

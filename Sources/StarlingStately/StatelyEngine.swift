@@ -38,6 +38,15 @@ public struct StatelyEngine: Sendable {
         public var heardAt: Millis
         /// 1 = heard from the sender itself.
         public var hops: Int
+
+        public init(senderID: PeerID, name: String, state: StateKind, timestamp: UInt64, heardAt: Millis, hops: Int) {
+            self.senderID = senderID
+            self.name = name
+            self.state = state
+            self.timestamp = timestamp
+            self.heardAt = heardAt
+            self.hops = hops
+        }
     }
 
     public enum Action: Sendable {

@@ -118,6 +118,13 @@ public struct MessageProgress: Codable, Hashable, Sendable {
         history = [Move(state: .composing, at: now)]
     }
 
+    /// A progress as another process reported it (a daemon's API): its state
+    /// now, its history that one move. For showing, not for moving on.
+    public init(reported state: MessageState, at now: Double) {
+        self.state = state
+        history = [Move(state: state, at: now)]
+    }
+
     public mutating func move(to next: MessageState, at now: Double) throws(Error) {
         guard state.canMove(to: next) else { throw Error.illegalMove(from: state, to: next) }
         state = next

@@ -59,8 +59,8 @@ enum APIBench {
         let b = try await side("b", peers: [aPort])
         var logger = Logger(label: "starling.bench.api")
         logger.logLevel = .critical // (servers cancelled at the end say so at error level)
-        let apiA = APIServer(messenger: a.messenger, configuration: .init(directory: a.directory))
-        let apiB = APIServer(messenger: b.messenger, configuration: .init(directory: b.directory))
+        let apiA = APIServer(client: LocalMessengerClient(messenger: a.messenger, identityStore: IdentityStore(directory: DataDirectory(explicit: a.directory.path))), configuration: .init(directory: a.directory))
+        let apiB = APIServer(client: LocalMessengerClient(messenger: b.messenger, identityStore: IdentityStore(directory: DataDirectory(explicit: b.directory.path))), configuration: .init(directory: b.directory))
         let servers = try apiA.applications(logger: logger) + apiB.applications(logger: logger)
         let inProcessArrivals = Arrivals(), apiArrivals = Arrivals()
         let tasks: [Task<Void, Never>] = [
@@ -130,7 +130,7 @@ enum APIBench {
         let a = try await side("events", peers: [])
         var c = APIServer.Configuration(directory: a.directory)
         c.eventCapacity = events + 10
-        let server = APIServer(messenger: a.messenger, configuration: c)
+        let server = APIServer(client: LocalMessengerClient(messenger: a.messenger, identityStore: IdentityStore(directory: DataDirectory(explicit: a.directory.path))), configuration: c)
         var quiet = Logger(label: "starling.bench.api")
         quiet.logLevel = .critical
         let services = try server.applications(logger: quiet)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerAPI
 import StarlingNode
 import StarlingNostr
 import StarlingNostrTransport
@@ -35,11 +36,29 @@ struct Chat: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, server: server, background: background)
-        let n = session.node
-        let ui = ChatScreen(session: session)
-        await ui.setLockAfter(YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true ? lockAfter : 0)
-        let runner = Task { await n.run() }
+        let directory = DataDirectory(explicit: node.dataDir).url
+        let ui: ChatScreen
+        let events: AsyncThrowingStream<MessengerEvent, any Error>
+        var runners: [Task<Void, Never>] = []
+        var localNode: MeshNode?
+        if let api = await APIClient.find(directory: directory) {
+            // A daemon runs for this data directory: it is the node, the chat one of its faces.
+            let client = APIMessengerClient(api)
+            do {
+                ui = ChatScreen(client: client, directory: directory, local: nil, me: try await client.summary())
+                events = try await client.events()
+            } catch {
+                throw RuntimeFailure("the daemon for \(directory.path) did not answer (\(error)); stop it, or try again")
+            }
+        } else {
+            let session = try await NodeSession.start(node, server: server, background: background)
+            let n = session.node, messenger = session.messenger
+            ui = ChatScreen(client: session.client, directory: session.directory, local: session, me: try await session.client.summary())
+            await ui.setLockAfter(YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true ? lockAfter : 0)
+            events = try await session.client.events()
+            runners = [Task { await n.run() }, Task { await messenger.run() }]
+            localNode = n
+        }
         let fullScreen = !plain && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
             && ProcessInfo.processInfo.environment["TERM"].map { $0 != "dumb" && !$0.isEmpty } == true
         let input: AsyncStream<FullScreen.Submission>
@@ -47,7 +66,7 @@ struct Chat: AsyncParsableCommand {
         if fullScreen {
             let (stream, continuation) = AsyncStream.makeStream(of: FullScreen.Submission.self)
             input = stream
-            let s = FullScreen(log: session.directory.appendingPathComponent("chat.log")) { continuation.yield($0) }
+            let s = FullScreen(log: directory.appendingPathComponent("chat.log")) { continuation.yield($0) }
             screen = s
             await ui.attach(s)
             s.start()
@@ -62,12 +81,16 @@ struct Chat: AsyncParsableCommand {
             }
         }
         await ui.say("starling chat — /help for commands" + (fullScreen ? "; Alt-1…9 or /win N switch windows, /query NICK opens one" : ""))
-        await ui.summary()
-        let messenger = session.messenger
+        await ui.greet()
+        let stoppable = localNode
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await messenger.run() }
             group.addTask {
-                for await event in messenger.events { await ui.show(event) }
+                do {
+                    for try await event in events { await ui.show(event) }
+                    if !Task.isCancelled { await ui.ended(nil) }
+                } catch {
+                    if !Task.isCancelled { await ui.ended(error) }
+                }
             }
             group.addTask {
                 // The chat's clock, bounded by its life: joins are shown after a
@@ -84,13 +107,13 @@ struct Chat: AsyncParsableCommand {
                 for await submission in input {
                     if await !ui.handle(submission) { break }
                 }
-                await n.stop()
+                await stoppable?.stop()
             }
             await group.next()
             group.cancelAll()
         }
-        await n.stop()
-        _ = await runner.value
+        await stoppable?.stop()
+        for r in runners { await r.value }
         screen?.stop()
     }
 
@@ -109,10 +132,15 @@ struct Chat: AsyncParsableCommand {
 /// the person does. Decisions (routes, receipts, trust, history) are the
 /// messenger's.
 actor ChatScreen {
-    let session: NodeSession
-    var node: MeshNode { session.node }
-    var messenger: Messenger { session.messenger }
-    var store: IdentityStore { session.identityStore }
+    /// The messenger and its node: in this process, or a daemon's through its API.
+    let client: any MessengerClient
+    /// The data directory (files received, the store's kind of protection).
+    let directory: URL
+    /// In process: the node and stores (what only the process that runs them
+    /// can do: leave the mesh on quit, /panic); nil through a daemon.
+    let local: NodeSession?
+    /// Who we are and what the node holds, as last asked.
+    var me: NodeSummary
     /// The location channel plain lines go to (plain mode, after /join); nil: #mesh.
     var channel: String?
     var pendingVerify: PeerID?
@@ -141,8 +169,35 @@ actor ChatScreen {
     /// The full-screen client, when there is one (else plain lines on stdout).
     var screen: FullScreen?
 
-    init(session: NodeSession) {
-        self.session = session
+    init(client: any MessengerClient, directory: URL, local: NodeSession?, me: NodeSummary) {
+        self.client = client
+        self.directory = directory
+        self.local = local
+        self.me = me
+    }
+
+    /// A request to the messenger: its answer, or `fallback` with the refusal said.
+    func ask<T: Sendable>(_ fallback: T, _ body: () async throws -> T) async -> T {
+        do { return try await body() } catch {
+            say("! \(error)")
+            return fallback
+        }
+    }
+
+    /// The peers here, by ID.
+    func peerTable() async -> [PeerID: PeerView] {
+        Dictionary(await ask([]) { try await client.peers() }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Asks again who we are (after a rename, a lock …).
+    func refreshMe() async {
+        if let s = try? await client.summary() { me = s }
+    }
+
+    /// The event stream ended: the node stopped, or the daemon went.
+    func ended(_ error: (any Error)?) {
+        guard local == nil else { return }
+        say("* the daemon stopped" + (error.map { " (\($0))" } ?? "") + ": this chat ends; start the daemon again, or chat without it")
     }
 
     func attach(_ screen: FullScreen) { self.screen = screen }
@@ -181,14 +236,20 @@ actor ChatScreen {
         say("\u{7}\u{1B}[1;31m\(text)\u{1B}[0m")
     }
 
-    /// What the store holds, said once at start.
-    func summary() async {
-        let contacts = await messenger.contacts.count
-        let pending = (try? await messenger.store?.pendingMessages().count) ?? 0
+    /// Who we are and what the store holds, said once at start.
+    func greet() async {
+        if local == nil {
+            say("* you are \(DisplayText.clean(me.nickname)) (\(me.peerID)), through the daemon that runs for \(directory.path)"
+                + " (its node options hold; /quit leaves the chat, the daemon stays)")
+            screen?.setTitle("starling — you are \(me.nickname) (\(me.peerID)) · daemon")
+        }
+        let contacts = await ask([]) { try await client.contacts() }.count
+        let pending = me.pending ?? 0
         if contacts > 0 || pending > 0 {
             say("* \(contacts) contact\(contacts == 1 ? "" : "s") (/contacts, /history NAME)"
                 + (pending > 0 ? "; \(pending) message\(pending == 1 ? "" : "s") waiting for their contact to appear" : ""))
         }
+        if !me.storeOpen { say("* the store is locked: /unlock opens it") }
     }
 
     /// A peer's window name: its name as shown, without marks.
@@ -199,25 +260,31 @@ actor ChatScreen {
     /// A conversation's window name: the peer's, when it is present; else the conversation's name.
     func window(for conversation: UserID) async -> String {
         let name: String
-        if let f = await messenger.fingerprint(of: conversation), let p = await node.peers.first(where: { $0.value.fingerprint == f })?.key {
+        let c = await ask(nil) { try await client.conversation(conversation) }
+        if let f = c?.fingerprint, let p = await peerTable().first(where: { $0.value.fingerprint == f })?.key {
             name = await window(p)
         } else {
-            name = DisplayText.clean(await messenger.name(of: conversation))
+            name = DisplayText.clean(c?.name ?? String(conversation.description.prefix(8)))
         }
         windowConversation[name] = conversation
         if windowConversation.count > 4_096, let any = windowConversation.keys.first(where: { $0 != name }) { windowConversation[any] = nil }
         return name
     }
 
+    /// A conversation's name as shown.
+    func name(of conversation: UserID) async -> String {
+        DisplayText.clean(await ask(nil) { try await client.conversation(conversation) }?.name ?? String(conversation.description.prefix(8)))
+    }
+
     /// Keeps the screen's title, status and completions current.
     func refreshScreen() async {
         guard let screen else { return }
-        let peers = await node.peers
-        let names = Set(peers.values.map { DisplayText.clean($0.nickname) } + (await messenger.contacts).compactMap { $0.card.map { DisplayText.clean($0.displayName) } })
+        let peers = await peerTable()
+        let names = Set(peers.values.map { DisplayText.clean($0.nickname) } + (await ask([]) { try await client.contacts() }).map { DisplayText.clean($0.name) })
         screen.setNicknames(names.sorted())
-        let sessions = await node.sessionCount
-        let locked = await !messenger.isStoreOpen && lockAfter > 0
-        screen.setStatus("\(peers.count) here · \(sessions) encrypted session\(sessions == 1 ? "" : "s")" + (locked ? " · store locked" : ""))
+        await refreshMe()
+        let locked = !me.storeOpen && (lockAfter > 0 || local == nil)
+        screen.setStatus("\(peers.count) here · \(me.sessions) encrypted session\(me.sessions == 1 ? "" : "s")" + (locked ? " · store locked" : ""))
     }
 
     /// A line typed or pasted in a window: a command, public text in #mesh,
@@ -269,9 +336,9 @@ actor ChatScreen {
             say("* back in #mesh: lines go to everyone on the mesh")
             return
         }
-        guard session.nostr != nil else { say("! location channels travel over Nostr: start the chat with --nostr"); return }
+        guard me.nostr else { say("! location channels travel over Nostr: start the " + (local == nil ? "daemon" : "chat") + " with --nostr"); return }
         do {
-            let g = try await messenger.join(channel: name)
+            let g = try await client.join(channel: name)
             if let screen { screen.open("#" + g) } else { channel = g }
             say("* joined #\(g), a public location channel over Nostr (anyone can read it; you are a new identity there)"
                 + (screen == nil ? "; lines you type go there, /join #mesh comes back" : ""))
@@ -279,10 +346,10 @@ actor ChatScreen {
     }
 
     func say(_ text: String, in geohash: String) async {
-        guard session.nostr != nil else { say("! start the chat with --nostr"); return }
-        let me = await node.currentNickname
+        guard self.me.nostr else { say("! start the " + (local == nil ? "daemon" : "chat") + " with --nostr"); return }
+        let me = self.me.nickname
         do {
-            try await messenger.say(text, in: geohash)
+            try await client.say(text, in: geohash)
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: me, text: Self.lines(text), own: true), to: "#" + geohash)
             } else {
@@ -310,8 +377,8 @@ actor ChatScreen {
     /// Public text as typed (or pasted): sent and shown.
     func sendPublicText(_ line: String) async {
         do {
-            try await node.sendPublic(line)
-            let me = await node.currentNickname
+            try await client.sendPublic(line)
+            let me = self.me.nickname
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: me, text: line, own: true), to: ChatBuffers.publicName)
             } else {
@@ -323,7 +390,7 @@ actor ChatScreen {
     /// A private message in a conversation, through the messenger.
     func sendPrivate(_ text: String, to conversation: UserID) async {
         do {
-            try await messenger.send(text, to: conversation)
+            _ = try await client.send(text, to: conversation)
         } catch {
             say("! \(error)")
         }
@@ -332,21 +399,17 @@ actor ChatScreen {
     /// A nickname as shown: cleaned, and with 4 digits of the peer ID when two peers share it;
     /// a peer known only by its session shows as the contact it is, else by its ID.
     func display(_ peer: PeerID) async -> String {
-        let peers = await node.peers
+        let peers = await peerTable()
         guard let info = peers[peer] else {
-            if let f = await messenger.fingerprint(ofPeer: peer) {
-                let name = DisplayText.clean(await messenger.name(of: await messenger.conversation(for: f)))
-                if name != (await messenger.conversation(for: f)).description.prefix(8).description {
-                    return name + (await messenger.isVerified(f) ? "✓" : "")
-                }
+            if let known = try? await client.identity(ofPeer: peer), known.name != known.conversation.description.prefix(8).description {
+                return DisplayText.clean(known.name) + (known.verified ? "✓" : "")
             }
             if let name = lastNames[peer] { return name }
             return peer.description
         }
         let name = DisplayText.clean(info.nickname)
         let twins = peers.filter { $0.value.nickname == info.nickname }.count
-        let mark = await messenger.isVerified(info.fingerprint) ? "✓" : ""
-        let shown = (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + mark
+        let shown = (twins > 1 ? "\(name)#\(peer.description.prefix(4))" : name) + (info.verified ? "✓" : "")
         Self.remember(&lastNames, peer, shown)
         return shown
     }

@@ -19,8 +19,8 @@ extension ChatScreen {
         guard !line.isEmpty else { return true }
         if let pending = pendingVerify {
             pendingVerify = nil
-            if line.lowercased().hasPrefix("y"), let info = await node.peers[pending] {
-                await messenger.decide(.verify, about: info.fingerprint, nickname: info.nickname)
+            if line.lowercased().hasPrefix("y"), let info = await peerTable()[pending] {
+                guard await ask(false, { try await client.decide(.verify, about: info.fingerprint, nickname: info.nickname); return true }) else { return true }
                 say("* \(await display(pending)) verified")
                 return true
             }
@@ -33,7 +33,6 @@ extension ChatScreen {
         switch words[0] {
         case "/msg", "/m", "/dm":
             guard words.count == 3 else { say("usage: /msg NICK text"); return true }
-            await messenger.reloadContacts()
             guard let c = await conversation(named: words[1]) else { return true }
             await sendPrivate(words[2], to: c)
         case "/send":
@@ -43,7 +42,7 @@ extension ChatScreen {
             guard let data = FileManager.default.contents(atPath: path) else { say("! cannot read \(path)"); return true }
             do {
                 let name = URL(fileURLWithPath: path).lastPathComponent
-                let id = try await node.sendFile(name: name, mimeType: nil, content: [UInt8](data), to: to)
+                let id = try await client.sendFile(name: name, content: [UInt8](data), to: to)
                 let shownTo = await display(to)
                 outgoing[id] = (shownTo, [])
                 let text = "file \(name) (\(data.count) bytes)", note = "[\(String(repeating: " ", count: 20))] queued"
@@ -62,7 +61,7 @@ extension ChatScreen {
         case "/files":
             if receivedFiles.isEmpty { say("* no files received this session") }
             for f in receivedFiles { say("  [\(f.time)] \(f.name) (\(f.size) bytes) from \(f.from): \(f.path)") }
-            let folder = store.directory.url.appendingPathComponent("files/incoming").path
+            let folder = directory.appendingPathComponent("files/incoming").path
             let all = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
             say("* \(all.count) file\(all.count == 1 ? "" : "s") in \(folder)")
         case "/contacts":
@@ -75,58 +74,55 @@ extension ChatScreen {
             guard words.count >= 2 else { say("usage: /history NAME (a contact, or a peer you wrote with)"); return true }
             await showHistory(of: words[1...].joined(separator: " "))
         case "/who":
-            let peers = await node.peers.sorted { $0.value.nickname < $1.value.nickname }
+            let peers = await peerTable().sorted { $0.value.nickname < $1.value.nickname }
             if peers.isEmpty { say("* nobody yet") }
             let here = Set(peers.map(\.value.fingerprint))
-            let blocked = await messenger.trust.filter { $0.value.blocked && !here.contains($0.key) }.compactMap(\.value.nickname).sorted()
+            let blocked = await ask([:]) { try await client.trust() }.filter { $0.value.blocked && !here.contains($0.key) }.compactMap(\.value.nickname).sorted()
             if !blocked.isEmpty { say("* blocked, not here now: \(blocked.map(DisplayText.clean).joined(separator: ", ")) (/unblock NAME)") }
             for (id, info) in peers {
-                let favourite = await messenger.isFavorite(info.fingerprint)
-                let marks = (favourite ? " ★" : "") + (await messenger.isBlocked(info.fingerprint) ? " (blocked)" : "")
-                let can = info.capabilities.map { $0.isEmpty ? "  (announces no capabilities)" : "  can: " + $0.names.joined(separator: ", ") } ?? ""
+                let marks = (info.favorite ? " ★" : "") + (info.blocked ? " (blocked)" : "")
+                let can = info.capabilities.map { $0.isEmpty ? "  (announces no capabilities)" : "  can: " + $0.joined(separator: ", ") } ?? ""
                 say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)\(can)")
             }
         case "/ping":
             guard words.count >= 2 else { say("usage: /ping NICK (a peer /who lists)"); return true }
             guard let id = await peer(named: words[1]) else { return true }
-            await node.ping(id)
+            guard await ask(false, { try await client.ping(id); return true }) else { return true }
             say("* ping \(words[1]) …")
         case "/block", "/unblock", "/fav", "/unfav", "/verify":
             guard words.count >= 2 else { say("usage: \(words[0]) NICK (a peer /who lists)"); return true }
-            if words[0] != "/verify", await !node.peers.contains(where: { $0.value.nickname == words[1] }), !words[1].contains("#"),
+            if words[0] != "/verify", await !peerTable().contains(where: { $0.value.nickname == words[1] }), !words[1].contains("#"),
                let (f, name) = await decided(named: words[1]) {
                 // Not here (a blocked peer never is): a contact, or a peer decided about before.
                 let change: MessengerCore.TrustChange = ["/block": .block, "/unblock": .unblock, "/fav": .favourite][words[0]] ?? .unfavourite
-                await messenger.decide(change, about: f, nickname: name)
+                guard await ask(false, { try await client.decide(change, about: f, nickname: name); return true }) else { return true }
                 say("* \(words[1]) " + ["/block": "blocked", "/unblock": "unblocked", "/fav": "is a favourite", "/unfav": "is no longer a favourite"][words[0]]!)
                 return true
             }
-            guard let id = await peer(named: words[1]), let info = await node.peers[id] else { return true }
+            guard let id = await peer(named: words[1]), let info = await peerTable()[id] else { return true }
             switch words[0] {
             case "/block":
-                await messenger.decide(.block, about: info.fingerprint, nickname: info.nickname)
+                guard await ask(false, { try await client.decide(.block, about: info.fingerprint, nickname: info.nickname); return true }) else { return true }
                 say("* \(words[1]) blocked")
             case "/unblock":
-                await messenger.decide(.unblock, about: info.fingerprint, nickname: info.nickname)
+                guard await ask(false, { try await client.decide(.unblock, about: info.fingerprint, nickname: info.nickname); return true }) else { return true }
                 say("* \(words[1]) unblocked")
             case "/fav", "/unfav":
                 let on = words[0] == "/fav"
                 // The apps' notice goes with our npub: a mutual favourite can reach us over Nostr.
-                await messenger.decide(on ? .favourite : .unfavourite, about: info.fingerprint, nickname: info.nickname)
-                do {
-                    try store.setFavorites(await node.favoriteFingerprints)
-                    say(on ? "* \(words[1]) is a favourite: messages for them are held while they are away"
-                           : "* \(words[1]) is no longer a favourite")
-                } catch { say("! favourites not saved: \(error)") }
+                guard await ask(false, { try await client.decide(on ? .favourite : .unfavourite, about: info.fingerprint, nickname: info.nickname); return true })
+                else { return true }
+                say(on ? "* \(words[1]) is a favourite: messages for them are held while they are away"
+                       : "* \(words[1]) is no longer a favourite")
             default:
-                say("* your fingerprint:\n" + indent(node.identity.fingerprint.grouped))
+                say("* your fingerprint:\n" + indent(me.fingerprint.grouped))
                 say("* \(words[1])'s fingerprint:\n" + indent(info.fingerprint.grouped))
                 say("* do they read the same on \(words[1])'s screen? y to mark verified")
                 pendingVerify = id
             }
         case "/stats":
-            let s = await node.statistics
-            let r = await node.refusals
+            guard let both = await ask(nil, { try await client.statistics() }) else { return true }
+            let s = both.mesh, r = both.refusals
             say("""
               received \(s.received) (direct \(s.direct), relayed \(s.relayed)), average hops \(String(format: "%.1f", s.averageHops))
               relays scheduled \(s.relaysScheduled), executed \(s.relaysExecuted), cancelled \(s.relaysCancelled)
@@ -139,30 +135,39 @@ extension ChatScreen {
             guard words.count >= 2 else { say("usage: /nick NAME"); return true }
             let name = words[1...].joined(separator: " ")
             do {
-                try store.setNickname(name) // refuses what an announce cannot carry
-                await node.rename(name)
+                try await client.rename(name) // refuses what an announce cannot carry
+                await refreshMe()
                 say("* you are now \(name)")
             } catch { say("! \(error)") }
         case "/clear":
             StandardOutput.write(Data("\u{1B}[2J\u{1B}[H".utf8))
         case "/leave", "/quit":
-            if await !messenger.isStoreOpen, !quitWarned {
+            await refreshMe()
+            if local != nil, !me.storeOpen, !quitWarned {
                 quitWarned = true
                 say("! the store is locked: what came meanwhile is not stored yet. /unlock to keep it, or \(words[0]) again to leave without")
                 return true
             }
-            await node.leave()
+            guard let local else {
+                say("* left the chat; the daemon stays on the mesh")
+                return false
+            }
+            await local.node.leave()
             say("* left")
             return false
         case "/panic":
-            await node.wipe()
-            try? await messenger.lock()
+            guard let local else {
+                say("! /panic wipes the node's keys, and the daemon runs the node: stop the daemon, then run `starling chat` and /panic again")
+                return true
+            }
+            await local.node.wipe()
+            try? await local.messenger.lock()
             do {
-                try YaOKStore.reset(directory: store.directory.url)
-                try store.wipe()
+                try YaOKStore.reset(directory: directory)
+                try local.identityStore.wipe()
                 say("* keys, sessions and state wiped")
             } catch {
-                say("! not everything was wiped (\(error)): delete \(store.directory.url.path) by hand")
+                say("! not everything was wiped (\(error)): delete \(directory.path) by hand")
             }
             return false
         case "/join", "/j":
@@ -170,7 +175,7 @@ extension ChatScreen {
             await join(String(words[1].dropFirst()))
         case "/nostr":
             // How a Nostr contact's messages are wrapped: the apps' variant, or standard NIP-17.
-            let known = await messenger.trust.filter { $0.value.npub != nil }
+            let known = await ask([:]) { try await client.trust() }.filter { $0.value.npub != nil }
             if words.count == 1 {
                 if known.isEmpty { say("* no Nostr contacts yet (a favourite who favourites you back tells you their npub)") }
                 for (_, t) in known.sorted(by: { ($0.value.nickname ?? "") < ($1.value.nickname ?? "") }) {
@@ -183,7 +188,7 @@ extension ChatScreen {
                 return true
             }
             if let (f, t) = known.filter({ $0.value.nickname == words[1] }).min(by: { $0.key < $1.key }),
-               await messenger.setNostrVariant(variant, for: f) {
+               await ask(false, { try await client.setNostrVariant(variant, for: f) }) {
                 say("* messages to \(DisplayText.clean(t.nickname ?? words[1])) over Nostr go as \(variant == .standard ? "standard NIP-17 (plain text, no receipts)" : "bitchat's envelope (as the apps)")")
             } else {
                 say("! no Nostr contact named \(words[1]) (/nostr lists them)")
@@ -191,7 +196,7 @@ extension ChatScreen {
         case "/part":
             guard words.count >= 2, words[1].hasPrefix("#") else { say("usage: /part #GEOHASH"); return true }
             let g = String(words[1].dropFirst()).lowercased()
-            await messenger.leave(channel: g)
+            guard await ask(false, { try await client.leave(channel: g); return true }) else { return true }
             if channel == g { channel = nil }
             say("* left #\(g)")
         case "/help":

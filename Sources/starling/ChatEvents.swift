@@ -34,16 +34,16 @@ extension ChatScreen {
                 screen.append(.init(time: FullScreen.clock(), nick: name, text: Self.lines(record.text) + shownVia, highlight: true), to: w)
                 screen.ring() // a private message rings
                 // Seen now only if its window is in view (else when the person opens it).
-                if screen.windowInView == w { await messenger.markSeen(conversation) }
+                if screen.windowInView == w { await markSeen(conversation) }
             } else {
                 say("[\(Self.clock())] <\(name) → you>\(shownVia) \(DisplayText.clean(record.text))")
-                await messenger.markSeen(conversation) // plain lines: shown to the person as they come
+                await markSeen(conversation) // plain lines: shown to the person as they come
             }
             if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
         case let .sent(conversation, record):
             await showSent(conversation, record)
         case let .sendingWaiting(conversation, count):
-            let name = DisplayText.clean(await messenger.name(of: conversation))
+            let name = await name(of: conversation)
             say("* \(name) is here: sending \(count) waiting message\(count == 1 ? "" : "s")")
         case let .progress(conversation, record):
             await showProgress(conversation, record)
@@ -89,7 +89,7 @@ extension ChatScreen {
 
     /// Our message, shown in its conversation with its first mark.
     func showSent(_ conversation: UserID, _ record: MessageRecord) async {
-        let name = DisplayText.clean(await messenger.name(of: conversation))
+        let name = await name(of: conversation)
         let w = await window(for: conversation)
         guard let id = record.transportID else { return }
         outgoing[id] = (name, [])
@@ -99,7 +99,7 @@ extension ChatScreen {
         case "mesh"?: note = screen == nil ? "sent" : "✓"
         case let via?: note = "→ \(Self.way(via))"
         case nil:
-            note = session.server == nil ? "pending: not on the mesh now; sent when they appear"
+            note = me.server == nil ? "pending: not on the mesh now; sent when they appear"
                                          : "pending: not on the mesh, and the Ya OK server is not reachable now; sent when either is"
         }
         if let screen {
@@ -113,7 +113,7 @@ extension ChatScreen {
     /// screen, a line of its own in plain mode (each said once).
     func showProgress(_ conversation: UserID, _ record: MessageRecord) async {
         guard let id = record.transportID, let state = record.progress?.state else { return }
-        let fallback = DisplayText.clean(await messenger.name(of: conversation))
+        let fallback = await name(of: conversation)
         let to = outgoing[id]?.to ?? fallback
         var said = outgoing[id]?.shown ?? []
         func once(_ key: String, mark: String, plain: String) {
@@ -126,7 +126,7 @@ extension ChatScreen {
             if record.transport == "mesh" { once("mesh", mark: "✓", plain: "  · to \(to): sent") }
         case .sent:
             if let via = record.transport, via != "mesh" {
-                if via == session.server?.name {
+                if via == me.server {
                     once("sent", mark: "✓ queued at \(Self.way(via))", plain: "  · to \(to): queued at \(Self.way(via))")
                 } else {
                     once("sent", mark: "→ \(Self.way(via))", plain: "  · to \(to): sent via \(Self.way(via))")
@@ -155,12 +155,17 @@ extension ChatScreen {
     /// The window in view is seen by the person: its messages are read.
     func markWindowSeen() async {
         guard let screen, let c = windowConversation[screen.windowInView] else { return }
-        await messenger.markSeen(c)
+        await markSeen(c)
+    }
+
+    /// The person saw this conversation: its read receipts go.
+    func markSeen(_ conversation: UserID) async {
+        _ = await ask(()) { try await client.markSeen(conversation) }
     }
 
     /// What the node said that the messenger passes on as it is.
     func show(_ event: MeshNode.Event) async {
-        let me = await node.currentNickname
+        let me = self.me.nickname
         // Whoever speaks in #mesh has joined: their join line goes first.
         switch event {
         case let .message(from, _, _, _, _, _):
@@ -270,7 +275,7 @@ extension ChatScreen {
             if case let .message(from, _, text, _, timestamp, _) = e { (from, text, timestamp) } else { nil }
         }
         guard !burst.isEmpty else { return }
-        let me = await node.currentNickname, own = await node.peerID
+        let me = self.me.nickname, own = self.me.peerID
         let header = "— history: \(burst.count) message\(burst.count == 1 ? "" : "s") from before you were here, oldest first —"
         if let screen {
             screen.append(.init(time: FullScreen.clock(), text: header), to: ChatBuffers.publicName)
@@ -291,9 +296,10 @@ extension ChatScreen {
     /// /status: everyone's states; /status STATE sets ours; sos and clear.
     func status(_ args: [String]) async {
         guard let word = args.first else {
-            let mine = await node.status
-            say("* you: \(mine.emoji) \(mine.displayName) (every \(await node.statusInterval / 1000) s, \(await node.powerMode.rawValue))")
-            let board = await node.statusBoard
+            guard let view = await ask(nil, { try await client.stately() }) else { return }
+            let mine = view.state
+            say("* you: \(mine.emoji) \(mine.displayName) (every \(view.interval / 1000) s, \(view.powerMode))")
+            let board = view.board
             if board.isEmpty { say("* no states around yet") }
             let now = UInt64(Date().timeIntervalSince1970 * 1000)
             for s in board {
@@ -304,15 +310,16 @@ extension ChatScreen {
             return
         }
         if word == "clear" {
-            await node.clearSOS()
-            say("* SOS cleared: \(await node.status.emoji) \(await node.status.displayName)")
+            guard await ask(false, { try await client.clearSOS(); return true }),
+                  let now = await ask(nil, { try await client.stately() })?.state else { return }
+            say("* SOS cleared: \(now.emoji) \(now.displayName)")
             return
         }
         guard let kind = StateKind(name: word) else {
             say("! states: " + StateKind.allCases.map { "\($0.emoji) \($0.rawValue)" }.joined(separator: ", ") + ", or clear")
             return
         }
-        await node.setStatus(kind)
+        guard await ask(false, { try await client.setState(kind); return true }) else { return }
         say(kind == .invisible ? "* invisible: your state is no longer broadcast"
                                : "* you are \(kind.emoji) \(kind.displayName)\(kind == .sos ? " — broadcast every 5 s to 7 hops; /status clear ends it" : "")")
     }

@@ -34,7 +34,7 @@ struct Daemon: AsyncParsableCommand {
         let session = try await NodeSession.start(node, server: server, background: background)
         var c = APIServer.Configuration(directory: session.directory)
         c.port = apiPort
-        let api = APIServer(messenger: session.messenger, configuration: c)
+        let api = APIServer(client: session.client, configuration: c)
         let logger = Logger(label: "starling.api")
         let servers = try api.applications(logger: logger)
         let n = session.node, messenger = session.messenger

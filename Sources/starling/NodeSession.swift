@@ -22,6 +22,8 @@ struct NodeSession {
     let identityStore: IdentityStore
 
     var directory: URL { identityStore.directory.url }
+    /// The messenger and node as a face uses them (the daemon's API serves the same).
+    var client: LocalMessengerClient { LocalMessengerClient(messenger: messenger, identityStore: identityStore) }
 
     /// Makes the node and opens the store (asking for its PIN on a terminal);
     /// the messenger has the store's trust decisions before the node runs.

@@ -1,0 +1,342 @@
+import Foundation
+import StarlingCrypto
+import StarlingMesh
+import StarlingNode
+import StarlingNodeCore
+import StarlingNostr
+import StarlingStately
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// What a face asks of the messenger and its node, wherever they run: in
+/// this process (``LocalMessengerClient``) or in a daemon reached through its
+/// API (`APIMessengerClient`). A face written against this protocol works
+/// both ways and decides nothing itself; the two implementations are held
+/// to the same answers by tests.
+public protocol MessengerClient: Sendable {
+    /// The messenger's events from now on, until the node stops (or the daemon goes).
+    func events() async throws -> AsyncThrowingStream<MessengerEvent, any Error>
+    func summary() async throws -> NodeSummary
+    func peers() async throws -> [PeerView]
+    /// A peer the node knows only by its session (not here by announce): its key and name, when known.
+    func identity(ofPeer peer: PeerID) async throws -> PeerIdentity?
+    func contacts() async throws -> [Contact]
+    /// Every trust decision kept (also about peers who are not contacts).
+    func trust() async throws -> [Fingerprint: TrustRecord]
+    func conversations() async throws -> [Messenger.Summary]
+    /// One conversation's name and key (a name for an unknown ID: its start).
+    func conversation(_ id: UserID) async throws -> Messenger.Summary
+    func conversation(withPeer peer: PeerID) async throws -> UserID?
+    func conversation(withKey fingerprint: Fingerprint) async throws -> UserID
+    func resolve(_ name: String) async throws -> Messenger.Resolution
+    func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord]
+    func send(_ text: String, to conversation: UserID) async throws -> MessageRecord
+    func sendPublic(_ text: String) async throws
+    /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
+    func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
+    func markSeen(_ conversation: UserID) async throws
+    func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws
+    func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool
+    func lock() async throws
+    /// Opens the store with its PIN or passphrase (nil: the key file).
+    func unlock(secret: String?) async throws
+    func join(channel name: String) async throws -> String
+    func say(_ text: String, in geohash: String) async throws
+    func leave(channel geohash: String) async throws
+    func ping(_ peer: PeerID) async throws
+    func rename(_ nickname: String) async throws
+    func statistics() async throws -> NodeStatistics
+    func stately() async throws -> StatelyView
+    func setState(_ state: StateKind) async throws
+    func clearSOS() async throws
+}
+
+/// Who this node is and what it holds now.
+public struct NodeSummary: Sendable, Hashable {
+    public var peerID: PeerID
+    public var fingerprint: Fingerprint
+    public var nickname: String
+    public var peers: Int
+    public var sessions: Int
+    public var storeOpen: Bool
+    public var trustKnown: Bool
+    /// Our messages waiting for a route (nil: the store is locked).
+    public var pending: Int?
+    /// The Ya OK server's mailbox name, when the node has one.
+    public var server: String?
+    /// Whether location channels (Nostr) can be joined.
+    public var nostr: Bool
+    public var udpPort: UInt16?
+    public init(peerID: PeerID, fingerprint: Fingerprint, nickname: String, peers: Int, sessions: Int, storeOpen: Bool, trustKnown: Bool,
+                pending: Int?, server: String?, nostr: Bool, udpPort: UInt16?) {
+        self.peerID = peerID
+        self.fingerprint = fingerprint
+        self.nickname = nickname
+        self.peers = peers
+        self.sessions = sessions
+        self.storeOpen = storeOpen
+        self.trustKnown = trustKnown
+        self.pending = pending
+        self.server = server
+        self.nostr = nostr
+        self.udpPort = udpPort
+    }
+}
+
+/// A peer here (a verified announce), with what we decided about it.
+public struct PeerView: Sendable, Hashable {
+    public var id: PeerID
+    public var nickname: String
+    public var fingerprint: Fingerprint
+    public var hops: Int
+    /// What its announce says it can do (nil: it says nothing).
+    public var capabilities: [String]?
+    /// One hop away (a neighbour, not heard through a relay).
+    public var neighbour: Bool
+    public var blocked: Bool
+    public var favorite: Bool
+    public var verified: Bool
+    public init(id: PeerID, nickname: String, fingerprint: Fingerprint, hops: Int, capabilities: [String]?, neighbour: Bool,
+                blocked: Bool, favorite: Bool, verified: Bool) {
+        self.id = id
+        self.nickname = nickname
+        self.fingerprint = fingerprint
+        self.hops = hops
+        self.capabilities = capabilities
+        self.neighbour = neighbour
+        self.blocked = blocked
+        self.favorite = favorite
+        self.verified = verified
+    }
+}
+
+/// A peer known by its key: the name it is kept under, and whether it is verified.
+public struct PeerIdentity: Sendable, Hashable {
+    public var fingerprint: Fingerprint
+    public var conversation: UserID
+    public var name: String
+    public var verified: Bool
+    public init(fingerprint: Fingerprint, conversation: UserID, name: String, verified: Bool) {
+        self.fingerprint = fingerprint
+        self.conversation = conversation
+        self.name = name
+        self.verified = verified
+    }
+}
+
+/// The node's counters: the mesh's and what was refused before relaying.
+public struct NodeStatistics: Sendable, Hashable, Codable {
+    public var mesh: MeshStatistics
+    public var refusals: NodeCore.Refusals
+    public init(mesh: MeshStatistics, refusals: NodeCore.Refusals) {
+        self.mesh = mesh
+        self.refusals = refusals
+    }
+}
+
+/// Stately: our state, how often it goes out, and everyone's.
+public struct StatelyView: Sendable, Hashable {
+    public var state: StateKind
+    /// Milliseconds between our state's broadcasts.
+    public var interval: UInt64
+    public var powerMode: String
+    public var board: [StatelyEngine.PeerState]
+    public init(state: StateKind, interval: UInt64, powerMode: String, board: [StatelyEngine.PeerState]) {
+        self.state = state
+        self.interval = interval
+        self.powerMode = powerMode
+        self.board = board
+    }
+}
+
+/// Why a face's request was not done, in one sentence for the person.
+public struct MessengerClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        case badRequest, notFound, conflict, locked, forbidden, unavailable, failed
+    }
+    public var kind: Kind
+    public var description: String
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+}
+
+/// The messenger and its node in this process: what the chat runs when no
+/// daemon does, and what the daemon's API serves.
+public struct LocalMessengerClient: MessengerClient {
+    public let messenger: Messenger
+    /// The identity store (nickname and favourites kept across runs).
+    public let identityStore: IdentityStore
+    public var node: MeshNode { messenger.node }
+
+    public init(messenger: Messenger, identityStore: IdentityStore) {
+        self.messenger = messenger
+        self.identityStore = identityStore
+    }
+
+    /// The messenger's own stream: one consumer only (the face, or the API's event log).
+    public func events() async throws -> AsyncThrowingStream<MessengerEvent, any Error> {
+        let source = messenger.events
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                for await e in source { continuation.yield(e) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func summary() async throws -> NodeSummary {
+        let m = messenger
+        let pending: Int?
+        if let store = await m.store {
+            do { pending = try store.pendingMessages().count } catch { throw MessengerClientError(.failed, "the store did not answer: \(error)") }
+        } else {
+            pending = nil
+        }
+        return NodeSummary(peerID: node.identity.peerID, fingerprint: node.identity.fingerprint, nickname: await node.currentNickname,
+                           peers: await node.peers.count, sessions: await node.sessionCount, storeOpen: await m.isStoreOpen,
+                           trustKnown: await m.trustKnown, pending: pending, server: m.server?.name, nostr: m.nostr != nil,
+                           udpPort: await node.port)
+    }
+
+    public func peers() async throws -> [PeerView] {
+        let peers = await node.peers
+        let neighbours = await node.neighborPeers
+        var out: [PeerView] = []
+        for (id, info) in peers {
+            out.append(PeerView(id: id, nickname: info.nickname, fingerprint: info.fingerprint, hops: info.hops,
+                                capabilities: info.capabilities?.names, neighbour: neighbours.contains(id),
+                                blocked: await messenger.isBlocked(info.fingerprint), favorite: await messenger.isFavorite(info.fingerprint),
+                                verified: await messenger.isVerified(info.fingerprint)))
+        }
+        return out.sorted { ($0.nickname, $0.id) < ($1.nickname, $1.id) }
+    }
+
+    public func identity(ofPeer peer: PeerID) async throws -> PeerIdentity? {
+        let m = messenger
+        guard let f = await m.fingerprint(ofPeer: peer) else { return nil }
+        let c = await m.conversation(for: f)
+        return PeerIdentity(fingerprint: f, conversation: c, name: await m.name(of: c), verified: await m.isVerified(f))
+    }
+
+    public func contacts() async throws -> [Contact] {
+        await messenger.reloadContacts() // `starling contact add` may have run meanwhile
+        return await messenger.contactList
+    }
+
+    public func trust() async throws -> [Fingerprint: TrustRecord] { await messenger.trust }
+
+    public func conversations() async throws -> [Messenger.Summary] { await messenger.conversations }
+
+    public func conversation(_ id: UserID) async throws -> Messenger.Summary {
+        let m = messenger
+        return Messenger.Summary(id: id, name: await m.name(of: id), unread: await m.unreadCount(id), fingerprint: await m.fingerprint(of: id),
+                                 last: nil)
+    }
+
+    public func conversation(withPeer peer: PeerID) async throws -> UserID? { await messenger.conversation(withPeer: peer) }
+
+    public func conversation(withKey fingerprint: Fingerprint) async throws -> UserID { await messenger.conversation(withKey: fingerprint) }
+
+    public func resolve(_ name: String) async throws -> Messenger.Resolution { await messenger.resolve(name) }
+
+    public func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord] {
+        guard await messenger.isStoreOpen else { throw MessengerClientError(.locked, Messenger.StoreError.locked.description) }
+        do { return try await messenger.history(conversation, limit: limit) } catch {
+            throw MessengerClientError(.failed, "the history did not open: \(error)")
+        }
+    }
+
+    public func send(_ text: String, to conversation: UserID) async throws -> MessageRecord {
+        do { return try await messenger.send(text, to: conversation) } catch let e as MessengerCore.SendError {
+            throw MessengerClientError(.badRequest, e.description)
+        }
+    }
+
+    public func sendPublic(_ text: String) async throws {
+        guard !text.isEmpty else { throw MessengerClientError(.badRequest, "an empty message is not sent") }
+        do { try await node.sendPublic(text) } catch { throw MessengerClientError(.badRequest, "\(error)") }
+    }
+
+    public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
+        guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here: files go over the mesh only") }
+        do { return try await node.sendFile(name: name, mimeType: nil, content: content, to: peer) } catch {
+            throw MessengerClientError(.badRequest, "\(error)")
+        }
+    }
+
+    public func markSeen(_ conversation: UserID) async throws { await messenger.markSeen(conversation) }
+
+    /// Decides, and keeps the favourites in the identity store (they are
+    /// held for across runs before the store opens).
+    public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws {
+        await messenger.decide(change, about: fingerprint, nickname: nickname)
+        if change == .favourite || change == .unfavourite {
+            do { try identityStore.setFavorites(await node.favoriteFingerprints) } catch {
+                throw MessengerClientError(.failed, "favourites not saved: \(error)")
+            }
+        }
+    }
+
+    public func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool {
+        await messenger.setNostrVariant(variant, for: fingerprint)
+    }
+
+    public func lock() async throws {
+        do { try await messenger.lock() } catch { throw MessengerClientError(.failed, "the store did not close cleanly: \(error)") }
+    }
+
+    public func unlock(secret: String?) async throws {
+        guard await !messenger.isStoreOpen else { return }
+        let directory = messenger.directory
+        let protection: Keyring.Protection
+        switch YaOKStore.protection(in: directory) {
+        case .pin?: protection = .pin(secret ?? "")
+        case .passphrase?: protection = .passphrase(secret ?? "")
+        case nil, .keyFile?: protection = .keyFile(node.identity)
+        }
+        do {
+            try await messenger.open(try YaOKStore.open(directory: directory, protection: protection))
+        } catch let e as Keyring.Error {
+            throw MessengerClientError(.forbidden, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "\(error)")
+        }
+    }
+
+    public func join(channel name: String) async throws -> String {
+        do { return try await messenger.join(channel: name) } catch { throw MessengerClientError(.badRequest, "\(error)") }
+    }
+
+    public func say(_ text: String, in geohash: String) async throws {
+        do { try await messenger.say(text, in: geohash) } catch { throw MessengerClientError(.badRequest, "\(error)") }
+    }
+
+    public func leave(channel geohash: String) async throws { await messenger.leave(channel: geohash) }
+
+    public func ping(_ peer: PeerID) async throws {
+        guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here") }
+        await node.ping(peer)
+    }
+
+    public func rename(_ nickname: String) async throws {
+        do { try identityStore.setNickname(nickname) } catch { throw MessengerClientError(.badRequest, "\(error)") } // refuses what an announce cannot carry
+        await node.rename(nickname)
+    }
+
+    public func statistics() async throws -> NodeStatistics {
+        NodeStatistics(mesh: await node.statistics, refusals: await node.refusals)
+    }
+
+    public func stately() async throws -> StatelyView {
+        StatelyView(state: await node.status, interval: await node.statusInterval, powerMode: await node.powerMode.rawValue,
+                    board: await node.statusBoard)
+    }
+
+    public func setState(_ state: StateKind) async throws { await node.setStatus(state) }
+
+    public func clearSOS() async throws { await node.clearSOS() }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import StarlingCrypto
+import StarlingMessenger
+import StarlingNodeCore
+import StarlingNostr
+import StarlingStately
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// The messenger of a running daemon, through its API: what a face in
+/// another process (the terminal's chat) uses as it would the messenger in
+/// process. Each call is one request; the events are the daemon's stream,
+/// read back into ``MessengerEvent``s.
+public struct APIMessengerClient: MessengerClient {
+    public let api: APIClient
+
+    public init(_ api: APIClient) { self.api = api }
+
+    /// A refusal in the daemon's words, with its kind from the status.
+    static func failure(_ error: any Error) -> any Error {
+        guard let f = error as? APIClient.Failure else {
+            if error is APIJSON.Unreadable { return error }
+            return MessengerClientError(.unavailable, "the daemon did not answer (\(error)): is it still running?")
+        }
+        let kind: MessengerClientError.Kind = switch f.status {
+        case 400: .badRequest
+        case 403: .forbidden
+        case 404: .notFound
+        case 409: .conflict
+        case 423: .locked
+        default: .failed
+        }
+        return MessengerClientError(kind, f.message)
+    }
+
+    func get(_ path: String) async throws -> Any {
+        do { return try await api.get(path) } catch { throw Self.failure(error) }
+    }
+
+    func post(_ path: String, _ body: [String: Any] = [:]) async throws -> Any {
+        do { return try await api.post(path, body) } catch { throw Self.failure(error) }
+    }
+
+    func delete(_ path: String) async throws {
+        do { _ = try await api.request(.DELETE, path, body: nil) } catch { throw Self.failure(error) }
+    }
+
+    static func escaped(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s
+    }
+
+    public func events() async throws -> AsyncThrowingStream<MessengerEvent, any Error> {
+        let since = UInt64(try APIJSON.Fields(try await get("/v1/status")).int("events"))
+        let source = api.events(since: since)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await data in source {
+                        let object = try? JSONSerialization.jsonObject(with: data)
+                        if let e = try APIJSON.readEvent(object) { continuation.yield(e) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: Self.failure(error))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func summary() async throws -> NodeSummary { try APIJSON.readSummary(try await get("/v1/status")) }
+
+    public func peers() async throws -> [PeerView] {
+        try ((try await get("/v1/peers")) as? [Any] ?? []).map(APIJSON.readPeer)
+    }
+
+    public func identity(ofPeer peer: PeerID) async throws -> PeerIdentity? {
+        do {
+            return try APIJSON.readIdentity(try await get("/v1/peers/\(peer)/identity"))
+        } catch let e as MessengerClientError where e.kind == .notFound {
+            return nil
+        }
+    }
+
+    public func contacts() async throws -> [Contact] {
+        try ((try await get("/v1/contacts")) as? [Any] ?? []).map(APIJSON.readContact)
+    }
+
+    public func trust() async throws -> [Fingerprint: TrustRecord] {
+        var out: [Fingerprint: TrustRecord] = [:]
+        for t in try ((try await get("/v1/trust")) as? [Any] ?? []).map(APIJSON.readTrust) {
+            if let f = Fingerprint(hex: t.fingerprint) { out[f] = t }
+        }
+        return out
+    }
+
+    public func conversations() async throws -> [Messenger.Summary] {
+        try ((try await get("/v1/conversations")) as? [Any] ?? []).map(APIJSON.readConversation)
+    }
+
+    public func conversation(_ id: UserID) async throws -> Messenger.Summary {
+        try APIJSON.readConversation(try await get("/v1/conversations/\(id)"))
+    }
+
+    public func conversation(withPeer peer: PeerID) async throws -> UserID? {
+        do {
+            return try APIJSON.readConversation(try await post("/v1/conversations", ["peerID": peer.description])).id
+        } catch let e as MessengerClientError where e.kind == .notFound {
+            return nil
+        }
+    }
+
+    public func conversation(withKey fingerprint: Fingerprint) async throws -> UserID {
+        try APIJSON.readConversation(try await post("/v1/conversations", ["fingerprint": fingerprint.hex])).id
+    }
+
+    public func resolve(_ name: String) async throws -> Messenger.Resolution {
+        let f: APIJSON.Fields
+        do {
+            f = try APIJSON.Fields(try await get("/v1/resolve?name=\(Self.escaped(name))"))
+        } catch let e as MessengerClientError where e.kind == .notFound {
+            return .none
+        }
+        if let names = f.o["ambiguous"] as? [String] { return .ambiguous(names) }
+        return .conversation(try f.userID("conversation"))
+    }
+
+    public func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord] {
+        try ((try await get("/v1/conversations/\(conversation)/messages?limit=\(limit)")) as? [Any] ?? []).map(APIJSON.readMessage)
+    }
+
+    public func send(_ text: String, to conversation: UserID) async throws -> MessageRecord {
+        try APIJSON.readMessage(try await post("/v1/messages", ["to": conversation.description, "text": text]))
+    }
+
+    public func sendPublic(_ text: String) async throws { _ = try await post("/v1/public", ["text": text]) }
+
+    public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
+        let o = try await post("/v1/files", ["to": peer.description, "name": name, "content": Data(content).base64EncodedString()])
+        return try APIJSON.Fields(o).string("transferID")
+    }
+
+    public func markSeen(_ conversation: UserID) async throws { _ = try await post("/v1/conversations/\(conversation)/seen") }
+
+    public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws {
+        var body: [String: Any] = ["fingerprint": fingerprint.hex, "change": change.rawValue]
+        if let nickname { body["nickname"] = nickname }
+        _ = try await post("/v1/trust", body)
+    }
+
+    public func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool {
+        do {
+            _ = try await post("/v1/trust", ["fingerprint": fingerprint.hex, "nostrVariant": variant.rawValue])
+            return true
+        } catch let e as MessengerClientError where e.kind == .notFound {
+            return false
+        }
+    }
+
+    public func lock() async throws { _ = try await post("/v1/store/lock") }
+
+    public func unlock(secret: String?) async throws {
+        _ = try await post("/v1/store/unlock", secret.map { ["secret": $0] } ?? [:])
+    }
+
+    public func join(channel name: String) async throws -> String {
+        try APIJSON.Fields(try await post("/v1/channels/\(Self.escaped(name))")).string("joined")
+    }
+
+    public func say(_ text: String, in geohash: String) async throws {
+        _ = try await post("/v1/channels/\(Self.escaped(geohash))/messages", ["text": text])
+    }
+
+    public func leave(channel geohash: String) async throws { try await delete("/v1/channels/\(Self.escaped(geohash))") }
+
+    public func ping(_ peer: PeerID) async throws { _ = try await post("/v1/peers/\(peer)/ping") }
+
+    public func rename(_ nickname: String) async throws { _ = try await post("/v1/nickname", ["nickname": nickname]) }
+
+    public func statistics() async throws -> NodeStatistics {
+        let o = try await get("/v1/statistics")
+        do {
+            return try JSONDecoder().decode(NodeStatistics.self, from: JSONSerialization.data(withJSONObject: o))
+        } catch {
+            throw APIJSON.Unreadable("statistics")
+        }
+    }
+
+    public func stately() async throws -> StatelyView { try APIJSON.readStately(try await get("/v1/stately")) }
+
+    public func setState(_ state: StateKind) async throws { _ = try await post("/v1/stately", ["state": state.rawValue]) }
+
+    public func clearSOS() async throws { _ = try await post("/v1/stately", ["state": "clear"]) }
+}

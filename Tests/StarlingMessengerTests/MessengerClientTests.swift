@@ -1,0 +1,230 @@
+import Foundation
+import Logging
+import Testing
+import StarlingCrypto
+import StarlingMessenger
+import StarlingMessengerAPI
+import StarlingNode
+import StarlingNodeCore
+import StarlingNostr
+import StarlingStately
+import StarlingWire
+import StarlingYaOK
+import StarlingYaOKStore
+
+/// A face sees the same through a daemon's API as in process: every event
+/// reads back as it was written, and the API client answers as the local
+/// client over the same messenger does.
+@Suite struct MessengerClientTests {
+    static let a = PeerID(rawValue: 0x0102_0304_0506_0708), b = PeerID(rawValue: 0xA1B2_C3D4_E5F6_0718)
+    static let f = Identity.generate().fingerprint
+
+    static func json(_ e: NodeEvent) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(e), as: UTF8.self)
+    }
+
+    /// One of each node event (25 kinds), with every optional field both set and not.
+    static var nodeEvents: [NodeEvent] {
+        let s = StatelyEngine.PeerState(senderID: a, name: "ann", state: .sos, timestamp: 1_795_000_000_000, heardAt: 0, hops: 2)
+        return [
+            .started(port: 4242, peerID: a, nickname: "ann"), .started(port: nil, peerID: a, nickname: "ann"),
+            .linkUp("127.0.0.1:1"), .linkDown("127.0.0.1:1"), .peer(b, nickname: "bob", hops: 3),
+            .capabilities(b, [.prekeys, .board]), .capabilities(b, nil),
+            .message(from: b, nickname: "bob", text: "hi \"all\"\n✓", hops: 2, timestamp: 17, history: true),
+            .message(from: b, nickname: nil, text: "x", hops: 1, timestamp: 18),
+            .privateMessage(from: b, nickname: "bob", text: "psst", messageID: "M1", hops: 1, via: "nostr"),
+            .privateMessage(from: b, nickname: nil, text: "psst", messageID: "M2", hops: 2),
+            .sessionEstablished(b, fingerprint: f.hex), .delivered(messageID: "M1", by: b), .sentOffMesh(messageID: "M1", to: b, via: "nostr"),
+            .failed(messageID: "M1", to: b), .held(messageID: "M1", for: b), .fileProgress(from: b, received: 3, total: 9),
+            .fileSent(transferID: "T", to: b, fragments: 9), .fileReceived(from: b, name: "a.txt", size: 10, path: "/tmp/a.txt", transferID: "T"),
+            .read(messageID: "M1", by: b), .left(b), .rejected(Rejection(.badAnnounce, peer: b, "bad")), .rejected(Rejection(.transport, "down")),
+            .state(s), .sos(s), .stateExpired(b), .pong(from: b, rttMillis: 12, hops: 2),
+            .favorited(by: b, nickname: "bob", on: true, npub: "npub1x"), .favorited(by: b, nickname: nil, on: false, npub: nil),
+            .pinned(fingerprint: f, signingKey: [1, 2, 0xFF]), .notice("a relay connected"),
+        ]
+    }
+
+    @Test func everyNodeEventReadsBackAsItWasWritten() throws {
+        let events = Self.nodeEvents
+        #expect(Set(events.map(\.name)).count == 25) // every kind, none forgotten
+        for e in events {
+            let written = try Self.json(e)
+            let read = try JSONDecoder().decode(NodeEvent.self, from: Data(written.utf8))
+            #expect(try Self.json(read) == written)
+        }
+        // Refused, never guessed: an unknown kind, a peer ID that is not one.
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(NodeEvent.self, from: Data(#"{"event":"teleported"}"#.utf8)) }
+        #expect(throws: (any Error).self) {
+            try JSONDecoder().decode(NodeEvent.self, from: Data(#"{"event":"left","peerID":"not hex"}"#.utf8))
+        }
+        #expect((try? JSONDecoder().decode(NodeEvent.self, from: Data(#"{"event":"left","peerID":"0102030405060708"}"#.utf8))) != nil)
+    }
+
+    static func text(_ objects: [APIJSON.Object]) -> [String] { objects.map { String(decoding: APIJSON.data($0), as: UTF8.self) } }
+
+    @Test func everyMessengerEventReadsBackFromTheEventStream() throws {
+        let conversation = UserID.random(), record = MessageRecord(id: UserID.random(), contact: conversation, outgoing: true, text: "hello", timestamp: 1_795_000_000_123,
+                                                            recordedAt: 1_795_000_000.5, progress: MessageProgress(reported: .delivered, at: 1_795_000_000.5),
+                                                            transport: "mesh", transportID: "M1")
+        var incoming = MessageRecord(id: UserID.random(), contact: conversation, outgoing: false, text: "yes", timestamp: 2, recordedAt: 3, transportID: "M2")
+        incoming.readAt = 3
+        let events: [MessengerEvent] = [
+            .trustLoaded(contacts: 2, pending: 1), .storeUnlocked(storedMeanwhile: 4),
+            .privateMessage(conversation: conversation, record: incoming, from: Self.b, name: "bob", hops: 2, via: "nostr"),
+            .sent(conversation: conversation, record: record), .sendingWaiting(conversation: conversation, count: 3),
+            .progress(conversation: conversation, record: record), .peerJoined(Self.b, nickname: "bob", hops: 1), .peerLeft(Self.b),
+            .sessionEstablished(Self.b, name: "bob"), .favorited(by: Self.b, name: "bob", on: true, npub: "npub1q", overNostr: true),
+            .trustChanged(Self.f, name: "bob", blocked: true, favorite: false, verified: true), .warning("careful"), .notSaved("disk full"),
+            .diagnostic(Rejection(.undecryptable, peer: Self.b, "no session")),
+            .publicHistory([.message(from: Self.b, nickname: "bob", text: "old", hops: 1, timestamp: 5, history: true)]),
+            .channel(.message(.init(geohash: "u4pru", publicKey: "ab", nickname: "ann", text: "hey", createdAt: 9, eventID: "e1"))),
+            .channel(.presence(geohash: "u4pru", publicKey: "ab")), .channel(.failed("no relay took it")),
+            .node(.pong(from: Self.b, rttMillis: 3, hops: 1)), .node(.rejected(Rejection(.transport, "adapter off"))),
+        ]
+        for e in events {
+            let written = APIJSON.events(e)
+            let read = try written.map { try #require(try APIJSON.readEvent(JSONSerialization.jsonObject(with: APIJSON.data($0))), "\(Self.text(written))") }
+            #expect(Self.text(read.flatMap(APIJSON.events)) == Self.text(written))
+        }
+        // What it cannot read is said or skipped, never made up: a newer daemon's event, a gap.
+        #expect(try APIJSON.readEvent(["event": "somethingNew"]) == nil)
+        guard case let .warning(words)? = try APIJSON.readEvent(["event": "gap", "missed": 12]) else {
+            Issue.record("a gap is not said")
+            return
+        }
+        #expect(words.contains("12 events were missed"))
+        #expect(throws: (any Error).self) { try APIJSON.readEvent(["event": "sent", "conversation": "not a uuid"]) }
+    }
+
+    // MARK: The same answers, in process and through the API
+
+    struct Side {
+        let node: MeshNode
+        let messenger: Messenger
+        let local: LocalMessengerClient
+        let directory: URL
+    }
+
+    static func side(_ name: String, peers: [UInt16]) async throws -> Side {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-client-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var options = MeshNode.Options(nickname: name)
+        options.udp?.port = 0
+        options.udp?.discovery = false
+        options.udp?.peers = peers.map { .loopback($0) }
+        options.core.announceInterval = 500
+        let identity = Identity.generate()
+        let node = try MeshNode(identity: identity, options: options)
+        let messenger = Messenger(node: node, directory: dir)
+        try await messenger.open(try YaOKStore.open(directory: dir, protection: .keyFile(identity), iterations: 1_000))
+        let ids = IdentityStore(directory: DataDirectory(explicit: dir.path))
+        return Side(node: node, messenger: messenger, local: LocalMessengerClient(messenger: messenger, identityStore: ids), directory: dir)
+    }
+
+    /// Polls `condition` for at most `seconds` (a limit, not a sleep).
+    static func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+
+    @Test(.timeLimit(.minutes(2))) func theAPIClientAnswersAsTheLocalClientDoes() async throws {
+        let a = try await Self.side("ann", peers: [])
+        let aPort = try #require(await a.node.port)
+        let b = try await Self.side("bob", peers: [aPort])
+        var logger = Logger(label: "test.api")
+        logger.logLevel = .critical
+        let api = APIServer(client: a.local, configuration: .init(directory: a.directory))
+        let received = ReceivedTexts()
+        var tasks: [Task<Void, Never>] = [Task { await a.node.run() }, Task { await b.node.run() }, Task { await a.messenger.run() },
+                                          Task { await b.messenger.run() }, Task { await api.record() },
+                                          Task {
+                                              for await e in b.messenger.events {
+                                                  if case let .privateMessage(_, record, _, _, _, _) = e { await received.add(record.text) }
+                                              }
+                                          }]
+        tasks += try api.applications(logger: logger).map { s in Task { try? await s.run() } }
+        defer {
+            for t in tasks { t.cancel() }
+            for d in [a.directory, b.directory] { try? FileManager.default.removeItem(at: d) }
+        }
+        let remote = APIMessengerClient(APIClient(host: "127.0.0.1", port: await api.port, token: api.configuration.token))
+        let local = a.local
+        #expect(try await Self.eventually { try await local.peers().count == 1 })
+        let bob = try #require(try await local.peers().first)
+
+        // The remote's events, followed from now.
+        let events = try await remote.events()
+        let seen = SeenEvents()
+        tasks.append(Task { do { for try await e in events { await seen.add(e) } } catch {} })
+
+        // A message sent through the API reaches bob; its receipt comes back as an event.
+        guard case let .conversation(withBob) = try await remote.resolve("bob") else {
+            Issue.record("bob does not resolve through the API")
+            return
+        }
+        #expect(try await local.resolve("bob") == .conversation(withBob))
+        let sent = try await remote.send("through the API", to: withBob)
+        #expect(sent.text == "through the API" && sent.outgoing)
+        #expect(await Self.eventually { await received.contains("through the API") })
+        #expect(await Self.eventually { await seen.delivered(sent.transportID ?? "") })
+
+        try await remote.decide(.favourite, about: bob.fingerprint, nickname: "bob")
+        try await remote.decide(.verify, about: bob.fingerprint, nickname: "bob")
+
+        // Now every question has the same answer both ways.
+        let (l, r) = (try await local.summary(), try await remote.summary())
+        #expect(l == r)
+        #expect(l.peers == 1 && l.storeOpen && l.trustKnown)
+        #expect(try await local.peers() == (try await remote.peers()))
+        #expect(try await remote.peers().first?.verified == true)
+        #expect(try await local.contacts() == (try await remote.contacts()))
+        #expect(try await local.trust() == (try await remote.trust()))
+        #expect(try await remote.trust()[bob.fingerprint]?.favorite == true)
+        #expect(try await local.identity(ofPeer: bob.id) == (try await remote.identity(ofPeer: bob.id)))
+        #expect(try await remote.identity(ofPeer: PeerID(rawValue: 7)) == nil)
+        let lc = try await local.conversations(), rc = try await remote.conversations()
+        #expect(lc.map(\.id) == rc.map(\.id) && lc.map(\.name) == rc.map(\.name) && lc.map(\.fingerprint) == rc.map(\.fingerprint))
+        #expect(try await local.conversation(withPeer: bob.id) == (try await remote.conversation(withPeer: bob.id)))
+        let lh = try await local.history(withBob, limit: 10), rh = try await remote.history(withBob, limit: 10)
+        #expect(lh.map(\.id) == rh.map(\.id) && lh.map(\.text) == rh.map(\.text) && lh.map(\.progress?.state) == rh.map(\.progress?.state))
+        #expect(try await local.stately().state == (try await remote.stately().state))
+        #expect(try await remote.statistics().mesh.received > 0)
+
+        // Refusals keep their kind: a name nobody has, an empty public line, a locked store.
+        #expect(try await remote.resolve("nobody") == Messenger.Resolution.none)
+        await #expect(throws: MessengerClientError.self) { try await remote.sendPublic("") }
+        await #expect(throws: MessengerClientError.self) { try await remote.ping(PeerID(rawValue: 7)) }
+        try await remote.lock()
+        #expect(try await remote.summary().storeOpen == false)
+        do {
+            _ = try await remote.history(withBob, limit: 10)
+            Issue.record("the history of a locked store was given")
+        } catch let e as MessengerClientError {
+            #expect(e.kind == .locked)
+        }
+        try await remote.unlock(secret: nil) // the key file
+        #expect(try await remote.summary().storeOpen)
+        try await remote.rename("annie")
+        #expect(try await local.summary().nickname == "annie")
+    }
+
+    actor ReceivedTexts {
+        var texts: Set<String> = []
+        func add(_ t: String) { texts.insert(t) }
+        func contains(_ t: String) -> Bool { texts.contains(t) }
+    }
+
+    actor SeenEvents {
+        var states: [String: MessageState] = [:]
+        func add(_ e: MessengerEvent) {
+            if case let .progress(_, record) = e, let id = record.transportID, let s = record.progress?.state { states[id] = max(states[id] ?? s, s) }
+        }
+        func delivered(_ id: String) -> Bool { (states[id] ?? .composing) >= .delivered }
+    }
+}
