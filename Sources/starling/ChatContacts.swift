@@ -16,6 +16,11 @@ extension ChatScreen {
         case let .conversation(id):
             return id
         case let .ambiguous(names):
+            // Several peers here by that name: listed with their marks, as /who shows them.
+            if await peerTable().values.filter({ $0.nickname == name }).count > 1 {
+                _ = await peer(named: name)
+                return nil
+            }
             say("! \(names.count) are called \(name): \(names.map(DisplayText.clean).joined(separator: ", ")); say which, e.g. \(DisplayText.clean(names[0]))")
             return nil
         case .none:

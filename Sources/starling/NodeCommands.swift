@@ -61,7 +61,7 @@ struct NodeOptions: ParsableArguments {
             runningNodeLock = try DirectoryLock(store.directory)
         } catch let held as DirectoryLock.Held {
             if FileManager.default.fileExists(atPath: store.directory.url.appendingPathComponent("api.json").path) {
-                throw RuntimeFailure("a starling daemon (pid \(held.pid.map(String.init) ?? "?")) runs for \(held.path): chat, send and listen go through it; this command runs a node of its own, so stop the daemon first")
+                throw RuntimeFailure("a starling daemon (pid \(held.pid.map(String.init) ?? "?")) runs for \(held.path): chat, send, listen and status go through it; this command runs a node of its own, so stop the daemon first")
             }
             throw RuntimeFailure(held.description)
         }

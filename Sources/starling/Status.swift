@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StarlingMessenger
+import StarlingMessengerAPI
 import StarlingNode
 import StarlingStately
 import StarlingWire
@@ -37,10 +38,13 @@ struct Status: AsyncParsableCommand {
             guard let kind = StateKind(name: state) else {
                 throw ValidationError("unknown state \(state); one of \(StateKind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            try await StatusRun(node: node, json: json, duration: duration).run { n in
+            try await StatusRun(node: node, json: json, duration: duration).run({ n in
                 await n.setStatus(kind)
                 return "broadcasting \(kind.emoji) \(kind.displayName)"
-            }
+            }, through: { c in
+                try await c.setState(kind)
+                return "broadcasting \(kind.emoji) \(kind.displayName)"
+            })
         }
     }
 
@@ -53,10 +57,13 @@ struct Status: AsyncParsableCommand {
         @Flag(help: "One JSON object per line.") var json = false
 
         func run() async throws {
-            try await StatusRun(node: node, json: json, duration: duration, clearOnInput: true).run { n in
+            try await StatusRun(node: node, json: json, duration: duration, clearOnInput: true).run({ n in
                 await n.setStatus(.sos)
                 return "🆘 SOS broadcast every 5 s — type clear (or press Enter) to end it"
-            }
+            }, through: { c in
+                try await c.setState(.sos)
+                return "🆘 SOS broadcast every 5 s — type clear (or press Enter) to end it"
+            })
         }
     }
 
@@ -67,10 +74,13 @@ struct Status: AsyncParsableCommand {
         @Flag(help: "One JSON object per line.") var json = false
 
         func run() async throws {
-            try await StatusRun(node: node, json: json, duration: wait + 1, waitForPeer: wait).run { n in
+            try await StatusRun(node: node, json: json, duration: wait + 1, waitForPeer: wait).run({ n in
                 await n.setStatus(.available)
                 return "✅ cleared: available"
-            }
+            }, through: { c in
+                try await c.setState(.available)
+                return "✅ cleared: available"
+            })
         }
     }
 
@@ -95,7 +105,13 @@ struct StatusRun {
     var waitForPeer: Double?
     var table = false
 
-    func run(_ start: @escaping @Sendable (MeshNode) async -> String?) async throws {
+    func run(_ start: @escaping @Sendable (MeshNode) async -> String?, through: (@Sendable (APIMessengerClient) async throws -> String?)? = nil)
+        async throws {
+        // A daemon runs for this data directory: it is the node, and keeps the state.
+        if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) {
+            try await runThrough(APIMessengerClient(api), set: through)
+            return
+        }
         // A node with the store's trust decisions: a blocked peer's state is not shown.
         let session = try await NodeSession.start(node, tellsFavourites: false)
         let n = session.node, messenger = session.messenger
@@ -150,6 +166,56 @@ struct StatusRun {
             }
             await n.run(until: deadline) // until the deadline, or until stopped
             group.cancelAll()
+        }
+    }
+}
+
+extension StatusRun {
+    /// Through a daemon: the state is set on its node (it keeps broadcasting it
+    /// after this command ends); an SOS is cleared when the person says so;
+    /// watch follows the daemon's board.
+    func runThrough(_ client: APIMessengerClient, set: (@Sendable (APIMessengerClient) async throws -> String?)?) async throws {
+        let printer = EventPrinter(json: json)
+        do {
+            if let set, let line = try await set(client), !json { printer.say("* " + line + " (through the daemon, which keeps it)") }
+            let until = duration.map { Date().addingTimeInterval($0) }
+            if clearOnInput {
+                let waiting = Task {
+                    for await line in Chat.lines() where line.isEmpty || line.lowercased() == "clear" { break }
+                }
+                if let until {
+                    let timer = Task { try? await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow))); waiting.cancel() }
+                    await waiting.value
+                    timer.cancel()
+                } else {
+                    await waiting.value
+                }
+                try await client.clearSOS()
+                if !json { printer.say("* SOS cleared") }
+                return
+            }
+            guard table || set == nil else { return }
+            // watch: the daemon's board, until the duration ends or the person interrupts.
+            var last = ""
+            while until.map({ Date() < $0 }) ?? true {
+                let board = try await client.stately().board
+                if table {
+                    let text = StatusTable.render(board)
+                    if text != last {
+                        printer.say(isatty(STDOUT_FILENO) == 1 ? "\u{1B}[H\u{1B}[2J" + text : text)
+                        last = text
+                    }
+                } else {
+                    let text = board.map { "\($0.senderID) \($0.state.rawValue) \($0.timestamp)" }.joined(separator: "\n")
+                    if text != last {
+                        for s in board { printer.print(s.state == .sos ? .sos(s) : .state(s)) }
+                        last = text
+                    }
+                }
+                try await Task.sleep(for: .seconds(1))
+            }
+        } catch let e as MessengerClientError {
+            throw RuntimeFailure(e.description)
         }
     }
 }

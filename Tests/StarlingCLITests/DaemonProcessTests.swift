@@ -143,4 +143,81 @@ import Glibc
         #expect(ran == lines.count)
     }
 
+    /// A terminal chat on the daemon's data directory is a face of the daemon: it
+    /// sees what another face (`send`) does on the same identity, sends through
+    /// it, hears a third node, quits leaving the daemon running, and says so
+    /// when the daemon itself stops.
+    @Test func theChatGoesThroughTheDaemonBesideSendAndOutlivesNeither() async throws {
+        let bob = try MeshProcessTests.node("bob", markRead: true)
+        defer { bob.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bob)
+        let dir = ContactCommandTests.temporaryDirectory("daemon-chat")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let d = try Self.daemon(dir, name: "alice", peer: bobPort)
+        defer { d.stop() }
+        let (url, token, _) = try await Self.info(dir, d)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        #expect(await bob.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" } != nil, "\(bob.text)")
+
+        let chat = try LiveProcess(["chat", "--plain", "--data-dir", dir])
+        defer { chat.stop() }
+        #expect(await chat.waitForText("through the daemon that runs for"), "\(chat.text)")
+        // Another face on the same identity: the chat sees its message and receipts.
+        let sent = try await StarlingProcess.run(["send", "--data-dir", dir, "--to", "bob", "--linger", "15", "from send"])
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(await chat.waitForText("<you → bob> from send"), "\(chat.text)")
+        // The chat's own message, through the daemon, to bob and back as receipts.
+        chat.type("/msg bob from the chat")
+        #expect(await bob.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "from the chat" } != nil, "\(bob.text)")
+        #expect(await chat.waitForText("to bob: read"), "\(chat.text)")
+        // A third node writes to alice: the chat shows it.
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        let udp = try #require(status["udpPort"] as? Int)
+        let carol = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "carol", "--data-dir",
+                                                   MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(udp)", "--to", "alice", "--linger", "15",
+                                                   "hello alice"])
+        #expect(carol.status == 0, "\(carol.stdout)\(carol.stderr)")
+        #expect(await chat.waitForText("<carol → you> hello alice"), "\(chat.text)")
+        // Commands answer through the daemon; a wrong one is said.
+        chat.type("/who")
+        #expect(await chat.waitForText("bob  "), "\(chat.text)")
+        chat.type("/history bob")
+        #expect(await chat.waitForText("<you → bob> from the chat  ✓✓ read"), "\(chat.text)")
+        chat.type("/ping nobody")
+        #expect(await chat.waitForText("! no peer called nobody"), "\(chat.text)")
+        // A file from the chat, through the daemon.
+        let file = dir + "/note.txt"
+        try Data("meet at six".utf8).write(to: URL(fileURLWithPath: file))
+        chat.type("/send bob \(file)")
+        #expect(await bob.waitFor { $0["event"] as? String == "fileReceived" && $0["name"] as? String == "note.txt" } != nil, "\(bob.text)")
+        #expect(await chat.waitForText("· to bob: delivered"), "\(chat.text)")
+        // Beside the daemon: a contact added to its store is the chat's at once; a state set goes through it.
+        let dave = ContactCommandTests.temporaryDirectory("daemon-dave")
+        defer { try? FileManager.default.removeItem(atPath: dave) }
+        #expect(try await StarlingProcess.run(["id", "--data-dir", dave, "--name", "dave"]).status == 0)
+        let card = try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", dave, "--json"]).stdout)
+        let added = try await StarlingProcess.run(["contact", "add", "--data-dir", dir, try #require(card["uri"] as? String)])
+        #expect(added.status == 0, "\(added.stderr)")
+        chat.type("/contacts")
+        #expect(await chat.waitForText("dave  away"), "\(chat.text)")
+        let busy = try await StarlingProcess.run(["status", "set", "busy", "--data-dir", dir])
+        #expect(busy.status == 0 && busy.stdout.contains("through the daemon"), "\(busy.stdout)\(busy.stderr)")
+        #expect((try await api.get("/v1/stately") as? [String: Any])?["state"] as? String == "busy")
+        chat.type("/status")
+        #expect(await chat.waitForText("* you: 🔶 Busy"), "\(chat.text)")
+        // Quitting the chat leaves the daemon on the mesh.
+        chat.type("/quit")
+        #expect(await chat.waitForExit(seconds: 15) == 0, "\(chat.text)")
+        #expect(chat.text.contains("the daemon stays on the mesh") && !chat.text.contains("the daemon stopped"), "\(chat.text)")
+        #expect(try await api.get("/v1/status") is [String: Any])
+        // A chat whose daemon stops says so and ends.
+        let second = try LiveProcess(["chat", "--plain", "--data-dir", dir])
+        defer { second.stop() }
+        #expect(await second.waitForText("through the daemon that runs for"), "\(second.text)")
+        kill(d.process.processIdentifier, SIGTERM)
+        #expect(await d.waitForExit(seconds: 10) == 0, "\(d.text)")
+        #expect(await second.waitForText("the daemon stopped"), "\(second.text)")
+        #expect(await second.waitForExit(seconds: 15) != nil, "\(second.text)")
+    }
+
 }

@@ -184,7 +184,14 @@ import StarlingYaOKStore
         #expect(try await local.peers() == (try await remote.peers()))
         #expect(try await remote.peers().first?.verified == true)
         #expect(try await local.contacts() == (try await remote.contacts()))
-        #expect(try await local.trust() == (try await remote.trust()))
+        // (Their times as JSON numbers: equal to the microsecond.)
+        func decisions(_ t: [Fingerprint: TrustRecord]) -> [String] {
+            t.sorted { $0.key < $1.key }.map { f, r in
+                "\(f.hex) \(r.nickname ?? "-") \(r.verified) \(r.favorite) \(r.blocked) \(r.npub ?? "-") \(r.nostrVariant ?? "-") \(String(describing: r.favoritesUs)) \(Int(r.updatedAt * 1e6))"
+            }
+        }
+        #expect(decisions(try await local.trust()) == decisions(try await remote.trust()))
+        #expect(!(try await remote.trust()).isEmpty)
         #expect(try await remote.trust()[bob.fingerprint]?.favorite == true)
         #expect(try await local.identity(ofPeer: bob.id) == (try await remote.identity(ofPeer: bob.id)))
         #expect(try await remote.identity(ofPeer: PeerID(rawValue: 7)) == nil)
