@@ -26,6 +26,8 @@ public actor Messenger {
     public nonisolated let nostr: NostrTransport?
     public nonisolated let server: YaOKServerMailbox?
     private var knownContacts = 0
+    /// A store is being opened (its reads under way): a second open waits for nothing.
+    private var opening = false
 
     public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
                 configuration: MessengerCore.Configuration = .init()) {
@@ -151,29 +153,46 @@ public actor Messenger {
     // MARK: The store
 
     /// The store opened: everything the core needs from it, after moving in
-    /// what older versions kept outside it (`nostr-contacts`).
+    /// what older versions kept outside it (`nostr-contacts`). All or nothing:
+    /// a read that fails leaves the store closed (its handle closed too). Two
+    /// faces unlocking at once open it once: a second handle, while one is
+    /// open or opening, is closed and the call succeeds.
     public func open(_ store: YaOKStore) async throws {
-        self.store = store
-        try NostrContactsFile.migrate(from: directory, into: store, now: Self.now)
+        guard self.store == nil, !opening else {
+            try? store.close() // (a second unlock: the first one's handle is the store)
+            return
+        }
+        opening = true
+        defer { opening = false }
         var contents = MessengerCore.StoreContents()
-        contents.contacts = try store.contacts()
-        knownContacts = contents.contacts.count
-        contents.trust = try store.trust()
-        contents.pins = try store.pins().compactMap { hex, key in Fingerprint(hex: hex).map { ($0, key) } }
-        contents.conversations = try store.conversations()
-        let ids = contents.contacts.compactMap { $0.card?.userID } + contents.conversations.map(\.id)
-        for id in ids { contents.messages[id] = try store.conversation(with: id, limit: 200) }
-        contents.pending = try store.pendingMessages()
+        do {
+            try NostrContactsFile.migrate(from: directory, into: store, now: Self.now)
+            contents.contacts = try store.contacts()
+            contents.trust = try store.trust()
+            contents.pins = try store.pins().compactMap { hex, key in Fingerprint(hex: hex).map { ($0, key) } }
+            contents.conversations = try store.conversations()
+            let ids = contents.contacts.compactMap { $0.card?.userID } + contents.conversations.map(\.id)
+            for id in ids { contents.messages[id] = try store.conversation(with: id, limit: 200) }
+            contents.pending = try store.pendingMessages()
+        } catch {
+            try? store.close()
+            throw error
+        }
         contents.favorites = await node.favoriteFingerprints
-        core.storeOpened(contents, peers: await node.peers, now: Self.now)
+        let peers = await node.peers
+        self.store = store
+        knownContacts = contents.contacts.count
+        core.storeOpened(contents, peers: peers, now: Self.now)
         await carryOut()
     }
 
     /// The store closes (locked): writes wait in memory until it opens again.
+    /// Closed whatever its handle says on closing.
     public func lock() throws {
         core.storeClosed()
-        try store?.close()
+        let closing = store
         store = nil
+        try closing?.close()
     }
 
     public var isStoreOpen: Bool { store != nil }

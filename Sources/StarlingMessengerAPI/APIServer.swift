@@ -28,6 +28,9 @@ public final class APIServer: Sendable {
         public var token: String
         /// Events kept for clients that reconnect.
         public var eventCapacity = 10_000
+        /// How often a quiet event stream carries a comment line: a client that went
+        /// away is found at the next write, and its place among the 64 freed.
+        public var heartbeat: Duration = .seconds(15)
         public init(directory: URL, token: String = APIServer.newToken()) {
             self.directory = directory
             self.token = token
@@ -138,7 +141,7 @@ public final class APIServer: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: Guard(token: configuration.token, bound: bound))
-        let c = client, m = client.messenger, log = self.log
+        let c = client, m = client.messenger, log = self.log, heartbeat = configuration.heartbeat
         let v1 = router.group("v1")
         v1.get("status") { _, _ in
             Self.json(APIJSON.summary(try await Self.call { try await c.summary() }, events: await log.lastSeq))
@@ -332,9 +335,34 @@ public final class APIServer: Sendable {
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"
+            // The events and, while none come, a heartbeat: a write to a client
+            // that left fails, which ends its stream and frees its place.
+            // (Bounded as the log's own buffer: a client a whole ring behind is ended, to reconnect and hear of the gap.)
+            let (merged, feed) = AsyncStream.makeStream(of: EventLog.Entry?.self, bufferingPolicy: .bufferingOldest(log.capacity + 2))
+            let pump = Task {
+                for await e in stream {
+                    if case .dropped = feed.yield(e) { break }
+                }
+                feed.finish()
+            }
+            let beat = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: heartbeat)
+                    feed.yield(nil)
+                }
+            }
+            feed.onTermination = { _ in
+                pump.cancel()
+                beat.cancel()
+            }
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                defer { feed.finish() }
                 try await writer.write(ByteBuffer(string: ": starling events\n\n"))
-                for await entry in stream {
+                for await item in merged {
+                    guard let entry = item else {
+                        try await writer.write(ByteBuffer(string: ": \n\n"))
+                        continue
+                    }
                     var b = ByteBuffer(string: "id: \(entry.seq)\ndata: ")
                     b.writeBytes(entry.json)
                     b.writeString("\n\n")

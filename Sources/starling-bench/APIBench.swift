@@ -21,7 +21,7 @@ enum APIBench {
     }
 
     static func side(_ name: String, peers: [UInt16]) async throws -> Side {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-api-bench-\(name)-\(UUID().uuidString)")
+        let dir = base.appendingPathComponent("starling-api-bench-\(name)-\(UUID().uuidString)")
         var options = MeshNode.Options(nickname: name)
         options.udp?.port = 0
         options.udp?.discovery = false
@@ -34,14 +34,23 @@ enum APIBench {
         return Side(node: node, messenger: messenger, directory: dir)
     }
 
+    /// Where the stores go: a RAM disk when there is one (the stores' durable
+    /// writes, the same on both sides, then do not drown what the API adds).
+    static var base: URL {
+        let shm = URL(fileURLWithPath: "/dev/shm")
+        if FileManager.default.isWritableFile(atPath: shm.path) { return shm }
+        return FileManager.default.temporaryDirectory
+    }
+
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
         guard !sorted.isEmpty else { return .nan }
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
     }
 
     static func run() async {
-        print("starling-bench api (release; two nodes on 127.0.0.1, each with its messenger and store)")
+        print("starling-bench api (release; two nodes on 127.0.0.1, each with its messenger and store, stores in \(base.path))")
         do {
+            try await oneCall()
             try await latency()
             try await eventRate()
         } catch {
@@ -123,6 +132,37 @@ enum APIBench {
         print(String(format: "  the API adds   p50 %+.3f ms, p99 %+.3f ms (goal: < 1 ms at p99)",
                      percentile(q, 0.5) - percentile(p, 0.5), percentile(q, 0.99) - percentile(p, 0.99)))
         for d in [a.directory, b.directory] { try? FileManager.default.removeItem(at: d) }
+    }
+
+    /// The API alone: the same question (who we are, what the node holds) asked
+    /// `count` times in process and through the API, one at a time.
+    static func oneCall(count: Int = 2_000) async throws {
+        let a = try await side("call", peers: [])
+        let local = LocalMessengerClient(messenger: a.messenger, identityStore: IdentityStore(directory: DataDirectory(explicit: a.directory.path)))
+        let server = APIServer(client: local, configuration: .init(directory: a.directory))
+        var quiet = Logger(label: "starling.bench.api")
+        quiet.logLevel = .critical
+        let serving = try server.applications(logger: quiet).map { s in Task<Void, Never> { try? await s.run() } }
+        defer {
+            for t in serving { t.cancel() }
+            try? FileManager.default.removeItem(at: a.directory)
+        }
+        let remote = APIMessengerClient(APIClient(host: "127.0.0.1", port: await server.port, token: server.configuration.token))
+        func time(_ body: () async throws -> Void) async rethrows -> [Double] {
+            var out: [Double] = []
+            for _ in 0..<count {
+                let start = ContinuousClock.now
+                try await body()
+                out.append(ms(ContinuousClock.now - start))
+            }
+            return out.sorted()
+        }
+        _ = try await remote.summary() // warm-up
+        let p = try await time { _ = try await local.summary() }
+        let q = try await time { _ = try await remote.summary() }
+        print(String(format: "  one call (status), %d each: in process p50 %.3f ms, p99 %.3f ms; through the API p50 %.3f ms, p99 %.3f ms: adds p50 %+.3f, p99 %+.3f ms",
+                     count, percentile(p, 0.5), percentile(p, 0.99), percentile(q, 0.5), percentile(q, 0.99),
+                     percentile(q, 0.5) - percentile(p, 0.5), percentile(q, 0.99) - percentile(p, 0.99)))
     }
 
     /// Events per second from the log to 1 and to 10 event-stream clients.

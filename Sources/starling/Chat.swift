@@ -114,7 +114,10 @@ struct Chat: AsyncParsableCommand {
         }
         await stoppable?.stop()
         for r in runners { await r.value }
-        screen?.stop()
+        if let screen {
+            screen.stop()
+            if let note = await ui.endNote { StandardOutput.write(Data((note + "\n").utf8)) }
+        }
     }
 
     /// Standard input, line by line (read on its own thread).
@@ -141,6 +144,8 @@ actor ChatScreen {
     let local: NodeSession?
     /// Who we are and what the node holds, as last asked.
     var me: NodeSummary
+    /// Why the chat ended, when it was not the person's choice (said again after the full screen closes).
+    var endNote: String?
     /// The location channel plain lines go to (plain mode, after /join); nil: #mesh.
     var channel: String?
     var pendingVerify: PeerID?
@@ -197,6 +202,7 @@ actor ChatScreen {
     /// The event stream ended: the node stopped, or the daemon went.
     func ended(_ error: (any Error)?) {
         guard local == nil else { return }
+        endNote = "* the daemon stopped" + (error.map { " (\($0))" } ?? "") + ": this chat ends; start the daemon again, or chat without it"
         say("* the daemon stopped" + (error.map { " (\($0))" } ?? "") + ": this chat ends; start the daemon again, or chat without it")
     }
 

@@ -221,6 +221,76 @@ import StarlingYaOKStore
         #expect(try await local.summary().nickname == "annie")
     }
 
+    @Test(.timeLimit(.minutes(1))) func aClientThatLeavesAQuietStreamFreesItsPlace() async throws {
+        let a = try await Self.side("quiet", peers: [])
+        var logger = Logger(label: "test.api")
+        logger.logLevel = .critical
+        var configuration = APIServer.Configuration(directory: a.directory)
+        configuration.heartbeat = .milliseconds(100)
+        let api = APIServer(client: a.local, configuration: configuration)
+        let serving = try api.applications(logger: logger).map { s in Task { try? await s.run() } }
+        defer {
+            for t in serving { t.cancel() }
+            try? FileManager.default.removeItem(at: a.directory)
+        }
+        let client = APIClient(host: "127.0.0.1", port: await api.port, token: configuration.token)
+        let staying = Task { do { for try await _ in client.events() {} } catch {} }
+        let leaving = Task { do { for try await _ in client.events() {} } catch {} }
+        defer { staying.cancel() }
+        #expect(await Self.eventually { await api.log.subscriberCount == 2 })
+        leaving.cancel() // its connection closes; no event comes to find out
+        #expect(await Self.eventually(10) { await api.log.subscriberCount == 1 })
+        // The controls: without a heartbeat due, a client that left keeps its place
+        // (nothing tells the server); the one that stays keeps its place across many heartbeats.
+        var slow = APIServer.Configuration(directory: a.directory.appendingPathComponent("slow"))
+        slow.heartbeat = .seconds(600)
+        try FileManager.default.createDirectory(at: slow.directory, withIntermediateDirectories: true)
+        let quietAPI = APIServer(client: a.local, configuration: slow)
+        let quietServing = try quietAPI.applications(logger: logger).map { s in Task { try? await s.run() } }
+        defer { for t in quietServing { t.cancel() } }
+        let quietClient = APIClient(host: "127.0.0.1", port: await quietAPI.port, token: slow.token)
+        let gone = Task { do { for try await _ in quietClient.events() {} } catch {} }
+        #expect(await Self.eventually { await quietAPI.log.subscriberCount == 1 })
+        gone.cancel()
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await quietAPI.log.subscriberCount == 1)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await api.log.subscriberCount == 1)
+        await api.log.append(["event": "warning", "text": "still here"])
+        #expect(await api.log.subscriberCount == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func twoFacesUnlockingAtOnceOpenTheStoreOnce() async throws {
+        let a = try await Self.side("unlock", peers: [])
+        defer { try? FileManager.default.removeItem(at: a.directory) }
+        let opened = SeenStoreEvents()
+        let watching = Task { for await e in a.messenger.events { await opened.add(e) } }
+        defer { watching.cancel() }
+        try await a.local.lock()
+        #expect(try await a.local.summary().storeOpen == false)
+        // Two handles opened by two faces, handed to the messenger at once.
+        let one = try YaOKStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
+        let two = try YaOKStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
+        let m = a.messenger
+        async let first: Void = m.open(one)
+        async let second: Void = m.open(two)
+        _ = try await (first, second)
+        #expect(try await a.local.summary().storeOpen)
+        #expect(await Self.eventually { await opened.unlocked >= 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await opened.unlocked == 1, "the store was opened twice")
+        // And it locks and opens again as before.
+        try await a.local.lock()
+        try await a.local.unlock(secret: nil)
+        #expect(try await a.local.summary().storeOpen)
+        #expect(await Self.eventually { await opened.unlocked == 2 })
+    }
+
+    actor SeenStoreEvents {
+        var unlocked = 0
+        func add(_ e: MessengerEvent) { if case .storeUnlocked = e { unlocked += 1 } }
+    }
+
     actor ReceivedTexts {
         var texts: Set<String> = []
         func add(_ t: String) { texts.insert(t) }
