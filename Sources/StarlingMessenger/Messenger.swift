@@ -226,9 +226,9 @@ public actor Messenger {
     }
 
     /// The person has seen this conversation: read receipts go to its sender.
-    public func markSeen(_ conversation: UserID) async {
+    public func markSeen(_ conversation: UserID, through last: UserID? = nil) async {
         guard core.unreadCount(conversation) > 0 else { return }
-        core.markSeen(conversation, now: Self.now)
+        core.markSeen(conversation, through: last, now: Self.now)
         await carryOut()
     }
 

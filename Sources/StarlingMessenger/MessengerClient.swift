@@ -35,7 +35,9 @@ public protocol MessengerClient: Sendable {
     func sendPublic(_ text: String) async throws
     /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
     func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
-    func markSeen(_ conversation: UserID) async throws
+    /// The person saw the conversation, through the message `through` (its
+    /// record ID; nil: everything in it): read receipts go for those.
+    func markSeen(_ conversation: UserID, through last: UserID?) async throws
     func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws
     func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool
     func lock() async throws
@@ -268,7 +270,9 @@ public struct LocalMessengerClient: MessengerClient {
         }
     }
 
-    public func markSeen(_ conversation: UserID) async throws { await messenger.markSeen(conversation) }
+    public func markSeen(_ conversation: UserID, through last: UserID?) async throws {
+        await messenger.markSeen(conversation, through: last)
+    }
 
     /// Decides, and keeps the favourites in the identity store (they are
     /// held for across runs before the store opens).

@@ -719,9 +719,19 @@ public struct MessengerCore: Sendable {
 
     /// The person has seen a conversation's messages: each not yet read is
     /// marked read, and its sender told (a read receipt).
-    public mutating func markSeen(_ conversation: UserID, now: Double) {
+    /// The person has seen the conversation: its messages are read, and their
+    /// senders told. `through`: the last message the face showed (its record
+    /// ID); what arrived after it is not read yet (another face may have
+    /// been told of it first). A `through` this core does not hold marks nothing.
+    public mutating func markSeen(_ conversation: UserID, through last: UserID? = nil, now: Double) {
         guard let f = fingerprint(of: conversation), !isBlocked(f) else { return }
-        for var m in recent[conversation] ?? [] where !m.outgoing && m.readAt == nil {
+        let list = recent[conversation] ?? []
+        var bound = Double.infinity
+        if let last {
+            guard let shown = list.first(where: { $0.id == last }) else { return }
+            bound = shown.recordedAt
+        }
+        for var m in list where !m.outgoing && m.readAt == nil && m.recordedAt <= bound {
             m.readAt = now
             remember(m)
             write(.updateMessage(m))

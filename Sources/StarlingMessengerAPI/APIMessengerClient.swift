@@ -141,7 +141,9 @@ public struct APIMessengerClient: MessengerClient {
         return try APIJSON.Fields(o).string("transferID")
     }
 
-    public func markSeen(_ conversation: UserID) async throws { _ = try await post("/v1/conversations/\(conversation)/seen") }
+    public func markSeen(_ conversation: UserID, through last: UserID?) async throws {
+        _ = try await post("/v1/conversations/\(conversation)/seen", last.map { ["through": $0.description] } ?? [:])
+    }
 
     public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws {
         var body: [String: Any] = ["fingerprint": fingerprint.hex, "change": change.rawValue]

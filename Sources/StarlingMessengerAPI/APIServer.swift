@@ -244,9 +244,23 @@ public final class APIServer: Sendable {
             let limit = request.uri.queryParameters.get("limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
             return Self.json(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
         }
-        v1.post("conversations/:id/seen") { _, context in
+        v1.post("conversations/:id/seen") { request, context in
+            struct Seen: Decodable { var through: String? }
             let id = try Self.conversation(context)
-            try await Self.call { try await c.markSeen(id) }
+            // (No body, or {}: everything in it.)
+            let bytes = try await request.body.collect(upTo: 4_096)
+            var body: Seen?
+            if bytes.readableBytes > 0 {
+                do { body = try JSONDecoder().decode(Seen.self, from: Data(bytes.readableBytesView)) } catch {
+                    throw APIError(.badRequest, "the body is {\"through\": MESSAGE_ID} or nothing")
+                }
+            }
+            var last: UserID?
+            if let text = body?.through {
+                guard let u = UserID(string: text) else { throw APIError(.badRequest, "through is a message's id (a UUID)") }
+                last = u
+            }
+            try await Self.call { try await c.markSeen(id, through: last) }
             return Self.json(["unread": await m.unreadCount(id)])
         }
         v1.post("messages") { request, context in

@@ -144,6 +144,9 @@ actor ChatScreen {
     let local: NodeSession?
     /// Who we are and what the node holds, as last asked.
     var me: NodeSummary
+    /// The newest incoming message this face showed, per conversation (what
+    /// "seen" may mark read: 4,096 conversations at most).
+    var lastShown: [UserID: UserID] = [:]
     /// Why the chat ended, when it was not the person's choice (said again after the full screen closes).
     var endNote: String?
     /// The location channel plain lines go to (plain mode, after /join); nil: #mesh.

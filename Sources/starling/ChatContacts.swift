@@ -80,6 +80,11 @@ extension ChatScreen {
             let mark = m.progress.map { "  \($0.state.mark)" } ?? ""
             say("  [\(when)] <\(DisplayText.clean(who))> \(DisplayText.clean(m.text))\(mark)")
         }
+        // Read now: the person has the conversation in front of them.
+        if let newest = messages.last(where: { !$0.outgoing }) {
+            self.shown(newest, in: c)
+            await markSeen(c)
+        }
     }
 
     /// /contacts: who they are, whether they are here, and how they were last reached.

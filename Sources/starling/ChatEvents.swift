@@ -34,9 +34,11 @@ extension ChatScreen {
                 screen.append(.init(time: FullScreen.clock(), nick: name, text: Self.lines(record.text) + shownVia, highlight: true), to: w)
                 screen.ring() // a private message rings
                 // Seen now only if its window is in view (else when the person opens it).
+                shown(record, in: conversation)
                 if screen.windowInView == w { await markSeen(conversation) }
             } else {
                 say("[\(Self.clock())] <\(name) → you>\(shownVia) \(DisplayText.clean(record.text))")
+                shown(record, in: conversation)
                 await markSeen(conversation) // plain lines: shown to the person as they come
             }
             if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
@@ -158,9 +160,18 @@ extension ChatScreen {
         await markSeen(c)
     }
 
-    /// The person saw this conversation: its read receipts go.
+    /// This face showed an incoming message (the newest it showed of its conversation).
+    func shown(_ record: MessageRecord, in conversation: UserID) {
+        if lastShown[conversation] == nil, lastShown.count >= 4_096, let any = lastShown.keys.first { lastShown[any] = nil }
+        lastShown[conversation] = record.id
+    }
+
+    /// The person saw this conversation, as far as this face showed it: read
+    /// receipts go for those messages only (another face may have been told of
+    /// newer ones first). Nothing shown here: nothing marked.
     func markSeen(_ conversation: UserID) async {
-        _ = await ask(()) { try await client.markSeen(conversation) }
+        guard let last = lastShown[conversation] else { return }
+        _ = await ask(()) { try await client.markSeen(conversation, through: last) }
     }
 
     /// What the node said that the messenger passes on as it is.

@@ -513,8 +513,12 @@ extension Listen {
                 } else if let line = DaemonText.line(o) {
                     StandardOutput.write(Data((line + "\n").utf8))
                 }
-                if seen, o["event"] as? String == "privateMessage", let c = o["conversation"] as? String {
-                    _ = try? await api.post("/v1/conversations/\(c)/seen", [:])
+                if seen, o["event"] as? String == "privateMessage", let c = o["conversation"] as? String,
+                   let shown = (o["message"] as? [String: Any])?["id"] as? String {
+                    // Read through the message printed (another face may have newer ones unshown).
+                    do { _ = try await api.post("/v1/conversations/\(c)/seen", ["through": shown]) } catch {
+                        StandardOutput.write(Data("! not marked read: \(error)\n".utf8))
+                    }
                 }
             }
         }

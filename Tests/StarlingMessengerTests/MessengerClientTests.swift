@@ -286,6 +286,57 @@ import StarlingYaOKStore
         #expect(await Self.eventually { await opened.unlocked == 2 })
     }
 
+    /// Two faces on one messenger: one marks seen what it showed; a message
+    /// that came after it is not read until a face shows it.
+    @Test(.timeLimit(.minutes(2))) func seenMarksReadOnlyThroughTheMessageAFaceShowed() async throws {
+        let a = try await Self.side("reader", peers: [])
+        let aPort = try #require(await a.node.port)
+        let b = try await Self.side("writer", peers: [aPort])
+        var logger = Logger(label: "test.api")
+        logger.logLevel = .critical
+        let api = APIServer(client: a.local, configuration: .init(directory: a.directory))
+        let incoming = Incoming(), progress = SeenEvents()
+        var tasks: [Task<Void, Never>] = [Task { await a.node.run() }, Task { await b.node.run() }, Task { await b.messenger.run() },
+                                          Task { await a.messenger.run() },
+                                          Task { for await e in a.messenger.events { await incoming.add(e) } },
+                                          Task { for await e in b.messenger.events { await progress.add(e) } }]
+        tasks += try api.applications(logger: logger).map { s in Task { try? await s.run() } }
+        defer {
+            for t in tasks { t.cancel() }
+            for d in [a.directory, b.directory] { try? FileManager.default.removeItem(at: d) }
+        }
+        let remote = APIMessengerClient(APIClient(host: "127.0.0.1", port: await api.port, token: api.configuration.token))
+        #expect(await Self.eventually { await b.node.peers.count == 1 })
+        let toA = try #require(await b.messenger.conversation(withPeer: a.node.identity.peerID))
+        let one = try await b.messenger.send("first", to: toA)
+        #expect(await Self.eventually { await incoming.records.count == 1 })
+        let two = try await b.messenger.send("second", to: toA)
+        #expect(await Self.eventually { await incoming.records.count == 2 })
+        let (conversation, shown) = try #require(await incoming.records.first)
+        #expect(shown.text == "first")
+        // A face that showed only the first.
+        try await remote.markSeen(conversation, through: shown.id)
+        #expect(await Self.eventually { await progress.read(one.transportID ?? "") })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await !progress.read(two.transportID ?? ""), "read before any face showed it")
+        #expect(try await remote.conversation(conversation).unread == 1)
+        // A message ID the messenger does not hold marks nothing; one that is not an ID is refused.
+        try await remote.markSeen(conversation, through: UserID.random())
+        #expect(try await remote.conversation(conversation).unread == 1)
+        let api2 = APIClient(host: "127.0.0.1", port: await api.port, token: api.configuration.token)
+        await #expect(throws: APIClient.Failure.self) { _ = try await api2.post("/v1/conversations/\(conversation)/seen", ["through": "nope"]) }
+        // Then the face shows the second.
+        let second = try #require(await incoming.records.last?.1)
+        try await remote.markSeen(conversation, through: second.id)
+        #expect(await Self.eventually { await progress.read(two.transportID ?? "") })
+        #expect(try await remote.conversation(conversation).unread == 0)
+    }
+
+    actor Incoming {
+        var records: [(UserID, MessageRecord)] = []
+        func add(_ e: MessengerEvent) { if case let .privateMessage(c, r, _, _, _, _) = e { records.append((c, r)) } }
+    }
+
     actor SeenStoreEvents {
         var unlocked = 0
         func add(_ e: MessengerEvent) { if case .storeUnlocked = e { unlocked += 1 } }
@@ -303,5 +354,6 @@ import StarlingYaOKStore
             if case let .progress(_, record) = e, let id = record.transportID, let s = record.progress?.state { states[id] = max(states[id] ?? s, s) }
         }
         func delivered(_ id: String) -> Bool { (states[id] ?? .composing) >= .delivered }
+        func read(_ id: String) -> Bool { states[id] == .read }
     }
 }
