@@ -197,6 +197,7 @@ let targets: [Target] = [
         dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport",
                        .product(name: "Hummingbird", package: "hummingbird"),
+                       .product(name: "AsyncHTTPClient", package: "async-http-client"),
                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                        .product(name: "HTTPTypes", package: "swift-http-types"),
                        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -392,6 +393,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

@@ -1,11 +1,11 @@
+import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 
 /// A client of a running daemon's API, as the command line uses it: the
-/// address and token from `api.json`, one HTTP/1.1 request a connection (on
-/// loopback: nothing to gain from keeping them), and the event stream.
+/// address and token from `api.json`, HTTP/1.1 on connections kept open
+/// between calls, and the event stream.
 public struct APIClient: Sendable {
     public let host: String
     public let port: Int
@@ -114,49 +114,38 @@ public struct APIClient: Sendable {
     }
 
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
+    /// AsyncHTTPClient's shared client keeps connections open between calls (a
+    /// call costs no new connection), over TCP or the Unix socket.
     func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?) async throws -> (Int, Data) {
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        let setUp: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>> = { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-            }
-        }
-        let channel = if let socketPath {
-            try await bootstrap.connect(unixDomainSocketPath: socketPath, channelInitializer: setUp)
+        let url: String
+        if let socketPath {
+            guard let u = URL(httpURLWithSocketPath: socketPath, uri: path) else { throw Failure(status: 0, message: "not a socket path: \(socketPath)") }
+            url = u.absoluteString
         } else {
-            try await bootstrap.connect(host: host, port: port, channelInitializer: setUp)
+            url = "http://\(host):\(port)\(path)"
         }
-        return try await channel.executeThenClose { inbound, outbound in
-            var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-            head.headers.add(name: "Host", value: socketPath == nil ? "\(host):\(port)" : "localhost")
-            if !token.isEmpty { head.headers.add(name: "Authorization", value: "Bearer \(token)") }
-            for (name, value) in extraHeaders { head.headers.add(name: name, value: value) }
-            head.headers.add(name: "Connection", value: "close")
-            if let body {
-                head.headers.add(name: "Content-Type", value: "application/json")
-                head.headers.add(name: "Content-Length", value: String(body.count))
-            }
-            // One flush for the whole request.
-            var parts: [HTTPClientRequestPart] = [.head(head)]
-            if let body { parts.append(.body(.byteBuffer(ByteBuffer(data: body)))) }
-            parts.append(.end(nil))
-            try await outbound.write(contentsOf: parts)
-            var status = 0
-            var data = Data()
-            for try await part in inbound {
-                switch part {
-                case let .head(h): status = Int(h.status.code)
-                case let .body(buffer):
-                    if let stream, (200..<300).contains(status) {
-                        stream(Array(buffer.readableBytesView))
-                    } else {
-                        data.append(contentsOf: buffer.readableBytesView)
-                    }
-                case .end: return (status, data)
-                }
-            }
-            return (status, data)
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if socketPath != nil { request.headers.add(name: "Host", value: "localhost") }
+        if !token.isEmpty { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in extraHeaders { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: body))
         }
+        // A call is answered at once; the event stream lasts as long as its reader.
+        let deadline: NIODeadline = stream == nil ? .now() + .seconds(60) : .distantFuture
+        let response = try await HTTPClient.shared.execute(request, deadline: deadline)
+        let status = Int(response.status.code)
+        var data = Data()
+        for try await buffer in response.body {
+            if let stream, (200..<300).contains(status) {
+                stream(Array(buffer.readableBytesView))
+            } else {
+                data.append(contentsOf: buffer.readableBytesView)
+                guard data.count <= 64 << 20 else { throw Failure(status: status, message: "the daemon's answer is over 64 MiB") }
+            }
+        }
+        return (status, data)
     }
 }
