@@ -195,7 +195,7 @@ let targets: [Target] = [
     .target(
         name: "StarlingMessengerAPI",
         dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport",
+                       "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
                        .product(name: "Hummingbird", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -331,7 +331,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately",
+                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately", "StarlingQR",
                        .product(name: "Logging", package: "swift-log")]
     ),
     .testTarget(

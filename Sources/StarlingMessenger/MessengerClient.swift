@@ -49,6 +49,10 @@ public protocol MessengerClient: Sendable {
     func ping(_ peer: PeerID) async throws
     func rename(_ nickname: String) async throws
     func statistics() async throws -> NodeStatistics
+    /// Our contact card (what our QR code carries).
+    func card() async throws -> ContactCard
+    /// The mesh as announces draw it: each peer's neighbours, ours among them.
+    func mesh() async throws -> [PeerID: Set<PeerID>]
     func stately() async throws -> StatelyView
     func setState(_ state: StateKind) async throws
     func clearSOS() async throws
@@ -333,6 +337,20 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func statistics() async throws -> NodeStatistics {
         NodeStatistics(mesh: await node.statistics, refusals: await node.refusals)
+    }
+
+    public func card() async throws -> ContactCard {
+        let nickname = await node.currentNickname
+        let name = DisplayName.problem(nickname) == nil ? nickname : String(nickname.prefix(64))
+        do { return try ContactCard(identity: node.identity, userID: try identityStore.userID(), displayName: name) } catch {
+            throw MessengerClientError(.failed, "our contact card could not be made: \(error)")
+        }
+    }
+
+    public func mesh() async throws -> [PeerID: Set<PeerID>] {
+        var lists = await node.neighborLists
+        lists[node.identity.peerID] = await node.neighborPeers
+        return lists
     }
 
     public func stately() async throws -> StatelyView {

@@ -3,6 +3,7 @@ import StarlingCrypto
 import StarlingMessenger
 import StarlingNodeCore
 import StarlingNostrTransport
+import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
@@ -23,13 +24,15 @@ public enum APIJSON {
         return o
     }
 
-    public static func contact(_ c: Contact) -> Object {
+    /// A contact; with our card, the safety number we share with a card contact.
+    public static func contact(_ c: Contact, ours: ContactCard? = nil) -> Object {
         var o: Object = ["kind": c.kind.rawValue, "conversation": c.conversation.description, "name": c.name,
                          "fingerprint": c.fingerprint.hex, "peerID": c.fingerprint.peerID.description, "verified": c.verified,
                          "favorite": c.favorite, "blocked": c.blocked, "favoritesUs": c.favoritesUs]
         if let card = c.card {
             o["userID"] = card.userID.description
             o["card"] = card.uri
+            if let ours { o["safetyNumber"] = SafetyNumber(ours, card).groups.joined(separator: " ") }
         }
         if let n = c.npub { o["npub"] = n }
         if let v = c.nostrVariant { o["nostrVariant"] = v }
@@ -136,6 +139,27 @@ public enum APIJSON {
         if let p = s.pending { o["pending"] = p }
         if let server = s.server { o["server"] = server }
         return o
+    }
+
+    /// Our card, with its QR code as an SVG picture (black modules on white, a 4-module border).
+    public static func card(_ c: ContactCard) -> Object {
+        var o: Object = ["uri": c.uri, "userID": c.userID.description, "displayName": c.displayName, "fingerprint": c.meshFingerprint.hex]
+        if let code = try? QRCode(text: c.uri) { o["qrSVG"] = svg(code) }
+        return o
+    }
+
+    static func svg(_ code: QRCode, border: Int = 4) -> String {
+        let side = code.size + 2 * border
+        var path = ""
+        for y in 0..<code.size {
+            for x in 0..<code.size where code.isDark(x: x, y: y) { path += "M\(x + border) \(y + border)h1v1h-1z" }
+        }
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(side) \(side)\" shape-rendering=\"crispEdges\">"
+            + "<rect width=\"\(side)\" height=\"\(side)\" fill=\"#fff\"/><path d=\"\(path)\" fill=\"#000\"/></svg>"
+    }
+
+    public static func mesh(_ lists: [PeerID: Set<PeerID>], me: PeerID) -> Object {
+        ["me": me.description, "neighbours": Dictionary(uniqueKeysWithValues: lists.map { ($0.key.description, $0.value.map(\.description).sorted()) })]
     }
 
     public static func peer(_ p: PeerView) -> Object {

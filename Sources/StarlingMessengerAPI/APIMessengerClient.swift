@@ -189,6 +189,21 @@ public struct APIMessengerClient: MessengerClient {
         }
     }
 
+    public func card() async throws -> ContactCard {
+        let uri = try APIJSON.Fields(try await get("/v1/card")).string("uri")
+        do { return try ContactCard(uri: uri) } catch { throw APIJSON.Unreadable("card") }
+    }
+
+    public func mesh() async throws -> [PeerID: Set<PeerID>] {
+        let o = try APIJSON.Fields(try await get("/v1/mesh")).o["neighbours"] as? [String: [String]] ?? [:]
+        var out: [PeerID: Set<PeerID>] = [:]
+        for (k, v) in o {
+            guard let p = PeerID(hex: k) else { throw APIJSON.Unreadable("mesh") }
+            out[p] = Set(v.compactMap(PeerID.init(hex:)))
+        }
+        return out
+    }
+
     public func stately() async throws -> StatelyView { try APIJSON.readStately(try await get("/v1/stately")) }
 
     public func setState(_ state: StateKind) async throws { _ = try await post("/v1/stately", ["state": state.rawValue]) }

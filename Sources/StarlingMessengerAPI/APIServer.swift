@@ -159,7 +159,12 @@ public final class APIServer: Sendable {
             try await Self.call { try await c.ping(peer) }
             return Self.json(["pinged": peer.description], status: .accepted)
         }
-        v1.get("contacts") { _, _ in Self.json(try await Self.call { try await c.contacts() }.map(APIJSON.contact)) }
+        v1.get("contacts") { _, _ in
+            let ours = try await Self.call { try await c.card() }
+            return Self.json(try await Self.call { try await c.contacts() }.map { APIJSON.contact($0, ours: ours) })
+        }
+        v1.get("card") { _, _ in Self.json(APIJSON.card(try await Self.call { try await c.card() })) }
+        v1.get("mesh") { _, _ in Self.json(APIJSON.mesh(try await Self.call { try await c.mesh() }, me: m.node.identity.peerID)) }
         v1.post("contacts") { request, context in
             struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool? }
             let body = try await request.decode(as: Add.self, context: context)
@@ -181,7 +186,8 @@ public final class APIServer: Sendable {
             } catch let e as Messenger.StoreError {
                 throw APIError(.locked, e.description)
             }
-            return Self.json(await m.contactList.map(APIJSON.contact), status: .created)
+            let ours = try await Self.call { try await c.card() }
+            return Self.json(await m.contactList.map { APIJSON.contact($0, ours: ours) }, status: .created)
         }
         v1.get("trust") { _, _ in
             Self.json(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })

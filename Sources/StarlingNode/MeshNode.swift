@@ -400,6 +400,9 @@ public actor MeshNode {
     public var sessionCount: Int { core.sessionCount }
     /// The peers one hop away (bound to a link).
     public var neighborPeers: Set<PeerID> { core.neighborPeers }
+    /// What each peer's verified announce says its neighbours are (TLV, at most
+    /// `Announce.maxNeighbors` each): the mesh as the node pictures it.
+    public var neighborLists: [PeerID: Set<PeerID>] { core.router.neighborhood.neighborsOfPeer }
     public func peer(named nickname: String) -> PeerID? { core.peer(named: nickname) }
     public var knownPeers: [PeerID: String] { core.peers.mapValues(\.nickname) }
     public var currentNickname: String { core.nickname }

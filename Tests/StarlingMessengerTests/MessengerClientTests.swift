@@ -7,6 +7,7 @@ import StarlingMessengerAPI
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
+import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
@@ -201,6 +202,22 @@ import StarlingYaOKStore
         let lh = try await local.history(withBob, limit: 10), rh = try await remote.history(withBob, limit: 10)
         #expect(lh.map(\.id) == rh.map(\.id) && lh.map(\.text) == rh.map(\.text) && lh.map(\.progress?.state) == rh.map(\.progress?.state))
         #expect(try await local.stately().state == (try await remote.stately().state))
+        #expect(try await local.card() == (try await remote.card()))
+        let mesh = try await remote.mesh()
+        #expect(mesh == (try await local.mesh()))
+        #expect(mesh[a.node.identity.peerID]?.contains(bob.id) == true, "\(mesh)")
+        // Our QR code as a picture: its modules are the card's code, one square each.
+        let raw = try #require(try await APIClient(host: "127.0.0.1", port: await api.port, token: api.configuration.token).get("/v1/card") as? [String: Any])
+        let svg = try #require(raw["qrSVG"] as? String)
+        let code = try QRCode(text: try await local.card().uri)
+        var drawn: Set<[Int]> = []
+        for square in svg.components(separatedBy: "M").dropFirst() {
+            let xy = square.prefix { $0 != "h" }.split(separator: " ").compactMap { Int($0) }
+            if xy.count == 2 { drawn.insert([xy[0] - 4, xy[1] - 4]) }
+        }
+        var dark: Set<[Int]> = []
+        for y in 0..<code.size { for x in 0..<code.size where code.isDark(x: x, y: y) { dark.insert([x, y]) } }
+        #expect(!dark.isEmpty && drawn == dark)
         #expect(try await remote.statistics().mesh.received > 0)
 
         // Refusals keep their kind: a name nobody has, an empty public line, a locked store.
