@@ -189,6 +189,11 @@ let targets: [Target] = [
         dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingStately",
                        "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
+    // The browser's face (`starling web`): plain HTML, CSS and JavaScript the daemon serves.
+    .target(
+        name: "StarlingWebClient",
+        resources: [.copy("Resources")]
+    ),
     // The messenger's local API (the daemon's): versioned JSON over HTTP on
     // 127.0.0.1 and a Unix socket, a bearer token, a resumable event stream;
     // and the client the command line uses to reach a running daemon.
@@ -212,6 +217,7 @@ let targets: [Target] = [
     .executableTarget(
         name: "starling",
         dependencies: [
+            "StarlingWebClient",
             "StarlingWire",
             "StarlingCrypto",
             "StarlingNode",

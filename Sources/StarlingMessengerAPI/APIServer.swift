@@ -31,9 +31,26 @@ public final class APIServer: Sendable {
         /// How often a quiet event stream carries a comment line: a client that went
         /// away is found at the next write, and its place among the 64 freed.
         public var heartbeat: Duration = .seconds(15)
+        /// Files served without the token (a web page: it holds no secret, and
+        /// reads the token from its own URL's fragment), each with `policy`
+        /// as its Content-Security-Policy.
+        public var files: [StaticFile] = []
+        public var policy = "default-src 'none'"
         public init(directory: URL, token: String = APIServer.newToken()) {
             self.directory = directory
             self.token = token
+        }
+    }
+
+    /// A file the API serves to anyone who may reach it (the web page).
+    public struct StaticFile: Sendable {
+        public let path: String
+        public let contentType: String
+        public let bytes: Data
+        public init(path: String, contentType: String, bytes: Data) {
+            self.path = path
+            self.contentType = contentType
+            self.bytes = bytes
         }
     }
 
@@ -140,7 +157,20 @@ public final class APIServer: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
-        router.add(middleware: Guard(token: configuration.token, bound: bound))
+        router.add(middleware: Guard(token: configuration.token, bound: bound, open: Set(configuration.files.map(\.path))))
+        for file in configuration.files {
+            let policy = configuration.policy
+            router.get(RouterPath(file.path)) { _, _ in
+                var headers = HTTPFields()
+                headers[.contentType] = file.contentType
+                headers[.cacheControl] = "no-store"
+                headers[HTTPField.Name("Content-Security-Policy")!] = policy
+                headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+                headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+                headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: file.bytes)))
+            }
+        }
         let c = client, m = client.messenger, log = self.log, heartbeat = configuration.heartbeat
         let v1 = router.group("v1")
         v1.get("status") { _, _ in
@@ -461,10 +491,13 @@ struct Guard: RouterMiddleware {
     typealias Context = BasicRequestContext
     let token: String
     let bound: APIServer.BoundPort
+    /// Paths anyone who reaches the API may GET (the web page's files): no token, the same Host check.
+    var open: Set<String> = []
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let given = request.headers[.authorization] ?? ""
-        guard Self.equal(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
+        let isOpen = request.method == .get && open.contains(request.uri.path)
+        guard isOpen || Self.equal(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
             throw APIError(.unauthorized, "a request needs the token of api.json: Authorization: Bearer TOKEN")
         }
         let port = await bound.port

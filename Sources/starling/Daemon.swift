@@ -6,6 +6,7 @@ import StarlingMessenger
 import StarlingMessengerAPI
 import StarlingNode
 import StarlingTransport
+import StarlingWebClient
 
 /// `starling daemon`: one node and its messenger for a data directory, until
 /// SIGTERM, with the local API every face can use (docs/API.md).
@@ -31,9 +32,21 @@ struct Daemon: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await Self.serve(node, server: server, background: background, apiPort: apiPort) { _, _ in }
+    }
+
+    /// Runs the daemon until SIGTERM or SIGINT; `ready` hears the API's URL and token once it listens.
+    static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int,
+                      ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
         let session = try await NodeSession.start(node, server: server, background: background)
         var c = APIServer.Configuration(directory: session.directory)
         c.port = apiPort
+        do {
+            c.files = try WebClient.files().map { APIServer.StaticFile(path: $0.path, contentType: $0.contentType, bytes: $0.bytes) }
+            c.policy = WebClient.contentSecurityPolicy
+        } catch {
+            say("daemon: \(error) (the API runs without the page)")
+        }
         let api = APIServer(client: session.client, configuration: c)
         let logger = Logger(label: "starling.api")
         let servers = try api.applications(logger: logger)
@@ -48,9 +61,11 @@ struct Daemon: AsyncParsableCommand {
         configuration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: configuration)
         // Said once the API is up: where it is.
+        let token = c.token
         Task {
             let port = await api.port
             Self.say("daemon: \(await n.currentNickname) (\(n.identity.peerID)) — API on http://127.0.0.1:\(port) and \(api.socketPath); token in \(api.infoPath)")
+            ready("http://127.0.0.1:\(port)", token)
         }
         do {
             try await group.run()
@@ -64,6 +79,52 @@ struct Daemon: AsyncParsableCommand {
 
     /// A line on standard output, unbuffered (a service manager's log reads it as it comes).
     static func say(_ line: String) { StandardOutput.write(Data((line + "\n").utf8)) }
+}
+
+/// `starling web`: the messenger in a browser, served by the daemon of the
+/// data directory (started here when none runs).
+struct Web: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The messenger in your browser: the daemon of the data directory serves the page (one is started when none runs); open the link it prints.",
+        discussion: """
+        The link carries the API's token in its fragment (after #), which the browser never \
+        sends in a request: keep it to yourself, as you would the data directory. The page \
+        listens on 127.0.0.1 only and loads nothing from any other host.
+        """
+    )
+    @OptionGroup var node: NodeOptions
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`), when a daemon is started here.")
+    var server: String?
+    @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
+    @Option(help: "The API's TCP port on 127.0.0.1 when a daemon is started here (default: a free one).") var apiPort: Int = 0
+    @Flag(help: "Open the link in the desktop's browser (xdg-open).") var open = false
+
+    func validate() throws {
+        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+        guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
+    }
+
+    func run() async throws {
+        let open = self.open
+        if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) {
+            Self.announce("http://\(api.host):\(api.port)", api.token, open: open)
+            return
+        }
+        try await Daemon.serve(node, server: server, background: background, apiPort: apiPort) { url, token in
+            Self.announce(url, token, open: open)
+        }
+    }
+
+    static func announce(_ url: String, _ token: String, open: Bool) {
+        let link = "\(url)/#token=\(token)"
+        Daemon.say("web: open \(link)")
+        Daemon.say("web: (the link is the key to your messages: keep it to yourself)")
+        guard open else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["xdg-open", link]
+        do { try p.run() } catch { Daemon.say("web: xdg-open did not start (\(error)): open the link by hand") }
+    }
 }
 
 /// The node, its messenger and the API's event log as one service: it runs

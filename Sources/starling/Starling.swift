@@ -12,7 +12,7 @@ struct Starling: AsyncParsableCommand {
         bitchat phone apps. Each subcommand has its own --help.
         """,
         version: StarlingVersion.string,
-        subcommands: [Chat.self, Contact.self, Daemon.self, Id.self, Inspect.self, Listen.self, Relay.self, YaOKServerCommand.self, Send.self, Sim.self, Status.self, WiFi.self,
+        subcommands: [Chat.self, Contact.self, Daemon.self, Id.self, Inspect.self, Listen.self, Relay.self, YaOKServerCommand.self, Send.self, Sim.self, Status.self, Web.self, WiFi.self,
                       Backup.self, Restore.self, Reset.self, Pin.self]
     )
 

@@ -1,0 +1,339 @@
+// Starling in the browser: one more face of the daemon's API (docs/API.md).
+// Everything from the network is put on the page as text, never as HTML.
+"use strict";
+
+const MESH = "mesh";
+const state = {
+  token: null,
+  me: null,
+  peers: [],
+  conversations: new Map(), // id -> {id, name, unread, fingerprint}
+  messages: new Map(),      // conversation id or MESH -> [{key, time, who, text, own, state, via, id, hops}]
+  current: MESH,
+  lastSeq: 0,
+};
+
+// The token: from the fragment the command line printed (never sent in a
+// request line); kept for this tab only, and taken off the address bar.
+function readToken() {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromHash) {
+    sessionStorage.setItem("starling-token", fromHash);
+    history.replaceState(null, "", location.pathname);
+  }
+  return sessionStorage.getItem("starling-token");
+}
+
+class Refused extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path, body, method) {
+  const init = { method: method || (body === undefined ? "GET" : "POST"), headers: { Authorization: "Bearer " + state.token } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const text = await r.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
+  if (!r.ok) throw new Refused(r.status, (json && json.error && json.error.message) || ("the daemon answered " + r.status));
+  return json;
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v;
+    else if (k === "on") for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) if (c) e.append(c);
+  return e;
+}
+
+function say(text) {
+  const a = document.getElementById("alert");
+  a.textContent = text;
+  a.hidden = !text;
+}
+
+function clock(ms) {
+  const d = ms ? new Date(ms) : new Date();
+  return d.toTimeString().slice(0, 5);
+}
+
+const STATE_WORDS = {
+  composing: "composing", encrypting: "encrypting", routing: "routing", sending: "sent", sent: "sent",
+  delivered: "delivered", read: "read", retrying: "kept until they are back", failed: "not delivered",
+};
+const STATE_MARKS = { sending: "✓", sent: "✓", delivered: "✓✓", read: "✓✓ read", retrying: "↻", failed: "✗" };
+
+function list(key) {
+  if (!state.messages.has(key)) state.messages.set(key, []);
+  return state.messages.get(key);
+}
+
+// A private message (ours or theirs) as the page keeps it.
+function fromRecord(m, nickname) {
+  return {
+    key: m.id, id: m.id, messageID: m.messageID, time: m.timestamp, own: m.outgoing, text: m.text,
+    who: m.outgoing ? (state.me ? state.me.nickname : "you") : (nickname || conversationName(m.conversation)),
+    state: m.outgoing ? m.state : undefined, via: m.via && m.via !== "mesh" ? m.via : undefined,
+  };
+}
+
+function conversationName(id) {
+  const c = state.conversations.get(id);
+  return c ? c.name : id.slice(0, 8);
+}
+
+// Where a message is, in order: an answer that comes late (the send call's,
+// after the receipts' events) never moves it back.
+const RANK = { composing: 0, encrypting: 1, routing: 2, sending: 3, retrying: 3, failed: 3, sent: 4, delivered: 5, read: 6 };
+
+function upsert(key, entry) {
+  const l = list(key);
+  const i = l.findIndex((e) => e.key === entry.key);
+  if (i < 0) { l.push(entry); return; }
+  if (l[i].state && entry.state && (RANK[entry.state] ?? 0) < (RANK[l[i].state] ?? 0)) entry = Object.assign({}, entry, { state: l[i].state });
+  l[i] = Object.assign(l[i], entry);
+}
+
+// MARK: Rendering
+
+function renderConversations() {
+  const ul = document.getElementById("conversations");
+  ul.replaceChildren();
+  const items = [{ id: MESH, name: "#mesh", unread: 0 }].concat([...state.conversations.values()]);
+  for (const c of items) {
+    const label = c.id === MESH ? "#mesh" : c.name;
+    const unread = c.id === state.current ? 0 : (c.unread || 0);
+    const b = el("button", {
+      type: "button", "aria-current": c.id === state.current ? "true" : "false",
+      "aria-label": unread ? `${label}, ${unread} unread` : label,
+      on: { click: () => open(c.id) },
+    }, el("span", { text: label }), unread ? el("span", { class: "badge", "aria-hidden": "true", text: String(unread) }) : null);
+    ul.append(el("li", {}, b));
+  }
+}
+
+function renderPeople() {
+  const ul = document.getElementById("people");
+  ul.replaceChildren();
+  if (!state.peers.length) ul.append(el("li", { class: "note", text: "nobody yet" }));
+  for (const p of state.peers) {
+    const marks = (p.verified ? " ✓" : "") + (p.favorite ? " ★" : "") + (p.blocked ? " (blocked)" : "");
+    const b = el("button", {
+      type: "button", class: "peer", "aria-label": `Message ${p.nickname}${marks}, ${p.hops === 1 ? "direct" : p.hops + " hops"}`,
+      on: { click: () => message(p) },
+    }, el("span", { text: p.nickname + marks }),
+       el("small", { text: `${p.fingerprint.slice(0, 16)} · ${p.hops === 1 ? "direct" : p.hops + " hops"}` }));
+    ul.append(el("li", {}, b));
+  }
+}
+
+function renderMessages() {
+  const ol = document.getElementById("messages");
+  const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+  ol.replaceChildren();
+  document.getElementById("title").textContent = state.current === MESH ? "#mesh" : conversationName(state.current);
+  for (const m of list(state.current)) {
+    const li = el("li", { class: m.own ? "own" : "" },
+      el("span", { class: "time", text: clock(m.time) }),
+      el("span", { class: "who", text: m.who }),
+      el("span", { class: "text", text: m.text }));
+    if (m.hops > 1) li.append(el("span", { class: "via", text: `via ${m.hops - 1} relay${m.hops === 2 ? "" : "s"}` }));
+    if (m.via) li.append(el("span", { class: "via", text: m.via === "nostr" ? "via Nostr" : "via the Ya OK server" }));
+    if (m.own && m.state && STATE_MARKS[m.state]) {
+      const queued = m.state === "sent" && m.via && m.via !== "nostr";
+      const words = queued ? "queued at the server" : STATE_WORDS[m.state];
+      li.append(el("span", { class: "state" + (m.state === "failed" ? " failed" : ""), role: "img", "aria-label": words, title: words,
+                             text: queued ? "✓ queued" : STATE_MARKS[m.state] }));
+    }
+    ol.append(li);
+  }
+  if (atEnd) ol.scrollTop = ol.scrollHeight;
+  seen();
+}
+
+function render() {
+  renderConversations();
+  renderPeople();
+  renderMessages();
+}
+
+// MARK: Doing
+
+async function open(id) {
+  state.current = id;
+  if (id !== MESH) {
+    try {
+      const history = await api(`/v1/conversations/${id}/messages?limit=200`);
+      for (const m of history) upsert(id, fromRecord(m));
+      list(id).sort((a, b) => a.time - b.time);
+    } catch (e) { say(e.message); }
+  }
+  render();
+  document.getElementById("message").focus();
+}
+
+async function message(peer) {
+  try {
+    const c = await api("/v1/conversations", { peerID: peer.peerID });
+    state.conversations.set(c.id, Object.assign(state.conversations.get(c.id) || {}, c));
+    await open(c.id);
+  } catch (e) { say(e.message); }
+}
+
+// The person sees the open conversation: read through the newest message shown.
+let seenThrough = new Map();
+async function seen() {
+  if (state.current === MESH || document.visibilityState !== "visible") return;
+  const incoming = list(state.current).filter((m) => !m.own && m.id);
+  const last = incoming[incoming.length - 1];
+  if (!last || seenThrough.get(state.current) === last.id) return;
+  seenThrough.set(state.current, last.id);
+  const c = state.conversations.get(state.current);
+  if (c) c.unread = 0;
+  try { await api(`/v1/conversations/${state.current}/seen`, { through: last.id }); } catch (e) { say(e.message); }
+}
+
+async function send(text) {
+  if (!text.trim()) return;
+  try {
+    if (state.current === MESH) {
+      await api("/v1/public", { text });
+      upsert(MESH, { key: "own-" + Date.now() + Math.random(), time: Date.now(), who: state.me.nickname, text, own: true });
+      renderMessages();
+    } else {
+      const m = await api("/v1/messages", { to: state.current, text });
+      upsert(state.current, fromRecord(m));
+      renderMessages();
+    }
+    say("");
+  } catch (e) { say(e.message); }
+}
+
+// MARK: Events
+
+function take(e) {
+  switch (e.event) {
+    case "message":
+      upsert(MESH, { key: `${e.from}-${e.timestamp}`, time: e.timestamp, who: e.nickname || e.from, text: e.text, hops: e.hops });
+      if (state.current === MESH) renderMessages();
+      break;
+    case "privateMessage": {
+      if (!e.conversation) break;
+      if (!state.conversations.has(e.conversation)) state.conversations.set(e.conversation, { id: e.conversation, name: e.nickname, unread: 0 });
+      const c = state.conversations.get(e.conversation);
+      upsert(e.conversation, fromRecord(e.message, e.nickname));
+      if (state.current !== e.conversation) c.unread = (c.unread || 0) + 1;
+      render();
+      break;
+    }
+    case "sent":
+    case "progress":
+      if (!state.conversations.has(e.conversation)) refreshConversations();
+      upsert(e.conversation, fromRecord(e.message));
+      if (state.current === e.conversation) renderMessages();
+      break;
+    case "peer":
+    case "left":
+    case "trust":
+      refreshPeople();
+      break;
+    case "gap":
+      say(`${e.missed} events were missed while this page was away`);
+      break;
+    case "warning":
+    case "notSaved":
+      say(e.text);
+      break;
+    case "store":
+      refreshMe();
+      break;
+  }
+}
+
+async function follow() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const r = await fetch(`/v1/events?since=${state.lastSeq}`, { headers: { Authorization: "Bearer " + state.token } });
+      if (!r.ok) throw new Refused(r.status, "the event stream was refused (" + r.status + ")");
+      attempt = 0;
+      document.getElementById("me").dataset.following = "yes";
+      const reader = r.body.getReader();
+      const decoder = new TextDecoder();
+      let pending = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        pending += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = pending.indexOf("\n\n")) >= 0) {
+          const block = pending.slice(0, end);
+          pending = pending.slice(end + 2);
+          for (const line of block.split("\n")) {
+            if (line.startsWith("id: ")) state.lastSeq = Number(line.slice(4)) || state.lastSeq;
+            if (line.startsWith("data: ")) {
+              try { take(JSON.parse(line.slice(6))); } catch (err) { console.warn(err); }
+            }
+          }
+        }
+      }
+    } catch (e) {
+      if (e instanceof Refused && e.status === 401) { say("This page needs the link `starling web` printed (its token is missing or wrong)."); return; }
+    }
+    document.getElementById("me").dataset.following = "no";
+    say("the daemon is not answering: trying again…");
+    await new Promise((ok) => setTimeout(ok, Math.min(5000, 500 * (attempt + 1))));
+    if (await refreshMe()) say("");
+  }
+}
+
+// MARK: Loading
+
+async function refreshMe() {
+  try {
+    state.me = await api("/v1/status");
+    document.getElementById("me").textContent =
+      `you are ${state.me.nickname} (${state.me.peerID}) · ${state.me.peers} here` + (state.me.storeOpen ? "" : " · store locked");
+    return true;
+  } catch (e) {
+    if (e instanceof Refused && e.status === 401) say("This page needs the link `starling web` printed (its token is missing or wrong).");
+    return false;
+  }
+}
+
+async function refreshPeople() {
+  try { state.peers = await api("/v1/peers"); } catch (e) { return; }
+  renderPeople();
+  refreshMe();
+}
+
+async function refreshConversations() {
+  try {
+    for (const c of await api("/v1/conversations")) state.conversations.set(c.id, Object.assign(state.conversations.get(c.id) || {}, c));
+  } catch (e) { return; }
+  renderConversations();
+}
+
+async function start() {
+  state.token = readToken();
+  if (!state.token) { say("This page needs the link `starling web` printed (it carries the token)."); return; }
+  if (!(await refreshMe())) return;
+  state.lastSeq = state.me.events;
+  await Promise.all([refreshPeople(), refreshConversations()]);
+  const composer = document.getElementById("composer"), box = document.getElementById("message");
+  composer.addEventListener("submit", (ev) => { ev.preventDefault(); const t = box.value; box.value = ""; send(t); });
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); composer.requestSubmit(); }
+  });
+  document.addEventListener("visibilitychange", seen);
+  render();
+  follow();
+}
+
+start();

@@ -1,0 +1,58 @@
+import Foundation
+import StarlingMessengerAPI
+import StarlingTestSupport
+import Testing
+
+/// `starling web` as two people meet it: two daemons, each serving the page,
+/// two headless Chromium browsers driven by Selenium (Tests/web/web_check.py):
+/// public both ways, a private message to "read" only once it is opened, a
+/// hostile nickname shown as text, a wrong token refused. Screenshots go to
+/// .build/screenshots.
+@Suite(.serialized, .usesProcesses) struct WebProcessTests {
+    static func web(_ dir: String, name: String, peer: UInt16? = nil) throws -> LiveProcess {
+        try LiveProcess(["web", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1", "--data-dir", dir]
+                        + (peer.map { ["--peer", "127.0.0.1:\($0)"] } ?? []))
+    }
+
+    static func link(_ p: LiveProcess) async throws -> String {
+        #expect(await p.waitForText("web: open http"), "\(p.text)")
+        let line = try #require(p.text.split(separator: "\n").first { $0.hasPrefix("web: open ") }, "\(p.text)")
+        return String(line.dropFirst("web: open ".count))
+    }
+
+    @Test func twoPeopleInTwoBrowsers() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
+        let (a, b) = (ContactCommandTests.temporaryDirectory("web-alice"), ContactCommandTests.temporaryDirectory("web-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        let alice = try Self.web(a, name: "alice")
+        defer { alice.stop() }
+        let aliceLink = try await Self.link(alice)
+        #expect(aliceLink.hasPrefix("http://127.0.0.1:") && aliceLink.contains("/#token="), "\(aliceLink)")
+        // The link's token is the API's: without it, the API refuses; the page itself needs none.
+        let base = try #require(URL(string: String(aliceLink.prefix { $0 != "#" })))
+        let token = String(try #require(aliceLink.split(separator: "=").last))
+        let api = APIClient(host: try #require(base.host), port: try #require(base.port), token: token)
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        let udp = try #require(status["udpPort"] as? Int)
+        let page = try await APIClient(host: try #require(base.host), port: try #require(base.port), token: "").raw(.GET, "/")
+        #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<textarea id=\"message\""))
+        #expect(try await APIClient(host: try #require(base.host), port: try #require(base.port), token: "").raw(.GET, "/v1/status").status == 401)
+        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
+        defer { bob.stop() }
+        let bobLink = try await Self.link(bob)
+        // A second `starling web` on alice's directory finds her daemon and prints the same link.
+        let again = try await StarlingProcess.run(["web", "--data-dir", a])
+        #expect(again.status == 0 && again.stdout.contains(aliceLink), "\(again.stdout)\(again.stderr)")
+
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_check.py").path,
+                                                  [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path], seconds: 240)
+        #expect(out.contains("all checks passed"), "\(out)")
+        #expect(!out.contains("FAIL"), "\(out)")
+        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png"] {
+            #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
+        }
+    }
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Two people in two browsers (headless Chromium, Selenium), each on the page
+`starling web` serves from their own daemon:
+
+    web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR
+
+A public message both ways; a private message whose receipt reaches "read"
+only once Bob opens it; a hostile nickname shown as text (no element made, no
+script run); a page with a wrong token refused in words. Prints one line a
+check and writes a screenshot of each page; exits 0 when all hold. Every wait
+is bounded (30 s).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+alice_link, bob_link, starling, alice_udp, shots = sys.argv[1:6]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,700",
+              "--user-data-dir=" + tempfile.mkdtemp(prefix="starling-chromium-")]:
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def wait(driver, condition, what, seconds=30):
+    try:
+        return WebDriverWait(driver, seconds).until(lambda d: condition(d))
+    except TimeoutException:
+        check(False, what + " (within %d s)" % seconds)
+        return None
+
+
+def messages(driver):
+    # Read in one script: the page redraws its list as events come (an element found may be gone).
+    return driver.execute_script("return [...document.querySelectorAll('#messages li')].map(li => li.textContent)")
+
+
+def states(driver):
+    return driver.execute_script("return [...document.querySelectorAll('#messages li.own .state')].map(s => s.getAttribute('aria-label'))")
+
+
+def buttons(driver, where):
+    return driver.execute_script("return [...document.querySelectorAll(arguments[0])].map(b => b.getAttribute('aria-label') || b.textContent)", where)
+
+
+def press(driver, where, label_start):
+    return driver.execute_script("""const b = [...document.querySelectorAll(arguments[0])]
+        .find(b => (b.getAttribute('aria-label') || b.textContent).startsWith(arguments[1]));
+        if (b) { b.click(); return true } return false""", where, label_start)
+
+
+def type_message(driver, text):
+    box = driver.find_element(By.CSS_SELECTOR, "textarea[aria-label='Message']")
+    box.click()
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+
+
+def shot(driver, name):
+    driver.save_screenshot(os.path.join(shots, name))
+
+
+alice, bob, stranger = browser(), browser(), browser()
+try:
+    # A link without the right token: said in words, nothing else.
+    stranger.get(alice_link.split("#")[0] + "#token=" + "0" * 64)
+    alert = wait(stranger, lambda d: d.find_element(By.ID, "alert").text, "a wrong token is said")
+    check(alert is not None and "token" in alert, "a wrong token is refused in words: %r" % alert)
+    shot(stranger, "web-wrong-token.png")
+
+    alice.get(alice_link)
+    bob.get(bob_link)
+    check("#token=" not in alice.current_url, "the token leaves the address bar")
+    for d, other in ((alice, "bob"), (bob, "alice")):
+        wait(d, lambda d: any(("Message " + other) in b for b in buttons(d, "#people button")), "%s is listed" % other)
+    wait(alice, lambda d: d.find_element(By.ID, "me").get_attribute("data-following") == "yes", "alice's page follows the events")
+    wait(bob, lambda d: d.find_element(By.ID, "me").get_attribute("data-following") == "yes", "bob's page follows the events")
+
+    # Public, both ways.
+    type_message(alice, "hello from alice")
+    check(wait(bob, lambda d: any("hello from alice" in m for m in messages(d)), "bob sees alice's public line") is not None,
+          "a public message from alice reaches bob's page")
+    type_message(bob, "hello from bob")
+    check(wait(alice, lambda d: any("hello from bob" in m for m in messages(d)), "alice sees bob's public line") is not None,
+          "a public message from bob reaches alice's page")
+    check(any("hello from alice" in m for m in messages(alice)), "alice's own line is on her page")
+
+    # Private, with its receipts: read only once bob opens it.
+    check(press(alice, "#people button", "Message bob"), "alice finds bob among the people here")
+    wait(alice, lambda d: d.find_element(By.ID, "title").text == "bob", "alice's conversation with bob opens")
+    type_message(alice, "psst, bob")
+    state = states
+    check(wait(alice, lambda d: "delivered" in state(d), "the message is delivered") is not None, "alice sees delivered")
+    check("read" not in state(alice), "not read before bob opens it")
+    unread = wait(bob, lambda d: any(b.startswith("alice, 1 unread") for b in buttons(d, "#conversations button")),
+                  "bob's page counts it unread")
+    shot(bob, "web-unread.png")
+    if unread:
+        press(bob, "#conversations button", "alice, 1 unread")
+        check(wait(bob, lambda d: any("psst, bob" in m for m in messages(d)), "bob reads it") is not None, "bob's page shows the message")
+        check(wait(alice, lambda d: "read" in state(d), "alice sees read") is not None, "alice's page shows read once bob opened it")
+    shot(alice, "web-private.png")
+    shot(bob, "web-private-bob.png")
+
+    # A hostile nickname: text, never markup.
+    hostile = "<img src=x onerror=alert(1)>"
+    subprocess.run([starling, "send", "--no-discovery", "--port", "0", "--name", hostile, "--data-dir", tempfile.mkdtemp(prefix="starling-hostile-"),
+                    "--peer", "127.0.0.1:" + alice_udp, "--linger", "2", "hostile hello"], check=True, capture_output=True, timeout=60)
+    press(alice, "#conversations button", "#mesh")
+    shown = wait(alice, lambda d: [m for m in messages(d) if "hostile hello" in m], "the hostile line is shown")
+    check(bool(shown) and hostile in shown[0], "a hostile nickname is shown as text: %r" % (shown[0] if shown else None))
+    check(not alice.find_elements(By.CSS_SELECTOR, "#messages img, nav img"), "no element was made from it")
+    try:
+        alice.switch_to.alert
+        check(False, "no script ran from it")
+    except NoAlertPresentException:
+        check(True, "no script ran from it")
+    shot(alice, "web-mesh.png")
+finally:
+    for d in (alice, bob, stranger):
+        d.quit()
+
+print("%d check(s) failed" % len(failures) if failures else "all checks passed")
+sys.exit(1 if failures else 0)
