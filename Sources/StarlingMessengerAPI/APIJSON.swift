@@ -196,7 +196,8 @@ public enum APIJSON {
     }
 
     public static func stately(_ v: StatelyView) -> Object {
-        ["state": v.state.rawValue, "intervalMillis": Int(v.interval), "powerMode": v.powerMode, "board": v.board.map(peerState)]
+        ["state": v.state.rawValue, "intervalMillis": Int(v.interval), "powerMode": v.powerMode, "board": v.board.map(peerState),
+         "states": StateKind.allCases.map { ["name": $0.rawValue, "emoji": $0.emoji, "displayName": $0.displayName] as Object }]
     }
 
     public static func data(_ o: Any) -> Data {

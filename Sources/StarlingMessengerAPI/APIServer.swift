@@ -9,6 +9,7 @@ import StarlingMessenger
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
+import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
@@ -196,8 +197,16 @@ public final class APIServer: Sendable {
         v1.get("card") { _, _ in Self.json(APIJSON.card(try await Self.call { try await c.card() })) }
         v1.get("mesh") { _, _ in Self.json(APIJSON.mesh(try await Self.call { try await c.mesh() }, me: m.node.identity.peerID)) }
         v1.post("contacts") { request, context in
-            struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool? }
-            let body = try await request.decode(as: Add.self, context: context)
+            struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool?; var image: String? }
+            var body = try await request.decode(as: Add.self, context: context)
+            if body.uri == nil, let image = body.image {
+                // A picture of their QR code (PNG), read here: the page needs no decoder of its own.
+                guard let png = Data(base64Encoded: image) else { throw APIError(.badRequest, "image is a PNG picture, base64") }
+                let found: [String]
+                do { found = try QRCode.scan(png: [UInt8](png)) } catch { throw APIError(.badRequest, "no QR code was found in the picture (\(error))") }
+                guard let uri = found.first(where: { $0.hasPrefix("yaok://") }) else { throw APIError(.badRequest, "the QR code in the picture is not a Ya OK contact") }
+                body.uri = uri
+            }
             do {
                 if let npub = body.npub?.lowercased() {
                     guard (try? NostrContacts.key(npub: npub)) != nil else { throw APIError(.badRequest, "not an npub: \(npub)") }

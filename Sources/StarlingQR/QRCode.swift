@@ -137,6 +137,14 @@ public struct QRCode: Hashable, Sendable {
         }
     }
 
+    /// Every QR code in a PNG picture held in memory (an upload); none found is an error.
+    public static func scan(png bytes: [UInt8]) throws(Error) -> [String] {
+        let (width, height, pixels) = try PNGFile.readGray(bytes: bytes)
+        let found = scan(gray: pixels, width: width, height: height)
+        guard !found.isEmpty else { throw Error.noCode("the picture") }
+        return found
+    }
+
     /// Every QR code in a PNG file (any colour type; read as grey).
     public static func scan(pngAt path: String) throws(Error) -> [String] {
         let (width, height, pixels) = try PNGFile.readGray(path: path)
@@ -175,6 +183,28 @@ enum PNGFile {
         let ok = pixels.withUnsafeMutableBytes { png_image_finish_read(&image, nil, $0.baseAddress, 0, nil) }
         guard ok != 0 else { throw .png("\(path): \(message(&image))") }
         return (width, height, pixels)
+    }
+
+    static func readGray(bytes: [UInt8]) throws(QRCode.Error) -> (Int, Int, [UInt8]) {
+        // Begun and finished within one borrow of the bytes (libpng keeps the pointer in between).
+        let result = bytes.withUnsafeBytes { raw -> Result<(Int, Int, [UInt8]), QRCode.Error> in
+            var image = png_image()
+            image.version = UInt32(PNG_IMAGE_VERSION)
+            guard png_image_begin_read_from_memory(&image, raw.baseAddress, raw.count) != 0 else {
+                return .failure(.png("the picture: \(message(&image))"))
+            }
+            let width = Int(image.width), height = Int(image.height)
+            guard width > 0, height > 0, width * height <= maxPixels else {
+                png_image_free(&image)
+                return .failure(.png("the picture: \(width)×\(height) pixels is more than this reader takes"))
+            }
+            image.format = UInt32(PNG_FORMAT_GRAY)
+            var pixels = [UInt8](repeating: 0, count: width * height)
+            let ok = pixels.withUnsafeMutableBytes { png_image_finish_read(&image, nil, $0.baseAddress, 0, nil) }
+            guard ok != 0 else { return .failure(.png("the picture: \(message(&image))")) }
+            return .success((width, height, pixels))
+        }
+        return try result.get()
     }
 
     private static func message(_ image: inout png_image) -> String {

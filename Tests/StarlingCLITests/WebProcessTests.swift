@@ -45,13 +45,17 @@ import Testing
         let again = try await StarlingProcess.run(["web", "--data-dir", a])
         #expect(again.status == 0 && again.stdout.contains(aliceLink), "\(again.stdout)\(again.stderr)")
 
+        // Bob's QR code as a picture, for alice's page to read.
+        let qr = b + "/bob-qr.png"
+        let made = try await StarlingProcess.run(["contact", "qr", "--data-dir", b, "--png", qr])
+        #expect(made.status == 0, "\(made.stderr)")
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_check.py").path,
-                                                  [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path], seconds: 240)
+                                                  [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr], seconds: 240)
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
-        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png"] {
+        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png"] {
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }

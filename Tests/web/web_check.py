@@ -2,11 +2,13 @@
 """Two people in two browsers (headless Chromium, Selenium), each on the page
 `starling web` serves from their own daemon:
 
-    web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR
+    web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR BOB_QR_PNG
 
 A public message both ways; a private message whose receipt reaches "read"
-only once Bob opens it; a hostile nickname shown as text (no element made, no
-script run); a page with a wrong token refused in words. Prints one line a
+only once Bob opens it; Bob added as a contact from a picture of his QR code,
+with the safety number shown; an SOS raised on one page and seen as a banner
+on the other; a block that takes effect; a hostile nickname shown as text (no
+element made, no script run); a page with a wrong token refused in words. Prints one line a
 check and writes a screenshot of each page; exits 0 when all hold. Every wait
 is bounded (30 s).
 """
@@ -14,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
@@ -22,7 +25,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-alice_link, bob_link, starling, alice_udp, shots = sys.argv[1:6]
+alice_link, bob_link, starling, alice_udp, shots, bob_qr = sys.argv[1:7]
 failures = []
 
 
@@ -121,6 +124,42 @@ try:
     shot(alice, "web-private.png")
     shot(bob, "web-private-bob.png")
 
+    # Bob as a contact, from a picture of his QR code: the safety number is shown.
+    alice.execute_script("document.getElementById('contacts-panel').open = true")
+    alice.find_element(By.ID, "contact-image").send_keys(bob_qr)
+    alice.find_element(By.CSS_SELECTOR, "#add-contact button[type=submit]").click()
+    number = wait(alice, lambda d: d.execute_script(
+        "const c = document.querySelector('#contacts code'); return c && c.getAttribute('aria-label') === 'Safety number with bob' ? c.textContent : null"),
+        "bob is a contact with a safety number")
+    check(number is not None and len(number.split(" ")) == 16, "bob added from his QR picture, safety number %r" % number)
+    check(alice.execute_script("return document.getElementById('qr').naturalWidth") > 0, "alice's own QR code is shown")
+    shot(alice, "web-contacts.png")
+
+    # An SOS: raised on alice's page, a banner on bob's that cannot be missed; cleared.
+    alice.execute_script("document.getElementById('status-panel').open = true")
+    alice.find_element(By.ID, "sos").click()
+    banner = wait(bob, lambda d: d.execute_script("const b = document.getElementById('sos-banner'); return b.hidden ? null : b.textContent"),
+                  "bob's page raises the SOS banner")
+    check(banner is not None and "SOS from alice" in banner, "an SOS is a banner on the other page: %r" % banner)
+    check(bob.find_element(By.ID, "sos-banner").get_attribute("role") == "alert", "the banner is an alert for a screen reader")
+    shot(bob, "web-sos.png")
+    wait(alice, lambda d: d.find_element(By.ID, "sos").text.startswith("Clear"), "alice's button offers to clear it")
+    alice.find_element(By.ID, "sos").click()
+    check(wait(bob, lambda d: d.execute_script("return document.getElementById('sos-banner').hidden"), "the banner goes when cleared") is not None,
+          "a cleared SOS takes the banner away")
+
+    # A block takes effect: bob blocks alice; her next message never reaches his page.
+    check(press(bob, "#people button", "Block alice"), "bob finds the block button")
+    wait(bob, lambda d: any(b.startswith("Unblock alice") for b in buttons(d, "#people button")), "bob's page says alice is blocked")
+    press(alice, "#conversations button", "bob")
+    type_message(alice, "after the block")
+    check(wait(alice, lambda d: any("after the block" in m for m in messages(d)), "alice's page shows what she sent") is not None,
+          "alice's page shows her message (the control)")
+    time.sleep(3)
+    check(not any("after the block" in m for m in messages(bob)), "a blocked person's message is not shown")
+    check("delivered" not in states(alice)[-1:], "nor acknowledged to her")
+    shot(bob, "web-blocked.png")
+
     # A hostile nickname: text, never markup.
     hostile = "<img src=x onerror=alert(1)>"
     subprocess.run([starling, "send", "--no-discovery", "--port", "0", "--name", hostile, "--data-dir", tempfile.mkdtemp(prefix="starling-hostile-"),
@@ -128,7 +167,7 @@ try:
     press(alice, "#conversations button", "#mesh")
     shown = wait(alice, lambda d: [m for m in messages(d) if "hostile hello" in m], "the hostile line is shown")
     check(bool(shown) and hostile in shown[0], "a hostile nickname is shown as text: %r" % (shown[0] if shown else None))
-    check(not alice.find_elements(By.CSS_SELECTOR, "#messages img, nav img"), "no element was made from it")
+    check(not alice.find_elements(By.CSS_SELECTOR, "#messages img, #people img, #conversations img, #board img"), "no element was made from it")
     try:
         alice.switch_to.alert
         check(False, "no script ran from it")

@@ -130,8 +130,112 @@ function renderPeople() {
       on: { click: () => message(p) },
     }, el("span", { text: p.nickname + marks }),
        el("small", { text: `${p.fingerprint.slice(0, 16)} · ${p.hops === 1 ? "direct" : p.hops + " hops"}` }));
-    ul.append(el("li", {}, b));
+    const actions = el("div", { class: "peer-actions" },
+      el("button", { type: "button", "aria-label": (p.favorite ? "Unfavourite " : "Favourite ") + p.nickname, text: p.favorite ? "★ unfavourite" : "☆ favourite",
+                     on: { click: () => decide(p, p.favorite ? "unfavourite" : "favourite") } }),
+      el("button", { type: "button", "aria-label": (p.blocked ? "Unblock " : "Block ") + p.nickname, text: p.blocked ? "unblock" : "block",
+                     on: { click: () => decide(p, p.blocked ? "unblock" : "block") } }));
+    ul.append(el("li", {}, b, actions));
   }
+}
+
+async function decide(p, change) {
+  try {
+    await api("/v1/trust", { fingerprint: p.fingerprint, change, nickname: p.nickname });
+    await refreshPeople();
+    await refreshContacts();
+  } catch (e) { say(e.message); }
+}
+
+// MARK: Stately
+
+let statesKnown = [];
+async function refreshStately() {
+  let v;
+  try { v = await api("/v1/stately"); } catch (e) { return; }
+  const select = document.getElementById("state");
+  if (!statesKnown.length && v.states) {
+    statesKnown = v.states;
+    for (const k of v.states) if (k.name !== "sos") select.append(el("option", { value: k.name, text: `${k.emoji} ${k.displayName}` }));
+  }
+  if (v.state !== "sos") select.value = v.state;
+  const sos = document.getElementById("sos");
+  sos.textContent = v.state === "sos" ? "Clear my SOS" : "Raise SOS";
+  const board = document.getElementById("board");
+  board.replaceChildren();
+  for (const b of v.board) {
+    board.append(el("li", { class: b.state === "sos" ? "sos" : "", text: `${b.emoji} ${b.name} — ${b.state === "sos" ? "SOS" : b.state}${b.hops > 1 ? ` (${b.hops} hops)` : ""}` }));
+  }
+  const sosAround = v.board.filter((b) => b.state === "sos");
+  const banner = document.getElementById("sos-banner");
+  banner.textContent = sosAround.length ? "🆘 SOS from " + sosAround.map((b) => b.name).join(", ") + ": someone near you needs help" : "";
+  banner.hidden = !sosAround.length;
+}
+
+async function setState(name) {
+  try { await api("/v1/stately", { state: name }); } catch (e) { say(e.message); }
+  refreshStately();
+}
+
+// MARK: Contacts
+
+async function refreshContacts() {
+  let contacts;
+  try { contacts = await api("/v1/contacts"); } catch (e) { return; }
+  const ul = document.getElementById("contacts");
+  ul.replaceChildren();
+  for (const c of contacts) {
+    const li = el("li", { class: "contact" },
+      el("span", { text: c.name + (c.verified ? " ✓" : "") + (c.favorite ? " ★" : "") + (c.blocked ? " (blocked)" : "") }));
+    if (c.safetyNumber) {
+      li.append(el("code", { "aria-label": `Safety number with ${c.name}`, text: c.safetyNumber }));
+      li.append(el("button", { type: "button", "aria-label": (c.verified ? "Unverify " : "Verify ") + c.name,
+                               text: c.verified ? "unverify" : "the same on both screens: verify",
+                               on: { click: () => decide({ fingerprint: c.fingerprint, nickname: c.name }, c.verified ? "unverify" : "verify") } }));
+    }
+    ul.append(li);
+  }
+}
+
+async function showCard() {
+  try {
+    const card = await api("/v1/card");
+    // Our own daemon's picture, shown as an image (never inserted as markup).
+    document.getElementById("qr").src = "data:image/svg+xml;base64," + btoa(card.qrSVG);
+    document.getElementById("qr").title = card.uri;
+  } catch (e) { say(e.message); }
+}
+
+async function addContact() {
+  const link = document.getElementById("contact-link"), file = document.getElementById("contact-image");
+  try {
+    if (link.value.trim()) {
+      await api("/v1/contacts", { uri: link.value.trim() });
+    } else if (file.files.length) {
+      const bytes = new Uint8Array(await file.files[0].arrayBuffer());
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+      await api("/v1/contacts", { image: btoa(binary) });
+    } else {
+      say("give their yaok:// link or a picture of their QR code");
+      return;
+    }
+    link.value = "";
+    file.value = "";
+    say("");
+    await refreshContacts();
+    await refreshConversations();
+  } catch (e) { say(e.message); }
+}
+
+// MARK: The store's lock
+
+async function unlock(secret) {
+  try {
+    await api("/v1/store/unlock", { secret });
+    say("");
+  } catch (e) { say(e.message); }
+  await refreshMe();
 }
 
 function renderMessages() {
@@ -243,6 +347,12 @@ function take(e) {
     case "left":
     case "trust":
       refreshPeople();
+      refreshContacts();
+      break;
+    case "state":
+    case "sos":
+    case "stateExpired":
+      refreshStately();
       break;
     case "gap":
       say(`${e.missed} events were missed while this page was away`);
@@ -300,6 +410,7 @@ async function refreshMe() {
     state.me = await api("/v1/status");
     document.getElementById("me").textContent =
       `you are ${state.me.nickname} (${state.me.peerID}) · ${state.me.peers} here` + (state.me.storeOpen ? "" : " · store locked");
+    document.getElementById("unlock").hidden = state.me.storeOpen;
     return true;
   } catch (e) {
     if (e instanceof Refused && e.status === 401) say("This page needs the link `starling web` printed (its token is missing or wrong).");
@@ -332,8 +443,23 @@ async function start() {
     if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); composer.requestSubmit(); }
   });
   document.addEventListener("visibilitychange", seen);
+  document.getElementById("state-form").addEventListener("submit", (ev) => { ev.preventDefault(); setState(document.getElementById("state").value); });
+  document.getElementById("sos").addEventListener("click", () => setState(document.getElementById("sos").textContent.startsWith("Clear") ? "clear" : "sos"));
+  document.getElementById("add-contact").addEventListener("submit", (ev) => { ev.preventDefault(); addContact(); });
+  document.getElementById("unlock").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const box = document.getElementById("secret");
+    const secret = box.value;
+    box.value = "";
+    unlock(secret);
+  });
   render();
+  refreshStately();
+  refreshContacts();
+  showCard();
   follow();
+  // States age out without an event of their own for each: the board is read again every 10 s.
+  setInterval(refreshStately, 10000);
 }
 
 start();
