@@ -97,10 +97,25 @@ public final class APIServer: Sendable {
     /// Takes the messenger's events into the log until they end.
     public func record() async {
         for await event in messenger.events {
+            if case let .node(.fileReceived(_, _, _, path, transferID)) = event { await received.add(transferID, path) }
             for o in APIJSON.events(event) { await log.append(o) }
         }
         await log.finish()
     }
+
+    /// Files that came, by transfer ID, for `GET /v1/files/ID` (the newest 1,000;
+    /// only what the node saved in the data directory's files/incoming).
+    actor ReceivedFiles {
+        var paths: [String: String] = [:]
+        var order: [String] = []
+        func add(_ id: String, _ path: String) {
+            if paths[id] == nil { order.append(id) }
+            paths[id] = path
+            while order.count > 1_000 { paths[order.removeFirst()] = nil }
+        }
+        func path(_ id: String) -> String? { paths[id] }
+    }
+    let received = ReceivedFiles()
 
     // MARK: Serving
 
@@ -334,6 +349,23 @@ public final class APIServer: Sendable {
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
+        let received = self.received
+        let incoming = configuration.directory.appendingPathComponent("files/incoming").standardizedFileURL.resolvingSymlinksInPath().path + "/"
+        v1.get("files/:id") { _, context in
+            // A file that came, as bytes to save: never shown as what it says it is.
+            let id = try context.parameters.require("id")
+            guard let path = await received.path(id) else { throw APIError(.notFound, "no file came with transfer ID \(id)") }
+            let real = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            guard real.hasPrefix(incoming), let bytes = FileManager.default.contents(atPath: real) else {
+                throw APIError(.notFound, "the file of transfer \(id) is no longer in files/incoming")
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/octet-stream"
+            headers[HTTPField.Name("Content-Disposition")!] = "attachment; filename=\"\(Self.safeName(URL(fileURLWithPath: real).lastPathComponent))\""
+            headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+            headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; sandbox"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: bytes)))
+        }
         v1.post("nickname") { request, context in
             struct Rename: Decodable { var nickname: String }
             let body = try await request.decode(as: Rename.self, context: context)
@@ -450,6 +482,13 @@ public final class APIServer: Sendable {
             }
             throw APIError(status, e.description)
         }
+    }
+
+    /// A file name for a header: letters, digits, dot, dash and underscore; the rest as "_".
+    static func safeName(_ name: String) -> String {
+        String(name.unicodeScalars.prefix(128).map { s -> Character in
+            (s.isASCII && (CharacterSet.alphanumerics.contains(s) || ".-_".unicodeScalars.contains(s))) ? Character(s) : "_"
+        })
     }
 
     static func peer(_ context: BasicRequestContext) throws -> PeerID {

@@ -5,7 +5,7 @@
     web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR BOB_QR_PNG
 
 A public message both ways; a private message whose receipt reaches "read"
-only once Bob opens it; Bob added as a contact from a picture of his QR code,
+only once Bob opens it; a picture sent as a file, delivered and shown inline; Bob added as a contact from a picture of his QR code,
 with the safety number shown; an SOS raised on one page and seen as a banner
 on the other; a block that takes effect; a hostile nickname shown as text (no
 element made, no script run); a page with a wrong token refused in words. Prints one line a
@@ -123,6 +123,17 @@ try:
         check(wait(alice, lambda d: "read" in state(d), "alice sees read") is not None, "alice's page shows read once bob opened it")
     shot(alice, "web-private.png")
     shot(bob, "web-private-bob.png")
+
+    # A file (a picture), from alice's page to bob's: delivered, shown inline there.
+    alice.find_element(By.ID, "file").send_keys(bob_qr)
+    words = lambda d: d.execute_script("return [...document.querySelectorAll('#messages li.own .state')].map(s => s.textContent)")
+    check(wait(alice, lambda d: "delivered" in words(d), "alice's file is delivered") is not None, "a file from alice's page is delivered")
+    pictures = wait(bob, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages img.inline')].filter(i => i.complete && i.naturalWidth > 0).map(i => i.alt)"),
+        "bob's page shows the picture")
+    check(bool(pictures) and "bob-qr.png" in pictures[0], "the picture is shown inline on bob's page: %r" % pictures)
+    check(bool(bob.execute_script("return [...document.querySelectorAll('#messages a.save')].length")), "and can be saved")
+    shot(bob, "web-file.png")
 
     # Bob as a contact, from a picture of his QR code: the safety number is shown.
     alice.execute_script("document.getElementById('contacts-panel').open = true")

@@ -248,6 +248,7 @@ function renderMessages() {
       el("span", { class: "time", text: clock(m.time) }),
       el("span", { class: "who", text: m.who }),
       el("span", { class: "text", text: m.text }));
+    if (m.file) renderFile(li, m);
     if (m.hops > 1) li.append(el("span", { class: "via", text: `via ${m.hops - 1} relay${m.hops === 2 ? "" : "s"}` }));
     if (m.via) li.append(el("span", { class: "via", text: m.via === "nostr" ? "via Nostr" : "via the Ya OK server" }));
     if (m.own && m.state && STATE_MARKS[m.state]) {
@@ -260,6 +261,157 @@ function renderMessages() {
   }
   if (atEnd) ol.scrollTop = ol.scrollHeight;
   seen();
+}
+
+// MARK: Files
+
+function renderFile(li, m) {
+  const f = m.file;
+  if (f.total) {
+    const pct = Math.round(100 * f.received / f.total);
+    li.append(el("progress", { max: String(f.total), value: String(f.received), "aria-label": `${m.own ? "sending" : "receiving"} ${f.name || "a file"}: ${pct}%` }));
+  }
+  if (f.words) li.append(el("span", { class: "state" + (f.failed ? " failed" : ""), role: "img", "aria-label": f.words, text: f.words }));
+  if (f.transferID && f.saved) {
+    li.append(el("a", { class: "save", href: "#", text: "save", "aria-label": `Save ${f.name}`, on: { click: (ev) => { ev.preventDefault(); saveFile(f); } } }));
+    if (f.image) li.append(el("img", { class: "inline", src: f.image, alt: `picture ${f.name} from ${m.who}` }));
+  }
+}
+
+// What a picture's first bytes say it is (its name and the sender's word are never trusted).
+function pictureType(bytes) {
+  const b = bytes.subarray(0, 12);
+  if (b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return "image/png";
+  if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
+  if (b[0] === 0x47 && b[1] === 0x49 && b[2] === 0x46) return "image/gif";
+  if (b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return "image/webp";
+  return null;
+}
+
+async function fileBytes(transferID) {
+  const r = await fetch(`/v1/files/${encodeURIComponent(transferID)}`, { headers: { Authorization: "Bearer " + state.token } });
+  if (!r.ok) throw new Refused(r.status, "the file could not be read (" + r.status + ")");
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+async function saveFile(f) {
+  try {
+    const bytes = await fileBytes(f.transferID);
+    const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+    const a = el("a", { href: url, download: f.name || "file" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (e) { say(e.message); }
+}
+
+// The conversation with a peer here (made when new).
+async function conversationWithPeer(peerID) {
+  for (const c of state.conversations.values()) if (c.fingerprint && c.fingerprint.startsWith(peerID)) return c.id;
+  try {
+    const c = await api("/v1/conversations", { peerID });
+    state.conversations.set(c.id, Object.assign(state.conversations.get(c.id) || {}, c));
+    return c.id;
+  } catch (e) { return null; }
+}
+
+function currentPeer() {
+  const c = state.conversations.get(state.current);
+  if (!c || !c.fingerprint) return null;
+  const id = c.fingerprint.slice(0, 16);
+  return state.peers.find((p) => p.peerID === id) ? id : null;
+}
+
+async function sendFile(file) {
+  const to = currentPeer();
+  if (!to) { say("files go over the mesh to someone here: open a conversation with a person listed under People here"); return; }
+  if (file.size > 16 * 1024 * 1024) { say("a file over 16 MiB is not sent"); return; }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  try {
+    const r = await api("/v1/files", { to, name: file.name, content: btoa(binary) });
+    upsert(state.current, { key: r.transferID, time: Date.now(), who: state.me.nickname, own: true, text: `file ${file.name} (${file.size} bytes)`,
+                            file: { transferID: r.transferID, name: file.name, received: 0, total: 1, words: "queued" } });
+    fileConversation.set(r.transferID, state.current);
+    // Its events can come before the call's answer: taken now, in order.
+    for (const e of earlyFileEvents.get(r.transferID) || []) applyFileEvent(e);
+    earlyFileEvents.delete(r.transferID);
+    renderMessages();
+    say("");
+  } catch (e) { say(e.message); }
+}
+
+const fileConversation = new Map(); // transfer ID -> conversation, for its receipts
+const earlyFileEvents = new Map();  // transfer ID -> events that came before the send call's answer (64 at most)
+let fileQueue = Promise.resolve();  // file events, taken one at a time in the order they came
+
+// Our file's progress: out to the links, delivered, failed.
+function applyFileEvent(e) {
+  const id = e.transferID || e.messageID;
+  const m = fileEntry(id);
+  if (!m) {
+    if (e.event === "fileSent" || earlyFileEvents.has(id)) {
+      if (!earlyFileEvents.has(id) && earlyFileEvents.size >= 64) earlyFileEvents.delete(earlyFileEvents.keys().next().value);
+      earlyFileEvents.set(id, (earlyFileEvents.get(id) || []).concat([e]));
+    } else if (e.event === "delivered" || e.event === "failed") {
+      // (A message's receipt, or a file's that came before its fileSent: kept a moment.)
+      if (earlyFileEvents.size < 64) earlyFileEvents.set(id, [e]);
+    }
+    return;
+  }
+  if (e.event === "fileSent" && m.file.words !== "delivered") {
+    Object.assign(m.file, { received: e.total, total: e.total, words: `sent in ${e.total} fragment${e.total === 1 ? "" : "s"}, waiting for the receipt` });
+  } else if (e.event === "delivered") {
+    Object.assign(m.file, { received: m.file.total, words: "delivered" });
+  } else if (e.event === "failed") {
+    Object.assign(m.file, { words: "not delivered", failed: true });
+  }
+}
+
+function fileEntry(transferID) {
+  const c = fileConversation.get(transferID);
+  return c ? list(c).find((m) => m.key === transferID) : null;
+}
+
+async function takeFile(e) {
+  switch (e.event) {
+    case "fileSent":
+    case "delivered":
+    case "failed":
+      applyFileEvent(e);
+      break;
+    case "fileProgress": {
+      const c = await conversationWithPeer(e.from);
+      if (!c) break;
+      upsert(c, { key: "incoming-" + e.from, time: Date.now(), who: peerName(e.from), text: "a file is arriving",
+                  file: { received: e.received, total: e.total } });
+      break;
+    }
+    case "fileReceived": {
+      const c = await conversationWithPeer(e.from);
+      if (!c) break;
+      const l = list(c), i = l.findIndex((m) => m.key === "incoming-" + e.from);
+      if (i >= 0) l.splice(i, 1);
+      const entry = { key: e.transferID, time: Date.now(), who: peerName(e.from), text: `file ${e.name} (${e.size} bytes)`,
+                      file: { transferID: e.transferID, name: e.name, saved: true } };
+      upsert(c, entry);
+      try {
+        const bytes = await fileBytes(e.transferID);
+        const type = pictureType(bytes);
+        if (type) entry.file.image = URL.createObjectURL(new Blob([bytes], { type }));
+      } catch (err) { /* shown without the picture; "save" says why */ }
+      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      break;
+    }
+  }
+  render();
+}
+
+function peerName(peerID) {
+  const p = state.peers.find((p) => p.peerID === peerID);
+  return p ? p.nickname : peerID;
 }
 
 function render() {
@@ -353,6 +505,13 @@ function take(e) {
     case "sos":
     case "stateExpired":
       refreshStately();
+      break;
+    case "fileSent":
+    case "delivered":
+    case "failed":
+    case "fileProgress":
+    case "fileReceived":
+      fileQueue = fileQueue.then(() => takeFile(e)).catch((err) => console.warn(err));
       break;
     case "gap":
       say(`${e.missed} events were missed while this page was away`);
@@ -452,6 +611,15 @@ async function start() {
     const secret = box.value;
     box.value = "";
     unlock(secret);
+  });
+  document.getElementById("file").addEventListener("change", (ev) => { const f = ev.target.files[0]; ev.target.value = ""; if (f) sendFile(f); });
+  const drop = document.getElementById("conversation");
+  drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("dropping"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("dropping"));
+  drop.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    drop.classList.remove("dropping");
+    for (const f of ev.dataTransfer.files) sendFile(f);
   });
   render();
   refreshStately();
