@@ -8,7 +8,8 @@ A public message both ways; a private message whose receipt reaches "read"
 only once Bob opens it; a picture sent as a file, delivered and shown inline; Bob added as a contact from a picture of his QR code,
 with the safety number shown; an SOS raised on one page and seen as a banner
 on the other; a block that takes effect; a hostile nickname shown as text (no
-element made, no script run); a page with a wrong token refused in words. Prints one line a
+element made, no script run); the mesh drawn from announces; a rename from
+the settings; a page with a wrong token refused in words. Prints one line a
 check and writes a screenshot of each page; exits 0 when all hold. Every wait
 is bounded (30 s).
 """
@@ -185,6 +186,22 @@ try:
     except NoAlertPresentException:
         check(True, "no script ran from it")
     shot(alice, "web-mesh.png")
+
+    # The mesh as announces draw it: alice and bob, one link between them.
+    alice.execute_script("document.getElementById('mesh-panel').open = true")
+    label = wait(alice, lambda d: (lambda l: l if l and "2 nodes, 1 link" in l else None)(
+        d.find_element(By.ID, "mesh-picture").get_attribute("aria-label")), "the mesh picture draws alice and bob", seconds=40)
+    check(label is not None, "the mesh picture: %r" % label)
+    shot(alice, "web-mesh-picture.png")
+
+    # Settings: bob renames himself; alice's page names him so.
+    bob.execute_script("document.getElementById('settings-panel').open = true")
+    box = bob.find_element(By.ID, "nickname")
+    box.clear()
+    box.send_keys("robert")
+    bob.find_element(By.CSS_SELECTOR, "#rename button").click()
+    check(wait(alice, lambda d: any(b.startswith("Message robert") for b in buttons(d, "#people button")), "alice's page says robert") is not None,
+          "a rename on bob's page reaches alice's")
 finally:
     for d in (alice, bob, stranger):
         d.quit()

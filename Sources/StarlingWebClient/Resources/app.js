@@ -147,6 +147,66 @@ async function decide(p, change) {
   } catch (e) { say(e.message); }
 }
 
+// MARK: The mesh, channels, settings, notifications
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// Who hears whom, from announces' neighbour lists: peers on a circle, us at the centre.
+async function refreshMesh() {
+  let mesh;
+  try { mesh = await api("/v1/mesh"); } catch (e) { return; }
+  const names = new Map(state.peers.map((p) => [p.peerID, p.nickname]));
+  names.set(mesh.me, state.me ? state.me.nickname : "you");
+  const ids = [...new Set([mesh.me, ...Object.keys(mesh.neighbours), ...Object.values(mesh.neighbours).flat()])].slice(0, 64);
+  const others = ids.filter((id) => id !== mesh.me);
+  const at = new Map([[mesh.me, [100, 100]]]);
+  others.forEach((id, i) => {
+    const a = 2 * Math.PI * i / Math.max(1, others.length);
+    at.set(id, [100 + 70 * Math.cos(a), 100 + 70 * Math.sin(a)]);
+  });
+  const picture = svg("svg", { viewBox: "0 0 200 200" });
+  const edges = [];
+  for (const [from, list] of Object.entries(mesh.neighbours)) {
+    for (const to of list) if (at.has(from) && at.has(to) && from < to) edges.push([from, to]);
+    for (const to of list) if (at.has(from) && at.has(to) && from > to && !(mesh.neighbours[to] || []).includes(from)) edges.push([to, from]);
+  }
+  for (const [a, b] of edges) {
+    const [x1, y1] = at.get(a), [x2, y2] = at.get(b);
+    picture.append(svg("line", { x1, y1, x2, y2 }));
+  }
+  for (const id of ids) {
+    const [x, y] = at.get(id);
+    picture.append(svg("circle", { cx: x, cy: y, r: 5, class: id === mesh.me ? "me" : "" }));
+    picture.append(svg("text", { x: x + 7, y: y + 3 }, names.get(id) || id.slice(0, 6)));
+  }
+  const holder = document.getElementById("mesh-picture");
+  holder.replaceChildren(picture);
+  holder.setAttribute("aria-label", `The mesh: ${ids.length} node${ids.length === 1 ? "" : "s"}, ${edges.length} link${edges.length === 1 ? "" : "s"} heard in announces`);
+}
+
+function channelKey(g) { return "#" + g; }
+
+async function join(geohash) {
+  try {
+    const r = await api(`/v1/channels/${encodeURIComponent(geohash)}`, {});
+    const key = channelKey(r.joined);
+    if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: r.joined });
+    await open(key);
+    say("");
+  } catch (e) { say(e.message); }
+}
+
+function notify(title, body) {
+  if (!("Notification" in window) || Notification.permission !== "granted" || document.visibilityState === "visible") return;
+  try { new Notification(title, { body }); } catch (_) { /* not in this context */ }
+}
+
 // MARK: Stately
 
 let statesKnown = [];
@@ -377,6 +437,19 @@ function fileEntry(transferID) {
 
 async function takeFile(e) {
   switch (e.event) {
+    case "channelMessage": {
+      const key = channelKey(e.geohash);
+      if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: e.geohash });
+      upsert(key, { key: e.eventID || `${e.publicKey}-${e.createdAt}`, time: e.createdAt * 1000,
+                    who: (e.nickname || "anon") + "#" + e.publicKey.slice(0, 4), text: e.text });
+      const c = state.conversations.get(key);
+      if (state.current !== key) c.unread = (c.unread || 0) + 1;
+      render();
+      break;
+    }
+    case "channelFailed":
+      say("a channel message was not sent: " + e.reason);
+      break;
     case "fileSent":
     case "delivered":
     case "failed":
@@ -424,7 +497,7 @@ function render() {
 
 async function open(id) {
   state.current = id;
-  if (id !== MESH) {
+  if (id !== MESH && !id.startsWith("#")) {
     try {
       const history = await api(`/v1/conversations/${id}/messages?limit=200`);
       for (const m of history) upsert(id, fromRecord(m));
@@ -446,7 +519,7 @@ async function message(peer) {
 // The person sees the open conversation: read through the newest message shown.
 let seenThrough = new Map();
 async function seen() {
-  if (state.current === MESH || document.visibilityState !== "visible") return;
+  if (state.current === MESH || state.current.startsWith("#") || document.visibilityState !== "visible") return;
   const incoming = list(state.current).filter((m) => !m.own && m.id);
   const last = incoming[incoming.length - 1];
   if (!last || seenThrough.get(state.current) === last.id) return;
@@ -459,7 +532,12 @@ async function seen() {
 async function send(text) {
   if (!text.trim()) return;
   try {
-    if (state.current === MESH) {
+    const conversation = state.conversations.get(state.current);
+    if (conversation && conversation.channel) {
+      await api(`/v1/channels/${encodeURIComponent(conversation.channel)}/messages`, { text });
+      upsert(state.current, { key: "own-" + Date.now() + Math.random(), time: Date.now(), who: state.me.nickname, text, own: true });
+      renderMessages();
+    } else if (state.current === MESH) {
       await api("/v1/public", { text });
       upsert(MESH, { key: "own-" + Date.now() + Math.random(), time: Date.now(), who: state.me.nickname, text, own: true });
       renderMessages();
@@ -486,6 +564,7 @@ function take(e) {
       const c = state.conversations.get(e.conversation);
       upsert(e.conversation, fromRecord(e.message, e.nickname));
       if (state.current !== e.conversation) c.unread = (c.unread || 0) + 1;
+      notify(`${e.nickname} (private)`, e.text);
       render();
       break;
     }
@@ -497,12 +576,17 @@ function take(e) {
       break;
     case "peer":
     case "left":
+      refreshPeople().then(refreshMesh);
+      break;
     case "trust":
       refreshPeople();
       refreshContacts();
       break;
-    case "state":
     case "sos":
+      notify("🆘 SOS from " + e.name, "someone near you needs help");
+      refreshStately();
+      break;
+    case "state":
     case "stateExpired":
       refreshStately();
       break;
@@ -621,13 +705,33 @@ async function start() {
     drop.classList.remove("dropping");
     for (const f of ev.dataTransfer.files) sendFile(f);
   });
+  document.getElementById("join").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const g = document.getElementById("geohash").value.trim().replace(/^#/, "");
+    if (g) join(g);
+  });
+  document.getElementById("rename").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const name = document.getElementById("nickname").value.trim();
+    if (!name) return;
+    try { await api("/v1/nickname", { nickname: name }); say(""); } catch (e) { say(e.message); }
+    await refreshMe();
+  });
+  document.getElementById("nickname").value = state.me.nickname;
+  document.getElementById("notify").addEventListener("click", async () => {
+    if (!("Notification" in window)) { document.getElementById("settings-note").textContent = "this browser has no desktop notifications"; return; }
+    const answer = await Notification.requestPermission();
+    document.getElementById("settings-note").textContent = answer === "granted"
+      ? "private messages and SOS are notified while this tab is in the background" : "notifications are off (the browser's setting)";
+  });
   render();
+  refreshMesh();
   refreshStately();
   refreshContacts();
   showCard();
   follow();
   // States age out without an event of their own for each: the board is read again every 10 s.
-  setInterval(refreshStately, 10000);
+  setInterval(() => { refreshStately(); refreshMesh(); }, 10000);
 }
 
 start();
