@@ -22,6 +22,7 @@ import time
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -202,6 +203,33 @@ try:
     bob.find_element(By.CSS_SELECTOR, "#rename button").click()
     check(wait(alice, lambda d: any(b.startswith("Message robert") for b in buttons(d, "#people button")), "alice's page says robert") is not None,
           "a rename on bob's page reaches alice's")
+
+    # Every control has a name a screen reader can say.
+    unnamed = bob.execute_script("""return [...document.querySelectorAll('button, input, select, textarea, a')].filter(e => {
+        const name = (e.getAttribute('aria-label') || (e.labels && e.labels.length ? e.labels[0].textContent : '') || e.textContent || '').trim();
+        return !name && e.offsetParent !== null }).map(e => e.outerHTML.slice(0, 80))""")
+    check(not unnamed, "every visible control has an accessible name: %r" % unnamed)
+
+    # Without a mouse: Tab to "Message alice", Enter, type, Enter (bob unblocks her first).
+    check(press(bob, "#people button", "Unblock alice"), "bob unblocks alice")
+    wait(bob, lambda d: any(b.startswith("Block alice") for b in buttons(d, "#people button")), "bob's page says alice is not blocked")
+    bob.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+    reached = False
+    for _ in range(60):
+        ActionChains(bob).send_keys(Keys.TAB).perform()
+        if (bob.execute_script("return document.activeElement.getAttribute('aria-label')") or "").startswith("Message alice"):
+            reached = True
+            break
+    check(reached, "Tab reaches the person to write to")
+    if reached:
+        ActionChains(bob).send_keys(Keys.ENTER).perform()
+        check(wait(bob, lambda d: d.execute_script("return document.activeElement.getAttribute('aria-label')") == "Message",
+                   "the message box has the focus") is not None, "Enter opens the conversation with the message box in focus")
+        ActionChains(bob).send_keys("typed without a mouse").send_keys(Keys.ENTER).perform()
+        # (bob is alice's contact now: his messages go to that conversation, named as his card.)
+        check(wait(alice, lambda d: any(b.startswith(("robert, 1 unread", "bob, 1 unread")) for b in buttons(d, "#conversations button")),
+                   "alice's page has it") is not None, "a message written with the keyboard only arrives: alice's list %r, bob's view %r %r" % (
+                       buttons(alice, "#conversations button"), bob.find_element(By.ID, "title").text, messages(bob)[-2:]) + " alert %r" % bob.find_element(By.ID, "alert").text)
 finally:
     for d in (alice, bob, stranger):
         d.quit()

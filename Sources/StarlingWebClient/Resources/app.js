@@ -575,6 +575,9 @@ function take(e) {
       if (state.current === e.conversation) renderMessages();
       break;
     case "peer":
+      // (A rename comes as a peer event: the conversations' names follow.)
+      refreshPeople().then(refreshMesh).then(refreshConversations);
+      break;
     case "left":
       refreshPeople().then(refreshMesh);
       break;
