@@ -303,7 +303,21 @@ function renderMessages() {
   const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
   ol.replaceChildren();
   document.getElementById("title").textContent = state.current === MESH ? "#mesh" : conversationName(state.current);
-  for (const m of list(state.current)) {
+  for (const m of list(state.current)) ol.append(messageItem(m));
+  if (atEnd) ol.scrollTop = ol.scrollHeight;
+  seen();
+}
+
+// A new line at the end of the conversation in view: added alone, not the whole list redrawn.
+function appendMessage(m) {
+  const ol = document.getElementById("messages");
+  const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+  ol.append(messageItem(m));
+  if (atEnd) ol.scrollTop = ol.scrollHeight;
+}
+
+function messageItem(m) {
+  {
     const li = el("li", { class: m.own ? "own" : "" },
       el("span", { class: "time", text: clock(m.time) }),
       el("span", { class: "who", text: m.who }),
@@ -317,10 +331,8 @@ function renderMessages() {
       li.append(el("span", { class: "state" + (m.state === "failed" ? " failed" : ""), role: "img", "aria-label": words, title: words,
                              text: queued ? "✓ queued" : STATE_MARKS[m.state] }));
     }
-    ol.append(li);
+    return li;
   }
-  if (atEnd) ol.scrollTop = ol.scrollHeight;
-  seen();
 }
 
 // MARK: Files
@@ -554,10 +566,13 @@ async function send(text) {
 
 function take(e) {
   switch (e.event) {
-    case "message":
-      upsert(MESH, { key: `${e.from}-${e.timestamp}`, time: e.timestamp, who: e.nickname || e.from, text: e.text, hops: e.hops });
-      if (state.current === MESH) renderMessages();
+    case "message": {
+      const key = `${e.from}-${e.timestamp}`, l = list(MESH), isNew = !l.some((m) => m.key === key);
+      const entry = { key, time: e.timestamp, who: e.nickname || e.from, text: e.text, hops: e.hops };
+      upsert(MESH, entry);
+      if (state.current === MESH) { if (isNew) appendMessage(entry); else renderMessages(); }
       break;
+    }
     case "privateMessage": {
       if (!e.conversation) break;
       if (!state.conversations.has(e.conversation)) state.conversations.set(e.conversation, { id: e.conversation, name: e.nickname, unread: 0 });
@@ -657,6 +672,8 @@ async function refreshMe() {
     document.getElementById("me").textContent =
       `you are ${state.me.nickname} (${state.me.peerID}) · ${state.me.peers} here` + (state.me.storeOpen ? "" : " · store locked");
     document.getElementById("unlock").hidden = state.me.storeOpen;
+    document.getElementById("transports").textContent =
+      `Ya OK server: ${state.me.server ? "on" : "none"}; Nostr: ${state.me.nostr ? "on" : "off"} (the daemon's options: start it again with --server HOST:PORT, --nostr, --proxy to change them)`;
     return true;
   } catch (e) {
     if (e instanceof Refused && e.status === 401) say("This page needs the link `starling web` printed (its token is missing or wrong).");
