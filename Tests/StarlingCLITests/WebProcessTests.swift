@@ -59,4 +59,43 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }
+
+    /// A location channel from the page (its daemon on Nostr, through a relay
+    /// and a SOCKS proxy on loopback), with a terminal chat in the same channel.
+    @Test func aLocationChannelFromThePage() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps --test")
+        let (relay, relayPort, _) = try await NostrProcessTests.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await NostrProcessTests.socks()
+        defer { proxy.stop() }
+        let nostr = ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"]
+        let dir = ContactCommandTests.temporaryDirectory("web-ann")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ann = try LiveProcess(["web", "--no-discovery", "--port", "0", "--name", "ann", "--data-dir", dir] + nostr)
+        defer { ann.stop() }
+        let link = try await Self.link(ann)
+        let ben = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "ben",
+                                   "--data-dir", ContactCommandTests.temporaryDirectory("web-ben")] + nostr)
+        defer { ben.stop() }
+        #expect(await ben.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(ben.text)")
+        ben.type("/join #u4pruyd")
+        #expect(await ben.waitForText("joined #u4pruyd"), "\(ben.text)")
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let page = LiveProcess.unstarted([try PythonEnvironment.require().path, PythonEnvironment.root.appendingPathComponent("Tests/web/web_channel.py").path,
+                                          link, "u4pruyd", "who is near the station?", "by the north gate", shots.appendingPathComponent("web-channel.png").path])
+        try page.start()
+        defer { page.stop() }
+        #expect(await page.waitForText("said", seconds: 90), "\(page.text)")
+        #expect(await ben.waitForText("@#u4pruyd> who is near the station?", seconds: 60), "\(ben.text)")
+        ben.type("by the north gate")
+        #expect(await page.waitForExit(seconds: 90) == 0, "\(page.text)")
+        if !page.text.contains("ok   the channel's reply is on the page") {
+            let token = String(link.split(separator: "=").last ?? "")
+            let url = String(link.prefix { $0 != "#" })
+            let events = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/bin/curl"),
+                                                       ["-sN", "--max-time", "2", "-H", "Authorization: Bearer \(token)", url + "v1/events?since=0"])
+            Issue.record("the page missed the reply; the daemon's events: \(events.stdout.suffix(3_000))")
+        }
+    }
 }

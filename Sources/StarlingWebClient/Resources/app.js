@@ -449,19 +449,6 @@ function fileEntry(transferID) {
 
 async function takeFile(e) {
   switch (e.event) {
-    case "channelMessage": {
-      const key = channelKey(e.geohash);
-      if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: e.geohash });
-      upsert(key, { key: e.eventID || `${e.publicKey}-${e.createdAt}`, time: e.createdAt * 1000,
-                    who: (e.nickname || "anon") + "#" + e.publicKey.slice(0, 4), text: e.text });
-      const c = state.conversations.get(key);
-      if (state.current !== key) c.unread = (c.unread || 0) + 1;
-      render();
-      break;
-    }
-    case "channelFailed":
-      say("a channel message was not sent: " + e.reason);
-      break;
     case "fileSent":
     case "delivered":
     case "failed":
@@ -607,6 +594,19 @@ function take(e) {
     case "state":
     case "stateExpired":
       refreshStately();
+      break;
+    case "channelMessage": {
+      const key = channelKey(e.geohash);
+      if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: e.geohash });
+      upsert(key, { key: e.eventID || `${e.publicKey}-${e.createdAt}`, time: e.createdAt * 1000,
+                    who: (e.nickname || "anon") + "#" + e.publicKey.slice(0, 4), text: e.text });
+      const c = state.conversations.get(key);
+      if (state.current !== key) c.unread = (c.unread || 0) + 1;
+      render();
+      break;
+    }
+    case "channelFailed":
+      say("a channel message was not sent: " + e.reason);
       break;
     case "fileSent":
     case "delivered":
