@@ -34,7 +34,7 @@ struct Id: ParsableCommand {
         if let existing = try Passphrase.forStoredKey(store) {
             passphrase = existing
         } else if seal {
-            passphrase = try Passphrase.read(prompt: "New passphrase: ", confirm: true)
+            passphrase = try Passphrase.read(prompt: "New passphrase (10 or more characters): ", confirm: true)
         } else {
             passphrase = nil
         }
@@ -80,11 +80,20 @@ enum Passphrase {
     }
 
     /// STARLING_PASSPHRASE, else a prompt on the terminal without echo.
+    /// Why a new passphrase has 10 characters or more (the store's rule too: `pin --passphrase`).
+    static let why = ": a copy of the file can be guessed at offline, and a short passphrase falls first"
+
+    /// A new passphrase (`confirm`) is judged at its first entry: 10 characters or more.
     static func read(prompt: String, confirm: Bool = false) throws -> String {
-        if let env = ProcessInfo.processInfo.environment["STARLING_PASSPHRASE"], !env.isEmpty { return env }
+        func judged(_ p: String) throws -> String {
+            if confirm, p.count < 10 { throw RuntimeFailure("a passphrase is 10 or more characters" + why) }
+            return p
+        }
+        if let env = ProcessInfo.processInfo.environment["STARLING_PASSPHRASE"], !env.isEmpty { return try judged(env) }
         guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
             throw RuntimeFailure("a passphrase is needed: run in a terminal or set STARLING_PASSPHRASE")
         }
+        if confirm { _ = try judged(first) }
         if confirm {
             guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
                 throw RuntimeFailure("the passphrases differ")

@@ -71,6 +71,10 @@ struct Inspect: ParsableCommand {
             }
             raw = d
         } else {
+            // At a terminal, a person waiting on nothing is told what this waits for.
+            if isatty(STDIN_FILENO) == 1 {
+                StandardError.write(Data("starling inspect: reading a packet as \(binary ? "bytes" : "hex") from standard input; end with Ctrl-D (or give HEX, or --file FILE)\n".utf8))
+            }
             raw = FileHandle.standardInput.readDataToEndOfFile()
         }
         if binary { return [UInt8](raw) }

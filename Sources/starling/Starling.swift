@@ -27,15 +27,15 @@ struct Starling: AsyncParsableCommand {
         }
         // An unknown command is said so, with the nearest one: not as an
         // unknown option of the default command.
+        // `starling help NAME` too, for a NAME that is not a command.
         let arguments = Array(CommandLine.arguments.dropFirst())
-        if let first = arguments.first, !first.hasPrefix("-") {
-            let names = configuration.subcommands.map { $0._commandName } + ["help"]
-            if !names.contains(first) {
-                let nearest = names.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
-                let hint = nearest.flatMap { $0.1 <= 2 ? ": did you mean \($0.0)?" : nil } ?? ""
-                StandardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))
-                Foundation.exit(64)
-            }
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        let asked = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
+        if let first = asked, !first.hasPrefix("-"), !names.contains(first) {
+            let nearest = names.filter { $0 != "help" || arguments.first != "help" }.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
+            let hint = nearest.flatMap { $0.1 <= 2 ? ": did you mean \($0.0)?" : nil } ?? ""
+            StandardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))
+            Foundation.exit(64)
         }
         let parsed: any ParsableCommand
         do { parsed = try parseAsRoot() } catch { exit(withError: error) } // usage (64), --help, --version: as ArgumentParser says

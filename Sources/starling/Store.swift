@@ -85,11 +85,17 @@ struct StoreAccess {
     }
 
     /// STARLING_PIN, else a prompt without echo.
-    static func secret(prompt: String, environment: String = "STARLING_PIN", confirm: Bool = false) throws -> String {
-        if let env = ProcessInfo.processInfo.environment[environment], !env.isEmpty { return env }
+    /// `check` judges a new secret at its first entry (before "Again:").
+    static func secret(prompt: String, environment: String = "STARLING_PIN", confirm: Bool = false,
+                       check: (String) throws -> Void = { _ in }) throws -> String {
+        if let env = ProcessInfo.processInfo.environment[environment], !env.isEmpty {
+            try check(env)
+            return env
+        }
         guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
             throw RuntimeFailure("the store is locked: run in a terminal, or set \(environment)")
         }
+        try check(first)
         if confirm {
             guard let again = getpass("Again: ").map({ String(cString: $0) }), again == first else {
                 throw RuntimeFailure("the two entries differ")
@@ -151,7 +157,20 @@ struct Restore: ParsableCommand {
     @Option(name: .long, help: "The backup file to restore.")
     var from: String?
 
+    @Flag(help: "Do not ask.")
+    var yes = false
+
     func run() throws {
+        if let from, !FileManager.default.fileExists(atPath: from) {
+            throw RuntimeFailure("\(from) does not exist: give a backup file (`ls` the data directory's backups/), or leave --from out for the newest")
+        }
+        if !yes {
+            // The store is replaced: what came after the backup is gone. Asked, as reset asks.
+            guard isatty(STDIN_FILENO) == 1 else { throw RuntimeFailure("restore replaces the store with a backup (messages after it are lost): confirm with --yes") }
+            print("Replace the store in \(DataDirectory(explicit: dataDir).url.path) with \(from ?? "the newest good backup")? Messages after it are lost; the identity stays. [y/N] ",
+                  terminator: "")
+            guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
+        }
         let access = try StoreAccess(dataDir: dataDir)
         let lock = try holdDirectory(access.identityStore.directory)
         defer { withExtendedLifetime(lock) {} }
@@ -219,8 +238,13 @@ struct Pin: ParsableCommand {
         if remove {
             protection = .keyFile(access.identity)
         } else {
-            let secret = try StoreAccess.secret(prompt: passphrase ? "New passphrase: " : "New PIN (4–6 digits): ",
-                                                environment: "STARLING_NEW_PIN", confirm: true)
+            let passphrase = self.passphrase
+            let secret = try StoreAccess.secret(prompt: passphrase ? "New passphrase (10 or more characters): " : "New PIN (4–6 digits): ",
+                                                environment: "STARLING_NEW_PIN", confirm: true) { typed in
+                do { try Keyring.validate(passphrase ? .passphrase(typed) : .pin(typed)) } catch {
+                    throw RuntimeFailure("\(error)" + (passphrase ? Passphrase.why : ""))
+                }
+            }
             protection = passphrase ? .passphrase(secret) : .pin(secret)
         }
         do {

@@ -105,7 +105,11 @@ import Testing
         let damaged = try await StarlingProcess.run(["contact", "list", "--data-dir", alice])
         #expect(damaged.status != 0)
         #expect(damaged.stderr.contains("damaged") && damaged.stderr.contains("starling restore"))
-        let restored = try await StarlingProcess.run(["restore", "--data-dir", alice])
+        // Not from a script without --yes: it replaces the store.
+        let unasked = try await StarlingProcess.run(["restore", "--data-dir", alice])
+        #expect(unasked.status == 1 && unasked.stderr.contains("confirm with --yes"), "\(unasked.stderr)")
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).status != 0) // still damaged: nothing was done
+        let restored = try await StarlingProcess.run(["restore", "--data-dir", alice, "--yes"])
         #expect(restored.status == 0, "\(restored.stderr)")
         let list = try await StarlingProcess.run(["contact", "list", "--data-dir", alice, "--json"])
         let contacts = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
@@ -125,7 +129,7 @@ import Testing
         let dir = Self.temporaryDirectory("edge")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(try await StarlingProcess.run(["backup", "--data-dir", dir]).status == 0)
-        let missing = try await StarlingProcess.run(["restore", "--data-dir", dir, "--from", "/nonexistent"])
+        let missing = try await StarlingProcess.run(["restore", "--data-dir", dir, "--from", "/nonexistent", "--yes"])
         #expect(missing.status == 1, "\(missing.stderr)")
         #expect(missing.stderr.contains("/nonexistent does not exist"), "\(missing.stderr)")
         #expect(!missing.stderr.contains("NSCocoaErrorDomain") && !missing.stderr.contains("Usage:"), "\(missing.stderr)")
@@ -133,6 +137,43 @@ import Testing
         let bad = try await StarlingProcess.run(["listen", "--no-discovery", "--peer", "not-an-address", "--data-dir", dir])
         #expect(bad.status == 64 && bad.stderr.contains("--peer not-an-address") && bad.stderr.contains("Usage: starling listen"),
                 "\(bad.stderr)")
+    }
+
+    /// A new PIN or passphrase is judged at its first entry (not after "Again:"),
+    /// and `id --seal` asks what `pin --passphrase` asks: 10 characters or more.
+    @Test func aNewSecretIsJudgedAtItsFirstEntry() async throws {
+        try Tmux.require()
+        let dir = Self.temporaryDirectory("new-pin")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try await StarlingProcess.run(["backup", "--data-dir", dir]).status == 0)
+        // From the environment: said at once, exit 1.
+        let short = try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "12"])
+        #expect(short.status == 1 && short.stderr.contains("a PIN is 4 to 6 digits"), "\(short.stderr)")
+        let weak = try await StarlingProcess.run(["pin", "--passphrase", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "short"])
+        #expect(weak.status == 1 && weak.stderr.contains("at least 10 characters"), "\(weak.stderr)")
+        let sealed = try await StarlingProcess.run(["id", "--seal", "--data-dir", Self.temporaryDirectory("seal-short")],
+                                                   environment: ["STARLING_PASSPHRASE": "short"])
+        #expect(sealed.status == 1 && sealed.stderr.contains("10 or more characters"), "\(sealed.stderr)")
+        // At a terminal: "12" is refused before "Again:"; the control, "1357", is asked again.
+        let tmux = Tmux()
+        defer { tmux.stop() }
+        // (In a shell that stays, so that what it said stays on the screen.)
+        try tmux.start("pin", ["/bin/sh", "-c", "'\(StarlingProcess.executable.path)' pin --data-dir '\(dir)'; echo \"exit $?\"; sleep 60"],
+                       environment: ["TERM": "screen"])
+        #expect(await tmux.waitForScreen("pin", "New PIN (4–6 digits):"), "\(tmux.screen("pin"))")
+        try tmux.type("pin", "12")
+        try tmux.keys("pin", "Enter")
+        #expect(await tmux.waitForScreen("pin", "exit 1"), "\(tmux.screen("pin"))")
+        #expect(tmux.screen("pin").contains("a PIN is 4 to 6 digits"), "\(tmux.screen("pin"))")
+        #expect(!tmux.screen("pin").contains("Again:"), "\(tmux.screen("pin"))")
+        try tmux.start("pin2", [StarlingProcess.executable.path, "pin", "--data-dir", dir], environment: ["TERM": "screen"])
+        #expect(await tmux.waitForScreen("pin2", "New PIN (4–6 digits):"), "\(tmux.screen("pin2"))")
+        try tmux.type("pin2", "1357")
+        try tmux.keys("pin2", "Enter")
+        #expect(await tmux.waitForScreen("pin2", "Again:"), "\(tmux.screen("pin2"))")
+        // `inspect` with nothing to read, at a terminal: it says what it waits for.
+        try tmux.start("inspect", [StarlingProcess.executable.path, "inspect"], environment: ["TERM": "screen"])
+        #expect(await tmux.waitForScreen("inspect", "reading a packet as hex from standard input; end with Ctrl-D"), "\(tmux.screen("inspect"))")
     }
 
     /// A wrong PIN at start is said, and nothing opens half: no chat without the store.

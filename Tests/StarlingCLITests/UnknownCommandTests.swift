@@ -10,5 +10,10 @@ import Testing
         let far = try await StarlingProcess.run(["zzzzzz"])
         #expect(far.status == 64 && far.stderr.contains("unknown command 'zzzzzz' (`starling --help` lists them)"), "\(far.stderr)")
         #expect(try await StarlingProcess.run(["help", "contact"]).stdout.contains("Ya OK contacts"))
+        // `help` with a typo: the same answer, not the top-level help and 0.
+        let helpTypo = try await StarlingProcess.run(["help", "chta"])
+        #expect(helpTypo.status == 64 && helpTypo.stderr.contains("unknown command 'chta': did you mean chat?"), "\(helpTypo.stdout)\(helpTypo.stderr)")
+        let plainHelp = try await StarlingProcess.run(["help"])
+        #expect(plainHelp.status == 0 && plainHelp.stdout.contains("SUBCOMMANDS"), "\(plainHelp.stdout)")
     }
 }
