@@ -322,7 +322,9 @@ struct Sim: ParsableCommand {
                 + (apps > 0 ? ", \(Int((apps * 100).rounded()))% apps" : "")
                 + (silent > 0 ? ", \(Int((silent * 100).rounded()))% silent" : "")
             try SVGPlot.render(results, title: title).write(toFile: plot, atomically: true, encoding: .utf8)
-            if !json { print("\nplot written to \(plot)") }
+            // Said with the whole path (a relative name lands in the current directory); beside --json, on stderr.
+            let path = URL(fileURLWithPath: plot).standardizedFileURL.path
+            if json { StandardError.write(Data("starling sim: plot written to \(path)\n".utf8)) } else { print("\nplot written to \(path)") }
         }
     }
 

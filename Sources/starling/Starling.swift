@@ -38,7 +38,7 @@ struct Starling: AsyncParsableCommand {
             Foundation.exit(64)
         }
         let parsed: any ParsableCommand
-        do { parsed = try parseAsRoot() } catch { exit(withError: error) } // usage (64), --help, --version: as ArgumentParser says
+        do { parsed = try parseAsRoot(joiningNegativeValues(arguments)) } catch { exit(withError: error) } // usage (64), --help, --version: as ArgumentParser says
         var command = parsed
         do {
             if var async = command as? AsyncParsableCommand { try await async.run() } else { try command.run() }
@@ -54,6 +54,25 @@ struct Starling: AsyncParsableCommand {
         } catch {
             fail(RuntimeFailure(error).description, code: 1)
         }
+    }
+
+    /// `--nodes -5` as `--nodes=-5`: a negative number after an option is its
+    /// value (out of range, said so), never taken for an option of its own.
+    static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            if a.hasPrefix("--"), !a.contains("="), i + 1 < arguments.count, arguments[i + 1].count > 1, arguments[i + 1].hasPrefix("-"),
+               Double(arguments[i + 1]) != nil {
+                out.append(a + "=" + arguments[i + 1])
+                i += 2
+            } else {
+                out.append(a)
+                i += 1
+            }
+        }
+        return out
     }
 
     static func fail(_ text: String, code: Int32) -> Never {

@@ -134,6 +134,7 @@ import Testing
         let r = try await StarlingProcess.run(["sim", "--config", file, "--broadcasts", "3", "--plot", plot.path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try String(contentsOf: plot, encoding: .utf8).contains("loss 0.02–0.15 by link length, TTL 7, 30% apps"))
+        #expect(r.stderr.contains("plot written to \(plot.standardizedFileURL.path)"), "\(r.stderr)") // beside --json: where it went, on stderr
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let settings = try #require(object["scenario"] as? [String: Any])
         #expect(settings["apps"] as? Double == 0.3 && settings["ttl"] as? Int == 7 && settings["edgeLoss"] as? Double == 0.15)
@@ -190,5 +191,9 @@ import Testing
         let r = try await StarlingProcess.run(["sim", "--policy", "nonsense"])
         #expect(r.status != 0)
         #expect(r.stderr.contains("unknown policy"))
+        // A negative count is its value, out of range: said so, not "Missing value".
+        let negative = try await StarlingProcess.run(["sim", "--nodes", "-5"])
+        #expect(negative.status == 64 && negative.stderr.contains("--nodes must be 2 to 20,000"), "\(negative.stderr)")
+        #expect(!negative.stderr.contains("Missing value"))
     }
 }
