@@ -50,7 +50,7 @@ struct Contact: ParsableCommand {
             }
             print(code.terminalText(border: 2, darkTerminal: !light))
             print("\n\(card.displayName): \(card.uri)")
-            print("fingerprint: \(groupedHex(card.fingerprint))")
+            print("card fingerprint: \(groupedHex(card.fingerprint))  (the card's; `starling id` shows the mesh's beside it)")
             if let png { print("written to \(png)") }
         }
     }

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingNode
+import StarlingWire
+import StarlingYaOK
 
 struct Id: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -66,6 +68,14 @@ struct Id: ParsableCommand {
             print("peer ID:     \(identity.peerID)")
             print("fingerprint: \(lines[0])")
             for line in lines.dropFirst() { print("             \(line)") }
+            print("             (the mesh's: what /verify compares, on the mesh)")
+            // The Ya OK contact card is another key's fingerprint: named apart, shown together.
+            if let userID = try? store.userID(),
+               let card = try? ContactCard(identity: identity, userID: userID,
+                                           displayName: DisplayName.problem(nickname) == nil ? nickname : String(nickname.prefix(64))) {
+                print("card:        \(groupedHex(card.fingerprint))")
+                print("             (your Ya OK contact card's, which `contact qr` carries; with a contact, compare the safety number: `contact verify`)")
+            }
             print("key file:    \(store.keyFile.path)\(sealed ? " (sealed)" : "")")
         }
     }

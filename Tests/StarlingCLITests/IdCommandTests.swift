@@ -33,6 +33,12 @@ import Testing
         let text = try await StarlingProcess.run(["id", "--data-dir", dir])
         #expect(text.stdout.contains("nickname:    alice"))
         #expect(text.stdout.contains("fingerprint: \(fingerprint.prefix(4)) "))
+        // The Ya OK card's fingerprint, named apart and shown beside the mesh's; `contact qr` names it so too.
+        let qr = try await StarlingProcess.run(["contact", "qr", "--data-dir", dir])
+        let cardLine = try #require(qr.stdout.split(separator: "\n").first { $0.hasPrefix("card fingerprint: ") }, "\(qr.stdout)")
+        let cardFirst = cardLine.dropFirst("card fingerprint: ".count).prefix(9)
+        #expect(text.stdout.contains("card:        \(cardFirst)"), "\(text.stdout)\n\(qr.stdout)")
+        #expect(!cardFirst.isEmpty && !fingerprint.hasPrefix(cardFirst.replacingOccurrences(of: " ", with: "")))
 
         // A nickname an announce cannot carry is refused, and the old one kept.
         let long = try await StarlingProcess.run(["id", "--data-dir", dir, "--name", String(repeating: "n", count: 256)])
