@@ -16,7 +16,8 @@ struct WiFi: AsyncParsableCommand {
         discussion: """
         The device and the client talk over a GATT-like link on 127.0.0.1 (the same code will \
         run over BLE). A device started with --secure shows a proof-of-possession code; the \
-        client gives it with --pop, and the password then travels sealed.
+        client gives it with --pop, and the password then travels sealed. Without --pop the \
+        client sends no password unless told --insecure, and a --secure device refuses it.
 
         Examples:
           starling wifi device --networks networks.json --secure
@@ -37,8 +38,10 @@ struct WiFi: AsyncParsableCommand {
         @Option(help: "The Bluetooth adapter for --ble.") var adapter = "hci0"
         @Option(help: "Largest ATT MTU the device accepts (23–517).") var mtu = 512
         @Flag(help: "Do not cut long messages into several notifications (as a v1 device that cannot).") var noChunking = false
-        @Flag(help: "Offer secured mode, with a proof-of-possession code shown here.") var secure = false
-        @Flag(help: "Require secured mode: refuse credentials sent in clear.") var secureOnly = false
+        @Flag(help: "Secured mode, with a proof-of-possession code shown here: credentials sent in clear are refused.") var secure = false
+        @Flag(help: "The same as --secure (kept for scripts that say it).") var secureOnly = false
+        @Flag(help: "With --secure, also take credentials in clear from a v1 phone that cannot seal them (anyone in radio range reads them).")
+        var allowClear = false
         @Option(help: "The proof-of-possession code (default: 8 random characters).") var pop: String?
         @Option(help: "Where credentials are stored (default: the data directory's wifi-credentials.json).") var store: String?
         @Option(help: "The data directory.") var dataDir: String?
@@ -60,7 +63,8 @@ struct WiFi: AsyncParsableCommand {
             config.chunking = !noChunking
             config.connectTimeout = UInt64(connectTimeout * 1000)
             let code = pop ?? Self.randomCode()
-            if secure || secureOnly || pop != nil { config.security = secureOnly ? .required(pop: code) : .optional(pop: code) }
+            // Secured: in clear only when asked for in words (--allow-clear).
+            if secure || secureOnly || pop != nil { config.security = allowClear ? .optional(pop: code) : .required(pop: code) }
             let storeURL = store.map { URL(fileURLWithPath: $0) }
                 ?? DataDirectory(explicit: dataDir).file("wifi-credentials.json")
             let link: any WiFiSetPeripheral
@@ -91,7 +95,7 @@ struct WiFi: AsyncParsableCommand {
                       "networks": environment.networks.count, "secured": config.security != .none],
                      "* WiFiSet device on \(whereText) (service \(WiFiSetGATT.serviceUUID)), \(environment.networks.count) networks around")
             if let p = config.security.popShown {
-                out.emit(["event": "pop", "code": p], "* proof of possession: \(p)\(secureOnly ? " (required)" : "")")
+                out.emit(["event": "pop", "code": p], "* proof of possession: \(p)\(allowClear ? " (credentials in clear are taken too)" : " (required: credentials in clear are refused)")")
             }
             let status = await emulator.status
             out.emit(["event": "status", "state": "\(status.state)", "ssid": status.ssid], "* status: \(Self.describe(status))")
@@ -228,7 +232,16 @@ struct WiFi: AsyncParsableCommand {
         @Option(help: "The network's name.") var ssid: String
         @Option(help: "The password (default: asked at a prompt; STARLING_WIFI_PASSWORD also works).") var password: String?
         @Flag(help: "An open network: no password.") var open = false
+        @Flag(help: "Send the password in clear, without the device's --pop code (anyone in radio range can read it).") var insecure = false
         @Option(help: "Seconds to wait for the outcome.") var timeout = 40.0
+
+        func validate() throws {
+            // A password travels sealed (--pop) or, when the person says so in words, in clear.
+            if !open, client.pop == nil, !insecure {
+                throw ValidationError("the password would travel in clear: give the device's proof-of-possession code with --pop CODE (its `wifi device --secure` shows it), or say --insecure to send it in clear anyway (anyone in radio range can read it)")
+            }
+            if insecure, client.pop != nil { throw ValidationError("--insecure and --pop: choose one (--pop seals the password)") }
+        }
 
         func run() async throws {
             let pw: String

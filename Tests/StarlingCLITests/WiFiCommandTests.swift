@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func scanAndSecuredProvisioningAcrossProcesses() async throws {
-        let (device, port, store) = try Self.device(["--secure-only", "--pop", "K7QF2M9X"])
+        let (device, port, store) = try Self.device(["--secure", "--pop", "K7QF2M9X"]) // --secure alone refuses clear
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "pop" }?["code"] as? String == "K7QF2M9X")
         let scan = try await StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:\(port)"])
@@ -35,8 +35,13 @@ import Testing
         #expect(lines.first?.contains("▂▄▆█  Home") == true)          // strongest first, four bars
         #expect(lines.last?.contains("Café") == true && lines.last?.contains("▂ ") == true)
 
+        // Without --pop the phone side does not send a password at all, unless told --insecure.
+        let unsaid = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
+                                                    "--password", "correct horse"])
+        #expect(unsaid.status == 64 && unsaid.stderr.contains("would travel in clear") && unsaid.stderr.contains("--insecure"), "\(unsaid.stderr)")
+        // Told so, it sends it in clear, and the secured device refuses it.
         let clear = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
-                                             "--password", "correct horse"])
+                                             "--password", "correct horse", "--insecure"])
         #expect(clear.status == 1)
         #expect(clear.stdout.contains("securedSessionRequired"), "\(clear.stdout)")
 
@@ -62,9 +67,10 @@ import Testing
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "started" } != nil)
         let good = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",
-                                                  "--password", "correct horse"])
+                                                  "--password", "correct horse", "--insecure"]) // a v1 device: in clear, said so
         #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
-        let r = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess"])
+        let r = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Office", "--password", "guess",
+                                               "--insecure"])
         #expect(r.status == 1)
         #expect(r.stdout.contains("connection to Office failed"), "\(r.stdout)")
         #expect(r.stdout.contains("! could not join Office: the password was refused; keeping Home, which worked"), "\(r.stdout)")
