@@ -197,6 +197,8 @@ public actor Messenger {
 
     public var isStoreOpen: Bool { store != nil }
     public var trustKnown: Bool { core.trustKnown }
+    /// Our messages waiting for a route, from memory (no store read).
+    public var pendingCount: Int { core.pendingCount }
 
     /// Contacts the store gained from outside (another command) are taken in.
     public func reloadContacts() {

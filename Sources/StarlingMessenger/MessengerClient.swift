@@ -196,12 +196,9 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func summary() async throws -> NodeSummary {
         let m = messenger
-        let pending: Int?
-        if let store = await m.store {
-            do { pending = try store.pendingMessages().count } catch { throw MessengerClientError(.failed, "the store did not answer: \(error)") }
-        } else {
-            pending = nil
-        }
+        // (Asked on every status call and after every event a face shows: from memory, not
+        // by decrypting the store's queue each time.)
+        let pending: Int? = await m.isStoreOpen ? await m.pendingCount : nil
         return NodeSummary(peerID: node.identity.peerID, fingerprint: node.identity.fingerprint, nickname: await node.currentNickname,
                            peers: await node.peers.count, sessions: await node.sessionCount, storeOpen: await m.isStoreOpen,
                            trustKnown: await m.trustKnown, pending: pending, server: m.server?.name, nostr: m.nostr != nil,

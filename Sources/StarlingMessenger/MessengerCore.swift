@@ -260,6 +260,9 @@ public struct MessengerCore: Sendable {
         (recent[conversation] ?? []).filter { !$0.outgoing && $0.readAt == nil }.count
     }
 
+    /// Our messages waiting for a route (those the core will send when one appears).
+    public var pendingCount: Int { recent.values.reduce(0) { $0 + $1.filter { $0.outgoing && $0.isPending }.count } }
+
     private mutating func remember(_ record: MessageRecord) {
         var list = recent[record.contact] ?? []
         if let i = list.firstIndex(where: { $0.id == record.id }) {

@@ -295,7 +295,7 @@ extension NodeEvent: Decodable {
                               npub: try c.decodeIfPresent(String.self, forKey: .npub))
         case "pinned":
             let hex = try text(.fingerprint), keyHex = try text(.signingKey)
-            guard let f = Fingerprint(hex: hex), let key = Self.bytes(hex: keyHex) else { throw Undecodable(description: "pinned: \(hex) \(keyHex)") }
+            guard let f = Fingerprint(hex: hex), let key = try? [UInt8](hex: keyHex) else { throw Undecodable(description: "pinned: \(hex) \(keyHex)") }
             self = .pinned(fingerprint: f, signingKey: key)
         case "notice": self = .notice(try text(.text))
         case "left": self = .left(try peer(.peerID))
@@ -307,19 +307,5 @@ extension NodeEvent: Decodable {
         case "sos": self = .sos(try peerState())
         default: throw Undecodable(description: "not a node event: \(name)")
         }
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let b = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-            i += 2
-        }
-        return out
     }
 }
