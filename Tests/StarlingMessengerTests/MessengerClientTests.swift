@@ -220,6 +220,14 @@ import StarlingYaOKStore
         #expect(!dark.isEmpty && drawn == dark)
         #expect(try await remote.statistics().mesh.received > 0)
 
+        // A message for someone not here waits: counted, both ways (from the messenger's memory).
+        #expect(try await local.summary().pending == 0)
+        let away = try await local.conversation(withKey: Identity.generate().fingerprint)
+        let waiting = try await remote.send("for later", to: away)
+        #expect(waiting.transport == nil)
+        #expect(try await local.summary().pending == 1)
+        #expect(try await remote.summary().pending == 1)
+
         // Refusals keep their kind: a name nobody has, an empty public line, a locked store.
         #expect(try await remote.resolve("nobody") == Messenger.Resolution.none)
         await #expect(throws: MessengerClientError.self) { try await remote.sendPublic("") }
