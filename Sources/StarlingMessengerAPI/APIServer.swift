@@ -144,16 +144,36 @@ public final class APIServer: Sendable {
         return [tcp, unix]
     }
 
+    /// The token kept in `api-token` (0600) of the data directory, made on first
+    /// use: a page or script given the link keeps working when the daemon restarts.
+    public static func keptToken(in directory: URL) throws -> String {
+        let path = directory.appendingPathComponent("api-token").path
+        var info = stat()
+        // (One others could read may have leaked: a new one then.)
+        if lstat(path, &info) == 0, info.st_mode & 0o077 == 0, (info.st_mode & S_IFMT) == S_IFREG,
+           let data = FileManager.default.contents(atPath: path) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if text.count == 64, text.allSatisfy(\.isHexDigit) { return text }
+        }
+        let token = newToken()
+        try writePrivately(path: path, bytes: Array(token.utf8))
+        return token
+    }
+
     /// `api.json`, 0600: where the API is and the token it wants.
     static func writeInfo(path: String, port: Int, socket: String, token: String) throws {
         let o: [String: Any] = ["version": 1, "url": "http://127.0.0.1:\(port)", "socket": socket, "token": token,
                                 "pid": Int(getpid())]
+        try writePrivately(path: path, bytes: [UInt8](APIJSON.data(o)))
+    }
+
+    /// Written whole, readable by this user only from its first byte (open(2) 0600, then rename).
+    static func writePrivately(path: String, bytes: [UInt8]) throws {
         let tmp = path + ".tmp"
         // Made 0600 from the start (the token is never readable by anyone else, not for a moment).
         unlink(tmp)
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw APIError(.internalServerError, "cannot write \(tmp): \(String(cString: strerror(errno)))") }
-        let bytes = [UInt8](APIJSON.data(o))
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard fchmod(fd, 0o600) == 0, written == bytes.count, fsync(fd) == 0 else {
             close(fd)

@@ -41,6 +41,10 @@ struct Daemon: AsyncParsableCommand {
         let session = try await NodeSession.start(node, server: server, background: background)
         var c = APIServer.Configuration(directory: session.directory)
         c.port = apiPort
+        // The same token across restarts: the link a page or a script was given stays good.
+        do { c.token = try APIServer.keptToken(in: session.directory) } catch {
+            throw RuntimeFailure("the API's token could not be kept in \(session.directory.path)/api-token (\(error)): check the data directory's permissions")
+        }
         do {
             c.files = try WebClient.files().map { APIServer.StaticFile(path: $0.path, contentType: $0.contentType, bytes: $0.bytes) }
             c.policy = WebClient.contentSecurityPolicy

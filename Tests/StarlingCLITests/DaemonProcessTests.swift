@@ -63,6 +63,18 @@ import Glibc
         #expect(exit == 0, "\(d.text)")
         #expect(Date().timeIntervalSince(start) < 5, "\(Date().timeIntervalSince(start)) s")
         #expect(!FileManager.default.fileExists(atPath: dir + "/api.json") && !FileManager.default.fileExists(atPath: socket))
+        // Started again: the same token (a page or script keeps its link), kept 0600; one others could read is replaced.
+        #expect(try Self.mode(dir + "/api-token") == 0o600)
+        let again = try Self.daemon(dir, name: "alice")
+        let (_, sameToken, _) = try await Self.info(dir, again)
+        again.stop()
+        #expect(sameToken == token)
+        chmod(dir + "/api-token", 0o644)
+        let third = try Self.daemon(dir, name: "alice")
+        defer { third.stop() }
+        let (_, newToken, _) = try await Self.info(dir, third)
+        #expect(newToken != token && newToken.count == 64)
+        #expect(try Self.mode(dir + "/api-token") == 0o600)
     }
 
     @Test func sendAndListenGoThroughTheDaemonAndItOutlivesThem() async throws {
