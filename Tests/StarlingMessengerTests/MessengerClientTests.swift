@@ -3,7 +3,7 @@ import Logging
 import Testing
 import StarlingCrypto
 import StarlingMessenger
-import StarlingMessengerAPI
+@testable import StarlingMessengerAPI
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
@@ -355,6 +355,20 @@ import StarlingYaOKStore
         try await remote.markSeen(conversation, through: second.id)
         #expect(await Self.eventually { await progress.read(two.transportID ?? "") })
         #expect(try await remote.conversation(conversation).unread == 0)
+    }
+
+    /// Files that came are remembered for GET /v1/files/ID: the newest 1,000, flooded past that.
+    @Test func theFilesThatCameAreAFloodBoundedTable() async {
+        let files = APIServer.ReceivedFiles()
+        for i in 0..<1_500 { await files.add("t\(i)", "/x/files/incoming/\(i)") }
+        let (kept, order) = (await files.paths.count, await files.order.count)
+        #expect(kept == 1_000 && order == 1_000)
+        #expect(await files.path("t499") == nil) // the oldest went
+        #expect(await files.path("t500") == "/x/files/incoming/500")
+        #expect(await files.path("t1499") == "/x/files/incoming/1499")
+        await files.add("t1499", "/x/again") // the same one again: not counted twice
+        #expect(await files.order.count == 1_000)
+        #expect(await files.path("t1499") == "/x/again")
     }
 
     actor Incoming {
