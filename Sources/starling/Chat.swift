@@ -169,7 +169,11 @@ actor ChatScreen {
     var awaitingSecret = false
     /// A quit with changes not yet stored asks once.
     var quitWarned = false
-    var fileSentEarly: [String: Int] = [:]
+    /// While a /send waits for its transfer ID, the file events that come meanwhile
+    /// (they can overtake it, and a file sent again has the same ID) wait here
+    /// and are shown after its line (64 at most).
+    var sendsInFlight = 0
+    var fileEventsMeanwhile: [MeshNode.Event] = []
     /// Which way each conversation was last reached.
     var routes: [UserID: String] = [:]
     /// Joins not shown yet (256 at most; more are shown at once).

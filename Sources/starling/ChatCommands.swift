@@ -40,6 +40,7 @@ extension ChatScreen {
             guard let to = await peer(named: words[1]) else { return true }
             let path = Self.typedPath(words[2])
             guard let data = FileManager.default.contents(atPath: path) else { say("! cannot read \(path)"); return true }
+            sendsInFlight += 1
             do {
                 let name = URL(fileURLWithPath: path).lastPathComponent
                 let id = try await client.sendFile(name: name, content: [UInt8](data), to: to)
@@ -52,10 +53,9 @@ extension ChatScreen {
                 } else {
                     say("[\(Self.clock())] <you → \(shownTo)> \(text)  · \(note)")
                 }
-                if let fragments = fileSentEarly.removeValue(forKey: id) {
-                    await show(MeshNode.Event.fileSent(transferID: id, to: to, fragments: fragments))
-                }
             } catch { say("! \(error)") }
+            sendsInFlight -= 1
+            await showFileEventsMeanwhile()
         case "/status":
             await status(Array(words.dropFirst()))
         case "/files":

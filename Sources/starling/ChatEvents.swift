@@ -174,8 +174,25 @@ extension ChatScreen {
         _ = await ask(()) { try await client.markSeen(conversation, through: last) }
     }
 
+    /// The file events kept while a /send was waiting, in the order they came.
+    func showFileEventsMeanwhile() async {
+        while sendsInFlight == 0, !fileEventsMeanwhile.isEmpty {
+            await show(fileEventsMeanwhile.removeFirst())
+        }
+    }
+
     /// What the node said that the messenger passes on as it is.
     func show(_ event: MeshNode.Event) async {
+        switch event {
+        case .fileSent, .delivered, .failed:
+            // Kept until /send has shown its line (see fileEventsMeanwhile).
+            if sendsInFlight > 0 {
+                if fileEventsMeanwhile.count < 64 { fileEventsMeanwhile.append(event) }
+                return
+            }
+        default:
+            break
+        }
         let me = self.me.nickname
         // Whoever speaks in #mesh has joined: their join line goes first.
         switch event {
@@ -212,11 +229,7 @@ extension ChatScreen {
             }
         case let .fileSent(id, _, fragments):
             // The sender's bar: queued (for a session) → out to the links → delivered.
-            // (The event can overtake /send's own line: kept for it, a few at most.)
-            guard let o = outgoing[id] else {
-                if fileSentEarly.count < 16 { fileSentEarly[id] = fragments }
-                return
-            }
+            guard let o = outgoing[id] else { return }
             if !o.shown.contains("delivered") {
                 let full = String(repeating: "#", count: 20)
                 if let screen {
