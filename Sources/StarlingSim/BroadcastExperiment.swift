@@ -61,7 +61,9 @@ public struct BroadcastExperiment: Sendable {
         }
     }
 
-    public func run(on topology: Topology, policy: any RelayPolicy, cdsSize: Int? = nil) -> Result {
+    /// `progress` is told the share of the broadcasts done (0…1) as the run goes.
+    public func run(on topology: Topology, policy: any RelayPolicy, cdsSize: Int? = nil,
+                    progress: ((Double) -> Void)? = nil) -> Result {
         let clock = ContinuousClock()
         let start = clock.now
         var config = MeshRouter.Configuration()
@@ -143,6 +145,7 @@ public struct BroadcastExperiment: Sendable {
             let delivered = reachable.filter { got[$0] != nil }.count
             ratios.append(reachable.isEmpty ? 1 : Double(delivered) / Double(reachable.count))
             latencies += got.filter { $0.key != source }.map { $0.value - t0 }.sorted()
+            progress?(Double(b + 1) / Double(broadcasts))
         }
         let stats = sim.routers.map(\.statistics)
         let received = stats.reduce(0) { $0 + $1.received }

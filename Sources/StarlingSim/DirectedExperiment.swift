@@ -47,7 +47,8 @@ public struct DirectedExperiment: Sendable {
     /// (within TTL of each other),
     /// each settled before the next: transmissions counted per message, sent
     /// once along the route the announced topology gives, and once flooded.
-    public func routeCost(on topology: Topology, policy: any RelayPolicy) -> RouteCost {
+    /// `progress` is told the share done (0…1) as the run goes.
+    public func routeCost(on topology: Topology, policy: any RelayPolicy, progress: ((Double) -> Void)? = nil) -> RouteCost {
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
         // The comparison floods must not make recipients answer by flood.
@@ -78,6 +79,7 @@ public struct DirectedExperiment: Sendable {
                 if routing == .automatic { routedTx += cost } else { floodTx += cost }
                 if routing == .automatic, log.got.contains(PacketID(packet).high) { delivered += 1 }
             }
+            progress?(Double(m + 1) / Double(messages))
         }
         let n = Double(max(1, messages))
         return RouteCost(messages: messages, routedTransmissions: Double(routedTx) / n, floodedTransmissions: Double(floodTx) / n,
@@ -109,7 +111,8 @@ public struct DirectedExperiment: Sendable {
     /// and churn; the recipient acknowledges each copy it gets; the sender
     /// retries (the first send routed, retries flooded) until acknowledged or
     /// failed. Runs until every message is settled.
-    public func reliability(on topology: Topology, policy: any RelayPolicy) -> Reliability {
+    /// `progress` is told the share of the virtual time done (0…1) as the run goes.
+    public func reliability(on topology: Topology, policy: any RelayPolicy, progress: ((Double) -> Void)? = nil) -> Reliability {
         var config = MeshRouter.Configuration()
         config.maxTTL = ttl
         config.sourceRoutes = sourceRoutes
@@ -204,6 +207,7 @@ public struct DirectedExperiment: Sendable {
                 }
             }
             if sentCount == messages, trackers.allSatisfy(\.isEmpty) { break }
+            progress?(Double(sim.now) / Double(horizon))
         }
         return Reliability(sent: sentCount, delivered: delivered, failed: failed, falselyDelivered: falsely,
                            duplicateAcknowledgements: duplicates,

@@ -35,7 +35,9 @@ public struct PartitionExperiment: Sendable {
         public var convergenceIntervals: Double? { convergence.map { Double($0) / Double(interval) } }
     }
 
-    public func run(on topology: Topology, policy: any RelayPolicy) -> Result {
+    /// `progress` is told the share done (0…1): the messages apart are the
+    /// first half, the sync intervals allowed after the join the second.
+    public func run(on topology: Topology, policy: any RelayPolicy, progress: ((Double) -> Void)? = nil) -> Result {
         precondition(topology.positions != nil, "the cut needs positions")
         let positions = topology.positions!
         let left = positions.map { $0.x < 0.5 }
@@ -69,6 +71,7 @@ public struct PartitionExperiment: Sendable {
             ofSide[m % 2].insert(PacketID(packet).high)
             held.keys[source].insert(PacketID(packet).high)
             sim.originate(packet, at: source)
+            progress?(Double(m + 1) / Double(total) / 2)
         }
         sim.run(until: window)
         let windowSync = sim.routers.reduce(0) { $0 + $1.statistics.syncRequestBytes + $1.statistics.syncReplyBytes }
@@ -81,6 +84,7 @@ public struct PartitionExperiment: Sendable {
         while sim.now < healAt + Millis(maxIntervals) * sync.interval {
             sim.run(until: sim.now + 250)
             if component.allSatisfy({ held.keys[$0].isSuperset(of: all) }) { converged = sim.now - healAt; break }
+            progress?(0.5 + Double(sim.now - healAt) / Double(Millis(maxIntervals) * sync.interval) / 2)
         }
         let span = Double(sim.now - healAt) / Double(sync.interval)
         let perNode = Double(component.count) * max(span, 1e-9)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StarlingMesh
 import StarlingSim
+import StarlingTerminal
 
 struct Sim: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -211,8 +212,10 @@ struct Sim: ParsableCommand {
         costRun.radio.lossAtRange = nil
         costRun.churn = 0
         costRun.messages = min(messages, 200)
-        let cost = costRun.routeCost(on: graph, policy: p)
-        let r = e.reliability(on: graph, policy: p)
+        let progress = SimProgress([("private: routes", 0.1), ("private: delivery", 0.9)])
+        let cost = costRun.routeCost(on: graph, policy: p, progress: progress.phase(0))
+        let r = e.reliability(on: graph, policy: p, progress: progress.phase(1))
+        progress.finish()
         if json {
             try emit([
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree],
@@ -240,7 +243,9 @@ struct Sim: ParsableCommand {
         e.ttl = ttl
         e.radio = radio
         e.seed = seed
-        let r = e.run(on: graph, policy: chosenPolicy)
+        let progress = SimProgress([("partition", 1)])
+        let r = e.run(on: graph, policy: chosenPolicy, progress: progress.phase(0))
+        progress.finish()
         if json {
             try emit([
                 "topology": ["shape": topology.rawValue, "nodes": graph.nodeCount, "meanDegree": graph.meanDegree],
@@ -281,7 +286,9 @@ struct Sim: ParsableCommand {
         let cds = graph.greedyConnectedDominatingSet(of: component).count
         var chosen = Self.policies.filter { policy == "all" || $0.name == policy }
         if !chosen.contains(where: { $0.name == "flooding" }) { chosen.insert(FloodingPolicy(), at: 0) }
-        let results = chosen.map { experiment.run(on: graph, policy: $0, cdsSize: cds) }
+        let progress = SimProgress(chosen.enumerated().map { i, p in ("broadcast: \(p.name) (\(i + 1) of \(chosen.count))", 1) })
+        let results = chosen.enumerated().map { i, p in experiment.run(on: graph, policy: p, cdsSize: cds, progress: progress.phase(i)) }
+        progress.finish()
 
         if json {
             var scenario: [String: Any] = ["loss": loss, "broadcasts": broadcasts, "ttl": Int(ttl), "churn": churn,
@@ -338,5 +345,43 @@ struct Sim: ParsableCommand {
             "transmissionsPerNode": r.transmissionsPerNode, "receptionsPerNode": r.receptionsPerNode,
             "relaysScheduled": r.relaysScheduled, "relaysCancelled": r.relaysCancelled, "linkChanges": r.linkChanges,
         ]
+    }
+}
+
+/// A run's progress on standard error when that is a terminal: one line
+/// redrawn in place (at most five times a second), with the time left, and
+/// wiped before the results are printed. Nothing when standard error is a
+/// pipe or a file.
+final class SimProgress {
+    private let shown: Bool
+    private let start = Date()
+    private var drawn: Date?
+    /// Each phase's label and share of the whole run.
+    private let phases: [(label: String, share: Double)]
+
+    init(_ phases: [(String, Double)]) {
+        shown = isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+        let total = max(phases.map(\.1).reduce(0, +), .leastNonzeroMagnitude)
+        self.phases = phases.map { ($0.0, $0.1 / total) }
+    }
+
+    /// What phase `index` tells of its progress (its own share done, 0…1).
+    func phase(_ index: Int) -> (Double) -> Void {
+        { [self] done in update(index, done) }
+    }
+
+    private func update(_ index: Int, _ done: Double) {
+        guard shown, phases.indices.contains(index) else { return }
+        let now = Date()
+        if let drawn, now.timeIntervalSince(drawn) < 0.2 { return }
+        drawn = now
+        let before = phases[..<index].reduce(0) { $0 + $1.share }
+        let line = ProgressLine().line("sim: " + phases[index].label, done: before + phases[index].share * done,
+                                       elapsed: now.timeIntervalSince(start))
+        StandardError.write(Data("\r\u{1B}[K\(line)".utf8))
+    }
+
+    func finish() {
+        if shown, drawn != nil { StandardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }

@@ -197,3 +197,29 @@ import Testing
         #expect(!negative.stderr.contains("Missing value"))
     }
 }
+
+/// A long run shows its progress on a terminal (a bar, redrawn in place,
+/// wiped before the results) and nothing of it in a pipe.
+@Suite(.usesProcesses) struct SimProgressTests {
+    @Test func aBarOnATerminalAndNothingInAPipe() async throws {
+        let arguments = ["sim", "--scenario", "private", "--nodes", "40", "--messages", "60"]
+        // `script` gives the command a real terminal and writes what it drew.
+        let command = ([StarlingProcess.executable.path] + arguments).joined(separator: " ")
+        let terminal = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/bin/script"),
+                                                     ["-q", "-e", "-c", command, "/dev/null"], environment: ["TERM": "xterm"])
+        #expect(terminal.status == 0, "\(terminal.stdout)")
+        let drawn = terminal.stdout
+        #expect(drawn.contains("\r\u{1B}[Ksim: private: routes ["), "\(drawn.debugDescription)")
+        #expect(drawn.contains("\r\u{1B}[Ksim: private: delivery ["), "\(drawn.debugDescription)")
+        // Wiped, then the results.
+        if let lastBar = drawn.range(of: "sim: private:", options: .backwards), let results = drawn.range(of: "acknowledged (") {
+            #expect(lastBar.lowerBound < results.lowerBound)
+            #expect(drawn[lastBar.lowerBound..<results.lowerBound].contains("\r\u{1B}[K"), "\(drawn.debugDescription)")
+        } else {
+            Issue.record("no bar or no results: \(drawn.debugDescription)")
+        }
+        let piped = try await StarlingProcess.run(arguments)
+        #expect(piped.status == 0 && piped.stdout.contains("acknowledged ("), "\(piped.stdout)")
+        #expect(!piped.stderr.contains("sim:") && !piped.stdout.contains("sim:"), "\(piped.stderr)")
+    }
+}
