@@ -14,6 +14,11 @@ import StarlingYaOKStore
 public enum APIJSON {
     public typealias Object = [String: any Sendable]
 
+    /// The node's settings: `server` is null when there is none.
+    public static func settings(_ s: NodeSettings) -> Object {
+        ["server": s.server.map { $0 as any Sendable } ?? NSNull(), "nostr": s.nostr, "proxy": s.proxy]
+    }
+
     public static func message(_ m: MessageRecord) -> Object {
         var o: Object = ["id": m.id.description, "conversation": m.contact.description, "outgoing": m.outgoing, "text": m.text,
                          "timestamp": Int(m.timestamp), "recordedAt": m.recordedAt]

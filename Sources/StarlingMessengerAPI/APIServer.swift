@@ -37,6 +37,9 @@ public final class APIServer: Sendable {
         /// as its Content-Security-Policy.
         public var files: [StaticFile] = []
         public var policy = "default-src 'none'"
+        /// The settings the node runs with, and which of them its command line set.
+        public var settings = NodeSettings()
+        public var setOnCommandLine: Set<String> = []
         public init(directory: URL, token: String = APIServer.newToken()) {
             self.directory = directory
             self.token = token
@@ -392,6 +395,30 @@ public final class APIServer: Sendable {
             try await Self.call { try await c.rename(body.nickname) }
             return Self.json(["nickname": await m.node.currentNickname])
         }
+        let settings = configuration.settings, setOnCommandLine = configuration.setOnCommandLine, directory = configuration.directory
+        @Sendable func settingsAnswer() throws -> Response {
+            let saved = try Self.savedSettings(in: directory)
+            // What the next start would run with: the saved ones, the command line's over them.
+            var next = saved ?? NodeSettings()
+            if setOnCommandLine.contains("server") { next.server = settings.server }
+            if setOnCommandLine.contains("nostr") { next.nostr = settings.nostr }
+            if setOnCommandLine.contains("proxy") { next.proxy = settings.proxy }
+            return Self.json(["inEffect": APIJSON.settings(settings), "saved": saved.map(APIJSON.settings) ?? NSNull(),
+                              "setOnCommandLine": setOnCommandLine.sorted(), "restartNeeded": next != settings])
+        }
+        v1.get("settings") { _, _ in try settingsAnswer() }
+        v1.put("settings") { request, context in
+            struct Change: Decodable { var server: String?; var nostr: Bool?; var proxy: String? }
+            let body = try await request.decode(as: Change.self, context: context)
+            var saved = try Self.savedSettings(in: directory) ?? settings
+            // Absent: as saved; "server": "" or null: none.
+            if let server = body.server { saved.server = server.isEmpty ? nil : server }
+            if let nostr = body.nostr { saved.nostr = nostr }
+            if let proxy = body.proxy { saved.proxy = proxy.isEmpty ? NodeSettings.defaultProxy : proxy }
+            do { try saved.validate() } catch { throw APIError(.badRequest, "\(error)") }
+            do { try saved.save(in: directory) } catch { throw APIError(.internalServerError, "\(error)") }
+            return try settingsAnswer()
+        }
         v1.get("statistics") { _, _ in
             let s = try await Self.call { try await c.statistics() }
             let data = try JSONEncoder().encode(s)
@@ -521,6 +548,11 @@ public final class APIServer: Sendable {
         let text = try context.parameters.require("id")
         guard let id = UserID(string: text) else { throw APIError(.badRequest, "a conversation ID is a UUID") }
         return id
+    }
+
+    /// The data directory's saved settings; a file that cannot be read is a 500 in words.
+    static func savedSettings(in directory: URL) throws(APIError) -> NodeSettings? {
+        do { return try NodeSettings.load(from: directory) } catch { throw APIError(.internalServerError, "\(error)") }
     }
 
     static func json(_ value: Any, status: HTTPResponse.Status = .ok) -> Response {

@@ -41,6 +41,8 @@ struct Daemon: AsyncParsableCommand {
         let session = try await NodeSession.start(node, server: server, background: background)
         var c = APIServer.Configuration(directory: session.directory)
         c.port = apiPort
+        c.settings = session.settings
+        c.setOnCommandLine = session.setOnCommandLine
         // The same token across restarts: the link a page or a script was given stays good.
         do { c.token = try APIServer.keptToken(in: session.directory) } catch {
             throw RuntimeFailure("the API's token could not be kept in \(session.directory.path)/api-token (\(error)): check the data directory's permissions")

@@ -20,6 +20,10 @@ struct NodeSession {
     let nostr: NostrTransport?
     let server: YaOKServerMailbox?
     let identityStore: IdentityStore
+    /// The settings the node runs with: the data directory's, with the command line's over them.
+    let settings: NodeSettings
+    /// Which of them the command line set (a saved change to those has no effect).
+    let setOnCommandLine: Set<String>
 
     var directory: URL { identityStore.directory.url }
     /// The messenger and node as a face uses them (the daemon's API serves the same).
@@ -32,19 +36,28 @@ struct NodeSession {
         let ids = IdentityStore(directory: DataDirectory(explicit: o.dataDir))
         try UserError.writableDirectory(ids.directory) // said in words before any key file is tried
         let key = try NostrKeyFile.loadOrCreate(ids.directory.url)
+        var settings: NodeSettings
+        do { settings = try NodeSettings.load(from: ids.directory.url) ?? NodeSettings() } catch {
+            throw RuntimeFailure("\(error)")
+        }
+        var setOnCommandLine: Set<String> = []
+        if let address { settings.server = address; setOnCommandLine.insert("server") }
+        if o.nostr.nostr { settings.nostr = true; setOnCommandLine.insert("nostr") }
+        if let proxy = o.nostr.proxy { settings.proxy = proxy; setOnCommandLine.insert("proxy") }
+        let chosen = settings
         var nostr: NostrTransport?
         var server: YaOKServerMailbox?
         let node = try o.makeNode { options, identity in
             options.core.trustKnown = false
-            if o.nostr.nostr {
-                var n = try o.nostr.transportOptions()
+            if chosen.nostr {
+                var n = try o.nostr.transportOptions(proxy: chosen.proxy)
                 n.openedFile = ids.directory.url.appendingPathComponent("nostr-opened")
                 n.geoSeed = try NostrKeyFile.geoSeed(ids.directory.url)
                 let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: n)
                 options.mailboxes.append(t)
                 nostr = t
             }
-            if let address {
+            if let address = chosen.server {
                 guard let address = UDPAddress(address) else { throw ValidationError("--server \(address): expected HOST:PORT with an IPv4 host") }
                 let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
                                              configuration: background ? .background : .init())
@@ -59,6 +72,7 @@ struct NodeSession {
         c.tellsFavourites = tellsFavourites
         let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c)
         try await messenger.open(store)
-        return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids)
+        return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids,
+                           settings: settings, setOnCommandLine: setOnCommandLine)
     }
 }

@@ -14,21 +14,23 @@ struct NostrOptions: ParsableArguments {
     @Option(name: .customLong("nostr-relay"), parsing: .singleValue,
             help: "A Nostr relay, ws:// or wss:// (repeatable; default: the bitchat apps' relays).")
     var nostrRelay: [String] = []
-    @Option(help: "The SOCKS5 proxy that Nostr traffic goes through: Tor's is 127.0.0.1:9050. Nothing reaches a relay without it.")
-    var proxy = "127.0.0.1:9050"
+    @Option(help: "The SOCKS5 proxy that Nostr traffic goes through (default: the data directory's settings, else Tor's, 127.0.0.1:9050). Nothing reaches a relay without it.")
+    var proxy: String?
     @Flag(name: .customLong("nostr-without-proxy-for-development"),
           help: ArgumentHelp("Connect to Nostr relays directly, showing them this machine's address (development against a local relay only).",
                              visibility: .hidden))
     var withoutProxy = false
 
     func validate() throws {
+        guard let proxy else { return }
         let parts = proxy.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]), (1...65_535).contains(port) else {
             throw ValidationError("--proxy \(proxy): expected HOST:PORT")
         }
     }
 
-    func transportOptions() throws -> NostrTransport.Options {
+    /// The transport's options, through `proxy` (HOST:PORT).
+    func transportOptions(proxy: String) throws -> NostrTransport.Options {
         var o = NostrTransport.Options()
         if !nostrRelay.isEmpty { o.relays = nostrRelay }
         if withoutProxy {

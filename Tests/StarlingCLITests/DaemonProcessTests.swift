@@ -155,6 +155,68 @@ import Glibc
         #expect(ran == lines.count)
     }
 
+    /// The settings a page saves (the Ya OK server, Nostr, the proxy) are kept
+    /// in the data directory and are what the daemon runs with from its next
+    /// start; an option on the command line wins; a bad address is refused in
+    /// words; a damaged file stops the next start with words.
+    @Test func settingsSavedThroughTheAPIHoldFromTheNextStart() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("daemon-settings")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var d = try Self.daemon(dir, name: "alice")
+        defer { d.stop() }
+        var (url, token, _) = try await Self.info(dir, d)
+        var api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let first = try #require(try await api.get("/v1/settings") as? [String: Any])
+        #expect(first["saved"] is NSNull && first["restartNeeded"] as? Bool == false, "\(first)")
+        let fresh = try #require(first["inEffect"] as? [String: Any])
+        #expect(fresh["server"] is NSNull && fresh["nostr"] as? Bool == false && fresh["proxy"] as? String == "127.0.0.1:9050", "\(fresh)")
+        let before = try #require(try await api.get("/v1/status") as? [String: Any])
+        #expect(before["server"] == nil, "\(before)")
+
+        // Refused in words, nothing saved.
+        for bad in [["server": "bob's laptop"], ["proxy": "9050"], ["server": "10.0.0.1:99999"]] {
+            do {
+                _ = try await api.request(.PUT, "/v1/settings", body: try JSONSerialization.data(withJSONObject: bad))
+                Issue.record("\(bad) was taken")
+            } catch let f as APIClient.Failure {
+                #expect(f.status == 400 && f.message.contains("expected HOST:PORT"), "\(f)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/settings.json"))
+
+        // Saved: kept owner-only, in effect from the next start.
+        let saved = try #require(try await api.request(.PUT, "/v1/settings", body: Data(#"{"server": "127.0.0.1:9", "proxy": "127.0.0.1:1080"}"#.utf8))
+                                 as? [String: Any])
+        #expect(saved["restartNeeded"] as? Bool == true, "\(saved)")
+        #expect((saved["saved"] as? [String: Any])?["server"] as? String == "127.0.0.1:9", "\(saved)")
+        #expect(try Self.mode(dir + "/settings.json") == 0o600)
+        d.stop()
+        d = try Self.daemon(dir, name: "alice")
+        (url, token, _) = try await Self.info(dir, d)
+        api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let after = try #require(try await api.get("/v1/settings") as? [String: Any])
+        let running = try #require(after["inEffect"] as? [String: Any])
+        #expect(running["server"] as? String == "127.0.0.1:9" && running["proxy"] as? String == "127.0.0.1:1080", "\(after)")
+        #expect(after["restartNeeded"] as? Bool == false, "\(after)")
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        #expect(status["server"] != nil, "the server's mailbox runs: \(status)")
+        d.stop()
+
+        // The command line wins, and a saved change to what it set needs no restart to be true of the next start.
+        d = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", dir, "--server", "127.0.0.1:10"])
+        (url, token, _) = try await Self.info(dir, d)
+        api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let overridden = try #require(try await api.get("/v1/settings") as? [String: Any])
+        #expect((overridden["inEffect"] as? [String: Any])?["server"] as? String == "127.0.0.1:10", "\(overridden)")
+        #expect(overridden["setOnCommandLine"] as? [String] == ["server"] && overridden["restartNeeded"] as? Bool == false, "\(overridden)")
+        d.stop()
+
+        // A damaged file: the next start says what and where.
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: dir + "/settings.json"))
+        let damaged = try await StarlingProcess.run(["daemon", "--no-discovery", "--port", "0", "--data-dir", dir])
+        #expect(damaged.status == 1 && damaged.stderr.contains("settings.json is not a settings file"), "\(damaged.stderr)")
+    }
+
     /// A terminal chat on the daemon's data directory is a face of the daemon: it
     /// sees what another face (`send`) does on the same identity, sends through
     /// it, hears a third node, quits leaving the daemon running, and says so

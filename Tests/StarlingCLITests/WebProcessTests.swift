@@ -60,6 +60,34 @@ import Testing
         }
     }
 
+    /// The same page in Firefox (Debian's firefox-esr, driven over WebDriver
+    /// BiDi by Tests/web/web_firefox.py): two tabs, public both ways, a private
+    /// message to "read", the settings form refusing a bad address.
+    @Test func thePageWorksInFirefox() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr"),
+                     "Firefox is a test dependency: run scripts/install-deps --test")
+        let (a, b) = (ContactCommandTests.temporaryDirectory("web-fx-alice"), ContactCommandTests.temporaryDirectory("web-fx-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        let alice = try Self.web(a, name: "alice")
+        defer { alice.stop() }
+        let aliceLink = try await Self.link(alice)
+        let base = try #require(URL(string: String(aliceLink.prefix { $0 != "#" })))
+        let token = String(try #require(aliceLink.split(separator: "=").last))
+        let api = APIClient(host: try #require(base.host), port: try #require(base.port), token: token)
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        let udp = try #require(status["udpPort"] as? Int)
+        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
+        defer { bob.stop() }
+        let bobLink = try await Self.link(bob)
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_firefox.py").path,
+                                                  [aliceLink, bobLink, shots.path], seconds: 240)
+        #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
+        #expect(out.components(separatedBy: "\nok   ").count >= 10, "every check ran: \(out)")
+        #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent("web-firefox.png").path))
+    }
+
     /// A location channel from the page (its daemon on Nostr, through a relay
     /// and a SOCKS proxy on loopback), with a terminal chat in the same channel.
     @Test func aLocationChannelFromThePage() async throws {

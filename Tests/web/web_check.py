@@ -126,7 +126,11 @@ try:
     shot(alice, "web-private.png")
     shot(bob, "web-private-bob.png")
 
-    # A file (a picture), from alice's page to bob's: delivered, shown inline there.
+    # A file (a picture), from alice's page to bob's: delivered, shown inline there,
+    # with a progress bar on both sides (bob's as its fragments arrive: each bar drawn is noted).
+    bob.execute_script("""window.barsSeen = [];
+        new MutationObserver(() => document.querySelectorAll('#messages progress').forEach(p =>
+            window.barsSeen.push(p.getAttribute('aria-label')))).observe(document.body, {childList: true, subtree: true})""")
     alice.find_element(By.ID, "file").send_keys(bob_qr)
     words = lambda d: d.execute_script("return [...document.querySelectorAll('#messages li.own .state')].map(s => s.textContent)")
     check(wait(alice, lambda d: "delivered" in words(d), "alice's file is delivered") is not None, "a file from alice's page is delivered")
@@ -134,6 +138,10 @@ try:
         "return [...document.querySelectorAll('#messages img.inline')].filter(i => i.complete && i.naturalWidth > 0).map(i => i.alt)"),
         "bob's page shows the picture")
     check(bool(pictures) and "bob-qr.png" in pictures[0], "the picture is shown inline on bob's page: %r" % pictures)
+    sent_bar = alice.execute_script("const p = [...document.querySelectorAll('#messages li.own progress')].pop(); return p && [p.value, p.max, p.getAttribute('aria-label')]")
+    check(bool(sent_bar) and sent_bar[0] == sent_bar[1] and sent_bar[2].startswith("sending bob-qr.png: 100%"), "alice's bar is full: %r" % (sent_bar,))
+    bars = bob.execute_script("return window.barsSeen")
+    check(any(b.startswith("receiving") for b in bars), "bob's page drew a bar while the file arrived: %r" % bars[:5])
     check(bool(bob.execute_script("return [...document.querySelectorAll('#messages a.save')].length")), "and can be saved")
     shot(bob, "web-file.png")
 
@@ -203,6 +211,21 @@ try:
     bob.find_element(By.CSS_SELECTOR, "#rename button").click()
     check(wait(alice, lambda d: any(b.startswith("Message robert") for b in buttons(d, "#people button")), "alice's page says robert") is not None,
           "a rename on bob's page reaches alice's")
+
+    # Settings of the node: a bad address is refused in words; a good one is saved for the next start.
+    server = bob.find_element(By.ID, "server-address")
+    server.clear()
+    server.send_keys("the school")
+    bob.find_element(By.CSS_SELECTOR, "#node-settings button").click()
+    note = lambda d: d.find_element(By.ID, "node-settings-note").text
+    check(wait(bob, lambda d: "expected HOST:PORT" in note(d), "the refusal") is not None, "a bad server address is refused: %r" % note(bob))
+    server.clear()
+    server.send_keys("127.0.0.1:7878")
+    bob.find_element(By.CSS_SELECTOR, "#node-settings button").click()
+    check(wait(bob, lambda d: "next start" in note(d), "saved") is not None, "a good one is saved for the next start: %r" % note(bob))
+    saved = bob.execute_script("return fetch('/v1/settings', {headers: {Authorization: 'Bearer ' + state.token}}).then(r => r.json())")
+    check(saved["saved"]["server"] == "127.0.0.1:7878" and saved["restartNeeded"], "the daemon kept it: %r" % saved)
+    shot(bob, "web-settings.png")
 
     # Every control has a name a screen reader can say.
     unnamed = bob.execute_script("""return [...document.querySelectorAll('button, input, select, textarea, a')].filter(e => {

@@ -682,12 +682,29 @@ async function refreshMe() {
       `you are ${state.me.nickname} (${state.me.peerID}) · ${state.me.peers} here` + (state.me.storeOpen ? "" : " · store locked");
     document.getElementById("unlock").hidden = state.me.storeOpen;
     document.getElementById("transports").textContent =
-      `Ya OK server: ${state.me.server ? "on" : "none"}; Nostr: ${state.me.nostr ? "on" : "off"} (the daemon's options: start it again with --server HOST:PORT, --nostr, --proxy to change them)`;
+      `Running now: Ya OK server ${state.me.server ? "on" : "none"}, Nostr ${state.me.nostr ? "on" : "off"}.`;
     return true;
   } catch (e) {
     if (e instanceof Refused && e.status === 401) say("This page needs the link `starling web` printed (its token is missing or wrong).");
     return false;
   }
+}
+
+// The node's settings: shown as saved (else as in effect); whether they wait for a restart.
+async function refreshSettings() {
+  try { showSettings(await api("/v1/settings")); } catch (e) { /* said by refreshMe */ }
+}
+
+function showSettings(s) {
+  const shown = s.saved || s.inEffect;
+  document.getElementById("server-address").value = shown.server || "";
+  document.getElementById("nostr-on").checked = shown.nostr;
+  document.getElementById("proxy-address").value = shown.proxy;
+  const fixed = s.setOnCommandLine.length
+    ? ` The daemon's command line sets ${s.setOnCommandLine.join(", ")}: that wins over what is saved here.` : "";
+  document.getElementById("node-settings-note").textContent = (s.restartNeeded
+    ? "Saved. The daemon uses them from its next start: stop it (Ctrl-C where it runs) and start it again."
+    : "These are the settings the daemon runs with.") + fixed;
 }
 
 async function refreshPeople() {
@@ -747,6 +764,18 @@ async function start() {
     await refreshMe();
   });
   document.getElementById("nickname").value = state.me.nickname;
+  document.getElementById("node-settings").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const change = {
+      server: document.getElementById("server-address").value.trim(),
+      nostr: document.getElementById("nostr-on").checked,
+      proxy: document.getElementById("proxy-address").value.trim(),
+    };
+    try { showSettings(await api("/v1/settings", change, "PUT")); } catch (e) {
+      document.getElementById("node-settings-note").textContent = e.message;
+    }
+  });
+  refreshSettings();
   document.getElementById("notify").addEventListener("click", async () => {
     if (!("Notification" in window)) { document.getElementById("settings-note").textContent = "this browser has no desktop notifications"; return; }
     const answer = await Notification.requestPermission();

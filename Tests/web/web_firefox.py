@@ -1,0 +1,171 @@
+"""The page in Firefox (Debian's firefox-esr, headless), driven over WebDriver
+BiDi, the W3C protocol Firefox speaks itself (no geckodriver): two tabs, one
+on alice's daemon and one on bob's; a public message both ways, a private
+message that reaches "read" only once bob opens it, the settings form.
+
+    web_firefox.py ALICE_LINK BOB_LINK SCREENSHOT_DIR
+"""
+import base64
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from websockets.sync.client import connect
+
+alice_link, bob_link, shots = sys.argv[1:4]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+profile = tempfile.mkdtemp(prefix="starling-firefox-")
+firefox = subprocess.Popen(["/usr/bin/firefox-esr", "--headless", "--no-remote", "--profile", profile,
+                            "--remote-debugging-port=0", "--window-size=1100,700", "about:blank"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+found = []
+
+
+def read_stderr():
+    for line in firefox.stderr:
+        m = re.search(r"WebDriver BiDi listening on (ws://\S+)", line)
+        if m:
+            found.append(m.group(1))
+
+
+threading.Thread(target=read_stderr, daemon=True).start()
+deadline = time.time() + 60
+while not found and time.time() < deadline and firefox.poll() is None:
+    time.sleep(0.1)
+if not found:
+    print("FAIL Firefox did not open WebDriver BiDi (exit %r)" % firefox.poll())
+    sys.exit(1)
+
+ws = None
+ids = itertools.count(1)
+
+
+def call(method, **params):
+    """One command; its result (events that come meanwhile are passed over)."""
+    n = next(ids)
+    ws.send(json.dumps({"id": n, "method": method, "params": params}))
+    end = time.time() + 60
+    while time.time() < end:
+        answer = json.loads(ws.recv(timeout=60))
+        if answer.get("id") == n:
+            if answer.get("type") == "error":
+                raise RuntimeError("%s: %s %s" % (method, answer.get("error"), answer.get("message")))
+            return answer["result"]
+    raise RuntimeError(method + ": no answer")
+
+
+def run(context, expression):
+    """Evaluates a script in the tab; its value (JSON-serialisable values only)."""
+    r = call("script.evaluate", expression="JSON.stringify((() => { %s })())" % expression,
+             target={"context": context}, awaitPromise=False)
+    if r.get("type") == "exception":
+        raise RuntimeError(r["exceptionDetails"]["text"])
+    value = r["result"].get("value")
+    return json.loads(value) if value is not None else None
+
+
+def wait(context, expression, what, seconds=30):
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            v = run(context, expression)
+        except RuntimeError:
+            v = None
+        if v:
+            return v
+        time.sleep(0.2)
+    check(False, what + " (within %d s)" % seconds)
+    return None
+
+
+def send(context, text):
+    run(context, """const box = document.querySelector("textarea[aria-label='Message']");
+        box.value = %s; box.dispatchEvent(new Event('input'));
+        document.querySelector("#composer button[type='submit'], #send").click(); return true""" % json.dumps(text))
+
+
+def press(context, where, label_start):
+    return run(context, """const b = [...document.querySelectorAll(%s)]
+        .find(b => (b.getAttribute('aria-label') || b.textContent).startsWith(%s));
+        if (b) { b.click(); return true } return false""" % (json.dumps(where), json.dumps(label_start)))
+
+
+MESSAGES = "return [...document.querySelectorAll('#messages li')].map(li => li.textContent)"
+STATES = "return [...document.querySelectorAll('#messages li.own .state')].map(s => s.getAttribute('aria-label'))"
+
+def main():
+    call("session.new", capabilities={})
+    alice = call("browsingContext.getTree")["contexts"][0]["context"]
+    bob = call("browsingContext.create", type="tab")["context"]
+    call("browsingContext.navigate", context=alice, url=alice_link, wait="complete")
+    call("browsingContext.navigate", context=bob, url=bob_link, wait="complete")
+    for tab, other in ((alice, "bob"), (bob, "alice")):
+        check(wait(tab, "return document.getElementById('me').getAttribute('data-following') === 'yes'",
+                   "the page follows the events") is not None, "Firefox: %s's page follows the daemon's events" % ("alice" if tab == alice else "bob"))
+        wait(tab, "return [...document.querySelectorAll('#people button')].some(b => (b.getAttribute('aria-label') || '').startsWith('Message %s'))" % other,
+             "%s is listed" % other)
+    check("#token=" not in run(alice, "return location.href"), "Firefox: the token leaves the address bar")
+
+    send(alice, "hello from firefox")
+    check(wait(bob, "return [...document.querySelectorAll('#messages li')].some(li => li.textContent.includes('hello from firefox'))",
+               "bob sees it") is not None, "Firefox: a public message from alice reaches bob's page")
+    send(bob, "and back")
+    check(wait(alice, "return [...document.querySelectorAll('#messages li')].some(li => li.textContent.includes('and back'))",
+               "alice sees it") is not None, "Firefox: a public message from bob reaches alice's page")
+
+    check(press(alice, "#people button", "Message bob"), "Firefox: alice opens a conversation with bob")
+    wait(alice, "return document.getElementById('title').textContent === 'bob'", "the conversation opens")
+    send(alice, "psst from firefox")
+    check(wait(alice, "const s = (() => { %s })(); return s.includes('delivered')" % STATES, "delivered") is not None,
+          "Firefox: alice's private message is delivered")
+    check("read" not in (run(alice, STATES) or []), "Firefox: not read before bob opens it")
+    if wait(bob, "return [...document.querySelectorAll('#conversations button')].some(b => (b.getAttribute('aria-label') || b.textContent).startsWith('alice, 1 unread'))",
+            "bob's page counts it unread"):
+        press(bob, "#conversations button", "alice, 1 unread")
+        check(wait(alice, "const s = (() => { %s })(); return s.includes('read')" % STATES, "read") is not None,
+              "Firefox: alice's page shows read once bob opened it")
+
+    # The settings form: a bad address refused in words.
+    run(bob, """document.getElementById('settings-panel').open = true;
+        document.getElementById('server-address').value = 'the school';
+        document.querySelector('#node-settings button').click(); return true""")
+    check(wait(bob, "return document.getElementById('node-settings-note').textContent.includes('expected HOST:PORT')", "refused") is not None,
+          "Firefox: a bad server address is refused in words")
+
+    shot = call("browsingContext.captureScreenshot", context=alice)["data"]
+    with open(os.path.join(shots, "web-firefox.png"), "wb") as f:
+        f.write(base64.b64decode(shot))
+
+
+try:
+    with connect(found[0] + "/session", max_size=64 * 1024 * 1024, open_timeout=30) as ws:
+        main()
+        try:
+            call("session.end")
+        except Exception:
+            pass
+finally:
+    firefox.terminate()
+    try:
+        firefox.wait(10)
+    except subprocess.TimeoutExpired:
+        firefox.kill()
+    shutil.rmtree(profile, ignore_errors=True)
+
+print("%d check(s) failed" % len(failures) if failures else "all checks passed")
+sys.exit(1 if failures else 0)
