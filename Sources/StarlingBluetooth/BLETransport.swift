@@ -50,14 +50,20 @@ public final class BLETransport: Transport, @unchecked Sendable {
     public var minRSSI = -90
     /// Scanning runs this share of each 10 s window (the power mode's duty cycle).
     public var scanDutyCycle = 1.0
+    /// When BlueZ (or the system bus, or the adapter) went away: how often it is looked for again.
+    public var retryInterval: Duration = .seconds(2)
     private var failures: [String: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
     /// When set, only these device addresses are linked (an operator's
     /// allow-list; tests use it to make lines out of adapters that all hear each other).
     public var allowed: Set<String>?
-    private let bus: DBusConnection
+    private let busAddress: String
+    /// The bus connection now (a new one after the bus came back). Under `lock`.
+    private var connection: DBusConnection
+    private var bus: DBusConnection { lock.withLock { connection } }
     private let adapterPath: String
-    private var peripheral: BlueZPeripheral?
-    private var central: BlueZCentral?
+    private var peripheralNow: BlueZPeripheral?
+    private var centralNow: BlueZCentral?
+    private var peripheral: BlueZPeripheral? { lock.withLock { peripheralNow } }
     private let lock = NSLock()
     private var centralLinks: [String: BlueZDevice] = [:]
     private var peripheralLinks: [String: Int] = [:]
@@ -65,7 +71,14 @@ public final class BLETransport: Transport, @unchecked Sendable {
     public var pacing: Duration = .milliseconds(20)
     private let outbox: AsyncStream<([UInt8], [String], FrameChannel)>
     private let outboxContinuation: AsyncStream<([UInt8], [String], FrameChannel)>.Continuation
+    private var outboxTask: Task<Void, Never>?
+    /// The tasks of the service as registered now (ended when BlueZ goes away).
     private var tasks: [Task<Void, Never>] = []
+    /// Looking for BlueZ again after it went away.
+    private var recovery: Task<Void, Never>?
+    /// Registered with BlueZ now; stopping (no recovery then).
+    private var attached = false
+    private var stopping = false
     /// The task reading each central-role link's notifications.
     private var linkTasks: [String: Task<Void, Never>] = [:]
     private var ownAddress = ""
@@ -76,14 +89,30 @@ public final class BLETransport: Transport, @unchecked Sendable {
 
     public init(adapter: String = "hci0", busAddress: String = DBusConnection.systemBusAddress) throws {
         self.adapter = adapter
+        self.busAddress = busAddress
         adapterPath = adapter.hasPrefix("/") ? adapter : "/org/bluez/" + adapter
-        do { bus = try DBusConnection(address: busAddress) } catch { throw Failure.noBus("\(error)") }
+        do { connection = try DBusConnection(address: busAddress) } catch { throw Failure.noBus("\(error)") }
         (events, continuation) = AsyncStream.makeStream(of: TransportEvent.self, bufferingPolicy: .bufferingNewest(4_096))
         (outbox, outboxContinuation) = AsyncStream.makeStream(of: ([UInt8], [String], FrameChannel).self, bufferingPolicy: .bufferingNewest(4_096))
     }
 
-    /// Checks the adapter, registers the peripheral, starts scanning.
+    /// Checks the adapter, registers the peripheral, starts scanning. When
+    /// BlueZ, the bus or the adapter goes away later, the links go down, a
+    /// notice says so, and the service is registered again once it is back.
     public func start() async throws {
+        try await attach(bus)
+        outboxTask = Task { [weak self] in
+            guard let outbox = self?.outbox else { return }
+            for await (bytes, ids, channel) in outbox {
+                guard let self else { return }
+                await self.transmit(bytes, to: ids, on: channel)
+                try? await Task.sleep(for: self.pacing)
+            }
+        }
+    }
+
+    /// Registers the service on `bus` and starts this registration's tasks.
+    private func attach(_ bus: DBusConnection) async throws {
         let adapters: [String: [String: DBusValue]]
         do { adapters = try await BlueZ.adapters(bus) } catch { throw Failure.noBus("\(error)") }
         guard let props = adapters[adapterPath] else {
@@ -91,42 +120,63 @@ public final class BLETransport: Transport, @unchecked Sendable {
         }
         guard props["Powered"]?.bool == true else { throw Failure.poweredOff(adapter) }
         ownAddress = props["Address"]?.string ?? ""
+        // Watched before anything is registered: a BlueZ that goes away meanwhile is seen.
+        try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='\(adapterPath)'")
+        try await bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(BlueZ.bus)'")
+        try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'")
+        let signals = bus.signals
         let flags = ["read", "write", "write-without-response", "notify"]
         let p = BlueZPeripheral(bus: bus, adapter: adapterPath, serviceUUID: Self.serviceUUID,
                                 characteristics: [.init(uuid: Self.characteristicUUID, flags: flags), .init(uuid: Self.statelyUUID, flags: flags)])
-        try await p.start()
-        peripheral = p
+        do { try await p.start() } catch {
+            await p.stop() // what was exported goes, so that the next attempt can export it again
+            throw error
+        }
         let c = BlueZCentral(bus: bus, adapter: adapterPath, serviceUUID: Self.serviceUUID, characteristicUUID: Self.characteristicUUID)
-        central = c
-        try await c.startDiscovery()
-        tasks.append(Task { [weak self] in
+        do { try await c.startDiscovery() } catch {
+            await p.stop()
+            throw error
+        }
+        var started: [Task<Void, Never>] = []
+        started.append(Task { [weak self] in
             for await w in p.writes {
                 guard let self else { return }
                 self.peripheralWrite(w)
             }
         })
-        // A device that disconnects (either role) ends its link at once.
-        try await bus.addMatch("type='signal',sender='\(BlueZ.bus)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='\(adapterPath)'")
-        let signals = bus.signals
-        tasks.append(Task { [weak self] in
-            for await sig in signals where sig.member == "PropertiesChanged" && sig.args.first?.string == "org.bluez.Device1" {
-                guard let path = sig.path, sig.args.dropFirst().first?.dictionary?["Connected"]?.bool == false,
-                      let self, self.isLinked(path) else { continue }
-                // A signal may be older than the link it seems to end: ask BlueZ now.
-                let connected = await BlueZ.attempt("Get Connected") { try await self.bus.call(BlueZ.bus, path, "org.freedesktop.DBus.Properties", "Get",
-                                                         [.string("org.bluez.Device1"), .string("Connected")]) }
-                if connected?.first?.bool != true { self.deviceDisconnected(path) }
-            }
-        })
-        tasks.append(Task { [weak self] in
-            guard let outbox = self?.outbox else { return }
-            for await (bytes, ids, channel) in outbox {
+        let adapterPath = self.adapterPath
+        started.append(Task { [weak self] in
+            for await sig in signals {
                 guard let self else { return }
-                await self.transmit(bytes, to: ids, on: channel)
-                try? await Task.sleep(for: self.pacing)
+                switch sig.member ?? "" {
+                case "PropertiesChanged" where sig.args.first?.string == "org.bluez.Device1":
+                    // A device that disconnects (either role) ends its link at once.
+                    guard let path = sig.path, sig.args.dropFirst().first?.dictionary?["Connected"]?.bool == false,
+                          self.isLinked(path) else { continue }
+                    // A signal may be older than the link it seems to end: ask BlueZ now.
+                    let connected = await BlueZ.attempt("Get Connected") { try await bus.call(BlueZ.bus, path, "org.freedesktop.DBus.Properties", "Get",
+                                                             [.string("org.bluez.Device1"), .string("Connected")]) }
+                    if connected?.first?.bool != true { self.deviceDisconnected(path) }
+                case "PropertiesChanged" where sig.args.first?.string == "org.bluez.Adapter1" && sig.path == adapterPath:
+                    if sig.args.dropFirst().first?.dictionary?["Powered"]?.bool == false {
+                        await self.lost("adapter \(self.adapter) was turned off")
+                        return
+                    }
+                case "NameOwnerChanged" where sig.args.first?.string == BlueZ.bus && (sig.args.dropFirst(2).first?.string ?? "").isEmpty:
+                    await self.lost("BlueZ (bluetoothd) stopped")
+                    return
+                case "InterfacesRemoved" where sig.args.first?.string == adapterPath
+                    && (sig.args.dropFirst().first?.array?.compactMap(\.string) ?? []).contains("org.bluez.Adapter1"):
+                    await self.lost("adapter \(self.adapter) was removed")
+                    return
+                default:
+                    continue
+                }
             }
+            // The stream ends when the bus connection does (or at stop(): nothing to recover then).
+            await self?.lost("the system bus went away")
         })
-        tasks.append(Task { [weak self] in
+        started.append(Task { [weak self] in
             var scanning = true
             var windowStart = ContinuousClock.now
             var nextPrune = ContinuousClock.now + .seconds(900)
@@ -140,7 +190,7 @@ public final class BLETransport: Transport, @unchecked Sendable {
                     scanning = on
                     if on { await BlueZ.attempt("StartDiscovery") { try await c.startDiscovery() } } else { await c.stopDiscovery() }
                 }
-                await self.connectNewPeers()
+                await self.connectNewPeers(c)
                 if ContinuousClock.now >= nextPrune {
                     nextPrune = .now + .seconds(900)
                     let linked = self.lock.withLock { Set(self.centralLinks.values.map(\.device)) }
@@ -149,6 +199,80 @@ public final class BLETransport: Transport, @unchecked Sendable {
                 try? await Task.sleep(for: .seconds(1))
             }
         })
+        let stopped = lock.withLock { () -> Bool in
+            guard !stopping else { return true }
+            peripheralNow = p
+            centralNow = c
+            tasks = started
+            attached = true
+            return false
+        }
+        if stopped {
+            for t in started { t.cancel() }
+            await c.stopDiscovery()
+            await p.stop()
+        }
+    }
+
+    /// BlueZ, the bus or the adapter went away: every link goes down, a notice
+    /// says so once, and the service is looked for again every `retryInterval`.
+    private func lost(_ why: String) async {
+        let taken = lock.withLock { () -> (tasks: [Task<Void, Never>], readers: [Task<Void, Never>], links: [String],
+                                            peripheral: BlueZPeripheral?)? in
+            guard attached, !stopping else { return nil }
+            attached = false
+            let links = Array(centralLinks.keys) + Array(peripheralLinks.keys)
+            defer {
+                tasks = []; linkTasks = [:]; centralLinks = [:]; peripheralLinks = [:]; failures = [:]
+                peripheralNow = nil; centralNow = nil
+            }
+            return (tasks, Array(linkTasks.values), links, peripheralNow)
+        }
+        guard let taken else { return }
+        for t in taken.tasks + taken.readers { t.cancel() }
+        for id in taken.links.sorted() { continuation.yield(.down(id)) }
+        continuation.yield(.notice("Bluetooth (\(adapter)): \(why); its links are down. Looking for it again every \(retryInterval.components.seconds) s."))
+        logger.notice("Bluetooth went away", metadata: ["adapter": "\(adapter)", "why": "\(why)"])
+        // What was exported goes (calls to a BlueZ that is gone fail at once).
+        await taken.peripheral?.stop()
+        let task = Task { [weak self] in
+            guard let self else { return }
+            await self.recover()
+        }
+        let keep = lock.withLock { () -> Bool in
+            guard !stopping else { return false }
+            recovery = task
+            return true
+        }
+        if !keep { task.cancel() }
+    }
+
+    /// Looks for BlueZ again (a new bus connection when the old one is gone) until it is back or the transport stops.
+    private func recover() async {
+        var attempts = 0
+        while !Task.isCancelled, lock.withLock({ !stopping }) {
+            try? await Task.sleep(for: retryInterval)
+            guard !Task.isCancelled else { return }
+            attempts += 1
+            var b = bus
+            if !b.isConnected {
+                guard let fresh = try? DBusConnection(address: busAddress) else { continue }
+                let old = lock.withLock { () -> DBusConnection in
+                    defer { connection = fresh }
+                    return connection
+                }
+                old.close()
+                b = fresh
+            }
+            do {
+                try await attach(b)
+                continuation.yield(.notice("Bluetooth (\(adapter)) is back: advertising and scanning again."))
+                logger.notice("Bluetooth is back", metadata: ["adapter": "\(adapter)", "attempts": "\(attempts)"])
+                return
+            } catch {
+                logger.debug("Bluetooth not back yet", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
+            }
+        }
     }
 
     /// "…/dev_00_11_22_33_44_55" → "00:11:22:33:44:55".
@@ -187,8 +311,8 @@ public final class BLETransport: Transport, @unchecked Sendable {
     /// to us instead).
     public var linkCount: Int { lock.withLock { centralLinks.count + peripheralLinks.count } }
 
-    private func connectNewPeers() async {
-        guard let central, let found = await BlueZ.attempt("find candidates", { try await central.candidates() }) else { return }
+    private func connectNewPeers(_ central: BlueZCentral) async {
+        guard let found = await BlueZ.attempt("find candidates", { try await central.candidates() }) else { return }
         for d in found where d.address > ownAddress && isAllowed(d.address) && (d.rssi ?? 0) >= minRSSI {
             let id = "c:" + d.path
             guard lock.withLock({ centralLinks[id] == nil }), linkCount < maxLinks else { continue }
@@ -271,9 +395,16 @@ public final class BLETransport: Transport, @unchecked Sendable {
     }
 
     public func stop() async {
+        let (tasks, recovery, central, peripheral) = lock.withLock {
+            stopping = true
+            return (self.tasks + Array(linkTasks.values), self.recovery, centralNow, peripheralNow)
+        }
         outboxContinuation.finish()
+        outboxTask?.cancel()
+        recovery?.cancel()
         for t in tasks { t.cancel() }
-        for t in lock.withLock({ Array(linkTasks.values) }) { t.cancel() }
+        let bus = self.bus
+        // Each call is bounded, and fails at once when BlueZ or the bus is gone.
         for link in lock.withLock({ Array(centralLinks.values) }) { await link.disconnect() }
         // Centrals connected to us are let go too, so that they see the link end now.
         for id in lock.withLock({ Array(peripheralLinks.keys) }) {

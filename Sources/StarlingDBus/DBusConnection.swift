@@ -74,6 +74,11 @@ public final class DBusConnection: @unchecked Sendable {
     private var thread: Thread?
     private var exported: [String: Unmanaged<ObjectBox>] = [:]
     private var filter: Unmanaged<FilterBox>?
+    /// Calls waiting for a reply. When the dispatch thread ends (the bus went
+    /// away, or close()), each is resumed with Disconnected: libdbus would
+    /// only tell them in a dispatch that no longer comes.
+    private var waiting: [ObjectIdentifier: ReplyBox] = [:]
+    private var dispatching = true
 
     /// The system bus: $DBUS_SYSTEM_BUS_ADDRESS, else the standard socket.
     public static var systemBusAddress: String {
@@ -120,14 +125,26 @@ public final class DBusConnection: @unchecked Sendable {
     private func turn() -> Bool {
         guard isRunning, dbus_connection_read_write_dispatch(raw, 50) != 0 else {
             fanout.finish()
+            failWaiting()
             return false
         }
         return true
     }
 
+    /// No more dispatch: every call still waiting fails now, and later ones at once.
+    private func failWaiting() {
+        let all = lock.withLock { () -> [ReplyBox] in
+            dispatching = false
+            defer { waiting = [:] }
+            return Array(waiting.values)
+        }
+        for box in all { box.fail(DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the bus connection was lost")) }
+    }
+
     private var isRunning: Bool { lock.withLock { running } }
 
-    public var isConnected: Bool { dbus_connection_get_is_connected(raw) != 0 }
+    /// Whether calls can still be answered: false once the bus went away or close() was called.
+    public var isConnected: Bool { lock.withLock { dispatching && running } }
 
     /// Stops the dispatch thread and closes the connection.
     public func close() {
@@ -140,6 +157,7 @@ public final class DBusConnection: @unchecked Sendable {
         // Wait for the dispatch thread's last turn (unless this is it: a deinit there).
         if let t = thread, t != Thread.current { while !t.isFinished { usleep(1_000) } }
         fanout.finish()
+        failWaiting()
         for path in lock.withLock({ Array(exported.keys) }) { unexport(path) }
         dbus_connection_close(raw)
         if let f = filter { f.release() }
@@ -160,12 +178,24 @@ public final class DBusConnection: @unchecked Sendable {
         try Self.append(args, to: m)
         let ms = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         return try await withCheckedThrowingContinuation { continuation in
-            var pending: OpaquePointer?
-            guard dbus_connection_send_with_reply(raw, m, &pending, ms) != 0, let pending else {
-                continuation.resume(throwing: DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected"))
+            let reply = ReplyBox(continuation)
+            let key = ObjectIdentifier(reply)
+            // Registered before it is sent: a disconnect from here on fails it.
+            guard lock.withLock({ () -> Bool in
+                guard dispatching else { return false }
+                waiting[key] = reply
+                return true
+            }) else {
+                reply.fail(DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the bus connection was lost"))
                 return
             }
-            let box = Unmanaged.passRetained(ReplyBox(continuation))
+            reply.done = { [weak self] in self?.lock.withLock { _ = self?.waiting.removeValue(forKey: key) } }
+            var pending: OpaquePointer?
+            guard dbus_connection_send_with_reply(raw, m, &pending, ms) != 0, let pending else {
+                reply.fail(DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected"))
+                return
+            }
+            let box = Unmanaged.passRetained(reply)
             _ = dbus_pending_call_set_notify(pending, { p, data in
                 guard let p, let data else { return }
                 Unmanaged<ReplyBox>.fromOpaque(data).takeUnretainedValue().complete(p)
@@ -307,17 +337,36 @@ final class ObjectBox {
     init(handler: @escaping @Sendable (DBusMessageInfo) -> DBusReply) { self.handler = handler }
 }
 
-/// Completes one call exactly once, whichever of the notify and the caller's check comes first.
+/// Completes one call exactly once, whichever of the notify, the caller's
+/// check, a lost connection and its own end comes first.
 final class ReplyBox: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<[DBusValue], Error>?
+    /// Told once when the call is resumed (the connection forgets it).
+    var done: (@Sendable () -> Void)?
     init(_ c: CheckedContinuation<[DBusValue], Error>) { continuation = c }
 
+    /// The continuation, taken once; nil after.
+    private func take() -> CheckedContinuation<[DBusValue], Error>? {
+        let (c, d) = lock.withLock { () -> (CheckedContinuation<[DBusValue], Error>?, (@Sendable () -> Void)?) in
+            defer { continuation = nil; done = nil }
+            return (continuation, continuation == nil ? nil : done)
+        }
+        d?()
+        return c
+    }
+
+    func fail(_ error: DBusError) {
+        take()?.resume(throwing: error)
+    }
+
+    /// A box freed with its call unanswered (libdbus dropped the pending call) never leaves its waiter waiting.
+    deinit {
+        continuation?.resume(throwing: DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the call was dropped unanswered"))
+    }
+
     func complete(_ pending: OpaquePointer) {
-        guard let c = lock.withLock({ () -> CheckedContinuation<[DBusValue], Error>? in
-            defer { continuation = nil }
-            return continuation
-        }) else { return }
+        guard let c = take() else { return }
         guard let reply = dbus_pending_call_steal_reply(pending) else {
             c.resume(throwing: DBusError(name: "org.freedesktop.DBus.Error.NoReply", message: "no reply"))
             return

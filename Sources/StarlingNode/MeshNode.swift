@@ -245,6 +245,8 @@ public actor MeshNode {
             keyOf[l] = nil
             core.linkDown(l, now: now)
             continuation.yield(.linkDown(transports[transport].address(of: key)))
+        case let .notice(text):
+            continuation.yield(.notice(text))
         }
         flush()
         rearm()

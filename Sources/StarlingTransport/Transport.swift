@@ -16,6 +16,9 @@ public enum TransportEvent: Hashable, Sendable {
     /// These links' largest frame changed.
     case resized([String], maxFrame: Int)
     case down(String)
+    /// Something a person should know of the transport as a whole (Bluetooth
+    /// went away, Bluetooth is back), said once each time.
+    case notice(String)
 }
 
 /// One way of reaching neighbours: UDP datagrams, Bluetooth LE through BlueZ,

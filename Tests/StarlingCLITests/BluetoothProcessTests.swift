@@ -150,6 +150,60 @@ enum BLEIDs {
         #expect(ssids == ["Home", "Office", "Café"])
     }
 
+    /// BlueZ restarts under a running node (`systemctl restart bluetooth`): the
+    /// node says so once, its Bluetooth links go down, it registers again when
+    /// BlueZ is back and a message over Bluetooth arrives as before. Then the
+    /// bus itself goes away: said too, and SIGTERM still ends the node within
+    /// 5 s (it used to hang on a D-Bus call that was never resumed).
+    @Test func bluezRestartsAndTheNodeComesBackThenSIGTERMInAnOutage() async throws {
+        let zoo = try await MockBlueZ.started(adapters: 2)
+        let alice = try Self.node(["listen", "--ble", "--adapter", "hci0", "--no-discovery", "--port", "0", "--json",
+                                   "--name", "alice", "--duration", "150", "--announce-interval", "1",
+                                   "--data-dir", MeshProcessTests.dataDir()], bus: zoo.bus.address)
+        defer { alice.stop() }
+        #expect(await alice.waitFor { $0["event"] as? String == "started" } != nil)
+        func send(_ text: String) async throws -> LiveProcess {
+            try Self.node(["send", "--ble", "--adapter", "hci1", "--no-discovery", "--port", "0", "--json", "--name", "bob",
+                           "--data-dir", MeshProcessTests.dataDir(), "--wait", "30", "--linger", "1", "--to", "alice", text], bus: zoo.bus.address)
+        }
+        func arrived(_ text: String) async -> Bool {
+            await alice.waitFor(seconds: 45) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == text } != nil
+        }
+        // Before: the positive control.
+        let before = try await send("before the restart")
+        defer { before.stop() }
+        #expect(await arrived("before the restart"), "alice:\n\(alice.text)\nbluezoo:\n\(zoo.logText.suffix(2000))")
+        #expect(await before.waitForExit(seconds: 40) == 0, "\(before.text)")
+
+        zoo.stopBlueZ()
+        // (bluezoo may say its adapters are gone before its name is: either is said.)
+        let gone = await alice.waitFor(seconds: 30) { ($0["text"] as? String)?.hasPrefix("Bluetooth (hci0): ") == true }
+        #expect(gone != nil, "\(alice.text)")
+        try await zoo.startBlueZ(adapters: 2)
+        let returned = ContinuousClock.now
+        let back = await alice.waitFor(seconds: 60) { ($0["text"] as? String)?.contains("Bluetooth (hci0) is back") == true }
+        #expect(back != nil, "\(alice.text)")
+        print("BlueZ answering again → the node registered again: \(ContinuousClock.now - returned)") // docs/NODE.md's figure
+        let after = try await send("after the restart")
+        defer { after.stop() }
+        #expect(await arrived("after the restart"), "alice:\n\(alice.text)\nbluezoo:\n\(zoo.logText.suffix(2000))")
+        #expect(await after.waitForExit(seconds: 40) == 0, "\(after.text)")
+        // Said once each time.
+        #expect(alice.events.filter { ($0["text"] as? String)?.contains("its links are down") == true }.count == 1, "\(alice.text)")
+
+        // The bus goes away too: said, and SIGTERM ends the node on time.
+        zoo.stop()
+        #expect(await alice.waitFor(seconds: 30) { _ in
+            alice.events.filter { ($0["text"] as? String)?.contains("its links are down") == true }.count == 2
+        } != nil, "\(alice.text)")
+        let signalled = ContinuousClock.now
+        kill(alice.process.processIdentifier, SIGTERM)
+        let status = await alice.waitForExit(seconds: 20)
+        #expect(status != nil, "SIGTERM did not end the node: \(alice.text)")
+        #expect(ContinuousClock.now - signalled < .seconds(5), "\(ContinuousClock.now - signalled)")
+        print("SIGTERM with BlueZ and the bus gone → exited: \(ContinuousClock.now - signalled)")
+    }
+
     @Test func noAdapterIsSaidPlainly() async throws {
         let zoo = try await MockBlueZ.started(adapters: 1)
         let p = try Self.node(["listen", "--ble", "--adapter", "hci7", "--no-discovery", "--port", "0", "--json",

@@ -107,6 +107,79 @@ import Glibc
         #expect(gone)
     }
 
+    /// A call in flight when the bus goes away fails with Disconnected at once
+    /// (it used to wait forever: libdbus tells pending calls in a dispatch that
+    /// no longer came, and the continuation leaked); so does every later call,
+    /// and so do calls on a closed connection.
+    @Test func aCallInFlightWhenTheBusGoesAwayFailsAndNoneHangs() async throws {
+        let bus = try PrivateBus()
+        let service = try DBusConnection(address: bus.address)
+        defer { service.close() }
+        try await service.requestName("org.starling.Slow")
+        let arrived = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        try service.export("/slow") { info in
+            guard info.member == "Wait" else { return .values([.string("at once")]) }
+            arrived.signal()
+            _ = release.wait(timeout: .now() + 20) // answered late, or never
+            return .values([.string("late")])
+        }
+        let client = try DBusConnection(address: bus.address)
+        defer { client.close() }
+        // The positive control: an answered call.
+        #expect(try await client.call("org.starling.Slow", "/slow", "org.starling.Slow", "Now").first?.string == "at once")
+
+        let started = ContinuousClock.now
+        // Watched from outside: a call that is never resumed fails this test instead of hanging it.
+        final class Outcome: @unchecked Sendable {
+            let lock = NSLock()
+            var result: Result<[DBusValue], any Error>?
+        }
+        let outcome = Outcome()
+        Task {
+            let r: Result<[DBusValue], any Error>
+            do { r = .success(try await client.call("org.starling.Slow", "/slow", "org.starling.Slow", "Wait", timeout: .seconds(120))) } catch { r = .failure(error) }
+            outcome.lock.withLock { outcome.result = r }
+        }
+        // The call is in the service's hands: the bus goes away.
+        let inFlight = await Task.detached { arrived.wait(timeout: .now() + 30) == .success }.value
+        #expect(inFlight)
+        bus.stop()
+        var result: Result<[DBusValue], any Error>?
+        while result == nil, ContinuousClock.now - started < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(20))
+            result = outcome.lock.withLock { outcome.result }
+        }
+        switch result {
+        case nil: Issue.record("the call was never resumed after the bus went away")
+        case let .success(values)?: Issue.record("answered after the bus went away: \(values)")
+        case let .failure(e)?:
+            let name = (e as? DBusError)?.name
+            #expect(name == "org.freedesktop.DBus.Error.Disconnected" || name == "org.freedesktop.DBus.Error.NoReply", "\(e)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(15), "failed when the bus went away, not at the call's timeout")
+        release.signal()
+        // Later calls fail at once, in words.
+        do {
+            _ = try await client.call("org.starling.Slow", "/slow", "org.starling.Slow", "Now")
+            Issue.record("a call on a lost connection was answered")
+        } catch let e as DBusError {
+            #expect(e.name == "org.freedesktop.DBus.Error.Disconnected", "\(e)")
+        }
+    }
+
+    @Test func aCallOnAClosedConnectionFailsAtOnce() async throws {
+        let bus = try PrivateBus()
+        let client = try DBusConnection(address: bus.address)
+        #expect(try await client.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId").first?.string?.isEmpty == false)
+        client.close()
+        do {
+            _ = try await client.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+            Issue.record("a closed connection answered")
+        } catch let e as DBusError {
+            #expect(e.name == "org.freedesktop.DBus.Error.Disconnected", "\(e)")
+        }
+    }
+
     @Test func aSubtreeAnswersForEveryPathBelowIt() async throws {
         let bus = try PrivateBus()
         let server = try DBusConnection(address: bus.address)

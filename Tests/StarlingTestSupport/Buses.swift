@@ -42,8 +42,17 @@ public final class PrivateBus {
         guard address.hasPrefix("unix:") else { throw DBusError(name: "test", message: "dbus-daemon did not start") }
     }
 
-    deinit {
+    private var stopped = false
+
+    /// Ends the bus now (a test of a bus that goes away); deinit does it otherwise.
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
         terminate(process)
+    }
+
+    deinit {
+        stop()
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -51,28 +60,53 @@ public final class PrivateBus {
 /// bluezoo (a mock of BlueZ's D-Bus API) on a private bus, with virtual adapters.
 public final class MockBlueZ {
     public let bus: PrivateBus
-    let process = Process()
+    private var process = Process()
+    private let arguments: [String]
     let log: URL
 
     public init(adapters: Int, poweredOn: Bool = true) throws {
         bus = try PrivateBus()
+        arguments = (poweredOn ? ["--auto-enable"] : []) + ["--scan-interval", "1", "-v"]
+            + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
+        log = bus.directory.appendingPathComponent("bluezoo.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        try launch()
+    }
+
+    private func launch() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let exe = root.appendingPathComponent(".venv/bin/bluezoo")
         guard FileManager.default.isExecutableFile(atPath: exe.path) else {
             throw DBusError(name: "test", message: "bluezoo is not installed: run scripts/install-deps --test")
         }
+        process = Process()
         process.executableURL = exe
-        process.arguments = (poweredOn ? ["--auto-enable"] : []) + ["--scan-interval", "1", "-v"]
-            + (1...adapters).flatMap { ["-a", String(format: "00:00:00:00:00:%02X", $0)] }
+        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
         process.environment = env
-        log = bus.directory.appendingPathComponent("bluezoo.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
+        handle.seekToEndOfFile()
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
+        running = true
+    }
+    private var running = false
+
+    /// BlueZ stops, the bus stays (`systemctl restart bluetooth`, first half).
+    public func stopBlueZ() {
+        guard running else { return }
+        running = false
+        terminate(process)
+    }
+
+    /// BlueZ starts again on the same bus, with the same adapters; returns once they are there.
+    public func startBlueZ(adapters: Int) async throws {
+        try launch()
+        let probe = try DBusConnection(address: bus.address)
+        defer { probe.close() }
+        try await ready(probe, count: adapters)
     }
 
     public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
@@ -98,6 +132,16 @@ public final class MockBlueZ {
         throw DBusError(name: "test", message: "bluezoo did not come up:\n\(logText)")
     }
 
-    deinit { terminate(process) }
+    private var stopped = false
+
+    /// Ends bluezoo and its bus now (BlueZ gone mid-conversation).
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        stopBlueZ()
+        bus.stop()
+    }
+
+    deinit { stop() }
 }
 
