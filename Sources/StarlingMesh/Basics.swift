@@ -78,4 +78,7 @@ public struct BoundedSet<Element: Hashable & Sendable>: Sendable {
 
     public func contains(_ e: Element) -> Bool { members.contains(e) }
     public var count: Int { members.count }
+
+    /// Forgets one member (its place in the order goes with its turn).
+    public mutating func remove(_ e: Element) { members.remove(e) }
 }

@@ -90,7 +90,15 @@ public actor Messenger {
         if case .peer = event { reloadContacts() }
         core.handle(event, peers: await node.peers, now: Self.now)
         await carryOut()
+        // Its delivery receipt goes now that it is stored (or held while the store
+        // is locked); not when the write failed: the sender's retry is taken again.
+        if case let .privateMessage(_, _, _, messageID, _, _) = event {
+            if unstored.remove(messageID) != nil { await node.notStored(messageID) } else { await node.stored(messageID) }
+        }
     }
+
+    /// Incoming messages whose write failed in this event's effects (by transport message ID).
+    private var unstored: Set<String> = []
 
     /// Carries out what the core said, in order.
     private func carryOut() async {
@@ -121,8 +129,18 @@ public actor Messenger {
                 case let .contact(c): try store.updateContact(c)
                 case let .conversation(c): try store.setConversation(c)
                 case let .pin(f, key): try store.setPin(fingerprint: f.hex, signingKey: key, at: Self.now)
+                case let .receipt(id, conversation, state, at):
+                    if var m = try store.message(id, contact: conversation), m.progress != nil {
+                        let before = m.progress!.state
+                        m.progress!.receipt(state, at: at)
+                        if m.progress!.state != before {
+                            try store.updateMessage(m)
+                            continuation.yield(.progress(conversation: conversation, record: m))
+                        }
+                    }
                 }
             } catch {
+                if case let .insertMessage(m) = w, !m.outgoing, let id = m.transportID { unstored.insert(id) }
                 core.storeFailed(w, reason: "\(error)")
             }
         case let .node(c):

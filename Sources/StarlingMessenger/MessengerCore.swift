@@ -82,6 +82,9 @@ public struct MessengerCore: Sendable {
         case contact(ContactRecord)
         case conversation(ConversationRecord)
         case pin(Fingerprint, [UInt8])
+        /// A receipt for one of our messages no longer among the conversation's
+        /// recent ones in memory: the store moves it up to `state` (never down).
+        case receipt(UserID, conversation: UserID, MessageState, at: Double)
     }
 
     /// What the store holds when it opens.
@@ -394,7 +397,7 @@ public struct MessengerCore: Sendable {
             emit(.notSaved("your message to \(name(of: m.contact)) was not stored (\(reason)); it is still being sent"))
         case let .insertMessage(m):
             emit(.notSaved("a message from \(name(of: m.contact)) was not stored (\(reason)); it is shown but will not be in the history"))
-        case .updateMessage:
+        case .updateMessage, .receipt:
             emit(.notSaved("a message's new state was not stored (\(reason))"))
         case .trust, .contact:
             emit(.notSaved("a trust decision was not stored (\(reason)): it holds until this program stops; try again"))
@@ -466,9 +469,9 @@ public struct MessengerCore: Sendable {
         case let .privateMessage(from, nickname, text, messageID, hops, via):
             receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
         case let .delivered(id, _):
-            progress(id, now: now) { p in p.receipt(.delivered, at: now) }
+            progress(id, now: now, receipt: .delivered) { p in p.receipt(.delivered, at: now) }
         case let .read(id, _):
-            progress(id, now: now) { p in p.receipt(.read, at: now) }
+            progress(id, now: now, receipt: .read) { p in p.receipt(.read, at: now) }
         case let .sentOffMesh(id, _, via):
             progress(id, now: now, via: via) { p in
                 if p.state == .retrying { try? p.move(to: .sending, at: now) }
@@ -538,8 +541,15 @@ public struct MessengerCore: Sendable {
         emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via))
     }
 
-    private mutating func progress(_ transportID: String, now: Double, via: String? = nil, _ change: (inout MessageProgress) -> Void) {
+    private mutating func progress(_ transportID: String, now: Double, via: String? = nil, receipt: MessageState? = nil,
+                                   _ change: (inout MessageProgress) -> Void) {
         guard var r = record(transportID), r.progress != nil else {
+            if let receipt, let c = outgoing[transportID] {
+                // Ours, but older than the recent ones kept in memory (many sent since):
+                // the store takes the receipt, so it is never lost to the cache.
+                write(.receipt(Self.recordID(transportID), conversation: c, receipt, at: now))
+                return
+            }
             if let event = passing { emit(.node(event)) } // a file's, or a notice's: the face's to show
             return
         }

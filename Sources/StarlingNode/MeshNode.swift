@@ -335,6 +335,10 @@ public actor MeshNode {
     /// Trust decisions are loaded (the node was made with
     /// `trustKnown` false): what waited for them is taken now.
     public func trustDecided() { command { $0.trustDecided(now: $1) } }
+    /// A private message is stored: its receipt goes (``NodeCore/Configuration/receiptsAfterStored``).
+    public func stored(_ messageID: String) { command { $0.stored(messageID, now: $1) } }
+    /// A private message could not be stored: no receipt; the sender's retry is taken again.
+    public func notStored(_ messageID: String) { command { c, _ in c.notStored(messageID) } }
 
     /// The mailbox transport that reaches `peer` off the mesh now, if any.
     public func offMeshRoute(_ peer: PeerID) -> String? { core.offMeshRoute(peer) }

@@ -78,6 +78,15 @@ public struct NodeCore: Sendable {
         /// false, private messages and files wait unacknowledged
         /// (``trustDecided(now:)``), so that a block loaded later still holds.
         public var trustKnown = true
+        /// Whether a private message's delivery receipt waits for the
+        /// application to say it is stored (``stored(_:now:)``): a receipt then
+        /// means the message survives a crash. Off, it goes on arrival.
+        public var receiptsAfterStored = false
+        /// Messages shown and not yet said stored: at most this many (the oldest
+        /// is let go unacknowledged) for at most `storeTimeout` (then a retried
+        /// copy is acknowledged as on arrival).
+        public var maxAwaitingStore = 1_024
+        public var storeTimeout: Millis = 60_000
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -211,6 +220,8 @@ public struct NodeCore: Sendable {
     private var heldProbes: [PeerID: Millis] = [:]
     /// Message IDs already shown, so a retried message is shown once.
     private var seen = BoundedSet<String>(capacity: 10_000)
+    /// Private messages emitted whose receipt waits for ``stored(_:now:)``: sender, since when.
+    private var awaitingStore: [String: (sender: PeerID, at: Millis)] = [:]
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
     private var fileCopies: [String: Int] = [:]
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
@@ -456,6 +467,8 @@ public struct NodeCore: Sendable {
 
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
+        // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
+        if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
         let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
         if expired > 0 {
             awaitingAnnounce.removeAll { now >= $0.at + 2_000 }
@@ -581,6 +594,23 @@ public struct NodeCore: Sendable {
         if let f = sessions.fingerprint(of: peer), blocked.contains(f) { return true }
         return false
     }
+
+    /// The application stored this private message (``Configuration/receiptsAfterStored``):
+    /// its delivery receipt goes now.
+    public mutating func stored(_ messageID: String, now: Millis) {
+        guard let waiting = awaitingStore.removeValue(forKey: messageID) else { return }
+        try? sendNoise(.delivered(messageID: messageID), to: waiting.sender, now: now)
+    }
+
+    /// The application could not store it (a full disk): no receipt, and the
+    /// sender's next retry is taken as new (shown again, stored again).
+    public mutating func notStored(_ messageID: String) {
+        guard awaitingStore.removeValue(forKey: messageID) != nil else { return }
+        seen.remove(messageID)
+    }
+
+    /// Messages whose receipt waits for the application to store them.
+    public var awaitingStoreCount: Int { awaitingStore.count }
 
     /// Trust decisions are loaded: what waited for them is taken now (a
     /// blocked sender's dropped unanswered, the rest shown and acknowledged).
@@ -1071,7 +1101,18 @@ public struct NodeCore: Sendable {
                     emit(.favorited(by: sender, nickname: nickname, on: notice.on, npub: notice.npub))
                 } else {
                     emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops, via: via))
+                    if configuration.receiptsAfterStored {
+                        // Its receipt goes once the application has stored it.
+                        if awaitingStore.count >= configuration.maxAwaitingStore,
+                           let oldest = awaitingStore.min(by: { $0.value.at < $1.value.at })?.key {
+                            awaitingStore[oldest] = nil
+                        }
+                        awaitingStore[m.messageID] = (sender, now)
+                        return
+                    }
                 }
+            } else if awaitingStore[m.messageID] != nil {
+                return // a retry while it is being stored: the receipt follows the store
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
         case let .privateFile(file):

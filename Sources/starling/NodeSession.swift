@@ -49,6 +49,8 @@ struct NodeSession {
         var server: YaOKServerMailbox?
         let node = try o.makeNode { options, identity in
             options.core.trustKnown = false
+            // A receipt means the message is in the store: it survives a crash.
+            options.core.receiptsAfterStored = true
             if chosen.nostr {
                 var n = try o.nostr.transportOptions(proxy: chosen.proxy)
                 n.openedFile = ids.directory.url.appendingPathComponent("nostr-opened")

@@ -109,6 +109,76 @@ import Glibc
                 "\(conversations)")
     }
 
+    /// `kill -9` of a daemon while hundreds of private messages arrive: after a
+    /// restart its store opens (the integrity check runs at every open) and holds
+    /// every message whose receipt went out before the kill (a receipt goes only
+    /// once the message is stored); the sender's retries bring the rest; none is
+    /// kept twice.
+    @Test func aKillDashNineLosesNoMessageThatWasAcknowledged() async throws {
+        let (a, b) = (ContactCommandTests.temporaryDirectory("kill-alice"), ContactCommandTests.temporaryDirectory("kill-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        let bobDaemon = try Self.daemon(b, name: "bob")
+        defer { bobDaemon.stop() }
+        let (bobURL, bobToken, _) = try await Self.info(b, bobDaemon)
+        let bob = APIClient(host: try #require(bobURL.host), port: try #require(bobURL.port), token: bobToken)
+        let bobUDP = UInt16(try #require((try await bob.get("/v1/status") as? [String: Any])?["udpPort"] as? Int))
+        var alice = try Self.daemon(a, name: "alice", peer: bobUDP)
+        defer { alice.stop() }
+        _ = try await Self.info(a, alice)
+        var here = false
+        for _ in 0..<300 where !here {
+            here = (try await bob.get("/v1/peers") as? [[String: Any]])?.contains { $0["nickname"] as? String == "alice" } == true
+            if !here { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(here, "alice never appeared: \(bobDaemon.text)")
+        let first = try #require(try await bob.post("/v1/messages", ["to": "alice", "text": "m000"]) as? [String: Any])
+        let conversation = try #require(first["conversation"] as? String)
+        func delivered() async throws -> Set<String> {
+            let list = try #require(try await bob.get("/v1/conversations/\(conversation)/messages?limit=1000") as? [[String: Any]])
+            return Set(list.filter { ["delivered", "read"].contains($0["state"] as? String ?? "") }.compactMap { $0["text"] as? String })
+        }
+        let total = 300
+        let sending = Task {
+            for i in 1..<total { _ = try await bob.post("/v1/messages", ["to": conversation, "text": String(format: "m%03d", i)]) }
+        }
+        // Killed mid-stream: some acknowledged, more on their way.
+        var before: Set<String> = []
+        let deadline = ContinuousClock.now + .seconds(120)
+        while before.count < 60, ContinuousClock.now < deadline {
+            before = try await delivered()
+            if before.count < 60 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        kill(alice.process.processIdentifier, SIGKILL)
+        before = try await delivered() // a receipt already on its way counts too
+        #expect(before.count >= 60 && before.count < total, "killed with \(before.count) of \(total) acknowledged")
+        _ = await alice.waitForExit(seconds: 10)
+        try await sending.value
+
+        alice = try Self.daemon(a, name: "alice", peer: bobUDP)
+        let (aliceURL, aliceToken, _) = try await Self.info(a, alice)
+        let api = APIClient(host: try #require(aliceURL.host), port: try #require(aliceURL.port), token: aliceToken)
+        #expect((try await api.get("/v1/status") as? [String: Any])?["storeOpen"] as? Bool == true, "the store opens after kill -9")
+        var all: Set<String> = []
+        let end = ContinuousClock.now + .seconds(150)
+        while all.count < total, ContinuousClock.now < end {
+            all = try await delivered()
+            if all.count < total { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        if all.count < total {
+            let list = try #require(try await bob.get("/v1/conversations/\(conversation)/messages?limit=1000") as? [[String: Any]])
+            let states = Dictionary(grouping: list.compactMap { $0["state"] as? String }, by: { $0 }).mapValues(\.count)
+            Issue.record("\(all.count) of \(total) delivered in the end; bob's states: \(states); not delivered: \(Set(list.compactMap { $0["text"] as? String }).subtracting(all).sorted().prefix(10))")
+        }
+        let conversations = try #require(try await api.get("/v1/conversations") as? [[String: Any]])
+        let withBob = try #require(conversations.first { $0["name"] as? String == "bob" }?["id"] as? String, "\(conversations)")
+        let kept = try #require(try await api.get("/v1/conversations/\(withBob)/messages?limit=1000") as? [[String: Any]]).compactMap { $0["text"] as? String }
+        let lost = before.subtracting(kept)
+        #expect(lost.isEmpty, "acknowledged before the kill and not in the store: \(lost.sorted())")
+        #expect(kept.count == Set(kept).count, "kept twice: \(kept.count - Set(kept).count)")
+        #expect(Set(kept).count == total, "\(Set(kept).count) of \(total) in alice's store")
+        print("kill -9 with \(before.count) of \(total) acknowledged: \(lost.count) lost, \(kept.count - Set(kept).count) twice, \(Set(kept).count) kept in the end")
+    }
+
     /// Every curl example of docs/API.md, run as written against a daemon
     /// with a peer (its fingerprint and conversation put in for the examples'):
     /// each answers JSON without an error; the event stream answers events.

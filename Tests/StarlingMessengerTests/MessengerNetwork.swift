@@ -33,6 +33,14 @@ final class MessengerNetwork {
             case let .contact(c): if let card = c.card { contacts[card.userID] = c }
             case let .conversation(c): conversations[c.id] = c
             case let .pin(f, key): pins[f] = key
+            case let .receipt(id, conversation, state, at):
+                messages[conversation] = (messages[conversation] ?? []).map { m in
+                    guard m.id == id, var p = m.progress else { return m }
+                    p.receipt(state, at: at)
+                    var moved = m
+                    moved.progress = p
+                    return moved
+                }
             }
         }
 

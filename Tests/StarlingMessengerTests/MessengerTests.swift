@@ -49,6 +49,36 @@ import StarlingYaOKStore
         #expect(m.state(1, of: control.id) == .delivered)
     }
 
+    /// More messages sent than the conversation keeps in memory: the receipts
+    /// of the older ones still reach the store (they used to be dropped, and
+    /// those messages showed "sending" for ever: found with 300 messages and a
+    /// kill -9 in DaemonProcessTests).
+    @Test func aReceiptForAMessageNoLongerInMemoryReachesTheStore() throws {
+        let m = MessengerNetwork()
+        m.add("alice") { $0.recentPerConversation = 5 }
+        m.add("bob")
+        m.net.connect(0, 1)
+        for i in 0..<2 { m.open(i) }
+        m.run(1_000)
+        let bob = m.net.nodes[1].peerID
+        let made = m.messengers[0].conversation(withPeer: bob, now: m.seconds)
+        let c = try #require(made)
+        // Twelve sent at once (handed to the node before any receipt comes).
+        var sent: [MessageRecord] = []
+        for i in 0..<12 { sent.append(try m.messengers[0].send("m\(i)", to: c, now: m.seconds)) }
+        m.apply(0)
+        m.run(5_000)
+        #expect(m.received(1).count == 12)
+        let states = sent.map { m.state(0, of: $0.id) }
+        #expect(states.allSatisfy { $0 == .delivered }, "\(states)")
+        // And read, later, for all of them.
+        m.messengers[1].markSeen(m.conversation(1, with: 0), now: m.seconds)
+        m.apply(1)
+        m.run(2_000)
+        let read = sent.map { m.state(0, of: $0.id) }
+        #expect(read.allSatisfy { $0 == .read }, "\(read)")
+    }
+
     @Test func readIsSentWhenThePersonHasSeenTheMessageNotOnArrival() throws {
         let m = Self.three()
         let sent = try Self.talk(m, 1, to: 0, "have you seen this?")

@@ -117,6 +117,60 @@ extension InProcessNodes {
         #expect(net.events[0].contains { if case .read(id, carol) = $0 { true } else { false } })
     }
 
+    /// With receipts after storing, "delivered" means "in the recipient's
+    /// store": no receipt before the application says stored, retries meanwhile
+    /// shown once and unanswered; a message that could not be stored is taken
+    /// again from the next retry; without the option, the receipt goes on arrival.
+    @Test func aReceiptWaitsUntilTheMessageIsStored() throws {
+        let net = EmbeddedNetwork(seed: 11)
+        let a = net.addNode("alice"), b = net.addNode("bob") { $0.receiptsAfterStored = true }
+        net.connect(a, b)
+        net.run(for: 3_000)
+        let bob = net.nodes[b].peerID
+        func delivered(_ id: String) -> Bool { net.events[a].contains { if case .delivered(id, _) = $0 { true } else { false } } }
+        let first = try net.on(a) { try $0.sendPrivate("keep this", to: bob, now: $1) }
+        net.run(for: 10_000) // several retries' worth
+        #expect(Self.privateMessages(net, b).map(\.text) == ["keep this"], "shown once")
+        #expect(!delivered(first), "no receipt before it is stored")
+        #expect(net.nodes[b].awaitingStoreCount == 1)
+        net.on(b) { $0.stored(first, now: $1) }
+        #expect(net.run(until: { _ in delivered(first) }, timeout: 5_000))
+        #expect(net.nodes[b].awaitingStoreCount == 0)
+
+        // Not stored: no receipt, and the next retry is shown (and stored) again.
+        let second = try net.on(a) { try $0.sendPrivate("the disk was full", to: bob, now: $1) }
+        net.run(for: 500)
+        #expect(Self.privateMessages(net, b).map(\.text) == ["keep this", "the disk was full"])
+        net.on(b) { c, _ in c.notStored(second) }
+        #expect(net.run(until: { _ in Self.privateMessages(net, b).count == 3 }, timeout: 30_000), "taken again from a retry")
+        #expect(!delivered(second))
+        net.on(b) { $0.stored(second, now: $1) }
+        #expect(net.run(until: { _ in delivered(second) }, timeout: 5_000))
+
+        // The positive control: without the option, the receipt goes on arrival.
+        let c = net.addNode("carol")
+        net.connect(a, c)
+        net.run(for: 3_000)
+        let carol = net.nodes[c].peerID
+        let third = try net.on(a) { try $0.sendPrivate("at once", to: carol, now: $1) }
+        #expect(net.run(until: { _ in delivered(third) }, timeout: 5_000))
+    }
+
+    /// Messages never said stored are let go: at most `maxAwaitingStore`, for at most `storeTimeout`.
+    @Test func messagesAwaitingTheStoreAreBounded() throws {
+        let net = EmbeddedNetwork(seed: 12)
+        let a = net.addNode("alice"), b = net.addNode("bob") { $0.receiptsAfterStored = true; $0.maxAwaitingStore = 5; $0.storeTimeout = 20_000 }
+        net.connect(a, b)
+        net.run(for: 3_000)
+        let bob = net.nodes[b].peerID
+        for i in 0..<8 { try net.on(a) { _ = try $0.sendPrivate("m\(i)", to: bob, now: $1) } }
+        net.run(for: 1_000)
+        #expect(Self.privateMessages(net, b).count == 8)
+        #expect(net.nodes[b].awaitingStoreCount == 5, "capped")
+        net.run(for: 25_000)
+        #expect(net.nodes[b].awaitingStoreCount == 0, "expired")
+    }
+
     @Test func aLossyLinkIsOvercomeByRetriesAndTheMessageIsShownOnce() throws {
         let net = EmbeddedNetwork(seed: 7)
         let a = net.addNode("alice"), b = net.addNode("bob")
