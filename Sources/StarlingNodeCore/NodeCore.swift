@@ -220,6 +220,12 @@ public struct NodeCore: Sendable {
     private var heldProbes: [PeerID: Millis] = [:]
     /// Message IDs already shown, so a retried message is shown once.
     private var seen = BoundedSet<String>(capacity: 10_000)
+    /// What each link's announces said of its clock: when one last came within the
+    /// freshness window, and when one last came stamped outside it (its offset from
+    /// ours, ms), checked at most every 10 s a link. Links present only.
+    private var linkClocks: [LinkID: (fresh: Millis?, stale: (at: Millis, offset: Int64)?)] = [:]
+    /// When we last said that our clock looks wrong (said again after 10 minutes).
+    private var clockNoticeAt: Millis?
     /// Private messages emitted whose receipt waits for ``stored(_:now:)``: sender, since when.
     private var awaitingStore: [String: (sender: PeerID, at: Millis)] = [:]
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
@@ -376,6 +382,43 @@ public struct NodeCore: Sendable {
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
+    /// Notes what a neighbour's own announce (one hop: TTL as sent) says of its clock.
+    /// A stale one counts only when it is a well-formed announce signed by its own
+    /// key, checked at most every 10 s a link (a signature check costs ~90 µs).
+    private mutating func noteClock(of packet: Packet, on link: LinkID?, fresh: Bool, now: Millis) {
+        guard packet.type == .announce, packet.ttl == Announcement.ttl, let link, links.contains(link) else { return }
+        var entry = linkClocks[link] ?? (nil, nil)
+        if fresh {
+            entry.fresh = now
+        } else {
+            if let last = entry.stale, now < last.at + 10_000 { return }
+            guard (try? Announcement.verify(packet, now: packet.timestamp)) != nil else { return }
+            entry.stale = (now, Int64(bitPattern: packet.timestamp &- now))
+        }
+        linkClocks[link] = entry
+    }
+
+    /// When most neighbours heard in the last 2 minutes (at least two) sent only
+    /// announces stamped outside ±`freshness`, our clock is the likelier one to be
+    /// wrong: said once (again after 10 minutes), with the offset they agree on.
+    private mutating func checkClock(now: Millis) {
+        linkClocks = linkClocks.filter { links.contains($0.key) }
+        let heard = linkClocks.filter { max($0.value.fresh ?? 0, $0.value.stale?.at ?? 0) + 120_000 >= now }
+        let staleOnly = heard.values.compactMap { e -> Int64? in
+            guard let s = e.stale, s.at > (e.fresh ?? 0) else { return nil }
+            return s.offset
+        }.sorted()
+        guard heard.count >= 2, staleOnly.count * 2 > heard.count else { return }
+        if let said = clockNoticeAt, now < said + 600_000 { return }
+        clockNoticeAt = now
+        let median = staleOnly[staleOnly.count / 2]
+        let minutes = (median.magnitude + 30_000) / 60_000
+        let amount = minutes >= 60 ? "\(minutes / 60) h \(minutes % 60) min" : "\(minutes) min"
+        emit(.notice("this machine's clock looks wrong: \(staleOnly.count) of the \(heard.count) neighbours heard stamp their "
+                     + "announces about \(amount) \(median > 0 ? "later" : "earlier") than it, and packets more than "
+                     + "\(configuration.freshness / 1000) s off are refused. Set the time (timedatectl, or NTP) and they are taken again."))
+    }
+
     /// What a person reads as said by a peer must be signed by that peer's key:
     /// public messages, leaves and file transfers, whatever their recipient.
     /// One from a sender with no verified announce goes into `queue` (to wait
@@ -423,8 +466,10 @@ public struct NodeCore: Sendable {
         }
         guard isFresh(packet, link: link, now: now) else {
             refusals.stale += 1
+            noteClock(of: packet, on: link, fresh: false, now: now)
             return false
         }
+        noteClock(of: packet, on: link, fresh: true, now: now)
         // A copy of a packet the duplicate filter holds costs nothing more: the
         // first copy was checked before it got there (a forged first copy never
         // does), and the router only counts this one (a genuine replay would do
@@ -469,6 +514,7 @@ public struct NodeCore: Sendable {
         sessions.expire(now: now)
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
+        if !linkClocks.isEmpty { checkClock(now: now) }
         let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
         if expired > 0 {
             awaitingAnnounce.removeAll { now >= $0.at + 2_000 }

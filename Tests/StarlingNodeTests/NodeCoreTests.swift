@@ -497,3 +497,43 @@ extension InProcessNodes {
     }
 }
 }
+
+/// The clock moved (an NTP step, a laptop's suspend): when most neighbours'
+/// own announces are stamped outside ±2 minutes, the node says its clock
+/// looks wrong, once, with the offset they agree on; one odd neighbour is not
+/// enough, and a stale announce that is not signed by its own key counts for nothing.
+@Suite struct ClockTests {
+    @Test func mostNeighboursAnHourAheadSayOurClockLooksWrong() throws {
+        let net = EmbeddedNetwork()
+        let v = net.addNode("victim")
+        net.run(for: 1_000)
+        let raws = (0..<3).map { _ in net.openRawLink(to: v) }
+        let ids = (0..<3).map { _ in Identity.generate() }
+        func announce(_ i: Int, offset: Int64, forged: Bool = false) throws {
+            var p = try Announcement.make(identity: ids[i], nickname: "n\(i)", timestamp: UInt64(Int64(net.now) + offset))
+            if forged, let s = p.signature { p.signature = Signature(storage: s.storage ^ SIMD64(repeating: 0x55)) }
+            net.inject(try p.encoded(), on: raws[i])
+        }
+        func notices() -> [String] {
+            net.events[v].compactMap { if case let .notice(t) = $0 { t } else { nil } }.filter { $0.contains("clock looks wrong") }
+        }
+        // One of three an hour ahead, and one whose stale announces are forged: nothing said.
+        for _ in 0..<6 {
+            try announce(0, offset: 3_600_000)
+            try announce(1, offset: 3_600_000, forged: true)
+            try announce(2, offset: 0)
+            net.run(for: 2_000)
+        }
+        #expect(notices().isEmpty, "\(notices())")
+        #expect(net.nodes[v].refusals.stale >= 12)
+        // Two of the three an hour ahead, genuinely signed: said once, with the offset.
+        for _ in 0..<6 {
+            try announce(0, offset: 3_600_000)
+            try announce(1, offset: 3_600_000)
+            try announce(2, offset: 0)
+            net.run(for: 2_000)
+        }
+        #expect(notices().count == 1, "\(notices())")
+        #expect(notices().first?.contains("2 of the 3 neighbours heard stamp their announces about 1 h 0 min later") == true, "\(notices())")
+    }
+}
