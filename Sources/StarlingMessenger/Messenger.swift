@@ -44,6 +44,16 @@ public actor Messenger {
 
     static var now: Double { Date().timeIntervalSince1970 }
 
+    /// A store failure in words a person can act on (SQLite's "database or disk
+    /// is full" is the disk's, not the database's).
+    static func reason(_ error: any Error, directory: URL) -> String {
+        let text = "\(error)"
+        if text.contains("SQLite error 13") || text.contains("disk is full") || text.contains("No space left") {
+            return "the disk is full: free some space where \(directory.path) is"
+        }
+        return text
+    }
+
     /// Takes the node's events until the node stops (then ``events`` ends).
     public func run() async {
         if let server {
@@ -141,7 +151,7 @@ public actor Messenger {
                 }
             } catch {
                 if case let .insertMessage(m) = w, !m.outgoing, let id = m.transportID { unstored.insert(id) }
-                core.storeFailed(w, reason: "\(error)")
+                core.storeFailed(w, reason: Self.reason(error, directory: directory))
             }
         case let .node(c):
             switch c {

@@ -125,6 +125,8 @@ public struct MessengerCore: Sendable {
     public private(set) var recent: [UserID: [MessageRecord]] = [:]
     /// Outgoing messages by their transport ID: the conversation (10,000 at most, oldest forgotten).
     private var outgoing: [String: UserID] = [:]
+    /// Messages shown whose write failed (1,024 at most): a retry stores them.
+    private var unstoredIncoming: Set<UserID> = []
     private var outgoingOrder: [String] = []
     /// Peers present (the node's view), and fingerprints of our sessions.
     public private(set) var peers: [PeerID: NodeCore.PeerInfo] = [:]
@@ -396,7 +398,9 @@ public struct MessengerCore: Sendable {
         case let .insertMessage(m) where m.outgoing:
             emit(.notSaved("your message to \(name(of: m.contact)) was not stored (\(reason)); it is still being sent"))
         case let .insertMessage(m):
-            emit(.notSaved("a message from \(name(of: m.contact)) was not stored (\(reason)); it is shown but will not be in the history"))
+            // Its sender gets no receipt and tries again: that copy is stored then.
+            if unstoredIncoming.count < 1_024 { unstoredIncoming.insert(m.id) }
+            emit(.notSaved("a message from \(name(of: m.contact)) was not stored (\(reason)); it is shown, and stored when its sender tries again"))
         case .updateMessage, .receipt:
             emit(.notSaved("a message's new state was not stored (\(reason))"))
         case .trust, .contact:
@@ -532,7 +536,11 @@ public struct MessengerCore: Sendable {
         keepConversation(conversation, fingerprint: f, nickname: name, now: now)
         // Its own namespace (the sender's key and its ID): a peer cannot name one of our messages.
         let id = UserID(bytes: BLAKE3.hash(Array("incoming".utf8) + f.bytes + Array(messageID.utf8), byteCount: 16))!
-        guard !(recent[conversation] ?? []).contains(where: { $0.id == id && !$0.outgoing }) else { return } // shown already
+        if let shown = (recent[conversation] ?? []).first(where: { $0.id == id && !$0.outgoing }) {
+            // Shown already; a retry of one the store did not take (a full disk) is stored now, not shown again.
+            if unstoredIncoming.remove(id) != nil { write(.insertMessage(shown)) }
+            return
+        }
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: text, timestamp: UInt64(now * 1000),
                                    recordedAt: now, transport: via ?? "mesh", transportID: messageID)
         record.readAt = nil

@@ -365,3 +365,77 @@ import Glibc
     }
 
 }
+
+/// A full disk under a node (a 4 MiB filesystem the test mounts): a private
+/// message that cannot be stored is said in words, gets no receipt and is not
+/// lost (the sender keeps trying); the node keeps relaying for others; when
+/// space is freed the message is stored and acknowledged, once.
+@Suite(.serialized, .usesProcesses) struct FullDiskTests {
+    @Test func aFullDiskIsSaidAndNothingIsLostWhenSpaceComesBack() async throws {
+        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
+        let mountPoint = ContactCommandTests.temporaryDirectory("small-disk")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"),
+                                                    ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = ["-l", mountPoint]
+            try? umount.run()
+            umount.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        let dir = mountPoint + "/alice"
+        // alice (on the small disk) between bob and carol.
+        let alice = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--duration", "150",
+                                     "--announce-interval", "1", "--data-dir", dir])
+        defer { alice.stop() }
+        let alicePort = try await MeshProcessTests.port(of: alice)
+        let carol = try MeshProcessTests.node("carol", peers: [alicePort], duration: 150)
+        defer { carol.stop() }
+        let bobDir = ContactCommandTests.temporaryDirectory("full-bob")
+        defer { try? FileManager.default.removeItem(atPath: bobDir) }
+        let bob = try DaemonProcessTests.daemon(bobDir, name: "bob", peer: alicePort)
+        defer { bob.stop() }
+        let (url, token, _) = try await DaemonProcessTests.info(bobDir, bob)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        #expect(await alice.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "bob" } != nil, "\(alice.text)")
+        func state(_ text: String) async throws -> String? {
+            let list = try #require(try await api.get("/v1/conversations") as? [[String: Any]])
+            guard let c = list.first(where: { $0["name"] as? String == "alice" })?["id"] as? String else { return nil }
+            let messages = try #require(try await api.get("/v1/conversations/\(c)/messages?limit=100") as? [[String: Any]])
+            return messages.first { $0["text"] as? String == text }?["state"] as? String
+        }
+        func waitState(_ text: String, _ wanted: String, seconds: Double) async throws -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if try await state(text) == wanted { return true }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            return false
+        }
+        // Before: the positive control.
+        _ = try await api.post("/v1/messages", ["to": "alice", "text": "before the disk filled"])
+        #expect(try await waitState("before the disk filled", "delivered", seconds: 30))
+
+        // The disk fills up.
+        let filler = mountPoint + "/filler"
+        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        _ = try await api.post("/v1/messages", ["to": "alice", "text": "while the disk is full"])
+        let said = await alice.waitFor(seconds: 30) { $0["event"] as? String == "notSaved" }
+        #expect((said?["text"] as? String)?.contains("the disk is full: free some space where \(dir)") == true, "\(alice.text)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await state("while the disk is full") != "delivered", "no receipt for what was not stored")
+        // alice still relays: bob's public words reach carol through her.
+        _ = try await api.post("/v1/public", ["text": "relayed while alice's disk is full"])
+        #expect(await carol.waitFor(seconds: 30) { $0["event"] as? String == "message" && $0["text"] as? String == "relayed while alice's disk is full" } != nil,
+                "\(carol.text)")
+
+        // Space again: bob's next retry is stored and acknowledged.
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(try await waitState("while the disk is full", "delivered", seconds: 90), "\(alice.text.suffix(2000))")
+        #expect(alice.events.filter { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "while the disk is full" }.count == 1,
+                "shown once: \(alice.text)")
+    }
+}
