@@ -192,6 +192,85 @@ actor RawRelayUser {
         #expect(afterAck == 0, "\(afterAck) messages came again after their ACK")
     }
 
+    /// The server's disk fills up (a 2 MiB tmpfs the test mounts): what it could
+    /// not make durable is answered REJECTED (storage failed), never QUEUED; it
+    /// keeps answering; when space is freed the same messages are QUEUED; and a
+    /// restart on the same database holds exactly what was answered QUEUED.
+    @Test func aFullDiskIsRejectedNeverQueuedAndNothingHalfWrittenRemains() async throws {
+        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
+        let mountPoint = ContactCommandTests.temporaryDirectory("server-disk")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = ["-l", mountPoint]
+            try? umount.run()
+            umount.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        let db = mountPoint + "/queue.sqlite"
+        let (server, started) = try await Self.relayServer(db: db)
+        defer { server.stop() }
+        let port = UInt16(try #require(started["port"] as? Int))
+        let (alice, bob, aliceToken) = try await Self.aliceAndAwayBob(port: port)
+        defer { Task { await alice.stop(); await bob.stop() } }
+        let bobKey = bob.identity.noisePublicKey, bobID = bob.id, aliceID = alice.id, aliceIdentity = alice.identity
+        func message(_ i: Int) throws -> (UserID, [UInt8]) {
+            let id = UserID.random()
+            return (id, try SealedMessage.seal(.text("message \(i) " + String(repeating: "x", count: 600)), id: id,
+                                               timestamp: 1_795_000_000_000 + UInt64(i), from: aliceIdentity, senderID: aliceID, to: bobID,
+                                               recipientAgreementKey: bobKey))
+        }
+        func answers(for ids: Set<UserID>) async throws -> (queued: Set<UserID>, rejected: Set<UserID>) {
+            var rejected: Set<UserID> = []
+            let end = Date().addingTimeInterval(30)
+            while Date() < end {
+                for p in await alice.takeAnswers() {
+                    if case let .rejected(why, id?) = p, ids.contains(id) {
+                        #expect(why == .storageFailed, "\(why)")
+                        rejected.insert(id)
+                    }
+                }
+                let queued = await alice.queued.intersection(ids)
+                if queued.count + rejected.count == ids.count { return (queued, rejected) }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return (await alice.queued.intersection(ids), rejected)
+        }
+        // Before: the positive control.
+        let first = try message(0)
+        await alice.send(.message(sender: aliceID, recipient: bobID, payload: first.1, token: aliceToken))
+        #expect(try await answers(for: [first.0]).queued == [first.0])
+
+        // Full: each is answered, and none QUEUED that could not be stored.
+        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(mountPoint)/filler", "bs=16k"])
+        let full = try (1...30).map(message)
+        for (_, payload) in full {
+            await alice.send(.message(sender: aliceID, recipient: bobID, payload: payload, token: aliceToken))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let whileFull = try await answers(for: Set(full.map(\.0)))
+        #expect(whileFull.queued.count + whileFull.rejected.count == full.count, "every message answered")
+        #expect(!whileFull.rejected.isEmpty, "a full disk rejects: \(whileFull.queued.count) queued")
+
+        // Space again: the rejected ones are queued when sent again.
+        try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+        let again = full.filter { whileFull.rejected.contains($0.0) }
+        for (_, payload) in again { await alice.send(.message(sender: aliceID, recipient: bobID, payload: payload, token: aliceToken)) }
+        let after = try await answers(for: Set(again.map(\.0)))
+        #expect(after.queued.count == again.count, "\(after.queued.count) of \(again.count) queued once space came back")
+
+        // A restart on the same database holds what was answered QUEUED, no more, no less.
+        server.stop()
+        let (second, reopened) = try await Self.relayServer(db: db)
+        defer { second.stop() }
+        let total = 1 + whileFull.queued.count + after.queued.count
+        #expect(reopened["queued"] as? Int == total, "\(reopened) against \(total) answered QUEUED")
+        print("full disk: \(whileFull.queued.count) queued, \(whileFull.rejected.count) rejected of \(full.count); \(after.queued.count) queued after; \(total) held after a restart")
+    }
+
     /// ACKs go into the group commits beside the MSGs; a POLL sent right
     /// behind its ACKs (no pause) waits for their commit, so that what was
     /// acknowledged never comes again, and each sender hears DELIVERED.
