@@ -268,7 +268,18 @@ public actor MeshNode {
 
     /// Carries out what the core produced.
     private func flush() {
-        for output in core.takeOutputs() {
+        // Carrying out an output can make more (a file saved: its receipt); a few rounds at most.
+        var outputs = core.takeOutputs(), rounds = 0
+        while !outputs.isEmpty, rounds < 8 {
+            rounds += 1
+            carryOut(outputs)
+            outputs = core.takeOutputs()
+        }
+        if !outputs.isEmpty { carryOut(outputs) }
+    }
+
+    private func carryOut(_ outputs: [NodeCore.Output]) {
+        for output in outputs {
             switch output {
             case let .send(bytes, channel, links):
                 var byTransport: [Int: [String]] = [:]
@@ -292,7 +303,10 @@ public actor MeshNode {
     }
 
     private func save(_ file: NodeCore.IncomingFile) {
-        guard let downloads = options.downloads else { return }
+        guard let downloads = options.downloads else {
+            core.notStored(file.transferID)
+            return
+        }
         do {
             try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
             var target = downloads.appendingPathComponent(file.name)
@@ -300,10 +314,12 @@ public actor MeshNode {
                 target = downloads.appendingPathComponent("\(file.transferID.prefix(8))-\(file.name)")
             }
             try Data(file.content).write(to: target, options: .withoutOverwriting)
+            core.stored(file.transferID, now: Self.now()) // its receipt: the file is on disk
             continuation.yield(.fileReceived(from: file.from, name: file.name, size: file.content.count, path: target.path,
                                              transferID: file.transferID))
         } catch {
             logger.error("could not save a received file", metadata: ["name": "\(file.name)", "error": "\(error)"])
+            core.notStored(file.transferID) // no receipt: its sender tries again
             continuation.yield(.rejected(Rejection(.fileNotSaved, peer: file.from,
                                                    "file from \(file.from) could not be saved: \(error.localizedDescription)")))
         }

@@ -641,6 +641,14 @@ public struct NodeCore: Sendable {
         return false
     }
 
+    /// Holds the receipt of `id` until ``stored(_:now:)`` (the oldest let go past the cap).
+    private mutating func awaitAndKeep(_ id: String, from sender: PeerID, now: Millis) {
+        if awaitingStore.count >= configuration.maxAwaitingStore, let oldest = awaitingStore.min(by: { $0.value.at < $1.value.at })?.key {
+            awaitingStore[oldest] = nil
+        }
+        awaitingStore[id] = (sender, now)
+    }
+
     /// The application stored this private message (``Configuration/receiptsAfterStored``):
     /// its delivery receipt goes now.
     public mutating func stored(_ messageID: String, now: Millis) {
@@ -1149,11 +1157,7 @@ public struct NodeCore: Sendable {
                     emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops, via: via))
                     if configuration.receiptsAfterStored {
                         // Its receipt goes once the application has stored it.
-                        if awaitingStore.count >= configuration.maxAwaitingStore,
-                           let oldest = awaitingStore.min(by: { $0.value.at < $1.value.at })?.key {
-                            awaitingStore[oldest] = nil
-                        }
-                        awaitingStore[m.messageID] = (sender, now)
+                        awaitAndKeep(m.messageID, from: sender, now: now)
                         return
                     }
                 }
@@ -1184,7 +1188,13 @@ public struct NodeCore: Sendable {
             return
         }
         let id = sha256Hex(tlv)
-        try? sendNoise(.delivered(messageID: id), to: sender, now: now)
+        if configuration.receiptsAfterStored {
+            // Its receipt goes once the runtime has saved it (``stored(_:now:)``).
+            if awaitingStore[id] != nil { return } // a retry while it is being saved
+            awaitAndKeep(id, from: sender, now: now)
+        } else {
+            try? sendNoise(.delivered(messageID: id), to: sender, now: now)
+        }
         // The transfer ID is the hash of the file (as the apps make it), so a
         // retry and a deliberate second send of the same file look alike: each
         // complete copy is saved (a retry after a lost receipt costs a second
@@ -1195,6 +1205,7 @@ public struct NodeCore: Sendable {
         guard copies <= 3 else {
             emit(.rejected(Rejection(.fileRefused, peer: sender,
                                      "\(Self.safeName(file.name, id: id)) from \(sender) again (\(copies) times): not saved again")))
+            stored(id, now: now) // saved before: acknowledged, so that its sender stops
             return
         }
         outbox.append(.saveFile(IncomingFile(from: sender, name: Self.safeName(file.name, id: id), mimeType: file.mimeType,

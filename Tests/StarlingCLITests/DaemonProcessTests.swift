@@ -437,5 +437,18 @@ import Glibc
         #expect(try await waitState("while the disk is full", "delivered", seconds: 90), "\(alice.text.suffix(2000))")
         #expect(alice.events.filter { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "while the disk is full" }.count == 1,
                 "shown once: \(alice.text)")
+
+        // A file while the disk is full: not saved, said, no receipt; saved from a retry once space is back.
+        let peers = try #require(try await api.get("/v1/peers") as? [[String: Any]])
+        let alicePeer = try #require(peers.first { $0["nickname"] as? String == "alice" }?["peerID"] as? String)
+        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        let content = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        _ = try await api.post("/v1/files", ["to": alicePeer, "name": "notes.bin", "content": content.base64EncodedString()])
+        let refused = await alice.waitFor(seconds: 30) { $0["event"] as? String == "rejected" && ($0["reason"] as? String)?.contains("could not be saved") == true }
+        #expect(refused != nil, "\(alice.text.suffix(2000))")
+        try FileManager.default.removeItem(atPath: filler)
+        let saved = await alice.waitFor(seconds: 90) { $0["event"] as? String == "fileReceived" && $0["name"] as? String == "notes.bin" }
+        #expect(saved != nil, "saved from a retry: \(alice.text.suffix(2000))")
+        if let path = saved?["path"] as? String { #expect(FileManager.default.contents(atPath: path) == content) }
     }
 }
