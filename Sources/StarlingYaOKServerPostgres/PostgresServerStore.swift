@@ -13,14 +13,17 @@ import StarlingYaOKServerCore
 /// the same statements: the caps are exact across servers and cost no count of
 /// a queue.
 public final class PostgresServerStore: ServerStore, Sendable {
-    private let client: PostgresClient
+    private let connection: ClientHolder
     private let logger: Logger
-    private let runner: Task<Void, Never>
     public let maxUsers: Int
+    /// How long one operation may take before it fails and the client (its
+    /// pool of connections) is made anew: a restart of the database can leave
+    /// an operation waiting for ever on a connection it cut.
+    public let timeout: Duration
 
     /// Connects (the client runs until ``close()``) and creates the tables if
     /// they are not there. `url`: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
-    public init(url: String, maxUsers: Int = 1_000_000) async throws {
+    public init(url: String, maxUsers: Int = 1_000_000, timeout: Duration = .seconds(10)) async throws {
         guard let parsed = URLComponents(string: url), parsed.scheme == "postgres" || parsed.scheme == "postgresql",
               let host = parsed.host, let user = parsed.user else {
             throw ConfigurationError(description: "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, got \(url)")
@@ -29,21 +32,93 @@ public final class PostgresServerStore: ServerStore, Sendable {
         var config = PostgresClient.Configuration(host: host, port: parsed.port ?? 5432, username: user, password: parsed.password,
                                                   database: database.isEmpty ? user : database, tls: .disable)
         config.options.maximumConnections = 8
-        let client = PostgresClient(configuration: config)
-        self.client = client
+        connection = ClientHolder(config)
         logger = Logger(label: "starling.relay.postgres")
-        runner = Task { await client.run() }
         self.maxUsers = maxUsers
+        self.timeout = timeout
         try await migrate()
     }
 
     public struct ConfigurationError: Error, CustomStringConvertible { public var description: String }
 
-    public func close() { runner.cancel() }
+    /// An operation that did not finish in time (the database restarted, or is unreachable).
+    public struct TimedOut: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public func close() { connection.close() }
+
+    /// The client now, with its runner; made anew when an operation times out.
+    private final class ClientHolder: @unchecked Sendable {
+        private let lock = NSLock()
+        private let configuration: PostgresClient.Configuration
+        private var client: PostgresClient
+        private var runner: Task<Void, Never>
+
+        init(_ configuration: PostgresClient.Configuration) {
+            self.configuration = configuration
+            let c = PostgresClient(configuration: configuration)
+            client = c
+            runner = Task { await c.run() }
+        }
+
+        var current: PostgresClient { lock.withLock { client } }
+
+        /// A fresh client in place of `stale` (once, however many operations timed out on it).
+        func replace(_ stale: PostgresClient) {
+            lock.withLock {
+                guard client === stale else { return }
+                runner.cancel()
+                let c = PostgresClient(configuration: configuration)
+                client = c
+                runner = Task { await c.run() }
+            }
+        }
+
+        func close() { lock.withLock { runner.cancel() } }
+    }
+
+    /// Resumes its waiter once: with the operation's result, or with ``TimedOut``.
+    private final class Race<T: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<T, any Error>?
+        var timer: Task<Void, Never>?
+        init(_ c: CheckedContinuation<T, any Error>) { continuation = c }
+        @discardableResult
+        func finish(_ result: Result<T, any Error>) -> Bool {
+            guard let c = lock.withLock({ () -> CheckedContinuation<T, any Error>? in defer { continuation = nil }; return continuation }) else {
+                return false
+            }
+            lock.withLock { timer }?.cancel()
+            c.resume(with: result)
+            return true
+        }
+    }
+
+    /// One operation on the current client, bounded by ``timeout``: past it the
+    /// operation fails (the server answers REJECTED; the sender retries) and the
+    /// client is made anew, so that the next one gets fresh connections.
+    private func bounded<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let client = connection.current, holder = connection, timeout = self.timeout, logger = self.logger
+        return try await withCheckedThrowingContinuation { continuation in
+            let race = Race(continuation)
+            let work = Task {
+                do { race.finish(.success(try await body(client))) } catch { race.finish(.failure(error)) }
+            }
+            race.timer = Task {
+                do { try await Task.sleep(for: timeout) } catch { return }
+                if race.finish(.failure(TimedOut(description: "PostgreSQL did not answer \(what) within \(timeout)"))) {
+                    logger.warning("PostgreSQL did not answer in time: connecting anew", metadata: ["operation": "\(what)"])
+                    work.cancel()
+                    holder.replace(client)
+                }
+            }
+        }
+    }
 
     private func migrate() async throws {
         // Two servers starting at once: the DDL is idempotent, and serialised by an advisory lock.
-        try await client.withTransaction(logger: logger) { c in
+        try await bounded("the schema") { client in try await client.withTransaction(logger: self.logger) { c in
             try await c.query("SELECT pg_advisory_xact_lock(41641)", logger: self.logger)
             try await c.query("""
                 CREATE TABLE IF NOT EXISTS relay_users (user_id BYTEA PRIMARY KEY, key BYTEA NOT NULL, last_register BIGINT NOT NULL)
@@ -64,35 +139,39 @@ public final class PostgresServerStore: ServerStore, Sendable {
             try await c.query("""
                 CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient BYTEA PRIMARY KEY, n BIGINT NOT NULL)
                 """, logger: self.logger)
-        }
+        } }
         // Counted again at each start, so that a length that ever drifted is
         // right again: in a transaction of its own that takes the length's lock
         // first, as every write does. (In the one above, the index DDL holds a
         // lock on the queue, and a writer holding the length's lock waits for
         // the queue: a deadlock, measured against a live server.)
-        try await client.withTransaction(logger: logger) { c in
+        try await bounded("the recount") { client in try await client.withTransaction(logger: self.logger) { c in
             try await Self.lockTheLength(c, self.logger)
             try await c.query("UPDATE relay_queue_count SET total = (SELECT count(*) FROM relay_queue) WHERE id = 1", logger: self.logger)
             try await c.query("DELETE FROM relay_queue_lengths", logger: self.logger)
             try await c.query("""
                 INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM relay_queue GROUP BY recipient
                 """, logger: self.logger)
-        }
+        } }
     }
 
     private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
     private static func bytes(_ buffer: ByteBuffer) -> [UInt8] { Array(buffer.readableBytesView) }
 
     public func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? {
-        let rows = try await client.query("SELECT key, last_register FROM relay_users WHERE user_id = \(Self.buffer(user.bytes))",
-                                          logger: logger)
-        for try await (key, last) in rows.decode((ByteBuffer, Int64).self) { return (Self.bytes(key), UInt64(last)) }
-        return nil
+        struct Pin: Sendable { var key: [UInt8]; var last: UInt64 }
+        let found: Pin? = try await bounded("a pinned key") { client in
+            let rows = try await client.query("SELECT key, last_register FROM relay_users WHERE user_id = \(Self.buffer(user.bytes))",
+                                              logger: self.logger)
+            for try await (key, last) in rows.decode((ByteBuffer, Int64).self) { return Pin(key: Self.bytes(key), last: UInt64(last)) }
+            return nil
+        }
+        return found.map { ($0.key, $0.last) }
     }
 
     public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         let maxUsers = self.maxUsers
-        return try await client.withTransaction(logger: logger) { c in
+        return try await bounded("a registration") { client in try await client.withTransaction(logger: self.logger) { c in
             let id = Self.buffer(user.bytes)
             // Renewal, atomic with its conditions: the same key, a newer time.
             var renewed = false, pinned = false
@@ -114,18 +193,23 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 ON CONFLICT (user_id) DO NOTHING RETURNING 1
                 """, logger: self.logger).decode(Int32.self) { inserted = true }
             return inserted ? .registered : .conflict
-        }
+        } }
     }
 
     /// MSGs and ACKs that arrived together, in one transaction.
     public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws
         -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
-        try await client.withTransaction(logger: logger) { c in
+        struct Done: Sendable { var stored: [EnqueueOutcome]; var removed: [QueuedMessage?] }
+        let acks = acks.map { AckKey(user: $0.user, messageID: $0.messageID) }
+        let done: Done = try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
             let stored = batch.isEmpty ? [] : try await self.store(batch, limits: limits, on: c)
-            return (stored, acks.isEmpty ? [] : try await self.take(acks, on: c))
-        }
+            return Done(stored: stored, removed: acks.isEmpty ? [] : try await self.take(acks.map { ($0.user, $0.messageID) }, on: c))
+        } }
+        return (done.stored, done.removed)
     }
+
+    private struct AckKey: Sendable { var user: UserID; var messageID: UserID }
 
     /// A batch in five round trips, whatever its size: the queue's length (its
     /// row locked first, so that what the next reads see is every other
@@ -222,20 +306,22 @@ public final class PostgresServerStore: ServerStore, Sendable {
     }
 
     public func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] {
-        let rows = try await client.query("""
-            SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes))
-            ORDER BY seq LIMIT \(Int64(limit))
-            """, logger: logger)
-        var out: [QueuedMessage] = []
-        for try await (id, sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
-            guard let id = UserID(bytes: Self.bytes(id)), let sender = UserID(bytes: Self.bytes(sender)) else { continue }
-            out.append(QueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
+        try await bounded("a fetch") { client in
+            let rows = try await client.query("""
+                SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes))
+                ORDER BY seq LIMIT \(Int64(limit))
+                """, logger: self.logger)
+            var out: [QueuedMessage] = []
+            for try await (id, sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
+                guard let id = UserID(bytes: Self.bytes(id)), let sender = UserID(bytes: Self.bytes(sender)) else { continue }
+                out.append(QueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
+            }
+            return out
         }
-        return out
     }
 
     public func expire(before cutoff: UInt64) async throws -> Int {
-        try await client.withTransaction(logger: logger) { c in
+        try await bounded("an expiry") { client in try await client.withTransaction(logger: self.logger) { c in
             try await Self.lockTheLength(c, self.logger)
             var n = 0
             for try await removed in try await c.query("""
@@ -244,7 +330,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 SELECT count(*) FROM removed
                 """, logger: self.logger).decode(Int64.self) { n = Int(removed) }
             return n
-        }
+        } }
     }
 
     /// Every write takes the queue length's row lock first (and reads the
@@ -267,12 +353,16 @@ public final class PostgresServerStore: ServerStore, Sendable {
         """
 
     public func counts() async throws -> (users: Int, queued: Int) {
-        var users = 0, queued = 0
-        for try await (u, q) in try await client.query("SELECT (SELECT count(*) FROM relay_users), (SELECT count(*) FROM relay_queue)",
-                                                       logger: logger).decode((Int64, Int64).self) {
-            users = Int(u)
-            queued = Int(q)
+        struct Counts: Sendable { var users = 0, queued = 0 }
+        let c: Counts = try await bounded("the counts") { client in
+            var c = Counts()
+            for try await (u, q) in try await client.query("SELECT (SELECT count(*) FROM relay_users), (SELECT count(*) FROM relay_queue)",
+                                                           logger: self.logger).decode((Int64, Int64).self) {
+                c.users = Int(u)
+                c.queued = Int(q)
+            }
+            return c
         }
-        return (users, queued)
+        return (c.users, c.queued)
     }
 }

@@ -68,6 +68,13 @@ final class PostgresCluster: @unchecked Sendable {
         return r.output
     }
 
+    /// Restarts the server on the same port (`pg_ctl restart -m fast`: connections cut).
+    func restart() throws {
+        let r = try Self.run(Self.wrap(runAs, ["\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-m", "fast", "-w", "-t", "60",
+                                           "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off", "restart"]))
+        guard r.status == 0 else { throw Failure(text: "pg_ctl restart: \(r.output)") }
+    }
+
     func stop() {
         _ = try? Self.run(Self.wrap(runAs, ["\(bin)/pg_ctl", "-D", "\(directory)/data", "-m", "immediate", "-w", "stop"]))
         try? FileManager.default.removeItem(atPath: directory)

@@ -122,6 +122,68 @@ import Glibc
     /// The PostgreSQL store's rules, as the in-memory reference and the SQLite
     /// store state them, with its batches in a few round trips: unknown
     /// recipients, retries stored once (within a batch too), a full queue, order.
+    /// PostgreSQL restarted under load: commits during the outage fail (the
+    /// server answers REJECTED, the sender retries), commits succeed again once
+    /// it is back (the pool reconnects), and every message of a commit that
+    /// succeeded is there, once: nothing acknowledged is lost.
+    @Test func aPostgreSQLRestartUnderLoadLosesNothingAcknowledged() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let (store, b) = try await Self.postgresStoreWithARecipient(pg)
+        defer { store.close() }
+        let a = UserID.random()
+        final class Shared: @unchecked Sendable {
+            let lock = NSLock()
+            var acknowledged: [UserID] = []
+            var failures = 0
+            var afterRestart = 0
+            var restarted = false
+            var done = false
+        }
+        let shared = Shared()
+        let writer = Task {
+            var rounds = 0
+            while !shared.lock.withLock({ shared.done }), rounds < 20_000 {
+                rounds += 1
+                let ids = (0..<10).map { _ in UserID.random() }
+                let batch = ids.map { QueuedMessage(messageID: $0, sender: a, recipient: b, payload: [7], receivedAt: 5) }
+                do {
+                    let (outcomes, _) = try await store.commit(batch, limits: QueueLimits(), removing: [])
+                    let stored = zip(ids, outcomes).filter { $0.1 == .stored }.map(\.0)
+                    shared.lock.withLock {
+                        shared.acknowledged += stored
+                        if shared.restarted { shared.afterRestart += stored.count }
+                    }
+                } catch {
+                    shared.lock.withLock { shared.failures += 1 }
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
+            }
+        }
+        // Under load, then restarted.
+        let started = ContinuousClock.now
+        while shared.lock.withLock({ shared.acknowledged.count }) < 500, ContinuousClock.now - started < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try pg.restart()
+        shared.lock.withLock { shared.restarted = true }
+        // Commits succeed again.
+        let back = ContinuousClock.now
+        while shared.lock.withLock({ shared.afterRestart }) < 200, ContinuousClock.now - back < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        shared.lock.withLock { shared.done = true }
+        await writer.value
+        let (acknowledged, afterRestart) = shared.lock.withLock { (shared.acknowledged, shared.afterRestart) }
+        #expect(afterRestart >= 200, "commits after the restart: \(afterRestart)")
+        let held = try await store.counts().queued
+        #expect(held == acknowledged.count, "\(held) held, \(acknowledged.count) acknowledged")
+        // Each acknowledged one is there (fetched in pages of the recipient's queue).
+        let there = Set(try await store.fetch(b, limit: 100_000).map(\.messageID))
+        #expect(Set(acknowledged).isSubset(of: there), "\(Set(acknowledged).subtracting(there).count) acknowledged messages lost")
+        print("PostgreSQL restart under load: \(acknowledged.count) acknowledged, \(shared.lock.withLock { shared.failures }) commits refused during it, \(afterRestart) after, 0 lost")
+    }
+
     @Test func thePostgreSQLStoreKeepsTheSameRules() async throws {
         let pg = try PostgresCluster()
         defer { pg.stop() }
