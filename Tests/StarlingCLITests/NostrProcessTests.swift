@@ -187,6 +187,23 @@ import Glibc
         #expect(failed.stdout.contains("no relay reachable"), "\(failed.stdout)")
         #expect(try await Self.storedEvents(db) == before, "an event reached the relay without the proxy")
         #expect(bobAlone.events.filter { $0["event"] as? String == "privateMessage" }.count == 2, "\(bobAlone.text)")
+
+        // The proxy comes back (restarted on its port): a message written while it
+        // was down goes once the way is back, and is shown once.
+        let waiting = try LiveProcess(["chat", "--plain", "--port", "0", "--data-dir", alice.dir, "--favorite", bob.fingerprint]
+                                      + nostr(proxyPort))
+        defer { waiting.stop() }
+        #expect(await waiting.waitForText("cannot reach ws://127.0.0.1:\(relayPort)", seconds: 30), "\(waiting.text)")
+        waiting.type("/msg bob written while the proxy was down")
+        let restarted = LiveProcess.unstarted(["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(proxyPort)])
+        try restarted.start()
+        defer { restarted.stop() }
+        try await Self.waitForPort(proxyPort, restarted)
+        let late = await bobAlone.waitFor(seconds: 80) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "written while the proxy was down" }
+        #expect(late?["via"] as? String == "nostr", "alice:\n\(waiting.text)\nbob:\n\(bobAlone.text)")
+        #expect(await waiting.waitForText("to bob: delivered", seconds: 40), "\(waiting.text)")
+        try await Task.sleep(for: .seconds(2))
+        #expect(bobAlone.events.filter { $0["text"] as? String == "written while the proxy was down" }.count == 1, "shown once: \(bobAlone.text)")
     }
 
     /// A contact known only by an npub (someone on a standard NIP-17 client):
