@@ -179,6 +179,65 @@ import Glibc
         print("kill -9 with \(before.count) of \(total) acknowledged: \(lost.count) lost, \(kept.count - Set(kept).count) twice, \(Set(kept).count) kept in the end")
     }
 
+    /// Our own sends across a crash: messages written to someone away are in
+    /// the store before they are sent; `kill -9` of the daemon, a restart, and
+    /// when the recipient appears every one of them goes, once.
+    @Test func ourOwnSendsOutliveAKillDashNine() async throws {
+        let (a, b) = (ContactCommandTests.temporaryDirectory("own-alice"), ContactCommandTests.temporaryDirectory("own-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        // Bob met once (a favourite, so that what is written to him waits for him), then away.
+        func bob(_ peer: Int? = nil) throws -> LiveProcess {
+            try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--duration", "120",
+                             "--announce-interval", "1", "--data-dir", b] + (peer.map { ["--peer", "127.0.0.1:\($0)"] } ?? []))
+        }
+        let bobNode = try bob()
+        defer { bobNode.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bobNode)
+        var alice = try Self.daemon(a, name: "alice", peer: bobPort)
+        defer { alice.stop() }
+        var (url, token, _) = try await Self.info(a, alice)
+        var api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        var fingerprint: String?
+        for _ in 0..<300 where fingerprint == nil {
+            fingerprint = (try await api.get("/v1/peers") as? [[String: Any]])?.first { $0["nickname"] as? String == "bob" }?["fingerprint"] as? String
+            if fingerprint == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let bobFingerprint = try #require(fingerprint, "bob never appeared: \(alice.text)")
+        _ = try await api.post("/v1/trust", ["fingerprint": bobFingerprint, "change": "favourite"])
+        let first = try #require(try await api.post("/v1/messages", ["to": "bob", "text": "o00"]) as? [String: Any])
+        let conversation = try #require(first["conversation"] as? String)
+        bobNode.stop()
+        // Bob gone: alice writes 30 more; then she is killed.
+        var here = true
+        for _ in 0..<300 where here {
+            here = (try await api.get("/v1/peers") as? [[String: Any]])?.contains { $0["nickname"] as? String == "bob" } == true
+            if here { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        for i in 1...30 { _ = try await api.post("/v1/messages", ["to": conversation, "text": String(format: "o%02d", i)]) }
+        kill(alice.process.processIdentifier, SIGKILL)
+        _ = await alice.waitForExit(seconds: 10)
+
+        // Alice again, then bob again (a new process on the same identity): every message goes.
+        alice = try Self.daemon(a, name: "alice")
+        (url, token, _) = try await Self.info(a, alice)
+        api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let udp = try #require((try await api.get("/v1/status") as? [String: Any])?["udpPort"] as? Int)
+        let pending = try #require(try await api.get("/v1/conversations/\(conversation)/messages?limit=100") as? [[String: Any]])
+        #expect(pending.filter { ($0["text"] as? String ?? "").hasPrefix("o") }.count == 31, "all in the store after kill -9: \(pending.count)")
+        let bobAgain = try bob(udp)
+        defer { bobAgain.stop() }
+        let end = ContinuousClock.now + .seconds(90)
+        var got: [String] = []
+        while ContinuousClock.now < end {
+            got = bobAgain.events.filter { $0["event"] as? String == "privateMessage" }.compactMap { $0["text"] as? String }
+            if Set(got).count >= 30 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let expected = Set((1...30).map { String(format: "o%02d", $0) })
+        #expect(expected.isSubset(of: Set(got)), "missing: \(expected.subtracting(got).sorted())")
+        #expect(got.count == Set(got).count, "shown twice: \(got.count - Set(got).count)")
+    }
+
     /// Every curl example of docs/API.md, run as written against a daemon
     /// with a peer (its fingerprint and conversation put in for the examples'):
     /// each answers JSON without an error; the event stream answers events.
