@@ -254,6 +254,10 @@ public final class EmbeddedNetwork {
                 savedFiles[node].append(file)
                 events[node].append(.fileReceived(from: file.from, name: file.name, size: file.content.count,
                                                   path: "memory:" + file.name, transferID: file.transferID))
+                nodes[node].stored(file.transferID, now: now) // saved (in memory): its receipt
+                flush(node)
+            case .acknowledged:
+                break // the simulated mailboxes hold nothing for a server
             }
         }
     }

@@ -298,6 +298,8 @@ public actor MeshNode {
                 save(file)
             case let .sendOffMesh(payload, peer, via, ticket):
                 options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
+            case let .acknowledged(id):
+                for m in options.mailboxes { m.acknowledged(id) }
             }
         }
     }

@@ -141,6 +141,10 @@ public struct NodeCore: Sendable {
         /// `via` (the peer has no mesh route); `ticket` names it when the
         /// transport answers (``offMeshAccepted(_:now:)``, ``offMeshFailed(_:reason:now:)``).
         case sendOffMesh(NoisePayload, to: PeerID, via: String, ticket: String)
+        /// A private message's delivery receipt went (the first time, or again
+        /// for a retried copy): a mailbox transport that holds it for its server
+        /// may let the server drop it now.
+        case acknowledged(messageID: String)
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -654,6 +658,7 @@ public struct NodeCore: Sendable {
     public mutating func stored(_ messageID: String, now: Millis) {
         guard let waiting = awaitingStore.removeValue(forKey: messageID) else { return }
         try? sendNoise(.delivered(messageID: messageID), to: waiting.sender, now: now)
+        outbox.append(.acknowledged(messageID: messageID))
     }
 
     /// The application could not store it (a full disk): no receipt, and the
@@ -1165,6 +1170,7 @@ public struct NodeCore: Sendable {
                 return // a retry while it is being stored: the receipt follows the store
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
+            outbox.append(.acknowledged(messageID: m.messageID))
         case let .privateFile(file):
             receiveFile(file, from: sender, now: now)
         case let .delivered(id):

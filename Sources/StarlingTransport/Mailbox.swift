@@ -28,5 +28,12 @@ public protocol MailboxTransport: AnyObject, Sendable {
     func start() async throws
     /// Sends `payload` to `peer`; `ticket` names it in the events that follow.
     func send(_ payload: NoisePayload, to peer: PeerID, ticket: String)
+    /// The node acknowledged the private message with this ID (it is stored):
+    /// a transport whose server holds it until told may tell it now.
+    func acknowledged(_ messageID: String)
     func stop() async
+}
+
+extension MailboxTransport {
+    public func acknowledged(_ messageID: String) {}
 }

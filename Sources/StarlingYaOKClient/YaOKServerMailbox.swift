@@ -64,6 +64,26 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             tickets[id] = ticket
         }
         func ticket(_ id: UserID) -> String? { tickets[id] }
+
+        /// Messages handed to the node and not yet acknowledged by it, by the
+        /// node's message ID: the server's ID and how often it was offered
+        /// (1,024 at most; the oldest is let go: the server offers it again).
+        private var held: [String: (id: UserID, offers: Int)] = [:]
+        private var heldOrder: [String] = []
+        /// Holds it; true when it was offered 5 times unacknowledged (let it go).
+        func hold(_ key: String, _ id: UserID) -> Bool {
+            if var h = held[key] {
+                h.offers += 1
+                if h.offers >= 5 { held[key] = nil; return true }
+                held[key] = h
+                return false
+            }
+            held[key] = (id, 1)
+            heldOrder.append(key)
+            if heldOrder.count > 1_024 { held[heldOrder.removeFirst()] = nil }
+            return false
+        }
+        func takeHeld(_ key: String) -> UserID? { held.removeValue(forKey: key)?.id }
         func setRegistered(_ on: Bool) -> [PeerID] {
             registered = on
             return Array(cards.keys)
@@ -106,6 +126,14 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
 
     public func stop() async {
         await client.leave()
+    }
+
+    /// The node stored the message: the server may drop it now.
+    public func acknowledged(_ messageID: String) {
+        let state = self.state, client = self.client
+        Task {
+            if let id = await state.takeHeld(messageID) { await client.acknowledge(id) }
+        }
     }
 
     public func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
@@ -190,10 +218,18 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         let opened = Result { () throws(SealedMessage.Error) -> (SealedMessageBytes, SealedBody) in
             try SealedMessage.open(bytes, as: userID, with: identity, senderSigningKey: card.signingKey)
         }
-        await client.acknowledge(header.messageID)
         guard case let .success((_, body)) = opened else {
+            await client.acknowledge(header.messageID)
             continuation.yield(.notice("a sealed message in \(card.displayName)'s name through the Ya OK server did not verify: dropped"))
             return
+        }
+        // A message stays on the server until the node has stored it (its
+        // receipt went: ``acknowledged(_:)``); receipts are taken at once. One the
+        // node never takes (a blocked sender) is let go after 5 offers.
+        if case .text = body {
+            if await state.hold(header.messageID.description.uppercased(), header.messageID) { await client.acknowledge(header.messageID) }
+        } else {
+            await client.acknowledge(header.messageID)
         }
         let payload: NoisePayload
         switch body {

@@ -333,6 +333,72 @@ import Glibc
         #expect(text.contains("# TYPE starling_relay_checkpoint_failures_total counter") && text.contains("starling_relay_store_failures_total 0"), "\(text)")
     }
 
+    /// A message through the Ya OK server stays on the server until the
+    /// recipient has stored it: bob's disk is full when it comes (not stored,
+    /// so not acknowledged to the server: a restarted server still holds it),
+    /// and once space is back it is offered again, stored and taken off.
+    @Test func aMessageStaysOnTheServerUntilTheRecipientStoredIt() async throws {
+        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
+        let db = ContactCommandTests.temporaryDirectory("relay-held") + ".sqlite"
+        var (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (aliceDir, bobHome) = try await Self.pair()
+        // Bob's data directory on a 4 MiB filesystem.
+        let mountPoint = ContactCommandTests.temporaryDirectory("bob-disk")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = ["-l", mountPoint]
+            try? umount.run()
+            umount.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        let bobDir = mountPoint + "/bob"
+        let copied = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/cp"), ["-a", bobHome, bobDir])
+        try #require(copied.status == 0, "\(copied.stderr)")
+        let card = try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", bobDir, "--json"]).stdout)
+        let bobUser = try #require(card["userID"] as? String).replacingOccurrences(of: "-", with: "").uppercased()
+        func waitingFor(_ user: String) async throws -> String {
+            let r = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+                import sqlite3, sys
+                print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM queue WHERE hex(recipient) = ?", (sys.argv[2],)).fetchone()[0])
+                """, db, user])
+            return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) + r.stderr
+        }
+        let first = try Self.listen(bobDir, relay: port)
+        #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
+        first.stop()
+        let sent = try await Self.send(aliceDir, relay: port, to: "bob", "keep it until I have it")
+        #expect(sent.stdout.contains("queued at the relay"), "\(sent.stdout)")
+
+        // Full: taken, not stored, so not acknowledged to the server.
+        let filler = mountPoint + "/filler"
+        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        let full = try Self.listen(bobDir, relay: port)
+        #expect(await full.waitFor(seconds: 30) { $0["event"] as? String == "notSaved" } != nil, "\(full.text)")
+        full.stop()
+        server.stop()
+        let again = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"])
+        let started = try #require(await again.waitFor { $0["event"] as? String == "started" }, "\(again.text)")
+        #expect(started["queued"] as? Int == 1, "still on the server while not stored: \(started)")
+        #expect(try await waitingFor(bobUser) == "1", "the one waiting is bob's")
+        (server, port) = (again, UInt16(try #require(started["port"] as? Int)))
+
+        // Space again: offered again, stored, acknowledged, taken off the server.
+        try FileManager.default.removeItem(atPath: filler)
+        let back = try Self.listen(bobDir, relay: port)
+        let got = await back.waitFor(seconds: 40) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "keep it until I have it" }
+        #expect(got != nil, "\(back.text)")
+        try await Task.sleep(for: .seconds(2)) // its ACK reaches the server
+        back.stop()
+        // Taken off: nothing waits for bob on the server any more (what it holds
+        // now is bob's receipt, for alice, who is away).
+        #expect(try await waitingFor(bobUser) == "0", "still on the server for bob after it was stored")
+    }
+
     /// `starling chat --server`: a contact who is not on the mesh gets the
     /// message through the relay (the mesh has no route: no discovery, no
     /// peers), the state shows on the line, and the sealed receipts come back.
