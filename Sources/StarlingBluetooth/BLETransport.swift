@@ -256,7 +256,13 @@ public final class BLETransport: Transport, @unchecked Sendable {
             attempts += 1
             var b = bus
             if !b.isConnected {
-                guard let fresh = try? DBusConnection(address: busAddress) else { continue }
+                let fresh: DBusConnection
+                do { fresh = try DBusConnection(address: busAddress) } catch {
+                    // Said once at the loss; each attempt's reason goes to the log (a bus that
+                    // refuses us, not one that is away, shows here).
+                    logger.debug("no system bus yet", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
+                    continue
+                }
                 let old = lock.withLock { () -> DBusConnection in
                     defer { connection = fresh }
                     return connection

@@ -431,21 +431,9 @@ import Glibc
 /// space is freed the message is stored and acknowledged, once.
 @Suite(.serialized, .usesProcesses) struct FullDiskTests {
     @Test func aFullDiskIsSaidAndNothingIsLostWhenSpaceComesBack() async throws {
-        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
-        let mountPoint = ContactCommandTests.temporaryDirectory("small-disk")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"),
-                                                    ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = ["-l", mountPoint]
-            try? umount.run()
-            umount.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: mountPoint)
-        }
-        let dir = mountPoint + "/alice"
+        let disk = try await SmallDisk(megabytes: 4)
+        defer { disk.remove() }
+        let dir = disk.path + "/alice"
         // alice (on the small disk) between bob and carol.
         let alice = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--duration", "150",
                                      "--announce-interval", "1", "--data-dir", dir])
@@ -479,8 +467,7 @@ import Glibc
         #expect(try await waitState("before the disk filled", "delivered", seconds: 30))
 
         // The disk fills up.
-        let filler = mountPoint + "/filler"
-        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        try await disk.fill()
         _ = try await api.post("/v1/messages", ["to": "alice", "text": "while the disk is full"])
         let said = await alice.waitFor(seconds: 30) { $0["event"] as? String == "notSaved" }
         #expect((said?["text"] as? String)?.contains("the disk is full: free some space where \(dir)") == true, "\(alice.text)")
@@ -492,7 +479,7 @@ import Glibc
                 "\(carol.text)")
 
         // Space again: bob's next retry is stored and acknowledged.
-        try FileManager.default.removeItem(atPath: filler)
+        try disk.free()
         #expect(try await waitState("while the disk is full", "delivered", seconds: 90), "\(alice.text.suffix(2000))")
         #expect(alice.events.filter { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "while the disk is full" }.count == 1,
                 "shown once: \(alice.text)")
@@ -500,12 +487,12 @@ import Glibc
         // A file while the disk is full: not saved, said, no receipt; saved from a retry once space is back.
         let peers = try #require(try await api.get("/v1/peers") as? [[String: Any]])
         let alicePeer = try #require(peers.first { $0["nickname"] as? String == "alice" }?["peerID"] as? String)
-        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        try await disk.fill()
         let content = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         _ = try await api.post("/v1/files", ["to": alicePeer, "name": "notes.bin", "content": content.base64EncodedString()])
         let refused = await alice.waitFor(seconds: 30) { $0["event"] as? String == "rejected" && ($0["reason"] as? String)?.contains("could not be saved") == true }
         #expect(refused != nil, "\(alice.text.suffix(2000))")
-        try FileManager.default.removeItem(atPath: filler)
+        try disk.free()
         let saved = await alice.waitFor(seconds: 90) { $0["event"] as? String == "fileReceived" && $0["name"] as? String == "notes.bin" }
         #expect(saved != nil, "saved from a retry: \(alice.text.suffix(2000))")
         if let path = saved?["path"] as? String { #expect(FileManager.default.contents(atPath: path) == content) }

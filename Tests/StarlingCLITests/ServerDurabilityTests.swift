@@ -197,20 +197,9 @@ actor RawRelayUser {
     /// keeps answering; when space is freed the same messages are QUEUED; and a
     /// restart on the same database holds exactly what was answered QUEUED.
     @Test func aFullDiskIsRejectedNeverQueuedAndNothingHalfWrittenRemains() async throws {
-        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
-        let mountPoint = ContactCommandTests.temporaryDirectory("server-disk")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = ["-l", mountPoint]
-            try? umount.run()
-            umount.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: mountPoint)
-        }
-        let db = mountPoint + "/queue.sqlite"
+        let disk = try await SmallDisk(megabytes: 2)
+        defer { disk.remove() }
+        let db = disk.path + "/queue.sqlite"
         let (server, started) = try await Self.relayServer(db: db)
         defer { server.stop() }
         let port = UInt16(try #require(started["port"] as? Int))
@@ -245,7 +234,7 @@ actor RawRelayUser {
         #expect(try await answers(for: [first.0]).queued == [first.0])
 
         // Full: each is answered, and none QUEUED that could not be stored.
-        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(mountPoint)/filler", "bs=16k"])
+        try await disk.fill()
         let full = try (1...30).map(message)
         for (_, payload) in full {
             await alice.send(.message(sender: aliceID, recipient: bobID, payload: payload, token: aliceToken))
@@ -256,7 +245,7 @@ actor RawRelayUser {
         #expect(!whileFull.rejected.isEmpty, "a full disk rejects: \(whileFull.queued.count) queued")
 
         // Space again: the rejected ones are queued when sent again.
-        try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+        try disk.free()
         let again = full.filter { whileFull.rejected.contains($0.0) }
         for (_, payload) in again { await alice.send(.message(sender: aliceID, recipient: bobID, payload: payload, token: aliceToken)) }
         let after = try await answers(for: Set(again.map(\.0)))

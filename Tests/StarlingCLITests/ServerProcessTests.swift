@@ -338,25 +338,13 @@ import Glibc
     /// so not acknowledged to the server: a restarted server still holds it),
     /// and once space is back it is offered again, stored and taken off.
     @Test func aMessageStaysOnTheServerUntilTheRecipientStoredIt() async throws {
-        try #require(getuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
+        let disk = try await SmallDisk(megabytes: 4) // bob's data directory goes on it
+        defer { disk.remove() }
         let db = ContactCommandTests.temporaryDirectory("relay-held") + ".sqlite"
         var (server, port) = try await Self.server(db: db)
         defer { server.stop() }
         let (aliceDir, bobHome) = try await Self.pair()
-        // Bob's data directory on a 4 MiB filesystem.
-        let mountPoint = ContactCommandTests.temporaryDirectory("bob-disk")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mounted = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = ["-l", mountPoint]
-            try? umount.run()
-            umount.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: mountPoint)
-        }
-        let bobDir = mountPoint + "/bob"
+        let bobDir = disk.path + "/bob"
         let copied = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/cp"), ["-a", bobHome, bobDir])
         try #require(copied.status == 0, "\(copied.stderr)")
         let card = try ContactCommandTests.json(try await StarlingProcess.run(["contact", "qr", "--data-dir", bobDir, "--json"]).stdout)
@@ -375,8 +363,7 @@ import Glibc
         #expect(sent.stdout.contains("queued at the relay"), "\(sent.stdout)")
 
         // Full: taken, not stored, so not acknowledged to the server.
-        let filler = mountPoint + "/filler"
-        _ = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        try await disk.fill()
         let full = try Self.listen(bobDir, relay: port)
         #expect(await full.waitFor(seconds: 30) { $0["event"] as? String == "notSaved" } != nil, "\(full.text)")
         full.stop()
@@ -388,7 +375,7 @@ import Glibc
         (server, port) = (again, UInt16(try #require(started["port"] as? Int)))
 
         // Space again: offered again, stored, acknowledged, taken off the server.
-        try FileManager.default.removeItem(atPath: filler)
+        try disk.free()
         let back = try Self.listen(bobDir, relay: port)
         let got = await back.waitFor(seconds: 40) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "keep it until I have it" }
         #expect(got != nil, "\(back.text)")
