@@ -356,6 +356,7 @@ final class SimProgress {
     private let shown: Bool
     private let start = Date()
     private var drawn: Date?
+    private var drawnPhase = -1
     /// Each phase's label and share of the whole run.
     private let phases: [(label: String, share: Double)]
 
@@ -373,8 +374,10 @@ final class SimProgress {
     private func update(_ index: Int, _ done: Double) {
         guard shown, phases.indices.contains(index) else { return }
         let now = Date()
-        if let drawn, now.timeIntervalSince(drawn) < 0.2 { return }
+        // At most five times a second, but a new phase is always drawn (its label changed).
+        if let drawn, now.timeIntervalSince(drawn) < 0.2, index == drawnPhase { return }
         drawn = now
+        drawnPhase = index
         let before = phases[..<index].reduce(0) { $0 + $1.share }
         let line = ProgressLine().line("sim: " + phases[index].label, done: before + phases[index].share * done,
                                        elapsed: now.timeIntervalSince(start))
