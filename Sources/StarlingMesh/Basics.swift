@@ -34,6 +34,13 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 /// Milliseconds, on whatever clock the caller runs (wall or virtual).
 public typealias Millis = UInt64
 
+/// The wall-clock time at `now`, a node's monotonic time, given the wall
+/// clock's offset from it (`StarlingTransport.NodeTime`). Timers run on `now`;
+/// what goes on the wire, or is compared with a time from it, is wall time.
+@inlinable public func wallTime(_ now: Millis, offset: Int64) -> Millis {
+    offset >= 0 ? now &+ UInt64(offset) : (now > offset.magnitude ? now - offset.magnitude : 0)
+}
+
 /// A budget of `perMinute` tokens, refilled evenly over the minute, holding
 /// at most a minute's worth.
 public struct TokenBucket: Sendable {

@@ -86,6 +86,9 @@ public struct MeshRouter: Sendable {
     /// Peers this node holds directed packets for while they are out of reach
     /// (store-and-forward), handed over when they link with us again.
     public var favorites: Set<PeerID> = []
+    /// The wall clock minus `now` (``wallTime(_:offset:)``): sync requests are
+    /// stamped with the wall clock, and a sync answer's age is judged by it.
+    public var wallClockOffset: Int64 = 0
     public private(set) var favoriteHold: FavoriteHold
     public private(set) var statistics = MeshStatistics()
     private var frameLimits: [LinkID: Int] = [:]
@@ -439,7 +442,8 @@ public struct MeshRouter: Sendable {
         // sync interval. Nodes that have it drop it as a duplicate.
         if packet.isSyncAnswer, packet.isBroadcast, packet.type == .announce || packet.type == .message,
            let window = configuration.sync?.repairRelayWindow,
-           (now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now) < window {
+           case let wall = wallTime(now, offset: wallClockOffset),
+           (wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall) < window {
             packet.ttl = configuration.maxTTL
             statistics.repairsRelayed += 1
         }
@@ -560,7 +564,7 @@ public struct MeshRouter: Sendable {
         let request = RequestSync(filter: gossip?.filter(spread: syncRound % 64, streams: Set(ids)) ?? GCSFilter(p: 7, m: 0, data: []),
                                   types: SyncTypes([.fragment]), fragmentIDs: Array(ids))
         guard let payload = try? request.encoded() else { return [] }
-        var packet = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
+        var packet = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
         signer?(&packet)
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
         _ = dedup.insert(PacketID(packet).high, now: now)
@@ -587,7 +591,7 @@ public struct MeshRouter: Sendable {
         gossip = store
         syncRound &+= 1
         guard let payload = try? RequestSync(filter: store.filter(spread: syncRound % 64)).encoded() else { return [] }
-        var request = Packet(type: .requestSync, ttl: 0, timestamp: now, senderID: me, payload: payload, compress: false)
+        var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
         signer?(&request)
         guard let bytes = try? Self.wireBytes(request) else { return [] }
         _ = dedup.insert(PacketID(request).high, now: now)

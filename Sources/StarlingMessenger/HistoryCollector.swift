@@ -62,9 +62,11 @@ public struct HistoryCollector<Item>: Sendable where Item: Sendable {
     }
 
     /// The burst, oldest first, once nothing has come for `quiet` ms; empty
-    /// before. What it returns counts as shown from then on.
+    /// before. What it returns counts as shown from then on. `now` is the wall
+    /// clock: when it went back past the last arrival (a step), the burst is
+    /// taken at once rather than held until the clock catches up.
     public mutating func take(now: UInt64) -> [Item] {
-        guard !waiting.isEmpty, now >= lastArrival + quiet else { return [] }
+        guard !waiting.isEmpty, now >= lastArrival + quiet || now < lastArrival else { return [] }
         let burst = waiting.enumerated().sorted {
             ($0.element.key.timestamp, $0.offset) < ($1.element.key.timestamp, $1.offset)
         }

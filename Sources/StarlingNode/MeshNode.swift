@@ -36,6 +36,9 @@ public actor MeshNode {
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
         public var power: any PowerProvider = SysfsPowerProvider()
+        /// Where the time comes from: timers run on its monotonic clock, packets
+        /// are stamped with its wall clock (a test steps a clock of its own).
+        public var clock: any NodeClock = SystemClock()
         public init(nickname: String) { core = NodeCore.Configuration(nickname: nickname) }
     }
 
@@ -50,6 +53,7 @@ public actor MeshNode {
     private let continuation: AsyncStream<Event>.Continuation
     private let logger: Logger
     private var core: NodeCore
+    private let time: NodeTime
     private let udp: UDPTransport?
     private let transports: [any Transport]
     private var linkOf: [LinkKey: LinkID] = [:]
@@ -66,7 +70,8 @@ public actor MeshNode {
     private let stoppedContinuation: AsyncStream<Void>.Continuation
     /// Times the node woke for its own deadlines (not for a frame or a command).
     public private(set) var wakeUps = 0
-    /// When the node will next wake by itself (wall ms), if it is running.
+    /// When the node will next wake by itself (node time: ms, the wall clock at
+    /// its start going on at a monotonic pace), if it is running.
     public var scheduledWake: Millis? { timer == nil ? nil : wakeAt }
 
     public init(identity: Identity, options: Options, logger: Logger = Logger(label: "starling.node")) throws {
@@ -80,17 +85,29 @@ public actor MeshNode {
         configuration.acceptsFiles = options.downloads != nil
         if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.mailboxes.map(\.name) }
         self.core = NodeCore(identity: identity, configuration: configuration, seed: UInt64.random(in: 0...UInt64.max))
+        self.time = NodeTime(clock: options.clock)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         (stopped, stoppedContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
-    static func now() -> Millis { UInt64(Date().timeIntervalSince1970 * 1000) }
+    /// The node's time (monotonic, from the wall clock at start); the core
+    /// learns the wall clock's offset from it at every reading.
+    private func readClock() -> Millis {
+        let now = time.now()
+        let offset = time.wallOffset()
+        if offset != core.wallClockOffset {
+            logger.info("wall clock stepped", metadata: ["offset_ms": "\(offset)"])
+            core.wallClockOffset = offset
+        }
+        return now
+    }
 
     /// The UDP port (nil without UDP).
     public var port: UInt16? { udp?.port }
     public var peerID: PeerID { identity.peerID }
 
-    /// Runs until `deadline` (wall ms), ``stop()``, or until the task is cancelled.
+    /// Runs until `deadline` (ms since 1970, in the node's time: a step of the
+    /// wall clock after the start moves no deadline), ``stop()``, or until the task is cancelled.
     /// A node runs once: a second call returns at once.
     public func run(until deadline: Millis? = nil) async {
         guard !hasRun else { return }
@@ -118,7 +135,7 @@ public actor MeshNode {
                 continuation.yield(.rejected(Rejection(.transport, "\(t.name == "ble" ? "Bluetooth" : t.name): \(error)")))
             }
         }
-        readPower(now: Self.now())
+        readPower(now: readClock())
         rearm()
         let stopped = self.stopped
         await withTaskGroup(of: Void.self) { group in
@@ -187,7 +204,7 @@ public actor MeshNode {
         if timer != nil, let wakeAt, wakeAt <= next { return }
         timer?.cancel()
         wakeAt = next
-        let now = Self.now()
+        let now = readClock()
         let delay = next > now ? next - now : 0
         timer = Task { [weak self] in
             if delay > 0 {
@@ -202,7 +219,7 @@ public actor MeshNode {
         wakeAt = nil
         guard running else { return }
         wakeUps += 1
-        let now = Self.now()
+        let now = readClock()
         if let runDeadline, now >= runDeadline {
             await stop()
             return
@@ -222,7 +239,7 @@ public actor MeshNode {
 
     private func transportEvent(_ event: TransportEvent, from transport: Int) {
         guard running else { return }
-        let now = Self.now()
+        let now = readClock()
         switch event {
         case let .up(key, maxFrame):
             let k = LinkKey(transport: transport, key: key)
@@ -254,7 +271,7 @@ public actor MeshNode {
 
     private func mailboxEvent(_ event: MailboxEvent, from index: Int) {
         guard running else { return }
-        let now = Self.now(), name = options.mailboxes[index].name
+        let now = readClock(), name = options.mailboxes[index].name
         switch event {
         case let .reachable(peer, on): core.setOffMeshRoute(peer, via: name, reachable: on, now: now)
         case let .received(payload, peer): core.receiveOffMesh(payload, from: peer, via: name, now: now)
@@ -316,7 +333,7 @@ public actor MeshNode {
                 target = downloads.appendingPathComponent("\(file.transferID.prefix(8))-\(file.name)")
             }
             try Data(file.content).write(to: target, options: .withoutOverwriting)
-            core.stored(file.transferID, now: Self.now()) // its receipt: the file is on disk
+            core.stored(file.transferID, now: readClock()) // its receipt: the file is on disk
             continuation.yield(.fileReceived(from: file.from, name: file.name, size: file.content.count, path: target.path,
                                              transferID: file.transferID))
         } catch {
@@ -333,7 +350,7 @@ public actor MeshNode {
             flush()
             rearm()
         }
-        return try body(&core, Self.now())
+        return try body(&core, readClock())
     }
 
     // MARK: Commands

@@ -197,6 +197,17 @@ public struct NodeCore: Sendable {
     public private(set) var router: MeshRouter
     private var sessions: SessionManager
     private var stately: StatelyEngine
+    /// The wall clock minus `now`. Every `now` a node core is given is its
+    /// monotonic time (timers: retries, expiries, relay delays, sessions); what
+    /// goes on the wire (packet and announce stamps) and the freshness rule use
+    /// the wall clock, `now` plus this. A driver sets it from
+    /// `StarlingTransport.NodeTime`; 0 where the two are one clock (the simulator).
+    public var wallClockOffset: Int64 = 0 {
+        didSet {
+            router.wallClockOffset = wallClockOffset
+            stately.wallClockOffset = wallClockOffset
+        }
+    }
     private var rng: SeededGenerator
     private var links: Set<LinkID> = []
     /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
@@ -377,10 +388,14 @@ public struct NodeCore: Sendable {
         return signatureHolds(packet, queue: nil)
     }
 
+    /// The wall-clock time at `now`.
+    private func wall(_ now: Millis) -> Millis { wallTime(now, offset: wallClockOffset) }
+
     /// Within 120 s of our clock, or an answer (isRSR, TTL 0, an announce or a
     /// public message: what sync stores) on a link we asked within 30 s.
     private func isFresh(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
-        let skew = now >= packet.timestamp ? now - packet.timestamp : packet.timestamp - now
+        let wall = wall(now)
+        let skew = wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall
         if skew <= configuration.freshness { return true }
         guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce, let link else { return false }
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
@@ -397,7 +412,7 @@ public struct NodeCore: Sendable {
         } else {
             if let last = entry.stale, now < last.at + 10_000 { return }
             guard (try? Announcement.verify(packet, now: packet.timestamp)) != nil else { return }
-            entry.stale = (now, Int64(bitPattern: packet.timestamp &- now))
+            entry.stale = (now, Int64(bitPattern: packet.timestamp &- wall(now)))
         }
         linkClocks[link] = entry
     }
@@ -556,7 +571,7 @@ public struct NodeCore: Sendable {
 
     /// Sends a signed public message to everyone.
     public mutating func sendPublic(_ text: String, now: Millis) throws {
-        var packet = Packet(type: .message, ttl: 7, timestamp: now, senderID: peerID, payload: Array(text.utf8))
+        var packet = Packet(type: .message, ttl: 7, timestamp: wall(now), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
     }
@@ -598,7 +613,7 @@ public struct NodeCore: Sendable {
         guard pings.count < 64 else { return }
         let nonce = (0..<8).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
         pings[nonce] = (peer, now)
-        let p = Packet(type: .ping, ttl: 7, timestamp: now, senderID: peerID, recipientID: peer, payload: nonce + [7])
+        let p = Packet(type: .ping, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: nonce + [7])
         perform(router.originate(p, now: now), now: now)
     }
 
@@ -693,7 +708,7 @@ public struct NodeCore: Sendable {
 
     /// Tells everyone this node is leaving (a signed LEAVE).
     public mutating func leave(now: Millis) {
-        var packet = Packet(type: .leave, ttl: 7, timestamp: now, senderID: peerID, payload: [])
+        var packet = Packet(type: .leave, ttl: 7, timestamp: wall(now), senderID: peerID, payload: [])
         try? PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
     }
@@ -808,7 +823,7 @@ public struct NodeCore: Sendable {
             return
         }
         let frame = try sessions.seal(try payload.encoded(), for: peer)
-        let actions = router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: now), now: now, routing: routing)
+        let actions = router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: wall(now)), now: now, routing: routing)
         perform(actions, now: now)
         if case let .privateFile(file) = payload, let bytes = try? file.encoded() {
             // The sender's progress: out to the links now (a retry says so again).
@@ -908,7 +923,7 @@ public struct NodeCore: Sendable {
     private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
         let m1 = try sessions.initiateHandshake(with: peer, now: now)
         handshakeStarted[peer] = now
-        perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: now), now: now), now: now)
+        perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: wall(now)), now: now), now: now)
     }
 
     private mutating func followUp(_ steps: [DeliveryTracker<String>.Step], now: Millis) {
@@ -1104,7 +1119,7 @@ public struct NodeCore: Sendable {
         do {
             let step = try sessions.receiveHandshake(packet.payload, from: sender, now: now)
             if let reply = step.reply {
-                perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: sender, timestamp: now), now: now), now: now)
+                perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: sender, timestamp: wall(now)), now: now), now: now)
             }
             if let fingerprint = step.established {
                 handshakeStarted[sender] = nil
@@ -1297,14 +1312,14 @@ public struct NodeCore: Sendable {
             times.append(now)
             pingTimes[link] = times
         }
-        let pong = Packet(type: .pong, ttl: 7, timestamp: now, senderID: peerID, recipientID: packet.senderID, payload: packet.payload)
+        let pong = Packet(type: .pong, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: packet.senderID, payload: packet.payload)
         perform(router.originate(pong, now: now), now: now)
     }
 
     private mutating func announce(now: Millis) {
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
-        guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: now,
+        guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: wall(now),
                                                   directNeighbors: neighbors, capabilities: Self.capabilities.rawValue) else { return }
         perform(router.originate(packet, now: now), now: now)
     }

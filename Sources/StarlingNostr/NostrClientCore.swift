@@ -107,6 +107,11 @@ public struct NostrClientCore: Sendable {
     public let key: Secp256k1.PrivateKey
     public let publicKeyHex: String
     public let configuration: Configuration
+    /// The wall clock minus `now`: timers run on `now` (a monotonic clock);
+    /// events' `created_at`, subscriptions' `since` and the age of what
+    /// arrives go by the wall clock.
+    public var wallClockOffset: Int64 = 0
+    private func wall(_ now: Millis) -> Millis { wallTime(now, offset: wallClockOffset) }
     /// Our mesh peer ID, the sender ID of the packets we embed.
     public let meshPeerID: PeerID
     public private(set) var statistics = Statistics()
@@ -172,12 +177,12 @@ public struct NostrClientCore: Sendable {
     /// send it what waited for a relay.
     public mutating func relayUp(_ relay: String, now: Millis) {
         guard relays.insert(relay).inserted else { return }
-        let since = Int64(now / 1000) - configuration.lookback
+        let since = Int64(wall(now) / 1000) - configuration.lookback
         outbox.append(.send(NostrClientMessage.request(subscription: subscription,
                                                        filters: [.giftWraps(for: publicKeyHex, since: since)]).json, relay: relay))
         for (geohash, _) in channels.sorted(by: { $0.key < $1.key }) {
             outbox.append(.send(NostrClientMessage.request(subscription: "geo-" + geohash,
-                                                           filters: [LocationChannel.filter(geohash: geohash, now: Int64(now / 1000))]).json,
+                                                           filters: [LocationChannel.filter(geohash: geohash, now: Int64(wall(now) / 1000))]).json,
                                 relay: relay))
         }
         let waiting = queued
@@ -260,7 +265,7 @@ public struct NostrClientCore: Sendable {
         switch (payload, contact.variant) {
         case (.privateMessage, .bitchat), (.delivered, .bitchat), (.readReceipt, .bitchat):
             do {
-                content = try EmbeddedPacket.encode(.init(senderID: meshPeerID, recipientID: peer, timestamp: now, payload: payload))
+                content = try EmbeddedPacket.encode(.init(senderID: meshPeerID, recipientID: peer, timestamp: wall(now), payload: payload))
             } catch { throw .encoding("\(error)") }
         case let (.privateMessage(m), .standard):
             content = m.content // NIP-17: the text itself; no receipts
@@ -271,7 +276,7 @@ public struct NostrClientCore: Sendable {
         }
         let wrap: NostrEvent
         switch Result(catching: { () throws(GiftWrap.Error) -> NostrEvent in
-            try GiftWrap.wrap(content, from: key, to: contact.publicKey, variant: contact.variant, now: Int64(now / 1000))
+            try GiftWrap.wrap(content, from: key, to: contact.publicKey, variant: contact.variant, now: Int64(wall(now) / 1000))
         }) {
         case let .success(w): wrap = w
         case let .failure(e): throw .encoding("\(e)")
@@ -325,9 +330,9 @@ public struct NostrClientCore: Sendable {
         guard channels[g] == nil else { return }
         guard channels.count < configuration.maxChannels else { throw .tooMany(configuration.maxChannels) }
         channels[g] = key
-        let req = NostrClientMessage.request(subscription: "geo-" + g, filters: [LocationChannel.filter(geohash: g, now: Int64(now / 1000))]).json
+        let req = NostrClientMessage.request(subscription: "geo-" + g, filters: [LocationChannel.filter(geohash: g, now: Int64(wall(now) / 1000))]).json
         for relay in relays.sorted() { outbox.append(.send(req, relay: relay)) }
-        publish(LocationChannel.presence(geohash: g, key: key, now: Int64(now / 1000)), ticket: "", now: now)
+        publish(LocationChannel.presence(geohash: g, key: key, now: Int64(wall(now) / 1000)), ticket: "", now: now)
     }
 
     public mutating func leave(_ geohash: String) {
@@ -339,7 +344,7 @@ public struct NostrClientCore: Sendable {
     public mutating func sendChannel(_ text: String, nickname: String?, geohash: String, ticket: String, now: Millis) throws(ChannelError) {
         guard let g = try? LocationChannel.geohash(geohash), let key = channels[g] else { throw .notJoined(geohash) }
         let event: NostrEvent
-        do { event = try LocationChannel.message(text, nickname: nickname, geohash: g, key: key, now: Int64(now / 1000)) } catch {
+        do { event = try LocationChannel.message(text, nickname: nickname, geohash: g, key: key, now: Int64(wall(now) / 1000)) } catch {
             throw .channel(error)
         }
         _ = seenChannelEvents.insert(event.id) // our own, when a relay sends it back
@@ -351,7 +356,7 @@ public struct NostrClientCore: Sendable {
             statistics.duplicates += 1
             return
         }
-        let seconds = Int64(now / 1000)
+        let seconds = Int64(wall(now) / 1000)
         guard [LocationChannel.messageKind, LocationChannel.presenceKind].contains(event.kind),
               event.tags.contains(["g", geohash]),
               event.created_at >= seconds - LocationChannel.lookback - configuration.skew, event.created_at <= seconds + configuration.skew,
@@ -413,7 +418,7 @@ public struct NostrClientCore: Sendable {
             statistics.duplicates += 1
             return
         }
-        let seconds = Int64(now / 1000)
+        let seconds = Int64(wall(now) / 1000)
         guard wrap.created_at >= seconds - configuration.lookback, wrap.created_at <= seconds + configuration.skew else {
             statistics.stale += 1
             return

@@ -199,7 +199,14 @@ extension NostrTransport {
             openedCount += 1
         }
 
-        static func now() -> Millis { UInt64(Date().timeIntervalSince1970 * 1000) }
+        /// Monotonic time for the core's timers; the wall clock's offset from
+        /// it goes to the core at every reading (``NodeTime``).
+        private let time = NodeTime()
+
+        private func readClock() -> Millis {
+            core.wallClockOffset = time.wallOffset()
+            return time.now()
+        }
 
         func setContact(_ peer: PeerID, publicKey: [UInt8]?, variant: GiftWrap.Variant) {
             let had = core.contact(peer) != nil
@@ -232,7 +239,7 @@ extension NostrTransport {
 
         func join(_ geohash: String) throws {
             let g = try LocationChannel.geohash(geohash)
-            try core.join(g, key: LocationChannel.identity(seed: options.geoSeed, geohash: g), now: Self.now())
+            try core.join(g, key: LocationChannel.identity(seed: options.geoSeed, geohash: g), now: readClock())
             flush()
         }
 
@@ -242,13 +249,13 @@ extension NostrTransport {
         }
 
         func say(_ text: String, nickname: String?, in geohash: String) throws {
-            try core.sendChannel(text, nickname: nickname, geohash: geohash, ticket: "geo:" + geohash, now: Self.now())
+            try core.sendChannel(text, nickname: nickname, geohash: geohash, ticket: "geo:" + geohash, now: readClock())
             flush()
         }
 
         func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
             do {
-                try core.send(payload, to: peer, ticket: ticket, now: Self.now())
+                try core.send(payload, to: peer, ticket: ticket, now: readClock())
             } catch {
                 events.yield(.failed(ticket: ticket, reason: "\(error)"))
             }
@@ -286,7 +293,8 @@ extension NostrTransport {
             if timer != nil, let wakeAt, wakeAt <= next { return }
             timer?.cancel()
             wakeAt = next
-            let delay = next > Self.now() ? next - Self.now() : 0
+            let now = readClock()
+            let delay = next > now ? next - now : 0
             timer = Task { [weak self] in
                 do { try await Task.sleep(for: .milliseconds(delay)) } catch { return }
                 await self?.wake()
@@ -296,7 +304,7 @@ extension NostrTransport {
         private func wake() {
             timer = nil
             wakeAt = nil
-            core.tick(now: Self.now())
+            core.tick(now: readClock())
             flush()
         }
 
@@ -307,13 +315,13 @@ extension NostrTransport {
             writers[relay] = writer
             lastNotice[relay] = nil
             events.yield(.notice("nostr: connected to \(relay) through \(options.proxy)"))
-            core.relayUp(relay, now: Self.now())
+            core.relayUp(relay, now: readClock())
             flush()
         }
 
         func disconnected(_ relay: String, why: String) {
             let was = writers.removeValue(forKey: relay) != nil
-            core.relayDown(relay, now: Self.now())
+            core.relayDown(relay, now: readClock())
             // Said once per cause, not at every retry.
             let text = was ? "nostr: lost \(relay): \(why)" : "nostr: cannot reach \(relay) through \(options.proxy): \(why); nothing is sent to it"
             if running, lastNotice[relay] != text {
@@ -324,7 +332,7 @@ extension NostrTransport {
         }
 
         func received(_ text: String, from relay: String) {
-            core.receive(text, from: relay, now: Self.now())
+            core.receive(text, from: relay, now: readClock())
             flush()
         }
 

@@ -89,6 +89,9 @@ public struct StatelyEngine: Sendable {
 
     public let senderID: PeerID
     public var configuration: Configuration
+    /// The wall clock minus `now` (``wallTime(_:offset:)``): reports are
+    /// stamped with the wall clock and judged against it; timers run on `now`.
+    public var wallClockOffset: Int64 = 0
     public private(set) var current: StateKind = .available
     /// The state SOS replaced, restored by ``clearSOS(now:)``.
     private var beforeSOS: StateKind = .available
@@ -182,12 +185,13 @@ public struct StatelyEngine: Sendable {
     /// Seals and sends this node's state now, and schedules the next.
     private mutating func broadcast(now: Millis) -> [Action] {
         nextBroadcast = now + interval
-        let report = StateReport(name: configuration.name, state: current, timestamp: now)
+        let stamp = wallTime(now, offset: wallClockOffset)
+        let report = StateReport(name: configuration.name, state: current, timestamp: stamp)
         do {
             let box = try configuration.key.seal(try report.encoded(), nonce: nonce())
             let ttl = current == .sos ? StatePacket.sosTTL : StatePacket.defaultTTL
-            let bytes = try StatePacket(ttl: ttl, timestamp: now, senderID: senderID, box: box).encoded()
-            seen[Seen(sender: senderID, timestamp: now, box: box.hashValue)] = now
+            let bytes = try StatePacket(ttl: ttl, timestamp: stamp, senderID: senderID, box: box).encoded()
+            seen[Seen(sender: senderID, timestamp: stamp, box: box.hashValue)] = now
             statistics.broadcasts += 1
             lastBroadcast = bytes
             return links.isEmpty ? [] : [.transmit(bytes, links: links)]
@@ -260,6 +264,7 @@ public struct StatelyEngine: Sendable {
     }
 
     private func refusal(of report: StateReport, in packet: StatePacket, now: Millis) -> String? {
+        let now = wallTime(now, offset: wallClockOffset) // judged against the wall clock
         if report.timestamp != packet.timestamp {
             return "the header's timestamp \(packet.timestamp) is not the sealed one \(report.timestamp)"
         }

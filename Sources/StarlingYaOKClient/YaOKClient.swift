@@ -26,14 +26,21 @@ public actor YaOKClient {
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
-    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+    /// Monotonic time for the core's timers; the wall clock's offset from it
+    /// goes to the core at every reading (``NodeTime``).
+    private let time = NodeTime()
+
+    private func readClock() -> UInt64 {
+        core.wallClockOffset = time.wallOffset()
+        return time.now()
+    }
 
     public var isRegistered: Bool { core.isRegistered }
     public var waitingCount: Int { core.waitingCount }
 
     /// Registers and runs until ``stop()``.
     public func start() {
-        perform(core.start(now: Self.now()))
+        perform(core.start(now: readClock()))
         let datagrams = socket.datagrams(maxSize: ServerPacket.maxDatagram + 1)
         tasks.append(Task { [weak self] in
             for await (from, bytes) in datagrams {
@@ -67,31 +74,31 @@ public actor YaOKClient {
     /// Hands a sealed message to the relay; its fate comes as an event
     /// (queued, rejected or failed).
     public func send(sealed payload: [UInt8]) throws {
-        perform(try core.send(sealed: payload, now: Self.now()))
+        perform(try core.send(sealed: payload, now: readClock()))
         nudge()
     }
 
     /// The message is stored: the server may drop it.
     public func acknowledge(_ messageID: UserID) {
-        perform(core.acknowledge(messageID, now: Self.now()))
+        perform(core.acknowledge(messageID, now: readClock()))
     }
 
     public func pollNow() {
-        perform(core.poll(now: Self.now()))
+        perform(core.poll(now: readClock()))
     }
 
     private func received(_ bytes: [UInt8], from: UDPAddress) {
         guard from == server else { return } // only the server speaks for the server
-        perform(core.receive(bytes, now: Self.now()))
+        perform(core.receive(bytes, now: readClock()))
         nudge()
     }
 
     private func tick() {
-        perform(core.tick(now: Self.now()))
+        perform(core.tick(now: readClock()))
     }
 
     private func sleepUntilDue() async {
-        let now = Self.now()
+        let now = readClock()
         let due = core.nextDeadline
         guard due > now else { return }
         let wait = min(due - now, 5_000)

@@ -66,6 +66,9 @@ public struct YaOKClientCore: Sendable {
     public let userID: UserID
     private let signingKey: Curve25519.Signing.PrivateKey
     public private(set) var token: ServerToken?
+    /// The wall clock minus `now`: timers run on `now` (a monotonic clock),
+    /// a REGISTER is stamped with the wall clock, which the server judges.
+    public var wallClockOffset: Int64 = 0
     private var lastRegistration: UInt64 = 0
     private var registerAt: UInt64 = 0
     private var registerBackoff: UInt64
@@ -224,7 +227,8 @@ public struct YaOKClientCore: Sendable {
     // MARK: Helpers
 
     private mutating func register(now: UInt64) -> [Step] {
-        let timestamp = max(now, lastRegistration + 1)
+        let wall = wallClockOffset >= 0 ? now &+ UInt64(wallClockOffset) : now.saturatingSub(wallClockOffset.magnitude)
+        let timestamp = max(wall, lastRegistration + 1)
         lastRegistration = timestamp
         registerAt = now + registerBackoff
         registerBackoff = min(60_000, registerBackoff * 2)

@@ -23,6 +23,15 @@ import Testing
         #expect(r4 == ["one", "two"])
     }
 
+    /// The wall clock stepped back (NTP) past the last arrival: the burst comes
+    /// out at once, not an hour later; a step forward only makes it quiet sooner.
+    @Test func aClockStepBackDoesNotHoldTheBurst() {
+        var h = HistoryCollector<String>(quiet: 600)
+        h.add(key("a", 100, "first"), "first", now: 3_600_000)
+        #expect(h.take(now: 3_600_100).isEmpty, "not quiet yet (control)")
+        #expect(h.take(now: 1_000) == ["first"], "the clock went back an hour")
+    }
+
     /// What was shown live, or as history before, is not shown again.
     @Test func whatWasShownIsNotShownAgain() {
         var h = HistoryCollector<String>(quiet: 0)
