@@ -215,6 +215,31 @@ public struct MeshRouter: Sendable {
 
     public var pendingRelayCount: Int { pending.count }
 
+    /// The size of every table the router keeps, by name (docs/MESH.md,
+    /// "Bounds"): a soak checks none grows past its cap.
+    public var tableSizes: [String: Int] {
+        var sizes: [String: Int] = [
+            "router.frameLimits": frameLimits.count,
+            "router.dedup": dedup.count,
+            "router.pendingRelays": pending.count,
+            "router.deadlines": deadlines.count,
+            "router.reassemblies": reassembler.count,
+            "router.reassemblyBytes": reassembler.totalBytes,
+            "router.gossip": gossip?.count ?? 0,
+            "router.gossipBytes": gossip?.bytes ?? 0,
+            "router.syncDue": syncDue.count,
+            "router.syncAsked": syncAsked.count,
+            "router.answeredAt": answeredAt.count,
+            "router.streamAsked": streamAsked.count,
+            "router.lastAnswers": lastAnswers.count,
+            "router.floodedFrom": floodedFrom.count,
+            "router.routes": routes.count,
+            "router.favoriteHold": favoriteHold.count,
+        ]
+        sizes["router.neighbors"] = neighborhood.neighborPeers.count
+        return sizes
+    }
+
     /// The largest encoded packet like `packet` (same header, recipient and
     /// route) that every link up carries, whole or in as many fragments as
     /// receivers accept; `defaultFrame` stands for links that give no limit,

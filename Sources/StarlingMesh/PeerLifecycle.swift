@@ -74,6 +74,8 @@ public struct LinkWatch<Address: Hashable & Sendable>: Sendable {
 
     struct Link { var upAt: Millis; var lastHeard: Millis; var announced: Bool }
     private var links: [Address: Link] = [:]
+    /// Links watched, addresses with recent errors, addresses blocked for a while.
+    public var counts: (links: Int, errors: Int, blocked: Int) { (links.count, errors.count, blockedUntil.count) }
     private var errors: [Address: [Millis]] = [:]
     private var blockedUntil: [Address: Millis] = [:]
 

@@ -755,6 +755,48 @@ public struct NodeCore: Sendable {
     }
 
     public var statistics: MeshStatistics { router.statistics }
+
+    /// The size of every table this node keeps, the router's and Stately's
+    /// among them, by name (docs/MESH.md, "Bounds"): what a soak watches.
+    public var tableSizes: [String: Int] {
+        var sizes = router.tableSizes.merging(stately.tableSizes) { a, _ in a }
+        let watched = watch.counts
+        let node: [String: Int] = [
+            "node.links": links.count,
+            "node.linkWatch": watched.links,
+            "node.linkErrors": watched.errors,
+            "node.linksBlocked": watched.blocked,
+            "node.present": present.entries.count,
+            "node.blocked": blocked.count,
+            "node.awaitingTrust": awaitingTrust.count,
+            "node.verifiedFingerprints": verifiedFingerprints.count,
+            "node.waitingPeers": waiting.count,
+            "node.waitingPayloads": waitingCount,
+            "node.unacknowledged": unacknowledged.count,
+            "node.tracked": tracker.count,
+            "node.handshakeStarted": handshakeStarted.count,
+            "node.heldProbes": heldProbes.count,
+            "node.privateShown": seen.count,
+            "node.linkClocks": linkClocks.count,
+            "node.awaitingStore": awaitingStore.count,
+            "node.fileCopies": fileCopies.count,
+            "node.publicShown": shownPublic.count,
+            "node.awaitingAnnounce": awaitingAnnounce.count,
+            "node.pins": pins.count,
+            "node.pingTimes": pingTimes.count,
+            "node.shownBudget": shownBudget.count,
+            "node.pings": pings.count,
+            "node.offMesh": offMesh.count,
+            "node.handedOff": handedOff.count,
+            "node.handedOffFailed": handedOffFailed.count,
+            "node.unread": unread.count,
+            "node.offMeshSent": offMeshSent.count,
+            "node.sessions": sessions.sessionCount,
+            "node.pendingHandshakes": sessions.pendingHandshakeCount,
+        ]
+        sizes.merge(node) { a, _ in a }
+        return sizes
+    }
     public var sessionCount: Int { sessions.sessionCount }
     /// Noise handshakes under way (bounded: SessionManager.Configuration.maxPendingHandshakes).
     public var pendingHandshakeCount: Int { sessions.pendingHandshakeCount }

@@ -101,6 +101,8 @@ public struct NostrClientCore: Sendable {
         public var published = 0
         public var accepted = 0
         public var failed = 0
+        /// Sent to relays whose connections then ended before confirming: sent again.
+        public var requeued = 0
         public init() {}
     }
 
@@ -122,7 +124,7 @@ public struct NostrClientCore: Sendable {
     private var seenWraps: BoundedSet<String>
     private var openBudget: TokenBucket
     /// Published events awaiting a relay's OK, by event ID.
-    private var inFlight: [String: (ticket: String, at: Millis, relays: Set<String>)] = [:]
+    private var inFlight: [String: (event: NostrEvent, ticket: String, at: Millis, relays: Set<String>)] = [:]
     /// Events with no relay to go to yet, oldest first.
     private var queued: [(event: NostrEvent, ticket: String, at: Millis)] = []
     /// Read receipts waiting for their turn, oldest first.
@@ -190,8 +192,23 @@ public struct NostrClientCore: Sendable {
         for item in waiting { publish(item.event, ticket: item.ticket, now: now) }
     }
 
+    /// A relay's connection ended. What was sent to it and not confirmed, with
+    /// no other relay still connected that was sent it too, waits for the next
+    /// relay up, as the same event: a relay that did store it answers
+    /// "duplicate", and the reader opens one wrap once.
     public mutating func relayDown(_ relay: String, now: Millis) {
         relays.remove(relay)
+        for (id, entry) in inFlight.sorted(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) }) where entry.relays.contains(relay) {
+            var left = entry
+            left.relays.remove(relay)
+            if !left.relays.isDisjoint(with: relays) {
+                inFlight[id] = left
+                continue
+            }
+            inFlight[id] = nil
+            statistics.requeued += 1
+            publish(entry.event, ticket: entry.ticket, now: now)
+        }
     }
 
     /// A text frame from a relay.
@@ -294,7 +311,7 @@ public struct NostrClientCore: Sendable {
             return
         }
         statistics.published += 1
-        inFlight[event.id] = (ticket, now, relays)
+        inFlight[event.id] = (event, ticket, now, relays)
         let text = NostrClientMessage.event(event).json
         for relay in relays.sorted() { outbox.append(.send(text, relay: relay)) }
     }

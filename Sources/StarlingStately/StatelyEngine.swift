@@ -103,6 +103,8 @@ public struct StatelyEngine: Sendable {
     private var nextBroadcast: Millis?
     private var lastBroadcast: [UInt8]?
     private var seen: [Seen: Millis] = [:]
+    /// The engine's tables by name: the board, duplicates remembered, relays pending.
+    public var tableSizes: [String: Int] { ["stately.board": board.count, "stately.seen": seen.count, "stately.pending": pending.count] }
     private var pending: [Seen: Pending] = [:]
     private var rng: SeededGenerator
     private let nonce: @Sendable () -> [UInt8]

@@ -177,6 +177,8 @@ public struct Reassembler: Sendable {
 
     public let limits: Limits
     private var inProgress: [Key: Assembly] = [:]
+    /// Messages being reassembled.
+    public var count: Int { inProgress.count }
     /// Bytes held by the messages in progress.
     public private(set) var totalBytes = 0
     /// Messages dropped unfinished (timeout or eviction), for statistics.

@@ -11,6 +11,7 @@ public actor YaOKClient {
     public typealias Event = YaOKClientCore.Event
 
     public nonisolated let server: UDPAddress
+    public nonisolated let configuration: YaOKClientCore.Configuration
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
     private let socket: UDPSocket
@@ -22,6 +23,7 @@ public actor YaOKClient {
                 configuration: YaOKClientCore.Configuration = .init()) throws {
         self.server = server
         socket = try UDPSocket(bindTo: .any(0))
+        self.configuration = configuration
         core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }

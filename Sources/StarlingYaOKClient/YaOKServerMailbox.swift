@@ -199,6 +199,14 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             }
         case let .rejected(why, nil):
             continuation.yield(.notice("the Ya OK server: \(why)"))
+        case .lost:
+            for peer in await state.setRegistered(false) { continuation.yield(.reachable(peer, false)) }
+            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(client.configuration.lostAfter / 1000) s; "
+                                       + "registering again (messages wait for it)"))
+            registrationsContinuation.yield(false)
+        case .unreachable:
+            continuation.yield(.notice("the Ya OK server \(client.server) does not answer: trying again, at most a minute apart "
+                                       + "(is it running, and is the address right?)"))
         case .delivered:
             break // the recipient's own sealed receipt says more, and is what counts
         case let .message(sender, bytes):

@@ -20,6 +20,13 @@ public struct YaOKClientCore: Sendable {
         /// Sends of one message before it is reported failed (2+4+8+16+32+60+60 s: about 3 minutes).
         public var maxAttempts = 8
         public var maxOutbox = 1_000
+        /// Registered, and nothing from the server for this long (2½ pings,
+        /// five polls): the session is taken as lost (``Event/lost``) and we
+        /// register again.
+        public var lostAfter: UInt64 = 150_000
+        /// Unregistered REGISTERs unanswered before the server is said not to
+        /// answer (``Event/unreachable``), once an outage.
+        public var unansweredRegistrations = 3
         public init() {}
 
         /// The seed's background rhythm: a poll every 5 minutes.
@@ -41,6 +48,12 @@ public struct YaOKClientCore: Sendable {
         case rejected(ServerRejection, UserID?)
         /// Not queued after every attempt (the caller keeps it and tries later).
         case failed(UserID)
+        /// Registered, the server then said nothing for `lostAfter`: the session
+        /// is gone, registering again (messages wait for it).
+        case lost
+        /// Unregistered, `unansweredRegistrations` REGISTERs went unanswered
+        /// (said once until a registration succeeds).
+        case unreachable
     }
 
     public enum Step: Hashable, Sendable {
@@ -70,6 +83,10 @@ public struct YaOKClientCore: Sendable {
     /// a REGISTER is stamped with the wall clock, which the server judges.
     public var wallClockOffset: Int64 = 0
     private var lastRegistration: UInt64 = 0
+    /// When the server last sent anything we could read.
+    private var lastHeard: UInt64 = 0
+    private var unanswered = 0
+    private var outageSaid = false
     private var registerAt: UInt64 = 0
     private var registerBackoff: UInt64
     private var nextPoll: UInt64 = .max
@@ -90,6 +107,11 @@ public struct YaOKClientCore: Sendable {
     }
 
     public var isRegistered: Bool { token != nil }
+    /// When a silent server's session is taken as lost.
+    private var lostAt: UInt64 {
+        let (sum, over) = lastHeard.addingReportingOverflow(configuration.lostAfter)
+        return over ? .max : sum
+    }
     public var waitingCount: Int { outbox.count }
 
     /// When ``tick(now:)`` must run next.
@@ -97,7 +119,7 @@ public struct YaOKClientCore: Sendable {
         // Unregistered, nothing but the next REGISTER is due (polls, pings and
         // retries wait for a session; counting them would spin).
         guard token != nil else { return registerAt }
-        var d = min(nextPoll, nextPing)
+        var d = min(min(nextPoll, nextPing), lostAt)
         if let o = outbox.values.map(\.nextAt).min() { d = min(d, o) }
         return d
     }
@@ -126,9 +148,13 @@ public struct YaOKClientCore: Sendable {
             if case .chunk = inner { return [] }
             packet = inner
         }
+        lastHeard = now
+        unanswered = 0 // it answers (a refusal too)
         switch packet {
         case let .registered(token, _):
             self.token = token
+            unanswered = 0
+            outageSaid = false
             registerBackoff = configuration.registerRetry
             nextPoll = now
             nextPing = now + configuration.pingInterval
@@ -201,6 +227,12 @@ public struct YaOKClientCore: Sendable {
         guard token != nil else {
             return now >= registerAt ? register(now: now) : []
         }
+        if now >= lostAt {
+            token = nil
+            outageSaid = true
+            registerBackoff = configuration.registerRetry
+            return [.event(.lost)] + register(now: now)
+        }
         var steps: [Step] = []
         if now >= nextPoll || (pollAgain && now >= nextPoll.saturatingSub(configuration.pollInterval) + 100) {
             pollAgain = false
@@ -232,10 +264,18 @@ public struct YaOKClientCore: Sendable {
         lastRegistration = timestamp
         registerAt = now + registerBackoff
         registerBackoff = min(60_000, registerBackoff * 2)
+        var said: [Step] = []
+        if token == nil {
+            unanswered += 1
+            if unanswered > configuration.unansweredRegistrations, !outageSaid {
+                outageSaid = true
+                said = [.event(.unreachable)]
+            }
+        }
         var r = ServerRegistration(userID: userID, timestamp: timestamp, signature: [],
                                   publicKey: Array(signingKey.publicKey.rawRepresentation))
         r.signature = Array((try? signingKey.signature(for: r.signedBytes())) ?? Data())
-        return datagrams(.register(r))
+        return said + datagrams(.register(r))
     }
 
     private mutating func transmit(_ id: UserID) -> [Step] {

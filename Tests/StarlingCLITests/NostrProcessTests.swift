@@ -86,10 +86,33 @@ import Glibc
 
         """
         try config.write(toFile: dir + "/config.yaml", atomically: true, encoding: .utf8)
+        return (try await relayAgain(db: db, port: port), port, db)
+    }
+
+    /// `nostr-relay` started (again) on the configuration and database beside `db`.
+    static func relayAgain(db: String, port: UInt16) async throws -> LiveProcess {
+        let exe = root.appendingPathComponent(".venv/bin/nostr-relay").path
+        let dir = (db as NSString).deletingLastPathComponent
         let p = LiveProcess.unstarted([exe, "-c", dir + "/config.yaml", "serve"])
         try p.start()
         try await waitForPort(port, p)
-        return (p, port, db)
+        return p
+    }
+
+    /// A process and its children (gunicorn's worker), given a signal.
+    static func signalTree(_ p: LiveProcess, _ signal: Int32) async throws {
+        let pid = p.process.processIdentifier
+        let children = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/bin/pgrep"), ["-P", String(pid)])
+        for child in children.stdout.split(separator: "\n").compactMap({ Int32($0) }) { kill(child, signal) }
+        kill(pid, signal)
+    }
+
+    /// Bytes waiting, unread, in the receive queues of connections to `port`
+    /// (`ss`): what a stopped server was sent and has not taken.
+    static func unread(on port: UInt16) async throws -> Int {
+        let r = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/bin/ss"),
+                                              ["-tnH", "state", "established", "( sport = :\(port) )"])
+        return r.stdout.split(separator: "\n").compactMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).first ?? "") }.reduce(0, +)
     }
 
     static func socks() async throws -> (LiveProcess, port: UInt16) {
@@ -116,18 +139,17 @@ import Glibc
         return (dir, try #require(json["fingerprint"] as? String))
     }
 
-    @Test func favouritesWithNoMeshLinkTalkThroughARelayBehindTheProxyAndNothingLeavesWithoutIt() async throws {
-        let (relay, relayPort, db) = try await Self.relay()
-        defer { relay.stop() }
-        let (proxy, proxyPort) = try await Self.socks()
-        defer { proxy.stop() }
-        let alice = try await Self.identity("alice"), bob = try await Self.identity("bob")
-        func nostr(_ proxyPort: UInt16) -> [String] {
-            ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)", "--no-discovery",
-             "--announce-interval", "1"]
-        }
+    static func nostr(relayPort: UInt16, proxyPort: UInt16) -> [String] {
+        ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)", "--no-discovery",
+         "--announce-interval", "1"]
+    }
 
-        // On the mesh, each makes the other a favourite: the notices carry their npubs.
+    /// Alice and Bob meet on the mesh and make each other favourites: the
+    /// notices carry their npubs, kept in their encrypted stores.
+    static func favourites(relayPort: UInt16, proxyPort: UInt16) async throws -> (alice: (dir: String, fingerprint: String),
+                                                                                  bob: (dir: String, fingerprint: String)) {
+        let alice = try await Self.identity("alice"), bob = try await Self.identity("bob")
+        func nostr(_ proxyPort: UInt16) -> [String] { Self.nostr(relayPort: relayPort, proxyPort: proxyPort) }
         let a = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "60", "--data-dir", alice.dir,
                                  "--favorite", bob.fingerprint] + nostr(proxyPort))
         defer { a.stop() }
@@ -145,6 +167,16 @@ import Glibc
         // Kept in the encrypted store, not in a file beside it.
         #expect(toldA != nil, "\(a.text)")
         #expect(!FileManager.default.fileExists(atPath: alice.dir + "/nostr-contacts"))
+        return (alice, bob)
+    }
+
+    @Test func favouritesWithNoMeshLinkTalkThroughARelayBehindTheProxyAndNothingLeavesWithoutIt() async throws {
+        let (relay, relayPort, db) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        func nostr(_ proxyPort: UInt16) -> [String] { Self.nostr(relayPort: relayPort, proxyPort: proxyPort) }
+        let (alice, bob) = try await Self.favourites(relayPort: relayPort, proxyPort: proxyPort)
 
         // Apart: no mesh link at all. Bob listens; Alice sends to him by name.
         let bobAlone = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "90", "--data-dir", bob.dir, "--mark-read",
@@ -204,6 +236,58 @@ import Glibc
         #expect(await waiting.waitForText("to bob: delivered", seconds: 40), "\(waiting.text)")
         try await Task.sleep(for: .seconds(2))
         #expect(bobAlone.events.filter { $0["text"] as? String == "written while the proxy was down" }.count == 1, "shown once: \(bobAlone.text)")
+    }
+
+    /// The relay dies with our message in its socket, unread (stopped, then
+    /// killed): the event never reached its store, and the connection drops
+    /// under the sender. When the relay is back, the message goes, is shown
+    /// once, and its receipt comes back.
+    @Test func aMessageTheRelayDroppedMidSendGoesWhenItIsBackAndIsShownOnce() async throws {
+        let (relay, relayPort, db) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        func nostr(_ proxyPort: UInt16) -> [String] { Self.nostr(relayPort: relayPort, proxyPort: proxyPort) }
+        let (alice, bob) = try await Self.favourites(relayPort: relayPort, proxyPort: proxyPort)
+
+        let bobAlone = try LiveProcess(["listen", "--json", "--port", "0", "--duration", "150", "--data-dir", bob.dir,
+                                        "--favorite", alice.fingerprint] + nostr(proxyPort))
+        defer { bobAlone.stop() }
+        #expect(await bobAlone.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(bobAlone.text)")
+        let aliceChat = try LiveProcess(["chat", "--plain", "--port", "0", "--data-dir", alice.dir, "--favorite", bob.fingerprint]
+                                        + nostr(proxyPort))
+        defer { aliceChat.stop() }
+        #expect(await aliceChat.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(aliceChat.text)")
+
+        // The relay stops taking anything; the message is written into its socket.
+        try await Self.signalTree(relay, SIGSTOP)
+        let stored = try await Self.storedEvents(db)
+        let unreadBefore = try await Self.unread(on: relayPort)
+        aliceChat.type("/msg bob sent as the relay fell")
+        var waited = 0
+        while try await Self.unread(on: relayPort) <= unreadBefore, waited < 600 {
+            try await Task.sleep(for: .milliseconds(50))
+            waited += 1
+        }
+        #expect(try await Self.unread(on: relayPort) > unreadBefore, "the event never reached the relay's socket: \(aliceChat.text)")
+        // It dies with the event unread: the connection drops under alice.
+        try await Self.signalTree(relay, SIGKILL)
+        relay.stop()
+        #expect(try await Self.storedEvents(db) == stored, "the relay stored it after all")
+        #expect(await aliceChat.waitForText("nostr: lost ws://127.0.0.1:\(relayPort)", seconds: 30), "\(aliceChat.text)")
+
+        // Back on its port and database.
+        let again = try await Self.relayAgain(db: db, port: relayPort)
+        defer { again.stop() }
+        let got = await bobAlone.waitFor(seconds: 120) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "sent as the relay fell" }
+        #expect(got?["via"] as? String == "nostr", "alice:\n\(aliceChat.text)\nbob:\n\(bobAlone.text)")
+        #expect(await aliceChat.waitForText("to bob: delivered", seconds: 60), "\(aliceChat.text)")
+        // It waited for the relay, the same event sent again on the new connection:
+        // never reported as failed (the old way: a timeout, "not sent yet", a new wrap at the next retry).
+        #expect(!aliceChat.text.contains("not sent yet"), "\(aliceChat.text)")
+        // Shown once, even if a copy went on each connection.
+        try await Task.sleep(for: .seconds(3))
+        #expect(bobAlone.events.filter { $0["text"] as? String == "sent as the relay fell" }.count == 1, "shown once: \(bobAlone.text)")
     }
 
     /// A contact known only by an npub (someone on a standard NIP-17 client):

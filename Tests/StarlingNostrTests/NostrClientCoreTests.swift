@@ -214,6 +214,59 @@ struct Pair {
         }
     }
 
+    /// The connection drops after the EVENT went out and before its OK: the
+    /// same event goes again when a relay is up (no new wrap), within the wait
+    /// for a relay; the reader opens it once even if both copies were stored.
+    @Test func anEventSentAsTheRelayDroppedGoesAgainWhenARelayIsUp() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        let msg = NoisePayload.privateMessage(PrivateMessage(messageID: "D", content: "as it fell"))
+        try pair.cores[0].send(msg, to: pair.cores[1].meshPeerID, ticket: "D", now: pair.now)
+        // The EVENT is out on the connection, which drops before the relay reads it.
+        let lost = pair.cores[0].takeOutputs().compactMap { if case let .send(text, _) = $0 { text } else { nil } }
+        #expect(lost.count == 1 && lost[0].hasPrefix("[\"EVENT\""))
+        pair.cores[0].relayDown(pair.url, now: pair.now)
+        pair.settle()
+        #expect(pair.relay.stored.isEmpty && pair.received(1).isEmpty)
+        // 10 s later (past the accept timeout) nothing has failed: it waits for a relay.
+        pair.advance(10_000)
+        #expect(!pair.outputs[0].contains { if case .failed = $0 { true } else { false } })
+        pair.cores[0].relayUp(pair.url, now: pair.now)
+        pair.settle()
+        #expect(pair.received(1) == [msg])
+        #expect(pair.outputs[0].contains(.accepted(ticket: "D", relay: pair.url)))
+        #expect(pair.relay.stored.count == 1 && lost[0].contains("\"id\":\"\(pair.relay.stored[0].id)\""), "the same event")
+        #expect(pair.cores[0].statistics.requeued == 1)
+        // Had the relay stored the first copy: the second is a duplicate, opened once.
+        pair.relay.receive(lost[0], from: 0)
+        pair.settle()
+        #expect(pair.received(1) == [msg])
+        // With no relay back within 30 s, it fails in words, as any send does.
+        var lonely = try Pair()
+        lonely.cores[0].relayUp(lonely.url, now: lonely.now)
+        try lonely.cores[0].send(msg, to: lonely.cores[1].meshPeerID, ticket: "L", now: lonely.now)
+        _ = lonely.cores[0].takeOutputs()
+        lonely.cores[0].relayDown(lonely.url, now: lonely.now)
+        lonely.advance(31_000)
+        #expect(lonely.outputs[0].contains { if case let .failed("L", why) = $0 { why.contains("no relay reachable") } else { false } })
+    }
+
+    /// Timers run on `now`; the wrap's `created_at` and the embedded packet's
+    /// stamp follow the wall clock (`now` plus the offset).
+    @Test func stampsFollowTheWallClockOffset() throws {
+        var pair = try Pair()
+        pair.cores[0].wallClockOffset = -3_600_000
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        pair.settle()
+        try pair.cores[0].send(.privateMessage(PrivateMessage(messageID: "W", content: "an hour back")), to: pair.cores[1].meshPeerID,
+                               ticket: "W", now: pair.now)
+        pair.settle()
+        let wrap = try #require(pair.relay.stored.first)
+        // The apps' envelope spreads created_at by ±15 minutes around the wall clock.
+        #expect(abs(wrap.created_at - (Int64(pair.now / 1000) - 3_600)) <= 900, "\(wrap.created_at) for \(pair.now / 1000)")
+    }
+
     @Test func readReceiptsArePacedAtAboutThreeASecond() throws {
         var pair = try Pair()
         for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }

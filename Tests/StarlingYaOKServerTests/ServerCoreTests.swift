@@ -345,6 +345,73 @@ enum ServerTestError: Error { case notRegistered }
         #expect(first == 1 && second == 0, "\(first) \(second)")
     }
 
+    /// A server gone silent: the session is taken as lost after `lostAfter`
+    /// (said once), and REGISTERs go again, backing off; a server that never
+    /// answers at all is said not to answer after three REGISTERs, once. An
+    /// answering server (the control) keeps the session.
+    @Test func aServerThatFallsSilentIsReportedAndRegisteredWithAgain() throws {
+        let me = ServerUser()
+        let t0: UInt64 = 1_795_000_000_000
+        func events(_ steps: [YaOKClientCore.Step]) -> [YaOKClientCore.Event] { steps.compactMap { if case let .event(e) = $0 { e } else { nil } } }
+        func registers(_ steps: [YaOKClientCore.Step]) -> Int {
+            steps.filter { if case let .send(b) = $0, case .register? = try? ServerPacket.decode(b, .toServer) { true } else { false } }.count
+        }
+        // Answered: pongs and empty polls keep it registered for an hour.
+        var kept = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        _ = kept.start(now: t0)
+        _ = kept.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0)
+        var now = t0
+        for _ in 0..<10_000 where now < t0 + 3_600_000 {
+            now = max(now, kept.nextDeadline)
+            let steps = kept.tick(now: now)
+            #expect(!events(steps).contains(.lost))
+            for case let .send(b) in steps {
+                switch try? ServerPacket.decode(b, .toServer) {
+                case .ping?: _ = kept.receive(ServerPacket.pong.encode(), now: now + 20)
+                case .poll?: _ = kept.receive(ServerPacket.noMessages.encode(), now: now + 20)
+                default: break
+                }
+            }
+        }
+        #expect(kept.isRegistered && now >= t0 + 3_600_000)
+
+        // Silent from t0: lost at 150 s, once; REGISTERs from then on, 2 s, doubling, at most a minute apart.
+        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        _ = c.start(now: t0)
+        _ = c.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0)
+        var said: [(UInt64, YaOKClientCore.Event)] = [], registered: [UInt64] = []
+        now = t0
+        for _ in 0..<1_000 where now < t0 + 600_000 {
+            now = max(now, c.nextDeadline)
+            let steps = c.tick(now: now)
+            said += events(steps).map { (now - t0, $0) }
+            if registers(steps) > 0 { registered.append(now - t0) }
+        }
+        #expect(said.map(\.0) == [150_000] && said.map(\.1) == [.lost], "\(said)")
+        #expect(!c.isRegistered)
+        #expect(Array(registered.prefix(6)) == [150_000, 152_000, 156_000, 164_000, 180_000, 212_000], "\(registered)")
+        #expect(zip(registered, registered.dropFirst()).allSatisfy { $1 - $0 <= 60_000 })
+        // Back: registered, and a later silence is said again.
+        _ = c.receive(ServerPacket.registered(token: .random(), serverTime: now).encode(), now: now)
+        #expect(c.isRegistered)
+        let back = now
+        for _ in 0..<100 where now < back + 200_000 {
+            now = max(now, c.nextDeadline)
+            said += events(c.tick(now: now)).map { (now - t0, $0) }
+        }
+        #expect(said.filter { $0.1 == .lost }.count == 2)
+
+        // Never answered at all: "does not answer" after three REGISTERs unanswered, once.
+        var never = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        var first = events(never.start(now: t0))
+        now = t0
+        for _ in 0..<100 where now < t0 + 600_000 {
+            now = max(now, never.nextDeadline)
+            first += events(never.tick(now: now))
+        }
+        #expect(first == [.unreachable], "\(first)")
+    }
+
     /// The client's rhythm (seed 002 §5.2, §6.3), driven by its own
     /// deadlines: a POLL at registration, every 30 s and 200 ms after a send
     /// (every 5 minutes in the background); a PING every 60 s; a MSG without
@@ -353,8 +420,9 @@ enum ServerTestError: Error { case notRegistered }
     @Test(arguments: [false, true])
     func theClientKeepsTheSeedsRhythm(background: Bool) throws {
         let me = ServerUser(), bob = ServerUser()
-        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey,
-                                configuration: background ? .background : .init())
+        var configuration: YaOKClientCore.Configuration = background ? .background : .init()
+        configuration.lostAfter = .max // a server that never answers: the rhythm alone (lost sessions: below)
+        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey, configuration: configuration)
         let t0: UInt64 = 1_795_000_000_000
         var polls: [UInt64] = [], pings: [UInt64] = [], messages: [UInt64] = [], failed: [UInt64] = []
         func take(_ steps: [YaOKClientCore.Step], at t: UInt64) {

@@ -3,6 +3,7 @@ import StarlingYaOKServer
 import StarlingTransport
 import StarlingWire
 import StarlingYaOKServerCore
+import StarlingYaOKClient
 import Testing
 
 /// A store whose writes wait until it is opened: a disk that has stalled.
@@ -98,4 +99,71 @@ final class AnswerBox: @unchecked Sendable {
         lock.withLock { packets.append(p) }
     }
     var all: [ServerPacket] { lock.withLock { packets } }
+}
+
+/// Issue 37: a registration lost to a server gone silent is said, and made
+/// again when the server is back. Real UDP on 127.0.0.1, the real server and
+/// client runtimes, with a short silence limit.
+@Suite struct LostRegistrationTests {
+    final class Notices: @unchecked Sendable {
+        private let lock = NSLock()
+        private var texts: [String] = []
+        private var states: [Bool] = []
+        func add(_ t: String) { lock.withLock { texts.append(t) } }
+        func add(_ b: Bool) { lock.withLock { states.append(b) } }
+        var all: [String] { lock.withLock { texts } }
+        var registrations: [Bool] { lock.withLock { states } }
+    }
+
+    static func waitFor(seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    @Test func aServerThatStopsIsSaidLostAndIsRegisteredWithAgainWhenBack() async throws {
+        let store = InMemoryServerStore()
+        let first = try YaOKServer(store: store, bind: .loopback(0))
+        let port = first.port
+        let serving = Task { await first.run() }
+        var configuration = YaOKClientCore.Configuration()
+        configuration.pingInterval = 300
+        configuration.pollInterval = 300
+        configuration.lostAfter = 1_500
+        let me = ServerUser()
+        let client = try YaOKClient(server: .loopback(port), userID: me.id, signingKey: me.identity.signingKey, configuration: configuration)
+        let mailbox = YaOKServerMailbox(client: client, identity: me.identity, userID: me.id)
+        let notices = Notices()
+        let readers = [
+            Task { for await e in mailbox.events { if case let .notice(t) = e { notices.add(t) } } },
+            Task { for await up in mailbox.registrations { notices.add(up) } },
+        ]
+        try await mailbox.start()
+        #expect(await Self.waitFor(seconds: 30) { notices.all.contains { $0.hasPrefix("registered with the Ya OK server") } }, "\(notices.all)")
+        // Answered, it stays registered past the silence limit (the control).
+        try await Task.sleep(for: .milliseconds(2_500))
+        #expect(!notices.all.contains { $0.hasPrefix("lost") } && notices.registrations == [true], "\(notices.all)")
+
+        await first.stop()
+        serving.cancel()
+        await serving.value
+        #expect(await Self.waitFor(seconds: 30) { notices.all.contains { $0.hasPrefix("lost the Ya OK server 127.0.0.1:\(port)") } },
+                "\(notices.all)")
+        #expect(notices.registrations == [true, false])
+        #expect(await !client.isRegistered)
+
+        // Back on its port, with its store: registered again, and said once.
+        let second = try YaOKServer(store: store, bind: .loopback(port))
+        let servingAgain = Task { await second.run() }
+        #expect(await Self.waitFor(seconds: 60) { notices.registrations == [true, false, true] }, "\(notices.all)")
+        #expect(await client.isRegistered)
+        #expect(notices.all.filter { $0.hasPrefix("lost") }.count == 1, "\(notices.all)")
+        await client.stop()
+        await second.stop()
+        servingAgain.cancel()
+        for r in readers { r.cancel() }
+    }
 }
