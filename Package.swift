@@ -264,6 +264,7 @@ let targets: [Target] = [
             "StarlingSim",
             "StarlingStately",
             "StarlingNode",
+            "StarlingEmbeddedNetwork",
             "StarlingTransport",
             "StarlingYaOK",
             "StarlingYaOKStore",
