@@ -84,6 +84,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             return false
         }
         func takeHeld(_ key: String) -> UserID? { held.removeValue(forKey: key)?.id }
+        var heldCount: Int { held.count }
         func setRegistered(_ on: Bool) -> [PeerID] {
             registered = on
             return Array(cards.keys)
