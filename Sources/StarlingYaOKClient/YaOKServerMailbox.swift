@@ -208,8 +208,8 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         case .unreachable:
             continuation.yield(.notice("the Ya OK server \(client.server) does not answer: trying again, at most a minute apart "
                                        + "(is it running, and is the address right?)"))
-        case .delivered:
-            break // the recipient's own sealed receipt says more, and is what counts
+        case .relayReceipt:
+            break // the recipient's own sealed delivered receipt says more, and is what counts
         case let .message(sender, bytes):
             await receive(sender: sender, bytes: bytes)
         }

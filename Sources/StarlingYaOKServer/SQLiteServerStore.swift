@@ -226,7 +226,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         var known: [UserID: Bool] = [:]
         let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
         let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
-        let senderOf = try db.cachedStatement(sql: "SELECT sender FROM queue WHERE recipient = ? AND seq = ?")
+        let heldRow = try db.cachedStatement(sql: "SELECT sender, payload FROM queue WHERE recipient = ? AND seq = ?")
         // Prepared once (cached across batches) and bound in place: a message costs one step.
         let insert = try db.cachedStatement(sql: """
             INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -237,11 +237,13 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             }
             guard known[m.recipient]! else { return .unknownRecipient }
             // A retry of one held already is QUEUED again, stored once (even when the queue is full);
-            // another sender's message under the same ID is not (its row is read: rare).
+            // another sender's message under the same ID is not, nor the same sender's with
+            // other bytes (its row is read: rare).
             let key = Held(recipient: m.recipient, messageID: m.messageID)
             if let seq = self.held![key] {
-                let sender = try Data.fetchOne(senderOf, arguments: [Data(m.recipient.bytes), seq])
-                return sender == Data(m.sender.bytes) ? .stored : .messageIDTaken
+                let row = try Row.fetchOne(heldRow, arguments: [Data(m.recipient.bytes), seq])
+                guard let row, (row["sender"] as Data?) == Data(m.sender.bytes) else { return .messageIDTaken }
+                return (row["payload"] as Data?) == Data(m.payload) ? .stored : .messageIDReused
             }
             let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
             self.queued[m.recipient] = count

@@ -15,7 +15,8 @@ public protocol ServerStore: Sendable {
     /// The one write of MSGs and ACKs, in one transaction (a group commit:
     /// one sync of the disk; either all of it happens or none): the batch is
     /// stored in order — a message already held (same recipient and ID) from
-    /// the same sender counts as stored, once; from another sender it is
+    /// the same sender, with the same bytes, counts as stored, once; with
+    /// other bytes it is `.messageIDReused`; from another sender it is
     /// `.messageIDTaken` — and the ACKs remove their messages, each from its
     /// recipient's queue only; what each ACK found.
     func commit(_ batch: [QueuedMessage], limits: QueueLimits,
@@ -80,7 +81,9 @@ public actor InMemoryServerStore: ServerStore {
         let stored: [EnqueueOutcome] = batch.map { m in
             guard keys[m.recipient] != nil else { return .unknownRecipient }
             let queue = queues[m.recipient] ?? []
-            if let held = queue.first(where: { $0.messageID == m.messageID }) { return held.sender == m.sender ? .stored : .messageIDTaken }
+            if let held = queue.first(where: { $0.messageID == m.messageID }) {
+                return held.sender != m.sender ? .messageIDTaken : held.payload == m.payload ? .stored : .messageIDReused
+            }
             guard queue.count < limits.perUser else { return .recipientQueueFull }
             guard total < limits.total else { return .serverFull }
             queues[m.recipient, default: []].append(m)

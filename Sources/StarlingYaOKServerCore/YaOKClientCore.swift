@@ -41,8 +41,9 @@ public struct YaOKClientCore: Sendable {
         case registered
         /// The server holds the message (committed); `online`: sent on to the recipient at once.
         case queued(UserID, online: Bool)
-        /// The recipient took the message from the relay.
-        case delivered(UserID, by: UserID)
+        /// The relay receipt: the recipient took the message from the server
+        /// (its store has it). The recipient's own sealed receipt says more.
+        case relayReceipt(UserID, by: UserID)
         /// A sealed message for us: store it, then ``YaOKClientCore/acknowledge(_:now:)``.
         case message(sender: UserID, payload: [UInt8])
         case rejected(ServerRejection, UserID?)
@@ -94,6 +95,10 @@ public struct YaOKClientCore: Sendable {
     private var pollAgain = false
     private var outbox: [UserID: Outgoing] = [:]
     private var recent: Set<UserID> = []
+    /// MSGs that came since the last POLL_END (the IDs it lists are checked against them).
+    private var arrived: Set<UserID> = []
+    /// POLL answers that came with a MSG missing (lost on the way): polled again at once.
+    public private(set) var answersIncomplete = 0
     private var recentOrder: [UserID] = []
     private var reassembler = ServerReassembler<Int>()
     private var transfer: UInt32
@@ -164,20 +169,38 @@ public struct YaOKClientCore: Sendable {
         case let .queued(id, online):
             guard outbox.removeValue(forKey: id) != nil else { return [] }
             return [.event(.queued(id, online: online))]
-        case let .delivered(id, by):
-            return [.event(.delivered(id, by: by))]
+        case let .relayReceipt(id, by):
+            return [.event(.relayReceipt(id, by: by))]
         case let .message(sender, recipient, payload, _):
             guard recipient == userID else { return [] }
-            // More may wait behind a POLL's ten: poll again soon, but only for
-            // news (a message the caller cannot store comes back every time).
-            if let id = try? SealedMessageBytes.decode(payload).messageID, recent.insert(id).inserted {
-                recentOrder.append(id)
-                if recentOrder.count > 256 { recent.remove(recentOrder.removeFirst()) }
-                pollAgain = true
+            if let id = try? SealedMessageBytes.decode(payload).messageID {
+                arrived.insert(id)
+                if arrived.count > 1_024 { arrived.removeAll() }
+                // A server without POLL_END: more may wait behind a POLL's ten;
+                // poll again soon, but only for news (a message the caller
+                // cannot store comes back every time).
+                if recent.insert(id).inserted {
+                    recentOrder.append(id)
+                    if recentOrder.count > 256 { recent.remove(recentOrder.removeFirst()) }
+                    pollAgain = true
+                }
             }
             return [.event(.message(sender: sender, payload: payload))]
         case .noMessages:
             pollAgain = false
+            return []
+        case let .pollEnd(ids, more):
+            // The answer is known whole: more behind it, or one of it lost on
+            // the way, and the next POLL goes at once (the server keeps each
+            // until ACKed); otherwise at the usual interval.
+            let missing = ids.filter { !arrived.contains($0) }.count
+            arrived.removeAll()
+            pollAgain = false
+            if more || missing > 0 {
+                if missing > 0 { answersIncomplete += 1 }
+                nextPoll = min(nextPoll, now + (more ? 0 : 250))
+                return tick(now: now)
+            }
             return []
         case .pong:
             return []

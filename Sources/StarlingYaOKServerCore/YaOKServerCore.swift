@@ -27,6 +27,9 @@ public enum EnqueueOutcome: Hashable, Sendable {
     /// Another sender's message to this recipient is queued under this
     /// message ID: not stored, and never answered QUEUED (it would be lost).
     case messageIDTaken
+    /// The same sender's message under this ID is queued with other bytes:
+    /// the first is kept, this one refused (answering QUEUED would drop it unread).
+    case messageIDReused
     case recipientQueueFull
     case serverFull
     case unknownRecipient
@@ -56,6 +59,11 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         public var registrationWindow: UInt64 = 120_000
         /// A session without a packet for this long ends (seed: 5 minutes).
         public var sessionTimeout: UInt64 = 300_000
+        /// A session that sent nothing for this long after a MSG was pushed to
+        /// it ends: its client is gone (a one-shot sender that never said BYE,
+        /// a phone that lost its network). A live client PINGs every 60 s and
+        /// ACKs what it stored. What was pushed stays queued for its next POLL.
+        public var pushTimeout: UInt64 = 75_000
         /// Messages a POLL returns at most (seed: 10).
         public var pollBatch = 10
         public var maxSessions = 100_000
@@ -87,6 +95,8 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         public var messagesIn = 0
         public var messagesOut = 0
         public var rejections: [ServerRejection: Int] = [:]
+        /// Sessions ended because a push went unanswered (``Configuration/pushTimeout``).
+        public var deadPushes = 0
         public var undecodable = 0
         public var rateLimited = 0
     }
@@ -95,6 +105,8 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         @usableFromInline var user: UserID
         @usableFromInline var address: Address
         @usableFromInline var lastSeen: UInt64
+        /// Since when a MSG pushed to this session has had no packet after it.
+        @usableFromInline var pushedSince: UInt64?
         @usableFromInline init(user: UserID, address: Address, lastSeen: UInt64) {
             self.user = user
             self.address = address
@@ -189,7 +201,8 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             return [.register(r, from: address)]
         case let .poll(token):
             guard let user = session(token, address, now) else { return reject(.unknownSession, nil, to: address) }
-            return [.fetch(user, limit: configuration.pollBatch, for: address)]
+            // One more than the batch: whether more wait is said in POLL_END.
+            return [.fetch(user, limit: configuration.pollBatch + 1, for: address)]
         case let .ping(token):
             guard session(token, address, now) != nil else { return reject(.unknownSession, nil, to: address) }
             return send(.pong, to: address)
@@ -200,11 +213,12 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             guard let user = session(token, address, now) else { return reject(.unknownSession, id, to: address) }
             return [.remove(user, messageID: id)]
         case let .message(sender, recipient, payload, token):
-            guard let token, let user = session(token, address, now), user == sender else {
-                return reject(.unknownSession, nil, to: address)
-            }
-            guard let sealed = try? SealedMessageBytes.route(payload), sealed.sender == sender, sealed.recipient == recipient else {
-                return reject(.malformed, nil, to: address)
+            // Every REJECTED names the message when its ID could be read.
+            let sealed = try? SealedMessageBytes.route(payload)
+            guard let token, let user = session(token, address, now) else { return reject(.unknownSession, sealed?.messageID, to: address) }
+            guard user == sender else { return reject(.senderMismatch, sealed?.messageID, to: address) }
+            guard let sealed, sealed.sender == sender, sealed.recipient == recipient else {
+                return reject(.malformed, sealed?.messageID, to: address)
             }
             guard Self.take(&userBuckets, sender, rate: configuration.perUserRate, burst: configuration.perUserBurst, now: now,
                            cap: configuration.maxBuckets) else {
@@ -262,7 +276,8 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         case .stored:
             let online = tokenOf[message.recipient].flatMap { sessions[$0] }
             var steps = send(.queued(messageID: message.messageID, online: online != nil), to: address)
-            if let online {
+            if let online, let token = tokenOf[message.recipient] {
+                if sessions[token]?.pushedSince == nil { sessions[token]?.pushedSince = message.receivedAt }
                 _counters.messagesOut += 1
                 steps += send(.message(sender: message.sender, recipient: message.recipient, payload: message.payload, token: nil),
                               to: online.address)
@@ -270,6 +285,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             return steps
         case .recipientQueueFull: return reject(.recipientQueueFull, message.messageID, to: address)
         case .messageIDTaken: return reject(.messageIDTaken, message.messageID, to: address)
+        case .messageIDReused: return reject(.messageIDReused, message.messageID, to: address)
         case .serverFull: return reject(.serverFull, message.messageID, to: address)
         case .unknownRecipient: return reject(.unknownRecipient, message.messageID, to: address)
         }
@@ -281,14 +297,17 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         reject(.storageFailed, message.messageID, to: address)
     }
 
-    /// A POLL's answer: up to the batch, or NO_MESSAGES.
+    /// A POLL's answer: up to the batch as MSGs, then POLL_END with their IDs
+    /// and whether more wait (the store is asked for one more than the
+    /// batch); NO_MESSAGES when there are none.
     @inlinable
     public mutating func fetched(_ messages: [QueuedMessage], for address: Address) -> [Step] {
         guard !messages.isEmpty else { return send(.noMessages, to: address) }
-        _counters.messagesOut += messages.count
-        return messages.flatMap {
+        let batch = messages.prefix(min(configuration.pollBatch, ServerPacket.maxPollEnd))
+        _counters.messagesOut += batch.count
+        return batch.flatMap {
             send(.message(sender: $0.sender, recipient: $0.recipient, payload: $0.payload, token: nil), to: address)
-        }
+        } + send(.pollEnd(messageIDs: batch.map(\.messageID), more: messages.count > batch.count), to: address)
     }
 
     /// An ACK removed `message` from its recipient's queue: its sender, when
@@ -296,14 +315,19 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     @inlinable
     public mutating func removed(_ message: QueuedMessage?) -> [Step] {
         guard let message, let sender = tokenOf[message.sender].flatMap({ sessions[$0] }) else { return [] }
-        return send(.delivered(messageID: message.messageID, by: message.recipient), to: sender.address)
+        return send(.relayReceipt(messageID: message.messageID, by: message.recipient), to: sender.address)
     }
 
     /// Ends sessions that went quiet; drops stale partial packets.
     @inlinable
     public mutating func tick(now: UInt64) {
-        for (token, s) in sessions where now >= s.lastSeen + configuration.sessionTimeout {
-            endSession(token)
+        for (token, s) in sessions {
+            if now >= s.lastSeen + configuration.sessionTimeout {
+                endSession(token)
+            } else if let since = s.pushedSince, now >= since + configuration.pushTimeout {
+                endSession(token)
+                _counters.deadPushes += 1
+            }
         }
         reassembler.expire(now: now)
     }
@@ -346,6 +370,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     mutating func session(_ token: ServerToken, _ address: Address, _ now: UInt64) -> UserID? {
         guard var s = sessions[token], s.address == address else { return nil }
         s.lastSeen = now
+        s.pushedSince = nil
         sessions[token] = s
         return s.user
     }

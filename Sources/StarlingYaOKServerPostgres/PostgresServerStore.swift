@@ -233,14 +233,14 @@ public final class PostgresServerStore: ServerStore, Sendable {
             if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
         }
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
-        var held: [Key: UserID] = [:] // and its sender
+        var held: [Key: (sender: UserID, payload: [UInt8])] = [:]
         let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
-        for try await (r, m, s) in try await c.query("""
-            SELECT q.recipient, q.message_id, q.sender FROM relay_queue q
+        for try await (r, m, s, p) in try await c.query("""
+            SELECT q.recipient, q.message_id, q.sender, q.payload FROM relay_queue q
             JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
-            """, logger: self.logger).decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+            """, logger: self.logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self) {
             if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)), let s = UserID(bytes: Self.bytes(s)) {
-                held[Key(recipient: r, messageID: m)] = s
+                held[Key(recipient: r, messageID: m)] = (s, Self.bytes(p))
             }
         }
         var outcomes: [EnqueueOutcome] = []
@@ -251,7 +251,10 @@ public final class PostgresServerStore: ServerStore, Sendable {
             // A retry of one held already (or one earlier in this batch) is QUEUED again, stored
             // once; another sender's message under the same ID is not.
             let key = Key(recipient: m.recipient, messageID: m.messageID)
-            if let sender = held[key] { outcomes.append(sender == m.sender ? .stored : .messageIDTaken); continue }
+            if let h = held[key] {
+                outcomes.append(h.sender != m.sender ? .messageIDTaken : h.payload == m.payload ? .stored : .messageIDReused)
+                continue
+            }
             guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
             guard total < limits.total else { outcomes.append(.serverFull); continue }
             rows.recipients.append(Self.buffer(m.recipient.bytes))
@@ -260,7 +263,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
             rows.payloads.append(Self.buffer(m.payload))
             rows.times.append(Int64(m.receivedAt))
             perUser[m.recipient, default: 0] += 1
-            held[key] = m.sender
+            held[key] = (m.sender, m.payload)
             total += 1
             outcomes.append(.stored)
         }

@@ -54,7 +54,7 @@ final class ServerMetrics: Sendable {
         var r: [ServerRejection: Counter] = [:]
         for why in ServerRejection.allCases {
             r[why] = registry.makeCounter(descriptor: d("rejections", "total", "REJECTED answers, by reason"),
-                                          labels: [("reason", "\(why)".replacingOccurrences(of: " ", with: "_"))])
+                                          labels: [("reason", why.identifier)])
         }
         rejections = r
         let registry = self.registry

@@ -312,7 +312,7 @@ actor RawRelayUser {
         #expect(received.count == count)
         #expect(received.values.allSatisfy { $0 == 1 }, "came again after its ACK: \(received.values.filter { $0 > 1 }.count)")
         // Each ACK told alice her message was taken.
-        let delivered = { await alice.takeAnswers().filter { if case .delivered = $0 { true } else { false } }.count }
+        let delivered = { await alice.takeAnswers().filter { if case .relayReceipt = $0 { true } else { false } }.count }
         var told = 0
         while told < count, Date() < until {
             told += await delivered()

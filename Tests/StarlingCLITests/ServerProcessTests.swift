@@ -239,6 +239,12 @@ import Glibc
                                             m(taken)], limits: limits) == [.stored, .messageIDTaken])
         #expect(try await reopened.enqueue([m(taken)], limits: limits) == [.messageIDTaken])
         #expect(try await reopened.fetch(b, limit: 10).filter { $0.messageID == taken }.map(\.sender) == [mallory])
+        // The same sender's ID with other bytes is refused, in a batch and after (issue 39).
+        let reused = UserID.random()
+        let bytes = { (p: UInt8) in QueuedMessage(messageID: reused, sender: a, recipient: b, payload: [p], receivedAt: 9) }
+        #expect(try await reopened.enqueue([bytes(1), bytes(2), bytes(1)], limits: limits) == [.stored, .messageIDReused, .stored])
+        #expect(try await reopened.enqueue([bytes(3)], limits: limits) == [.messageIDReused])
+        #expect(try await reopened.fetch(b, limit: 10).filter { $0.messageID == reused }.map(\.payload) == [[1]])
     }
 
     final class Flag: @unchecked Sendable {

@@ -93,6 +93,11 @@ import Testing
         let other = UserID.random()
         let full = { (sender: UserID) in QueuedMessage(messageID: other, sender: sender, recipient: bob, payload: [3], receivedAt: 5) }
         #expect(try await store.enqueue([full(mallory), full(alice)], limits: limits) == [.recipientQueueFull, .recipientQueueFull])
+        // The same sender's ID with other bytes is refused (issue 39), in the
+        // same batch and a later one; the same bytes are QUEUED, stored once.
+        #expect(try await store.enqueue([from(alice, 2), from(alice, 7)], limits: limits) == [.stored, .messageIDReused])
+        #expect(try await store.enqueue([from(alice, 8)], limits: limits) == [.messageIDReused])
+        #expect(try await store.fetch(bob, limit: 10).map(\.payload) == [[2]])
     }
 
     /// Expiry takes what it takes out of the counts and the set of what is

@@ -38,6 +38,7 @@ actor ServerHarness {
     }
 
     func advance(_ ms: UInt64) { now += ms }
+    func setCore(_ c: YaOKServerCore<Int>) { core = c }
 
     /// A datagram from `address`; every store request is carried out at once.
     func receive(_ bytes: [UInt8], from address: Int) async {
@@ -118,9 +119,10 @@ enum ServerTestError: Error { case notRegistered }
         // A poll gets the message; another gets it again until the ACK; then NO_MESSAGES.
         let bobAgain = try await h.register(bob, from: 3)
         await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 3)
-        #expect(await h.take(3) == [.message(sender: alice.id, recipient: bob.id, payload: sealed, token: nil)])
+        #expect(await h.take(3) == [.message(sender: alice.id, recipient: bob.id, payload: sealed, token: nil),
+                                    .pollEnd(messageIDs: [id], more: false)])
         await h.receive(ServerPacket.ack(token: bobAgain, messageID: id).encode(), from: 3)
-        #expect(await h.take(1) == [.delivered(messageID: id, by: bob.id)], "alice hears it was taken")
+        #expect(await h.take(1) == [.relayReceipt(messageID: id, by: bob.id)], "alice hears it was taken")
         await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 3)
         #expect(await h.take(3) == [.noMessages])
         // The message opens for bob.
@@ -178,10 +180,11 @@ enum ServerTestError: Error { case notRegistered }
         await h.receive(ServerPacket.ack(token: malloryToken, messageID: id).encode(), from: 9)
         await h.receive(ServerPacket.poll(token: malloryToken).encode(), from: 9)
         #expect(await h.take(9) == [.noMessages], "mallory's ACK removed nothing of bob's, and her poll reads her queue")
-        // A MSG in alice's name with mallory's token.
-        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("forged", to: bob),
+        // A MSG in alice's name with mallory's token: refused as not hers, naming the message.
+        let forgedID = UserID.random()
+        await h.receive(ServerPacket.message(sender: alice.id, recipient: bob.id, payload: try alice.seal("forged", to: bob, id: forgedID),
                                             token: malloryToken).encode(), from: 9)
-        #expect(await h.take(9) == [.rejected(.unknownSession, messageID: nil)])
+        #expect(await h.take(9) == [.rejected(.senderMismatch, messageID: forgedID)])
         #expect(try await h.store.counts().queued == 1)
     }
 
@@ -286,7 +289,7 @@ enum ServerTestError: Error { case notRegistered }
         // BYE from elsewhere ends nothing.
         await h.receive(ServerPacket.bye(token: bobAgain).encode(), from: 666)
         await h.receive(ServerPacket.poll(token: bobAgain).encode(), from: 2)
-        #expect(await h.take(2).count == 1, "the session lives; the message comes")
+        #expect(await h.take(2).count == 2, "the session lives; the message comes, then POLL_END")
         // Chunks from a stranger are dropped unread.
         var core = await h.core
         let before = core.counters.undecodable

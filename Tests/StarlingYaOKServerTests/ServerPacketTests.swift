@@ -66,9 +66,10 @@ func documentHex(_ name: String) throws -> String {
             .poll(token: t), .ping(token: t), .bye(token: t),
         ]
         let toClient: [ServerPacket] = [
-            .message(sender: id, recipient: id, payload: [1], token: nil), .delivered(messageID: id, by: id),
+            .message(sender: id, recipient: id, payload: [1], token: nil), .relayReceipt(messageID: id, by: id),
             .registered(token: t, serverTime: 9), .noMessages, .pong, .queued(messageID: id, online: true),
-            .rejected(.serverFull, messageID: nil), .rejected(.rateLimited, messageID: id),
+            .rejected(.serverFull, messageID: nil), .rejected(.rateLimited, messageID: id), .rejected(.messageIDReused, messageID: id),
+            .pollEnd(messageIDs: [id], more: false), .pollEnd(messageIDs: (0..<10).map { _ in .random() }, more: true),
         ]
         for p in toServer {
             let bytes = p.encode()

@@ -12,8 +12,10 @@ public enum ServerPacket: Hashable, Sendable {
     /// ACK 0x02 to the server: the recipient's store has this message; the
     /// server removes it from the queue.
     case ack(token: ServerToken, messageID: UserID)
-    /// ACK 0x02 from the server to a sender: `by` took the message.
-    case delivered(messageID: UserID, by: UserID)
+    /// ACK 0x02 from the server to a sender, the *relay receipt*: `by` took
+    /// the message from the server (its store has it). Not the recipient's
+    /// sealed delivered receipt, which says the same end to end.
+    case relayReceipt(messageID: UserID, by: UserID)
     /// REGISTER 0x10.
     case register(ServerRegistration)
     /// REGISTERED 0x11: the session token for POLL, PING, ACK and MSG, and the
@@ -34,6 +36,11 @@ public enum ServerPacket: Hashable, Sendable {
     case rejected(ServerRejection, messageID: UserID?)
     /// BYE 0x18: the client goes offline; its session ends (no answer).
     case bye(token: ServerToken)
+    /// POLL_END 0x19: after the MSGs that answer a POLL (NO_MESSAGES answers
+    /// one that found none), the IDs of the MSGs just sent, in order, and
+    /// whether more wait behind them. A client that is missing one of them
+    /// (lost on the way) polls again; `more`: polls again at once.
+    case pollEnd(messageIDs: [UserID], more: Bool)
     /// CHUNK 0x20: a piece of a packet larger than a datagram.
     case chunk(ServerChunk)
 
@@ -46,11 +53,13 @@ public enum ServerPacket: Hashable, Sendable {
     public static let maxDatagram = 1_472
     /// The largest MSG payload: the largest sealed message.
     public static let maxPayload = SealedMessageBytes.maxByteCount
+    /// Message IDs a POLL_END lists at most (a POLL answers with at most this many MSGs).
+    public static let maxPollEnd = 64
 
     public var type: UInt8 {
         switch self {
         case .message: 0x01
-        case .ack, .delivered: 0x02
+        case .ack, .relayReceipt: 0x02
         case .register: 0x10
         case .registered: 0x11
         case .poll: 0x12
@@ -60,6 +69,7 @@ public enum ServerPacket: Hashable, Sendable {
         case .queued: 0x16
         case .rejected: 0x17
         case .bye: 0x18
+        case .pollEnd: 0x19
         case .chunk: 0x20
         }
     }
@@ -81,7 +91,7 @@ public enum ServerPacket: Hashable, Sendable {
         case let .ack(token, id):
             put(token.value)
             put(id.value)
-        case let .delivered(id, by):
+        case let .relayReceipt(id, by):
             put(id.value)
             put(by.value)
         case let .register(r):
@@ -102,6 +112,10 @@ public enum ServerPacket: Hashable, Sendable {
         case let .rejected(reason, id):
             out.append(reason.rawValue)
             put(id?.value ?? Bytes16(high: 0, low: 0))
+        case let .pollEnd(ids, more):
+            out.append(more ? 1 : 0)
+            out.append(UInt8(min(ids.count, Self.maxPollEnd)))
+            for id in ids.prefix(Self.maxPollEnd) { put(id.value) }
         case let .chunk(c):
             out.appendBE(c.transferID)
             out.appendBE(c.index)
@@ -137,7 +151,7 @@ public enum ServerPacket: Hashable, Sendable {
         case (0x02, .toServer):
             packet = .ack(token: try token(), messageID: try id("messageID"))
         case (0x02, .toClient):
-            packet = .delivered(messageID: try id("messageID"), by: try id("by"))
+            packet = .relayReceipt(messageID: try id("messageID"), by: try id("by"))
         case (0x10, .toServer):
             let user = try id("userID")
             let time = try r.u64("timestamp")
@@ -168,6 +182,16 @@ public enum ServerPacket: Hashable, Sendable {
             packet = .rejected(reason, messageID: raw.allSatisfy { $0 == 0 } ? nil : UserID(bytes: raw)!)
         case (0x18, .toServer):
             packet = .bye(token: try token())
+        case (0x19, .toClient):
+            let more = try r.u8("more")
+            guard more <= 1 else { throw WireError(.invalidValue("more is 0 or 1"), field: "more", offset: 6) }
+            let count = Int(try r.u8("count"))
+            guard (1...maxPollEnd).contains(count) else {
+                throw WireError(.lengthOutOfRange(declared: count, limit: maxPollEnd), field: "count", offset: 7)
+            }
+            var ids: [UserID] = []
+            for _ in 0..<count { ids.append(try id("messageID")) }
+            packet = .pollEnd(messageIDs: ids, more: more == 1)
         case (0x20, _):
             let transfer = try r.u32("transferID")
             let index = try r.u16("index"), total = try r.u16("total")
@@ -248,6 +272,11 @@ public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cus
     case unknownUser = 0x0B
     case storageFailed = 0x0C
     case messageIDTaken = 0x0D
+    /// A MSG whose sender is not the user its token stands for.
+    case senderMismatch = 0x0E
+    /// The same sender's message ID is queued already with other bytes: the
+    /// first is kept, this one refused (a sender never reuses an ID).
+    case messageIDReused = 0x0F
 
     public var description: String {
         switch self {
@@ -264,6 +293,30 @@ public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cus
         case .unknownUser: "a first registration must carry the public key"
         case .storageFailed: "the server could not store it"
         case .messageIDTaken: "another sender's message to this recipient is queued under that message ID"
+        case .senderMismatch: "the MSG's sender is not the user this session registered"
+        case .messageIDReused: "a message of yours with that ID and other bytes is queued already"
+        }
+    }
+
+    /// A short, stable identifier (Prometheus label values, logs): the words
+    /// are in ``description``. Never renamed once published (docs/YAOK.md).
+    public var identifier: String {
+        switch self {
+        case .badSignature: "bad_signature"
+        case .staleTimestamp: "stale_timestamp"
+        case .replayed: "replayed"
+        case .keyMismatch: "key_mismatch"
+        case .unknownSession: "unknown_session"
+        case .recipientQueueFull: "recipient_queue_full"
+        case .serverFull: "server_full"
+        case .rateLimited: "rate_limited"
+        case .malformed: "malformed"
+        case .unknownRecipient: "unknown_recipient"
+        case .unknownUser: "unknown_user"
+        case .storageFailed: "storage_failed"
+        case .messageIDTaken: "message_id_taken"
+        case .senderMismatch: "sender_mismatch"
+        case .messageIDReused: "message_id_reused"
         }
     }
 }
