@@ -21,6 +21,7 @@ final class ServerMetrics: Sendable {
     private let commits: Counter
     private let storeFailures: Counter
     private let checkpointFailures: Counter
+    private let deadPushes: Counter
     private let rejections: [ServerRejection: Counter]
     private let dropped: [String: Counter]
     private let last = Last()
@@ -51,6 +52,8 @@ final class ServerMetrics: Sendable {
         commits = registry.makeCounter(descriptor: d("commits", "total", "Group commits of queued messages"))
         storeFailures = registry.makeCounter(descriptor: d("store_failures", "total", "Store operations that failed (no answer, or REJECTED storage)"))
         checkpointFailures = registry.makeCounter(descriptor: d("checkpoint_failures", "total", "SQLite checkpoints that failed (tried again)"))
+        deadPushes = registry.makeCounter(descriptor: d("dead_pushes", "total",
+                                                        "Sessions ended because a MSG pushed to them had no packet after it for 75 s"))
         var r: [ServerRejection: Counter] = [:]
         for why in ServerRejection.allCases {
             r[why] = registry.makeCounter(descriptor: d("rejections", "total", "REJECTED answers, by reason"),
@@ -81,6 +84,7 @@ final class ServerMetrics: Sendable {
             checkpointFailures.increment(by: last.delta("checkpointFailures", sqlite.checkpointFailures))
         }
         for (why, counter) in rejections { counter.increment(by: last.delta("r\(why.rawValue)", c.rejections[why] ?? 0)) }
+        deadPushes.increment(by: last.delta("deadPushes", c.deadPushes))
         dropped["rate_limited"]!.increment(by: last.delta("rate", c.rateLimited))
         dropped["undecodable"]!.increment(by: last.delta("undecodable", c.undecodable))
     }

@@ -91,6 +91,26 @@ import Glibc
         #expect(history.status == 0)
     }
 
+    /// A one-shot `send --server` says BYE as it leaves (issue 39): the server
+    /// no longer counts it online, and what comes for it next is queued for
+    /// its next POLL rather than pushed to a port that is gone.
+    @Test func aOneShotSenderSaysByeAsItLeaves() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-bye") + ".sqlite"
+        let (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (alice, bob) = try await Self.pair()
+        let first = try Self.listen(bob, relay: port)
+        #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
+        first.stop()
+        let sent = try await Self.send(alice, relay: port, to: "bob", "from a one-shot sender")
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        // Alice has gone: bob's answer waits for her next POLL.
+        let answer = try await Self.send(bob, relay: port, to: "alice", "an answer")
+        #expect(answer.status == 0, "\(answer.stdout)\(answer.stderr)")
+        #expect(answer.stdout.contains("queued at the relay 127.0.0.1:\(port) for alice (they get it when they poll)"), "\(answer.stdout)")
+        #expect(!answer.stdout.contains("online"), "\(answer.stdout)")
+    }
+
     /// Nobody registered under that name: the relay refuses at once, and the
     /// message is kept (exit 1), said in words.
     @Test func aRecipientTheRelayDoesNotKnowIsRefusedAndTheMessageKept() async throws {
@@ -336,6 +356,11 @@ import Glibc
         #expect(text.contains("starling_relay_messages_in_total 1"), "\(text)")
         #expect(text.contains("# TYPE starling_relay_queue_depth gauge") && text.contains("starling_relay_registered_users 2"), "\(text)")
         #expect(text.contains(#"starling_relay_rejections_total{reason="#))
+        // Label values are short identifiers, one per reason, as docs/YAOK.md lists them.
+        for reason in ServerRejection.allCases {
+            #expect(text.contains(#"starling_relay_rejections_total{reason="\#(reason.identifier)"}"#), "\(reason.identifier)")
+        }
+        #expect(!text.contains(#"reason="the_"#) && text.contains("starling_relay_dead_pushes_total 0"), "\(text)")
         #expect(text.contains("# TYPE starling_relay_checkpoint_failures_total counter") && text.contains("starling_relay_store_failures_total 0"), "\(text)")
     }
 

@@ -79,6 +79,24 @@ import Testing
         #expect(client.nextDeadline <= t + 250)
     }
 
+    /// REGISTER's rate is per address (IP and port, as the runtime's
+    /// UDPAddress is): seven new users from seven ports are all registered;
+    /// from one port, the sixth in a burst gets 08.
+    @Test func registrationsAreLimitedPerAddress() async throws {
+        let h = ServerHarness()
+        for port in 0..<7 {
+            await h.receive(try ServerUser().registration(at: await h.now), from: 100 + port)
+            guard case .registered? = await h.take(100 + port).last else { Issue.record("port \(port) refused"); return }
+        }
+        var answers: [ServerPacket] = []
+        for _ in 0..<6 {
+            await h.receive(try ServerUser().registration(at: await h.now), from: 200)
+            answers += await h.take(200)
+        }
+        #expect(answers.prefix(5).allSatisfy { if case .registered = $0 { true } else { false } })
+        #expect(answers.last == .rejected(.rateLimited, messageID: nil))
+    }
+
     /// Every REJECTED of a MSG names the message when its ID could be read,
     /// with the reason the document gives for each check.
     @Test func eachRejectionOfAMessageNamesIt() async throws {

@@ -44,6 +44,13 @@ func documentHex(_ name: String) throws -> String {
         #expect(queued.hexString == (try documentHex("yaok-relay-queued")), "computed: \(queued.hexString)")
         let rejected = ServerPacket.rejected(.recipientQueueFull, messageID: Self.messageID).encode()
         #expect(rejected.hexString == (try documentHex("yaok-relay-rejected")), "computed: \(rejected.hexString)")
+        let reused = ServerPacket.rejected(.messageIDReused, messageID: Self.messageID).encode()
+        #expect(reused.hexString == (try documentHex("yaok-relay-rejected-reused")), "computed: \(reused.hexString)")
+        let end = ServerPacket.pollEnd(messageIDs: [Self.messageID, UserID(string: "66666666-7777-4888-8999-aaaaaaaaaaaa")!], more: true).encode()
+        #expect(end.hexString == (try documentHex("yaok-relay-poll-end")), "computed: \(end.hexString)")
+        #expect(try ServerPacket.decode(end, .toClient) == .pollEnd(messageIDs: [Self.messageID, UserID(string: "66666666-7777-4888-8999-aaaaaaaaaaaa")!], more: true))
+        let receipt = ServerPacket.relayReceipt(messageID: Self.messageID, by: Self.bobID).encode()
+        #expect(receipt.hexString == (try documentHex("yaok-relay-receipt")), "computed: \(receipt.hexString)")
         // A MSG to the server: the seed's 42-byte header, the sealed message, the token.
         let payload = [UInt8](repeating: 0xEE, count: 4)
         let msg = ServerPacket.message(sender: Self.aliceID, recipient: Self.bobID, payload: payload, token: Self.token).encode()
