@@ -155,6 +155,19 @@ let targets: [Target] = [
             .product(name: "HeapModule", package: "swift-collections"),
         ]
     ),
+    // Large files over the LAN (Ya OK seed 002 §4.2, bitchat's wifiBulk):
+    // the offer's sealing and the two ends' state machines, without I/O…
+    .target(
+        name: "StarlingBulk",
+        dependencies: ["StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
+    ),
+    // …and over TCP (SwiftNIO): the sender's listener, the receiver's resumable download.
+    .target(
+        name: "StarlingBulkTransport",
+        dependencies: ["StarlingBulk", "StarlingWire", .product(name: "Crypto", package: "swift-crypto"),
+                       .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                       .product(name: "NIOExtras", package: "swift-nio-extras")]
+    ),
     // The transport interface, and the transports without D-Bus: UDP
     // (loopback discovery, LAN), an in-memory hub.
     .target(
@@ -313,6 +326,11 @@ let targets: [Target] = [
     ),
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
+        name: "StarlingBulkTests",
+        dependencies: ["StarlingBulk", "StarlingBulkTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto"),
+                       .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+    ),
+    .testTarget(
         name: "StarlingNostrTests",
         dependencies: ["StarlingNostr", "StarlingTestSupport", "StarlingCrypto", "StarlingWire", "StarlingMesh", .product(name: "Crypto", package: "swift-crypto")],
         resources: [.copy("Vectors")]
@@ -368,6 +386,7 @@ let package = Package(
         .library(name: "StarlingMessengerAPI", targets: ["StarlingMessengerAPI"]),
         .library(name: "StarlingNode", targets: ["StarlingNode"]),
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
+        .library(name: "StarlingBulk", targets: ["StarlingBulk", "StarlingBulkTransport"]),
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
         .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
         .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
@@ -396,6 +415,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),

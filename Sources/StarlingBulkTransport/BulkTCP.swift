@@ -1,0 +1,362 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOExtras
+import NIOPosix
+import StarlingBulk
+import StarlingWire
+
+/// Bulk transfers over TCP (docs/PROTOCOL.md, "Bulk transfer"): the sender
+/// listens (``BulkServer``), the receiver connects (``BulkDownload``). Frames
+/// are length-prefixed (u32 big-endian, as Android's Wi-Fi Aware transport
+/// frames TCP), at most one sealed 64 KiB chunk each; the protocol itself is
+/// `StarlingBulk`'s, without I/O.
+enum BulkSocket {
+    static func pipeline(_ channel: any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> {
+        channel.eventLoop.makeCompletedFuture {
+            // A length past one frame is never buffered: a peer announcing 4 GiB gets closed.
+            try channel.pipeline.syncOperations.addHandler(
+                ByteToMessageHandler(LengthFieldBasedFrameDecoder(lengthFieldBitLength: .fourBytes),
+                                     maximumBufferSize: 4 + BulkFrame.maxBody))
+            return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+        }
+    }
+
+    static func frame(_ buffer: ByteBuffer) throws(BulkTransferError) -> BulkFrame {
+        guard buffer.readableBytes <= BulkFrame.maxBody else {
+            throw .wire(WireError(.lengthOutOfRange(declared: buffer.readableBytes, limit: BulkFrame.maxBody), field: "bulkFrame.length", offset: 0))
+        }
+        do { return try BulkFrame(body: Array(buffer.readableBytesView)[...]) } catch { throw .wire(error) }
+    }
+
+    static func buffer(_ frame: BulkFrame) -> ByteBuffer { ByteBuffer(bytes: frame.encoded()) }
+
+    /// "host:port" or "[v6]:port".
+    static func split(_ address: String) -> (host: String, port: Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (1...65_535).contains(port)
+        else { return nil }
+        var host = String(address[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+}
+
+/// Streams a file's SHA-256, 1 MiB at a time (memory independent of its size).
+public func bulkSHA256(of url: URL, upTo limit: UInt64? = nil) throws -> [UInt8] {
+    var hasher = SHA256()
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    var left = limit ?? .max
+    while left > 0, let data = try handle.read(upToCount: Int(min(left, 1 << 20))), !data.isEmpty {
+        hasher.update(data: data)
+        left -= UInt64(data.count)
+    }
+    return Array(hasher.finalize())
+}
+
+/// The sending side: a TCP listener that serves the files it offered, each to
+/// whoever proves the offer's key, from any chunk (a resumed transfer starts
+/// where the receiver's disk ends).
+///
+/// Bounds: `maxOffers` files offered at once (the oldest goes), `maxConnections`
+/// connections at once (more are closed at once), a hello within
+/// `helloTimeout`, `window` chunks unacknowledged per connection.
+public actor BulkServer {
+    public struct Options: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var maxOffers = 64
+        public var maxConnections = 8
+        public var helloTimeout: TimeAmount = .seconds(10)
+        public var window: UInt32 = 16
+        public var chunkSize = BulkOffer.maxChunkSize
+        public init() {}
+    }
+
+    public enum Event: Hashable, Sendable {
+        /// A receiver proved the key and asked for the chunks from `from` on (> 0: a resumption).
+        case started(transferID: [UInt8], from: Int, total: Int)
+        /// `acked` of `total` chunks are on the receiver's disk.
+        case progress(transferID: [UInt8], acked: Int, total: Int)
+        /// The receiver verified the whole file and saved it.
+        case saved(transferID: [UInt8])
+        /// A connection for this transfer ended early (it may resume).
+        case interrupted(transferID: [UInt8], reason: String)
+        /// A connection that never proved a key (an attacker, a stale offer).
+        case refused(reason: String)
+    }
+
+    public let options: Options
+    public nonisolated let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private var offers: [[UInt8]: (offer: BulkOffer, file: URL)] = [:]
+    private var offerOrder: [[UInt8]] = []
+    private var connections = 0
+    private var channel: (any Channel)?
+    private var serving: Task<Void, Never>?
+    public private(set) var port = 0
+
+    public init(options: Options = .init()) {
+        self.options = options
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    /// Listens; returns the port.
+    @discardableResult
+    public func start() async throws -> Int {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: options.host, port: options.port) { channel in BulkSocket.pipeline(channel) }
+        channel = server.channel
+        port = server.channel.localAddress?.port ?? 0
+        serving = Task { [weak self] in
+            try? await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { await self?.serve(connection) }
+                    }
+                }
+            }
+        }
+        return port
+    }
+
+    public func stop() async {
+        try? await channel?.close()
+        serving?.cancel()
+        continuation.finish()
+    }
+
+    /// Offers `file` (hashed now): the offer to send over the session. `addresses`
+    /// are where the receiver may connect (default: this listener's host and port).
+    public func offer(_ file: URL, name: String? = nil, mimeType: String? = nil, addresses: [String]? = nil) throws -> BulkOffer {
+        let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? UInt64 ?? 0
+        var rng = SystemRandomNumberGenerator()
+        let offer = BulkOffer(transferID: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                              name: String((name ?? file.lastPathComponent).utf8.prefix(255)) ?? "file", size: size,
+                              sha256: try bulkSHA256(of: file), mimeType: mimeType,
+                              key: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                              addresses: addresses ?? ["\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)"],
+                              chunkSize: options.chunkSize)
+        keep(offer, file)
+        return offer
+    }
+
+    /// Serves an offer made before (by this process before a restart, from its saved copy).
+    public func keep(_ offer: BulkOffer, _ file: URL) {
+        if offers[offer.transferID] == nil {
+            offerOrder.append(offer.transferID)
+            if offerOrder.count > options.maxOffers { offers[offerOrder.removeFirst()] = nil }
+        }
+        offers[offer.transferID] = (offer, file)
+    }
+
+    /// Forgets an offer (declined, or saved).
+    public func withdraw(_ transferID: [UInt8]) {
+        offers[transferID] = nil
+        offerOrder.removeAll { $0 == transferID }
+    }
+
+    public var offerCount: Int { offers.count }
+    public var connectionCount: Int { connections }
+
+    private func admit() -> Bool {
+        guard connections < options.maxConnections else { return false }
+        connections += 1
+        return true
+    }
+
+    private func leave() { connections -= 1 }
+
+    private func lookup(_ id: [UInt8]) -> (offer: BulkOffer, file: URL)? { offers[id] }
+
+    private func say(_ e: Event) { continuation.yield(e) }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        guard admit() else {
+            try? await connection.channel.close()
+            say(.refused(reason: "too many connections (\(options.maxConnections))"))
+            return
+        }
+        defer { leave() }
+        var transfer: [UInt8]?
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var frames = inbound.makeAsyncIterator()
+                // The hello, in time: a connection that says nothing is closed.
+                let channel = connection.channel
+                let timer = channel.eventLoop.scheduleTask(in: options.helloTimeout) { channel.close(promise: nil) }
+                let first = try await frames.next()
+                timer.cancel()
+                guard let first else { throw BulkTransferError.unexpected("no hello within \(options.helloTimeout.nanoseconds / 1_000_000_000) s") }
+                let hello = try BulkSocket.frame(first)
+                guard case let .hello(id, _, _, _) = hello, let (offer, file) = lookup(id) else {
+                    throw BulkTransferError.unexpected("a hello for no transfer offered here")
+                }
+                var sending = try BulkSending(hello: hello, offer: offer, window: options.window)
+                transfer = id
+                say(.started(transferID: id, from: Int(sending.firstChunk), total: Int(sending.chunkCount)))
+                let handle = try FileHandle(forReadingFrom: file)
+                defer { try? handle.close() }
+                try handle.seek(toOffset: UInt64(sending.firstChunk) * UInt64(offer.chunkSize))
+                while !sending.isSaved {
+                    while let index = sending.due {
+                        let bytes = Array(try handle.read(upToCount: offer.length(ofChunk: Int(index))) ?? Data())
+                        try await outbound.write(BulkSocket.buffer(try sending.sealDue(bytes)))
+                    }
+                    guard let next = try await frames.next() else { throw BulkTransferError.unexpected("the receiver closed the connection") }
+                    switch try sending.receive(try BulkSocket.frame(next)) {
+                    case let .progress(acked):
+                        if acked == sending.chunkCount || acked % 16 == 0 {
+                            say(.progress(transferID: id, acked: Int(acked), total: Int(sending.chunkCount)))
+                        }
+                    case .saved:
+                        say(.saved(transferID: id))
+                    }
+                }
+            }
+        } catch {
+            let reason = (error as? BulkTransferError)?.description ?? "\(error)"
+            if let transfer { say(.interrupted(transferID: transfer, reason: reason)) } else { say(.refused(reason: reason)) }
+            try? await connection.channel.close()
+        }
+    }
+}
+
+/// The receiving side of one transfer: connects to the offer's addresses,
+/// writes chunks to a hidden partial file beside where the file will be,
+/// resumes from what that file holds (after a broken connection, or a
+/// restart of either side), and renames it into place only once the whole
+/// hashes to the offer's SHA-256.
+///
+/// Files in `directory`: `.starling-bulk-ID.part` (what came), and
+/// `.starling-bulk-ID.offer` (the offer, with its key: 0600), removed when the
+/// file is saved or found wrong.
+public struct BulkDownload: Sendable {
+    public let offer: BulkOffer
+    public let directory: URL
+    public var connectTimeout: TimeAmount = .seconds(5)
+
+    public init(offer: BulkOffer, directory: URL) {
+        self.offer = offer
+        self.directory = directory
+    }
+
+    var hex: String { offer.transferID.map { String(format: "%02x", $0) }.joined() }
+    public var partURL: URL { directory.appendingPathComponent(".starling-bulk-\(hex).part") }
+    public var offerURL: URL { directory.appendingPathComponent(".starling-bulk-\(hex).offer") }
+
+    /// Offers accepted and not finished in `directory` (to resume after a restart).
+    public static func pending(in directory: URL) -> [BulkOffer] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasPrefix(".starling-bulk-") && $0.hasSuffix(".offer") }.compactMap { name in
+            guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else { return nil }
+            return try? BulkOffer(decoding: Array(data)[...])
+        }
+    }
+
+    /// Whole chunks on disk already.
+    public func chunksOnDisk() -> UInt32 {
+        let size = (try? FileManager.default.attributesOfItem(atPath: partURL.path)[.size] as? UInt64) ?? 0
+        return UInt32(min(size / UInt64(offer.chunkSize), UInt64(offer.chunkCount)))
+    }
+
+    /// Carries the file; returns where it was saved. `progress(done, total)` in chunks.
+    public func run(progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws(BulkTransferError) -> URL {
+        do {
+            return try await carry(progress)
+        } catch let e as BulkTransferError {
+            throw e
+        } catch {
+            throw .io("\(error)")
+        }
+    }
+
+    private func carry(_ progress: @Sendable (Int, Int) -> Void) async throws -> URL {
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: offerURL.path) {
+            guard fm.createFile(atPath: offerURL.path, contents: Data(try offer.encoded()), attributes: [.posixPermissions: 0o600]) else {
+                throw BulkTransferError.io("cannot write in \(directory.path)")
+            }
+        }
+        if !fm.fileExists(atPath: partURL.path) {
+            guard fm.createFile(atPath: partURL.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw BulkTransferError.io("cannot write in \(directory.path)")
+            }
+        }
+        // What is on disk counts in whole chunks; the rest is cut and comes again.
+        let from = chunksOnDisk()
+        let handle = try FileHandle(forUpdating: partURL)
+        defer { try? handle.close() }
+        try handle.truncate(atOffset: UInt64(from) * UInt64(offer.chunkSize))
+        try handle.seekToEnd()
+        var receiving = BulkReceiving(offer: offer, from: from, nonce: (0..<32).map { _ in UInt8.random(in: 0...255) })
+        progress(Int(from), Int(receiving.chunkCount))
+        if !receiving.isComplete {
+            let connection = try await connect()
+            try await connection.executeThenClose { inbound, outbound in
+                try await outbound.write(BulkSocket.buffer(receiving.hello))
+                var frames = inbound.makeAsyncIterator()
+                while !receiving.isComplete {
+                    guard let next = try await frames.next() else { throw BulkTransferError.unexpected("the sender closed the connection") }
+                    let (index, bytes) = try receiving.open(try BulkSocket.frame(next))
+                    try handle.write(contentsOf: bytes)
+                    try await outbound.write(BulkSocket.buffer(receiving.written()))
+                    if index % 16 == 15 || receiving.isComplete { progress(Int(index) + 1, Int(receiving.chunkCount)) }
+                }
+                try handle.synchronize()
+                guard try bulkSHA256(of: partURL) == offer.sha256 else {
+                    try? await outbound.write(BulkSocket.buffer(.refused("the file does not hash to the offer's SHA-256")))
+                    try? fm.removeItem(at: partURL)
+                    try? fm.removeItem(at: offerURL)
+                    throw BulkTransferError.hashMismatch
+                }
+                try await outbound.write(BulkSocket.buffer(receiving.saved()))
+            }
+        } else {
+            guard try bulkSHA256(of: partURL) == offer.sha256 else {
+                try? fm.removeItem(at: partURL)
+                try? fm.removeItem(at: offerURL)
+                throw BulkTransferError.hashMismatch
+            }
+        }
+        let target = Self.unique(directory, Self.safeName(offer.name))
+        try fm.moveItem(at: partURL, to: target)
+        try? fm.removeItem(at: offerURL)
+        return target
+    }
+
+    private func connect() async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+        var last: (any Error)?
+        for address in offer.addresses {
+            guard let (host, port) = BulkSocket.split(address) else { continue }
+            do {
+                return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connectTimeout(connectTimeout)
+                    .connect(host: host, port: port) { channel in BulkSocket.pipeline(channel) }
+            } catch {
+                last = error
+            }
+        }
+        throw BulkTransferError.io("cannot reach the sender at \(offer.addresses.joined(separator: ", "))\(last.map { ": \($0)" } ?? "")")
+    }
+
+    /// A plain base name: no path, no control characters, not hidden.
+    static func safeName(_ name: String) -> String {
+        let base = name.split(separator: "/").last.map(String.init) ?? "file"
+        let clean = String(base.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+            .trimmingCharacters(in: CharacterSet(charactersIn: ". "))
+        return clean.isEmpty ? "file" : clean
+    }
+
+    static func unique(_ directory: URL, _ name: String) -> URL {
+        var url = directory.appendingPathComponent(name)
+        let ext = url.pathExtension, stem = url.deletingPathExtension().lastPathComponent
+        var n = 1
+        while FileManager.default.fileExists(atPath: url.path) {
+            n += 1
+            url = directory.appendingPathComponent(ext.isEmpty ? "\(stem) (\(n))" : "\(stem) (\(n)).\(ext)")
+        }
+        return url
+    }
+}
