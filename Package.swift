@@ -192,7 +192,7 @@ let targets: [Target] = [
     .target(
         name: "StarlingNode",
         dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet",
-                       "StarlingTransport", .product(name: "Logging", package: "swift-log")]
+                       "StarlingTransport", "StarlingBulk", "StarlingBulkTransport", .product(name: "Logging", package: "swift-log")]
     ),
     // The messenger: contacts, conversations, routes, receipts and trust as a
     // value without I/O (MessengerCore), and its runtime over a node, the

@@ -236,6 +236,8 @@ public struct BulkDownload: Sendable {
     public let offer: BulkOffer
     public let directory: URL
     public var connectTimeout: TimeAmount = .seconds(5)
+    /// Who offered it (a peer ID), kept beside the offer to resume after a restart.
+    public var origin: String?
 
     public init(offer: BulkOffer, directory: URL) {
         self.offer = offer
@@ -245,6 +247,13 @@ public struct BulkDownload: Sendable {
     var hex: String { offer.transferID.map { String(format: "%02x", $0) }.joined() }
     public var partURL: URL { directory.appendingPathComponent(".starling-bulk-\(hex).part") }
     public var offerURL: URL { directory.appendingPathComponent(".starling-bulk-\(hex).offer") }
+    var originURL: URL { directory.appendingPathComponent(".starling-bulk-\(hex).from") }
+
+    /// Who offered a pending transfer (as ``origin`` was given).
+    public static func origin(of offer: BulkOffer, in directory: URL) -> String? {
+        let d = BulkDownload(offer: offer, directory: directory)
+        return FileManager.default.contents(atPath: d.originURL.path).map { String(decoding: $0, as: UTF8.self) }
+    }
 
     /// Offers accepted and not finished in `directory` (to resume after a restart).
     public static func pending(in directory: URL) -> [BulkOffer] {
@@ -279,6 +288,9 @@ public struct BulkDownload: Sendable {
                 throw BulkTransferError.io("cannot write in \(directory.path)")
             }
         }
+        if let origin, !fm.fileExists(atPath: originURL.path) {
+            _ = fm.createFile(atPath: originURL.path, contents: Data(origin.utf8), attributes: [.posixPermissions: 0o600])
+        }
         if !fm.fileExists(atPath: partURL.path) {
             guard fm.createFile(atPath: partURL.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                 throw BulkTransferError.io("cannot write in \(directory.path)")
@@ -309,6 +321,7 @@ public struct BulkDownload: Sendable {
                     try? await outbound.write(BulkSocket.buffer(.refused("the file does not hash to the offer's SHA-256")))
                     try? fm.removeItem(at: partURL)
                     try? fm.removeItem(at: offerURL)
+                    try? fm.removeItem(at: originURL)
                     throw BulkTransferError.hashMismatch
                 }
                 try await outbound.write(BulkSocket.buffer(receiving.saved()))
@@ -317,12 +330,14 @@ public struct BulkDownload: Sendable {
             guard try bulkSHA256(of: partURL) == offer.sha256 else {
                 try? fm.removeItem(at: partURL)
                 try? fm.removeItem(at: offerURL)
+                try? fm.removeItem(at: originURL)
                 throw BulkTransferError.hashMismatch
             }
         }
         let target = Self.unique(directory, Self.safeName(offer.name))
         try fm.moveItem(at: partURL, to: target)
         try? fm.removeItem(at: offerURL)
+        try? fm.removeItem(at: originURL)
         return target
     }
 

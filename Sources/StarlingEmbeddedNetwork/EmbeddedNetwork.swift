@@ -48,6 +48,8 @@ public final class EmbeddedNetwork {
     public var events: [[NodeEvent]] = []
     /// Files each node was asked to save.
     public private(set) var savedFiles: [[NodeCore.IncomingFile]] = []
+    /// Large files offered to each node (carried over TCP by a runtime, not here).
+    public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
     public private(set) var rawReceived: [RawLink: [[UInt8]]] = [:]
     /// Frames that links lost (by their loss rate).
@@ -84,6 +86,7 @@ public final class EmbeddedNetwork {
         nodes.append(NodeCore(identity: identity, configuration: configuration, seed: rng.next()))
         events.append([])
         savedFiles.append([])
+        bulkOffers.append([])
         return nodes.count - 1
     }
 
@@ -258,6 +261,10 @@ public final class EmbeddedNetwork {
                 flush(node)
             case .acknowledged:
                 break // the simulated mailboxes hold nothing for a server
+            case let .bulkOffered(offer, from):
+                bulkOffers[node].append((offer, from))
+            case .bulkAnswered:
+                break
             }
         }
     }

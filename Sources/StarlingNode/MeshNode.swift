@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 @_exported import StarlingNodeCore
+import StarlingBulk
+import StarlingBulkTransport
 import StarlingCrypto
 import StarlingMesh
 import StarlingStately
@@ -36,10 +38,27 @@ public actor MeshNode {
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
         public var power: any PowerProvider = SysfsPowerProvider()
+        /// Files too large for the mesh, over TCP (nil: off; needs `downloads`
+        /// to receive). docs/PROTOCOL.md, "Bulk transfer".
+        public var bulk: BulkOptions?
         /// Where the time comes from: timers run on its monotonic clock, packets
         /// are stamped with its wall clock (a test steps a clock of its own).
         public var clock: any NodeClock = SystemClock()
         public init(nickname: String) { core = NodeCore.Configuration(nickname: nickname) }
+    }
+
+    public struct BulkOptions: Sendable {
+        /// Where the listener binds: every address (the LAN) by default.
+        public var host = "0.0.0.0"
+        public var port = 0
+        /// Where receivers are told to connect (nil: this machine's IPv4
+        /// addresses, loopback last, with the port).
+        public var advertise: [String]?
+        /// Files up to this size are taken without asking; larger ones are declined in words.
+        public var acceptUpTo: UInt64 = 1 << 30
+        /// Downloads at once (more are declined, "busy").
+        public var maxDownloads = 4
+        public init() {}
     }
 
     struct LinkKey: Hashable {
@@ -54,6 +73,10 @@ public actor MeshNode {
     private let logger: Logger
     private var core: NodeCore
     private let time: NodeTime
+    private var bulkServer: BulkServer?
+    /// Our offers: transfer ID → to whom, its chunks.
+    private var bulkOffers: [[UInt8]: (peer: PeerID, chunks: Int)] = [:]
+    private var downloads: Set<[UInt8]> = []
     private let udp: UDPTransport?
     private let transports: [any Transport]
     private var linkOf: [LinkKey: LinkID] = [:]
@@ -83,6 +106,7 @@ public actor MeshNode {
         self.transports = (udp.map { [$0] } ?? []) + options.transports
         var configuration = options.core
         configuration.acceptsFiles = options.downloads != nil
+        configuration.bulk = options.bulk != nil && options.downloads != nil
         if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.mailboxes.map(\.name) }
         self.core = NodeCore(identity: identity, configuration: configuration, seed: UInt64.random(in: 0...UInt64.max))
         self.time = NodeTime(clock: options.clock)
@@ -136,6 +160,7 @@ public actor MeshNode {
             }
         }
         readPower(now: readClock())
+        await startBulk()
         rearm()
         let stopped = self.stopped
         await withTaskGroup(of: Void.self) { group in
@@ -183,8 +208,9 @@ public actor MeshNode {
         running = false
         timer?.cancel()
         timer = nil
-        let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation
+        let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation, bulk = bulkServer
         let task = Task {
+            await bulk?.stop()
             for t in transports { await t.stop() }
             for m in mailboxes { await m.stop() }
             done.finish()
@@ -303,7 +329,7 @@ public actor MeshNode {
                 for l in links { if let k = keyOf[l] { byTransport[k.transport, default: []].append(k.key) } }
                 for (t, keys) in byTransport { transports[t].send(bytes, on: channel, to: keys) }
             case let .event(event):
-                continuation.yield(event)
+                continuation.yield(bulkEvent(event))
             case let .closeLink(l):
                 guard let k = keyOf.removeValue(forKey: l) else { break }
                 linkOf[k] = nil
@@ -317,9 +343,198 @@ public actor MeshNode {
                 options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             case let .acknowledged(id):
                 for m in options.mailboxes { m.acknowledged(id) }
+            case let .bulkOffered(offer, from):
+                bulkOffered(offer, from: from)
+            case let .bulkAnswered(answer, from):
+                if !answer.accepted, bulkOffers.removeValue(forKey: answer.transferID) != nil {
+                    let server = bulkServer
+                    Task { await server?.withdraw(answer.transferID) }
+                    continuation.yield(.rejected(Rejection(.fileRefused, peer: from, "\(from) declined the file: \(DisplayText.clean(answer.reason))")))
+                }
             }
         }
     }
+
+    // MARK: Bulk transfers
+
+    private func startBulk() async {
+        guard let bulk = options.bulk, options.downloads != nil else { return }
+        var o = BulkServer.Options()
+        o.host = bulk.host
+        o.port = bulk.port
+        let server = BulkServer(options: o)
+        do {
+            try await server.start()
+        } catch {
+            continuation.yield(.rejected(Rejection(.transport, "large files: cannot listen on \(bulk.host):\(bulk.port): \(error)")))
+            return
+        }
+        bulkServer = server
+        let events = server.events
+        Task { [weak self] in
+            for await e in events { await self?.bulkServerEvent(e) }
+        }
+        // Transfers a restart cut: on again, from what the disk holds.
+        if let downloads = options.downloads {
+            for offer in BulkDownload.pending(in: downloads) {
+                guard let from = BulkDownload.origin(of: offer, in: downloads).flatMap(PeerID.init(hex:)) else { continue }
+                download(offer, from: from)
+            }
+        }
+    }
+
+    /// The transfer ID of an offer as the faces see it (its receipts and events name it).
+    public nonisolated static func bulkTransferID(_ id: [UInt8]) -> String { id.map { String(format: "%02x", $0) }.joined() }
+
+    /// Events about our offers name the transfer, not the offer's tracking ID.
+    private func bulkEvent(_ event: NodeEvent) -> NodeEvent {
+        func plain(_ id: String) -> String? { id.hasPrefix("bulk-") ? String(id.dropFirst(5)) : nil }
+        switch event {
+        case let .delivered(id, by):
+            // The offer arrived; the file's own receipt is its saving.
+            guard let t = plain(id) else { return event }
+            let chunks = bulkOffers.first { Self.bulkTransferID($0.key) == t }?.value.chunks ?? 0
+            return .fileSent(transferID: t, to: by, fragments: chunks)
+        case let .failed(id, to): return plain(id).map { .failed(messageID: $0, to: to) } ?? event
+        case let .held(id, to): return plain(id).map { .held(messageID: $0, for: to) } ?? event
+        default: return event
+        }
+    }
+
+    private func bulkServerEvent(_ e: BulkServer.Event) {
+        switch e {
+        case let .saved(id):
+            guard let o = bulkOffers.removeValue(forKey: id) else { return }
+            let server = bulkServer
+            Task { await server?.withdraw(id) }
+            continuation.yield(.delivered(messageID: Self.bulkTransferID(id), by: o.peer))
+        case let .interrupted(id, reason):
+            logger.info("bulk transfer interrupted", metadata: ["transfer": "\(Self.bulkTransferID(id))", "reason": "\(reason)"])
+        case let .refused(reason):
+            logger.info("bulk connection refused", metadata: ["reason": "\(reason)"])
+        case .started, .progress:
+            break
+        }
+    }
+
+    /// Where receivers may connect: the configured addresses, or this
+    /// machine's IPv4 addresses (loopback last) with the listener's port.
+    private func advertised(port: Int) -> [String] {
+        if let a = options.bulk?.advertise, !a.isEmpty { return Array(a.prefix(BulkOffer.maxAddresses)) }
+        if let host = options.bulk?.host, host != "0.0.0.0", host != "::" { return ["\(host.contains(":") ? "[\(host)]" : host):\(port)"] }
+        var ips: [String] = []
+        var list: UnsafeMutablePointer<ifaddrs>?
+        if getifaddrs(&list) == 0, let first = list {
+            var p: UnsafeMutablePointer<ifaddrs>? = first
+            while let a = p {
+                if let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) {
+                    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+                    if getnameinfo(sa, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
+                        ips.append(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                    }
+                }
+                p = a.pointee.ifa_next
+            }
+            freeifaddrs(first)
+        }
+        let sorted = ips.filter { !$0.hasPrefix("127.") } + ips.filter { $0.hasPrefix("127.") }
+        return Array(Set(sorted).sorted { (sorted.firstIndex(of: $0) ?? 0) < (sorted.firstIndex(of: $1) ?? 0) }.prefix(BulkOffer.maxAddresses))
+    }
+
+    /// Sends a file from disk: over the mesh when it fits, else offered over
+    /// TCP to a peer that announces `wifiBulk`. Returns its transfer ID.
+    public func sendFile(at url: URL, mimeType: String? = nil, to peer: PeerID) async throws -> String {
+        let size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? UInt64) ?? 0
+        var tooLarge: NodeCore.FileTooLarge?
+        if size <= 1 << 20 {
+            let content = [UInt8](try Data(contentsOf: url))
+            do { return try sendFile(name: url.lastPathComponent, mimeType: mimeType, content: content, to: peer) } catch let e as NodeCore.FileTooLarge {
+                tooLarge = e
+            }
+        }
+        guard let server = bulkServer else {
+            if let tooLarge { throw tooLarge }
+            throw BulkUnavailable(peer: peer, bytes: size, off: true)
+        }
+        guard core.peers[peer]?.capabilities?.contains(.wifiBulk) == true else {
+            throw BulkUnavailable(peer: peer, bytes: size, off: false)
+        }
+        let port = await server.port
+        let offer = try await server.offer(url, mimeType: mimeType, addresses: advertised(port: port))
+        bulkOffers[offer.transferID] = (peer, offer.chunkCount)
+        _ = try command { try $0.sendBulkOffer(offer, to: peer, now: $1) }
+        return Self.bulkTransferID(offer.transferID)
+    }
+
+    /// A file too large for the mesh, to a peer that takes none over TCP.
+    public struct BulkUnavailable: Error, CustomStringConvertible {
+        public var peer: PeerID
+        public var bytes: UInt64
+        /// Large files over the network are off here (no download directory, or not asked for).
+        public var off: Bool
+        public var description: String {
+            off ? "file too large for the mesh (\(bytes) bytes), and large files over the network are off here"
+                : "file too large for the mesh (\(bytes) bytes), and \(peer) takes no large files over the network (no wifiBulk in its announce)"
+        }
+    }
+
+    private func bulkOffered(_ offer: BulkOffer, from peer: PeerID) {
+        guard let limit = options.bulk?.acceptUpTo, options.downloads != nil else { return }
+        let name = DisplayText.clean(offer.name)
+        func decline(_ why: String) {
+            try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: why), to: peer, now: readClock())
+            flush()
+            continuation.yield(.rejected(Rejection(.fileRefused, peer: peer, "\(name) (\(offer.size) bytes) from \(peer) declined: \(why)")))
+        }
+        guard offer.size <= limit else {
+            decline("larger than the \(limit >> 20) MiB taken without asking (--accept-up-to)")
+            return
+        }
+        guard downloads.count < options.bulk?.maxDownloads ?? 4 || downloads.contains(offer.transferID) else {
+            decline("busy: \(downloads.count) transfers under way")
+            return
+        }
+        try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: true), to: peer, now: readClock())
+        flush()
+        download(offer, from: peer)
+    }
+
+    /// Carries an accepted offer, resuming after a broken connection (5 tries, 2 s doubling).
+    private func download(_ offer: BulkOffer, from peer: PeerID) {
+        guard let directory = options.downloads, downloads.insert(offer.transferID).inserted else { return }
+        let events = continuation, logger = self.logger
+        let chunk = UInt64(offer.chunkSize), size = offer.size
+        Task { [weak self] in
+            var wait: UInt64 = 2
+            var failure = ""
+            for attempt in 1...6 {
+                do {
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    var d = BulkDownload(offer: offer, directory: directory)
+                    d.origin = peer.description
+                    let saved = try await d.run { done, _ in
+                        events.yield(.fileProgress(from: peer, received: Int(min(size, UInt64(done) * chunk)), total: Int(size)))
+                    }
+                    events.yield(.fileReceived(from: peer, name: saved.lastPathComponent, size: Int(size), path: saved.path,
+                                               transferID: MeshNode.bulkTransferID(offer.transferID)))
+                    await self?.downloadEnded(offer.transferID)
+                    return
+                } catch BulkTransferError.hashMismatch {
+                    failure = BulkTransferError.hashMismatch.description
+                    break
+                } catch {
+                    failure = "\(error)"
+                    logger.info("bulk download interrupted", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                    if attempt < 6 { try? await Task.sleep(for: .seconds(Int(wait))) }
+                    wait *= 2
+                }
+            }
+            events.yield(.rejected(Rejection(.fileNotSaved, peer: peer, "\(DisplayText.clean(offer.name)) from \(peer): \(failure)")))
+            await self?.downloadEnded(offer.transferID)
+        }
+    }
+
+    private func downloadEnded(_ id: [UInt8]) { downloads.remove(id) }
 
     private func save(_ file: NodeCore.IncomingFile) {
         guard let downloads = options.downloads else {

@@ -30,6 +30,9 @@ public struct NodeCore: Sendable {
         public var favorites: Set<Fingerprint> = []
         /// Whether private files are accepted (the runtime saves them).
         public var acceptsFiles = true
+        /// Whether files too large for the mesh are taken over TCP (the
+        /// runtime runs the transfers): announced as `wifiBulk`.
+        public var bulk = false
         public var policy: any RelayPolicy = nodeRelayPolicy()
         public var router: MeshRouter.Configuration = {
             var c = MeshRouter.Configuration()
@@ -145,6 +148,12 @@ public struct NodeCore: Sendable {
         /// for a retried copy): a mailbox transport that holds it for its server
         /// may let the server drop it now.
         case acknowledged(messageID: String)
+        /// A peer offers a file over TCP (docs/PROTOCOL.md, "Bulk transfer"):
+        /// the runtime accepts (connects) or declines (``sendBulkAnswer(_:to:now:)``).
+        /// Once a transfer; its receipt (`bulk-` and the transfer ID in hex) went.
+        case bulkOffered(BulkOffer, from: PeerID)
+        /// A peer's answer to our offer.
+        case bulkAnswered(BulkAnswer, from: PeerID)
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -618,6 +627,23 @@ public struct NodeCore: Sendable {
     }
 
     /// Tells `peer` that its message was displayed.
+    /// The ID an offer is tracked under (its delivered receipt names it).
+    public static func bulkID(_ transferID: [UInt8]) -> String { "bulk-" + transferID.map { String(format: "%02x", $0) }.joined() }
+
+    /// Offers a file over TCP (the runtime serves it): tracked and retried
+    /// like a message until the peer's receipt; returns the ID it is tracked under.
+    @discardableResult
+    public mutating func sendBulkOffer(_ offer: BulkOffer, to peer: PeerID, now: Millis) throws -> String {
+        let id = Self.bulkID(offer.transferID)
+        try sendTracked(.bulkOffer(offer), id: id, to: peer, now: now)
+        return id
+    }
+
+    /// Accepts or declines a peer's offer, in words.
+    public mutating func sendBulkAnswer(_ answer: BulkAnswer, to peer: PeerID, now: Millis) throws {
+        try sendNoise(.bulkAnswer(answer), to: peer, now: now)
+    }
+
     public mutating func sendReadReceipt(_ messageID: String, to peer: PeerID, now: Millis) throws {
         try sendNoise(.readReceipt(messageID: messageID), to: peer, now: now)
     }
@@ -1199,7 +1225,7 @@ public struct NodeCore: Sendable {
         if isBlocked(sender) { return }
         if !trustKnown {
             switch payload {
-            case .privateMessage, .privateFile:
+            case .privateMessage, .privateFile, .bulkOffer:
                 if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
                 awaitingTrust.append((payload, sender, hops, via))
                 return
@@ -1230,6 +1256,18 @@ public struct NodeCore: Sendable {
             outbox.append(.acknowledged(messageID: m.messageID))
         case let .privateFile(file):
             receiveFile(file, from: sender, now: now)
+        case let .bulkOffer(offer):
+            let id = Self.bulkID(offer.transferID)
+            guard configuration.acceptsFiles, configuration.bulk else {
+                try? sendNoise(.bulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false,
+                                                      reason: "this node takes no large files")), to: sender, now: now)
+                return
+            }
+            // A retried offer is acknowledged again, handed on once.
+            if seen.insert(id) { outbox.append(.bulkOffered(offer, from: sender)) }
+            try? sendNoise(.delivered(messageID: id), to: sender, now: now)
+        case let .bulkAnswer(answer):
+            outbox.append(.bulkAnswered(answer, from: sender))
         case let .delivered(id):
             // A duplicate receipt, or one from anyone but the recipient, counts for nothing.
             guard tracker.recipient(of: id) == sender, tracker.acknowledged(id) != nil else { return }
@@ -1362,7 +1400,7 @@ public struct NodeCore: Sendable {
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
         guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: wall(now),
-                                                  directNeighbors: neighbors, capabilities: Self.capabilities.rawValue) else { return }
+                                                  directNeighbors: neighbors, capabilities: (configuration.bulk ? Self.capabilities.union(.wifiBulk) : Self.capabilities).rawValue) else { return }
         perform(router.originate(packet, now: now), now: now)
     }
 }

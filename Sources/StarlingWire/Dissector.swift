@@ -125,6 +125,15 @@ public enum Dissector {
             children.append(DissectedField("body", .bytes(b)))
         case let .privateFile(f):
             children.append(file(f))
+        case let .bulkOffer(o):
+            children += [DissectedField("transferID", .bytes(o.transferID)), DissectedField("name", .text(o.name)),
+                         DissectedField("size", .number(o.size)), DissectedField("sha256", .bytes(o.sha256)),
+                         DissectedField("key", .text("(32 bytes, not shown)")), DissectedField("addresses", .list(o.addresses)),
+                         DissectedField("chunkSize", .number(UInt64(o.chunkSize)))]
+            if let m = o.mimeType { children.append(DissectedField("mimeType", .text(m))) }
+        case let .bulkAnswer(a):
+            children += [DissectedField("transferID", .bytes(a.transferID)), DissectedField("accepted", .number(a.accepted ? 1 : 0)),
+                         DissectedField("reason", .text(a.reason))]
         }
         return DissectedField("noisePayload", .number(UInt64(bytes.count)), note: "bytes", children: children)
     }

@@ -76,6 +76,9 @@ public enum NoisePayload: Hashable, Sendable {
         public static let voiceFrame: UInt8 = 0x08
         public static let vouch: UInt8 = 0x12
         public static let authenticatedPeerState: UInt8 = 0x21
+        /// Starling's large-file offer and its answer (docs/PROTOCOL.md, "Bulk transfer").
+        public static let bulkOffer: UInt8 = 0x40
+        public static let bulkAnswer: UInt8 = 0x41
 
         /// The apps' name for a payload type byte, or nil for one nobody defines.
         public static func name(of type: UInt8) -> String? {
@@ -92,6 +95,8 @@ public enum NoisePayload: Hashable, Sendable {
             case vouch: "vouch"
             case privateFile: "privateFile"
             case authenticatedPeerState: "authenticatedPeerState"
+            case bulkOffer: "bulkOffer"
+            case bulkAnswer: "bulkAnswer"
             default: nil
             }
         }
@@ -105,6 +110,10 @@ public enum NoisePayload: Hashable, Sendable {
     case verifyChallenge([UInt8])
     case verifyResponse([UInt8])
     case privateFile(FileTransfer)
+    /// A file too large for the mesh, offered over TCP (its key is in here:
+    /// never shown, never logged).
+    case bulkOffer(BulkOffer)
+    case bulkAnswer(BulkAnswer)
     /// A type this version does not know, kept whole.
     case unknown(type: UInt8, body: [UInt8])
 
@@ -116,6 +125,8 @@ public enum NoisePayload: Hashable, Sendable {
         case .verifyChallenge: Kind.verifyChallenge
         case .verifyResponse: Kind.verifyResponse
         case .privateFile: Kind.privateFile
+        case .bulkOffer: Kind.bulkOffer
+        case .bulkAnswer: Kind.bulkAnswer
         case let .unknown(type, _): type
         }
     }
@@ -127,6 +138,10 @@ public enum NoisePayload: Hashable, Sendable {
         case let .readReceipt(id), let .delivered(id): out += Array(id.utf8)
         case let .verifyChallenge(b), let .verifyResponse(b), let .unknown(_, b): out += b
         case let .privateFile(f): out += try f.encoded()
+        case let .bulkOffer(o):
+            do { out += try o.encoded() } catch { throw EncodingError(field: error.field, problem: "\(error.reason)") }
+        case let .bulkAnswer(a):
+            do { out += try a.encoded() } catch { throw EncodingError(field: error.field, problem: "\(error.reason)") }
         }
         return out
     }
@@ -150,6 +165,10 @@ public enum NoisePayload: Hashable, Sendable {
             self = .verifyResponse(body)
         case Kind.privateFile, Kind.privateFileLegacy:
             self = .privateFile(try FileTransfer(decoding: body, errorBase: base))
+        case Kind.bulkOffer:
+            self = .bulkOffer(try BulkOffer(decoding: body[...], errorBase: base))
+        case Kind.bulkAnswer:
+            self = .bulkAnswer(try BulkAnswer(decoding: body[...], errorBase: base))
         default:
             self = .unknown(type: type, body: body)
         }

@@ -41,6 +41,11 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
     var powerMode: String?
     @OptionGroup var nostr: NostrOptions
+    @Flag(help: "Carry files too large for the mesh over the local network (TCP, sealed end to end), and take them: announced as wifiBulk.")
+    var bulk = false
+    @Option(help: "With --bulk: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"
+    @Option(help: "With --bulk: the TCP port (default: any free one).") var bulkPort = 0
+    @Option(help: "With --bulk: take files up to this many MiB without asking; larger ones are declined in words.") var acceptUpTo = 1024
 
     /// The shapes of the options, before anything is opened or bound.
     func validate() throws {
@@ -51,6 +56,8 @@ struct NodeOptions: ParsableArguments {
         for hex in favorite where Fingerprint(hex: hex.lowercased()) == nil {
             throw ValidationError("--favorite \(hex): expected 64 hex digits")
         }
+        if !(0...65_535).contains(bulkPort) { throw ValidationError("--bulk-port \(bulkPort): 0 … 65535") }
+        if acceptUpTo < 0 { throw ValidationError("--accept-up-to \(acceptUpTo): a number of MiB, 0 or more") }
     }
 
     func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
@@ -80,6 +87,13 @@ struct NodeOptions: ParsableArguments {
         if let relayJitter { options.core.policy = FloodingPolicy(jitter: relayJitter) }
         options.core.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
+        if bulk {
+            var b = MeshNode.BulkOptions()
+            b.host = bulkHost
+            b.port = bulkPort
+            b.acceptUpTo = UInt64(acceptUpTo) << 20
+            options.bulk = b
+        }
         options.core.favorites = store.favorites()
         if let retryBudget {
             // A shorter budget scales the backoff with it (for tests and measurements).
@@ -271,14 +285,22 @@ struct Send: AsyncParsableCommand {
         abstract: "Join the mesh, send one message (to everyone, or privately with --to), and leave."
     )
     @OptionGroup var node: NodeOptions
-    @Argument(help: "The message.") var text: String
+    @Argument(help: "The message.") var text: String?
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
+    @Option(help: "Send this file to --to instead of a message: over the mesh when it fits, else over the local network (both sides with --bulk).")
+    var file: String?
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
     var server: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
 
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
+        if file != nil {
+            if text != nil { throw ValidationError("a message or --file, not both") }
+            if to == nil { throw ValidationError("--file needs --to NICK: files go to one person") }
+        } else if text == nil {
+            throw ValidationError("Missing expected argument '<text>' (or --file FILE)")
+        }
         if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
@@ -301,6 +323,8 @@ struct Send: AsyncParsableCommand {
     func run() async throws {
         // A daemon runs for this data directory: through its API (it is the node).
         if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) { return try await sendThrough(api) }
+        if let file, let to { return try await sendFile(file, to: to) }
+        let text = self.text ?? ""
         let session = try await NodeSession.start(node, server: server, tellsFavourites: false)
         let n = session.node, messenger = session.messenger
         let printer = EventPrinter(json: json)
@@ -423,6 +447,68 @@ struct Send: AsyncParsableCommand {
         }
     }
 
+    /// `--file`: waits for the recipient, sends the file (the mesh, or an offer
+    /// over TCP), prints what becomes of it, and stays until it is saved at the
+    /// other end (the sender serves it meanwhile), or the linger ends.
+    func sendFile(_ path: String, to: String) async throws {
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.isReadableFile(atPath: url.path) else { throw RuntimeFailure("cannot read \(path)") }
+        let session = try await NodeSession.start(node, server: nil, tellsFavourites: false)
+        let n = session.node, messenger = session.messenger
+        let printer = EventPrinter(json: json)
+        let start = Date()
+        let wait = self.wait ?? (node.announceInterval + 2), linger = self.linger ?? 600
+        let runner = Task { await n.run(until: UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 5) * 1000)) }
+        let taking = Task { await messenger.run() }
+        let done = Watch()
+        let events = Task {
+            for await event in messenger.events {
+                switch event {
+                case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state), .node(.stateExpired), .diagnostic:
+                    continue
+                case let .node(.delivered(id, _)):
+                    await done.moved(id, .delivered, via: nil)
+                case let .node(.failed(id, _)):
+                    await done.moved(id, .failed, via: nil)
+                default:
+                    break
+                }
+                await printer.print(event, messenger: messenger)
+            }
+        }
+        defer { events.cancel() }
+        while await n.peer(named: to) == nil, Date().timeIntervalSince(start) < wait { try await Task.sleep(for: .milliseconds(20)) }
+        guard let peer = await n.peer(named: to) else {
+            await n.stop()
+            await runner.value
+            throw RuntimeFailure("\(to) not found within \(Self.format(wait)) s (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
+        }
+        try await Task.sleep(for: .milliseconds(300)) // our announce (and its wifiBulk) reaches them
+        let id: String
+        do { id = try await n.sendFile(at: url, to: peer) } catch {
+            await n.stop()
+            await runner.value
+            throw RuntimeFailure("\(error)")
+        }
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id], options: [.sortedKeys])
+            StandardOutput.write(data + Data("\n".utf8))
+        } else {
+            StandardOutput.write(Data("* sending \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)))\n".utf8))
+        }
+        let until = Date().addingTimeInterval(linger)
+        while Date() < until, await done.outcome(id) == nil, await !done.failed(id) { try await Task.sleep(for: .milliseconds(50)) }
+        let outcome = await done.outcome(id)
+        await n.leave()
+        await runner.value
+        _ = await taking.value
+        guard outcome == .delivered else {
+            throw RuntimeFailure(outcome == nil ? "\(url.lastPathComponent) was not saved by \(to) within \(Self.format(linger)) s; wait longer with --linger"
+                                                : "\(url.lastPathComponent) to \(to) failed")
+        }
+        if !json { StandardOutput.write(Data("* \(to) saved \(url.lastPathComponent)\n".utf8)) }
+    }
+
     /// What became of a message to a contact, said once; exit 1 when it is only kept.
     /// `outcome`: the furthest the message got; `said`: what the Ya OK server answered, when it was handed to it.
     func report(_ outcome: Watch.Outcome?, server said: Watch.Outcome?, to card: ContactCard, id: String, mailbox server: YaOKServerMailbox?) throws {
@@ -482,6 +568,7 @@ struct Send: AsyncParsableCommand {
             if state == .failed, printed.insert("failed:" + id).inserted { out.append(.failed(messageID: id, to: peer)) }
             return out
         }
+        func failed(_ id: String) -> Bool { states[id] == .failed }
         func reached(_ id: String, _ state: MessageState) -> Bool { (states[id].map { $0 >= state } ?? false) && states[id] != .failed }
         func outcome(_ id: String) -> Outcome? {
             if states[id] == .read { return .read }
@@ -537,6 +624,8 @@ extension Listen {
 extension Send {
     /// One message through the daemon: public, or to a name, waiting for its receipts as `send` does.
     func sendThrough(_ api: APIClient) async throws {
+        guard file == nil else { throw RuntimeFailure("send --file through a running daemon is not built yet: use `/send` in `starling chat`, or stop the daemon") }
+        let text = self.text ?? ""
         let linger = self.linger ?? (to == nil ? 1 : 10)
         guard let to else {
             _ = try await call { try await api.post("/v1/public", ["text": text]) }

@@ -98,7 +98,7 @@ import Testing
 
     static func file(_ dir: URL, bytes: Int) throws -> URL {
         let url = dir.appendingPathComponent("source.bin")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let h = try FileHandle(forWritingTo: url)
         var rng = SystemRandomNumberGenerator()
         var left = bytes

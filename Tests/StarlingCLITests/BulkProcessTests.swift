@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+import StarlingTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 40: `starling send --to bob --file FILE` carries 100 MB between two
+/// processes on loopback, over TCP, sealed; the receiver killed in the middle
+/// and started again resumes from what its disk holds.
+@Suite(.serialized, .usesProcesses) struct BulkProcessTests {
+    static func file(_ path: String, megabytes: Int) throws -> [UInt8] {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        var rng = SystemRandomNumberGenerator()
+        var hasher = SHA256()
+        for _ in 0..<megabytes {
+            let block = Data((0..<(1 << 17)).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } })
+            hasher.update(data: block)
+            try h.write(contentsOf: block)
+        }
+        try h.close()
+        return Array(hasher.finalize())
+    }
+
+    static func sha256(_ path: String) throws -> [UInt8] {
+        var hasher = SHA256()
+        let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { hasher.update(data: d) }
+        return Array(hasher.finalize())
+    }
+
+    @Test func aHundredMegabytesCrossAndAKilledReceiverResumes() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let source = dir + "/map-tiles.bin"
+        let digest = try Self.file(source, megabytes: 100)
+        let bobDir = dir + "/bob"
+        func bob() throws -> LiveProcess {
+            try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--data-dir", bobDir, "--bulk",
+                             "--bulk-host", "127.0.0.1", "--duration", "300", "--announce-interval", "1"])
+        }
+        var receiver = try bob()
+        defer { receiver.stop() }
+        let port = try await MeshProcessTests.port(of: receiver)
+        let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "alice", "--json",
+                                     "--data-dir", dir + "/alice", "--bulk", "--bulk-host", "127.0.0.1", "--announce-interval", "1",
+                                     "--linger", "240", "--to", "bob", "--file", source])
+        defer { alice.stop() }
+        // Once a fifth is on bob's disk: alice is paused (so that the cut lands mid-file), bob killed.
+        let fifth = await receiver.waitFor(seconds: 120) { $0["event"] as? String == "fileProgress" && ($0["received"] as? Int ?? 0) >= 20_000_000 }
+        try #require(fifth != nil, "alice:\n\(alice.text)\nbob:\n\(receiver.text.suffix(2_000))")
+        kill(alice.process.processIdentifier, SIGSTOP)
+        kill(receiver.process.processIdentifier, SIGKILL)
+        _ = await receiver.waitForExit(seconds: 30)
+        let parts = try FileManager.default.contentsOfDirectory(atPath: bobDir + "/files/incoming").filter { $0.hasSuffix(".part") }
+        try #require(parts.count == 1, "\(parts)")
+        let onDisk = (try FileManager.default.attributesOfItem(atPath: bobDir + "/files/incoming/" + parts[0])[.size] as? Int) ?? 0
+        #expect(onDisk >= 20_000_000 && onDisk < 100 << 20, "\(onDisk) bytes on disk")
+        // Bob again; alice goes on: the transfer resumes from the disk by itself.
+        receiver = try bob()
+        kill(alice.process.processIdentifier, SIGCONT)
+        let saved = await receiver.waitFor(seconds: 180) { $0["event"] as? String == "fileReceived" }
+        try #require(saved != nil, "alice:\n\(alice.text.suffix(2_000))\nbob:\n\(receiver.text.suffix(2_000))")
+        let resumedAt = receiver.events.first { $0["event"] as? String == "fileProgress" }?["received"] as? Int ?? 0
+        #expect(resumedAt >= onDisk / 65_536 * 65_536 && resumedAt > 0, "the first half did not come again: resumed at \(resumedAt) of \(onDisk)")
+        let path = try #require(saved?["path"] as? String)
+        #expect(saved?["name"] as? String == "map-tiles.bin" && saved?["size"] as? Int == 100 << 20)
+        #expect(try Self.sha256(path) == digest)
+        #expect(await alice.waitForExit(seconds: 60) == 0, "\(alice.text.suffix(2_000))")
+        #expect(alice.text.contains("bob saved map-tiles.bin") || alice.text.contains("\"delivered\""), "\(alice.text.suffix(1_000))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bobDir + "/files/incoming").filter { $0.hasPrefix(".starling-bulk") }.isEmpty,
+                "nothing partial left")
+    }
+
+    /// A node without --bulk is told in words, not given a broken file.
+    @Test func aFileTooLargeForTheMeshToANodeWithoutBulkIsRefusedInWords() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-off")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        _ = try Self.file(dir + "/big.bin", megabytes: 2)
+        let receiver = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--data-dir", dir + "/carol",
+                                        "--duration", "60", "--announce-interval", "1"])
+        defer { receiver.stop() }
+        let port = try await MeshProcessTests.port(of: receiver)
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "dave",
+                                                  "--data-dir", dir + "/dave", "--bulk", "--bulk-host", "127.0.0.1", "--announce-interval", "1",
+                                                  "--to", "carol", "--file", dir + "/big.bin"])
+        #expect(sent.status == 1, "\(sent.stdout)\(sent.stderr)")
+        #expect((sent.stdout + sent.stderr).contains("takes no large files over the network"), "\(sent.stdout)\(sent.stderr)")
+    }
+}
