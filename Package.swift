@@ -327,7 +327,7 @@ let targets: [Target] = [
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
     .testTarget(
         name: "StarlingBulkTests",
-        dependencies: ["StarlingBulk", "StarlingBulkTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto"),
+        dependencies: ["StarlingBulk", "StarlingBulkTransport", "StarlingWire", "StarlingTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
     ),
     .testTarget(

@@ -35,6 +35,9 @@ public protocol MessengerClient: Sendable {
     func sendPublic(_ text: String) async throws
     /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
     func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
+    /// A file from disk: over the mesh when it fits, else offered over the
+    /// network (`--bulk` on both sides); its transfer ID.
+    func sendFile(at url: URL, to peer: PeerID) async throws -> String
     /// The person saw the conversation, through the message `through` (its
     /// record ID; nil: everything in it): read receipts go for those.
     func markSeen(_ conversation: UserID, through last: UserID?) async throws
@@ -264,6 +267,13 @@ public struct LocalMessengerClient: MessengerClient {
         do { try await node.sendPublic(text) } catch { throw MessengerClientError(.badRequest, "\(error)") }
     }
 
+    public func sendFile(at url: URL, to peer: PeerID) async throws -> String {
+        guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here: files go over the mesh only") }
+        do { return try await node.sendFile(at: url, to: peer) } catch {
+            throw MessengerClientError(.badRequest, "\(error)")
+        }
+    }
+
     public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
         guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here: files go over the mesh only") }
         do { return try await node.sendFile(name: name, mimeType: nil, content: content, to: peer) } catch {
@@ -358,4 +368,14 @@ public struct LocalMessengerClient: MessengerClient {
     public func setState(_ state: StateKind) async throws { await node.setStatus(state) }
 
     public func clearSOS() async throws { await node.clearSOS() }
+}
+
+extension MessengerClient {
+    /// Through a client that carries bytes only (a daemon's API): read, then sent as content.
+    public func sendFile(at url: URL, to peer: PeerID) async throws -> String {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw MessengerClientError(.badRequest, "cannot read \(url.path)")
+        }
+        return try await sendFile(name: url.lastPathComponent, content: [UInt8](data), to: peer)
+    }
 }

@@ -39,14 +39,15 @@ extension ChatScreen {
             guard words.count == 3 else { say("usage: /send NICK PATH"); return true }
             guard let to = await peer(named: words[1]) else { return true }
             let path = Self.typedPath(words[2])
-            guard let data = FileManager.default.contents(atPath: path) else { say("! cannot read \(path)"); return true }
+            guard FileManager.default.isReadableFile(atPath: path),
+                  let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int else { say("! cannot read \(path)"); return true }
             sendsInFlight += 1
             do {
                 let name = URL(fileURLWithPath: path).lastPathComponent
-                let id = try await client.sendFile(name: name, content: [UInt8](data), to: to)
+                let id = try await client.sendFile(at: URL(fileURLWithPath: path), to: to)
                 let shownTo = await display(to)
                 outgoing[id] = (shownTo, [])
-                let text = "file \(name) (\(data.count) bytes)", note = "[\(String(repeating: " ", count: 20))] queued"
+                let text = "file \(name) (\(size) bytes)", note = "[\(String(repeating: " ", count: 20))] queued"
                 if let screen {
                     screen.append(.init(time: FullScreen.clock(), nick: "you", text: text, messageID: id, mark: note, own: true),
                                   to: await window(to))
