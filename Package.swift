@@ -278,6 +278,8 @@ let targets: [Target] = [
             "StarlingStately",
             "StarlingNode",
             "StarlingEmbeddedNetwork",
+            "StarlingBulk",
+            "StarlingBulkTransport",
             "StarlingTransport",
             "StarlingYaOK",
             "StarlingYaOKStore",

@@ -58,6 +58,9 @@ public actor MeshNode {
         public var acceptUpTo: UInt64 = 1 << 30
         /// Downloads at once (more are declined, "busy").
         public var maxDownloads = 4
+        /// A broken download is tried this many times in all, waiting `retryWait` (doubling) between.
+        public var attempts = 6
+        public var retryWait: Duration = .seconds(2)
         public init() {}
     }
 
@@ -504,10 +507,11 @@ public actor MeshNode {
         guard let directory = options.downloads, downloads.insert(offer.transferID).inserted else { return }
         let events = continuation, logger = self.logger
         let chunk = UInt64(offer.chunkSize), size = offer.size
+        let attempts = max(1, options.bulk?.attempts ?? 6)
+        var wait = options.bulk?.retryWait ?? .seconds(2)
         Task { [weak self] in
-            var wait: UInt64 = 2
             var failure = ""
-            for attempt in 1...6 {
+            for attempt in 1...attempts {
                 do {
                     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                     var d = BulkDownload(offer: offer, directory: directory)
@@ -525,16 +529,24 @@ public actor MeshNode {
                 } catch {
                     failure = "\(error)"
                     logger.info("bulk download interrupted", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-                    if attempt < 6 { try? await Task.sleep(for: .seconds(Int(wait))) }
+                    if attempt < attempts { try? await Task.sleep(for: wait) }
                     wait *= 2
                 }
             }
             events.yield(.rejected(Rejection(.fileNotSaved, peer: peer, "\(DisplayText.clean(offer.name)) from \(peer): \(failure)")))
-            await self?.downloadEnded(offer.transferID)
+            // The sender hears it in words too, and stops serving it.
+            await self?.gaveUp(offer, from: peer, failure)
         }
     }
 
     private func downloadEnded(_ id: [UInt8]) { downloads.remove(id) }
+
+    private func gaveUp(_ offer: BulkOffer, from peer: PeerID, _ why: String) {
+        downloads.remove(offer.transferID)
+        try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: String(why.utf8.prefix(200)) ?? "gave up"),
+                                 to: peer, now: readClock())
+        flush()
+    }
 
     private func save(_ file: NodeCore.IncomingFile) {
         guard let downloads = options.downloads else {

@@ -470,6 +470,8 @@ struct Send: AsyncParsableCommand {
                     await done.moved(id, .delivered, via: nil)
                 case let .node(.failed(id, _)):
                     await done.moved(id, .failed, via: nil)
+                case .node(.rejected(let r)) where r.kind == .fileRefused:
+                    await done.refuse(r.detail)
                 default:
                     break
                 }
@@ -497,8 +499,15 @@ struct Send: AsyncParsableCommand {
             StandardOutput.write(Data("* sending \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)))\n".utf8))
         }
         let until = Date().addingTimeInterval(linger)
-        while Date() < until, await done.outcome(id) == nil, await !done.failed(id) { try await Task.sleep(for: .milliseconds(50)) }
+        while Date() < until, await done.outcome(id) == nil, await !done.failed(id), await done.refused == nil {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let outcome = await done.outcome(id)
+        if outcome == nil, let why = await done.refused {
+            await n.leave()
+            await runner.value
+            throw RuntimeFailure(why)
+        }
         await n.leave()
         await runner.value
         _ = await taking.value
@@ -569,6 +578,8 @@ struct Send: AsyncParsableCommand {
             return out
         }
         func failed(_ id: String) -> Bool { states[id] == .failed }
+        var refused: String?
+        func refuse(_ why: String) { refused = why }
         func reached(_ id: String, _ state: MessageState) -> Bool { (states[id].map { $0 >= state } ?? false) && states[id] != .failed }
         func outcome(_ id: String) -> Outcome? {
             if states[id] == .read { return .read }

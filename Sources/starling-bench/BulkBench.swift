@@ -1,0 +1,142 @@
+import Foundation
+import StarlingBulk
+import StarlingBulkTransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `starling-bench bulk`: a large file over TCP on 127.0.0.1, sealed chunk by
+/// chunk and verified (``BulkServer`` and ``BulkDownload`` in this process),
+/// against a plain TCP copy of the same file in the same run (a sender thread
+/// reading 64 KiB at a time into a socket, a receiver writing what comes to a
+/// file). Resident memory is sampled during each transfer: it should not grow
+/// with the file.
+enum BulkBench {
+    static func run() async {
+        print("starling-bench bulk (release; TCP on 127.0.0.1)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bench-bulk-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        do {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for megabytes in [10, 100] {
+                let source = dir.appendingPathComponent("source-\(megabytes).bin")
+                try write(source, megabytes: megabytes)
+                let plain = try plainCopy(source, to: dir.appendingPathComponent("plain-\(megabytes).bin"))
+                let bulk = try await bulkCopy(source, into: dir.appendingPathComponent("bulk-\(megabytes)"))
+                let mb = Double(megabytes << 20) / 1_000_000
+                print("\n\(megabytes) MiB:")
+                print("  plain TCP copy:      \(fmt(mb / plain.seconds)) MB/s   resident peak \(SoakBench.megabytes(plain.peak))")
+                print("  bulk (sealed, acked, hashed, renamed): \(fmt(mb / bulk.seconds)) MB/s   resident peak \(SoakBench.megabytes(bulk.peak))"
+                      + "   (the sender's SHA-256 at the offer: \(fmt(bulk.offerSeconds * 1000)) ms, not counted)")
+                print("  bulk ÷ plain: \(fmt(plain.seconds / bulk.seconds))×   (goal ≥ 0.8×)")
+            }
+        } catch {
+            print("bulk bench failed: \(error)")
+        }
+    }
+
+    static func fmt(_ x: Double) -> String { String(format: "%.2f", x) }
+
+    static func write(_ url: URL, megabytes: Int) throws {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let h = try FileHandle(forWritingTo: url)
+        defer { try? h.close() }
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<megabytes {
+            try h.write(contentsOf: Data((0..<(1 << 17)).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } }))
+        }
+    }
+
+    /// Samples resident memory every 20 ms while `body` runs; the peak.
+    static func sampled<T>(_ body: () async throws -> T) async rethrows -> (T, peak: Int) {
+        let peak = Peak()
+        let sampler = Task.detached {
+            while !Task.isCancelled {
+                peak.see(NodeBench.residentBytes())
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let result = try await body()
+        sampler.cancel()
+        peak.see(NodeBench.residentBytes())
+        return (result, peak.value)
+    }
+
+    final class Peak: @unchecked Sendable {
+        private let lock = NSLock()
+        private var v = 0
+        func see(_ x: Int) { lock.withLock { v = max(v, x) } }
+        var value: Int { lock.withLock { v } }
+    }
+
+    static func bulkCopy(_ source: URL, into dir: URL) async throws -> (seconds: Double, offerSeconds: Double, peak: Int) {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let server = BulkServer()
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let clock = ContinuousClock()
+        let t0 = clock.now
+        let offer = try await server.offer(source)
+        let offerTime = clock.now - t0
+        let (elapsed, peak) = try await sampled {
+            let t1 = clock.now
+            _ = try await BulkDownload(offer: offer, directory: dir).run()
+            return clock.now - t1
+        }
+        return (seconds(elapsed), seconds(offerTime), peak)
+    }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+    /// The baseline: the same bytes over a loopback TCP socket, no sealing, no hashing.
+    static func plainCopy(_ source: URL, to target: URL) throws -> (seconds: Double, peak: Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
+                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        listen(listener, 1)
+        let port = address.sin_port
+        let sourcePath = source.path
+        let sender = Thread {
+            let fd = accept(listener, nil, nil)
+            defer { close(fd) }
+            guard let h = FileHandle(forReadingAtPath: sourcePath) else { return }
+            while let d = try? h.read(upToCount: 65_536), !d.isEmpty {
+                d.withUnsafeBytes { raw in
+                    var off = 0
+                    while off < raw.count {
+                        let n = send(fd, raw.baseAddress! + off, raw.count - off, 0)
+                        if n <= 0 { return }
+                        off += n
+                    }
+                }
+            }
+        }
+        let start = Date()
+        sender.start()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var to = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
+                             sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = FileManager.default.createFile(atPath: target.path, contents: nil)
+        let out = try FileHandle(forWritingTo: target)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var peak = NodeBench.residentBytes()
+        var reads = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, 65_536, 0) }
+            if n <= 0 { break }
+            try out.write(contentsOf: Data(buffer[0..<n]))
+            reads += 1
+            if reads % 64 == 0 { peak = max(peak, NodeBench.residentBytes()) }
+        }
+        try out.synchronize()
+        try out.close()
+        return (Date().timeIntervalSince(start), peak)
+    }
+}

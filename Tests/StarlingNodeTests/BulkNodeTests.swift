@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import Starling
+
+/// Issue 40 in process: two nodes over an in-memory hub, files over TCP on
+/// loopback. A file too large for the mesh goes as an offer; a receiver that
+/// cannot reach the sender gives up in words, and the sender hears it.
+@Suite struct BulkNodeTests {
+    typealias Recorder = RuntimeTests.Recorder
+
+    static func node(_ name: String, _ t: any Transport, _ dir: URL, advertise: [String]? = nil) throws -> MeshNode {
+        var o = MeshNode.Options(nickname: name)
+        o.udp = nil
+        o.transports = [t]
+        o.downloads = dir.appendingPathComponent(name)
+        var b = MeshNode.BulkOptions()
+        b.host = "127.0.0.1"
+        b.advertise = advertise
+        b.attempts = 2
+        b.retryWait = .milliseconds(100)
+        o.bulk = b
+        return try MeshNode(identity: .generate(), options: o)
+    }
+
+    @Test(arguments: [true, false])
+    func aLargeFileGoesOverTCPOrIsGivenUpInWords(reachable: Bool) async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-node-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("survey.tif")
+        try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: file)
+        let hub = InMemoryHub()
+        let ta = hub.endpoint("a"), tb = hub.endpoint("b")
+        // Unreachable: the offer names a port nothing listens on.
+        let alice = try Self.node("alice", ta, dir, advertise: reachable ? nil : ["127.0.0.1:1"])
+        let bob = try Self.node("bob", tb, dir)
+        let seenA = Recorder(), seenB = Recorder()
+        let tasks = [Task { await alice.run() }, Task { await bob.run() },
+                     Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
+        hub.connect(ta, tb, maxFrame: 512)
+        #expect(await RuntimeTests.waitFor(seconds: 30) {
+            let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
+            let ba = await bob.peer(named: "alice") != nil
+            return ab && ba
+        }, "bob announces wifiBulk")
+        let id = try await alice.sendFile(at: file, to: try #require(await alice.peer(named: "bob")))
+        if reachable {
+            #expect(await RuntimeTests.waitFor(seconds: 60) { await seenA.events.contains { if case .delivered(id, _) = $0 { true } else { false } } })
+            let got = await seenB.events.compactMap { if case let .fileReceived(_, name, size, path, t) = $0 { (name, size, path, t) } else { nil } }
+            #expect(got.count == 1 && got.first?.0 == "survey.tif" && got.first?.1 == 2_000_000 && got.first?.3 == id)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(got.first?.2))) == Data(contentsOf: file))
+            #expect(await seenB.events.contains { if case .fileProgress = $0 { true } else { false } })
+        } else {
+            #expect(await RuntimeTests.waitFor(seconds: 60) {
+                await seenA.events.contains { if case let .rejected(r) = $0 { r.kind == .fileRefused && r.detail.contains("cannot reach the sender") } else { false } }
+            }, "alice heard bob give up")
+            #expect(await seenB.events.contains { if case let .rejected(r) = $0 { r.kind == .fileNotSaved } else { false } })
+            #expect(!(await seenB.events.contains { if case .fileReceived = $0 { true } else { false } }))
+        }
+        await alice.stop()
+        await bob.stop()
+        for t in tasks { await t.value }
+    }
+}
