@@ -70,6 +70,8 @@ public actor BulkServer {
         public var helloTimeout: TimeAmount = .seconds(10)
         public var window: UInt32 = 16
         public var chunkSize = BulkOffer.maxChunkSize
+        /// A pause after each chunk (nil: none): a rate limit on a shared network, and tests' slow motion.
+        public var pace: Duration?
         public init() {}
     }
 
@@ -203,6 +205,7 @@ public actor BulkServer {
                     while let index = sending.due {
                         let bytes = Array(try handle.read(upToCount: offer.length(ofChunk: Int(index))) ?? Data())
                         try await outbound.write(BulkSocket.buffer(try sending.sealDue(bytes)))
+                        if let pace = options.pace { try await Task.sleep(for: pace) }
                     }
                     guard let next = try await frames.next() else { throw BulkTransferError.unexpected("the receiver closed the connection") }
                     switch try sending.receive(try BulkSocket.frame(next)) {

@@ -58,6 +58,8 @@ public actor MeshNode {
         public var acceptUpTo: UInt64 = 1 << 30
         /// Downloads at once (more are declined, "busy").
         public var maxDownloads = 4
+        /// A pause after each 64 KiB chunk sent (nil: none): at most 64 KiB per pace.
+        public var pace: Duration?
         /// A broken download is tried this many times in all, waiting `retryWait` (doubling) between.
         public var attempts = 6
         public var retryWait: Duration = .seconds(2)
@@ -365,6 +367,7 @@ public actor MeshNode {
         var o = BulkServer.Options()
         o.host = bulk.host
         o.port = bulk.port
+        o.pace = bulk.pace
         let server = BulkServer(options: o)
         do {
             try await server.start()

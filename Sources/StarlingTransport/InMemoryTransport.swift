@@ -27,6 +27,9 @@ public final class InMemoryHub: @unchecked Sendable {
         b.linked(a.id, maxFrame: maxFrame)
     }
 
+    /// Whether `a` has a link to `b`.
+    public func isLinked(_ a: InMemoryTransport, _ b: InMemoryTransport) -> Bool { a.isLinked(to: b.id) }
+
     /// Ends the link between `a` and `b` on both sides.
     public func disconnect(_ a: InMemoryTransport, _ b: InMemoryTransport) {
         a.unlinked(b.id)
@@ -56,6 +59,8 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
         guard lock.withLock({ !stopped && links.insert(other).inserted }) else { return }
         continuation.yield(.up(other, maxFrame: maxFrame))
     }
+
+    func isLinked(to other: String) -> Bool { lock.withLock { links.contains(other) } }
 
     func unlinked(_ other: String) {
         guard lock.withLock({ links.remove(other) }) != nil else { return }

@@ -177,6 +177,8 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         }
     }
 
+    static func seconds(_ ms: UInt64) -> String { ms % 1_000 == 0 ? "\(ms / 1_000)" : String(format: "%.1f", Double(ms) / 1_000) }
+
     private func handle(_ event: YaOKClient.Event) async {
         switch event {
         case .registered:
@@ -202,7 +204,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             continuation.yield(.notice("the Ya OK server: \(why)"))
         case .lost:
             for peer in await state.setRegistered(false) { continuation.yield(.reachable(peer, false)) }
-            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(client.configuration.lostAfter / 1000) s; "
+            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(Self.seconds(client.configuration.lostAfter)) s; "
                                        + "registering again (messages wait for it)"))
             registrationsContinuation.yield(false)
         case .unreachable:

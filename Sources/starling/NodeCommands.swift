@@ -46,6 +46,7 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "With --bulk: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"
     @Option(help: "With --bulk: the TCP port (default: any free one).") var bulkPort = 0
     @Option(help: "With --bulk: take files up to this many MiB without asking; larger ones are declined in words.") var acceptUpTo = 1024
+    @Option(help: "With --bulk: send at most this many MiB a second (default: as fast as the network takes).") var bulkRate: Double?
 
     /// The shapes of the options, before anything is opened or bound.
     func validate() throws {
@@ -58,6 +59,7 @@ struct NodeOptions: ParsableArguments {
         }
         if !(0...65_535).contains(bulkPort) { throw ValidationError("--bulk-port \(bulkPort): 0 … 65535") }
         if acceptUpTo < 0 { throw ValidationError("--accept-up-to \(acceptUpTo): a number of MiB, 0 or more") }
+        if let bulkRate, !(bulkRate > 0) { throw ValidationError("--bulk-rate \(bulkRate): a number of MiB a second, more than 0") }
     }
 
     func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
@@ -92,6 +94,7 @@ struct NodeOptions: ParsableArguments {
             b.host = bulkHost
             b.port = bulkPort
             b.acceptUpTo = UInt64(acceptUpTo) << 20
+            if let bulkRate { b.pace = .microseconds(Int64(1_000_000 / (bulkRate * 16))) } // 16 chunks of 64 KiB a MiB
             options.bulk = b
         }
         options.core.favorites = store.favorites()

@@ -46,6 +46,7 @@ import Glibc
         let port = try await MeshProcessTests.port(of: receiver)
         let alice = try LiveProcess(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "alice", "--json",
                                      "--data-dir", dir + "/alice", "--bulk", "--bulk-host", "127.0.0.1", "--announce-interval", "1",
+                                     "--bulk-rate", "12", // about 8 s for the file: room to cut it in the middle on a loaded machine
                                      "--linger", "240", "--to", "bob", "--file", source])
         defer { alice.stop() }
         // Once a fifth is on bob's disk: alice is paused (so that the cut lands mid-file), bob killed.

@@ -73,9 +73,10 @@ import Testing
         let expected = try Self.expected()
         #expect(!Self.examples.isEmpty, "docs/PROTOCOL.md not found or has no examples")
         // Examples named crypto-… are checked by StarlingCryptoTests, hello by StarlingTransportTests,
-        // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys).
+        // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys),
+        // bulk-… by StarlingBulkTests (the sealing).
         for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-")
-            && !name.hasPrefix("yaok-") && name != "hello" {
+            && !name.hasPrefix("yaok-") && !name.hasPrefix("bulk-") && name != "hello" {
             let want = try #require(expected[name], "example \(name) in docs/PROTOCOL.md has no check")
             #expect(bytes == want, "example \(name): doc \(bytes.hexString) ≠ code \(want.hexString)")
         }
