@@ -80,7 +80,7 @@ public actor MeshNode {
     private let time: NodeTime
     private var bulkServer: BulkServer?
     /// Our offers: transfer ID → to whom, its chunks.
-    private var bulkOffers: [[UInt8]: (peer: PeerID, chunks: Int)] = [:]
+    private var bulkOffers: [[UInt8]: (peer: PeerID, offer: BulkOffer)] = [:]
     private var downloads: Set<[UInt8]> = []
     private let udp: UDPTransport?
     private let transports: [any Transport]
@@ -399,8 +399,7 @@ public actor MeshNode {
         case let .delivered(id, by):
             // The offer arrived; the file's own receipt is its saving.
             guard let t = plain(id) else { return event }
-            let chunks = bulkOffers.first { Self.bulkTransferID($0.key) == t }?.value.chunks ?? 0
-            return .fileSent(transferID: t, to: by, fragments: chunks)
+            return .fileSent(transferID: t, to: by, fragments: 0) // 0: offered, not over the mesh
         case let .failed(id, to): return plain(id).map { .failed(messageID: $0, to: to) } ?? event
         case let .held(id, to): return plain(id).map { .held(messageID: $0, for: to) } ?? event
         default: return event
@@ -418,7 +417,11 @@ public actor MeshNode {
             logger.info("bulk transfer interrupted", metadata: ["transfer": "\(Self.bulkTransferID(id))", "reason": "\(reason)"])
         case let .refused(reason):
             logger.info("bulk connection refused", metadata: ["reason": "\(reason)"])
-        case .started, .progress:
+        case let .progress(id, acked, _):
+            guard let o = bulkOffers[id] else { return }
+            let sent = min(o.offer.size, UInt64(acked) * UInt64(o.offer.chunkSize))
+            continuation.yield(.fileSending(transferID: Self.bulkTransferID(id), to: o.peer, sent: Int(sent), total: Int(o.offer.size)))
+        case .started:
             break
         }
     }
@@ -467,7 +470,7 @@ public actor MeshNode {
         }
         let port = await server.port
         let offer = try await server.offer(url, mimeType: mimeType, addresses: advertised(port: port))
-        bulkOffers[offer.transferID] = (peer, offer.chunkCount)
+        bulkOffers[offer.transferID] = (peer, offer)
         _ = try command { try $0.sendBulkOffer(offer, to: peer, now: $1) }
         return Self.bulkTransferID(offer.transferID)
     }

@@ -38,11 +38,15 @@ public enum NodeEvent: Sendable {
     /// Our message to a favourite was not acknowledged within the retry
     /// budget: it is held, and sent again when the favourite returns.
     case held(messageID: String, for: PeerID)
-    /// A file for us is arriving, `received` of `total` fragments.
+    /// A file for us is arriving, `received` of `total` fragments (bytes, for
+    /// a file over the network: docs/BULK.md).
     case fileProgress(from: PeerID, received: Int, total: Int)
     /// Our file went out to the links (after the session it needed), in
-    /// `fragments` pieces; its delivered receipt names `transferID`.
+    /// `fragments` pieces; its delivered receipt names `transferID`. 0
+    /// fragments: offered over the network, and the peer has the offer.
     case fileSent(transferID: String, to: PeerID, fragments: Int)
+    /// Our file over the network: `sent` of `total` bytes are on the peer's disk.
+    case fileSending(transferID: String, to: PeerID, sent: Int, total: Int)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -110,7 +114,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
 extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
-        case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey
+        case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits
     }
 
@@ -130,6 +134,7 @@ extension NodeEvent: Encodable {
         case .failed: "failed"
         case .held: "held"
         case .fileProgress: "fileProgress"
+        case .fileSending: "fileSending"
         case .fileSent: "fileSent"
         case .fileReceived: "fileReceived"
         case .read: "read"
@@ -196,6 +201,11 @@ extension NodeEvent: Encodable {
         case let .fileProgress(from, received, total):
             try c.encode(from.description, forKey: .from)
             try c.encode(received, forKey: .received)
+            try c.encode(total, forKey: .total)
+        case let .fileSending(id, to, sent, total):
+            try c.encode(id, forKey: .transferID)
+            try c.encode(to.description, forKey: .to)
+            try c.encode(sent, forKey: .sent)
             try c.encode(total, forKey: .total)
         case let .fileSent(id, to, fragments):
             try c.encode(id, forKey: .transferID)
@@ -285,6 +295,7 @@ extension NodeEvent: Decodable {
         case "failed": self = .failed(messageID: try text(.messageID), to: try peer(.to))
         case "held": self = .held(messageID: try text(.messageID), for: try peer(.for))
         case "fileProgress": self = .fileProgress(from: try peer(.from), received: try int(.received), total: try int(.total))
+        case "fileSending": self = .fileSending(transferID: try text(.transferID), to: try peer(.to), sent: try int(.sent), total: try int(.total))
         case "fileSent": self = .fileSent(transferID: try text(.transferID), to: try peer(.to), fragments: try int(.total))
         case "fileReceived":
             self = .fileReceived(from: try peer(.from), name: try text(.name), size: try int(.size), path: try text(.path),

@@ -227,6 +227,21 @@ extension ChatScreen {
                 // One line, redrawn in place.
                 StandardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
             }
+        case let .fileSending(id, _, sent, total):
+            // Over the network: the part on the peer's disk.
+            guard let o = outgoing[id], !o.shown.contains("delivered") else { return }
+            let width = 20, filled = sent * width / max(1, total)
+            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+            if let screen {
+                screen.mark(id, "[\(bar)] \(sent * 100 / max(1, total))% on \(o.to)'s disk")
+            } else {
+                StandardOutput.write(Data("\r* file to \(o.to) [\(bar)] \(sent * 100 / max(1, total))%".utf8))
+            }
+        case let .fileSent(id, _, 0):
+            // Offered over the network: the peer fetches it (its progress follows).
+            guard let o = outgoing[id], !o.shown.contains("delivered") else { return }
+            let empty = String(repeating: " ", count: 20)
+            if let screen { screen.mark(id, "[\(empty)] offered over the network") } else { say("* file to \(o.to): offered over the network; \(o.to) is fetching it") }
         case let .fileSent(id, _, fragments):
             // The sender's bar: queued (for a session) → out to the links → delivered.
             guard let o = outgoing[id] else { return }

@@ -49,6 +49,10 @@ import Starling
             #expect(got.count == 1 && got.first?.0 == "survey.tif" && got.first?.1 == 2_000_000 && got.first?.3 == id)
             #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(got.first?.2))) == Data(contentsOf: file))
             #expect(await seenB.events.contains { if case .fileProgress = $0 { true } else { false } })
+            // The sender's side: offered (0 fragments: not the mesh), then what is on bob's disk, to the whole.
+            #expect(await seenA.events.contains { if case .fileSent(id, _, 0) = $0 { true } else { false } })
+            let sending = await seenA.events.compactMap { if case let .fileSending(t, _, sent, total) = $0, t == id { (sent, total) } else { nil } }
+            #expect(sending.last.map { $0 == (2_000_000, 2_000_000) } == true, "\(sending)")
         } else {
             #expect(await RuntimeTests.waitFor(seconds: 60) {
                 await seenA.events.contains { if case let .rejected(r) = $0 { r.kind == .fileRefused && r.detail.contains("cannot reach the sender") } else { false } }
