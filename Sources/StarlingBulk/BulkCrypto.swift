@@ -94,7 +94,11 @@ public struct BulkSeal: Sendable {
 
     public func chunk(_ index: UInt32, _ bytes: [UInt8]) -> BulkFrame {
         let box = try! ChaChaPoly.seal(bytes, using: toReceiver, nonce: Self.nonce(UInt64(index)), authenticating: ad(0x02, index))
-        return .chunk(index: index, sealed: Array(box.ciphertext) + Array(box.tag))
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(bytes.count + 16)
+        sealed.append(contentsOf: box.ciphertext)
+        sealed.append(contentsOf: box.tag)
+        return .chunk(index: index, sealed: sealed)
     }
 
     public func openChunk(_ index: UInt32, _ sealed: [UInt8]) throws(Error) -> [UInt8] {

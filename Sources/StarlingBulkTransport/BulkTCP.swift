@@ -44,6 +44,12 @@ enum BulkSocket {
 /// Streams a file's SHA-256, 1 MiB at a time (memory independent of its size).
 public func bulkSHA256(of url: URL, upTo limit: UInt64? = nil) throws -> [UInt8] {
     var hasher = SHA256()
+    try bulkHash(url, upTo: limit, into: &hasher)
+    return Array(hasher.finalize())
+}
+
+/// Feeds a file's first `limit` bytes (all of it: nil) to `hasher`.
+func bulkHash(_ url: URL, upTo limit: UInt64?, into hasher: inout SHA256) throws {
     let handle = try FileHandle(forReadingFrom: url)
     defer { try? handle.close() }
     var left = limit ?? .max
@@ -51,7 +57,6 @@ public func bulkSHA256(of url: URL, upTo limit: UInt64? = nil) throws -> [UInt8]
         hasher.update(data: data)
         left -= UInt64(data.count)
     }
-    return Array(hasher.finalize())
 }
 
 /// The sending side: a TCP listener that serves the files it offered, each to
@@ -68,7 +73,7 @@ public actor BulkServer {
         public var maxOffers = 64
         public var maxConnections = 8
         public var helloTimeout: TimeAmount = .seconds(10)
-        public var window: UInt32 = 16
+        public var window: UInt32 = 32
         public var chunkSize = BulkOffer.maxChunkSize
         /// A pause after each chunk (nil: none): a rate limit on a shared network, and tests' slow motion.
         public var pace: Duration?
@@ -305,6 +310,9 @@ public struct BulkDownload: Sendable {
         defer { try? handle.close() }
         try handle.truncate(atOffset: UInt64(from) * UInt64(offer.chunkSize))
         try handle.seekToEnd()
+        // The hash runs along as chunks are written; what a cut left on disk is read once.
+        var hasher = SHA256()
+        if from > 0 { try bulkHash(partURL, upTo: UInt64(from) * UInt64(offer.chunkSize), into: &hasher) }
         var receiving = BulkReceiving(offer: offer, from: from, nonce: (0..<32).map { _ in UInt8.random(in: 0...255) })
         progress(Int(from), Int(receiving.chunkCount))
         if !receiving.isComplete {
@@ -316,11 +324,12 @@ public struct BulkDownload: Sendable {
                     guard let next = try await frames.next() else { throw BulkTransferError.unexpected("the sender closed the connection") }
                     let (index, bytes) = try receiving.open(try BulkSocket.frame(next))
                     try handle.write(contentsOf: bytes)
+                    hasher.update(data: bytes)
                     try await outbound.write(BulkSocket.buffer(receiving.written()))
                     if index % 16 == 15 || receiving.isComplete { progress(Int(index) + 1, Int(receiving.chunkCount)) }
                 }
                 try handle.synchronize()
-                guard try bulkSHA256(of: partURL) == offer.sha256 else {
+                guard Array(hasher.finalize()) == offer.sha256 else {
                     try? await outbound.write(BulkSocket.buffer(.refused("the file does not hash to the offer's SHA-256")))
                     try? fm.removeItem(at: partURL)
                     try? fm.removeItem(at: offerURL)

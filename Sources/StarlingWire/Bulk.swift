@@ -183,28 +183,34 @@ public enum BulkFrame: Hashable, Sendable {
     public static let maxBody = 1 + 4 + BulkOffer.maxChunkSize + 16
 
     public func encoded() -> [UInt8] {
-        var body: [UInt8]
+        // The length first (filled in at the end), then the body, in one buffer.
+        var out: [UInt8] = [0, 0, 0, 0]
         switch self {
         case let .hello(id, nonce, from, tag):
-            body = [0x01] + id + nonce
-            body.appendBE(from)
-            body += tag
+            out.append(0x01)
+            out += id
+            out += nonce
+            out.appendBE(from)
+            out += tag
         case let .chunk(index, sealed):
-            body = [0x02]
-            body.reserveCapacity(5 + sealed.count)
-            body.appendBE(index)
-            body += sealed
+            out.reserveCapacity(9 + sealed.count)
+            out.append(0x02)
+            out.appendBE(index)
+            out += sealed
         case let .ack(index, tag):
-            body = [0x03]
-            body.appendBE(index)
-            body += tag
+            out.append(0x03)
+            out.appendBE(index)
+            out += tag
         case let .refused(why):
-            body = [0x04] + Array(why.utf8.prefix(255))
+            out.append(0x04)
+            out += why.utf8.prefix(255)
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(4 + body.count)
-        out.appendBE(UInt32(body.count))
-        return out + body
+        let length = UInt32(out.count - 4)
+        out[0] = UInt8(length >> 24)
+        out[1] = UInt8(truncatingIfNeeded: length >> 16)
+        out[2] = UInt8(truncatingIfNeeded: length >> 8)
+        out[3] = UInt8(truncatingIfNeeded: length)
+        return out
     }
 
     /// Decodes one frame's body (after its length).
