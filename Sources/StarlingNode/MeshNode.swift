@@ -499,6 +499,13 @@ public actor MeshNode {
             decline("larger than the \(limit >> 20) MiB taken without asking (--accept-up-to)")
             return
         }
+        // The disk keeps 256 MiB free, whatever comes.
+        if let downloads = options.downloads,
+           let free = (try? FileManager.default.attributesOfFileSystem(forPath: Self.existingAncestor(downloads).path)[.systemFreeSize]) as? NSNumber,
+           offer.size + (256 << 20) > free.uint64Value {
+            decline("the disk has \(free.uint64Value >> 20) MiB free, and keeps 256 MiB")
+            return
+        }
         guard downloads.count < options.bulk?.maxDownloads ?? 4 || downloads.contains(offer.transferID) else {
             decline("busy: \(downloads.count) transfers under way")
             return
@@ -546,6 +553,13 @@ public actor MeshNode {
     }
 
     private func downloadEnded(_ id: [UInt8]) { downloads.remove(id) }
+
+    /// The directory itself, or the nearest parent that exists (downloads are made on first use).
+    nonisolated static func existingAncestor(_ url: URL) -> URL {
+        var u = url
+        while !FileManager.default.fileExists(atPath: u.path), u.pathComponents.count > 1 { u = u.deletingLastPathComponent() }
+        return u
+    }
 
     private func gaveUp(_ offer: BulkOffer, from peer: PeerID, _ why: String) {
         downloads.remove(offer.transferID)
