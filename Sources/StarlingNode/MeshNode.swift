@@ -124,8 +124,11 @@ public actor MeshNode {
     private func readClock() -> Millis {
         let now = time.now()
         let offset = time.wallOffset()
-        if offset != core.wallClockOffset {
-            logger.info("wall clock stepped", metadata: ["offset_ms": "\(offset)"])
+        // Two readings a few µs apart differ by a millisecond in rounding: only
+        // a real step (≥ 100 ms) moves the offset, and one of a second is logged.
+        let change = (offset - core.wallClockOffset).magnitude
+        if change >= 100 {
+            if change >= 1_000 { logger.info("wall clock stepped", metadata: ["offset_ms": "\(offset)"]) }
             core.wallClockOffset = offset
         }
         return now
