@@ -136,17 +136,23 @@ public actor BulkServer {
 
     /// Offers `file` (hashed now): the offer to send over the session. `addresses`
     /// are where the receiver may connect (default: this listener's host and port).
-    public func offer(_ file: URL, name: String? = nil, mimeType: String? = nil, addresses: [String]? = nil) throws -> BulkOffer {
+    public func offer(_ file: URL, name: String? = nil, mimeType: String? = nil, addresses: [String]? = nil) async throws -> BulkOffer {
         let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? UInt64 ?? 0
         var rng = SystemRandomNumberGenerator()
         let offer = BulkOffer(transferID: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) },
                               name: String((name ?? file.lastPathComponent).utf8.prefix(255)) ?? "file", size: size,
-                              sha256: try bulkSHA256(of: file), mimeType: mimeType,
+                              sha256: try await Self.hashOffPool(file), mimeType: mimeType,
                               key: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) },
                               addresses: addresses ?? ["\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(port)"],
                               chunkSize: options.chunkSize)
         keep(offer, file)
         return offer
+    }
+
+    /// A file's SHA-256 on a thread of its own: a large file takes a while,
+    /// and Swift's cooperative threads are few.
+    static func hashOffPool(_ file: URL) async throws -> [UInt8] {
+        try await withCheckedThrowingContinuation { c in Thread { c.resume(with: Result { try bulkSHA256(of: file) }) }.start() }
     }
 
     /// Serves an offer made before (by this process before a restart, from its saved copy).

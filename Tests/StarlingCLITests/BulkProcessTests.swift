@@ -10,32 +10,44 @@ import Glibc
 /// processes on loopback, over TCP, sealed; the receiver killed in the middle
 /// and started again resumes from what its disk holds.
 @Suite(.serialized, .usesProcesses) struct BulkProcessTests {
-    static func file(_ path: String, megabytes: Int) throws -> [UInt8] {
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        var rng = SystemRandomNumberGenerator()
-        var hasher = SHA256()
-        for _ in 0..<megabytes {
-            let block = Data((0..<(1 << 17)).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } })
-            hasher.update(data: block)
-            try h.write(contentsOf: block)
-        }
-        try h.close()
-        return Array(hasher.finalize())
+    /// Blocking work on a thread of its own: Swift's cooperative pool (two
+    /// threads on CI) stays free for the tests running beside this one.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { c in Thread { c.resume(with: Result { try body() }) }.start() }
     }
 
-    static func sha256(_ path: String) throws -> [UInt8] {
-        var hasher = SHA256()
-        let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { hasher.update(data: d) }
-        return Array(hasher.finalize())
+    /// A file of random bytes (from the kernel), and its SHA-256.
+    static func file(_ path: String, megabytes: Int) async throws -> [UInt8] {
+        try await offPool {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            let random = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
+            var hasher = SHA256()
+            for _ in 0..<megabytes {
+                let block = try random.read(upToCount: 1 << 20) ?? Data()
+                hasher.update(data: block)
+                try h.write(contentsOf: block)
+            }
+            try h.close()
+            try random.close()
+            return Array(hasher.finalize())
+        }
+    }
+
+    static func sha256(_ path: String) async throws -> [UInt8] {
+        try await offPool {
+            var hasher = SHA256()
+            let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            while let d = try h.read(upToCount: 1 << 20), !d.isEmpty { hasher.update(data: d) }
+            return Array(hasher.finalize())
+        }
     }
 
     @Test func aHundredMegabytesCrossAndAKilledReceiverResumes() async throws {
         let dir = ContactCommandTests.temporaryDirectory("bulk")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let source = dir + "/map-tiles.bin"
-        let digest = try Self.file(source, megabytes: 100)
+        let digest = try await Self.file(source, megabytes: 100)
         let bobDir = dir + "/bob"
         func bob() throws -> LiveProcess {
             try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--data-dir", bobDir, "--bulk",
@@ -68,7 +80,7 @@ import Glibc
         #expect(resumedAt >= onDisk / 65_536 * 65_536 && resumedAt > 0, "the first half did not come again: resumed at \(resumedAt) of \(onDisk)")
         let path = try #require(saved?["path"] as? String)
         #expect(saved?["name"] as? String == "map-tiles.bin" && saved?["size"] as? Int == 100 << 20)
-        #expect(try Self.sha256(path) == digest)
+        #expect(try await Self.sha256(path) == digest)
         #expect(await alice.waitForExit(seconds: 60) == 0, "\(alice.text.suffix(2_000))")
         #expect(alice.text.contains("bob saved map-tiles.bin") || alice.text.contains("\"delivered\""), "\(alice.text.suffix(1_000))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: bobDir + "/files/incoming").filter { $0.hasPrefix(".starling-bulk") }.isEmpty,
@@ -79,7 +91,7 @@ import Glibc
     @Test func aFileTooLargeForTheMeshToANodeWithoutBulkIsRefusedInWords() async throws {
         let dir = ContactCommandTests.temporaryDirectory("bulk-off")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        _ = try Self.file(dir + "/big.bin", megabytes: 2)
+        _ = try await Self.file(dir + "/big.bin", megabytes: 2)
         let receiver = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--data-dir", dir + "/carol",
                                         "--duration", "60", "--announce-interval", "1"])
         defer { receiver.stop() }
