@@ -91,6 +91,9 @@ public actor BulkServer {
         case interrupted(transferID: [UInt8], reason: String)
         /// A connection that never proved a key (an attacker, a stale offer).
         case refused(reason: String)
+        /// The listener itself ended, not by ``stop()``: nothing offered can be
+        /// fetched any more.
+        case listenerFailed(reason: String)
     }
 
     public let options: Options
@@ -101,6 +104,7 @@ public actor BulkServer {
     private var connections = 0
     private var channel: (any Channel)?
     private var serving: Task<Void, Never>?
+    private var stopping = false
     public private(set) var port = 0
 
     public init(options: Options = .init()) {
@@ -117,19 +121,33 @@ public actor BulkServer {
         channel = server.channel
         port = server.channel.localAddress?.port ?? 0
         serving = Task { [weak self] in
-            try? await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        group.addTask { await self?.serve(connection) }
+            do {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { inbound in
+                        for try await connection in inbound {
+                            group.addTask { await self?.serve(connection) }
+                        }
                     }
                 }
+                await self?.listenerEnded("the listening socket closed")
+            } catch {
+                await self?.listenerEnded("\(error)")
             }
         }
         return port
     }
 
+    private func listenerEnded(_ reason: String) {
+        guard !stopping else { return }
+        say(.listenerFailed(reason: reason))
+    }
+
+    /// Closes the listening socket as a failure would (tests).
+    func closeListener() async throws { try await channel?.close() }
+
     public func stop() async {
-        try? await channel?.close()
+        stopping = true
+        try? await channel?.close() // closing what may be closed already: nothing to tell
         serving?.cancel()
         continuation.finish()
     }
@@ -269,12 +287,50 @@ public struct BulkDownload: Sendable {
         return FileManager.default.contents(atPath: d.originURL.path).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Offers accepted and not finished in `directory` (to resume after a restart).
-    public static func pending(in directory: URL) -> [BulkOffer] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix(".starling-bulk-") && $0.hasSuffix(".offer") }.compactMap { name in
-            guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else { return nil }
-            return try? BulkOffer(decoding: Array(data)[...])
+    /// Offers accepted and not finished in `directory` (to resume after a
+    /// restart). Call ``removeLeftovers(in:olderThan:now:)`` first: what it
+    /// leaves is readable.
+    public static func pending(in directory: URL) throws -> [BulkOffer] {
+        try transfers(in: directory).compactMap(\.offer)
+    }
+
+    /// How long a partial file waits for its transfer to go on (a week).
+    public static let keepPartial: TimeInterval = 7 * 86_400
+
+    /// Removes what no transfer can finish: an `.offer` that does not decode, a
+    /// `.part` or `.from` with no `.offer` beside it (a save cut between its
+    /// steps), and a transfer whose files were last written more than `age`
+    /// seconds before `now`. Returns the names removed.
+    @discardableResult
+    public static func removeLeftovers(in directory: URL, olderThan age: TimeInterval = keepPartial, now: Date = Date()) throws -> [String] {
+        let fm = FileManager.default
+        var removed: [String] = []
+        for (hex, offer) in try transfers(in: directory) {
+            let names = ["part", "offer", "from"].map { ".starling-bulk-\(hex).\($0)" }.filter { fm.fileExists(atPath: directory.appendingPathComponent($0).path) }
+            let newest = try names.map { try fm.attributesOfItem(atPath: directory.appendingPathComponent($0).path)[.modificationDate] as? Date ?? .distantPast }.max() ?? .distantPast
+            guard offer == nil || now.timeIntervalSince(newest) > age else { continue }
+            for name in names {
+                try fm.removeItem(at: directory.appendingPathComponent(name))
+                removed.append(name)
+            }
+        }
+        return removed
+    }
+
+    /// Transfers with files in `directory`, by ID, with their offer when it decodes.
+    static func transfers(in directory: URL) throws -> [(hex: String, offer: BulkOffer?)] {
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: directory.path) else { return [] }
+        var ids: Set<String> = []
+        for name in try fm.contentsOfDirectory(atPath: directory.path) where name.hasPrefix(".starling-bulk-") {
+            let rest = name.dropFirst(".starling-bulk-".count)
+            guard let dot = rest.firstIndex(of: "."), ["part", "offer", "from"].contains(rest[rest.index(after: dot)...]) else { continue }
+            ids.insert(String(rest[..<dot]))
+        }
+        return ids.sorted().map { hex in
+            let data = fm.contents(atPath: directory.appendingPathComponent(".starling-bulk-\(hex).offer").path)
+            let offer = data.flatMap { try? BulkOffer(decoding: Array($0)[...]) } // nil: unreadable, a leftover
+            return (hex, offer.flatMap { BulkDownload(offer: $0, directory: directory).hex == hex ? $0 : nil })
         }
     }
 
@@ -352,10 +408,12 @@ public struct BulkDownload: Sendable {
                 throw BulkTransferError.hashMismatch
             }
         }
+        // The offer goes first: a cut after it leaves a .part that the next
+        // start removes; a cut before it resumes and saves (never a second copy).
+        try fm.removeItem(at: offerURL)
         let target = Self.unique(directory, Self.safeName(offer.name))
         try fm.moveItem(at: partURL, to: target)
-        try? fm.removeItem(at: offerURL)
-        try? fm.removeItem(at: originURL)
+        if fm.fileExists(atPath: originURL.path) { try fm.removeItem(at: originURL) }
         return target
     }
 

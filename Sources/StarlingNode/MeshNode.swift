@@ -383,11 +383,18 @@ public actor MeshNode {
         Task { [weak self] in
             for await e in events { await self?.bulkServerEvent(e) }
         }
-        // Transfers a restart cut: on again, from what the disk holds.
+        // Transfers a restart cut: on again, from what the disk holds; what
+        // none can finish (a week old, unreadable, a save cut midway) goes.
         if let downloads = options.downloads {
-            for offer in BulkDownload.pending(in: downloads) {
-                guard let from = BulkDownload.origin(of: offer, in: downloads).flatMap(PeerID.init(hex:)) else { continue }
-                download(offer, from: from)
+            do {
+                let removed = try BulkDownload.removeLeftovers(in: downloads)
+                if !removed.isEmpty { logger.notice("removed partial files no transfer can finish", metadata: ["files": "\(removed)"]) }
+                for offer in try BulkDownload.pending(in: downloads) {
+                    guard let from = BulkDownload.origin(of: offer, in: downloads).flatMap(PeerID.init(hex:)) else { continue }
+                    download(offer, from: from)
+                }
+            } catch {
+                continuation.yield(.rejected(Rejection(.fileNotSaved, "large files cut by a restart cannot go on: \(downloads.path) cannot be read: \(error.localizedDescription)")))
             }
         }
     }
@@ -420,6 +427,15 @@ public actor MeshNode {
             logger.info("bulk transfer interrupted", metadata: ["transfer": "\(Self.bulkTransferID(id))", "reason": "\(reason)"])
         case let .refused(reason):
             logger.info("bulk connection refused", metadata: ["reason": "\(reason)"])
+        case let .listenerFailed(reason):
+            // Offers out there can no longer be fetched; new files go nowhere.
+            logger.error("the large-file listener stopped", metadata: ["reason": "\(reason)"])
+            bulkServer = nil
+            for (id, o) in bulkOffers {
+                continuation.yield(.failed(messageID: Self.bulkTransferID(id), to: o.peer))
+            }
+            bulkOffers.removeAll()
+            continuation.yield(.rejected(Rejection(.transport, "large files: the listener stopped (\(reason)); files offered cannot be fetched, restart the node to send large files again")))
         case let .progress(id, acked, _):
             guard let o = bulkOffers[id] else { return }
             let sent = min(o.offer.size, UInt64(acked) * UInt64(o.offer.chunkSize))
@@ -494,28 +510,45 @@ public actor MeshNode {
         guard let limit = options.bulk?.acceptUpTo, options.downloads != nil else { return }
         let name = DisplayText.clean(offer.name)
         func decline(_ why: String) {
-            try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: why), to: peer, now: readClock())
-            flush()
+            answer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: why), to: peer)
             continuation.yield(.rejected(Rejection(.fileRefused, peer: peer, "\(name) (\(offer.size) bytes) from \(peer) declined: \(why)")))
         }
         guard offer.size <= limit else {
             decline("larger than the \(limit >> 20) MiB taken without asking (--accept-up-to)")
             return
         }
-        // The disk keeps 256 MiB free, whatever comes.
-        if let downloads = options.downloads,
-           let free = (try? FileManager.default.attributesOfFileSystem(forPath: Self.existingAncestor(downloads).path)[.systemFreeSize]) as? NSNumber,
-           offer.size + (256 << 20) > free.uint64Value {
-            decline("the disk has \(free.uint64Value >> 20) MiB free, and keeps 256 MiB")
-            return
+        // The disk keeps 256 MiB free, whatever comes; a disk that cannot say takes nothing.
+        if let downloads = options.downloads {
+            let free: UInt64
+            do {
+                let attributes = try FileManager.default.attributesOfFileSystem(forPath: Self.existingAncestor(downloads).path)
+                free = (attributes[.systemFreeSize] as? NSNumber)?.uint64Value ?? 0
+            } catch {
+                decline("the receiver cannot read its free disk space")
+                logger.error("cannot read free disk space", metadata: ["directory": "\(downloads.path)", "error": "\(error)"])
+                return
+            }
+            guard offer.size + (256 << 20) <= free else {
+                decline("the disk has \(free >> 20) MiB free, and keeps 256 MiB")
+                return
+            }
         }
         guard downloads.count < options.bulk?.maxDownloads ?? 4 || downloads.contains(offer.transferID) else {
             decline("busy: \(downloads.count) transfers under way")
             return
         }
-        try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: true), to: peer, now: readClock())
-        flush()
+        answer(BulkAnswer(transferID: offer.transferID, accepted: true), to: peer)
         download(offer, from: peer)
+    }
+
+    /// Answers an offer over the session (queued behind a handshake when there
+    /// is none); an answer that cannot be sealed at all is logged.
+    private func answer(_ a: BulkAnswer, to peer: PeerID) {
+        do {
+            try command { try $0.sendBulkAnswer(a, to: peer, now: $1) }
+        } catch {
+            logger.error("could not answer a file offer", metadata: ["peer": "\(peer)", "accepted": "\(a.accepted)", "error": "\(error)"])
+        }
     }
 
     /// Carries an accepted offer, resuming after a broken connection (5 tries, 2 s doubling).
@@ -566,9 +599,7 @@ public actor MeshNode {
 
     private func gaveUp(_ offer: BulkOffer, from peer: PeerID, _ why: String) {
         downloads.remove(offer.transferID)
-        try? core.sendBulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: String(why.utf8.prefix(200)) ?? "gave up"),
-                                 to: peer, now: readClock())
-        flush()
+        answer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: String(why.utf8.prefix(200)) ?? "gave up"), to: peer)
     }
 
     private func save(_ file: NodeCore.IncomingFile) {

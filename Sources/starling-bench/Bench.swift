@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+@preconcurrency import Glibc
 #endif
 
 /// starling-bench: speed of Starling's codecs and engines, with baselines
@@ -17,6 +17,9 @@ struct StarlingBench {
         // after every large buffer: otherwise 64 KiB frames measure page faults.
         _ = glibcMallopt(-1 /* M_TRIM_THRESHOLD */, 64 << 20)
         _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 16 << 20)
+        // A line at a time, also into a pipe or a file: long areas (soak)
+        // report as they go, and a run cut short keeps what it printed.
+        setvbuf(stdout, nil, _IOLBF, 0)
         #endif
         let args = Array(CommandLine.arguments.dropFirst())
         // A child of `node`: the previous runtime's wake pattern, for the idle baseline.

@@ -20,8 +20,9 @@ import Glibc
 enum SoakBench {
     static func run() async {
         print("starling-bench soak (release)")
-        virtual()
-        do { try await processes() } catch { print("soak with processes failed: \(error)") }
+        let environment = ProcessInfo.processInfo.environment
+        if environment["STARLING_SOAK_HOURS"] != "0" { virtual() }
+        if environment["STARLING_SOAK_MINUTES"] != "0" { do { try await processes() } catch { print("soak with processes failed: \(error)") } }
     }
 
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }

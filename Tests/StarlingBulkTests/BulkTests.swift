@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import StarlingBulk
-import StarlingBulkTransport
+@testable import StarlingBulkTransport
 import StarlingWire
 import Testing
 
@@ -129,13 +129,13 @@ import Testing
         let download = BulkDownload(offer: offer, directory: into)
         let onDisk = download.chunksOnDisk()
         #expect(onDisk >= UInt32(offer.chunkCount / 2) && onDisk < UInt32(offer.chunkCount), "\(onDisk) of \(offer.chunkCount)")
-        #expect(BulkDownload.pending(in: into) == [offer], "the offer is kept to resume after a restart")
+        #expect(try BulkDownload.pending(in: into) == [offer], "the offer is kept to resume after a restart")
         // Again: from where the disk ends.
         let saved = try await download.run()
         #expect(saved.lastPathComponent == "video.mp4")
         #expect(try bulkSHA256(of: saved) == offer.sha256)
         #expect(events.values.count == 2 && events.values[0] == 0 && events.values[1] == Int(onDisk), "\(events.values)")
-        #expect(BulkDownload.pending(in: into).isEmpty && !FileManager.default.fileExists(atPath: download.partURL.path))
+        #expect(try BulkDownload.pending(in: into).isEmpty && !FileManager.default.fileExists(atPath: download.partURL.path))
         await server.stop()
         watcher.cancel()
     }
@@ -179,5 +179,72 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: into3.path).isEmpty, "nothing half-written remains")
         await server.stop()
         watcher.cancel()
+    }
+
+    /// What no transfer can finish is removed at start; what can is kept.
+    @Test func leftoversGoAndResumableTransfersStay() throws {
+        let dir = Self.directory("leftovers")
+        let fm = FileManager.default
+        func offer(_ byte: UInt8) -> BulkOffer {
+            BulkOffer(transferID: [UInt8](repeating: byte, count: 16), name: "f\(byte)", size: 10_000, sha256: [UInt8](repeating: 1, count: 32),
+                      mimeType: nil, key: [UInt8](repeating: 2, count: 32), addresses: ["127.0.0.1:1"], chunkSize: 1_024)
+        }
+        func put(_ name: String, _ bytes: [UInt8], age: TimeInterval = 0) throws {
+            let url = dir.appendingPathComponent(name)
+            try Data(bytes).write(to: url)
+            try fm.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: url.path)
+        }
+        func files(_ o: BulkOffer) -> BulkDownload { BulkDownload(offer: o, directory: dir) }
+        let live = offer(1), old = offer(2), orphan = offer(3), garbled = offer(4)
+        // Resumable: an offer and what came (the control).
+        try put(files(live).offerURL.lastPathComponent, try live.encoded())
+        try put(files(live).partURL.lastPathComponent, [UInt8](repeating: 0, count: 2_048))
+        // A week and a day untouched.
+        try put(files(old).offerURL.lastPathComponent, try old.encoded(), age: 8 * 86_400)
+        try put(files(old).partURL.lastPathComponent, [1, 2, 3], age: 8 * 86_400)
+        // A save cut after its offer went: a .part and a .from alone.
+        try put(files(orphan).partURL.lastPathComponent, [1, 2, 3])
+        try put(files(orphan).originURL.lastPathComponent, Array("abcd".utf8))
+        // An offer that does not decode.
+        try put(files(garbled).offerURL.lastPathComponent, [0xFF, 0x00, 0x13])
+        try put(files(garbled).partURL.lastPathComponent, [1])
+        // Not ours.
+        try put("notes.txt", [1])
+        try put(".starling-bulk-zz.other", [1])
+        #expect(Set(try BulkDownload.pending(in: dir)) == [live, old], "before: what decodes")
+        let removed = try BulkDownload.removeLeftovers(in: dir)
+        #expect(removed.count == 6, "\(removed)")
+        #expect(try BulkDownload.pending(in: dir) == [live])
+        #expect(Set(try fm.contentsOfDirectory(atPath: dir.path)) ==
+                [files(live).offerURL.lastPathComponent, files(live).partURL.lastPathComponent, "notes.txt", ".starling-bulk-zz.other"])
+        #expect(files(live).chunksOnDisk() == 2)
+        #expect(try BulkDownload.removeLeftovers(in: dir).isEmpty, "a second pass removes nothing")
+        #expect(try BulkDownload.pending(in: dir.appendingPathComponent("none")).isEmpty, "no directory yet: nothing pending")
+    }
+
+    /// A listener that dies is said; one stopped on purpose is not.
+    @Test func aListenerThatDiesIsSaid() async throws {
+        for purpose in [true, false] {
+            let server = BulkServer()
+            try await server.start()
+            let said = Task { () -> String? in
+                for await e in server.events { if case let .listenerFailed(reason) = e { return reason } }
+                return nil
+            }
+            if purpose { await server.stop() } else { try await server.closeListener() }
+            if purpose {
+                #expect(await said.value == nil, "stop() ends the events without a failure")
+            } else {
+                let reason = try await withThrowingTaskGroup(of: String?.self) { g in
+                    g.addTask { await said.value }
+                    g.addTask { try await Task.sleep(for: .seconds(30)); return nil }
+                    defer { g.cancelAll() }
+                    return try await g.next() ?? nil
+                }
+                #expect(reason != nil, "the listener's end is an event")
+                await server.stop()
+                said.cancel()
+            }
+        }
     }
 }
