@@ -106,7 +106,8 @@ public struct Soak {
         for (a, b) in links { network.connect(a, b) }
     }
 
-    /// Runs the whole duration, handing each sample as it is taken.
+    /// Runs the whole duration, handing each sample on once its delivery is
+    /// settled (at the end of the period after it).
     public mutating func run(_ sampled: (Sample) -> Void = { _ in }) -> [Sample] {
         let start = network.now
         network.run(for: 30_000) // the mesh forms
@@ -137,12 +138,18 @@ public struct Soak {
                 samples.append(current)
                 period += 1
                 current = Sample(at: 0)
-                // A period's delivery is counted by the end of the next one.
-                if samples.count >= 2 { settle(samples.count - 2) }
-                sampled(samples[samples.count - 1])
+                // A period's delivery is counted by the end of the next one:
+                // handed on then, with its ratios.
+                if samples.count >= 2 {
+                    settle(samples.count - 2)
+                    sampled(samples[samples.count - 2])
+                }
             }
         }
-        if let last = samples.indices.last { settle(last) }
+        if let last = samples.indices.last {
+            settle(last)
+            sampled(samples[last])
+        }
         return samples
     }
 

@@ -100,6 +100,13 @@ public actor Messenger {
         if case .peer = event { reloadContacts() }
         core.handle(event, peers: await node.peers, now: Self.now)
         await carryOut()
+        // A blocked person's file is not asked about: declined at once (it
+        // would hold a place among the offers waiting until its timeout).
+        if case let .fileOffered(from, transferID, _, _, _) = event, core.blocks(from) {
+            do { try await node.answerFileOffer(transferID, accept: false) } catch {
+                // Gone already (answered or timed out): nothing waits.
+            }
+        }
         // Its delivery receipt goes now that it is stored (or held while the store
         // is locked); not when the write failed: the sender's retry is taken again.
         if case let .privateMessage(_, _, _, messageID, _, _) = event {

@@ -40,6 +40,10 @@ public protocol MessengerClient: Sendable {
     func sendFile(at url: URL, to peer: PeerID) async throws -> String
     /// The person saw the conversation, through the message `through` (its
     /// record ID; nil: everything in it): read receipts go for those.
+    /// Offers of large files waiting for an answer (``NodeEvent/fileOffered(from:transferID:name:size:mimeType:)``).
+    func fileOffers() async throws -> [MeshNode.FileOffer]
+    /// Accepts (the file is fetched) or declines (its sender reads so) an offer.
+    func answerFileOffer(_ transferID: String, accept: Bool) async throws
     func markSeen(_ conversation: UserID, through last: UserID?) async throws
     func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws
     func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool
@@ -283,6 +287,14 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func markSeen(_ conversation: UserID, through last: UserID?) async throws {
         await messenger.markSeen(conversation, through: last)
+    }
+
+    public func fileOffers() async throws -> [MeshNode.FileOffer] { await node.fileOffers }
+
+    public func answerFileOffer(_ transferID: String, accept: Bool) async throws {
+        do { try await node.answerFileOffer(transferID, accept: accept) } catch {
+            throw MessengerClientError(.notFound, error.description)
+        }
     }
 
     /// Decides, and keeps the favourites in the identity store (they are

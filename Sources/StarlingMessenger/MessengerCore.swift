@@ -233,6 +233,11 @@ public struct MessengerCore: Sendable {
         return conversation.description.prefix(8).description
     }
 
+    /// Whether the person behind a peer ID (as the node knows it) is blocked.
+    public func blocks(_ peer: PeerID) -> Bool {
+        fingerprint(ofPeer: peer).map(isBlocked) ?? false
+    }
+
     public func isBlocked(_ fingerprint: Fingerprint) -> Bool {
         trust[fingerprint]?.blocked == true || contact(for: fingerprint)?.blocked == true
     }
@@ -416,7 +421,7 @@ public struct MessengerCore: Sendable {
     private static func hideable(_ event: NodeEvent) -> PeerID? {
         switch event {
         case let .message(from, _, _, _, _, _), let .privateMessage(from, _, _, _, _, _), let .favorited(from, _, _, _),
-             let .fileReceived(from, _, _, _, _), let .fileProgress(from, _, _), let .sessionEstablished(from, _),
+             let .fileReceived(from, _, _, _, _), let .fileProgress(from, _, _), let .fileOffered(from, _, _, _, _), let .sessionEstablished(from, _),
              let .peer(from, _, _), let .pong(from, _, _):
             return from
         case let .state(s), let .sos(s):

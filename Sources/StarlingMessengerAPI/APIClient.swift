@@ -56,6 +56,42 @@ public struct APIClient: Sendable {
         try await request(.POST, path, body: try JSONSerialization.data(withJSONObject: body))
     }
 
+    /// Sends a file as a request's body, read a MiB at a time (any size, never
+    /// whole in memory); the JSON it answers.
+    public func upload(_ path: String, file: URL) async throws -> Any {
+        let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int ?? 0
+        let (status, data) = try await exchange(.POST, path, body: nil, stream: nil, file: (FileChunks(url: file), size))
+        let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
+        guard (200..<300).contains(status) else {
+            let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)"
+            throw Failure(status: status, message: message)
+        }
+        return json
+    }
+
+    /// A file's bytes, a MiB at a time.
+    struct FileChunks: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let url: URL
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let handle: FileHandle?
+            let error: (any Error)?
+            mutating func next() async throws -> ByteBuffer? {
+                if let error { throw error }
+                guard let handle, let data = try handle.read(upToCount: 1 << 20), !data.isEmpty else {
+                    try handle?.close()
+                    return nil
+                }
+                return ByteBuffer(data: data)
+            }
+        }
+        func makeAsyncIterator() -> AsyncIterator {
+            do { return AsyncIterator(handle: try FileHandle(forReadingFrom: url), error: nil) } catch {
+                return AsyncIterator(handle: nil, error: error)
+            }
+        }
+    }
+
     /// Headers sent with every request (tests: another Origin).
     public var extraHeaders: [(String, String)] = []
 
@@ -116,7 +152,8 @@ public struct APIClient: Sendable {
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
     /// AsyncHTTPClient's shared client keeps connections open between calls (a
     /// call costs no new connection), over TCP or the Unix socket.
-    func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?) async throws -> (Int, Data) {
+    func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?,
+                  file: (chunks: FileChunks, size: Int)? = nil) async throws -> (Int, Data) {
         let url: String
         if let socketPath {
             guard let u = URL(httpURLWithSocketPath: socketPath, uri: path) else { throw Failure(status: 0, message: "not a socket path: \(socketPath)") }
@@ -133,8 +170,12 @@ public struct APIClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: body))
         }
-        // A call is answered at once; the event stream lasts as long as its reader.
-        let deadline: NIODeadline = stream == nil ? .now() + .seconds(60) : .distantFuture
+        if let file {
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            request.body = .stream(file.chunks, length: .known(Int64(file.size)))
+        }
+        // A call is answered at once (an upload within an hour); the event stream lasts as long as its reader.
+        let deadline: NIODeadline = stream != nil ? .distantFuture : file != nil ? .now() + .hours(1) : .now() + .seconds(60)
         let response = try await HTTPClient.shared.execute(request, deadline: deadline)
         let status = Int(response.status.code)
         var data = Data()

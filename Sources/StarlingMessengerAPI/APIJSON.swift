@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingNode
 import StarlingNodeCore
 import StarlingNostrTransport
 import StarlingQR
@@ -79,6 +80,12 @@ public enum APIJSON {
 
     /// The messenger's events as the event stream carries them: each one or
     /// more objects (a history block is one object a message).
+    static func fileOffer(_ f: MeshNode.FileOffer) -> Object {
+        var o: Object = ["from": f.from.description, "transferID": f.transferID, "name": f.name, "size": f.size]
+        if let t = f.mimeType { o["mimeType"] = t }
+        return o
+    }
+
     public static func events(_ e: MessengerEvent) -> [Object] {
         switch e {
         case let .node(n):

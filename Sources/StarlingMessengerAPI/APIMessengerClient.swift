@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
 import StarlingStately
@@ -139,6 +140,31 @@ public struct APIMessengerClient: MessengerClient {
     public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
         let o = try await post("/v1/files", ["to": peer.description, "name": name, "content": Data(content).base64EncodedString()])
         return try APIJSON.Fields(o).string("transferID")
+    }
+
+    /// Streamed to the daemon (`POST /v1/files/upload`), which sends it as
+    /// `send --file` would: over the mesh when it fits, else over the network.
+    public func sendFile(at url: URL, to peer: PeerID) async throws -> String {
+        guard FileManager.default.isReadableFile(atPath: url.path) else {
+            throw MessengerClientError(.badRequest, "cannot read \(url.path)")
+        }
+        do {
+            let o = try await api.upload("/v1/files/upload?to=\(peer)&name=\(Self.escaped(url.lastPathComponent))", file: url)
+            return try APIJSON.Fields(o).string("transferID")
+        } catch { throw Self.failure(error) }
+    }
+
+    public func fileOffers() async throws -> [MeshNode.FileOffer] {
+        try ((try await get("/v1/files/offers")) as? [Any] ?? []).map { item in
+            let f = try APIJSON.Fields(item)
+            guard let from = PeerID(hex: try f.string("from")) else { throw APIJSON.Unreadable("file offer") }
+            return MeshNode.FileOffer(from: from, transferID: try f.string("transferID"), name: try f.string("name"),
+                                      size: f.o["size"] as? Int ?? 0, mimeType: f.o["mimeType"] as? String)
+        }
+    }
+
+    public func answerFileOffer(_ transferID: String, accept: Bool) async throws {
+        _ = try await post("/v1/files/offers/\(Self.escaped(transferID))", ["accept": accept])
     }
 
     public func markSeen(_ conversation: UserID, through last: UserID?) async throws {

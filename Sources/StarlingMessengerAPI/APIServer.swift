@@ -40,6 +40,8 @@ public final class APIServer: Sendable {
         /// The settings the node runs with, and which of them its command line set.
         public var settings = NodeSettings()
         public var setOnCommandLine: Set<String> = []
+        /// The largest file `POST /v1/files/upload` takes (the bulk format's 4 GiB).
+        public var maxUpload = Int(UInt32.max)
         public init(directory: URL, token: String = APIServer.newToken()) {
             self.directory = directory
             self.token = token
@@ -101,6 +103,10 @@ public final class APIServer: Sendable {
     public func record() async {
         for await event in messenger.events {
             if case let .node(.fileReceived(_, _, _, path, transferID)) = event { await received.add(transferID, path) }
+            switch event {
+            case let .node(.delivered(id, _)), let .node(.failed(id, _)): await uploads.ended(id)
+            default: break
+            }
             for o in APIJSON.events(event) { await log.append(o) }
         }
         await log.finish()
@@ -119,6 +125,53 @@ public final class APIServer: Sendable {
         func path(_ id: String) -> String? { paths[id] }
     }
     let received = ReceivedFiles()
+    let uploads = Uploads()
+
+    /// Files uploaded to send (`POST /v1/files/upload`), each in a directory of
+    /// its own under files/outgoing, removed once its transfer ends (saved,
+    /// declined, failed) and all at the daemon's start (offers do not outlive it).
+    actor Uploads {
+        var byTransfer: [String: URL] = [:]
+
+        func receive(_ body: RequestBody, name: String, into outgoing: URL, limit: Int) async throws -> (url: URL, size: Int) {
+            let dir = outgoing.appendingPathComponent(UUID().uuidString, isDirectory: true)
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let url = dir.appendingPathComponent(name)
+            var size = 0
+            do {
+                guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw APIError(.internalServerError, "cannot write in \(dir.path)")
+                }
+                let handle = try FileHandle(forWritingTo: url)
+                defer { try? handle.close() } // closing after a failed write: the failure is what is said
+                for try await buffer in body {
+                    size += buffer.readableBytes
+                    guard size <= limit else { throw APIError(.contentTooLarge, "a file to send is at most \(limit >> 20) MiB") }
+                    try buffer.withUnsafeReadableBytes { try handle.write(contentsOf: $0) }
+                }
+                try handle.synchronize()
+            } catch {
+                try? FileManager.default.removeItem(at: dir) // half an upload is not kept
+                if let e = error as? APIError { throw e }
+                throw APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "the upload could not be written (\(error.localizedDescription)); free some disk and try again")
+            }
+            return (url, size)
+        }
+
+        func sending(_ id: String, _ url: URL) {
+            byTransfer[id] = url
+            // At most 64 are served at once (the listener's bound): older ones are gone.
+            if byTransfer.count > 128, let (old, file) = byTransfer.first(where: { $0.key != id }) {
+                byTransfer[old] = nil
+                try? FileManager.default.removeItem(at: file.deletingLastPathComponent())
+            }
+        }
+
+        func ended(_ id: String) {
+            guard let url = byTransfer.removeValue(forKey: id) else { return }
+            try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) // a leftover goes at the next start
+        }
+    }
 
     // MARK: Serving
 
@@ -126,6 +179,9 @@ public final class APIServer: Sendable {
     /// is written once the TCP port is known.
     public func applications(logger: Logger) throws -> [any Service] {
         try? FileManager.default.removeItem(atPath: socketPath)
+        // Uploads of an earlier run: their offers ended with it.
+        let outgoing = configuration.directory.appendingPathComponent("files/outgoing")
+        if FileManager.default.fileExists(atPath: outgoing.path) { try FileManager.default.removeItem(at: outgoing) }
         let router = makeRouter()
         let info = infoPath, token = configuration.token, socket = socketPath, bound = self.bound
         let tcp = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: configuration.port),
@@ -371,6 +427,37 @@ public final class APIServer: Sendable {
             guard !body.name.isEmpty, !body.name.contains("/") else { throw APIError(.badRequest, "name is a file name without a path") }
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
+        }
+        v1.get("files/offers") { _, _ in
+            Self.json(try await Self.call { try await c.fileOffers() }.map(APIJSON.fileOffer))
+        }
+        v1.post("files/offers/:id") { request, context in
+            struct Answer: Decodable { var accept: Bool }
+            let id = try context.parameters.require("id")
+            let body = try await request.decode(as: Answer.self, context: context)
+            try await Self.call { try await c.answerFileOffer(id, accept: body.accept) }
+            return Self.json(["transferID": id, "accepted": body.accept])
+        }
+        // A file of any size as the request's body, streamed to files/outgoing
+        // (never held in memory), then sent as `send --file` sends it.
+        let outgoing = configuration.directory.appendingPathComponent("files/outgoing", isDirectory: true)
+        let uploads = self.uploads, maxUpload = configuration.maxUpload
+        v1.post("files/upload") { request, _ in
+            guard let to = request.uri.queryParameters["to"].map(String.init), let peer = PeerID(hex: to) else {
+                throw APIError(.badRequest, "to is a peer ID (16 hex digits)")
+            }
+            guard let name = request.uri.queryParameters["name"].map(String.init), !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                throw APIError(.badRequest, "name is a file name without a path")
+            }
+            let file = try await uploads.receive(request.body, name: name, into: outgoing, limit: maxUpload)
+            do {
+                let id = try await Self.call { try await c.sendFile(at: file.url, to: peer) }
+                await uploads.sending(id, file.url)
+                return Self.json(["transferID": id, "size": file.size], status: .accepted)
+            } catch {
+                try? FileManager.default.removeItem(at: file.url.deletingLastPathComponent()) // not sent: not kept
+                throw error
+            }
         }
         let received = self.received
         let incoming = configuration.directory.appendingPathComponent("files/incoming").standardizedFileURL.resolvingSymlinksInPath().path + "/"

@@ -54,8 +54,17 @@ public actor MeshNode {
         /// Where receivers are told to connect (nil: this machine's IPv4
         /// addresses, loopback last, with the port).
         public var advertise: [String]?
-        /// Files up to this size are taken without asking; larger ones are declined in words.
+        /// Files up to this size are taken without asking; larger ones are
+        /// asked (with `ask`) or declined in words.
         public var acceptUpTo: UInt64 = 1 << 30
+        /// A face with a person behind it (chat, the daemon): offers above
+        /// `acceptUpTo` are told as ``NodeEvent/fileOffered(from:transferID:name:size:mimeType:)``
+        /// and wait for ``MeshNode/answerFileOffer(_:accept:)``.
+        public var ask = false
+        /// How long an asked offer waits for its answer; then it is declined, "not answered".
+        public var askTimeout: Duration = .seconds(600)
+        /// Offers waiting for an answer at once; past it the oldest is declined.
+        public var maxAsked = 16
         /// Downloads at once (more are declined, "busy").
         public var maxDownloads = 4
         /// A pause after each 64 KiB chunk sent (nil: none): at most 64 KiB per pace.
@@ -82,6 +91,8 @@ public actor MeshNode {
     /// Our offers: transfer ID → to whom, its chunks.
     private var bulkOffers: [[UInt8]: (peer: PeerID, offer: BulkOffer)] = [:]
     private var downloads: Set<[UInt8]> = []
+    /// Offers waiting for their person's answer, oldest first.
+    private var asked: [(offer: BulkOffer, peer: PeerID, expiry: Task<Void, Never>)] = []
     private let udp: UDPTransport?
     private let transports: [any Transport]
     private var linkOf: [LinkKey: LinkID] = [:]
@@ -358,6 +369,7 @@ public actor MeshNode {
                     let server = bulkServer
                     Task { await server?.withdraw(answer.transferID) }
                     continuation.yield(.rejected(Rejection(.fileRefused, peer: from, "\(from) declined the file: \(DisplayText.clean(answer.reason))")))
+                    continuation.yield(.failed(messageID: Self.bulkTransferID(answer.transferID), to: from))
                 }
             }
         }
@@ -507,16 +519,89 @@ public actor MeshNode {
     }
 
     private func bulkOffered(_ offer: BulkOffer, from peer: PeerID) {
-        guard let limit = options.bulk?.acceptUpTo, options.downloads != nil else { return }
-        let name = DisplayText.clean(offer.name)
-        func decline(_ why: String) {
-            answer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: why), to: peer)
-            continuation.yield(.rejected(Rejection(.fileRefused, peer: peer, "\(name) (\(offer.size) bytes) from \(peer) declined: \(why)")))
-        }
-        guard offer.size <= limit else {
-            decline("larger than the \(limit >> 20) MiB taken without asking (--accept-up-to)")
+        guard let bulk = options.bulk, options.downloads != nil else { return }
+        // The same offer again (the sender's retry): as before.
+        guard !downloads.contains(offer.transferID), !asked.contains(where: { $0.offer.transferID == offer.transferID }) else { return }
+        guard offer.size <= bulk.acceptUpTo else {
+            guard bulk.ask else {
+                declineOffer(offer, from: peer, "larger than the \(bulk.acceptUpTo >> 20) MiB taken without asking (--accept-up-to)")
+                return
+            }
+            if asked.count >= max(1, bulk.maxAsked) {
+                let oldest = asked.removeFirst()
+                oldest.expiry.cancel()
+                declineOffer(oldest.offer, from: oldest.peer, "not answered: too many files offered at once")
+            }
+            let id = offer.transferID, wait = bulk.askTimeout
+            let expiry = Task { [weak self] in
+                do { try await Task.sleep(for: wait) } catch { return }
+                await self?.askExpired(id)
+            }
+            asked.append((offer, peer, expiry))
+            continuation.yield(.fileOffered(from: peer, transferID: Self.bulkTransferID(id), name: DisplayText.clean(offer.name),
+                                            size: Int(offer.size), mimeType: offer.mimeType.map(DisplayText.clean)))
             return
         }
+        take(offer, from: peer)
+    }
+
+    /// An offer over the network waiting for its person's answer.
+    public struct FileOffer: Hashable, Sendable {
+        public var from: PeerID
+        public var transferID: String
+        public var name: String
+        public var size: Int
+        public var mimeType: String?
+        public init(from: PeerID, transferID: String, name: String, size: Int, mimeType: String?) {
+            self.from = from
+            self.transferID = transferID
+            self.name = name
+            self.size = size
+            self.mimeType = mimeType
+        }
+    }
+
+    /// Offers over the network waiting for an answer (see ``BulkOptions/ask``), oldest first.
+    public var fileOffers: [FileOffer] {
+        asked.map { FileOffer(from: $0.peer, transferID: Self.bulkTransferID($0.offer.transferID), name: DisplayText.clean($0.offer.name),
+                              size: Int($0.offer.size), mimeType: $0.offer.mimeType.map(DisplayText.clean)) }
+    }
+
+    /// No offer waits under that transfer ID (answered, withdrawn, or never made).
+    public struct UnknownFileOffer: Error, CustomStringConvertible {
+        public var transferID: String
+        public var description: String { "no file offer waits with transfer ID \(transferID)" }
+    }
+
+    /// A person's answer to an offer told as `fileOffered`: accepted, it is
+    /// fetched as one under the limit would be (the disk and the number of
+    /// transfers still checked); declined, the sender reads so.
+    public func answerFileOffer(_ transferID: String, accept: Bool) throws(UnknownFileOffer) {
+        guard let i = asked.firstIndex(where: { Self.bulkTransferID($0.offer.transferID) == transferID.lowercased() }) else {
+            throw UnknownFileOffer(transferID: transferID)
+        }
+        let (offer, peer, expiry) = asked.remove(at: i)
+        expiry.cancel()
+        if accept { take(offer, from: peer) } else { declineOffer(offer, from: peer, "not wanted", tell: false) }
+    }
+
+    private func askExpired(_ id: [UInt8]) {
+        guard let i = asked.firstIndex(where: { $0.offer.transferID == id }) else { return }
+        let (offer, peer, _) = asked.remove(at: i)
+        let minutes = Int((options.bulk?.askTimeout ?? .seconds(600)).components.seconds / 60)
+        declineOffer(offer, from: peer, minutes > 0 ? "not answered within \(minutes) min" : "not answered in time")
+    }
+
+    /// Declines in words, to the sender and (`tell`) to this node's faces.
+    private func declineOffer(_ offer: BulkOffer, from peer: PeerID, _ why: String, tell: Bool = true) {
+        answer(BulkAnswer(transferID: offer.transferID, accepted: false, reason: why), to: peer)
+        if tell {
+            continuation.yield(.rejected(Rejection(.fileRefused, peer: peer, "\(DisplayText.clean(offer.name)) (\(offer.size) bytes) from \(peer) declined: \(why)")))
+        }
+    }
+
+    /// Takes an offer: the disk and the number of transfers allowing, accepts and fetches it.
+    private func take(_ offer: BulkOffer, from peer: PeerID) {
         // The disk keeps 256 MiB free, whatever comes; a disk that cannot say takes nothing.
         if let downloads = options.downloads {
             let free: UInt64
@@ -524,17 +609,17 @@ public actor MeshNode {
                 let attributes = try FileManager.default.attributesOfFileSystem(forPath: Self.existingAncestor(downloads).path)
                 free = (attributes[.systemFreeSize] as? NSNumber)?.uint64Value ?? 0
             } catch {
-                decline("the receiver cannot read its free disk space")
+                declineOffer(offer, from: peer, "the receiver cannot read its free disk space")
                 logger.error("cannot read free disk space", metadata: ["directory": "\(downloads.path)", "error": "\(error)"])
                 return
             }
             guard offer.size + (256 << 20) <= free else {
-                decline("the disk has \(free >> 20) MiB free, and keeps 256 MiB")
+                declineOffer(offer, from: peer, "the disk has \(free >> 20) MiB free, and keeps 256 MiB")
                 return
             }
         }
-        guard downloads.count < options.bulk?.maxDownloads ?? 4 || downloads.contains(offer.transferID) else {
-            decline("busy: \(downloads.count) transfers under way")
+        guard downloads.count < options.bulk?.maxDownloads ?? 4 else {
+            declineOffer(offer, from: peer, "busy: \(downloads.count) transfers under way")
             return
         }
         answer(BulkAnswer(transferID: offer.transferID, accepted: true), to: peer)

@@ -47,6 +47,10 @@ public enum NodeEvent: Sendable {
     case fileSent(transferID: String, to: PeerID, fragments: Int)
     /// Our file over the network: `sent` of `total` bytes are on the peer's disk.
     case fileSending(transferID: String, to: PeerID, sent: Int, total: Int)
+    /// A peer offers a file over the network larger than this node takes
+    /// without asking: a face asks its person, then accepts or declines it
+    /// (``MeshNode/answerFileOffer(_:accept:)``) before it is withdrawn.
+    case fileOffered(from: PeerID, transferID: String, name: String, size: Int, mimeType: String?)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -115,7 +119,7 @@ extension NodeEvent: Encodable {
     enum Key: String, CodingKey {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
-        case capabilities, bits
+        case capabilities, bits, mimeType
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -136,6 +140,7 @@ extension NodeEvent: Encodable {
         case .fileProgress: "fileProgress"
         case .fileSending: "fileSending"
         case .fileSent: "fileSent"
+        case .fileOffered: "fileOffered"
         case .fileReceived: "fileReceived"
         case .read: "read"
         case .left: "left"
@@ -211,6 +216,12 @@ extension NodeEvent: Encodable {
             try c.encode(id, forKey: .transferID)
             try c.encode(to.description, forKey: .to)
             try c.encode(fragments, forKey: .total)
+        case let .fileOffered(from, id, name, size, mimeType):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(id, forKey: .transferID)
+            try c.encode(name, forKey: .name)
+            try c.encode(size, forKey: .size)
+            try c.encodeIfPresent(mimeType, forKey: .mimeType)
         case let .fileReceived(from, name, size, path, id):
             try c.encode(from.description, forKey: .from)
             try c.encode(name, forKey: .name)
@@ -297,6 +308,9 @@ extension NodeEvent: Decodable {
         case "fileProgress": self = .fileProgress(from: try peer(.from), received: try int(.received), total: try int(.total))
         case "fileSending": self = .fileSending(transferID: try text(.transferID), to: try peer(.to), sent: try int(.sent), total: try int(.total))
         case "fileSent": self = .fileSent(transferID: try text(.transferID), to: try peer(.to), fragments: try int(.total))
+        case "fileOffered":
+            self = .fileOffered(from: try peer(.from), transferID: try text(.transferID), name: try text(.name), size: try int(.size),
+                                mimeType: try c.decodeIfPresent(String.self, forKey: .mimeType))
         case "fileReceived":
             self = .fileReceived(from: try peer(.from), name: try text(.name), size: try int(.size), path: try text(.path),
                                  transferID: try text(.transferID))

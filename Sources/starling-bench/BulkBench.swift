@@ -37,14 +37,14 @@ enum BulkBench {
 
     static func fmt(_ x: Double) -> String { String(format: "%.2f", x) }
 
+    /// Random bytes from the kernel, a MiB at a time.
     static func write(_ url: URL, megabytes: Int) throws {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let h = try FileHandle(forWritingTo: url)
         defer { try? h.close() }
-        var rng = SystemRandomNumberGenerator()
-        for _ in 0..<megabytes {
-            try h.write(contentsOf: Data((0..<(1 << 17)).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } }))
-        }
+        let random = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
+        defer { try? random.close() }
+        for _ in 0..<megabytes { try h.write(contentsOf: try random.read(upToCount: 1 << 20) ?? Data()) }
     }
 
     /// Samples resident memory every 20 ms while `body` runs; the peak.
@@ -71,7 +71,9 @@ enum BulkBench {
 
     static func bulkCopy(_ source: URL, into dir: URL) async throws -> (seconds: Double, offerSeconds: Double, peak: Int) {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let server = BulkServer()
+        var o = BulkServer.Options()
+        if let w = ProcessInfo.processInfo.environment["STARLING_BULK_WINDOW"].flatMap(UInt32.init) { o.window = w }
+        let server = BulkServer(options: o)
         try await server.start()
         defer { Task { await server.stop() } }
         let clock = ContinuousClock()

@@ -36,6 +36,7 @@ enum SoakBench {
               + "\(c.restartPerMinute * 100)% restart")
         let watched = ["node.present", "node.sessions", "node.publicShown", "node.privateShown", "router.dedup", "router.gossip",
                        "router.gossipBytes", "router.routes", "router.pendingRelays", "node.unacknowledged"]
+        print("  (a line an hour, once its messages had the next hour to arrive; RSS is the process's as the line is printed)")
         print("  hour  private  public  churn   RSS        " + watched.map { $0.split(separator: ".").last! }.joined(separator: " "))
         let started = ContinuousClock.now
         var soak = Soak(c)

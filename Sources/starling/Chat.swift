@@ -51,7 +51,7 @@ struct Chat: AsyncParsableCommand {
                 throw RuntimeFailure("the daemon for \(directory.path) did not answer (\(error)); stop it, or try again")
             }
         } else {
-            let session = try await NodeSession.start(node, server: server, background: background)
+            let session = try await NodeSession.start(node, server: server, background: background, asks: true)
             let n = session.node, messenger = session.messenger
             ui = ChatScreen(client: session.client, directory: session.directory, local: session, me: try await session.client.summary())
             await ui.setLockAfter(YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true ? lockAfter : 0)
@@ -467,7 +467,7 @@ struct Relay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let session = try await NodeSession.start(node, server: server, background: background)
+        let session = try await NodeSession.start(node, server: server, background: background, asks: true)
         let n = session.node
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
         let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }

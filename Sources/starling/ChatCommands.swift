@@ -57,6 +57,8 @@ extension ChatScreen {
             } catch { say("! \(error)") }
             sendsInFlight -= 1
             await showFileEventsMeanwhile()
+        case "/accept", "/decline":
+            await answerOffer(accept: words[0] == "/accept", words.count > 1 ? words[1...].joined(separator: " ") : nil)
         case "/status":
             await status(Array(words.dropFirst()))
         case "/files":
@@ -210,6 +212,8 @@ extension ChatScreen {
               /lock, /unlock    close the store now (with a PIN it also closes when idle); open it again
               /send NICK PATH   a file, privately (~ and "quoted paths" work)
               /files            files received, and where they are
+              /accept [ID|NAME], /decline [ID|NAME]  a large file offered over the network (the newest
+                                when none is named); files up to --accept-up-to are taken without asking
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
@@ -228,5 +232,34 @@ extension ChatScreen {
             say("! unknown command \(words[0]) (/help)")
         }
         return true
+    }
+}
+
+extension ChatScreen {
+    /// Accepts or declines an offer told as fileOffered: the one named (a
+    /// transfer ID's first digits, or the file's name), else the newest.
+    func answerOffer(accept: Bool, _ named: String?) async {
+        let offers: [MeshNode.FileOffer]
+        do { offers = try await client.fileOffers() } catch { say("! \(error)"); return }
+        let matching = named.map { n in offers.filter { $0.transferID.hasPrefix(n.lowercased()) || $0.name == n } } ?? offers.suffix(1)
+        guard let offer = matching.last else {
+            say(offers.isEmpty ? "* no file offer waits for an answer" : "! no offer \(named ?? "") (/accept ID or NAME: \(offers.map { "\($0.transferID.prefix(8)) \($0.name)" }.joined(separator: ", ")))")
+            return
+        }
+        guard matching.count == 1 || named == nil else {
+            say("! \(matching.count) offers match \(named ?? ""): give more of the ID (\(matching.map { String($0.transferID.prefix(8)) }.joined(separator: ", ")))")
+            return
+        }
+        do {
+            try await client.answerFileOffer(offer.transferID, accept: accept)
+            say(accept ? "* taking \(offer.name) (\(Self.bytes(offer.size))) from \(await display(offer.from)): its progress follows"
+                       : "* declined \(offer.name) from \(await display(offer.from))")
+        } catch { say("! \(error)") }
+    }
+
+    /// A size in words: "40.0 MB".
+    static func bytes(_ n: Int) -> String {
+        n >= 1_000_000_000 ? String(format: "%.1f GB", Double(n) / 1e9) : n >= 1_000_000 ? String(format: "%.1f MB", Double(n) / 1e6)
+            : n >= 1_000 ? String(format: "%.1f kB", Double(n) / 1e3) : "\(n) bytes"
     }
 }

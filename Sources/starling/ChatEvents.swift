@@ -264,6 +264,9 @@ extension ChatScreen {
                 outgoing[id] = o
                 if let screen { screen.mark(id, "✗ not delivered") } else { say("  · to \(o.to): failed (not delivered)") }
             }
+        case let .fileOffered(from, id, name, size, mimeType):
+            let what = "\(name) (\(Self.bytes(size))\(mimeType.map { ", \($0)" } ?? ""))"
+            alert("\(await display(from)) offers \(what) over the network: /accept \(id.prefix(8)) to take it, /decline \(id.prefix(8)) to refuse")
         case let .fileReceived(from, name, size, path, _):
             receivedFiles.append((Self.clock(), await display(from), DisplayText.clean(name), size, path))
             if receivedFiles.count > 200 { receivedFiles.removeFirst(receivedFiles.count - 200) }

@@ -38,7 +38,7 @@ struct Daemon: AsyncParsableCommand {
     /// Runs the daemon until SIGTERM or SIGINT; `ready` hears the API's URL and token once it listens.
     static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int,
                       ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
-        let session = try await NodeSession.start(node, server: server, background: background)
+        let session = try await NodeSession.start(node, server: server, background: background, asks: true)
         var c = APIServer.Configuration(directory: session.directory)
         c.port = apiPort
         c.settings = session.settings

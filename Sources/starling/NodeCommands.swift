@@ -45,7 +45,7 @@ struct NodeOptions: ParsableArguments {
     var bulk = false
     @Option(help: "With --bulk: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"
     @Option(help: "With --bulk: the TCP port (default: any free one).") var bulkPort = 0
-    @Option(help: "With --bulk: take files up to this many MiB without asking; larger ones are declined in words.") var acceptUpTo = 1024
+    @Option(help: "With --bulk: take files up to this many MiB without asking; chat and the daemon ask about larger ones, listen declines them.") var acceptUpTo = 1024
     @Option(help: "With --bulk: send at most this many MiB a second (default: as fast as the network takes).") var bulkRate: Double?
 
     /// The shapes of the options, before anything is opened or bound.
@@ -227,6 +227,7 @@ struct EventPrinter: Sendable {
             case let .fileSent(id, to, 0): line = "* file \(id.prefix(16))… offered to \(to) over the network"
             case let .fileSent(id, to, fragments): line = "* file \(id.prefix(16))… sent to \(to) in \(fragments) fragment\(fragments == 1 ? "" : "s")"
             case let .fileSending(id, to, sent, total): line = "* file \(id.prefix(16))… on \(to)'s disk: \(sent)/\(total) bytes"
+            case let .fileOffered(from, id, name, size, _): line = "* \(from) offers \(name) (\(size) bytes), transfer \(id)"
             case let .fileReceived(from, name, size, path, _): line = "* file \(name) (\(size) bytes) from \(from) saved to \(path)"
             case let .rejected(why): line = "! \(why)"
             case let .pong(from, rtt, hops): line = "* pong from \(from): \(rtt) ms, \(hops) hop\(hops == 1 ? "" : "s")"
@@ -640,7 +641,7 @@ extension Listen {
 extension Send {
     /// One message through the daemon: public, or to a name, waiting for its receipts as `send` does.
     func sendThrough(_ api: APIClient) async throws {
-        guard file == nil else { throw RuntimeFailure("send --file through a running daemon is not built yet: use `/send` in `starling chat`, or stop the daemon") }
+        if let file, let to { return try await sendFileThrough(api, file, to: to) }
         let text = self.text ?? ""
         let linger = self.linger ?? (to == nil ? 1 : 10)
         guard let to else {
@@ -673,6 +674,63 @@ extension Send {
         if !result.contains("delivered") { throw NotDelivered(to: to, seconds: linger) }
     }
 
+    /// `send --file` beside a daemon: the file streamed to it, then its
+    /// transfer watched in the daemon's events until saved, refused or failed.
+    func sendFileThrough(_ api: APIClient, _ path: String, to: String) async throws {
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.isReadableFile(atPath: url.path) else { throw RuntimeFailure("cannot read \(path)") }
+        let wait = self.wait ?? (node.announceInterval + 2), linger = self.linger ?? 600
+        let start = Date()
+        var peer: String?
+        while peer == nil {
+            let peers = try await call { try await api.get("/v1/peers") } as? [[String: Any]] ?? []
+            let named = peers.filter { $0["nickname"] as? String == to || ($0["peerID"] as? String)?.lowercased() == to.lowercased() }
+            if named.count > 1 { throw RuntimeFailure("\(named.count) peers are called \(to): give its peer ID (`starling peers`)") }
+            peer = named.first?["peerID"] as? String
+            if peer == nil {
+                guard Date().timeIntervalSince(start) < wait else {
+                    throw RuntimeFailure("\(to) not found within \(Self.format(wait)) s (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let status = try await call { try await api.get("/v1/status") } as? [String: Any]
+        let since = UInt64(status?["events"] as? Int ?? 0)
+        let name = url.lastPathComponent.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "file"
+        let sent = try await call { try await api.upload("/v1/files/upload?to=\(peer ?? "")&name=\(name)", file: url) } as? [String: Any]
+        guard let id = sent?["transferID"] as? String else { throw RuntimeFailure("the daemon did not say what it sent") }
+        if json {
+            StandardOutput.write(APIJSONText.line(["event": "sent", "file": url.lastPathComponent, "transferID": id]))
+        } else {
+            StandardOutput.write(Data("* sending \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)))\n".utf8))
+        }
+        // Its end, as the daemon's events tell it: saved (delivered), refused in words, or failed.
+        let watch = Task { () throws -> String? in
+            for try await data in api.events(since: since) {
+                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let event = o["event"] as? String else { continue }
+                let mine = o["transferID"] as? String == id || o["messageID"] as? String == id
+                if mine || (event == "rejected" && o["kind"] as? String == "fileRefused" && o["peerID"] as? String == peer) {
+                    if json { StandardOutput.write(APIJSONText.line(o)) } else if let line = DaemonText.line(o) { StandardOutput.write(Data((line + "\n").utf8)) }
+                }
+                switch event {
+                case "delivered" where mine: return nil
+                case "failed" where mine: return "\(url.lastPathComponent) was not delivered to \(to)"
+                case "rejected" where o["kind"] as? String == "fileRefused" && o["peerID"] as? String == peer:
+                    return o["reason"] as? String ?? "\(to) declined the file"
+                default: continue
+                }
+            }
+            return "the daemon stopped before the file arrived"
+        }
+        let timer = Task { try? await Task.sleep(for: .seconds(linger)); watch.cancel() }
+        defer { timer.cancel() }
+        let outcome: String?
+        do { outcome = try await watch.value } catch {
+            throw RuntimeFailure("\(url.lastPathComponent) did not arrive within \(Self.format(linger)) s; the daemon goes on with it (try --linger)")
+        }
+        if let outcome { throw RuntimeFailure(outcome) }
+    }
+
     /// An API call whose refusal is said as the daemon words it.
     func call(_ body: () async throws -> Any) async throws -> Any {
         do { return try await body() } catch let f as APIClient.Failure { throw RuntimeFailure(f.message) }
@@ -697,6 +755,13 @@ enum DaemonText {
         case "left"?: return "* \(o["peerID"] ?? "") left"
         case "warning"?, "notSaved"?: return "! \(clean(o["text"]))"
         case "gap"?: return "! \(o["missed"] ?? 0) events were missed (the daemon keeps the last 10,000)"
+        case "fileSending"?: return "* file \(clean(o["transferID"]).prefix(16))… on \(o["to"] ?? "")'s disk: \(o["sent"] ?? 0)/\(o["total"] ?? 0) bytes"
+        case "fileSent"?: return "* file \(clean(o["transferID"]).prefix(16))… \(o["total"] as? Int == 0 ? "offered over the network" : "sent") to \(o["to"] ?? "")"
+        case "fileOffered"?: return "* \(o["from"] ?? "") offers \(clean(o["name"])) (\(o["size"] ?? 0) bytes), transfer \(clean(o["transferID"]))"
+        case "fileReceived"?: return "* file \(clean(o["name"])) (\(o["size"] ?? 0) bytes) from \(o["from"] ?? "") saved to \(clean(o["path"]))"
+        case "delivered"?: return "* delivered: \(clean(o["messageID"]))"
+        case "failed"?: return "! \(clean(o["messageID"])) was not delivered"
+        case "rejected"?: return "! \(clean(o["reason"]))"
         default: return nil
         }
     }

@@ -31,8 +31,9 @@ struct NodeSession {
 
     /// Makes the node and opens the store (asking for its PIN on a terminal);
     /// the messenger has the store's trust decisions before the node runs.
+    /// `asks`: a person is there to answer offers of large files (chat, the daemon).
     static func start(_ o: NodeOptions, server address: String? = nil, background: Bool = false,
-                      tellsFavourites: Bool = true) async throws -> NodeSession {
+                      tellsFavourites: Bool = true, asks: Bool = false) async throws -> NodeSession {
         let ids = IdentityStore(directory: DataDirectory(explicit: o.dataDir))
         try UserError.writableDirectory(ids.directory) // said in words before any key file is tried
         let key = try NostrKeyFile.loadOrCreate(ids.directory.url)
@@ -51,6 +52,7 @@ struct NodeSession {
             options.core.trustKnown = false
             // A receipt means the message is in the store: it survives a crash.
             options.core.receiptsAfterStored = true
+            options.bulk?.ask = asks
             if chosen.nostr {
                 var n = try o.nostr.transportOptions(proxy: chosen.proxy)
                 n.openedFile = ids.directory.url.appendingPathComponent("nostr-opened")

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import StarlingMessengerAPI
 import StarlingTestSupport
 import Testing
 #if canImport(Glibc)
@@ -101,5 +102,73 @@ import Glibc
                                                   "--to", "carol", "--file", dir + "/big.bin"])
         #expect(sent.status == 1, "\(sent.stdout)\(sent.stderr)")
         #expect((sent.stdout + sent.stderr).contains("takes no large files over the network"), "\(sent.stdout)\(sent.stderr)")
+    }
+
+    /// Through daemons: `send --file` streams the file to the daemon, which
+    /// sends it over the network; a daemon asks about a file above its
+    /// --accept-up-to, and the answer given through its API takes or declines it.
+    @Test func daemonsSendStreamedFilesAndAskAboutLargeOnes() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-daemon")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "/atlas.bin"
+        let digest = try await Self.file(source, megabytes: 3)
+        let carol = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--data-dir", dir + "/carol",
+                                     "--bulk", "--bulk-host", "127.0.0.1", "--duration", "240", "--announce-interval", "1"])
+        defer { carol.stop() }
+        let hub = try await MeshProcessTests.port(of: carol)
+        func daemon(_ name: String, _ extra: [String] = []) throws -> LiveProcess {
+            try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1", "--data-dir", dir + "/" + name,
+                             "--peer", "127.0.0.1:\(hub)", "--bulk", "--bulk-host", "127.0.0.1"] + extra)
+        }
+        let alice = try daemon("alice"), bob = try daemon("bob", ["--accept-up-to", "1"])
+        defer { alice.stop(); bob.stop() }
+        _ = try await DaemonProcessTests.info(dir + "/alice", alice)
+        let (url, token, _) = try await DaemonProcessTests.info(dir + "/bob", bob)
+        let bobAPI = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+
+        // 1. Through alice's daemon to carol (under carol's limit: taken at once).
+        let toCarol = try await StarlingProcess.run(["send", "--json", "--data-dir", dir + "/alice", "--to", "carol", "--wait", "30", "--linger", "120",
+                                                     "--file", source])
+        #expect(toCarol.status == 0, "\(toCarol.stdout)\(toCarol.stderr)\nalice:\n\(alice.text.suffix(2_000))")
+        let saved = await carol.waitFor(seconds: 30) { $0["event"] as? String == "fileReceived" }
+        #expect(try await Self.sha256(try #require(saved?["path"] as? String)) == digest)
+        let outgoing = dir + "/alice/files/outgoing"
+        var left = ["?"]
+        for _ in 0..<100 where !left.isEmpty {
+            left = (try? FileManager.default.subpathsOfDirectory(atPath: outgoing)) ?? []
+            if !left.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(left.isEmpty, "the uploaded copy goes once the file is saved: \(left)")
+
+        // 2. To bob, above his 1 MiB: asked; taken once his person says yes.
+        let taken = try LiveProcess(["send", "--json", "--data-dir", dir + "/alice", "--to", "bob", "--wait", "30", "--linger", "120", "--file", source])
+        defer { taken.stop() }
+        func offer() async throws -> [String: Any]? {
+            for _ in 0..<600 {
+                if let o = (try await bobAPI.get("/v1/files/offers") as? [[String: Any]])?.first { return o }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return nil
+        }
+        let first = try #require(try await offer(), "no offer reached bob:\n\(bob.text.suffix(2_000))\n\(taken.text)")
+        #expect(first["name"] as? String == "atlas.bin" && first["size"] as? Int == 3 << 20)
+        let id = try #require(first["transferID"] as? String)
+        _ = try await bobAPI.post("/v1/files/offers/\(id)", ["accept": true])
+        #expect(await taken.waitForExit(seconds: 120) == 0, "\(taken.text)")
+        #expect(taken.text.contains("\"delivered\""), "\(taken.text)")
+        let incoming = try FileManager.default.contentsOfDirectory(atPath: dir + "/bob/files/incoming").filter { !$0.hasPrefix(".") }
+        #expect(incoming == ["atlas.bin"])
+        #expect(try await Self.sha256(dir + "/bob/files/incoming/atlas.bin") == digest)
+
+        // 3. Declined: the sender reads why, and exits 1.
+        let refused = try LiveProcess(["send", "--data-dir", dir + "/alice", "--to", "bob", "--wait", "30", "--linger", "120", "--file", source])
+        defer { refused.stop() }
+        let second = try #require(try await offer())
+        _ = try await bobAPI.post("/v1/files/offers/\(try #require(second["transferID"] as? String))", ["accept": false])
+        #expect(await refused.waitForExit(seconds: 60) == 1, "\(refused.text)")
+        #expect(refused.text.contains("declined the file: not wanted"), "\(refused.text)")
+        // An answer to no offer: 404 in words.
+        await #expect(throws: APIClient.Failure.self) { _ = try await bobAPI.post("/v1/files/offers/\(id)", ["accept": true]) }
     }
 }

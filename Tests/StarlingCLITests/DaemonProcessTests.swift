@@ -264,8 +264,8 @@ import Glibc
 
         let doc = try String(contentsOf: PythonEnvironment.root.appendingPathComponent("docs/API.md"), encoding: .utf8)
         let blocks = doc.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
-        let lines = blocks.flatMap { $0.split(separator: "\n").map(String.init) }.filter { $0.hasPrefix("curl ") }
-        try #require(lines.count >= 15, "the examples: \(lines)")
+        let lines = blocks.flatMap { $0.split(separator: "\n").map(String.init) }.filter { $0.hasPrefix("curl ") || ($0.hasPrefix("printf ") && $0.contains("| curl ")) }
+        try #require(lines.count >= 17 && lines.contains { $0.contains("/v1/files/upload") }, "the examples: \(lines)")
         var ran = 0
         for line in lines {
             var command = line.replacingOccurrences(of: "~/.local/share/starling", with: dir)

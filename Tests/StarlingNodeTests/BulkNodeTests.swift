@@ -8,7 +8,8 @@ import Starling
 @Suite struct BulkNodeTests {
     typealias Recorder = RuntimeTests.Recorder
 
-    static func node(_ name: String, _ t: any Transport, _ dir: URL, advertise: [String]? = nil) throws -> MeshNode {
+    static func node(_ name: String, _ t: any Transport, _ dir: URL, advertise: [String]? = nil,
+                     configure: (inout MeshNode.BulkOptions) -> Void = { _ in }) throws -> MeshNode {
         var o = MeshNode.Options(nickname: name)
         o.udp = nil
         o.transports = [t]
@@ -18,6 +19,7 @@ import Starling
         b.advertise = advertise
         b.attempts = 2
         b.retryWait = .milliseconds(100)
+        configure(&b)
         o.bulk = b
         return try MeshNode(identity: .generate(), options: o)
     }
@@ -60,6 +62,78 @@ import Starling
             #expect(await seenB.events.contains { if case let .rejected(r) = $0 { r.kind == .fileNotSaved } else { false } })
             #expect(!(await seenB.events.contains { if case .fileReceived = $0 { true } else { false } }))
         }
+        await alice.stop()
+        await bob.stop()
+        for t in tasks { await t.value }
+    }
+
+    /// Above `acceptUpTo`, a node with a person asks: the offer waits for an
+    /// answer (taken, declined, or declined when none came in time), and at
+    /// most `maxAsked` wait at once.
+    @Test func aLargeOfferWaitsForItsPersonsAnswer() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-ask-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("map.pdf")
+        try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: file)
+        let hub = InMemoryHub()
+        let ta = hub.endpoint("a"), tb = hub.endpoint("b")
+        let alice = try Self.node("alice", ta, dir)
+        let bob = try Self.node("bob", tb, dir) { b in
+            b.acceptUpTo = 1_000_000
+            b.ask = true
+            b.askTimeout = .seconds(3)
+            b.maxAsked = 2
+        }
+        let seenA = Recorder(), seenB = Recorder()
+        let tasks = [Task { await alice.run() }, Task { await bob.run() },
+                     Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
+        hub.connect(ta, tb, maxFrame: 512)
+        #expect(await RuntimeTests.waitFor(seconds: 30) {
+            let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
+            let ba = await bob.peer(named: "alice") != nil
+            return ab && ba
+        })
+        let toBob = try #require(await alice.peer(named: "bob"))
+        func offered(_ id: String) async -> Bool {
+            await RuntimeTests.waitFor(seconds: 30) { await seenB.events.contains { if case .fileOffered(_, id, "map.pdf", 2_000_000, _) = $0 { true } else { false } } }
+        }
+        func declined(_ why: String) async -> Bool {
+            await RuntimeTests.waitFor(seconds: 30) {
+                await seenA.events.contains { if case let .rejected(r) = $0 { r.kind == .fileRefused && r.detail.contains(why) } else { false } }
+            }
+        }
+        // Taken: asked first, fetched only once the answer is yes.
+        let first = try await alice.sendFile(at: file, to: toBob)
+        #expect(await offered(first))
+        #expect(await bob.fileOffers.map(\.transferID) == [first])
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!(await seenB.events.contains { if case .fileReceived = $0 { true } else { false } }), "nothing is fetched before the answer")
+        try await bob.answerFileOffer(first, accept: true)
+        #expect(await RuntimeTests.waitFor(seconds: 60) { await seenA.events.contains { if case .delivered(first, _) = $0 { true } else { false } } })
+        #expect(await seenB.events.contains { if case .fileReceived(_, "map.pdf", 2_000_000, _, first) = $0 { true } else { false } })
+        #expect(await bob.fileOffers.isEmpty)
+        await #expect(throws: MeshNode.UnknownFileOffer.self) { try await bob.answerFileOffer(first, accept: true) }
+        // Declined: the sender reads it, and its transfer fails.
+        let second = try await alice.sendFile(at: file, to: toBob)
+        #expect(await offered(second))
+        try await bob.answerFileOffer(second, accept: false)
+        #expect(await declined("declined the file: not wanted"))
+        #expect(await RuntimeTests.waitFor(seconds: 10) { await seenA.events.contains { if case .failed(second, _) = $0 { true } else { false } } })
+        // Three at once where two may wait: the oldest is declined; the others, never answered, at the timeout.
+        var more: [String] = []
+        for _ in 0..<3 {
+            more.append(try await alice.sendFile(at: file, to: toBob))
+            #expect(await offered(more.last!))
+        }
+        #expect(await declined("too many files offered at once"))
+        #expect(await bob.fileOffers.map(\.transferID) == Array(more.suffix(2)))
+        #expect(await declined("not answered in time"))
+        #expect(await RuntimeTests.waitFor(seconds: 30) { await bob.fileOffers.isEmpty })
+        let three = more
+        #expect(await RuntimeTests.waitFor(seconds: 10) {
+            await seenA.events.filter { if case let .failed(id, _) = $0 { three.contains(id) } else { false } }.count == 3
+        })
+        #expect(await seenB.events.filter { if case .fileReceived = $0 { true } else { false } }.count == 1, "only the one taken was fetched")
         await alice.stop()
         await bob.stop()
         for t in tasks { await t.value }
