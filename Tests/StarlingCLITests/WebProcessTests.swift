@@ -9,9 +9,9 @@ import Testing
 /// hostile nickname shown as text, a wrong token refused. Screenshots go to
 /// .build/screenshots.
 @Suite(.serialized, .usesProcesses) struct WebProcessTests {
-    static func web(_ dir: String, name: String, peer: UInt16? = nil) throws -> LiveProcess {
+    static func web(_ dir: String, name: String, peer: UInt16? = nil, _ extra: [String] = []) throws -> LiveProcess {
         try LiveProcess(["web", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1", "--data-dir", dir]
-                        + (peer.map { ["--peer", "127.0.0.1:\($0)"] } ?? []))
+                        + (peer.map { ["--peer", "127.0.0.1:\($0)"] } ?? []) + extra)
     }
 
     static func link(_ p: LiveProcess) async throws -> String {
@@ -25,7 +25,8 @@ import Testing
                      "Chromium and its driver are test dependencies: run scripts/install-deps --test")
         let (a, b) = (ContactCommandTests.temporaryDirectory("web-alice"), ContactCommandTests.temporaryDirectory("web-bob"))
         defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
-        let alice = try Self.web(a, name: "alice")
+        // Both take large files over the network; bob asks about any above 1 MiB.
+        let alice = try Self.web(a, name: "alice", peer: nil, ["--bulk", "--bulk-host", "127.0.0.1"])
         defer { alice.stop() }
         let aliceLink = try await Self.link(alice)
         #expect(aliceLink.hasPrefix("http://127.0.0.1:") && aliceLink.contains("/#token="), "\(aliceLink)")
@@ -38,7 +39,7 @@ import Testing
         let page = try await APIClient(host: try #require(base.host), port: try #require(base.port), token: "").raw(.GET, "/")
         #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<textarea id=\"message\""))
         #expect(try await APIClient(host: try #require(base.host), port: try #require(base.port), token: "").raw(.GET, "/v1/status").status == 401)
-        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
+        let bob = try Self.web(b, name: "bob", peer: UInt16(udp), ["--bulk", "--bulk-host", "127.0.0.1", "--accept-up-to", "1"])
         defer { bob.stop() }
         let bobLink = try await Self.link(bob)
         // A second `starling web` on alice's directory finds her daemon and prints the same link.
@@ -55,7 +56,7 @@ import Testing
                                                   [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr], seconds: 240)
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
-        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png"] {
+        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png"] {
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }

@@ -145,6 +145,24 @@ try:
     check(bool(bob.execute_script("return [...document.querySelectorAll('#messages a.save')].length")), "and can be saved")
     shot(bob, "web-file.png")
 
+    # A large file (2 MiB, above bob's --accept-up-to 1): streamed from alice's page to
+    # her daemon, offered over the network; bob's page asks, and fetches it once accepted.
+    big = os.path.join(tempfile.mkdtemp(prefix="starling-web-big-"), "survey.bin")
+    with open(big, "wb") as f:
+        f.write(os.urandom(2 << 20))
+    alice.find_element(By.ID, "file").send_keys(big)
+    offered = wait(bob, lambda d: d.execute_script("return [...document.querySelectorAll('#messages button.accept')].map(b => b.getAttribute('aria-label'))"),
+                   "bob's page asks about the large file")
+    check(bool(offered) and "survey.bin" in offered[0], "bob's page asks before taking survey.bin: %r" % (offered,))
+    check(wait(alice, lambda d: "offered over the network" in words(d), "alice's page says it is offered") is not None,
+          "alice's page shows the file offered, not yet taken")
+    shot(bob, "web-offer.png")
+    bob.execute_script("[...document.querySelectorAll('#messages button.accept')].pop().click()")
+    check(wait(alice, lambda d: words(d).count("delivered") >= 2, "alice's large file is delivered", 60) is not None,
+          "the large file from alice's page is delivered once bob accepted it")
+    check(wait(bob, lambda d: d.execute_script("return [...document.querySelectorAll('#messages a.save')].length") >= 2, "bob can save it") is not None,
+          "bob's page offers the large file to save")
+
     # Bob as a contact, from a picture of his QR code: the safety number is shown.
     alice.execute_script("document.getElementById('contacts-panel').open = true")
     alice.find_element(By.ID, "contact-image").send_keys(bob_qr)

@@ -352,6 +352,10 @@ function renderFile(li, m) {
     li.append(el("progress", { max: String(f.total), value: String(f.received), "aria-label": `${m.own ? "sending" : "receiving"} ${f.name || "a file"}: ${pct}%` }));
   }
   if (f.words) li.append(el("span", { class: "state" + (f.failed ? " failed" : ""), role: "img", "aria-label": f.words, text: f.words }));
+  if (f.offer && !f.answered) {
+    li.append(el("button", { class: "accept", text: "accept", "aria-label": `Accept ${f.name}`, on: { click: () => answerOffer(m, true) } }));
+    li.append(el("button", { class: "decline", text: "decline", "aria-label": `Decline ${f.name}`, on: { click: () => answerOffer(m, false) } }));
+  }
   if (f.transferID && f.saved) {
     li.append(el("a", { class: "save", href: "#", text: "save", "aria-label": `Save ${f.name}`, on: { click: (ev) => { ev.preventDefault(); saveFile(f); } } }));
     if (f.image) li.append(el("img", { class: "inline", src: f.image, alt: `picture ${f.name} from ${m.who}` }));
@@ -405,23 +409,37 @@ function currentPeer() {
 
 async function sendFile(file) {
   const to = currentPeer();
-  if (!to) { say("files go over the mesh to someone here: open a conversation with a person listed under People here"); return; }
-  // (The API takes 2 MiB a call, base64 included; the node says its own, lower, limit in words.)
-  if (file.size > 1536 * 1024) { say(`${file.name} is ${file.size} bytes: too large to send over the mesh`); return; }
-  const bytes = new Uint8Array(await file.arrayBuffer());
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  if (!to) { say("files go to someone here: open a conversation with a person listed under People here"); return; }
+  // The file is the request's body: the browser streams it, any size (the daemon takes
+  // up to 4 GiB); the daemon sends it over the mesh when it fits, else over the network.
+  say(`sending ${file.name}…`);
   try {
-    const r = await api("/v1/files", { to, name: file.name, content: btoa(binary) });
-    upsert(state.current, { key: r.transferID, time: Date.now(), who: state.me.nickname, own: true, text: `file ${file.name} (${file.size} bytes)`,
-                            file: { transferID: r.transferID, name: file.name, received: 0, total: 1, words: "queued" } });
-    fileConversation.set(r.transferID, state.current);
+    const r = await fetch(`/v1/files/upload?to=${encodeURIComponent(to)}&name=${encodeURIComponent(file.name)}`,
+                          { method: "POST", headers: { Authorization: "Bearer " + state.token, "Content-Type": "application/octet-stream" }, body: file });
+    const text = await r.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
+    if (!r.ok) throw new Refused(r.status, (json && json.error && json.error.message) || ("the daemon answered " + r.status));
+    upsert(state.current, { key: json.transferID, time: Date.now(), who: state.me.nickname, own: true, text: `file ${file.name} (${file.size} bytes)`,
+                            file: { transferID: json.transferID, name: file.name, received: 0, total: 1, words: "queued" } });
+    fileConversation.set(json.transferID, state.current);
     // Its events can come before the call's answer: taken now, in order.
-    for (const e of earlyFileEvents.get(r.transferID) || []) applyFileEvent(e);
-    earlyFileEvents.delete(r.transferID);
+    for (const e of earlyFileEvents.get(json.transferID) || []) applyFileEvent(e);
+    earlyFileEvents.delete(json.transferID);
     renderMessages();
     say("");
   } catch (e) { say(e.message); }
+}
+
+// An offer of a large file over the network, answered here (docs/BULK.md).
+async function answerOffer(m, accept) {
+  try {
+    await api(`/v1/files/offers/${encodeURIComponent(m.file.transferID)}`, { accept });
+    Object.assign(m.file, { answered: true, words: accept ? "taking it" : "declined" });
+  } catch (e) {
+    Object.assign(m.file, { answered: true, words: e.message, failed: true });
+  }
+  renderMessages();
 }
 
 const fileConversation = new Map(); // transfer ID -> conversation, for its receipts
@@ -433,7 +451,7 @@ function applyFileEvent(e) {
   const id = e.transferID || e.messageID;
   const m = fileEntry(id);
   if (!m) {
-    if (e.event === "fileSent" || earlyFileEvents.has(id)) {
+    if (e.event === "fileSent" || e.event === "fileSending" || earlyFileEvents.has(id)) {
       if (!earlyFileEvents.has(id) && earlyFileEvents.size >= 64) earlyFileEvents.delete(earlyFileEvents.keys().next().value);
       earlyFileEvents.set(id, (earlyFileEvents.get(id) || []).concat([e]));
     } else if (e.event === "delivered" || e.event === "failed") {
@@ -442,7 +460,11 @@ function applyFileEvent(e) {
     }
     return;
   }
-  if (e.event === "fileSent" && m.file.words !== "delivered") {
+  if (e.event === "fileSent" && e.total === 0 && m.file.words !== "delivered") {
+    Object.assign(m.file, { received: 0, total: 1, words: "offered over the network" });
+  } else if (e.event === "fileSending" && m.file.words !== "delivered") {
+    Object.assign(m.file, { received: e.sent, total: e.total, words: `${Math.round(100 * e.sent / Math.max(1, e.total))}% on their disk` });
+  } else if (e.event === "fileSent" && m.file.words !== "delivered") {
     Object.assign(m.file, { received: e.total, total: e.total, words: `sent in ${e.total} fragment${e.total === 1 ? "" : "s"}, waiting for the receipt` });
   } else if (e.event === "delivered") {
     Object.assign(m.file, { received: m.file.total, words: "delivered" });
@@ -459,10 +481,19 @@ function fileEntry(transferID) {
 async function takeFile(e) {
   switch (e.event) {
     case "fileSent":
+    case "fileSending":
     case "delivered":
     case "failed":
       applyFileEvent(e);
       break;
+    case "fileOffered": {
+      const c = await conversationWithPeer(e.from);
+      if (!c) break;
+      upsert(c, { key: "offer-" + e.transferID, time: Date.now(), who: peerName(e.from),
+                  text: `offers ${e.name} (${e.size} bytes) over the network`, file: { transferID: e.transferID, name: e.name, offer: true } });
+      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      break;
+    }
     case "fileProgress": {
       const c = await conversationWithPeer(e.from);
       if (!c) break;
@@ -478,7 +509,8 @@ async function takeFile(e) {
       const entry = { key: e.transferID, time: Date.now(), who: peerName(e.from), text: `file ${e.name} (${e.size} bytes)`,
                       file: { transferID: e.transferID, name: e.name, saved: true } };
       upsert(c, entry);
-      try {
+      // A picture is shown inline; a large file is only offered to save (never read whole here).
+      if (e.size <= 16 << 20) try {
         const bytes = await fileBytes(e.transferID);
         const type = pictureType(bytes);
         if (type) entry.file.image = URL.createObjectURL(new Blob([bytes], { type }));
@@ -618,6 +650,8 @@ function take(e) {
       say("a channel message was not sent: " + e.reason);
       break;
     case "fileSent":
+    case "fileSending":
+    case "fileOffered":
     case "delivered":
     case "failed":
     case "fileProgress":
