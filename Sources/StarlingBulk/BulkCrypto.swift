@@ -92,7 +92,7 @@ public struct BulkSeal: Sendable {
         return (seal, from)
     }
 
-    public func chunk(_ index: UInt32, _ bytes: [UInt8]) -> BulkFrame {
+    public func chunk(_ index: UInt32, _ bytes: some DataProtocol) -> BulkFrame {
         let box = try! ChaChaPoly.seal(bytes, using: toReceiver, nonce: Self.nonce(UInt64(index)), authenticating: ad(0x02, index))
         var sealed: [UInt8] = []
         sealed.reserveCapacity(bytes.count + 16)
@@ -101,11 +101,17 @@ public struct BulkSeal: Sendable {
         return .chunk(index: index, sealed: sealed)
     }
 
-    public func openChunk(_ index: UInt32, _ sealed: [UInt8]) throws(Error) -> [UInt8] {
-        guard sealed.count >= 16,
-              let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(UInt64(index)), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16)),
-              let plain = try? ChaChaPoly.open(box, using: toReceiver, authenticating: ad(0x02, index)) else { throw .badTag("chunk \(index)") }
-        return Array(plain)
+    /// A chunk's bytes, or an error when its tag does not hold.
+    public func openChunk(_ index: UInt32, _ sealed: [UInt8]) throws(Error) -> Data {
+        guard sealed.count >= 16 else { throw .badTag("chunk \(index)") }
+        let plain: Data? = sealed.withUnsafeBytes { raw in
+            // Read where they lie (no copy of the ciphertext before it is opened).
+            guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(UInt64(index)), ciphertext: raw.prefix(raw.count - 16),
+                                                       tag: raw.suffix(16)) else { return nil }
+            return try? ChaChaPoly.open(box, using: toReceiver, authenticating: ad(0x02, index))
+        }
+        guard let plain else { throw .badTag("chunk \(index)") }
+        return plain
     }
 
     public func ack(_ index: UInt32) -> BulkFrame { .ack(index: index, tag: Self.tag(toSender, UInt64(index), ad(0x03, index))) }

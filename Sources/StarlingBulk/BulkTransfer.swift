@@ -1,3 +1,4 @@
+import Foundation
 import StarlingWire
 
 /// The receiving end of one bulk connection, without I/O: it makes the hello,
@@ -23,11 +24,11 @@ public struct BulkReceiving: Sendable {
 
     /// A frame from the sender: the chunk's bytes, to be written at
     /// `index × chunkSize`, then ``written()``.
-    public func open(_ frame: BulkFrame) throws(BulkTransferError) -> (index: UInt32, bytes: [UInt8]) {
+    public func open(_ frame: BulkFrame) throws(BulkTransferError) -> (index: UInt32, bytes: Data) {
         switch frame {
         case let .chunk(index, sealed):
             guard index == next, index < chunkCount else { throw .crypto(.outOfOrder(expected: next, got: index)) }
-            let bytes: [UInt8]
+            let bytes: Data
             do { bytes = try seal.openChunk(index, sealed) } catch { throw .crypto(error) }
             guard bytes.count == offer.length(ofChunk: Int(index)) else { throw .crypto(.badLength(index: index, length: bytes.count)) }
             return (index, bytes)
@@ -85,7 +86,7 @@ public struct BulkSending: Sendable {
     public var due: UInt32? { nextToSend < chunkCount && nextToSend - acked < window ? nextToSend : nil }
 
     /// Seals the chunk ``due`` names, read from the file.
-    public mutating func sealDue(_ bytes: [UInt8]) throws(BulkTransferError) -> BulkFrame {
+    public mutating func sealDue(_ bytes: some DataProtocol) throws(BulkTransferError) -> BulkFrame {
         guard let index = due else { throw .unexpected("no chunk is due") }
         guard bytes.count == offer.length(ofChunk: Int(index)) else { throw .crypto(.badLength(index: index, length: bytes.count)) }
         nextToSend += 1

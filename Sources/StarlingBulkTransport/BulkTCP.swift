@@ -12,6 +12,12 @@ import StarlingWire
 /// frames TCP), at most one sealed 64 KiB chunk each; the protocol itself is
 /// `StarlingBulk`'s, without I/O.
 enum BulkSocket {
+    /// Writes wait only past 2 MiB queued (NIO's default, 64 KiB, is one chunk:
+    /// each write would wait for the socket).
+    static let waterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 1 << 20, high: 2 << 20)
+    /// Reads of up to 1 MiB (NIO's default stops at 64 KiB: a chunk in pieces).
+    static let reads = AdaptiveRecvByteBufferAllocator(minimum: 4_096, initial: 256 << 10, maximum: 1 << 20)
+
     static func pipeline(_ channel: any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> {
         channel.eventLoop.makeCompletedFuture {
             // A length past one frame is never buffered: a peer announcing 4 GiB gets closed.
@@ -26,10 +32,27 @@ enum BulkSocket {
         guard buffer.readableBytes <= BulkFrame.maxBody else {
             throw .wire(WireError(.lengthOutOfRange(declared: buffer.readableBytes, limit: BulkFrame.maxBody), field: "bulkFrame.length", offset: 0))
         }
+        // A chunk (nearly every frame): its sealed bytes copied once, straight from the buffer.
+        if buffer.readableBytes >= 5 + 16, buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) == 0x02,
+           let index = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self),
+           let sealed = buffer.getBytes(at: buffer.readerIndex + 5, length: buffer.readableBytes - 5) {
+            return .chunk(index: index, sealed: sealed)
+        }
         do { return try BulkFrame(body: Array(buffer.readableBytesView)[...]) } catch { throw .wire(error) }
     }
 
-    static func buffer(_ frame: BulkFrame) -> ByteBuffer { ByteBuffer(bytes: frame.encoded()) }
+    /// A frame as it goes on the connection: `frame.encoded()`, a chunk's
+    /// bytes copied once into the buffer.
+    static func buffer(_ frame: BulkFrame) -> ByteBuffer {
+        guard case let .chunk(index, sealed) = frame else { return ByteBuffer(bytes: frame.encoded()) }
+        var b = ByteBuffer()
+        b.reserveCapacity(9 + sealed.count)
+        b.writeInteger(UInt32(5 + sealed.count))
+        b.writeInteger(UInt8(0x02))
+        b.writeInteger(index)
+        b.writeBytes(sealed)
+        return b
+    }
 
     /// "host:port" or "[v6]:port".
     static func split(_ address: String) -> (host: String, port: Int)? {
@@ -39,6 +62,27 @@ enum BulkSocket {
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
     }
+}
+
+/// A SHA-256 fed on a serial queue of its own, at most 32 pieces behind.
+final class RunningHash: @unchecked Sendable {
+    private var hasher: SHA256
+    private let queue = DispatchQueue(label: "starling.bulk.hash")
+    private let lock = NSLock()
+    private var behind = 0
+
+    init(_ hasher: SHA256) { self.hasher = hasher }
+
+    func add(_ bytes: Data) {
+        if lock.withLock({ behind }) >= 32 { queue.sync {} }
+        lock.withLock { behind += 1 }
+        queue.async { [self] in
+            hasher.update(data: bytes)
+            lock.withLock { behind -= 1 }
+        }
+    }
+
+    func finish() -> [UInt8] { queue.sync { Array(hasher.finalize()) } }
 }
 
 /// Streams a file's SHA-256, 1 MiB at a time (memory independent of its size).
@@ -117,6 +161,8 @@ public actor BulkServer {
     public func start() async throws -> Int {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: BulkSocket.waterMark)
+            .childChannelOption(.recvAllocator, value: BulkSocket.reads)
             .bind(host: options.host, port: options.port) { channel in BulkSocket.pipeline(channel) }
         channel = server.channel
         port = server.channel.localAddress?.port ?? 0
@@ -232,7 +278,7 @@ public actor BulkServer {
                 try handle.seek(toOffset: UInt64(sending.firstChunk) * UInt64(offer.chunkSize))
                 while !sending.isSaved {
                     while let index = sending.due {
-                        let bytes = Array(try handle.read(upToCount: offer.length(ofChunk: Int(index))) ?? Data())
+                        let bytes = try handle.read(upToCount: offer.length(ofChunk: Int(index))) ?? Data()
                         try await outbound.write(BulkSocket.buffer(try sending.sealDue(bytes)))
                         if let pace = options.pace { try await Task.sleep(for: pace) }
                     }
@@ -382,16 +428,19 @@ public struct BulkDownload: Sendable {
             try await connection.executeThenClose { inbound, outbound in
                 try await outbound.write(BulkSocket.buffer(receiving.hello))
                 var frames = inbound.makeAsyncIterator()
+                // The hash runs on a queue of its own beside the writes (at most 32
+                // chunks behind: then this waits for it).
+                let hashing = RunningHash(hasher)
                 while !receiving.isComplete {
                     guard let next = try await frames.next() else { throw BulkTransferError.unexpected("the sender closed the connection") }
                     let (index, bytes) = try receiving.open(try BulkSocket.frame(next))
                     try handle.write(contentsOf: bytes)
-                    hasher.update(data: bytes)
+                    hashing.add(bytes)
                     try await outbound.write(BulkSocket.buffer(receiving.written()))
                     if index % 16 == 15 || receiving.isComplete { progress(Int(index) + 1, Int(receiving.chunkCount)) }
                 }
                 try handle.synchronize()
-                guard Array(hasher.finalize()) == offer.sha256 else {
+                guard hashing.finish() == offer.sha256 else {
                     try? await outbound.write(BulkSocket.buffer(.refused("the file does not hash to the offer's SHA-256")))
                     try? fm.removeItem(at: partURL)
                     try? fm.removeItem(at: offerURL)
@@ -424,6 +473,8 @@ public struct BulkDownload: Sendable {
             do {
                 return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     .connectTimeout(connectTimeout)
+                    .channelOption(.writeBufferWaterMark, value: BulkSocket.waterMark)
+                    .channelOption(.recvAllocator, value: BulkSocket.reads)
                     .connect(host: host, port: port) { channel in BulkSocket.pipeline(channel) }
             } catch {
                 last = error
