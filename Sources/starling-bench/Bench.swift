@@ -23,6 +23,14 @@ struct StarlingBench {
         #endif
         let args = Array(CommandLine.arguments.dropFirst())
         // A child of `node`: the previous runtime's wake pattern, for the idle baseline.
+        // Children of `bulk`, one in each network namespace.
+        switch args.first {
+        case "link-plain-receive": BulkLinkBench.plainReceive(Array(args.dropFirst())); return
+        case "link-plain-send": BulkLinkBench.plainSend(Array(args.dropFirst())); return
+        case "link-bulk-serve": await BulkLinkBench.bulkServe(Array(args.dropFirst())); return
+        case "link-bulk-fetch": await BulkLinkBench.bulkFetch(Array(args.dropFirst())); return
+        default: break
+        }
         if args.first == "poll-loop" {
             await NodeBench.pollLoop(seconds: Double(args.dropFirst().first ?? "60") ?? 60)
             return

@@ -29,6 +29,7 @@ enum BulkBench {
                 print("  bulk (sealed, acked, hashed, renamed): \(fmt(mb / bulk.seconds)) MB/s   resident peak \(SoakBench.megabytes(bulk.peak))"
                       + "   (the sender's SHA-256 at the offer: \(fmt(bulk.offerSeconds * 1000)) ms, not counted)")
                 print("  bulk ÷ plain: \(fmt(plain.seconds / bulk.seconds))×   (goal ≥ 0.8×)")
+                if megabytes == 100 { await BulkLinkBench.run(file: source, megabytes: megabytes) }
             }
         } catch {
             print("bulk bench failed: \(error)")
