@@ -72,6 +72,11 @@ public actor MeshNode {
         /// A broken download is tried this many times in all, waiting `retryWait` (doubling) between.
         public var attempts = 6
         public var retryWait: Duration = .seconds(2)
+        /// Where the offers this node made are kept (with the listener's port),
+        /// so that a restart serves them again on the same port and its
+        /// receivers resume; and sending the same file to the same peer again
+        /// offers it again, not anew. nil: offers end with the process.
+        public var keptOffers: URL?
         public init() {}
     }
 
@@ -90,6 +95,8 @@ public actor MeshNode {
     private var bulkServer: BulkServer?
     /// Our offers: transfer ID → to whom, its chunks.
     private var bulkOffers: [[UInt8]: (peer: PeerID, offer: BulkOffer)] = [:]
+    /// What ``BulkOptions/keptOffers`` holds, by transfer ID.
+    private var kept: [[UInt8]: KeptOffers.Record] = [:]
     private var downloads: Set<[UInt8]> = []
     /// Offers waiting for their person's answer, oldest first.
     private var asked: [(offer: BulkOffer, peer: PeerID, expiry: Task<Void, Never>)] = []
@@ -368,6 +375,7 @@ public actor MeshNode {
                 if !answer.accepted, bulkOffers.removeValue(forKey: answer.transferID) != nil {
                     let server = bulkServer
                     Task { await server?.withdraw(answer.transferID) }
+                    forgetKept(answer.transferID)
                     continuation.yield(.rejected(Rejection(.fileRefused, peer: from, "\(from) declined the file: \(DisplayText.clean(answer.reason))")))
                     continuation.yield(.failed(messageID: Self.bulkTransferID(answer.transferID), to: from))
                 }
@@ -379,21 +387,52 @@ public actor MeshNode {
 
     private func startBulk() async {
         guard let bulk = options.bulk, options.downloads != nil else { return }
+        let keeper = bulk.keptOffers.map(KeptOffers.init(directory:))
         var o = BulkServer.Options()
         o.host = bulk.host
-        o.port = bulk.port
         o.pace = bulk.pace
-        let server = BulkServer(options: o)
-        do {
-            try await server.start()
-        } catch {
-            continuation.yield(.rejected(Rejection(.transport, "large files: cannot listen on \(bulk.host):\(bulk.port): \(error)")))
+        // The port of the last run first (the offers kept name it), then any.
+        var ports = [bulk.port]
+        if bulk.port == 0, let last = keeper?.lastPort { ports.insert(last, at: 0) }
+        var server: BulkServer?
+        var failure = ""
+        for port in ports where server == nil {
+            o.port = port
+            let s = BulkServer(options: o)
+            do {
+                try await s.start()
+                server = s
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        guard let server else {
+            continuation.yield(.rejected(Rejection(.transport, "large files: cannot listen on \(bulk.host):\(bulk.port): \(failure)")))
             return
         }
         bulkServer = server
         let events = server.events
         Task { [weak self] in
             for await e in events { await self?.bulkServerEvent(e) }
+        }
+        if let keeper {
+            do {
+                try keeper.remember(port: await server.port)
+                let (records, removed) = try keeper.load()
+                if !removed.isEmpty { logger.notice("removed offers that can no longer be served", metadata: ["files": "\(removed)"]) }
+                for r in records {
+                    guard let peer = PeerID(hex: r.peer) else { continue }
+                    await server.keep(r.offer, r.file)
+                    bulkOffers[r.offer.transferID] = (peer, r.offer)
+                    kept[r.offer.transferID] = r
+                }
+                if await server.port != ports[0], !records.isEmpty {
+                    logger.warning("the large-file port of the last run is taken: offers made then cannot resume until sent again",
+                                   metadata: ["port": "\(ports[0])"])
+                }
+            } catch {
+                logger.error("offers of the last run cannot be served again", metadata: ["directory": "\(keeper.directory.path)", "error": "\(error)"])
+            }
         }
         // Transfers a restart cut: on again, from what the disk holds; what
         // none can finish (a week old, unreadable, a save cut midway) goes.
@@ -428,12 +467,22 @@ public actor MeshNode {
         }
     }
 
+    /// A transfer ended: its kept offer goes.
+    private func forgetKept(_ id: [UInt8]) {
+        guard kept.removeValue(forKey: id) != nil, let dir = options.bulk?.keptOffers else { return }
+        do { try KeptOffers(directory: dir).forget(id) } catch {
+            // Served once more after a restart at worst; the next start removes it after a week.
+            logger.warning("an ended offer could not be forgotten", metadata: ["error": "\(error)"])
+        }
+    }
+
     private func bulkServerEvent(_ e: BulkServer.Event) {
         switch e {
         case let .saved(id):
             guard let o = bulkOffers.removeValue(forKey: id) else { return }
             let server = bulkServer
             Task { await server?.withdraw(id) }
+            forgetKept(id)
             continuation.yield(.delivered(messageID: Self.bulkTransferID(id), by: o.peer))
         case let .interrupted(id, reason):
             logger.info("bulk transfer interrupted", metadata: ["transfer": "\(Self.bulkTransferID(id))", "reason": "\(reason)"])
@@ -499,9 +548,29 @@ public actor MeshNode {
         guard core.peers[peer]?.capabilities?.contains(.wifiBulk) == true else {
             throw BulkUnavailable(peer: peer, bytes: size, off: false)
         }
+        // The same file to the same peer, unchanged since it was offered: the
+        // same offer again (its receiver resumes from what its disk holds).
+        let stamp = try KeptOffers.stamp(url)
+        if let again = kept.values.first(where: { $0.file.standardizedFileURL == url.standardizedFileURL && $0.peer == peer.description
+                                                  && $0.size == stamp.size && $0.modified == stamp.modified }) {
+            bulkOffers[again.offer.transferID] = (peer, again.offer)
+            await server.keep(again.offer, again.file)
+            _ = try command { try $0.sendBulkOffer(again.offer, to: peer, now: $1) }
+            return Self.bulkTransferID(again.offer.transferID)
+        }
         let port = await server.port
         let offer = try await server.offer(url, mimeType: mimeType, addresses: advertised(port: port))
         bulkOffers[offer.transferID] = (peer, offer)
+        if let dir = options.bulk?.keptOffers {
+            let record = KeptOffers.Record(offer: offer, file: url.standardizedFileURL, peer: peer.description, size: stamp.size, modified: stamp.modified)
+            do {
+                try KeptOffers(directory: dir).keep(record)
+                kept[offer.transferID] = record
+            } catch {
+                // It goes now; only a restart's resumption is lost.
+                logger.warning("an offer could not be kept for after a restart", metadata: ["directory": "\(dir.path)", "error": "\(error)"])
+            }
+        }
         _ = try command { try $0.sendBulkOffer(offer, to: peer, now: $1) }
         return Self.bulkTransferID(offer.transferID)
     }

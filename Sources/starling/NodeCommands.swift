@@ -95,6 +95,7 @@ struct NodeOptions: ParsableArguments {
             b.port = bulkPort
             b.acceptUpTo = UInt64(acceptUpTo) << 20
             if let bulkRate { b.pace = .microseconds(Int64(1_000_000 / (bulkRate * 16))) } // 16 chunks of 64 KiB a MiB
+            b.keptOffers = store.directory.url.appendingPathComponent("files/offered", isDirectory: true)
             options.bulk = b
         }
         options.core.favorites = store.favorites()

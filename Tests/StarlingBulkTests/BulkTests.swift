@@ -268,4 +268,36 @@ import Testing
             #expect(throws: (any Error).self) { try BulkFrame(body: bad[...]) }
         }
     }
+
+    /// Offers kept for a restart: served again while their file is unchanged;
+    /// a changed or missing file, an unreadable record, a week-old one, removed.
+    @Test func keptOffersServeOnlyUnchangedFiles() throws {
+        let dir = Self.directory("kept"), files = Self.directory("kept-files")
+        let keeper = KeptOffers(directory: dir)
+        func record(_ byte: UInt8, _ name: String) throws -> KeptOffers.Record {
+            let file = files.appendingPathComponent(name)
+            try Data([byte, 1, 2, 3]).write(to: file)
+            let stamp = try KeptOffers.stamp(file)
+            let offer = BulkOffer(transferID: [UInt8](repeating: byte, count: 16), name: name, size: 4, sha256: [UInt8](repeating: 1, count: 32),
+                                  mimeType: nil, key: [UInt8](repeating: 2, count: 32), addresses: ["127.0.0.1:1"], chunkSize: 1_024)
+            return KeptOffers.Record(offer: offer, file: file, peer: "00112233aabbccdd", size: stamp.size, modified: stamp.modified)
+        }
+        let same = try record(1, "same.bin"), changed = try record(2, "changed.bin"), gone = try record(3, "gone.bin"), old = try record(4, "old.bin")
+        for r in [same, changed, gone, old] { try keeper.keep(r) }
+        try keeper.keep(same) // kept twice: one record
+        try Data([9, 9, 9, 9, 9]).write(to: changed.file)
+        try FileManager.default.removeItem(at: gone.file)
+        try Data("not a record".utf8).write(to: dir.appendingPathComponent("05050505050505050505050505050505.kept"))
+        let old8 = Date().addingTimeInterval(-8 * 86_400)
+        try FileManager.default.setAttributes([.modificationDate: old8], ofItemAtPath: keeper.url(old.offer.transferID).path)
+        try keeper.remember(port: 47_400)
+        let (records, removed) = try keeper.load()
+        #expect(records == [same], "\(records.map(\.file.lastPathComponent))")
+        #expect(removed.count == 4, "\(removed)")
+        #expect(keeper.lastPort == 47_400)
+        let mode = try FileManager.default.attributesOfItem(atPath: keeper.url(same.offer.transferID).path)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the record holds the transfer key")
+        try keeper.forget(same.offer.transferID)
+        #expect(try keeper.load().records.isEmpty)
+    }
 }

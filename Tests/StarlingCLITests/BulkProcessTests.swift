@@ -171,4 +171,43 @@ import Glibc
         // An answer to no offer: 404 in words.
         await #expect(throws: APIClient.Failure.self) { _ = try await bobAPI.post("/v1/files/offers/\(id)", ["accept": true]) }
     }
+
+    /// The sender killed in the middle and run again: it listens on the same
+    /// port, offers the same transfer again, and the receiver goes on from what
+    /// its disk holds (its progress never goes back).
+    @Test func aKilledSenderRunAgainResumesTheSameTransfer() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-sender")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "/orthophoto.bin"
+        let digest = try await Self.file(source, megabytes: 30)
+        let bob = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--data-dir", dir + "/bob", "--bulk",
+                                   "--bulk-host", "127.0.0.1", "--duration", "300", "--announce-interval", "1"])
+        defer { bob.stop() }
+        let port = try await MeshProcessTests.port(of: bob)
+        func alice() throws -> LiveProcess {
+            try LiveProcess(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "alice", "--json",
+                             "--data-dir", dir + "/alice", "--bulk", "--bulk-host", "127.0.0.1", "--announce-interval", "1",
+                             "--bulk-rate", "8", "--linger", "240", "--to", "bob", "--file", source])
+        }
+        let first = try alice()
+        defer { first.stop() }
+        let cut = await bob.waitFor(seconds: 120) { $0["event"] as? String == "fileProgress" && ($0["received"] as? Int ?? 0) >= 6_000_000 }
+        try #require(cut != nil, "alice:\n\(first.text)\nbob:\n\(bob.text.suffix(2_000))")
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = await first.waitForExit(seconds: 30)
+        let id = try #require(first.events.first { $0["event"] as? String == "sent" }?["transferID"] as? String, "\(first.text)")
+        #expect(FileManager.default.fileExists(atPath: dir + "/alice/files/offered/\(id).kept"), "the offer is kept for a restart")
+        let second = try alice()
+        defer { second.stop() }
+        let saved = await bob.waitFor(seconds: 180) { $0["event"] as? String == "fileReceived" }
+        try #require(saved != nil, "alice again:\n\(second.text.suffix(2_000))\nbob:\n\(bob.text.suffix(3_000))")
+        #expect(second.events.first { $0["event"] as? String == "sent" }?["transferID"] as? String == id, "the same transfer again: \(second.text)")
+        #expect(saved?["transferID"] as? String == id)
+        let progress = bob.events.filter { $0["event"] as? String == "fileProgress" }.compactMap { $0["received"] as? Int }
+        #expect(progress == progress.sorted(), "bob's disk never started over: \(progress)")
+        #expect(try await Self.sha256(try #require(saved?["path"] as? String)) == digest)
+        #expect(await second.waitForExit(seconds: 60) == 0, "\(second.text.suffix(2_000))")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/alice/files/offered/\(id).kept"), "the kept offer goes once the file is saved")
+    }
 }
