@@ -161,6 +161,11 @@ let targets: [Target] = [
         name: "StarlingBulk",
         dependencies: ["StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
     ),
+    // Wi-Fi Direct groups through wpa_supplicant's D-Bus API, for two machines with no common network.
+    .target(
+        name: "StarlingWiFiDirect",
+        dependencies: ["StarlingDBus"]
+    ),
     // …and over TCP (SwiftNIO): the sender's listener, the receiver's resumable download.
     .target(
         name: "StarlingBulkTransport",
@@ -353,7 +358,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingDBusTests",
-        dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingTestSupport"]
+        dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingWiFiDirect", "StarlingTestSupport"]
     ),
     .testTarget(
         name: "StarlingMessengerTests",
@@ -390,6 +395,7 @@ let package = Package(
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
         .library(name: "StarlingBulk", targets: ["StarlingBulk"]),
         .library(name: "StarlingBulkTransport", targets: ["StarlingBulkTransport"]),
+        .library(name: "StarlingWiFiDirect", targets: ["StarlingWiFiDirect"]),
         .library(name: "StarlingWire", targets: ["StarlingWire"]),
         .library(name: "StarlingCrypto", targets: ["StarlingCrypto"]),
         .library(name: "StarlingMesh", targets: ["StarlingMesh"]),
