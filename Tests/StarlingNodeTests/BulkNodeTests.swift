@@ -24,26 +24,47 @@ import Starling
         return try MeshNode(identity: .generate(), options: o)
     }
 
+    /// Alice and Bob on an in-memory hub, running, their events recorded, once
+    /// each sees the other (and Bob's wifiBulk); a 2 MB file of alice's in `dir`.
+    struct Pair {
+        let alice: MeshNode, bob: MeshNode
+        let seenA = Recorder(), seenB = Recorder()
+        let tasks: [Task<Void, Never>]
+        let file: URL
+        let hub = InMemoryHub() // held: the links live as long as the pair
+
+        init(_ name: String, alice advertise: [String]? = nil, bob configure: (inout MeshNode.BulkOptions) -> Void = { _ in }) async throws {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-node-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            file = dir.appendingPathComponent(name)
+            try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: file)
+            let ta = hub.endpoint("a"), tb = hub.endpoint("b")
+            let alice = try BulkNodeTests.node("alice", ta, dir, advertise: advertise)
+            let bob = try BulkNodeTests.node("bob", tb, dir, configure: configure)
+            let (seenA, seenB) = (seenA, seenB)
+            (self.alice, self.bob) = (alice, bob)
+            tasks = [Task { await alice.run() }, Task { await bob.run() },
+                     Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
+            hub.connect(ta, tb, maxFrame: 512)
+            #expect(await RuntimeTests.waitFor(seconds: 30) {
+                let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
+                let ba = await bob.peer(named: "alice") != nil
+                return ab && ba
+            }, "bob announces wifiBulk")
+        }
+
+        func stop() async {
+            await alice.stop()
+            await bob.stop()
+            for t in tasks { await t.value }
+        }
+    }
+
     @Test(arguments: [true, false])
     func aLargeFileGoesOverTCPOrIsGivenUpInWords(reachable: Bool) async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-node-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let file = dir.appendingPathComponent("survey.tif")
-        try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: file)
-        let hub = InMemoryHub()
-        let ta = hub.endpoint("a"), tb = hub.endpoint("b")
         // Unreachable: the offer names a port nothing listens on.
-        let alice = try Self.node("alice", ta, dir, advertise: reachable ? nil : ["127.0.0.1:1"])
-        let bob = try Self.node("bob", tb, dir)
-        let seenA = Recorder(), seenB = Recorder()
-        let tasks = [Task { await alice.run() }, Task { await bob.run() },
-                     Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
-        hub.connect(ta, tb, maxFrame: 512)
-        #expect(await RuntimeTests.waitFor(seconds: 30) {
-            let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
-            let ba = await bob.peer(named: "alice") != nil
-            return ab && ba
-        }, "bob announces wifiBulk")
+        let pair = try await Pair("survey.tif", alice: reachable ? nil : ["127.0.0.1:1"])
+        let (alice, seenA, seenB, file) = (pair.alice, pair.seenA, pair.seenB, pair.file)
         let id = try await alice.sendFile(at: file, to: try #require(await alice.peer(named: "bob")))
         if reachable {
             #expect(await RuntimeTests.waitFor(seconds: 60) { await seenA.events.contains { if case .delivered(id, _) = $0 { true } else { false } } })
@@ -62,37 +83,20 @@ import Starling
             #expect(await seenB.events.contains { if case let .rejected(r) = $0 { r.kind == .fileNotSaved } else { false } })
             #expect(!(await seenB.events.contains { if case .fileReceived = $0 { true } else { false } }))
         }
-        await alice.stop()
-        await bob.stop()
-        for t in tasks { await t.value }
+        await pair.stop()
     }
 
     /// Above `acceptUpTo`, a node with a person asks: the offer waits for an
     /// answer (taken, declined, or declined when none came in time), and at
     /// most `maxAsked` wait at once.
     @Test func aLargeOfferWaitsForItsPersonsAnswer() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-ask-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let file = dir.appendingPathComponent("map.pdf")
-        try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: file)
-        let hub = InMemoryHub()
-        let ta = hub.endpoint("a"), tb = hub.endpoint("b")
-        let alice = try Self.node("alice", ta, dir)
-        let bob = try Self.node("bob", tb, dir) { b in
+        let pair = try await Pair("map.pdf") { b in
             b.acceptUpTo = 1_000_000
             b.ask = true
             b.askTimeout = .seconds(3)
             b.maxAsked = 2
         }
-        let seenA = Recorder(), seenB = Recorder()
-        let tasks = [Task { await alice.run() }, Task { await bob.run() },
-                     Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
-        hub.connect(ta, tb, maxFrame: 512)
-        #expect(await RuntimeTests.waitFor(seconds: 30) {
-            let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
-            let ba = await bob.peer(named: "alice") != nil
-            return ab && ba
-        })
+        let (alice, bob, seenA, seenB, file) = (pair.alice, pair.bob, pair.seenA, pair.seenB, pair.file)
         let toBob = try #require(await alice.peer(named: "bob"))
         func offered(_ id: String) async -> Bool {
             await RuntimeTests.waitFor(seconds: 30) { await seenB.events.contains { if case .fileOffered(_, id, "map.pdf", 2_000_000, _) = $0 { true } else { false } } }
@@ -134,8 +138,6 @@ import Starling
             await seenA.events.filter { if case let .failed(id, _) = $0 { three.contains(id) } else { false } }.count == 3
         })
         #expect(await seenB.events.filter { if case .fileReceived = $0 { true } else { false } }.count == 1, "only the one taken was fetched")
-        await alice.stop()
-        await bob.stop()
-        for t in tasks { await t.value }
+        await pair.stop()
     }
 }
