@@ -93,53 +93,20 @@ enum BulkBench {
 
     /// The baseline: the same bytes over a loopback TCP socket, no sealing, no hashing.
     static func plainCopy(_ source: URL, to target: URL) throws -> (seconds: Double, peak: Int) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = PlainTCP.bound()
         defer { close(listener) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
         listen(listener, 1)
-        let port = address.sin_port
         let sourcePath = source.path
-        let sender = Thread {
-            let fd = accept(listener, nil, nil)
-            defer { close(fd) }
-            guard let h = FileHandle(forReadingAtPath: sourcePath) else { return }
-            while let d = try? h.read(upToCount: 65_536), !d.isEmpty {
-                d.withUnsafeBytes { raw in
-                    var off = 0
-                    while off < raw.count {
-                        let n = send(fd, raw.baseAddress! + off, raw.count - off, 0)
-                        if n <= 0 { return }
-                        off += n
-                    }
-                }
-            }
-        }
+        let sender = Thread { PlainTCP.send(sourcePath, to: accept(listener, nil, nil)) }
         let start = Date()
         sender.start()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = PlainTCP.connected("127.0.0.1", port) else { throw CocoaError(.fileReadUnknown) }
         defer { close(fd) }
-        var to = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                             sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        _ = FileManager.default.createFile(atPath: target.path, contents: nil)
-        let out = try FileHandle(forWritingTo: target)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var peak = NodeBench.residentBytes()
-        var reads = 0
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, 65_536, 0) }
-            if n <= 0 { break }
-            try out.write(contentsOf: Data(buffer[0..<n]))
+        var peak = NodeBench.residentBytes(), reads = 0
+        _ = try PlainTCP.receive(fd, into: target.path) { _ in
             reads += 1
             if reads % 64 == 0 { peak = max(peak, NodeBench.residentBytes()) }
         }
-        try out.synchronize()
-        try out.close()
         return (Date().timeIntervalSince(start), peak)
     }
 }

@@ -118,50 +118,18 @@ enum BulkLinkBench {
     /// bytes, the seconds from its first byte to its end.
     static func plainReceive(_ args: [String]) {
         guard args.count == 2, let port = UInt16(args[0]) else { return }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(s_addr: INADDR_ANY),
-                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let (listener, _) = PlainTCP.bound(host: "0.0.0.0", port: port)
         listen(listener, 1)
         print("ready")
         let fd = accept(listener, nil, nil)
-        _ = FileManager.default.createFile(atPath: args[1], contents: nil)
-        guard let out = FileHandle(forWritingAtPath: args[1]) else { return }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var first: Date?
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, 65_536, 0) }
-            if n <= 0 { break }
-            if first == nil { first = Date() }
-            out.write(Data(buffer[0..<n]))
-        }
-        out.synchronizeFile()
-        print(String(format: "%.4f", Date().timeIntervalSince(first ?? Date())))
+        guard let first = try? PlainTCP.receive(fd, into: args[1]) else { return }
+        print(String(format: "%.4f", Date().timeIntervalSince(first)))
     }
 
     /// `link-plain-send FILE HOST PORT`: the file into one connection.
     static func plainSend(_ args: [String]) {
-        guard args.count == 3, let port = UInt16(args[2]), let h = FileHandle(forReadingAtPath: args[0]) else { return }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var to = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(s_addr: inet_addr(args[1])),
-                             sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        guard withUnsafePointer(to: &to, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }) == 0
-        else { return }
-        while let d = try? h.read(upToCount: 65_536), !d.isEmpty {
-            let sent = d.withUnsafeBytes { raw -> Bool in
-                var off = 0
-                while off < raw.count {
-                    let n = send(fd, raw.baseAddress! + off, raw.count - off, 0)
-                    if n <= 0 { return false }
-                    off += n
-                }
-                return true
-            }
-            if !sent { break }
-        }
-        close(fd)
+        guard args.count == 3, let port = UInt16(args[2]), let fd = PlainTCP.connected(args[1], port) else { return }
+        PlainTCP.send(args[0], to: fd)
     }
 
     /// `link-bulk-serve FILE HOST`: offers the file on HOST (a line: the offer,

@@ -62,24 +62,12 @@ enum SoakBench {
         print("  ran in \(elapsed)")
     }
 
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     static func processes() async throws {
         let minutes = Double(ProcessInfo.processInfo.environment["STARLING_SOAK_MINUTES"] ?? "") ?? 10
         print("\nFive `starling listen` processes in a ring on loopback for \(minutes) minutes, this process a sixth node linked to "
               + "two of them, sending a public message a second and a private one every 5 s; nodes 4 and 5 restart in turn every minute.")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-soak-\(getpid())").path
-        let ports = (0..<5).map { _ in freePort() }
+        let ports = (0..<5).map { _ in PlainTCP.freePort() }
         func start(_ i: Int) throws -> NodeBench.Listener {
             try NodeBench.Listener(["listen", "--no-discovery", "--port", String(ports[i]), "--json", "--name", "n\(i + 1)",
                                     "--data-dir", dir + "/n\(i + 1)", "--duration", String(Int(minutes * 60) + 120),
