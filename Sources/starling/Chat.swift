@@ -154,6 +154,8 @@ actor ChatScreen {
     var pendingVerify: PeerID?
     /// Our private messages by transport ID: to whom (as shown), and what was said of it.
     var outgoing: [String: (to: String, shown: Set<String>)] = [:]
+    /// Peers a file is arriving from, in the full screen: its line's ID there (its bar is that line's mark).
+    var arriving: Set<PeerID> = []
     /// Which conversation each window shows.
     var windowConversation: [String: UserID] = [:]
     /// The last name each peer was shown with, for lines after it has gone.

@@ -223,7 +223,14 @@ extension ChatScreen {
         case let .fileProgress(from, received, total):
             let width = 20, filled = received * width / max(1, total)
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-            if screen == nil {
+            if let screen {
+                // A line in the peer's window, its bar redrawn as the file arrives.
+                let id = "arriving-\(from)"
+                if arriving.insert(from).inserted {
+                    screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "a file is arriving", messageID: id), to: await window(from))
+                }
+                screen.mark(id, "[\(bar)] \(received * 100 / max(1, total))%")
+            } else {
                 // One line, redrawn in place.
                 StandardOutput.write(Data("\r* file from \(await display(from)) [\(bar)] \(received * 100 / max(1, total))%".utf8))
             }
@@ -268,6 +275,7 @@ extension ChatScreen {
             let what = "\(name) (\(Self.bytes(size))\(mimeType.map { ", \($0)" } ?? ""))"
             alert("\(await display(from)) offers \(what) over the network: /accept \(id.prefix(8)) to take it, /decline \(id.prefix(8)) to refuse")
         case let .fileReceived(from, name, size, path, _):
+            if arriving.remove(from) != nil { screen?.mark("arriving-\(from)", "[\(String(repeating: "#", count: 20))] 100%") }
             receivedFiles.append((Self.clock(), await display(from), DisplayText.clean(name), size, path))
             if receivedFiles.count > 200 { receivedFiles.removeFirst(receivedFiles.count - 200) }
             if let screen {
@@ -282,6 +290,7 @@ extension ChatScreen {
         case let .sos(s):
             alert("🆘 SOS from \(DisplayText.clean(s.name)) (\(s.hops == 1 ? "direct" : "\(s.hops) hops")) — /status to see everyone")
         case let .rejected(why):
+            if why.kind == .fileNotSaved, let p = why.peer, arriving.remove(p) != nil { screen?.mark("arriving-\(p)", "✗ not saved") }
             say("! \(why)")
         case let .pong(from, rtt, hops):
             say("* pong from \(await display(from)): \(rtt) ms, \(hops == 1 ? "direct" : "\(hops) hops")")
