@@ -46,7 +46,7 @@ import Starling
             tasks = [Task { await alice.run() }, Task { await bob.run() },
                      Task { for await e in alice.events { await seenA.add(e) } }, Task { for await e in bob.events { await seenB.add(e) } }]
             hub.connect(ta, tb, maxFrame: 512)
-            #expect(await RuntimeTests.waitFor(seconds: 30) {
+            #expect(await RuntimeTests.waitFor(seconds: 120) {
                 let ab = await alice.peers.values.contains { $0.capabilities?.contains(.wifiBulk) == true }
                 let ba = await bob.peer(named: "alice") != nil
                 return ab && ba
@@ -99,10 +99,10 @@ import Starling
         let (alice, bob, seenA, seenB, file) = (pair.alice, pair.bob, pair.seenA, pair.seenB, pair.file)
         let toBob = try #require(await alice.peer(named: "bob"))
         func offered(_ id: String) async -> Bool {
-            await RuntimeTests.waitFor(seconds: 30) { await seenB.events.contains { if case .fileOffered(_, id, "map.pdf", 2_000_000, _) = $0 { true } else { false } } }
+            await RuntimeTests.waitFor(seconds: 120) { await seenB.events.contains { if case .fileOffered(_, id, "map.pdf", 2_000_000, _) = $0 { true } else { false } } }
         }
         func declined(_ why: String) async -> Bool {
-            await RuntimeTests.waitFor(seconds: 30) {
+            await RuntimeTests.waitFor(seconds: 120) {
                 await seenA.events.contains { if case let .rejected(r) = $0 { r.kind == .fileRefused && r.detail.contains(why) } else { false } }
             }
         }
@@ -132,7 +132,7 @@ import Starling
         #expect(await declined("too many files offered at once"))
         #expect(await bob.fileOffers.map(\.transferID) == Array(more.suffix(2)))
         #expect(await declined("not answered in time"))
-        #expect(await RuntimeTests.waitFor(seconds: 30) { await bob.fileOffers.isEmpty })
+        #expect(await RuntimeTests.waitFor(seconds: 120) { await bob.fileOffers.isEmpty })
         let three = more
         #expect(await RuntimeTests.waitFor(seconds: 10) {
             await seenA.events.filter { if case let .failed(id, _) = $0 { three.contains(id) } else { false } }.count == 3

@@ -120,12 +120,12 @@ final class SteppedClock: NodeClock {
          })
         let seenBefore = await line.recorders[0].events.count
         clock.suspend(for: 3_600_000)
-        #expect(await RuntimeTests.waitFor(seconds: 30) {
+        #expect(await RuntimeTests.waitFor(seconds: 120) {
             await line.recorders[0].events.dropFirst(seenBefore).contains { if case .left(b.peerID) = $0 { true } else { false } }
         }, "b expires at a after an hour asleep")
         // Their links were silent for an hour too, and were dropped (wait until every end has
         // let go, or a late close would cut the new link); found again, b is heard again.
-        #expect(await RuntimeTests.waitFor(seconds: 30) {
+        #expect(await RuntimeTests.waitFor(seconds: 120) {
             !line.hub.isLinked(line.ends[0], line.ends[1]) && !line.hub.isLinked(line.ends[1], line.ends[0])
                 && !line.hub.isLinked(line.ends[2], line.ends[3]) && !line.hub.isLinked(line.ends[3], line.ends[2])
         })

@@ -12,6 +12,10 @@ import Starling
         func has(_ name: String) -> Bool { events.contains { $0.name == name } }
     }
 
+    /// Polls `condition` until it holds or `seconds` pass. The limits are
+    /// generous (120 s where a node must first appear): on CI's two cores,
+    /// synchronous simulations in other tests can hold both of Swift's
+    /// cooperative threads for half a minute, and these nodes run on them.
     static func waitFor(seconds: Double, _ condition: @Sendable () async -> Bool) async -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
@@ -38,15 +42,15 @@ import Starling
         let readers = [Task { for await e in bob.events { await seenByBob.add(e) } },
                        Task { for await e in alice.events { await seenByAlice.add(e) } }]
         hub.connect(ta, tb, maxFrame: 185)
-        #expect(await Self.waitFor(seconds: 30) { await bob.peer(named: "alice") != nil })
+        #expect(await Self.waitFor(seconds: 120) { await bob.peer(named: "alice") != nil })
         #expect(await alice.port == nil) // no UDP at all
         let id = try await alice.sendPrivate("over the hub", to: bob.peerID)
-        #expect(await Self.waitFor(seconds: 30) { await seenByAlice.has("delivered") })
+        #expect(await Self.waitFor(seconds: 120) { await seenByAlice.has("delivered") })
         let got = await seenByBob.events.compactMap { if case let .privateMessage(_, _, text, messageID, _, _) = $0 { (text, messageID) } else { nil } }
         #expect(got.map(\.0) == ["over the hub"] && got.map(\.1) == [id])
         #expect(await seenByBob.events.contains { if case .linkUp("memory a") = $0 { true } else { false } })
         hub.disconnect(ta, tb)
-        #expect(await Self.waitFor(seconds: 30) { await seenByBob.has("linkDown") })
+        #expect(await Self.waitFor(seconds: 120) { await seenByBob.has("linkDown") })
         await alice.stop()
         await bob.stop()
         for r in runners { await r.value }
@@ -82,7 +86,7 @@ import Starling
         runner.cancel()
         let finished = Recorder()
         let watcher = Task { await runner.value; await finished.add(.left(PeerID(rawValue: 1))) }
-        #expect(await Self.waitFor(seconds: 30) { await finished.has("left") })
+        #expect(await Self.waitFor(seconds: 120) { await finished.has("left") })
         watcher.cancel()
     }
 }

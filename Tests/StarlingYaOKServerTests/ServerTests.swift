@@ -143,7 +143,7 @@ final class AnswerBox: @unchecked Sendable {
             Task { for await up in mailbox.registrations { notices.add(up) } },
         ]
         try await mailbox.start()
-        #expect(await Self.waitFor(seconds: 30) { notices.all.contains { $0.hasPrefix("registered with the Ya OK server") } }, "\(notices.all)")
+        #expect(await Self.waitFor(seconds: 120) { notices.all.contains { $0.hasPrefix("registered with the Ya OK server") } }, "\(notices.all)")
         // Answered, it stays registered past the silence limit (the control).
         try await Task.sleep(for: .milliseconds(6_000))
         // (A REGISTER sent again before the first answer came registers twice: still registered.)
@@ -152,7 +152,7 @@ final class AnswerBox: @unchecked Sendable {
         await first.stop()
         serving.cancel()
         await serving.value
-        #expect(await Self.waitFor(seconds: 30) { notices.all.contains { $0.hasPrefix("lost the Ya OK server 127.0.0.1:\(port)") } },
+        #expect(await Self.waitFor(seconds: 120) { notices.all.contains { $0.hasPrefix("lost the Ya OK server 127.0.0.1:\(port)") } },
                 "\(notices.all)")
         #expect(await Self.waitFor(seconds: 10) { notices.registrations.last == false } && notices.registrations.filter { !$0 }.count == 1)
         #expect(await !client.isRegistered)
