@@ -217,7 +217,7 @@ let targets: [Target] = [
     // and the client the command line uses to reach a running daemon.
     .target(
         name: "StarlingMessengerAPI",
-        dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
+        dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
                        .product(name: "Hummingbird", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),

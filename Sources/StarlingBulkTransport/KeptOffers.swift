@@ -83,6 +83,20 @@ public struct KeptOffers: Sendable {
         return (records, removed)
     }
 
+    /// The files the readable records name, by transfer ID (hex), removing
+    /// nothing: what an owner of the files (the daemon's uploads) must keep.
+    public func files() -> [String: URL] {
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: directory.path) else { return [:] } // none kept yet
+        var files: [String: URL] = [:]
+        for name in names where name.hasSuffix(".kept") {
+            if let r = Self.parse(fm.contents(atPath: directory.appendingPathComponent(name).path)) {
+                files[Self.hex(r.offer.transferID)] = r.file
+            }
+        }
+        return files
+    }
+
     static func parse(_ data: Data?) -> Record? {
         guard let data else { return nil }
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import StarlingBulkTransport
 import StarlingCrypto
 import StarlingMessenger
 import StarlingNode
@@ -42,6 +43,9 @@ public final class APIServer: Sendable {
         public var setOnCommandLine: Set<String> = []
         /// The largest file `POST /v1/files/upload` takes (the bulk format's 4 GiB).
         public var maxUpload = Int(UInt32.max)
+        /// The node's kept offers (files/offered, docs/BULK.md): the uploads
+        /// they name outlive a restart, so that a receiver's download resumes.
+        public var keptOffers: URL?
         public init(directory: URL, token: String = APIServer.newToken()) {
             self.directory = directory
             self.token = token
@@ -71,6 +75,10 @@ public final class APIServer: Sendable {
         self.client = client
         self.configuration = configuration
         log = EventLog(capacity: configuration.eventCapacity)
+        let outgoing = configuration.directory.appendingPathComponent("files/outgoing", isDirectory: true)
+        uploads = Uploads(adopting: (configuration.keptOffers.map { KeptOffers(directory: $0).files() } ?? [:]).filter {
+            $0.value.deletingLastPathComponent().deletingLastPathComponent().standardizedFileURL.path == outgoing.standardizedFileURL.path
+        })
     }
 
     /// 32 random bytes, hex.
@@ -125,13 +133,39 @@ public final class APIServer: Sendable {
         func path(_ id: String) -> String? { paths[id] }
     }
     let received = ReceivedFiles()
-    let uploads = Uploads()
+    let uploads: Uploads
 
     /// Files uploaded to send (`POST /v1/files/upload`), each in a directory of
     /// its own under files/outgoing, removed once its transfer ends (saved,
-    /// declined, failed) and all at the daemon's start (offers do not outlive it).
+    /// declined, failed). At the daemon's start, the copies a kept offer names
+    /// are adopted (their transfer may resume) and all others removed.
     actor Uploads {
+        /// By transfer ID, in the order sent (the oldest is evicted first).
         var byTransfer: [String: URL] = [:]
+        var order: [String] = []
+        /// The daemon's bound: at most 64 offers are served at once, so 128 is plenty.
+        static let capacity = 128
+
+        /// The directories of the uploads adopted at the start.
+        nonisolated let keptAtStart: Set<String>
+
+        init(adopting kept: [String: URL]) {
+            keptAtStart = Set(kept.values.map { $0.deletingLastPathComponent().lastPathComponent })
+            for (id, url) in kept.sorted(by: { $0.key < $1.key }) {
+                byTransfer[id] = url
+                order.append(id)
+            }
+        }
+
+        /// The directories under `outgoing` that no adopted transfer names are
+        /// removed: uploads of an earlier run whose offers are gone.
+        nonisolated static func clear(_ outgoing: URL, keeping: Set<String>) throws {
+            let fm = FileManager.default
+            guard fm.fileExists(atPath: outgoing.path) else { return }
+            for name in try fm.contentsOfDirectory(atPath: outgoing.path) where !keeping.contains(name) {
+                try fm.removeItem(at: outgoing.appendingPathComponent(name))
+            }
+        }
 
         func receive(_ body: RequestBody, name: String, into outgoing: URL, limit: Int) async throws -> (url: URL, size: Int) {
             let dir = outgoing.appendingPathComponent(UUID().uuidString, isDirectory: true)
@@ -159,16 +193,19 @@ public final class APIServer: Sendable {
         }
 
         func sending(_ id: String, _ url: URL) {
-            byTransfer[id] = url
-            // At most 64 are served at once (the listener's bound): older ones are gone.
-            if byTransfer.count > 128, let (old, file) = byTransfer.first(where: { $0.key != id }) {
-                byTransfer[old] = nil
-                try? FileManager.default.removeItem(at: file.deletingLastPathComponent())
+            if byTransfer.updateValue(url, forKey: id) == nil { order.append(id) }
+            // At most 64 are served at once (the listener's bound): the oldest are gone.
+            while order.count > Self.capacity {
+                let old = order.removeFirst()
+                if let file = byTransfer.removeValue(forKey: old) {
+                    try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) // a leftover goes at the next start
+                }
             }
         }
 
         func ended(_ id: String) {
             guard let url = byTransfer.removeValue(forKey: id) else { return }
+            order.removeAll { $0 == id }
             try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) // a leftover goes at the next start
         }
     }
@@ -179,9 +216,8 @@ public final class APIServer: Sendable {
     /// is written once the TCP port is known.
     public func applications(logger: Logger) throws -> [any Service] {
         try? FileManager.default.removeItem(atPath: socketPath)
-        // Uploads of an earlier run: their offers ended with it.
-        let outgoing = configuration.directory.appendingPathComponent("files/outgoing")
-        if FileManager.default.fileExists(atPath: outgoing.path) { try FileManager.default.removeItem(at: outgoing) }
+        // Uploads of an earlier run whose offers are gone (those still offered are kept: they may resume).
+        try Uploads.clear(configuration.directory.appendingPathComponent("files/outgoing"), keeping: uploads.keptAtStart)
         let router = makeRouter()
         let info = infoPath, token = configuration.token, socket = socketPath, bound = self.bound
         let tcp = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: configuration.port),

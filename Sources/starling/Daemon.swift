@@ -43,6 +43,7 @@ struct Daemon: AsyncParsableCommand {
         c.port = apiPort
         c.settings = session.settings
         c.setOnCommandLine = session.setOnCommandLine
+        c.keptOffers = await session.node.options.bulk?.keptOffers
         // The same token across restarts: the link a page or a script was given stays good.
         do { c.token = try APIServer.keptToken(in: session.directory) } catch {
             throw RuntimeFailure("the API's token could not be kept in \(session.directory.path)/api-token (\(error)): check the data directory's permissions")

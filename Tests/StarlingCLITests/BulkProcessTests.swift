@@ -210,4 +210,54 @@ import Glibc
         #expect(await second.waitForExit(seconds: 60) == 0, "\(second.text.suffix(2_000))")
         #expect(!FileManager.default.fileExists(atPath: dir + "/alice/files/offered/\(id).kept"), "the kept offer goes once the file is saved")
     }
+
+    /// A file sent through a daemon that is killed in the middle and started
+    /// again: the uploaded copy is kept while its offer is (the start clears
+    /// only copies no kept offer names), so the receiver's download resumes by
+    /// itself and the copy goes once the file is saved.
+    @Test func aDaemonKilledMidTransferServesItsUploadAgain() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-daemon-restart")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "/survey.bin"
+        let digest = try await Self.file(source, megabytes: 30)
+        let bob = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "bob", "--data-dir", dir + "/bob", "--bulk",
+                                   "--bulk-host", "127.0.0.1", "--duration", "300", "--announce-interval", "1"])
+        defer { bob.stop() }
+        let port = try await MeshProcessTests.port(of: bob)
+        func alice() throws -> LiveProcess {
+            try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1", "--data-dir", dir + "/alice",
+                             "--peer", "127.0.0.1:\(port)", "--bulk", "--bulk-host", "127.0.0.1", "--bulk-rate", "8"])
+        }
+        let first = try alice()
+        defer { first.stop() }
+        _ = try await DaemonProcessTests.info(dir + "/alice", first)
+        let sending = try LiveProcess(["send", "--json", "--data-dir", dir + "/alice", "--to", "bob", "--wait", "30", "--linger", "120", "--file", source])
+        defer { sending.stop() }
+        let cut = await bob.waitFor(seconds: 120) { $0["event"] as? String == "fileProgress" && ($0["received"] as? Int ?? 0) >= 6_000_000 }
+        try #require(cut != nil, "send:\n\(sending.text)\nalice:\n\(first.text.suffix(2_000))\nbob:\n\(bob.text.suffix(2_000))")
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = await first.waitForExit(seconds: 30)
+        let outgoing = dir + "/alice/files/outgoing"
+        let copies = try FileManager.default.subpathsOfDirectory(atPath: outgoing).filter { $0.hasSuffix("survey.bin") }
+        try #require(copies.count == 1, "the uploaded copy is on alice's disk: \(copies)")
+        // A stray copy no offer names (an upload cut before its offer): cleared at the start.
+        try FileManager.default.createDirectory(atPath: outgoing + "/stray", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: outgoing + "/stray/half.bin", contents: Data(count: 10))
+        let second = try alice()
+        defer { second.stop() }
+        _ = try await DaemonProcessTests.info(dir + "/alice", second)
+        #expect(!FileManager.default.fileExists(atPath: outgoing + "/stray"), "a copy no kept offer names is cleared")
+        let saved = await bob.waitFor(seconds: 180) { $0["event"] as? String == "fileReceived" }
+        try #require(saved != nil, "alice again:\n\(second.text.suffix(2_000))\nbob:\n\(bob.text.suffix(3_000))")
+        let progress = bob.events.filter { $0["event"] as? String == "fileProgress" }.compactMap { $0["received"] as? Int }
+        #expect(progress == progress.sorted(), "bob's disk never started over: \(progress)")
+        #expect(try await Self.sha256(try #require(saved?["path"] as? String)) == digest)
+        var left = ["?"]
+        for _ in 0..<200 where !left.isEmpty {
+            left = (try? FileManager.default.subpathsOfDirectory(atPath: outgoing)) ?? []
+            if !left.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(left.isEmpty, "the uploaded copy goes once the file is saved: \(left)")
+    }
 }

@@ -379,6 +379,38 @@ import StarlingYaOKStore
         #expect(await files.path("t1499") == "/x/again")
     }
 
+    /// Uploads waiting for their transfer are a flood-bounded table: past 128,
+    /// the oldest goes (its copy removed), never an arbitrary one.
+    @Test func uploadsPastTheBoundLoseTheOldest() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("uploads-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        func copy(_ i: Int) throws -> URL {
+            let dir = root.appendingPathComponent("u\(i)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            let url = dir.appendingPathComponent("f.bin")
+            _ = FileManager.default.createFile(atPath: url.path, contents: Data([1]))
+            return url
+        }
+        let uploads = APIServer.Uploads(adopting: ["t0": try copy(0)]) // one kept from a run before: the oldest
+        for i in 1...130 { await uploads.sending("t\(i)", try copy(i)) }
+        let (count, ordered) = (await uploads.byTransfer.count, await uploads.order.count)
+        #expect(count == 128 && ordered == 128)
+        for gone in 0...2 {
+            #expect(await uploads.byTransfer["t\(gone)"] == nil)
+            #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("u\(gone)").path))
+        }
+        #expect(await uploads.byTransfer["t3"] != nil && FileManager.default.fileExists(atPath: root.appendingPathComponent("u3").path))
+        #expect(await uploads.byTransfer["t130"] != nil)
+        await uploads.ended("t3")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("u3").path))
+        let order = await uploads.order
+        #expect(order.count == 127 && order.first == "t4")
+        // At a start, the directories no adopted upload names are cleared, the adopted ones kept.
+        let restarted = APIServer.Uploads(adopting: ["t4": root.appendingPathComponent("u4/f.bin")])
+        try APIServer.Uploads.clear(root, keeping: restarted.keptAtStart)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["u4"])
+    }
+
     actor Incoming {
         var records: [(UserID, MessageRecord)] = []
         func add(_ e: MessengerEvent) { if case let .privateMessage(c, r, _, _, _, _) = e { records.append((c, r)) } }
