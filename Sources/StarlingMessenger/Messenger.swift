@@ -100,13 +100,6 @@ public actor Messenger {
         if case .peer = event { reloadContacts() }
         core.handle(event, peers: await node.peers, now: Self.now)
         await carryOut()
-        // A blocked person's file is not asked about: declined at once (it
-        // would hold a place among the offers waiting until its timeout).
-        if case let .fileOffered(from, transferID, _, _, _) = event, core.blocks(from) {
-            do { try await node.answerFileOffer(transferID, accept: false) } catch {
-                // Gone already (answered or timed out): nothing waits.
-            }
-        }
         // Its delivery receipt goes now that it is stored (or held while the store
         // is locked); not when the write failed: the sender's retry is taken again.
         if case let .privateMessage(_, _, _, messageID, _, _) = event {
@@ -176,6 +169,10 @@ public actor Messenger {
             case let .setVerified(f, on): await node.setVerified(f, on)
             case let .pin(key, f): await node.pinSigningKey(key, for: f)
             case .trustDecided: await node.trustDecided()
+            case let .declineFileOffer(id):
+                do { try await node.answerFileOffer(id, accept: false) } catch {
+                    // Gone already (answered or timed out): nothing waits.
+                }
             }
         case let .mailbox(.nostrContact(peer, npub, variant)):
             let key = npub.flatMap { try? Bech32.publicKey(npub: $0) }

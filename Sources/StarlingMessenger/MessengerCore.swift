@@ -66,6 +66,8 @@ public struct MessengerCore: Sendable {
         case pin([UInt8], for: Fingerprint)
         /// Trust decisions are loaded: what the node held for them goes on.
         case trustDecided
+        /// An offer of a large file from a blocked person: declined, never asked about.
+        case declineFileOffer(String)
     }
 
     public enum MailboxCommand: Sendable, Equatable {
@@ -445,7 +447,12 @@ public struct MessengerCore: Sendable {
             held.append((event, peers))
             return
         }
-        if let from = Self.hideable(event), let f = fingerprint(ofPeer: from), isBlocked(f) { return }
+        if let from = Self.hideable(event), let f = fingerprint(ofPeer: from), isBlocked(f) {
+            // A blocked person's file is not asked about: declined at once (it
+            // would hold a place among the offers waiting until its timeout).
+            if case let .fileOffered(_, transferID, _, _, _) = event { command(.declineFileOffer(transferID)) }
+            return
+        }
         passing = event
         defer { passing = nil }
         switch event {

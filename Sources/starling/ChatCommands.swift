@@ -239,21 +239,12 @@ extension ChatScreen {
     /// Accepts or declines an offer told as fileOffered: the one named (a
     /// transfer ID's first digits, or the file's name), else the newest.
     func answerOffer(accept: Bool, _ named: String?) async {
-        let offers: [MeshNode.FileOffer]
-        do { offers = try await client.fileOffers() } catch { say("! \(error)"); return }
-        let matching = named.map { n in offers.filter { $0.transferID.hasPrefix(n.lowercased()) || $0.name == n } } ?? offers.suffix(1)
-        guard let offer = matching.last else {
-            say(offers.isEmpty ? "* no file offer waits for an answer" : "! no offer \(named ?? "") (/accept ID or NAME: \(offers.map { "\($0.transferID.prefix(8)) \($0.name)" }.joined(separator: ", ")))")
-            return
-        }
-        guard matching.count == 1 || named == nil else {
-            say("! \(matching.count) offers match \(named ?? ""): give more of the ID (\(matching.map { String($0.transferID.prefix(8)) }.joined(separator: ", ")))")
-            return
-        }
         do {
-            try await client.answerFileOffer(offer.transferID, accept: accept)
+            let offer = try await client.answerFileOffer(named: named, accept: accept)
             say(accept ? "* taking \(offer.name) (\(Self.bytes(offer.size))) from \(await display(offer.from)): its progress follows"
                        : "* declined \(offer.name) from \(await display(offer.from))")
+        } catch let e as MessengerClientError where e.kind == .notFound && e.description.hasPrefix("no file offer") {
+            say("* \(e.description)")
         } catch { say("! \(error)") }
     }
 

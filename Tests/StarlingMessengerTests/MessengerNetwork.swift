@@ -137,6 +137,7 @@ final class MessengerNetwork {
                     case let .setVerified(f, on): core.setVerified(f, on)
                     case let .pin(key, f): core.pinSigningKey(key, for: f)
                     case .trustDecided: core.trustDecided(now: now)
+                    case .declineFileOffer: break // offers over the network are MeshNode's, not the core's
                     }
                 }
             }

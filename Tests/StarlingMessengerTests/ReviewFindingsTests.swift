@@ -3,6 +3,7 @@ import Testing
 import StarlingCrypto
 import StarlingMessenger
 import StarlingMessengerAPI
+import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
 import StarlingWire
@@ -88,5 +89,41 @@ import StarlingYaOKStore
         #expect(noticed.count == MessengerCore.maxNoticedOnly)
         #expect(core.trust[friend.fingerprint]?.favorite == true) // our decision stays
         #expect(core.contactList.map(\.name) == ["friend"]) // strangers are not contacts
+    }
+    /// A blocked person's offer of a large file (one the node let through) is
+    /// declined by the messenger at once, never shown; the control, an
+    /// unblocked person's, is shown and left for the person to answer.
+    @Test func aBlockedPersonsFileOfferIsDeclinedNeverShown() throws {
+        var core = MessengerCore(identity: Identity.generate())
+        Self.open(&core)
+        let carol = Identity.generate(), dave = Identity.generate()
+        for p in [carol, dave] { core.handle(.sessionEstablished(p.peerID, fingerprint: p.fingerprint.hex), peers: [:], now: 1_001) }
+        core.decide(.block, about: carol.fingerprint, nickname: "carol", now: 1_002)
+        _ = core.takeEffects()
+        core.handle(.fileOffered(from: carol.peerID, transferID: "c0ffee", name: "x.bin", size: 40 << 20, mimeType: nil), peers: [:], now: 1_003)
+        let blocked = core.takeEffects()
+        #expect(blocked.contains { if case .node(.declineFileOffer("c0ffee")) = $0 { true } else { false } }, "\(blocked)")
+        #expect(!blocked.contains { if case .event = $0 { true } else { false } }, "nothing shown: \(blocked)")
+        core.handle(.fileOffered(from: dave.peerID, transferID: "da7e", name: "y.bin", size: 40 << 20, mimeType: nil), peers: [:], now: 1_004)
+        let allowed = core.takeEffects()
+        #expect(!allowed.contains { if case .node(.declineFileOffer) = $0 { true } else { false } }, "\(allowed)")
+        #expect(allowed.contains { if case .event(.node(.fileOffered(_, "da7e", _, _, _))) = $0 { true } else { false } }, "\(allowed)")
+    }
+
+    /// `/accept 5f0c` and the like: the messenger chooses the offer for every face.
+    @Test func aFileOfferIsChosenByIDPrefixNameOrTheNewest() throws {
+        let p = Identity.generate().peerID
+        let offers = [MeshNode.FileOffer(from: p, transferID: "5f0c2a1b", name: "atlas.pdf", size: 1, mimeType: nil),
+                      MeshNode.FileOffer(from: p, transferID: "5f0d9e00", name: "song.mp3", size: 1, mimeType: nil),
+                      MeshNode.FileOffer(from: p, transferID: "77aa0000", name: "map.bin", size: 1, mimeType: nil)]
+        #expect(try FileOfferChoice.choose(nil, among: offers).transferID == "77aa0000") // the newest
+        #expect(try FileOfferChoice.choose("5F0C", among: offers).name == "atlas.pdf") // a prefix, any case
+        #expect(try FileOfferChoice.choose("song.mp3", among: offers).transferID == "5f0d9e00")
+        #expect(try FileOfferChoice.choose("5f0d9e00", among: offers).name == "song.mp3")
+        #expect(throws: MessengerClientError(.conflict, "2 offers match 5f0: give more of the ID (5f0c2a1b, 5f0d9e00)")) {
+            try FileOfferChoice.choose("5f0", among: offers)
+        }
+        #expect { try FileOfferChoice.choose("nothing", among: offers) } throws: { ($0 as? MessengerClientError)?.kind == .notFound }
+        #expect(throws: MessengerClientError(.notFound, "no file offer waits for an answer")) { try FileOfferChoice.choose(nil, among: []) }
     }
 }
