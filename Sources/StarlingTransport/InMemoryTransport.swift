@@ -6,20 +6,27 @@ import StarlingWire
 /// link between two of them. Frames go straight into the other end's events.
 /// For tests and for apps that want two nodes in one process; for many nodes
 /// on a virtual clock, see `EmbeddedNetwork` (StarlingNodeCore).
+///
+/// Each endpoint keeps its hub: the links work as long as the endpoints live,
+/// whether or not the hub is still held (the hub holds its endpoints weakly).
 public final class InMemoryHub: @unchecked Sendable {
     private let lock = NSLock()
-    private var endpoints: [String: InMemoryTransport] = [:]
+    private struct Weak { weak var transport: InMemoryTransport? }
+    private var endpoints: [String: Weak] = [:]
 
     public init() {}
 
     /// A new endpoint named `id` (its links on the others are named by it).
     public func endpoint(_ id: String) -> InMemoryTransport {
         let t = InMemoryTransport(id: id, hub: self)
-        lock.withLock { endpoints[id] = t }
+        lock.withLock {
+            endpoints = endpoints.filter { $0.value.transport != nil } // those released
+            endpoints[id] = Weak(transport: t)
+        }
         return t
     }
 
-    func endpoint(named id: String) -> InMemoryTransport? { lock.withLock { endpoints[id] } }
+    func endpoint(named id: String) -> InMemoryTransport? { lock.withLock { endpoints[id]?.transport } }
 
     /// Links `a` and `b` both ways.
     public func connect(_ a: InMemoryTransport, _ b: InMemoryTransport, maxFrame: Int? = nil) {
@@ -44,7 +51,7 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
     public let id: String
     public let events: AsyncStream<TransportEvent>
     private let continuation: AsyncStream<TransportEvent>.Continuation
-    private weak var hub: InMemoryHub?
+    private let hub: InMemoryHub
     private let lock = NSLock()
     private var links: Set<String> = []
     private var stopped = false
@@ -76,11 +83,11 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
 
     public func send(_ frame: [UInt8], on channel: FrameChannel, to keys: [String]) {
         let mine = lock.withLock { keys.filter { links.contains($0) } }
-        for key in mine { hub?.endpoint(named: key)?.deliver(frame, on: channel, from: id) }
+        for key in mine { hub.endpoint(named: key)?.deliver(frame, on: channel, from: id) }
     }
 
     public func close(_ key: String) async {
-        guard let hub, let other = hub.endpoint(named: key) else { return }
+        guard let other = hub.endpoint(named: key) else { return }
         hub.disconnect(self, other)
     }
 

@@ -31,7 +31,7 @@ import Starling
         let seenA = Recorder(), seenB = Recorder()
         let tasks: [Task<Void, Never>]
         let file: URL
-        let hub = InMemoryHub() // held: the links live as long as the pair
+        let hub = InMemoryHub()
 
         init(_ name: String, alice advertise: [String]? = nil, bob configure: (inout MeshNode.BulkOptions) -> Void = { _ in }) async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-bulk-node-\(UUID().uuidString)")

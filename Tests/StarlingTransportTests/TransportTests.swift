@@ -87,3 +87,36 @@ import StarlingWire
         #expect(e?.description.contains("bind") == true)
     }
 }
+
+@Suite struct InMemoryHubTests {
+    /// An embedder that keeps only the endpoints (the nodes hold them) still
+    /// has working links: each endpoint keeps its hub.
+    @Test(.timeLimit(.minutes(1))) func linksOutliveTheHubsOwnerAndReleasedEndpointsLeaveIt() async throws {
+        weak var released: InMemoryTransport?
+        let (a, b): (InMemoryTransport, InMemoryTransport) = {
+            let hub = InMemoryHub()
+            let a = hub.endpoint("a"), b = hub.endpoint("b")
+            hub.connect(a, b)
+            do {
+                let gone = hub.endpoint("c")
+                hub.connect(a, gone)
+                released = gone
+            }
+            return (a, b)
+        }()
+        #expect(released == nil, "the hub holds no endpoint alive")
+        a.send([1, 2, 3], on: .mesh, to: ["b", "c"])
+        var got: [UInt8]?
+        for await e in b.events {
+            if case let .frame(from, bytes, _) = e { #expect(from == "a"); got = bytes; break }
+        }
+        #expect(got == [1, 2, 3])
+        // The control: a link ended is ended (nothing is delivered).
+        await a.close("b")
+        a.send([4], on: .mesh, to: ["b"])
+        await b.stop()
+        var after: [[UInt8]] = []
+        for await e in b.events { if case let .frame(_, bytes, _) = e { after.append(bytes) } }
+        #expect(after.isEmpty)
+    }
+}
