@@ -48,7 +48,25 @@ public struct GossipStore: Sendable {
         /// sends its own next request within this (plus as much jitter), no
         /// sooner than `initialDelay` after its last one.
         public var repairHint: Millis = 2_000
+        /// Rounds of their own for packets another store keeps and hands the
+        /// router (``MeshRouter/provide(_:packets:)``: the board), as iOS asks
+        /// for board posts every 60 s apart from messages.
+        public var rounds: [Round] = []
         public init() {}
+    }
+
+    /// A sync round of its own: a REQUEST_SYNC naming `types`, sent every
+    /// `interval` (plus up to a tenth of it at random) and to a link that
+    /// comes up, its filter holding the newest `capacity` of those packets.
+    public struct Round: Hashable, Sendable {
+        public var types: SyncTypes
+        public var interval: Millis
+        public var capacity: Int
+        public init(types: SyncTypes, interval: Millis, capacity: Int) {
+            self.types = types
+            self.interval = interval
+            self.capacity = capacity
+        }
     }
 
     struct Entry {

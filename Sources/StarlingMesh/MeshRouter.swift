@@ -120,6 +120,10 @@ public struct MeshRouter: Sendable {
     /// Peers whose directed packets reached us flooded, and when: their route
     /// to us failed or they had none, so ours to them is suspect too.
     private var floodedFrom: [PeerID: Millis] = [:]
+    /// Packets another store keeps for sync (the board), by type, newest first.
+    private var provided: [MessageType: [(id: PacketID, packet: Packet)]] = [:]
+    /// When each of the sync configuration's own rounds is due next.
+    private var nextRounds: [Millis?] = []
 
     public init(localPeer: PeerID?, policy: any RelayPolicy, seed: UInt64, configuration: Configuration = Configuration()) {
         self.localPeer = localPeer
@@ -130,6 +134,7 @@ public struct MeshRouter: Sendable {
         self.dedup = Deduplicator(retention: configuration.dedupRetention, capacity: configuration.dedupCapacity)
         self.reassembler = Reassembler(limits: configuration.reassembly)
         self.gossip = configuration.sync.map { GossipStore(configuration: $0) }
+        self.nextRounds = Array(repeating: nil, count: configuration.sync?.rounds.count ?? 0)
         self.favoriteHold = FavoriteHold(limits: configuration.favoriteHold)
     }
 
@@ -229,6 +234,7 @@ public struct MeshRouter: Sendable {
             "router.gossipBytes": gossip?.bytes ?? 0,
             "router.syncDue": syncDue.count,
             "router.syncAsked": syncAsked.count,
+            "router.syncProvided": providedCount,
             "router.answeredAt": answeredAt.count,
             "router.streamAsked": streamAsked.count,
             "router.lastAnswers": lastAnswers.count,
@@ -253,7 +259,7 @@ public struct MeshRouter: Sendable {
     public mutating func noteMalformed() { statistics.malformed += 1 }
     public var nextDeadline: Millis? {
         let stall = configuration.stalledFragments.flatMap { reassembler.nextStall(stall: $0.stall) }.map { max($0, streamCheckAfter) }
-        return [deadlines.min?.at, nextSync, syncDue.values.min(), stall].compactMap { $0 }.min()
+        return ([deadlines.min?.at, nextSync, syncDue.values.min(), stall] + nextRounds).compactMap { $0 }.min()
     }
 
     /// Packets kept for gossip sync, and what they cost (GossipStore.bytes).
@@ -597,8 +603,56 @@ public struct MeshRouter: Sendable {
         return transmit(bytes, packet: packet, on: neighborhood.linkIDs, now: now)
     }
 
+    /// The packets of `type` another store keeps (the board), newest first:
+    /// offered in the sync rounds that name the type, and sent back to an asker
+    /// whose filter lacks them. Replaces those given before.
+    public mutating func provide(_ type: MessageType, packets: [Packet]) {
+        provided[type] = packets.isEmpty ? nil : packets.map { (PacketID($0), $0) }
+    }
+
+    /// How many packets are provided for sync, of every type.
+    public var providedCount: Int { provided.values.reduce(0) { $0 + $1.count } }
+
     /// REQUEST_SYNC (TTL 0, signed when a signer is set) with a filter of what we keep.
     private mutating func syncRequests(now: Millis) -> [Action] {
+        guard let sync = configuration.sync else { return [] }
+        // Links that came up lately hear every round's first request.
+        let starting = syncDue.filter { now >= $0.value }.keys.sorted()
+        var actions = mainSyncRequests(now: now)
+        for (i, round) in sync.rounds.enumerated() {
+            if nextRounds[i] == nil { nextRounds[i] = now + round.interval + uniform(round.interval / 10, &rng) }
+            var links = starting
+            if let due = nextRounds[i], now >= due {
+                links = neighborhood.linkIDs
+                nextRounds[i] = now + round.interval + uniform(round.interval / 10, &rng)
+            }
+            actions += roundRequest(round, on: links, now: now)
+        }
+        return actions
+    }
+
+    /// A request of one of the configuration's own rounds: its filter holds
+    /// the newest `capacity` of the packets provided for its types.
+    private mutating func roundRequest(_ round: GossipStore.Round, on links: [LinkID], now: Millis) -> [Action] {
+        guard !links.isEmpty, let me = localPeer, let sync = configuration.sync else { return [] }
+        let ids = provided.filter { round.types.includes($0.key) }.values.joined()
+            .sorted { ($0.packet.timestamp, $0.id.high) > ($1.packet.timestamp, $1.id.high) }.prefix(round.capacity).map(\.id)
+        syncRound &+= 1
+        let filter = GCSFilter(ids: Array(ids), budget: sync.filterBudget, falsePositiveRate: sync.falsePositiveRate,
+                               spread: syncRound % 64, spendSpareBudget: true)
+        guard let payload = try? RequestSync(filter: filter, types: round.types).encoded() else { return [] }
+        var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
+        signer?(&request)
+        guard let bytes = try? Self.wireBytes(request) else { return [] }
+        _ = dedup.insert(PacketID(request).high, now: now)
+        statistics.syncRequestsSent += 1
+        statistics.syncRequestBytes += bytes.count
+        for link in links { syncAsked[link] = now }
+        return transmit(bytes, packet: request, on: links.sorted(), now: now)
+    }
+
+    /// The announce-and-message round (no types named: what the apps ask by default).
+    private mutating func mainSyncRequests(now: Millis) -> [Action] {
         guard let sync = configuration.sync, var store = gossip else { return [] }
         if nextSync == nil { nextSync = now + sync.interval + uniform(sync.interval, &rng) }
         var links: [LinkID] = []
@@ -648,9 +702,21 @@ public struct MeshRouter: Sendable {
             // A stalled reassembly asks for its streams: their fragments it lacks, whatever `since` says.
             replies = store.missingFragments(of: Set(streams), from: request.filter)
         } else {
-            replies = store.missing(from: request.filter).filter {
+            var found = store.missing(from: request.filter).filter {
                 types.includes($0.packet.type) && $0.packet.timestamp >= (request.since ?? 0)
             }
+            // And what another store provides (the board), as we keep it.
+            let values = request.filter.values()
+            for (type, packets) in provided.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where types.includes(type) {
+                for (id, packet) in packets where found.count < store.configuration.maxReplies && packet.timestamp >= (request.since ?? 0)
+                    && !GCSFilter.contains(sortedValues: values, id, m: request.filter.m) {
+                    var p = packet
+                    p.ttl = 0
+                    p.isRSR = true
+                    found.append((id, p))
+                }
+            }
+            replies = found
         }
         // A packet our last answer on this link carried, asked for again, was
         // lost: it goes twice this time (in a short answer; a long one comes

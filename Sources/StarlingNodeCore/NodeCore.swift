@@ -90,6 +90,11 @@ public struct NodeCore: Sendable {
         /// copy is acknowledged as on arrival).
         public var maxAwaitingStore = 1_024
         public var storeTimeout: Millis = 60_000
+        /// The mesh board kept (docs/PROTOCOL.md, "Board (0x23)") and its bounds;
+        /// nil: board posts are relayed unread, as any unknown type.
+        public var board: BoardStore.Configuration? = BoardStore.Configuration()
+        /// The board's own sync round (REQUEST_SYNC naming type bit 8 only), as iOS asks.
+        public var boardSyncInterval: Millis = 60_000
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -123,10 +128,14 @@ public struct NodeCore: Sendable {
         /// A verified announce older than the last one taken from its peer (a
         /// replay, or one overtaken on the way): it changed nothing.
         public var outdatedAnnounce = 0
+        /// A board post or tombstone that does not decode, is not signed by
+        /// the key it carries, or that the board refuses (expired, too far
+        /// ahead, deleted): not kept, not relayed.
+        public var board = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce
+                + outdatedAnnounce + board
         }
     }
 
@@ -292,14 +301,27 @@ public struct NodeCore: Sendable {
     private var unreadOrder: [String] = []
     /// Our messages that went off the mesh, by ticket: to whom, which way (1,024 at most).
     private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
+    /// The mesh board (nil: off).
+    public private(set) var board: BoardStore?
+    /// The board packet `admits` took for the router call under way: shown on delivery.
+    private var boardTaken: PacketID?
+    /// When the board's packets were last handed to the router for sync.
+    private var boardProvidedAt: Millis?
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
         self.configuration = configuration
         self.nickname = configuration.nickname
         var rng = SeededGenerator(seed: seed)
+        var routing = configuration.router
+        if configuration.board != nil, var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.boardPost) }) {
+            sync.rounds.append(GossipStore.Round(types: SyncTypes([.boardPost]), interval: configuration.boardSyncInterval,
+                                                 capacity: configuration.board?.maxPosts ?? 200))
+            routing.sync = sync
+        }
         self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
-                                 configuration: configuration.router)
+                                 configuration: routing)
+        self.board = configuration.board.map { BoardStore(configuration: $0) }
         let signingKey = identity.signingKey
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
@@ -406,7 +428,7 @@ public struct NodeCore: Sendable {
         let wall = wall(now)
         let skew = wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall
         if skew <= configuration.freshness { return true }
-        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce, let link else { return false }
+        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce || packet.type == .boardPost, let link else { return false }
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
@@ -489,6 +511,10 @@ public struct NodeCore: Sendable {
                packet.signature != nil, PacketSigning.isValid(packet, publicKey: identity.signingPublicKey) {
                 return true
             }
+            // Or our own board posts, handed back by a sync after a restart (each signed inside).
+            if packet.type == .boardPost, packet.isSyncAnswer, isFresh(packet, link: link, now: now) {
+                return takesBoard(packet, now: now)
+            }
             refusals.ownID += 1
             return false
         }
@@ -512,7 +538,112 @@ public struct NodeCore: Sendable {
                                      "announce from \(packet.senderID): its signing key is not the one first seen with its Noise key (refused)")))
             return false
         }
+        // A board post is relayed only when the board takes it (as iOS): decoded,
+        // signed by the key it carries, live, not deleted.
+        if packet.type == .boardPost, board != nil, packet.isBroadcast { return takesBoard(packet, now: now) }
         return signatureHolds(packet, queue: (bytes, link, now))
+    }
+
+    // MARK: The board
+
+    /// Whether the board takes a post or tombstone (new or a duplicate); a new
+    /// one is shown when the router delivers it.
+    private mutating func takesBoard(_ packet: Packet, now: Millis) -> Bool {
+        guard board != nil else { return true }
+        guard let decoded = try? BoardPacket(decoding: packet.payload[...]), BoardSigning.isValid(decoded) else {
+            refusals.board += 1
+            return false
+        }
+        let outcome = board!.ingest(packet, decoded, now: wall(now))
+        switch outcome {
+        case .accepted:
+            boardTaken = PacketID(packet)
+            provideBoard(now: now)
+            return true
+        case .duplicate:
+            return true
+        case .rejected:
+            refusals.board += 1
+            return false
+        }
+    }
+
+    /// Hands the board's live packets to the router for its sync round.
+    private mutating func provideBoard(now: Millis) {
+        guard var b = board else { return }
+        b.prune(now: wall(now))
+        board = b
+        router.provide(.boardPost, packets: b.syncPackets(now: wall(now)))
+        boardProvidedAt = now
+    }
+
+    /// A new post (or tombstone) the router delivered: shown.
+    private mutating func showBoard(_ packet: Packet, hops: Int, now: Millis) {
+        // One reassembled from fragments was not screened whole: it is now.
+        if boardTaken != PacketID(packet) { guard takesBoard(packet, now: now), boardTaken == PacketID(packet) else { return } }
+        boardTaken = nil
+        guard let decoded = try? BoardPacket(decoding: packet.payload[...]) else { return }
+        switch decoded {
+        case let .post(post): emit(.boardPost(post, from: packet.senderID, hops: hops))
+        case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
+        }
+    }
+
+    /// Posts `content` on the board of `geohash` ("": the mesh's own), signed
+    /// with our signing key, living `lifetime` ms (at most 7 days); the post.
+    @discardableResult
+    public mutating func postToBoard(_ content: String, geohash: String = "", urgent: Bool = false,
+                                     lifetime: UInt64 = 86_400_000, postID: [UInt8]? = nil, now: Millis) throws -> BoardPost {
+        guard board != nil else { throw BoardError.off }
+        let text = content.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw BoardError.empty }
+        guard text.utf8.count <= BoardPacket.maxContentBytes else { throw BoardError.tooLong(text.utf8.count) }
+        guard geohash.utf8.count <= BoardPacket.maxGeohashLength, geohash.allSatisfy({ "0123456789bcdefghjkmnpqrstuvwxyz".contains($0) }) else {
+            throw BoardError.badGeohash(geohash)
+        }
+        var name = nickname
+        while name.utf8.count > BoardPacket.maxNicknameBytes { name.removeLast() }
+        let created = wall(now)
+        let id = postID ?? (0..<BoardPacket.postIDLength).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        var post = BoardPost(postID: id, geohash: geohash, content: text, authorKey: [], nickname: name, createdAt: created,
+                             expiresAt: created + min(max(lifetime, 1), BoardPacket.maxLifetime), flags: urgent ? 0x01 : 0x00)
+        try BoardSigning.sign(&post, with: identity.signingKey)
+        try originateBoard(.post(post), now: now)
+        return post
+    }
+
+    /// Deletes one of our posts: a signed tombstone goes out, and the post leaves our board.
+    public mutating func deleteBoardPost(_ postID: [UInt8], now: Millis) throws {
+        guard board != nil else { throw BoardError.off }
+        var t = BoardTombstone(postID: postID, authorKey: [], deletedAt: wall(now))
+        try BoardSigning.sign(&t, with: identity.signingKey)
+        guard board?.post(postID, by: t.authorKey) != nil else { throw BoardError.notOurs }
+        try originateBoard(.tombstone(t), now: now)
+    }
+
+    private mutating func originateBoard(_ b: BoardPacket, now: Millis) throws {
+        var packet = Packet(type: .boardPost, ttl: 7, timestamp: wall(now), senderID: peerID, payload: b.encoded())
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        guard case .accepted = board!.ingest(packet, b, now: wall(now)) else { throw BoardError.refused }
+        provideBoard(now: now)
+        perform(router.originate(packet, now: now), now: now)
+    }
+
+    /// The live posts, urgent first, then the newest first.
+    public func boardPosts(now: Millis) -> [BoardPost] { board?.currentPosts(now: wall(now)) ?? [] }
+
+    public enum BoardError: Error, Hashable, Sendable, CustomStringConvertible {
+        case off, empty, tooLong(Int), badGeohash(String), notOurs, refused
+        public var description: String {
+            switch self {
+            case .off: "this node keeps no board"
+            case .empty: "a board post needs some text"
+            case let .tooLong(n): "a board post is at most 512 bytes of text (this is \(n))"
+            case let .badGeohash(g): "\(g) is not a geohash (at most 12 of 0-9 b-z without a i l o)"
+            case .notOurs: "no post of ours has that ID"
+            case .refused: "the board refused the post (check the clock)"
+            }
+        }
     }
 
     // MARK: Time
@@ -540,6 +671,8 @@ public struct NodeCore: Sendable {
 
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
+        // Expired posts leave the board, and the sync round, within a minute.
+        if board != nil, now >= (boardProvidedAt ?? 0) + 60_000 { provideBoard(now: now) }
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
         if !linkClocks.isEmpty { checkClock(now: now) }
@@ -804,6 +937,8 @@ public struct NodeCore: Sendable {
             "node.heldProbes": heldProbes.count,
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
+            "node.boardPosts": board?.postCount ?? 0,
+            "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
             "node.publicShown": shownPublic.count,
@@ -1139,6 +1274,8 @@ public struct NodeCore: Sendable {
             _ = shownPublic.insert(PacketID(packet))
             emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
                           hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
+        case .boardPost where board != nil && packet.isBroadcast:
+            showBoard(packet, hops: hops, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:

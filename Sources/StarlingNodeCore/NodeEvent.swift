@@ -51,6 +51,11 @@ public enum NodeEvent: Sendable {
     /// without asking: a face asks its person, then accepts or declines it
     /// (``MeshNode/answerFileOffer(_:accept:)``) before it is withdrawn.
     case fileOffered(from: PeerID, transferID: String, name: String, size: Int, mimeType: String?)
+    /// A new post on the mesh board (0x23), signed by the key it carries
+    /// (`post.authorKey`); `from`: the packet's sender, not proven to be its author.
+    case boardPost(BoardPost, from: PeerID, hops: Int)
+    /// A post was deleted by its author (a signed tombstone).
+    case boardPostDeleted(postID: [UInt8], authorKey: [UInt8])
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -120,6 +125,7 @@ extension NodeEvent: Encodable {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits, mimeType
+        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -152,6 +158,8 @@ extension NodeEvent: Encodable {
         case .favorited: "favorited"
         case .pinned: "pinned"
         case .notice: "notice"
+        case .boardPost: "board"
+        case .boardPostDeleted: "boardDeleted"
         }
     }
 
@@ -242,6 +250,22 @@ extension NodeEvent: Encodable {
             try c.encode(key.hexString, forKey: .signingKey)
         case let .notice(text):
             try c.encode(text, forKey: .text)
+        case let .boardPost(post, from, hops):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(hops, forKey: .hops)
+            try c.encode(post.nickname, forKey: .nickname)
+            try c.encode(post.content, forKey: .text)
+            try c.encode(post.geohash, forKey: .geohash)
+            try c.encode(post.isUrgent, forKey: .urgent)
+            try c.encode(post.createdAt, forKey: .createdAt)
+            try c.encode(post.expiresAt, forKey: .expiresAt)
+            try c.encode(post.postID.hexString, forKey: .postID)
+            try c.encode(post.authorKey.hexString, forKey: .authorKey)
+            try c.encode(post.flags, forKey: .flags)
+            try c.encode(post.signature.hexString, forKey: .signature)
+        case let .boardPostDeleted(postID, authorKey):
+            try c.encode(postID.hexString, forKey: .postID)
+            try c.encode(authorKey.hexString, forKey: .authorKey)
         case let .left(peer), let .stateExpired(peer):
             try c.encode(peer.description, forKey: .peerID)
         case let .rejected(r):
@@ -323,6 +347,21 @@ extension NodeEvent: Decodable {
             guard let f = Fingerprint(hex: hex), let key = try? [UInt8](hex: keyHex) else { throw Undecodable(description: "pinned: \(hex) \(keyHex)") }
             self = .pinned(fingerprint: f, signingKey: key)
         case "notice": self = .notice(try text(.text))
+        case "board":
+            func bytes(_ key: Key) throws -> [UInt8] {
+                let hex = try text(key)
+                guard let b = try? [UInt8](hex: hex) else { throw Undecodable(description: "\(key.rawValue): not hex: \(hex)") }
+                return b
+            }
+            let post = BoardPost(postID: try bytes(.postID), geohash: try text(.geohash), content: try text(.text), authorKey: try bytes(.authorKey),
+                                 nickname: try text(.nickname), createdAt: try c.decode(UInt64.self, forKey: .createdAt),
+                                 expiresAt: try c.decode(UInt64.self, forKey: .expiresAt), flags: try c.decode(UInt8.self, forKey: .flags),
+                                 signature: try bytes(.signature))
+            self = .boardPost(post, from: try peer(.from), hops: try int(.hops))
+        case "boardDeleted":
+            let id = try text(.postID), key = try text(.authorKey)
+            guard let a = try? [UInt8](hex: id), let b = try? [UInt8](hex: key) else { throw Undecodable(description: "boardDeleted: \(id) \(key)") }
+            self = .boardPostDeleted(postID: a, authorKey: b)
         case "left": self = .left(try peer(.peerID))
         case "stateExpired": self = .stateExpired(try peer(.peerID))
         case "rejected":
