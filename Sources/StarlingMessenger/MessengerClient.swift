@@ -33,6 +33,12 @@ public protocol MessengerClient: Sendable {
     func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord]
     func send(_ text: String, to conversation: UserID) async throws -> MessageRecord
     func sendPublic(_ text: String) async throws
+    /// The mesh board's live posts, urgent first, then the newest.
+    func boardPosts() async throws -> [BoardPost]
+    /// Posts on the mesh's board for `days` (1 to 7).
+    func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost
+    /// Deletes one of our posts (its ID, hex, or its first digits).
+    func deleteBoardPost(_ postID: String) async throws
     /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
     func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
     /// A file from disk: over the mesh when it fits, else offered over the
@@ -269,6 +275,23 @@ public struct LocalMessengerClient: MessengerClient {
     public func sendPublic(_ text: String) async throws {
         guard !text.isEmpty else { throw MessengerClientError(.badRequest, "an empty message is not sent") }
         do { try await node.sendPublic(text) } catch { throw MessengerClientError(.badRequest, "\(error)") }
+    }
+
+    public func boardPosts() async throws -> [BoardPost] { await node.boardPosts }
+
+    public func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost {
+        guard (1...7).contains(days) else { throw MessengerClientError(.badRequest, "a board post lives 1 to 7 days") }
+        do { return try await node.postToBoard(text, urgent: urgent, lifetime: UInt64(days) * 86_400_000) } catch {
+            throw MessengerClientError(.badRequest, "\(error)")
+        }
+    }
+
+    public func deleteBoardPost(_ postID: String) async throws {
+        let mine = Array(node.identity.signingKey.publicKey.rawRepresentation)
+        let matching = await node.boardPosts.filter { $0.authorKey == mine && $0.postID.hexString.hasPrefix(postID.lowercased()) }
+        guard let post = matching.first, !postID.isEmpty else { throw MessengerClientError(.notFound, "no post of ours starts \(postID)") }
+        guard matching.count == 1 else { throw MessengerClientError(.conflict, "\(matching.count) of our posts start \(postID): give more of the ID") }
+        do { try await node.deleteBoardPost(post.postID) } catch { throw MessengerClientError(.badRequest, "\(error)") }
     }
 
     public func sendFile(at url: URL, to peer: PeerID) async throws -> String {

@@ -80,6 +80,24 @@ public enum APIJSON {
 
     /// The messenger's events as the event stream carries them: each one or
     /// more objects (a history block is one object a message).
+    /// A board post: its fields, and its signature (a client may check it against authorKey).
+    static func boardPost(_ p: BoardPost) -> Object {
+        ["postID": p.postID.hexString, "authorKey": p.authorKey.hexString, "nickname": p.nickname, "text": p.content,
+         "geohash": p.geohash, "urgent": p.isUrgent, "createdAt": p.createdAt, "expiresAt": p.expiresAt, "flags": Int(p.flags),
+         "signature": p.signature.hexString]
+    }
+
+    static func readBoardPost(_ any: Any) throws -> BoardPost {
+        let f = try Fields(any)
+        func bytes(_ k: String) throws -> [UInt8] {
+            guard let b = try? [UInt8](hex: try f.string(k)) else { throw Unreadable(k) }
+            return b
+        }
+        return BoardPost(postID: try bytes("postID"), geohash: try f.string("geohash"), content: try f.string("text"),
+                         authorKey: try bytes("authorKey"), nickname: try f.string("nickname"), createdAt: try f.uint64("createdAt"),
+                         expiresAt: try f.uint64("expiresAt"), flags: UInt8(clamping: try f.int("flags")), signature: try bytes("signature"))
+    }
+
     static func fileOffer(_ f: MeshNode.FileOffer) -> Object {
         var o: Object = ["from": f.from.description, "transferID": f.transferID, "name": f.name, "size": f.size]
         if let t = f.mimeType { o["mimeType"] = t }

@@ -137,6 +137,16 @@ public struct APIMessengerClient: MessengerClient {
 
     public func sendPublic(_ text: String) async throws { _ = try await post("/v1/public", ["text": text]) }
 
+    public func boardPosts() async throws -> [BoardPost] {
+        try ((try await get("/v1/board")) as? [Any] ?? []).map(APIJSON.readBoardPost)
+    }
+
+    public func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost {
+        try APIJSON.readBoardPost(try await post("/v1/board", ["text": text, "urgent": urgent, "days": days]))
+    }
+
+    public func deleteBoardPost(_ postID: String) async throws { try await delete("/v1/board/\(postID)") }
+
     public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
         let o = try await post("/v1/files", ["to": peer.description, "name": name, "content": Data(content).base64EncodedString()])
         return try APIJSON.Fields(o).string("transferID")

@@ -464,6 +464,20 @@ public final class APIServer: Sendable {
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
+        v1.get("board") { _, _ in
+            Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardPost))
+        }
+        v1.post("board") { request, context in
+            struct Post: Decodable { var text: String; var urgent: Bool?; var days: Int? }
+            let body = try await request.decode(as: Post.self, context: context)
+            let post = try await Self.call { try await c.postToBoard(body.text, urgent: body.urgent ?? false, days: body.days ?? 1) }
+            return Self.json(APIJSON.boardPost(post), status: .created)
+        }
+        v1.delete("board/:id") { _, context in
+            let id = try context.parameters.require("id")
+            try await Self.call { try await c.deleteBoardPost(id) }
+            return Self.json(["deleted": id])
+        }
         v1.get("files/offers") { _, _ in
             Self.json(try await Self.call { try await c.fileOffers() }.map(APIJSON.fileOffer))
         }

@@ -795,6 +795,20 @@ public actor MeshNode {
         try command { try $0.sendPublic(text, now: $1) }
     }
 
+    /// Posts on the mesh board ("": the mesh's own; docs/PROTOCOL.md "Board (0x23)").
+    @discardableResult
+    public func postToBoard(_ text: String, geohash: String = "", urgent: Bool = false, lifetime: UInt64 = 86_400_000) throws -> BoardPost {
+        try command { try $0.postToBoard(text, geohash: geohash, urgent: urgent, lifetime: lifetime, now: $1) }
+    }
+
+    /// Deletes one of our board posts (a signed tombstone goes out).
+    public func deleteBoardPost(_ postID: [UInt8]) throws {
+        try command { try $0.deleteBoardPost(postID, now: $1) }
+    }
+
+    /// The live board posts, urgent first, then the newest.
+    public var boardPosts: [BoardPost] { core.boardPosts(now: readClock()) }
+
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
     /// first when there is no session). Returns its message ID.
     @discardableResult

@@ -57,6 +57,8 @@ extension ChatScreen {
             } catch { say("! \(error)") }
             sendsInFlight -= 1
             await showFileEventsMeanwhile()
+        case "/board":
+            await board(Array(words.dropFirst()))
         case "/accept", "/decline":
             await answerOffer(accept: words[0] == "/accept", words.count > 1 ? words[1...].joined(separator: " ") : nil)
         case "/status":
@@ -214,6 +216,8 @@ extension ChatScreen {
               /files            files received, and where they are
               /accept [ID|NAME], /decline [ID|NAME]  a large file offered over the network (the newest
                                 when none is named); files up to --accept-up-to are taken without asking
+              /board            the mesh's board: signed posts every node keeps up to 7 days
+              /board post TEXT, /board urgent TEXT, /board delete ID   post (for a day), or delete yours
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
@@ -236,6 +240,40 @@ extension ChatScreen {
 }
 
 extension ChatScreen {
+    /// `/board`: the posts; `/board post TEXT`, `/board urgent TEXT`, `/board delete ID`.
+    func board(_ words: [String]) async {
+        switch words.first {
+        case nil:
+            let posts: [BoardPost]
+            do { posts = try await client.boardPosts() } catch { say("! \(error)"); return }
+            if posts.isEmpty { say("* the board is empty (/board post TEXT)") }
+            for p in posts {
+                say("  [\(Self.day(p.createdAt))] \(EventPrinter.boardLine(p)) · \(p.postID.hexString.prefix(8)) until \(Self.day(p.expiresAt))")
+            }
+        case "post"?, "urgent"?:
+            guard words.count == 2 else { say("usage: /board post TEXT"); return }
+            do {
+                let p = try await client.postToBoard(words[1], urgent: words[0] == "urgent", days: 1)
+                say("* posted on the board for a day (\(p.postID.hexString.prefix(8))): \(DisplayText.clean(p.content))")
+            } catch { say("! \(error)") }
+        case "delete"?:
+            guard words.count == 2 else { say("usage: /board delete ID"); return }
+            do {
+                try await client.deleteBoardPost(words[1])
+                say("* deleted from the board")
+            } catch { say("! \(error)") }
+        default:
+            say("usage: /board, /board post TEXT, /board urgent TEXT, /board delete ID")
+        }
+    }
+
+    /// A board time, as "26 Nov 14:05" in local time.
+    static func day(_ ms: UInt64) -> String {
+        let f = DateFormatter()
+        f.dateFormat = "d MMM HH:mm"
+        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
     /// Accepts or declines an offer told as fileOffered: the one named (a
     /// transfer ID's first digits, or the file's name), else the newest.
     func answerOffer(accept: Bool, _ named: String?) async {

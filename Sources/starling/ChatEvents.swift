@@ -220,6 +220,18 @@ extension ChatScreen {
                 let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
                 say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
             }
+        case let .boardPost(post, _, _):
+            let line = EventPrinter.boardLine(post)
+            if let screen {
+                let by = DisplayText.clean(post.nickname.isEmpty ? "anonymous" : post.nickname)
+                screen.append(.init(time: FullScreen.clock(post.createdAt), nick: "board",
+                                    text: "<\(by)> " + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : ""),
+                                    highlight: post.isUrgent), to: ChatBuffers.publicName)
+            } else {
+                say("[\(Self.clock())] \(line)")
+            }
+        case .boardPostDeleted:
+            break // /board shows what is left
         case let .fileProgress(from, received, total):
             let width = 20, filled = received * width / max(1, total)
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)

@@ -202,6 +202,12 @@ struct EventPrinter: Sendable {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { DisplayText.clean(String($0)) }.joined(separator: "\n    ┆ ")
     }
 
+    /// A board post as a person reads it: "[board] <alice> water at gate 2 (urgent)".
+    static func boardLine(_ post: BoardPost) -> String {
+        "[board\(post.geohash.isEmpty ? "" : " #\(post.geohash)")] <\(DisplayText.clean(post.nickname.isEmpty ? "anonymous" : post.nickname))> "
+            + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
+    }
+
     func print(_ event: MeshNode.Event) {
         let line: String
         if json {
@@ -237,6 +243,8 @@ struct EventPrinter: Sendable {
             case .capabilities: return // in --json; a person asks chat's /who
             case let .sentOffMesh(id, to, via): line = "* \(id) sent to \(to) via \(via)"
             case let .notice(text): line = "* \(text)"
+            case let .boardPost(post, _, _): line = Self.boardLine(post)
+            case .boardPostDeleted: line = "* a board post was deleted by its author"
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.
@@ -299,9 +307,15 @@ struct Send: AsyncParsableCommand {
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
     var server: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
+    @Flag(help: "Post the message on the mesh's board (signed, kept by every node and synced to newcomers) instead.") var board = false
+    @Flag(help: "With --board: mark the post urgent (shown first).") var urgent = false
+    @Option(help: "With --board: days the post lives, 1 to 7.") var days: Int = 1
 
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
+        if board && (to != nil || file != nil || `public`) { throw ValidationError("--board posts to everyone: not with --to, --file or --public") }
+        if (urgent || days != 1) && !board { throw ValidationError("--urgent and --days go with --board") }
+        if !(1...7).contains(days) { throw ValidationError("--days \(days): a board post lives 1 to 7 days") }
         if file != nil {
             if text != nil { throw ValidationError("a message or --file, not both") }
             if to == nil { throw ValidationError("--file needs --to NICK: files go to one person") }
@@ -413,11 +427,21 @@ struct Send: AsyncParsableCommand {
         } else if let overNostr {
             sent = try await messenger.send(text, to: await messenger.conversation(withKey: overNostr)) // not on the mesh: over Nostr
             recipient = overNostr.peerID
+        } else if board {
+            let post: BoardPost
+            do { post = try await n.postToBoard(text, urgent: urgent, lifetime: UInt64(days) * 86_400_000) } catch {
+                throw RuntimeFailure("not posted: \(error)")
+            }
+            if json {
+                StandardOutput.write(APIJSONText.line(["event": "sent", "board": true, "text": post.content, "postID": post.postID.hexString]))
+            } else {
+                print("* posted on the board for \(days) day\(days == 1 ? "" : "s"): \(post.content)")
+            }
         } else {
             try await n.sendPublic(text)
         }
         let messageID = sent?.transportID
-        if json, contact == nil {
+        if json, contact == nil, !board {
             var object: [String: Any] = ["event": "sent", "text": text]
             if let messageID { object["messageID"] = messageID }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -645,6 +669,12 @@ extension Send {
         if let file, let to { return try await sendFileThrough(api, file, to: to) }
         let text = self.text ?? ""
         let linger = self.linger ?? (to == nil ? 1 : 10)
+        if board {
+            let o = try await call { try await api.post("/v1/board", ["text": text, "urgent": urgent, "days": days]) } as? [String: Any]
+            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "board": true, "text": text, "postID": o?["postID"] ?? ""])) }
+            else { print("* posted on the board for \(days) day\(days == 1 ? "" : "s"): \(text)") }
+            return
+        }
         guard let to else {
             _ = try await call { try await api.post("/v1/public", ["text": text]) }
             if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text])) }

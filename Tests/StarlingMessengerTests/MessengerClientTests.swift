@@ -228,6 +228,21 @@ import StarlingYaOKStore
         #expect(!dark.isEmpty && drawn == dark)
         #expect(try await remote.statistics().mesh.received > 0)
 
+        // The board, both ways: a post through the API is on ann's board and reaches bob's; deleted through the API, it is gone.
+        let post = try await remote.postToBoard("water at gate 2", urgent: true, days: 3)
+        #expect(post.isUrgent && post.expiresAt - post.createdAt == 3 * 86_400_000 && BoardSigning.isValid(.post(post)))
+        let (mine, theirs) = (try await local.boardPosts(), try await remote.boardPosts())
+        #expect(mine == [post] && theirs == [post])
+        #expect(await Self.eventually { await b.node.boardPosts == [post] })
+        let bobs = try await b.node.postToBoard("bread at noon")
+        #expect(await Self.eventually { await seen.boardPosts.contains(bobs) }, "bob's post on the API's event stream, whole")
+        #expect(try await remote.boardPosts() == [post, bobs]) // urgent first
+        await #expect(throws: MessengerClientError.self) { _ = try await remote.postToBoard("x", urgent: false, days: 8) }
+        await #expect(throws: MessengerClientError.self) { try await remote.deleteBoardPost("ffffffff") }
+        try await remote.deleteBoardPost(String(post.postID.hexString.prefix(8)))
+        #expect(try await remote.boardPosts() == [bobs])
+        #expect(await Self.eventually { await b.node.boardPosts == [bobs] })
+
         // A message for someone not here waits: counted, both ways (from the messenger's memory).
         #expect(try await local.summary().pending == 0)
         let away = try await local.conversation(withKey: Identity.generate().fingerprint)
@@ -429,7 +444,9 @@ import StarlingYaOKStore
 
     actor SeenEvents {
         var states: [String: MessageState] = [:]
+        var boardPosts: [BoardPost] = []
         func add(_ e: MessengerEvent) {
+            if case let .node(.boardPost(p, _, _)) = e { boardPosts.append(p) }
             if case let .progress(_, record) = e, let id = record.transportID, let s = record.progress?.state { states[id] = max(states[id] ?? s, s) }
         }
         func delivered(_ id: String) -> Bool { (states[id] ?? .composing) >= .delivered }
