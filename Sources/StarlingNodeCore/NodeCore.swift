@@ -203,9 +203,18 @@ public struct NodeCore: Sendable {
         var announcedAt: UInt64 = 0
     }
 
-    /// What this node can do, as its announces say: it answers pings, and it
+    /// What every node can do, as its announces say: it answers pings, and it
     /// reads private files (Noise payload 0x20).
     public static let capabilities: Capabilities = [.meshDiagnostics, .privateMedia]
+
+    /// What this node's announces say it does: ``capabilities``, and the board
+    /// (bit 4) when it keeps one, large files (bit 1) with `bulk`.
+    public var announcedCapabilities: Capabilities {
+        var c = Self.capabilities
+        if configuration.board != nil { c.formUnion(.board) }
+        if configuration.bulk { c.formUnion(.wifiBulk) }
+        return c
+    }
 
     public let identity: Identity
     public private(set) var configuration: Configuration
@@ -1537,7 +1546,7 @@ public struct NodeCore: Sendable {
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
         guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: wall(now),
-                                                  directNeighbors: neighbors, capabilities: (configuration.bulk ? Self.capabilities.union(.wifiBulk) : Self.capabilities).rawValue) else { return }
+                                                  directNeighbors: neighbors, capabilities: announcedCapabilities.rawValue) else { return }
         perform(router.originate(packet, now: now), now: now)
     }
 }

@@ -5,7 +5,9 @@ import Testing
 /// An independent bitchat peer (Tests/interop/bitchat_peer.py: pynacl and
 /// hashlib, written from docs/PROTOCOL.md) against a real `starling listen`
 /// over UDP: the 2026 announce TLVs (capabilities, bridge geohash), ping and
-/// pong, and REQUEST_SYNC's options in both numberings.
+/// pong, REQUEST_SYNC's options in both numberings, and the board both ways
+/// (its post shown by the node; the node's posts, one made by `starling send
+/// --board`, handed to it by the board's sync and verified there).
 @Suite(.usesProcesses) struct BitchatPeerInteropTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -13,18 +15,26 @@ import Testing
         let node = try MeshProcessTests.node("node", duration: 60)
         defer { node.stop() }
         let port = try await MeshProcessTests.port(of: node)
+        let posted = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "starling", "--data-dir",
+                                                    MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(port)", "--wait", "8", "--linger", "1",
+                                                    "--board", "from starling"])
+        #expect(posted.status == 0, "\(posted.stdout)\(posted.stderr)")
+        #expect(await node.waitFor { $0["event"] as? String == "board" && $0["text"] as? String == "from starling" } != nil, "\(node.text)")
         let python = Self.root.appendingPathComponent(".venv/bin/python")
         try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
         let r = try await StarlingProcess.run(executable: python,
                                               [Self.root.appendingPathComponent("Tests/interop/bitchat_peer.py").path, String(port)])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
-        #expect(r.stdout.components(separatedBy: "ok: ").count == 10, "\(r.stdout)")
+        #expect(r.stdout.components(separatedBy: "ok: ").count == 12, "\(r.stdout)")
         #expect(!r.stdout.contains("FAILED"))
         // Its signed public message is shown under the nickname its announce gave.
         let shown = await node.waitFor { $0["event"] as? String == "message" && $0["text"] as? String == "from python" }
         #expect(shown?["nickname"] as? String == "python")
+        let board = await node.waitFor { $0["event"] as? String == "board" && $0["text"] as? String == "board from python" }
+        #expect(board?["nickname"] as? String == "python" && board?["urgent"] as? Bool == false, "\(node.text)")
         // The node read the capabilities its announce gave (0x40 0x01: bits 6 and 8).
-        let caps = await node.waitFor { $0["event"] as? String == "capabilities" && ($0["bits"] as? Int) != nil }
+        let pythonID = await node.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "python" }?["peerID"] as? String
+        let caps = await node.waitFor { $0["event"] as? String == "capabilities" && $0["peerID"] as? String == pythonID && ($0["bits"] as? Int) != nil }
         #expect(caps?["capabilities"] as? [String] == ["meshDiagnostics", "privateMedia"], "\(node.text)")
         #expect(caps?["bits"] as? Int == 0x140)
     }

@@ -145,6 +145,42 @@ import Glibc
         #expect(!alice.events.contains { $0["event"] as? String == "read" }, "\(alice.text)")
     }
 
+    /// Issue 36: `send --board` posts on the mesh's board; listeners print it
+    /// as `"event": "board"` with its text; a chat's `/board` lists it and
+    /// `/board post` posts one that reaches the listeners too.
+    @Test func boardPostsFromTheCommandLineAndTheChat() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
+        defer { bob.stop(); carol.stop() }
+        let posted = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--json", "--name", "alice", "--data-dir", Self.dataDir(),
+                                                    "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1", "--board", "--urgent",
+                                                    "--days", "2", "water at gate 2"])
+        #expect(posted.status == 0, "\(posted.stdout)\(posted.stderr)")
+        #expect(posted.stdout.contains("\"board\":true"), "\(posted.stdout)")
+        let got = await carol.waitFor(seconds: 30) { $0["event"] as? String == "board" }
+        let board = try #require(got, "carol:\n\(carol.text)")
+        #expect(board["text"] as? String == "water at gate 2" && board["urgent"] as? Bool == true && board["nickname"] as? String == "alice")
+        #expect(board["geohash"] as? String == "" && board["hops"] as? Int == 2)
+        let lifetime = (board["expiresAt"] as? Int ?? 0) - (board["createdAt"] as? Int ?? 0)
+        #expect(lifetime == 2 * 86_400_000)
+        // Bad input is a usage error (64), in words.
+        let bad = try await StarlingProcess.run(["send", "--board", "--days", "9", "x"])
+        #expect(bad.status == 64 && bad.stderr.contains("1 to 7 days"), "\(bad.stderr)")
+
+        let dave = try Self.chat("dave", peer: bobPort)
+        defer { dave.stop() }
+        #expect(await dave.waitForText("carol joined (2 hops)"), "\(dave.text)")
+        dave.type("/board post bread at the school at noon")
+        #expect(await dave.waitForText("posted on the board for a day"), "\(dave.text)")
+        let second = await carol.waitFor(seconds: 30) { $0["event"] as? String == "board" && $0["text"] as? String == "bread at the school at noon" }
+        #expect(second != nil, "\(carol.text)")
+        dave.type("/board")
+        #expect(await dave.waitForText("<dave> bread at the school at noon"), "\(dave.text)")
+        dave.type("/board post")
+        #expect(await dave.waitForText("usage: /board post TEXT"), "\(dave.text)")
+        dave.type("/leave")
+        #expect(await dave.waitForExit() == 0)
+    }
+
     @Test func chatSessionWithCommands() async throws {
         let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }

@@ -9,8 +9,12 @@ It announces itself with the capabilities (0x05) and bridge geohash (0x06)
 TLVs, sends a signed public message, reads the node's announce (which must
 say meshDiagnostics), pings the node (the pong must echo the ping), and sends
 three REQUEST_SYNCs with the 2026 options, in both numberings: the answers must
-keep to the types and the time asked for. Prints one line per check; exits 0
-when all hold. Every wait is bounded (20 s).
+keep to the types and the time asked for. Then the board (0x23): it posts a
+signed board post (an unsigned outer packet, as Android sends them), and asks
+for the board by REQUEST_SYNC type bit 8: the answers must carry its own post
+and one a Starling node made (content "from starling"), each verified here
+with its own decoder. Prints one line per check; exits 0 when all hold. Every
+wait is bounded (20 s).
 """
 import hashlib
 import os
@@ -18,11 +22,12 @@ import socket
 import struct
 import sys
 import time
+import zlib
 
 from nacl.public import PrivateKey
 from nacl.signing import SigningKey
 
-ANNOUNCE, MESSAGE, REQUEST_SYNC, PING, PONG = 0x01, 0x02, 0x21, 0x26, 0x27
+ANNOUNCE, MESSAGE, REQUEST_SYNC, BOARD, PING, PONG = 0x01, 0x02, 0x21, 0x23, 0x26, 0x27
 HAS_RECIPIENT, HAS_SIGNATURE, IS_COMPRESSED, IS_RSR = 0x01, 0x02, 0x04, 0x10
 
 
@@ -70,7 +75,11 @@ def decode(b: bytes):
         recipient, i = b[i:i + 8], i + 8
     payload = b[i:i + length]
     if flags & IS_COMPRESSED:
-        return None  # not needed here
+        # v1: u16 original size, then raw DEFLATE (docs/PROTOCOL.md, "Compression").
+        (size,) = struct.unpack(">H", payload[:2])
+        payload = zlib.decompress(payload[2:], -15)
+        if len(payload) != size:
+            return None
     return {"type": ptype, "ttl": ttl, "ts": ts, "flags": flags, "sender": sender, "recipient": recipient, "payload": payload}
 
 
@@ -85,6 +94,46 @@ def tlv8(body: bytes):
 
 def tlv16(t: int, value: bytes) -> bytes:
     return struct.pack(">BH", t, len(value)) + value
+
+
+def board_tlvs(body: bytes):
+    """The board payload's TLVs (u8 type, u16 length), the last copy of each counting."""
+    out, i = {}, 0
+    while i + 3 <= len(body):
+        t, n = body[i], struct.unpack(">H", body[i + 1:i + 3])[0]
+        if i + 3 + n > len(body):
+            return None
+        out[t] = body[i + 3:i + 3 + n]
+        i += 3 + n
+    return out
+
+
+def board_post(post_id: bytes, content: str, key: SigningKey, nickname: str, created: int, expires: int, flags: int) -> bytes:
+    """A signed post as docs/PROTOCOL.md "Board (0x23)" states it."""
+    author = bytes(key.verify_key)
+    signed_bytes = (bytes([16]) + b"bitchat-board-v1" + post_id + struct.pack(">H", 0) + struct.pack(">H", len(content.encode()))
+                    + content.encode() + author + struct.pack(">H", len(nickname.encode())) + nickname.encode()
+                    + struct.pack(">QQ", created, expires) + bytes([flags]))
+    sig = key.sign(signed_bytes).signature
+    return (tlv16(0x01, b"\x01") + tlv16(0x02, post_id) + tlv16(0x03, b"") + tlv16(0x04, content.encode()) + tlv16(0x05, author)
+            + tlv16(0x06, nickname.encode()) + tlv16(0x07, struct.pack(">Q", created)) + tlv16(0x08, struct.pack(">Q", expires))
+            + tlv16(0x09, bytes([flags])) + tlv16(0x0A, sig))
+
+
+def verify_board_post(payload: bytes):
+    """The post's content when its signature holds under the key it carries, else None."""
+    from nacl.signing import VerifyKey
+    t = board_tlvs(payload)
+    if t is None or t.get(0x01) != b"\x01":
+        return None
+    g, c, nick = t.get(0x03, b""), t.get(0x04, b""), t.get(0x06, b"")
+    signed_bytes = (bytes([16]) + b"bitchat-board-v1" + t[0x02] + struct.pack(">H", len(g)) + g + struct.pack(">H", len(c)) + c
+                    + t[0x05] + struct.pack(">H", len(nick)) + nick + t[0x07] + t[0x08] + t[0x09])
+    try:
+        VerifyKey(t[0x05]).verify(signed_bytes, t[0x0A])
+    except Exception:
+        return None
+    return c.decode()
 
 
 def main() -> int:
@@ -172,6 +221,18 @@ def main() -> int:
     announces = request(tlv16(0x05, bytes([0x01])))  # Android's earlier numbering: 0x05 is a one-byte type filter
     check(len(announces) > 0 and all(p["type"] == ANNOUNCE for p in announces),
           f"types = announce in Android's earlier numbering (0x05, one byte): {len(announces)} answers, all announces")
+
+    # 6. A board post of ours, in an unsigned outer packet (as Android sends them); the test reads it in the node's output.
+    created = now_ms()
+    ours = board_post(os.urandom(16), "board from python", signing, "python", created, created + 86_400_000, 0)
+    sock.sendto(encode(BOARD, 7, created, me, ours), node)
+    time.sleep(0.5)
+    # 7. The board by its own sync type (bit 8: 00 01): our post and the one a Starling node made, both verified here.
+    board = request(tlv16(0x04, bytes([0x00, 0x01])))
+    contents = sorted(filter(None, (verify_board_post(p["payload"]) for p in board if p["type"] == BOARD)))
+    check(len(board) > 0 and all(p["type"] == BOARD for p in board),
+          f"types = board (0x04 00 01): {len(board)} answers, all board posts")
+    check(contents == ["board from python", "from starling"], f"each answer's signature holds under its author key: {contents}")
     return 0 if failures == 0 else 1
 
 
