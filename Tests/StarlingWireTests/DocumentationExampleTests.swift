@@ -56,6 +56,7 @@ import Testing
                                  data: [0xCA, 0xFE]).encoded(),
             "file-transfer": try FileTransfer(name: "note.txt", mimeType: "text/plain", content: Array("hello".utf8)).encoded(),
             "request-sync": try RequestSync(filter: GCSFilter(ids: gcsIDs)).encoded(),
+            "request-sync-board": try RequestSync(filter: GCSFilter(ids: []), types: SyncTypes([.boardPost])).encoded(),
             "version-hello": try VersionNegotiation.encodeHello([1, 2]),
             "wifiset-network-entry": try WiFiSet.Frame(sequence: 5, .networkEntry(.init(ssid: "MyNetwork2.4", rssi: -56,
                                                                                          security: .wpaPSK, channel: 6))).encoded(),
