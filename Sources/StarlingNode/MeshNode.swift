@@ -44,6 +44,8 @@ public actor MeshNode {
         /// Where the time comes from: timers run on its monotonic clock, packets
         /// are stamped with its wall clock (a test steps a clock of its own).
         public var clock: any NodeClock = SystemClock()
+        /// Where the mesh board is kept across restarts (``BoardFile``; nil: in memory only).
+        public var boardFile: URL?
         public init(nickname: String) { core = NodeCore.Configuration(nickname: nickname) }
     }
 
@@ -186,6 +188,7 @@ public actor MeshNode {
             }
         }
         readPower(now: readClock())
+        loadBoard()
         await startBulk()
         rearm()
         let stopped = self.stopped
@@ -234,6 +237,7 @@ public actor MeshNode {
         running = false
         timer?.cancel()
         timer = nil
+        saveBoard(force: true)
         let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation, bulk = bulkServer
         let task = Task {
             await bulk?.stop()
@@ -345,6 +349,58 @@ public actor MeshNode {
             outputs = core.takeOutputs()
         }
         if !outputs.isEmpty { carryOut(outputs) }
+        saveBoard(force: false)
+    }
+
+    // MARK: The board on disk
+
+    /// The board version last written, and when (written at most every 5 s, and at the stop).
+    private var boardSaved = (version: 0, at: Millis(0))
+
+    private func loadBoard() {
+        guard let url = options.boardFile else { return }
+        do {
+            let packets = try BoardFile(url: url).load()
+            let taken = core.restoreBoard(packets, now: readClock())
+            boardSaved = (core.boardVersion, readClock())
+            if !packets.isEmpty { logger.info("board restored", metadata: ["kept": "\(packets.count)", "taken": "\(taken)"]) }
+        } catch {
+            continuation.yield(.rejected(Rejection(.transport, "the board kept in \(url.path) cannot be read (\(error.localizedDescription)): it starts empty")))
+        }
+    }
+
+    private func saveBoard(force: Bool) {
+        guard let url = options.boardFile, core.boardVersion != boardSaved.version else { return }
+        let now = readClock()
+        guard force || now >= boardSaved.at + 5_000 else {
+            rearmBoardSave(at: boardSaved.at + 5_000)
+            return
+        }
+        do {
+            try BoardFile(url: url).save(core.boardPackets(now: now))
+            boardSaved = (core.boardVersion, now)
+        } catch {
+            // Said once per change; the board lives on in memory and is written again at the next change.
+            boardSaved.version = core.boardVersion
+            continuation.yield(.rejected(Rejection(.transport, "the board could not be kept in \(url.path) (\(error.localizedDescription)): free some disk")))
+        }
+    }
+
+    /// A write held back by the 5 s spacing happens then, even if nothing else wakes the node.
+    private var boardSaveArmed = false
+    private func rearmBoardSave(at: Millis) {
+        guard !boardSaveArmed, running else { return }
+        boardSaveArmed = true
+        let delay = at > readClock() ? at - readClock() : 0
+        Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(Int(delay))) // a cancelled sleep writes at once: harmless
+            await self?.boardSaveDue()
+        }
+    }
+
+    private func boardSaveDue() {
+        boardSaveArmed = false
+        saveBoard(force: false)
     }
 
     private func carryOut(_ outputs: [NodeCore.Output]) {

@@ -316,6 +316,9 @@ public struct NodeCore: Sendable {
     private var boardTaken: PacketID?
     /// When the board's packets were last handed to the router for sync.
     private var boardProvidedAt: Millis?
+    /// Moves on each change to the board (a post or tombstone taken, one expired):
+    /// a runtime that keeps the board on disk writes it when this moved.
+    public private(set) var boardVersion = 0
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -566,6 +569,7 @@ public struct NodeCore: Sendable {
         let outcome = board!.ingest(packet, decoded, now: wall(now))
         switch outcome {
         case .accepted:
+            boardVersion += 1
             boardTaken = PacketID(packet)
             provideBoard(now: now)
             return true
@@ -580,7 +584,9 @@ public struct NodeCore: Sendable {
     /// Hands the board's live packets to the router for its sync round.
     private mutating func provideBoard(now: Millis) {
         guard var b = board else { return }
+        let held = b.postCount + b.tombstoneCount
         b.prune(now: wall(now))
+        if b.postCount + b.tombstoneCount != held { boardVersion += 1 }
         board = b
         router.provide(.boardPost, packets: b.syncPackets(now: wall(now)))
         boardProvidedAt = now
@@ -634,12 +640,32 @@ public struct NodeCore: Sendable {
         var packet = Packet(type: .boardPost, ttl: 7, timestamp: wall(now), senderID: peerID, payload: b.encoded())
         try PacketSigning.sign(&packet, with: identity.signingKey)
         guard case .accepted = board!.ingest(packet, b, now: wall(now)) else { throw BoardError.refused }
+        boardVersion += 1
         provideBoard(now: now)
         perform(router.originate(packet, now: now), now: now)
     }
 
     /// The live posts, urgent first, then the newest first.
     public func boardPosts(now: Millis) -> [BoardPost] { board?.currentPosts(now: wall(now)) ?? [] }
+
+    /// What the board holds, as the packets that carried it (to keep on disk).
+    public func boardPackets(now: Millis) -> [Packet] { board?.syncPackets(now: wall(now)) ?? [] }
+
+    /// Takes back a board kept on disk: each packet checked again as if it came
+    /// (decoded, its signature, not expired, not deleted); none is shown or
+    /// relayed. Returns how many were taken.
+    @discardableResult
+    public mutating func restoreBoard(_ packets: [Packet], now: Millis) -> Int {
+        guard board != nil else { return 0 }
+        var taken = 0
+        // Tombstones first would refuse their posts; posts first, as they came.
+        for packet in packets.sorted(by: { $0.timestamp < $1.timestamp }) where packet.type == .boardPost {
+            guard let decoded = try? BoardPacket(decoding: packet.payload[...]), BoardSigning.isValid(decoded) else { continue }
+            if case .accepted = board!.ingest(packet, decoded, now: wall(now)) { taken += 1 }
+        }
+        provideBoard(now: now)
+        return taken
+    }
 
     public enum BoardError: Error, Hashable, Sendable, CustomStringConvertible {
         case off, empty, tooLong(Int), badGeohash(String), notOurs, refused

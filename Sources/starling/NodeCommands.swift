@@ -89,6 +89,7 @@ struct NodeOptions: ParsableArguments {
         if let relayJitter { options.core.policy = FloodingPolicy(jitter: relayJitter) }
         options.core.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
+        options.boardFile = store.directory.url.appendingPathComponent("board")
         if bulk {
             var b = MeshNode.BulkOptions()
             b.host = bulkHost

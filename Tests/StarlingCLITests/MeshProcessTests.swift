@@ -181,6 +181,34 @@ import Glibc
         #expect(await dave.waitForExit() == 0)
     }
 
+    /// The board outlives a restart: a listener that took a post and was
+    /// stopped keeps it in its data directory's `board` (0600), and after its
+    /// restart hands it to a newcomer by the board's sync.
+    @Test func theBoardIsKeptAcrossARestartAndSyncedToANewcomer() async throws {
+        let dir = Self.dataDir()
+        func keeper() throws -> LiveProcess {
+            try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "keeper", "--duration", "90",
+                             "--announce-interval", "1", "--data-dir", dir])
+        }
+        let first = try keeper()
+        defer { first.stop() }
+        let port = try await Self.port(of: first)
+        let posted = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", Self.dataDir(),
+                                                    "--peer", "127.0.0.1:\(port)", "--wait", "8", "--linger", "1", "--board", "kept across a restart"])
+        #expect(posted.status == 0, "\(posted.stdout)\(posted.stderr)")
+        #expect(await first.waitFor { $0["event"] as? String == "board" } != nil, "\(first.text)")
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(await first.waitForExit(seconds: 30) == 0)
+        #expect(try DaemonProcessTests.mode(dir + "/board") == 0o600)
+        let second = try keeper()
+        defer { second.stop() }
+        let again = try await Self.port(of: second)
+        let erin = try Self.node("erin", peers: [again], duration: 90)
+        defer { erin.stop() }
+        let got = await erin.waitFor(seconds: 75) { $0["event"] as? String == "board" }
+        #expect(got?["text"] as? String == "kept across a restart" && got?["hops"] as? Int == 1, "erin:\n\(erin.text)\nkeeper:\n\(second.text)")
+    }
+
     @Test func chatSessionWithCommands() async throws {
         let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
