@@ -4,6 +4,7 @@ import Testing
 import StarlingCrypto
 import StarlingEmbeddedNetwork
 import StarlingMesh
+import StarlingNode
 import StarlingNodeCore
 import StarlingWire
 
@@ -181,6 +182,35 @@ extension InProcessNodes {
             #expect(try take(&churn, try Self.packet(author, sender: sender, postID: pid, created: now + UInt64(i), tombstone: true)) == .accepted)
         }
         #expect(churn.tombstoneCount == 300 && churn.postCount == 0 && churn.orphanCount == 0)
+    }
+
+    /// The board file: what was saved loads back; a file cut or damaged gives
+    /// what came before the damage; a node restores only what still holds.
+    @Test func theBoardFileLoadsWhatItSavedAndStopsAtDamage() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("board-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let key = Curve25519.Signing.PrivateKey(), sender = PeerID(hex: "0102030405060708")!
+        let now: UInt64 = 1_763_800_000_000
+        let packets = try (0..<3).map { try Self.packet(key, sender: sender, content: "p\($0)", created: now + UInt64($0)) }
+        try BoardFile(url: url).save(packets)
+        #expect(try BoardFile(url: url).load() == packets)
+        var bytes = try Data(contentsOf: url)
+        bytes.removeLast(3)
+        try bytes.write(to: url)
+        #expect(try BoardFile(url: url).load() == Array(packets.prefix(2)))
+        try Data([0, 0, 0, 9, 1, 2, 3]).write(to: url)
+        #expect(try BoardFile(url: url).load().isEmpty)
+        #expect(try BoardFile(url: url.appendingPathExtension("none")).load().isEmpty)
+        // Restored into a node: checked again (an expired one, a forged one are not taken).
+        var forged = try Self.packet(key, sender: sender, content: "x", created: now).payload
+        forged[forged.count - 1] ^= 1
+        let old = try Self.packet(key, sender: sender, created: now - 2 * 86_400_000)
+        let net = EmbeddedNetwork(start: now)
+        let n = net.addNode("restored")
+        let taken = net.on(n) { $0.restoreBoard(packets + [old, Packet(type: .boardPost, ttl: 7, timestamp: now, senderID: sender, payload: forged)], now: $1) }
+        #expect(taken == 3)
+        #expect(net.nodes[n].boardPosts(now: net.now).map(\.content) == ["p2", "p1", "p0"])
+        #expect(net.events[n].isEmpty, "nothing restored is shown again")
     }
 }
 }
