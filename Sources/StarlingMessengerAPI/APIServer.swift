@@ -464,8 +464,13 @@ public final class APIServer: Sendable {
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
+        let ourKey = Array(c.node.identity.signingKey.publicKey.rawRepresentation)
         v1.get("board") { _, _ in
-            Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardPost))
+            Self.json(try await Self.call { try await c.boardPosts() }.map { p in
+                var o = APIJSON.boardPost(p)
+                o["ours"] = p.authorKey == ourKey // ours to delete
+                return o
+            })
         }
         v1.post("board") { request, context in
             struct Post: Decodable { var text: String; var urgent: Bool?; var days: Int? }

@@ -163,6 +163,22 @@ try:
     check(wait(bob, lambda d: d.execute_script("return [...document.querySelectorAll('#messages a.save')].length") >= 2, "bob can save it") is not None,
           "bob's page offers the large file to save")
 
+    # The mesh's board: a notice posted on alice's page is on bob's; only alice can delete it.
+    alice.execute_script("document.getElementById('notices-panel').open = true")
+    bob.execute_script("document.getElementById('notices-panel').open = true")
+    alice.find_element(By.ID, "notice").send_keys("water at gate 2")
+    alice.find_element(By.ID, "notice-urgent").click()
+    alice.find_element(By.CSS_SELECTOR, "#notice-form button[type=submit]").click()
+    notices = lambda d: d.execute_script("return [...document.querySelectorAll('#notices li')].map(l => l.textContent)")
+    seen = wait(bob, lambda d: [n for n in notices(d) if "water at gate 2" in n], "bob's page shows alice's notice")
+    check(bool(seen) and "alice" in seen[0] and "urgent" in seen[0], "a notice from alice's page is on bob's board: %r" % (seen,))
+    check(not bob.find_elements(By.CSS_SELECTOR, "#notices button"), "bob cannot delete alice's notice")
+    shot(bob, "web-board.png")
+    wait(alice, lambda d: d.find_elements(By.CSS_SELECTOR, "#notices button"), "alice's page offers to delete hers")
+    alice.find_element(By.CSS_SELECTOR, "#notices button").click()
+    check(wait(bob, lambda d: not [n for n in notices(d) if "water at gate 2" in n], "the notice goes from bob's page") is not None,
+          "alice deleted her notice, and it left bob's board")
+
     # Bob as a contact, from a picture of his QR code: the safety number is shown.
     alice.execute_script("document.getElementById('contacts-panel').open = true")
     alice.find_element(By.ID, "contact-image").send_keys(bob_qr)

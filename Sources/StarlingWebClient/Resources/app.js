@@ -245,6 +245,43 @@ async function setState(name) {
   refreshStately();
 }
 
+// MARK: The mesh's board (notices; not Stately's board of states)
+
+async function refreshNotices() {
+  let posts;
+  try { posts = await api("/v1/board"); } catch (e) { return; }
+  const ul = document.getElementById("notices");
+  ul.replaceChildren();
+  if (!posts.length) ul.append(el("li", { class: "note", text: "no notices" }));
+  for (const p of posts) {
+    const until = new Date(p.expiresAt).toLocaleString([], { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+    const li = el("li", { class: p.urgent ? "urgent" : "" },
+      el("strong", { text: (p.nickname || "anonymous") + ": " }), el("span", { class: "notice-text", text: p.text }),
+      el("small", { text: ` ${p.urgent ? "· urgent " : ""}· until ${until}` }));
+    if (p.ours) {
+      const del = el("button", { type: "button", text: "Delete", "aria-label": "Delete the notice " + p.text });
+      del.addEventListener("click", async () => {
+        try { await api("/v1/board/" + p.postID, undefined, "DELETE"); } catch (e) { say(e.message); }
+        refreshNotices();
+      });
+      li.append(del);
+    }
+    ul.append(li);
+  }
+}
+
+async function postNotice() {
+  const box = document.getElementById("notice"), text = box.value.trim();
+  if (!text) return;
+  try {
+    await api("/v1/board", { text, urgent: document.getElementById("notice-urgent").checked,
+                             days: Number(document.getElementById("notice-days").value) });
+    box.value = "";
+    document.getElementById("notice-urgent").checked = false;
+  } catch (e) { say(e.message); }
+  refreshNotices();
+}
+
 // MARK: Contacts
 
 async function refreshContacts() {
@@ -646,6 +683,13 @@ function take(e) {
       render();
       break;
     }
+    case "board":
+      if (e.urgent) notify("Urgent notice from " + (e.nickname || "anonymous"), e.text);
+      refreshNotices();
+      break;
+    case "boardDeleted":
+      refreshNotices();
+      break;
     case "channelFailed":
       say("a channel message was not sent: " + e.reason);
       break;
@@ -769,6 +813,7 @@ async function start() {
   document.getElementById("state-form").addEventListener("submit", (ev) => { ev.preventDefault(); setState(document.getElementById("state").value); });
   document.getElementById("sos").addEventListener("click", () => setState(document.getElementById("sos").textContent.startsWith("Clear") ? "clear" : "sos"));
   document.getElementById("add-contact").addEventListener("submit", (ev) => { ev.preventDefault(); addContact(); });
+  document.getElementById("notice-form").addEventListener("submit", (ev) => { ev.preventDefault(); postNotice(); });
   document.getElementById("unlock").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const box = document.getElementById("secret");
@@ -819,11 +864,14 @@ async function start() {
   render();
   refreshMesh();
   refreshStately();
+  refreshNotices();
   refreshContacts();
   showCard();
   follow();
   // States age out without an event of their own for each: the board is read again every 10 s.
   setInterval(() => { refreshStately(); refreshMesh(); }, 10000);
+  // Notices expire without an event: read again every minute.
+  setInterval(refreshNotices, 60000);
 }
 
 start();
