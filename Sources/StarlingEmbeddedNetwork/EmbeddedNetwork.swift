@@ -48,6 +48,8 @@ public final class EmbeddedNetwork {
     public var events: [[NodeEvent]] = []
     /// Files each node was asked to save.
     public private(set) var savedFiles: [[NodeCore.IncomingFile]] = []
+    /// Voice bursts each node put back together, in order.
+    public private(set) var savedVoice: [[VoiceAssembler.Note]] = []
     /// Large files offered to each node (carried over TCP by a runtime, not here).
     public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
@@ -86,6 +88,7 @@ public final class EmbeddedNetwork {
         nodes.append(NodeCore(identity: identity, configuration: configuration, seed: rng.next()))
         events.append([])
         savedFiles.append([])
+        savedVoice.append([])
         bulkOffers.append([])
         return nodes.count - 1
     }
@@ -259,6 +262,9 @@ public final class EmbeddedNetwork {
                                                   path: "memory:" + file.name, transferID: file.transferID))
                 nodes[node].stored(file.transferID, now: now) // saved (in memory): its receipt
                 flush(node)
+            case let .saveVoice(note):
+                savedVoice[node].append(note)
+                events[node].append(.voiceNote(from: note.from, path: "memory:voice", durationMillis: note.durationMillis, isPrivate: note.isPrivate))
             case .acknowledged:
                 break // the simulated mailboxes hold nothing for a server
             case let .bulkOffered(offer, from):

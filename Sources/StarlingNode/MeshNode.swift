@@ -421,6 +421,8 @@ public actor MeshNode {
                 Task { await transport.close(k.key) }
             case let .saveFile(file):
                 save(file)
+            case let .saveVoice(note):
+                save(note)
             case let .sendOffMesh(payload, peer, via, ticket):
                 options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             case let .acknowledged(id):
@@ -832,6 +834,26 @@ public actor MeshNode {
             core.notStored(file.transferID) // no receipt: its sender tries again
             continuation.yield(.rejected(Rejection(.fileNotSaved, peer: file.from,
                                                    "file from \(file.from) could not be saved: \(error.localizedDescription)")))
+        }
+    }
+
+    /// A voice burst as `voice_<burst>_<peer>_<dm|mesh>.aac` (AAC in ADTS, as the
+    /// apps save them) in the downloads; without downloads, or when the disk
+    /// refuses, said in words.
+    private func save(_ note: VoiceAssembler.Note) {
+        let name = "voice_\(note.burstID.hexString)_\(note.from)_\(note.isPrivate ? "dm" : "mesh").aac"
+        guard let downloads = options.downloads else {
+            continuation.yield(.rejected(Rejection(.fileRefused, peer: note.from, "voice from \(note.from) not kept: no download directory")))
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+            let target = downloads.appendingPathComponent(name)
+            try Data(note.adts).write(to: target) // the same burst again (a retried note) replaces its file
+            continuation.yield(.voiceNote(from: note.from, path: target.path, durationMillis: note.durationMillis, isPrivate: note.isPrivate))
+        } catch {
+            continuation.yield(.rejected(Rejection(.fileNotSaved, peer: note.from,
+                                                   "voice from \(note.from) could not be saved: \(error.localizedDescription)")))
         }
     }
 

@@ -149,6 +149,9 @@ public struct NodeCore: Sendable {
         /// A file for us arrived: save it (under a name of the runtime's choice
         /// if this one is taken), then report ``NodeEvent/fileReceived``.
         case saveFile(IncomingFile)
+        /// A live voice burst came whole (or as whole as it will): save it as
+        /// an audio file (``VoiceAssembler/Note/adts``), then report ``NodeEvent/voiceNote``.
+        case saveVoice(VoiceAssembler.Note)
         /// Send this payload to `peer` through the mailbox transport named
         /// `via` (the peer has no mesh route); `ticket` names it when the
         /// transport answers (``offMeshAccepted(_:now:)``, ``offMeshFailed(_:reason:now:)``).
@@ -312,6 +315,8 @@ public struct NodeCore: Sendable {
     private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
     /// The mesh board (nil: off).
     public private(set) var board: BoardStore?
+    /// Live voice bursts being put back together.
+    private var voice = VoiceAssembler()
     /// The board packet `admits` took for the router call under way: shown on delivery.
     private var boardTaken: PacketID?
     /// When the board's packets were last handed to the router for sync.
@@ -486,7 +491,7 @@ public struct NodeCore: Sendable {
     /// One from a sender with no verified announce goes into `queue` (to wait
     /// for it) when one is given.
     private mutating func signatureHolds(_ packet: Packet, queue: (bytes: [UInt8], link: LinkID, now: Millis)?) -> Bool {
-        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer else { return true }
+        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer || packet.type == .voiceFrame else { return true }
         guard let card = present[packet.senderID]?.info else {
             if let q = queue, packet.signature != nil, links.contains(q.link), canAwait(packet, on: q.link) {
                 awaitingAnnounce.append((packet, q.bytes, q.link, q.now))
@@ -548,6 +553,11 @@ public struct NodeCore: Sendable {
             refusals.pinMismatch += 1
             emit(.rejected(Rejection(.badAnnounce, peer: packet.senderID,
                                      "announce from \(packet.senderID): its signing key is not the one first seen with its Noise key (refused)")))
+            return false
+        }
+        // Live voice is live: a public burst packet over 30 s old goes nowhere (as iOS).
+        if packet.type == .voiceFrame, wall(now) > packet.timestamp, wall(now) - packet.timestamp > 30_000 {
+            refusals.stale += 1
             return false
         }
         // A board post is relayed only when the board takes it (as iOS): decoded,
@@ -627,6 +637,19 @@ public struct NodeCore: Sendable {
         return post
     }
 
+    /// Sends a live voice burst packet: to everyone (a signed voiceFrame, TTL 7,
+    /// as the apps send them), or privately to `peer` in its Noise session
+    /// (payload 0x08; no receipt, no retry: live audio late is no use).
+    public mutating func sendVoice(_ burst: VoiceBurst, to peer: PeerID? = nil, now: Millis) throws {
+        if let peer {
+            try sendNoise(.unknown(type: NoisePayload.Kind.voiceFrame, body: burst.encoded()), to: peer, now: now, fresh: true)
+            return
+        }
+        var packet = Packet(type: .voiceFrame, ttl: 7, timestamp: wall(now), senderID: peerID, payload: burst.encoded(), compress: false)
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: now), now: now)
+    }
+
     /// Deletes one of our posts: a signed tombstone goes out, and the post leaves our board.
     public mutating func deleteBoardPost(_ postID: [UInt8], now: Millis) throws {
         guard board != nil else { throw BoardError.off }
@@ -689,6 +712,7 @@ public struct NodeCore: Sendable {
         if let d = router.nextDeadline { deadlines.append(d) }
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
+        if let d = voice.nextDeadline { deadlines.append(d) }
         return deadlines.min()
     }
 
@@ -697,6 +721,7 @@ public struct NodeCore: Sendable {
         perform(router.tick(now: now), now: now)
         performStately(stately.tick(now: now))
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
+        if let due = voice.nextDeadline, now >= due { for note in voice.tick(now: now) { outbox.append(.saveVoice(note)) } }
         if now >= nextHousekeeping {
             nextHousekeeping = now + configuration.housekeepingInterval
             housekeeping(now: now)
@@ -973,6 +998,7 @@ public struct NodeCore: Sendable {
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
             "node.boardPosts": board?.postCount ?? 0,
+            "node.voiceBursts": voice.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1311,6 +1337,8 @@ public struct NodeCore: Sendable {
                           hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
         case .boardPost where board != nil && packet.isBroadcast:
             showBoard(packet, hops: hops, now: now)
+        case .voiceFrame where packet.isBroadcast:
+            takeVoice(packet.payload, from: sender, isPrivate: false, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:
@@ -1450,9 +1478,18 @@ public struct NodeCore: Sendable {
             guard unread[id] == sender else { return }
             unread[id] = nil
             emit(.read(messageID: id, by: sender))
+        case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
+            takeVoice(body, from: sender, isPrivate: true, now: now)
         default:
             break
         }
+    }
+
+    /// A live voice burst packet (public, signed by its sender; or private, in its Noise session).
+    private mutating func takeVoice(_ bytes: [UInt8], from sender: PeerID, isPrivate: Bool, now: Millis) {
+        // One that does not decode is dropped (relayed if public and signed, as iOS does).
+        guard let burst = try? VoiceBurst(decoding: bytes[...]) else { return }
+        for note in voice.take(burst, from: sender, isPrivate: isPrivate, bytes: bytes.count, now: now) { outbox.append(.saveVoice(note)) }
     }
 
     private mutating func receiveFile(_ file: FileTransfer, from sender: PeerID, now: Millis) {

@@ -56,6 +56,9 @@ public enum NodeEvent: Sendable {
     case boardPost(BoardPost, from: PeerID, hops: Int)
     /// A post was deleted by its author (a signed tombstone).
     case boardPostDeleted(postID: [UInt8], authorKey: [UInt8])
+    /// A live voice burst came (public, or privately to us), saved as an
+    /// audio file (AAC in ADTS) at `path`.
+    case voiceNote(from: PeerID, path: String, durationMillis: Int, isPrivate: Bool)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -125,7 +128,7 @@ extension NodeEvent: Encodable {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits, mimeType
-        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature
+        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -160,6 +163,7 @@ extension NodeEvent: Encodable {
         case .notice: "notice"
         case .boardPost: "board"
         case .boardPostDeleted: "boardDeleted"
+        case .voiceNote: "voice"
         }
     }
 
@@ -263,6 +267,12 @@ extension NodeEvent: Encodable {
             try c.encode(post.authorKey.hexString, forKey: .authorKey)
             try c.encode(post.flags, forKey: .flags)
             try c.encode(post.signature.hexString, forKey: .signature)
+        case let .voiceNote(from, path, ms, isPrivate):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(path, forKey: .path)
+            try c.encode(ms, forKey: .durationMillis)
+            try c.encode(isPrivate, forKey: .private)
+            try c.encode("voice from \(from) (\(ms / 1000) s): \(path)", forKey: .text)
         case let .boardPostDeleted(postID, authorKey):
             try c.encode(postID.hexString, forKey: .postID)
             try c.encode(authorKey.hexString, forKey: .authorKey)
@@ -358,6 +368,9 @@ extension NodeEvent: Decodable {
                                  expiresAt: try c.decode(UInt64.self, forKey: .expiresAt), flags: try c.decode(UInt8.self, forKey: .flags),
                                  signature: try bytes(.signature))
             self = .boardPost(post, from: try peer(.from), hops: try int(.hops))
+        case "voice":
+            self = .voiceNote(from: try peer(.from), path: try text(.path), durationMillis: try int(.durationMillis),
+                              isPrivate: try c.decode(Bool.self, forKey: .private))
         case "boardDeleted":
             let id = try text(.postID), key = try text(.authorKey)
             guard let a = try? [UInt8](hex: id), let b = try? [UInt8](hex: key) else { throw Undecodable(description: "boardDeleted: \(id) \(key)") }

@@ -267,6 +267,11 @@ extension ChatScreen {
         }
     }
 
+    /// A duration in words: "4 s", "0.6 s".
+    static func seconds(_ ms: Int) -> String {
+        ms >= 10_000 || ms % 1_000 == 0 ? "\(Int((Double(ms) / 1000).rounded())) s" : String(format: "%.1f s", Double(ms) / 1000)
+    }
+
     /// A board time, as "26 Nov 14:05" in local time.
     static func day(_ ms: UInt64) -> String {
         let f = DateFormatter()

@@ -232,6 +232,14 @@ extension ChatScreen {
             }
         case .boardPostDeleted:
             break // /board shows what is left
+        case let .voiceNote(from, path, ms, isPrivate):
+            let text = "voice from \(await display(from)) (\(Self.seconds(ms))): \(path)"
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "voice (\(Self.seconds(ms))): \(path)"),
+                              to: isPrivate ? await window(from) : ChatBuffers.publicName)
+            } else {
+                say("[\(Self.clock())] * \(text)")
+            }
         case let .fileProgress(from, received, total):
             let width = 20, filled = received * width / max(1, total)
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)

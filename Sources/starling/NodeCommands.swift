@@ -246,6 +246,8 @@ struct EventPrinter: Sendable {
             case let .notice(text): line = "* \(text)"
             case let .boardPost(post, _, _): line = Self.boardLine(post)
             case .boardPostDeleted: line = "* a board post was deleted by its author"
+            case let .voiceNote(from, path, ms, isPrivate):
+                line = "* voice from \(from)\(isPrivate ? " (private)" : "") (\(ChatScreen.seconds(ms))): \(path)"
             }
         }
         // Unbuffered, so that a reader of a pipe sees each event at once.
