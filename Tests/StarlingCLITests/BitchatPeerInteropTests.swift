@@ -38,4 +38,28 @@ import Testing
         #expect(caps?["capabilities"] as? [String] == ["meshDiagnostics", "privateMedia"], "\(node.text)")
         #expect(caps?["bits"] as? Int == 0x140)
     }
+
+    /// Voice: an independent speaker (Tests/interop/voice_peer.py: FFmpeg's AAC
+    /// encoder through PyAV) sends 2 s of a 440 Hz tone as a signed public burst;
+    /// the node says `voice from …` and saves a file FFmpeg's decoder plays back
+    /// as 2 s of 16 kHz mono audio, still at 440 Hz.
+    @Test func aVoiceBurstFromAnIndependentSpeakerIsSavedAsAudioThatPlays() async throws {
+        let node = try MeshProcessTests.node("node", duration: 60)
+        defer { node.stop() }
+        let port = try await MeshProcessTests.port(of: node)
+        let python = Self.root.appendingPathComponent(".venv/bin/python")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
+        let script = Self.root.appendingPathComponent("Tests/interop/voice_peer.py").path
+        let spoke = try await StarlingProcess.run(executable: python, [script, "send", String(port)])
+        #expect(spoke.status == 0, "\(spoke.stdout)\n\(spoke.stderr)")
+        let heard = try #require(await node.waitFor(seconds: 30) { $0["event"] as? String == "voice" }, "\(node.text)")
+        let path = try #require(heard["path"] as? String)
+        #expect(heard["private"] as? Bool == false && (heard["text"] as? String)?.hasPrefix("voice from ") == true)
+        #expect(path.hasSuffix("_mesh.aac") && path.contains("/files/incoming/voice_"), "\(path)")
+        let ms = heard["durationMillis"] as? Int ?? 0
+        #expect((1_900...2_400).contains(ms), "\(ms) ms")
+        let played = try await StarlingProcess.run(executable: python, [script, "check", path])
+        #expect(played.status == 0, "\(played.stdout)\n\(played.stderr)")
+        #expect(played.stdout.components(separatedBy: "ok: ").count == 5 && !played.stdout.contains("FAILED"), "\(played.stdout)")
+    }
 }
