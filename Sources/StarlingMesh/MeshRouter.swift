@@ -683,6 +683,9 @@ public struct MeshRouter: Sendable {
 
     /// Sends back, on the link it came from, what a REQUEST_SYNC's filter lacks.
     private mutating func answerSync(_ packet: Packet, on link: LinkID, now: Millis) -> [Action] {
+        // What outlived its retention is not handed out (the store expires only
+        // when we ask: a node with no links of its own asked nobody meanwhile).
+        gossip?.expire(now: now)
         guard let store = gossip, let request = try? RequestSync(decoding: packet.payload) else { return [] }
         // At most `answersPerWindow` answers per link per window (the apps: 8 in 30 s).
         let window = store.configuration.answerWindow

@@ -132,10 +132,13 @@ public struct NodeCore: Sendable {
         /// the key it carries, or that the board refuses (expired, too far
         /// ahead, deleted): not kept, not relayed.
         public var board = 0
+        /// A prekey bundle that does not decode, is not its sender's own, or
+        /// whose signatures do not hold under the sender's announced key.
+        public var prekeys = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board
+                + outdatedAnnounce + board + prekeys
         }
     }
 
@@ -317,6 +320,8 @@ public struct NodeCore: Sendable {
     public private(set) var board: BoardStore?
     /// Live voice bursts being put back together.
     private var voice = VoiceAssembler()
+    /// Others' prekey bundles, kept and synced for courier drops.
+    public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
     private var boardTaken: PacketID?
     /// When the board's packets were last handed to the router for sync.
@@ -334,6 +339,11 @@ public struct NodeCore: Sendable {
         if configuration.board != nil, var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.boardPost) }) {
             sync.rounds.append(GossipStore.Round(types: SyncTypes([.boardPost]), interval: configuration.boardSyncInterval,
                                                  capacity: configuration.board?.maxPosts ?? 200))
+            routing.sync = sync
+        }
+        // Prekey bundles: a round of their own too (type bit 9, 60 s, 200), as iOS asks.
+        if var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.prekeyBundle) }) {
+            sync.rounds.append(GossipStore.Round(types: SyncTypes([.prekeyBundle]), interval: configuration.boardSyncInterval, capacity: 200))
             routing.sync = sync
         }
         self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
@@ -445,7 +455,8 @@ public struct NodeCore: Sendable {
         let wall = wall(now)
         let skew = wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall
         if skew <= configuration.freshness { return true }
-        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce || packet.type == .boardPost, let link else { return false }
+        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce || packet.type == .boardPost
+            || packet.type == .prekeyBundle, let link else { return false }
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
@@ -563,6 +574,8 @@ public struct NodeCore: Sendable {
         // A board post is relayed only when the board takes it (as iOS): decoded,
         // signed by the key it carries, live, not deleted.
         if packet.type == .boardPost, board != nil, packet.isBroadcast { return takesBoard(packet, now: now) }
+        // A prekey bundle: its packet and the bundle inside signed by its owner's announced key, or it goes nowhere.
+        if packet.type == .prekeyBundle, packet.isBroadcast { return takesPrekeys(packet, now: now) }
         return signatureHolds(packet, queue: (bytes, link, now))
     }
 
@@ -600,6 +613,35 @@ public struct NodeCore: Sendable {
         board = b
         router.provide(.boardPost, packets: b.syncPackets(now: wall(now)))
         boardProvidedAt = now
+    }
+
+    /// Whether a prekey bundle holds: sent by its owner, the packet and the
+    /// bundle signed by the key the owner's verified announce carries (the one
+    /// present, else the one pinned to its Noise key when its announce was
+    /// verified: an owner away is the point of a bundle). A new one is kept
+    /// and offered to sync.
+    private mutating func takesPrekeys(_ packet: Packet, now: Millis) -> Bool {
+        guard let bundle = try? PrekeyBundle(decoding: packet.payload[...]) else {
+            refusals.prekeys += 1
+            return false
+        }
+        let owner = Fingerprint(noiseStaticKey: bundle.noiseStaticKey)
+        let card = present[packet.senderID]?.info
+        let key = card.flatMap { $0.fingerprint == owner ? $0.signingKey : nil } ?? pins[owner]
+        guard owner.peerID == packet.senderID, let key, packet.signature != nil, PacketSigning.isValid(packet, publicKey: key),
+              PrekeySigning.isValid(bundle, signingKey: key) else {
+            refusals.prekeys += 1
+            return false
+        }
+        switch prekeys.take(bundle, packet: packet, now: wall(now)) {
+        case .accepted:
+            router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now)))
+            return true
+        case .duplicate:
+            return true
+        case .outdated:
+            return false // an older bundle than the one held: not handed on
+        }
     }
 
     /// A new post (or tombstone) the router delivered: shown.
@@ -732,7 +774,10 @@ public struct NodeCore: Sendable {
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
         // Expired posts leave the board, and the sync round, within a minute.
-        if board != nil, now >= (boardProvidedAt ?? 0) + 60_000 { provideBoard(now: now) }
+        if now >= (boardProvidedAt ?? 0) + 60_000 {
+            if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
+            router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now))) // past 24 h they leave the round
+        }
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
         if !linkClocks.isEmpty { checkClock(now: now) }
@@ -999,6 +1044,7 @@ public struct NodeCore: Sendable {
             "node.linkClocks": linkClocks.count,
             "node.boardPosts": board?.postCount ?? 0,
             "node.voiceBursts": voice.count,
+            "node.prekeyBundles": prekeys.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1339,6 +1385,8 @@ public struct NodeCore: Sendable {
             showBoard(packet, hops: hops, now: now)
         case .voiceFrame where packet.isBroadcast:
             takeVoice(packet.payload, from: sender, isPrivate: false, now: now)
+        case .prekeyBundle where packet.isBroadcast:
+            _ = takesPrekeys(packet, now: now) // one that waited for its announce is taken now
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:

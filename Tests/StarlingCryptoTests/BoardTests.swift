@@ -113,7 +113,7 @@ import Testing
         let out = try await PythonEnvironment.run("board_vectors.py")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: String], "\(out)")
         #expect(parsed["publicKey"] == Array(BoardTests.key.publicKey.rawRepresentation).map { String(format: "%02x", $0) }.joined())
-        for name in ["board-post", "board-post-urgent", "board-tombstone"] {
+        for name in ["board-post", "board-post-urgent", "board-tombstone", "prekey-bundle"] {
             let theirs = try #require(parsed[name], "no \(name) in \(out)")
             #expect(theirs == (try CryptoDocumentationExampleTests.example(name)).map { String(format: "%02x", $0) }.joined(), "\(name)")
         }
