@@ -251,7 +251,7 @@ extension ChatScreen {
                 say("  [\(Self.day(p.createdAt))] \(EventPrinter.boardLine(p)) · \(p.postID.hexString.prefix(8)) until \(Self.day(p.expiresAt))")
             }
         case "post"?, "urgent"?:
-            guard words.count == 2 else { say("usage: /board post TEXT"); return }
+            guard words.count == 2 else { say("usage: /board \(words[0]) TEXT"); return }
             do {
                 let p = try await client.postToBoard(words[1], urgent: words[0] == "urgent", days: 1)
                 say("* posted on the board for a day (\(p.postID.hexString.prefix(8))): \(DisplayText.clean(p.content))")
