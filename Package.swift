@@ -362,7 +362,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingMessengerTests",
-        dependencies: ["StarlingMessenger", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
+        dependencies: ["StarlingMessenger", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately", "StarlingQR",
                        .product(name: "Logging", package: "swift-log")]
     ),

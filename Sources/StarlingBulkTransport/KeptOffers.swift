@@ -85,9 +85,12 @@ public struct KeptOffers: Sendable {
 
     /// The files the readable records name, by transfer ID (hex), removing
     /// nothing: what an owner of the files (the daemon's uploads) must keep.
-    public func files() -> [String: URL] {
+    /// None when the directory does not exist; throws when it cannot be read
+    /// (then nobody knows what is kept, and an owner must remove nothing).
+    public func files() throws -> [String: URL] {
         let fm = FileManager.default
-        guard let names = try? fm.contentsOfDirectory(atPath: directory.path) else { return [:] } // none kept yet
+        guard fm.fileExists(atPath: directory.path) else { return [:] } // none kept yet
+        let names = try fm.contentsOfDirectory(atPath: directory.path)
         var files: [String: URL] = [:]
         for name in names where name.hasSuffix(".kept") {
             if let r = Self.parse(fm.contents(atPath: directory.appendingPathComponent(name).path)) {

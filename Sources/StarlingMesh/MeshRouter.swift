@@ -641,6 +641,13 @@ public struct MeshRouter: Sendable {
         let filter = GCSFilter(ids: Array(ids), budget: sync.filterBudget, falsePositiveRate: sync.falsePositiveRate,
                                spread: syncRound % 64, spendSpareBudget: true)
         guard let payload = try? RequestSync(filter: filter, types: round.types).encoded() else { return [] }
+        return sendSyncRequest(payload: payload, from: me, on: links, now: now)
+    }
+
+    /// Sends a REQUEST_SYNC (TTL 0, signed when a signer is set) on `links`,
+    /// counted, and marked as ours so that an echo is not taken. A filter
+    /// larger than a link's frame goes in fragments (TTL 0: never relayed).
+    private mutating func sendSyncRequest(payload: [UInt8], from me: PeerID, on links: [LinkID], now: Millis) -> [Action] {
         var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
         signer?(&request)
         guard let bytes = try? Self.wireBytes(request) else { return [] }
@@ -670,15 +677,7 @@ public struct MeshRouter: Sendable {
         gossip = store
         syncRound &+= 1
         guard let payload = try? RequestSync(filter: store.filter(spread: syncRound % 64)).encoded() else { return [] }
-        var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
-        signer?(&request)
-        guard let bytes = try? Self.wireBytes(request) else { return [] }
-        _ = dedup.insert(PacketID(request).high, now: now)
-        statistics.syncRequestsSent += 1
-        statistics.syncRequestBytes += bytes.count
-        for link in links { syncAsked[link] = now }
-        // A filter larger than a link's frame goes in fragments (TTL 0: never relayed).
-        return transmit(bytes, packet: request, on: links.sorted(), now: now)
+        return sendSyncRequest(payload: payload, from: me, on: links, now: now)
     }
 
     /// Sends back, on the link it came from, what a REQUEST_SYNC's filter lacks.

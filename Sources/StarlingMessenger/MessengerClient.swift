@@ -34,7 +34,7 @@ public protocol MessengerClient: Sendable {
     func send(_ text: String, to conversation: UserID) async throws -> MessageRecord
     func sendPublic(_ text: String) async throws
     /// The mesh board's live posts, urgent first, then the newest.
-    func boardPosts() async throws -> [BoardPost]
+    func boardPosts() async throws -> [BoardEntry]
     /// Posts on the mesh's board for `days` (1 to 7).
     func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost
     /// Deletes one of our posts (its ID, hex, or its first digits).
@@ -277,7 +277,7 @@ public struct LocalMessengerClient: MessengerClient {
         do { try await node.sendPublic(text) } catch { throw MessengerClientError(.badRequest, "\(error)") }
     }
 
-    public func boardPosts() async throws -> [BoardPost] { await node.boardPosts }
+    public func boardPosts() async throws -> [BoardEntry] { await node.boardPosts }
 
     public func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost {
         guard (1...7).contains(days) else { throw MessengerClientError(.badRequest, "a board post lives 1 to 7 days") }
@@ -287,8 +287,7 @@ public struct LocalMessengerClient: MessengerClient {
     }
 
     public func deleteBoardPost(_ postID: String) async throws {
-        let mine = Array(node.identity.signingKey.publicKey.rawRepresentation)
-        let matching = await node.boardPosts.filter { $0.authorKey == mine && $0.postID.hexString.hasPrefix(postID.lowercased()) }
+        let matching = await node.boardPosts.filter { $0.ours && $0.post.postID.hexString.hasPrefix(postID.lowercased()) }.map(\.post)
         guard let post = matching.first, !postID.isEmpty else { throw MessengerClientError(.notFound, "no post of ours starts \(postID)") }
         guard matching.count == 1 else { throw MessengerClientError(.conflict, "\(matching.count) of our posts start \(postID): give more of the ID") }
         do { try await node.deleteBoardPost(post.postID) } catch { throw MessengerClientError(.badRequest, "\(error)") }

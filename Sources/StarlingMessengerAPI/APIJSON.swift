@@ -87,6 +87,21 @@ public enum APIJSON {
          "signature": p.signature.hexString]
     }
 
+    /// A board post as shown: its fields, `ours` (ours to delete), `author`
+    /// (the verified name, absent when the key is no peer's we know) and `shownName`.
+    static func boardEntry(_ e: BoardEntry) -> Object {
+        var o = boardPost(e.post)
+        o["ours"] = e.ours
+        o["shownName"] = e.shownName
+        if let author = e.author { o["author"] = author }
+        return o
+    }
+
+    static func readBoardEntry(_ any: Any) throws -> BoardEntry {
+        let f = try Fields(any)
+        return BoardEntry(post: try readBoardPost(any), author: (any as? [String: Any])?["author"] as? String, ours: try f.bool("ours"))
+    }
+
     static func readBoardPost(_ any: Any) throws -> BoardPost {
         let f = try Fields(any)
         func bytes(_ k: String) throws -> [UInt8] {

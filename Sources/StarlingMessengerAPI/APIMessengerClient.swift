@@ -137,8 +137,8 @@ public struct APIMessengerClient: MessengerClient {
 
     public func sendPublic(_ text: String) async throws { _ = try await post("/v1/public", ["text": text]) }
 
-    public func boardPosts() async throws -> [BoardPost] {
-        try ((try await get("/v1/board")) as? [Any] ?? []).map(APIJSON.readBoardPost)
+    public func boardPosts() async throws -> [BoardEntry] {
+        try ((try await get("/v1/board")) as? [Any] ?? []).map(APIJSON.readBoardEntry)
     }
 
     public func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost {

@@ -76,9 +76,7 @@ public final class APIServer: Sendable {
         self.configuration = configuration
         log = EventLog(capacity: configuration.eventCapacity)
         let outgoing = configuration.directory.appendingPathComponent("files/outgoing", isDirectory: true)
-        uploads = Uploads(adopting: (configuration.keptOffers.map { KeptOffers(directory: $0).files() } ?? [:]).filter {
-            $0.value.deletingLastPathComponent().deletingLastPathComponent().standardizedFileURL.path == outgoing.standardizedFileURL.path
-        })
+        uploads = Uploads.atStart(keptOffers: configuration.keptOffers, outgoing: outgoing)
     }
 
     /// 32 random bytes, hex.
@@ -146,22 +144,38 @@ public final class APIServer: Sendable {
         /// The daemon's bound: at most 64 offers are served at once, so 128 is plenty.
         static let capacity = 128
 
-        /// The directories of the uploads adopted at the start.
-        nonisolated let keptAtStart: Set<String>
+        /// The directories of the uploads adopted at the start; nil when the
+        /// kept offers could not be read (then every directory is kept).
+        nonisolated let keptAtStart: Set<String>?
 
-        init(adopting kept: [String: URL]) {
-            keptAtStart = Set(kept.values.map { $0.deletingLastPathComponent().lastPathComponent })
-            for (id, url) in kept.sorted(by: { $0.key < $1.key }) {
+        /// Adopts the uploads `kept` names; nil: what is kept is unknown, so
+        /// nothing is adopted and nothing will be cleared.
+        init(adopting kept: [String: URL]?) {
+            keptAtStart = kept.map { Set($0.values.map { $0.deletingLastPathComponent().lastPathComponent }) }
+            for (id, url) in (kept ?? [:]).sorted(by: { $0.key < $1.key }) {
                 byTransfer[id] = url
                 order.append(id)
             }
         }
 
+        /// The uploads a start adopts: the kept offers' files that are copies
+        /// under `outgoing`. Kept offers that cannot be read adopt none and
+        /// clear none (a daemon that cannot read them must not delete what a
+        /// resuming receiver still needs).
+        static func atStart(keptOffers: URL?, outgoing: URL) -> Uploads {
+            guard let keptOffers else { return Uploads(adopting: [:]) }
+            guard let files = try? KeptOffers(directory: keptOffers).files() else { return Uploads(adopting: nil) } // unreadable: keep all
+            return Uploads(adopting: files.filter {
+                $0.value.deletingLastPathComponent().deletingLastPathComponent().standardizedFileURL.path == outgoing.standardizedFileURL.path
+            })
+        }
+
         /// The directories under `outgoing` that no adopted transfer names are
-        /// removed: uploads of an earlier run whose offers are gone.
-        nonisolated static func clear(_ outgoing: URL, keeping: Set<String>) throws {
+        /// removed: uploads of an earlier run whose offers are gone. `keeping`
+        /// nil removes nothing.
+        nonisolated static func clear(_ outgoing: URL, keeping: Set<String>?) throws {
             let fm = FileManager.default
-            guard fm.fileExists(atPath: outgoing.path) else { return }
+            guard let keeping, fm.fileExists(atPath: outgoing.path) else { return }
             for name in try fm.contentsOfDirectory(atPath: outgoing.path) where !keeping.contains(name) {
                 try fm.removeItem(at: outgoing.appendingPathComponent(name))
             }
@@ -464,19 +478,14 @@ public final class APIServer: Sendable {
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
-        let ourKey = Array(c.node.identity.signingKey.publicKey.rawRepresentation)
         v1.get("board") { _, _ in
-            Self.json(try await Self.call { try await c.boardPosts() }.map { p in
-                var o = APIJSON.boardPost(p)
-                o["ours"] = p.authorKey == ourKey // ours to delete
-                return o
-            })
+            Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
         }
         v1.post("board") { request, context in
             struct Post: Decodable { var text: String; var urgent: Bool?; var days: Int? }
             let body = try await request.decode(as: Post.self, context: context)
             let post = try await Self.call { try await c.postToBoard(body.text, urgent: body.urgent ?? false, days: body.days ?? 1) }
-            return Self.json(APIJSON.boardPost(post), status: .created)
+            return Self.json(APIJSON.boardEntry(BoardEntry(post: post, author: await c.node.currentNickname, ours: true)), status: .created)
         }
         v1.delete("board/:id") { _, context in
             let id = try context.parameters.require("id")

@@ -885,7 +885,7 @@ public actor MeshNode {
     }
 
     /// The live board posts, urgent first, then the newest.
-    public var boardPosts: [BoardPost] { core.boardPosts(now: readClock()) }
+    public var boardPosts: [BoardEntry] { core.boardPosts(now: readClock()) }
 
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
     /// first when there is no session). Returns its message ID.

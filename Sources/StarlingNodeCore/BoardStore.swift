@@ -14,6 +14,35 @@ import StarlingWire
 /// not yet seen there would make its author's real one a duplicate. Posts are
 /// self-authenticating (each signed by the key it carries): callers pass only
 /// packets whose signature holds.
+/// A board post as a person is shown it: the post, and who wrote it as far
+/// as this node can tell. A post is signed by the key it carries, but its
+/// nickname is the author's own claim: anyone can post as "alice". Only a key
+/// this node ties to a peer (a verified announce now, or our own) names them.
+public struct BoardEntry: Hashable, Sendable {
+    public var post: BoardPost
+    /// The announced name of the peer whose verified announce carries the
+    /// post's author key (ours: our own nickname); nil when no peer present
+    /// has that key, and the post's nickname is only a claim.
+    public var author: String?
+    /// Written with our own key: ours to delete.
+    public var ours: Bool
+
+    public init(post: BoardPost, author: String?, ours: Bool) {
+        self.post = post
+        self.author = author
+        self.ours = ours
+    }
+
+    /// The name to show: the peer's, or the post's own claim marked with "?"
+    /// and the first 8 hex digits of its key ("alice? 03a107bf"), so that two
+    /// strangers calling themselves alice are told apart from her and each other.
+    public var shownName: String {
+        if let author { return DisplayText.clean(author) }
+        let claim = DisplayText.clean(post.nickname.isEmpty ? "anonymous" : post.nickname)
+        return "\(claim)? \(post.authorKey.prefix(4).map { String(format: "%02x", $0) }.joined())"
+    }
+}
+
 public struct BoardStore: Sendable {
     public struct Configuration: Hashable, Sendable {
         public var maxPosts = 200

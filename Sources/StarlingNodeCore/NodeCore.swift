@@ -135,10 +135,13 @@ public struct NodeCore: Sendable {
         /// A prekey bundle that does not decode, is not its sender's own, or
         /// whose signatures do not hold under the sender's announced key.
         public var prekeys = 0
+        /// A live voice burst packet (public or private) that does not decode:
+        /// not kept (a signed public one is still relayed, as iOS does).
+        public var voice = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board + prekeys
+                + outdatedAnnounce + board + prekeys + voice
         }
     }
 
@@ -651,7 +654,7 @@ public struct NodeCore: Sendable {
         boardTaken = nil
         guard let decoded = try? BoardPacket(decoding: packet.payload[...]) else { return }
         switch decoded {
-        case let .post(post): emit(.boardPost(post, from: packet.senderID, hops: hops))
+        case let .post(post): emit(.boardPost(boardEntry(post), from: packet.senderID, hops: hops))
         case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
         }
     }
@@ -710,8 +713,16 @@ public struct NodeCore: Sendable {
         perform(router.originate(packet, now: now), now: now)
     }
 
-    /// The live posts, urgent first, then the newest first.
-    public func boardPosts(now: Millis) -> [BoardPost] { board?.currentPosts(now: wall(now)) ?? [] }
+    /// The live posts, urgent first, then the newest first, with who wrote them.
+    public func boardPosts(now: Millis) -> [BoardEntry] { (board?.currentPosts(now: wall(now)) ?? []).map(boardEntry) }
+
+    /// A post with its author as far as we can tell: ours, or a peer present
+    /// whose verified announce carries the post's key (``BoardEntry``).
+    public func boardEntry(_ post: BoardPost) -> BoardEntry {
+        if post.authorKey == identity.signingPublicKey { return BoardEntry(post: post, author: configuration.nickname, ours: true) }
+        let author = present.entries.values.filter { $0.info.signingKey == post.authorKey }.map(\.info.nickname).min()
+        return BoardEntry(post: post, author: author, ours: false)
+    }
 
     /// What the board holds, as the packets that carried it (to keep on disk).
     public func boardPackets(now: Millis) -> [Packet] { board?.syncPackets(now: wall(now)) ?? [] }
@@ -1536,7 +1547,10 @@ public struct NodeCore: Sendable {
     /// A live voice burst packet (public, signed by its sender; or private, in its Noise session).
     private mutating func takeVoice(_ bytes: [UInt8], from sender: PeerID, isPrivate: Bool, now: Millis) {
         // One that does not decode is dropped (relayed if public and signed, as iOS does).
-        guard let burst = try? VoiceBurst(decoding: bytes[...]) else { return }
+        guard let burst = try? VoiceBurst(decoding: bytes[...]) else {
+            refusals.voice += 1
+            return
+        }
         for note in voice.take(burst, from: sender, isPrivate: isPrivate, bytes: bytes.count, now: now) { outbox.append(.saveVoice(note)) }
     }
 

@@ -52,8 +52,9 @@ public enum NodeEvent: Sendable {
     /// (``MeshNode/answerFileOffer(_:accept:)``) before it is withdrawn.
     case fileOffered(from: PeerID, transferID: String, name: String, size: Int, mimeType: String?)
     /// A new post on the mesh board (0x23), signed by the key it carries
-    /// (`post.authorKey`); `from`: the packet's sender, not proven to be its author.
-    case boardPost(BoardPost, from: PeerID, hops: Int)
+    /// (`post.authorKey`), with who wrote it as far as the node can tell
+    /// (``BoardEntry/author``); `from`: the packet's sender, not proven to be its author.
+    case boardPost(BoardEntry, from: PeerID, hops: Int)
     /// A post was deleted by its author (a signed tombstone).
     case boardPostDeleted(postID: [UInt8], authorKey: [UInt8])
     /// A live voice burst came (public, or privately to us), saved as an
@@ -128,7 +129,7 @@ extension NodeEvent: Encodable {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits, mimeType
-        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`
+        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -254,7 +255,11 @@ extension NodeEvent: Encodable {
             try c.encode(key.hexString, forKey: .signingKey)
         case let .notice(text):
             try c.encode(text, forKey: .text)
-        case let .boardPost(post, from, hops):
+        case let .boardPost(entry, from, hops):
+            let post = entry.post
+            try c.encodeIfPresent(entry.author, forKey: .author)
+            try c.encode(entry.ours, forKey: .ours)
+            try c.encode(entry.shownName, forKey: .shownName)
             try c.encode(from.description, forKey: .from)
             try c.encode(hops, forKey: .hops)
             try c.encode(post.nickname, forKey: .nickname)
@@ -367,7 +372,9 @@ extension NodeEvent: Decodable {
                                  nickname: try text(.nickname), createdAt: try c.decode(UInt64.self, forKey: .createdAt),
                                  expiresAt: try c.decode(UInt64.self, forKey: .expiresAt), flags: try c.decode(UInt8.self, forKey: .flags),
                                  signature: try bytes(.signature))
-            self = .boardPost(post, from: try peer(.from), hops: try int(.hops))
+            self = .boardPost(BoardEntry(post: post, author: try c.decodeIfPresent(String.self, forKey: .author),
+                                         ours: try c.decodeIfPresent(Bool.self, forKey: .ours) ?? false),
+                              from: try peer(.from), hops: try int(.hops))
         case "voice":
             self = .voiceNote(from: try peer(.from), path: try text(.path), durationMillis: try int(.durationMillis),
                               isPrivate: try c.decode(Bool.self, forKey: .private))

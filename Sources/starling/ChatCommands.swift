@@ -135,6 +135,7 @@ extension ChatScreen {
               refused: malformed \(s.malformed), from blocked senders \(s.blockedDropped), TTL clamped \(s.ttlClamped), too large to send \(s.unsendable)
               refused before relaying: forged \(r.forged), unverifiable \(r.unverifiable), stale \(r.stale), our own ID \(r.ownID), oversized \(r.oversized), replayed \(r.replayed), handshakes over budget \(r.handshakeBudget)
               announces refused: signing key not the pinned one \(r.pinMismatch), older than the last taken \(r.outdatedAnnounce)
+              refused, not kept: board posts \(r.board), prekey bundles \(r.prekeys), voice packets that do not decode \(r.voice)
             """)
         case "/nick":
             guard words.count >= 2 else { say("usage: /nick NAME"); return true }
@@ -244,11 +245,12 @@ extension ChatScreen {
     func board(_ words: [String]) async {
         switch words.first {
         case nil:
-            let posts: [BoardPost]
-            do { posts = try await client.boardPosts() } catch { say("! \(error)"); return }
-            if posts.isEmpty { say("* the board is empty (/board post TEXT)") }
-            for p in posts {
-                say("  [\(Self.day(p.createdAt))] \(EventPrinter.boardLine(p)) · \(p.postID.hexString.prefix(8)) until \(Self.day(p.expiresAt))")
+            let entries: [BoardEntry]
+            do { entries = try await client.boardPosts() } catch { say("! \(error)"); return }
+            if entries.isEmpty { say("* the board is empty (/board post TEXT)") }
+            for e in entries {
+                let p = e.post
+                say("  [\(Self.day(p.createdAt))] \(EventPrinter.boardLine(e)) · \(p.postID.hexString.prefix(8)) until \(Self.day(p.expiresAt))")
             }
         case "post"?, "urgent"?:
             guard words.count == 2 else { say("usage: /board \(words[0]) TEXT"); return }

@@ -220,10 +220,10 @@ extension ChatScreen {
                 let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
                 say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
             }
-        case let .boardPost(post, _, _):
-            let line = EventPrinter.boardLine(post)
+        case let .boardPost(entry, _, _):
+            let post = entry.post, line = EventPrinter.boardLine(entry)
             if let screen {
-                let by = DisplayText.clean(post.nickname.isEmpty ? "anonymous" : post.nickname)
+                let by = entry.shownName
                 screen.append(.init(time: FullScreen.clock(post.createdAt), nick: "board",
                                     text: "<\(by)> " + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : ""),
                                     highlight: post.isUrgent), to: ChatBuffers.publicName)

@@ -204,8 +204,11 @@ struct EventPrinter: Sendable {
     }
 
     /// A board post as a person reads it: "[board] <alice> water at gate 2 (urgent)".
-    static func boardLine(_ post: BoardPost) -> String {
-        "[board\(post.geohash.isEmpty ? "" : " #\(post.geohash)")] <\(DisplayText.clean(post.nickname.isEmpty ? "anonymous" : post.nickname))> "
+    /// `[board] <alice> TEXT`, or `<alice? 03a107bf>` when the post's key is
+    /// no peer's this node knows (its nickname is only a claim).
+    static func boardLine(_ entry: BoardEntry) -> String {
+        let post = entry.post
+        return "[board\(post.geohash.isEmpty ? "" : " #\(post.geohash)")] <\(entry.shownName)> "
             + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
     }
 

@@ -32,6 +32,7 @@ import Testing
         #expect(shown?["nickname"] as? String == "python")
         let board = await node.waitFor { $0["event"] as? String == "board" && $0["text"] as? String == "board from python" }
         #expect(board?["nickname"] as? String == "python" && board?["urgent"] as? Bool == false, "\(node.text)")
+        #expect(board?["author"] as? String == "python", "the Python peer's announce carries the post's key: \(node.text)")
         // The node read the capabilities its announce gave (0x40 0x01: bits 6 and 8).
         let pythonID = await node.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "python" }?["peerID"] as? String
         let caps = await node.waitFor { $0["event"] as? String == "capabilities" && $0["peerID"] as? String == pythonID && ($0["bits"] as? Int) != nil }

@@ -160,6 +160,8 @@ import Glibc
         let board = try #require(got, "carol:\n\(carol.text)")
         #expect(board["text"] as? String == "water at gate 2" && board["urgent"] as? Bool == true && board["nickname"] as? String == "alice")
         #expect(board["geohash"] as? String == "" && board["hops"] as? Int == 2)
+        // alice's announce reached carol, verified: the post is alice's by her key, not only by its claim.
+        #expect(board["author"] as? String == "alice" && board["shownName"] as? String == "alice", "\(board)")
         let lifetime = (board["expiresAt"] as? Int ?? 0) - (board["createdAt"] as? Int ?? 0)
         #expect(lifetime == 2 * 86_400_000)
         // Bad input is a usage error (64), in words.

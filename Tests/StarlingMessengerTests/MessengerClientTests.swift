@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import StarlingCrypto
+import StarlingBulkTransport
 import StarlingMessenger
 @testable import StarlingMessengerAPI
 import StarlingNode
@@ -232,16 +233,22 @@ import StarlingYaOKStore
         let post = try await remote.postToBoard("water at gate 2", urgent: true, days: 3)
         #expect(post.isUrgent && post.expiresAt - post.createdAt == 3 * 86_400_000 && BoardSigning.isValid(.post(post)))
         let (mine, theirs) = (try await local.boardPosts(), try await remote.boardPosts())
-        #expect(mine == [post] && theirs == [post])
-        #expect(await Self.eventually { await b.node.boardPosts == [post] })
+        // Ours, by ann's own name, whichever face asks (the messenger says so, not the route).
+        let annsOwn = BoardEntry(post: post, author: "ann", ours: true)
+        #expect(mine == [annsOwn] && theirs == [annsOwn])
+        // On bob's node: not his, and by ann (her verified announce carries the post's key).
+        #expect(await Self.eventually { await b.node.boardPosts == [BoardEntry(post: post, author: "ann", ours: false)] })
         let bobs = try await b.node.postToBoard("bread at noon")
-        #expect(await Self.eventually { await seen.boardPosts.contains(bobs) }, "bob's post on the API's event stream, whole")
-        #expect(try await remote.boardPosts() == [post, bobs]) // urgent first
+        #expect(await Self.eventually { await seen.boardPosts.contains(BoardEntry(post: bobs, author: "bob", ours: false)) },
+                "bob's post on the API's event stream, whole, by bob")
+        #expect(try await remote.boardPosts() == [annsOwn, BoardEntry(post: bobs, author: "bob", ours: false)]) // urgent first
         await #expect(throws: MessengerClientError.self) { _ = try await remote.postToBoard("x", urgent: false, days: 8) }
         await #expect(throws: MessengerClientError.self) { try await remote.deleteBoardPost("ffffffff") }
+        // Bob's post is not ann's to delete, whatever its ID.
+        await #expect(throws: MessengerClientError.self) { try await remote.deleteBoardPost(String(bobs.postID.hexString.prefix(8))) }
         try await remote.deleteBoardPost(String(post.postID.hexString.prefix(8)))
-        #expect(try await remote.boardPosts() == [bobs])
-        #expect(await Self.eventually { await b.node.boardPosts == [bobs] })
+        #expect(try await remote.boardPosts().map(\.post) == [bobs])
+        #expect(await Self.eventually { await b.node.boardPosts.map(\.post) == [bobs] })
 
         // A message for someone not here waits: counted, both ways (from the messenger's memory).
         #expect(try await local.summary().pending == 0)
@@ -426,6 +433,29 @@ import StarlingYaOKStore
         #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["u4"])
     }
 
+    /// A daemon whose kept offers cannot be read deletes no upload: a receiver
+    /// may still be resuming one. The control: readable and empty, the same
+    /// copies are stale and go.
+    @Test func unreadableKeptOffersClearNoUpload() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("uploads-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let outgoing = root.appendingPathComponent("files/outgoing"), offered = root.appendingPathComponent("files/offered")
+        try FileManager.default.createDirectory(at: outgoing.appendingPathComponent("u1"), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: offered.path, contents: Data([1])) // a file where the directory should be
+        #expect(throws: (any Error).self) { try KeptOffers(directory: offered).files() }
+        let unreadable = APIServer.Uploads.atStart(keptOffers: offered, outgoing: outgoing)
+        #expect(unreadable.keptAtStart == nil)
+        try APIServer.Uploads.clear(outgoing, keeping: unreadable.keptAtStart)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outgoing.path) == ["u1"])
+        // Control: an empty, readable record keeps nothing, so the stale copy goes.
+        try FileManager.default.removeItem(at: offered)
+        try FileManager.default.createDirectory(at: offered, withIntermediateDirectories: true)
+        #expect(try KeptOffers(directory: offered).files().isEmpty)
+        let readable = APIServer.Uploads.atStart(keptOffers: offered, outgoing: outgoing)
+        try APIServer.Uploads.clear(outgoing, keeping: readable.keptAtStart)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outgoing.path).isEmpty)
+    }
+
     actor Incoming {
         var records: [(UserID, MessageRecord)] = []
         func add(_ e: MessengerEvent) { if case let .privateMessage(c, r, _, _, _, _) = e { records.append((c, r)) } }
@@ -444,7 +474,7 @@ import StarlingYaOKStore
 
     actor SeenEvents {
         var states: [String: MessageState] = [:]
-        var boardPosts: [BoardPost] = []
+        var boardPosts: [BoardEntry] = []
         func add(_ e: MessengerEvent) {
             if case let .node(.boardPost(p, _, _)) = e { boardPosts.append(p) }
             if case let .progress(_, record) = e, let id = record.transportID, let s = record.progress?.state { states[id] = max(states[id] ?? s, s) }

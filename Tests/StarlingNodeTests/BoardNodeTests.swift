@@ -12,11 +12,11 @@ import StarlingWire
 extension InProcessNodes {
 @Suite struct BoardNodeTests {
     static func posts(_ net: EmbeddedNetwork, _ node: Int) -> [BoardPost] {
-        net.events[node].compactMap { if case let .boardPost(p, _, _) = $0 { p } else { nil } }
+        net.events[node].compactMap { if case let .boardPost(e, _, _) = $0 { e.post } else { nil } }
     }
 
     /// A signed board packet by `key` (a post unless `tombstone`), stamped `at`.
-    static func packet(_ key: Curve25519.Signing.PrivateKey, sender: PeerID, content: String = "notice", postID: [UInt8]? = nil,
+    static func packet(_ key: Curve25519.Signing.PrivateKey, sender: PeerID, content: String = "notice", nickname: String = "x", postID: [UInt8]? = nil,
                        created: UInt64, lifetime: UInt64 = 86_400_000, at stamp: UInt64? = nil, tombstone: Bool = false) throws -> Packet {
         let id = postID ?? (0..<16).map { _ in UInt8.random(in: 0...255) }
         let board: BoardPacket
@@ -25,12 +25,36 @@ extension InProcessNodes {
             try BoardSigning.sign(&t, with: key)
             board = .tombstone(t)
         } else {
-            var p = BoardPost(postID: id, geohash: "", content: content, authorKey: [], nickname: "x", createdAt: created,
+            var p = BoardPost(postID: id, geohash: "", content: content, authorKey: [], nickname: nickname, createdAt: created,
                               expiresAt: created + lifetime)
             try BoardSigning.sign(&p, with: key)
             board = .post(p)
         }
         return Packet(type: .boardPost, ttl: 7, timestamp: stamp ?? created, senderID: sender, payload: board.encoded())
+    }
+
+    /// A post's nickname is its author's claim: a key no peer here announces
+    /// is shown as "alice? KEY", never as alice. The control: the same name
+    /// from the key alice's verified announce carries is shown as alice.
+    @Test func aPostByAKeyNoPeerAnnouncesIsShownAsAClaim() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim)
+        let alice = Identity.generate(), stranger = Identity.generate()
+        net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
+        net.run(for: 100)
+        net.inject(try Self.packet(stranger.signingKey, sender: stranger.peerID, content: "free food", nickname: "alice", created: net.now).encoded(), on: raw)
+        net.inject(try Self.packet(alice.signingKey, sender: alice.peerID, content: "water here", nickname: "alice", created: net.now).encoded(), on: raw)
+        net.run(for: 500)
+        let shown = net.events[victim].compactMap { if case let .boardPost(e, _, _) = $0 { e } else { nil } }
+        let forged = try #require(shown.first { $0.post.content == "free food" })
+        let real = try #require(shown.first { $0.post.content == "water here" })
+        let prefix = stranger.signingPublicKey.prefix(4).map { String(format: "%02x", $0) }.joined()
+        #expect(forged.author == nil && forged.shownName == "alice? \(prefix)" && !forged.ours)
+        #expect(real.author == "alice" && real.shownName == "alice" && !real.ours)
+        let line = String(decoding: try JSONEncoder().encode(NodeEvent.boardPost(forged, from: stranger.peerID, hops: 1)), as: UTF8.self)
+        #expect(line.contains("\"shownName\":\"alice? \(prefix)\"") && !line.contains("\"author\""))
+        #expect(net.nodes[victim].boardPosts(now: net.now).map(\.shownName).sorted() == ["alice", "alice? \(prefix)"])
     }
 
     @Test func aPostCrossesThreeHopsAndIsShownOnceEverywhere() throws {
@@ -43,7 +67,7 @@ extension InProcessNodes {
         for n in 1...3 {
             let seen = Self.posts(net, n)
             #expect(seen.count == 1 && seen.first == post, "node \(n): \(seen)")
-            #expect(net.nodes[n].boardPosts(now: net.now).map(\.content) == ["water at gate 2"])
+            #expect(net.nodes[n].boardPosts(now: net.now).map(\.post.content) == ["water at gate 2"])
         }
         let hops = net.events[3].compactMap { if case let .boardPost(_, _, h) = $0 { h } else { nil } }
         #expect(hops == [3])
@@ -93,10 +117,10 @@ extension InProcessNodes {
         #expect(net.nodes[1].boardPosts(now: net.now).count == 2)
         net.run(for: 3_600_000 + 120_000)
         for n in 0...2 {
-            #expect(net.nodes[n].boardPosts(now: net.now).map(\.content) == ["a week"], "node \(n)")
+            #expect(net.nodes[n].boardPosts(now: net.now).map(\.post.content) == ["a week"], "node \(n)")
             #expect(net.nodes[n].router.providedCount == 1, "node \(n): the expired post leaves the sync round")
         }
-        let week = try #require(net.nodes[1].boardPosts(now: net.now).first)
+        let week = try #require(net.nodes[1].boardPosts(now: net.now).first?.post)
         #expect(week.expiresAt - week.createdAt == BoardPacket.maxLifetime)
     }
 
@@ -209,7 +233,7 @@ extension InProcessNodes {
         let n = net.addNode("restored")
         let taken = net.on(n) { $0.restoreBoard(packets + [old, Packet(type: .boardPost, ttl: 7, timestamp: now, senderID: sender, payload: forged)], now: $1) }
         #expect(taken == 3)
-        #expect(net.nodes[n].boardPosts(now: net.now).map(\.content) == ["p2", "p1", "p0"])
+        #expect(net.nodes[n].boardPosts(now: net.now).map(\.post.content) == ["p2", "p1", "p0"])
         #expect(net.events[n].isEmpty, "nothing restored is shown again")
     }
 }

@@ -130,5 +130,27 @@ extension InProcessNodes {
         let relayedNow = (net.rawReceived[watcher] ?? []).compactMap { try? Packet(decoding: $0) }.filter { $0.type == .voiceFrame }
         #expect(relayedNow.count == 5)
     }
+
+    /// A signed public burst packet that does not decode is counted, not kept;
+    /// the control (the same speaker's decodable packet) is kept and not counted.
+    @Test func undecodableVoiceIsCounted() throws {
+        let net = EmbeddedNetwork()
+        let victim = net.addNode("victim")
+        let raw = net.openRawLink(to: victim)
+        let speaker = Identity.generate()
+        net.inject(try Announcement.make(identity: speaker, nickname: "speaker", timestamp: net.now).encoded(), on: raw)
+        net.run(for: 100)
+        func packet(_ payload: [UInt8]) throws -> [UInt8] {
+            var p = Packet(type: .voiceFrame, ttl: 7, timestamp: net.now, senderID: speaker.peerID, payload: payload, compress: false)
+            try PacketSigning.sign(&p, with: speaker.signingKey)
+            return try p.encoded()
+        }
+        net.inject(try packet([0xFF, 0x00, 0x01]), on: raw)
+        net.run(for: 100)
+        #expect(net.nodes[victim].refusals.voice == 1)
+        for b in Self.burst(2) { net.inject(try packet(b.encoded()), on: raw) }
+        net.run(for: 1_000)
+        #expect(net.nodes[victim].refusals.voice == 1 && net.savedVoice[victim].count == 1)
+    }
 }
 }

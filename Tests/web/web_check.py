@@ -171,7 +171,7 @@ try:
     alice.find_element(By.CSS_SELECTOR, "#notice-form button[type=submit]").click()
     notices = lambda d: d.execute_script("return [...document.querySelectorAll('#notices li')].map(l => l.textContent)")
     seen = wait(bob, lambda d: [n for n in notices(d) if "water at gate 2" in n], "bob's page shows alice's notice")
-    check(bool(seen) and "alice" in seen[0] and "urgent" in seen[0], "a notice from alice's page is on bob's board: %r" % (seen,))
+    check(bool(seen) and "alice:" in seen[0] and "alice?" not in seen[0] and "urgent" in seen[0], "a notice from alice's page is on bob's board: %r" % (seen,))
     check(not bob.find_elements(By.CSS_SELECTOR, "#notices button"), "bob cannot delete alice's notice")
     shot(bob, "web-board.png")
     wait(alice, lambda d: d.find_elements(By.CSS_SELECTOR, "#notices button"), "alice's page offers to delete hers")

@@ -256,7 +256,7 @@ async function refreshNotices() {
   for (const p of posts) {
     const until = new Date(p.expiresAt).toLocaleString([], { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
     const li = el("li", { class: p.urgent ? "urgent" : "" },
-      el("strong", { text: (p.nickname || "anonymous") + ": " }), el("span", { class: "notice-text", text: p.text }),
+      el("strong", { text: p.shownName + ": ", title: p.author ? undefined : "a key no peer here announces: the name is only what the poster claims" }), el("span", { class: "notice-text", text: p.text }),
       el("small", { text: ` ${p.urgent ? "· urgent " : ""}· until ${until}` }));
     if (p.ours) {
       const del = el("button", { type: "button", text: "Delete", "aria-label": "Delete the notice " + p.text });
@@ -684,7 +684,7 @@ function take(e) {
       break;
     }
     case "board":
-      if (e.urgent) notify("Urgent notice from " + (e.nickname || "anonymous"), e.text);
+      if (e.urgent) notify("Urgent notice from " + e.shownName, e.text);
       refreshNotices();
       break;
     case "boardDeleted":
