@@ -513,7 +513,7 @@ public struct MessengerCore: Sendable {
             switch r.kind {
             case .badAnnounce, .fileRefused, .fileNotSaved, .transport:
                 emit(.node(event)) // a person should know: the face says it
-            case .undecryptable, .handshakeFailed, .malformedPrivatePayload, .notText, .stately:
+            case .undecryptable, .handshakeFailed, .malformedPrivatePayload, .notText, .stately, .group:
                 // Internals (a session lost in a restart, a stranger's bad bytes): counted, not shown.
                 emit(.diagnostic(r))
             }

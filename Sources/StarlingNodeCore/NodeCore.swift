@@ -95,6 +95,10 @@ public struct NodeCore: Sendable {
         public var board: BoardStore.Configuration? = BoardStore.Configuration()
         /// The board's own sync round (REQUEST_SYNC naming type bit 8 only), as iOS asks.
         public var boardSyncInterval: Millis = 60_000
+        /// Private groups (docs/PROTOCOL.md, "Groups"): their bounds, and the
+        /// sync round of their messages (type bit 10).
+        public var groups = GroupTable.Configuration()
+        public var groupSyncInterval: Millis = 30_000
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -138,10 +142,14 @@ public struct NodeCore: Sendable {
         /// A live voice burst packet (public or private) that does not decode:
         /// not kept (a signed public one is still relayed, as iOS does).
         public var voice = 0
+        /// A group message that does not decode, or of a group we are in that
+        /// does not open or is signed by no member; a group state not from the
+        /// group's creator, not signed by them, or older than the one held.
+        public var groups = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board + prekeys + voice
+                + outdatedAnnounce + board + prekeys + voice + groups
         }
     }
 
@@ -222,6 +230,7 @@ public struct NodeCore: Sendable {
         var c = Self.capabilities
         if configuration.board != nil { c.formUnion(.board) }
         if configuration.bulk { c.formUnion(.wifiBulk) }
+        c.formUnion(.groups)
         return c
     }
 
@@ -323,6 +332,8 @@ public struct NodeCore: Sendable {
     public private(set) var board: BoardStore?
     /// Live voice bursts being put back together.
     private var voice = VoiceAssembler()
+    /// The private groups we belong to, and the group message packets kept for sync.
+    private var groupTable: GroupTable
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
@@ -337,6 +348,7 @@ public struct NodeCore: Sendable {
         self.identity = identity
         self.configuration = configuration
         self.nickname = configuration.nickname
+        self.groupTable = GroupTable(configuration: configuration.groups)
         var rng = SeededGenerator(seed: seed)
         var routing = configuration.router
         if configuration.board != nil, var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.boardPost) }) {
@@ -347,6 +359,12 @@ public struct NodeCore: Sendable {
         // Prekey bundles: a round of their own too (type bit 9, 60 s, 200), as iOS asks.
         if var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.prekeyBundle) }) {
             sync.rounds.append(GossipStore.Round(types: SyncTypes([.prekeyBundle]), interval: configuration.boardSyncInterval, capacity: 200))
+            routing.sync = sync
+        }
+        // Group messages: a round of their own (type bit 10, 30 s, 200); iOS names the bit in its message round.
+        if var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.groupMessage) }) {
+            sync.rounds.append(GossipStore.Round(types: SyncTypes([.groupMessage]), interval: configuration.groupSyncInterval,
+                                                 capacity: configuration.groups.maxPackets))
             routing.sync = sync
         }
         self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
@@ -459,7 +477,7 @@ public struct NodeCore: Sendable {
         let skew = wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall
         if skew <= configuration.freshness { return true }
         guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce || packet.type == .boardPost
-            || packet.type == .prekeyBundle, let link else { return false }
+            || packet.type == .prekeyBundle || packet.type == .groupMessage, let link else { return false }
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
@@ -757,6 +775,194 @@ public struct NodeCore: Sendable {
         }
     }
 
+    // MARK: Groups
+
+    public enum GroupError: Error, Hashable, Sendable, CustomStringConvertible {
+        case badName, unknownGroup, notCreator, full, notPresent(String), alreadyMember(String), notMember(String)
+        case creatorStays, empty, tooLong(Int), tooManyGroups, unsendable(String)
+        public var description: String {
+            switch self {
+            case .badName: "a group's name is 1 to \(GroupWire.maxNameCharacters) characters"
+            case .unknownGroup: "this node is in no such group"
+            case .notCreator: "only the group's creator changes who is in it"
+            case .full: "a group has at most \(GroupWire.maxMembers) members"
+            case let .notPresent(p): "\(p) is not here with a verified announce: invite them when they are"
+            case let .alreadyMember(n): "\(n) is in the group already"
+            case let .notMember(n): "\(n) is not in the group"
+            case .creatorStays: "the creator cannot be removed (leave the group instead)"
+            case .empty: "an empty message is not sent"
+            case let .tooLong(n): "a group message is at most 60,000 characters (this is \(n))"
+            case .tooManyGroups: "this node is in as many groups as it keeps"
+            case let .unsendable(why): "the group message cannot be sealed: \(why)"
+            }
+        }
+    }
+
+    /// The groups we belong to, without their keys.
+    public var groups: [GroupSummary] { groupTable.groups.values.map(GroupSummary.init).sorted { ($0.name, $0.groupID) < ($1.name, $1.groupID) } }
+
+    /// The groups with their keys and the groups left, as the messenger keeps them.
+    public var groupStates: [GroupState] { groupTable.groups.values.sorted { $0.groupID.lexicographicallyPrecedes($1.groupID) } }
+    public var groupsLeft: [(id: [UInt8], epoch: UInt32)] { groupTable.departed }
+
+    /// Restores what the messenger's store kept (states are checked again).
+    public mutating func restoreGroups(_ states: [GroupState], left: [(id: [UInt8], epoch: UInt32)]) {
+        groupTable.restore(states, departed: left)
+    }
+
+    private var myFingerprint: Fingerprint { identity.fingerprint }
+
+    private var me: GroupMember {
+        GroupMember(fingerprint: myFingerprint.bytes, signingKey: identity.signingPublicKey, nickname: nickname)
+    }
+
+    /// Makes a group with us alone in it, its creator (epoch 1, a new random
+    /// key): nothing goes on the wire until someone is invited.
+    @discardableResult
+    public mutating func createGroup(named name: String, now: Millis) throws(GroupError) -> GroupSummary {
+        let name = String(name.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        guard !name.isEmpty, name.count <= GroupWire.maxNameCharacters else { throw .badName }
+        guard groupTable.groups.count < configuration.groups.maxGroups else { throw .tooManyGroups }
+        var id = [UInt8](repeating: 0, count: 16)
+        var system = SystemRandomNumberGenerator()
+        for i in id.indices { id[i] = system.next() }
+        var state = GroupState(groupID: id, name: name, key: GroupTable.randomKey(), epoch: 1, members: [me], creatorFingerprint: myFingerprint.bytes)
+        do { try GroupSealing.sign(&state, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
+        groupTable.set(state)
+        emit(.groupChanged(GroupSummary(state), change: .created, by: nickname))
+        return GroupSummary(state)
+    }
+
+    /// Invites a peer here (a verified announce) into a group we made: a new
+    /// epoch and key, the state to them as an invite (0x06) and to every other
+    /// member as a key update (0x07), each in its Noise session.
+    public mutating func inviteToGroup(_ id: [UInt8], peer: PeerID, now: Millis) throws(GroupError) {
+        var state = try ownGroup(id)
+        guard let card = present[peer]?.info else { throw .notPresent(peer.description) }
+        guard !state.members.contains(where: { $0.fingerprint == card.fingerprint.bytes }) else { throw .alreadyMember(card.nickname) }
+        guard state.members.count < GroupWire.maxMembers else { throw .full }
+        state.members.append(GroupMember(fingerprint: card.fingerprint.bytes, signingKey: card.signingKey, nickname: card.nickname))
+        let invited = card.fingerprint.bytes
+        try rotate(&state, now: now) { $0.fingerprint == invited ? NoisePayload.Kind.groupInvite : NoisePayload.Kind.groupKeyUpdate }
+    }
+
+    /// Removes a member from a group we made: a new epoch and key for those
+    /// who stay; the one removed is told (a key update signed for the new
+    /// roster, with an all-zero key) and cannot read what follows.
+    public mutating func removeFromGroup(_ id: [UInt8], member fingerprint: Fingerprint, now: Millis) throws(GroupError) {
+        var state = try ownGroup(id)
+        guard fingerprint.bytes != state.creatorFingerprint else { throw .creatorStays }
+        guard let gone = state.members.first(where: { $0.fingerprint == fingerprint.bytes }) else { throw .notMember(fingerprint.hex.prefix(16).description) }
+        state.members.removeAll { $0.fingerprint == fingerprint.bytes }
+        try rotate(&state, now: now) { _ in NoisePayload.Kind.groupKeyUpdate }
+        var notice = state
+        notice.key = [UInt8](repeating: 0, count: 32)
+        do { try GroupSealing.sign(&notice, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
+        try? sendGroupState(notice, kind: NoisePayload.Kind.groupKeyUpdate, to: gone, now: now) // told if reachable; the new key is never theirs
+    }
+
+    /// Leaves a group: forgotten here with its key (nothing goes on the wire,
+    /// as iOS); a stale state of it will not bring it back, a new invite will.
+    public mutating func leaveGroup(_ id: [UInt8], now: Millis) throws(GroupError) {
+        guard let held = groupTable.leave(id) else { throw .unknownGroup }
+        emit(.groupChanged(GroupSummary(held), change: .left, by: nil))
+    }
+
+    /// Sends a message to a group we belong to: signed, sealed with the key of
+    /// its epoch, broadcast in an unsigned 0x25 packet (TTL 7) and kept for sync.
+    /// Returns its message ID.
+    @discardableResult
+    public mutating func sendToGroup(_ id: [UInt8], text: String, now: Millis) throws(GroupError) -> String {
+        guard let state = groupTable.groups[id] else { throw .unknownGroup }
+        guard !text.isEmpty else { throw .empty }
+        guard text.count <= 60_000 else { throw .tooLong(text.count) }
+        let messageID = newMessageID().uppercased()
+        let body = GroupMessageBody(messageID: messageID, senderSigningKey: [], senderNickname: nickname, timestamp: wall(now), content: text)
+        let packet: Packet
+        do {
+            let envelope = try GroupSealing.seal(body, groupID: id, epoch: state.epoch, key: state.key, sender: identity.signingKey)
+            packet = Packet(type: .groupMessage, ttl: 7, timestamp: wall(now), senderID: peerID, payload: envelope.encoded(), compress: false)
+        } catch { throw .unsendable("\(error)") }
+        groupTable.markSent(id, messageID: messageID)
+        if groupTable.keep(packet, now: wall(now)) { router.provide(.groupMessage, packets: groupTable.syncPackets()) }
+        perform(router.originate(packet, now: now), now: now)
+        return messageID
+    }
+
+    private func ownGroup(_ id: [UInt8]) throws(GroupError) -> GroupState {
+        guard let state = groupTable.groups[id] else { throw .unknownGroup }
+        guard state.creatorFingerprint == myFingerprint.bytes else { throw .notCreator }
+        return state
+    }
+
+    /// A new epoch and key for `state`, signed, kept, and sent to every member
+    /// but us (of the payload kind `kind` says).
+    private mutating func rotate(_ state: inout GroupState, now: Millis, kind: (GroupMember) -> UInt8) throws(GroupError) {
+        state.epoch &+= 1
+        state.key = GroupTable.randomKey()
+        if let i = state.members.firstIndex(where: { $0.fingerprint == myFingerprint.bytes }) { state.members[i].nickname = nickname }
+        do { try GroupSealing.sign(&state, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
+        groupTable.set(state)
+        for m in state.members where m.fingerprint != myFingerprint.bytes {
+            try? sendGroupState(state, kind: kind(m), to: m, now: now) // one unreachable now is sent the state when their session comes
+        }
+        emit(.groupChanged(GroupSummary(state), change: .updated, by: nickname))
+    }
+
+    private mutating func sendGroupState(_ state: GroupState, kind: UInt8, to member: GroupMember, now: Millis) throws {
+        let peer = present.entries.first { $0.value.info.fingerprint.bytes == member.fingerprint }?.key
+            ?? PeerID(bytes: member.fingerprint.prefix(8))!
+        try sendNoise(.unknown(type: kind, body: state.encoded()), to: peer, now: now, fresh: true)
+    }
+
+    /// A member of a group we made is here again (present anew): they are
+    /// sent the group's state (as Android does on a new session), so that one
+    /// who missed a key update while away reads the group again.
+    private mutating func resendGroupStates(to peer: PeerID, fingerprint: Fingerprint, now: Millis) {
+        for state in groupTable.groups.values where state.creatorFingerprint == myFingerprint.bytes && fingerprint != myFingerprint {
+            guard state.members.contains(where: { $0.fingerprint == fingerprint.bytes }) else { continue }
+            try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: state.encoded()), to: peer, now: now, fresh: true)
+        }
+    }
+
+    /// A group state (invite or key update) that came in `sender`'s Noise session.
+    private mutating func takeGroupState(_ body: [UInt8], invite: Bool, from sender: PeerID, now: Millis) {
+        guard let state = try? GroupState(decoding: body[...]), let from = sessions.fingerprint(of: sender) else {
+            refusals.groups += 1
+            return
+        }
+        switch groupTable.take(state, invite: invite, from: from, me: myFingerprint) {
+        case let .joined(s): emit(.groupChanged(GroupSummary(s), change: .joined, by: s.creator?.nickname))
+        case let .updated(s): emit(.groupChanged(GroupSummary(s), change: .updated, by: s.creator?.nickname))
+        case let .removed(s): emit(.groupChanged(GroupSummary(s), change: .removed, by: s.creator?.nickname))
+        case .unchanged: break
+        case let .refused(why):
+            refusals.groups += 1
+            emit(.rejected(Rejection(.group, peer: sender, "group state from \(sender): \(why)")))
+        }
+    }
+
+    /// A group message packet: kept for sync (whoever can read it), and shown
+    /// when it is of a group we are in, at the epoch we hold, signed by a member.
+    private mutating func takeGroupMessage(_ packet: Packet, hops: Int, now: Millis) {
+        if groupTable.keep(packet, now: wall(now)) { router.provide(.groupMessage, packets: groupTable.syncPackets()) }
+        guard let envelope = try? GroupEnvelope(decoding: packet.payload[...]) else {
+            refusals.groups += 1
+            return
+        }
+        switch groupTable.open(envelope, mySigningKey: identity.signingPublicKey) {
+        case let .message(state, body, member):
+            if let f = Fingerprint(bytes: member.fingerprint), blocked.contains(f) { return }
+            emit(.groupMessage(GroupMessage(group: GroupSummary(state), messageID: body.messageID, sender: member.fingerprint.hexString,
+                                            nickname: member.nickname, text: body.content, timestamp: min(body.timestamp, wall(now)),
+                                            hops: hops, history: packet.isRSR)))
+        case .refused:
+            refusals.groups += 1
+        case .notOurs, .duplicate:
+            break
+        }
+    }
+
     // MARK: Time
 
     /// When ``tick(now:)`` must run next.
@@ -788,6 +994,8 @@ public struct NodeCore: Sendable {
         if now >= (boardProvidedAt ?? 0) + 60_000 {
             if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
             router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now))) // past 24 h they leave the round
+            groupTable.prune(now: wall(now))
+            router.provide(.groupMessage, packets: groupTable.syncPackets()) // past 6 h they leave the round
         }
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
@@ -1056,6 +1264,10 @@ public struct NodeCore: Sendable {
             "node.boardPosts": board?.postCount ?? 0,
             "node.voiceBursts": voice.count,
             "node.prekeyBundles": prekeys.count,
+            "node.groups": groupTable.groups.count,
+            "node.groupsLeft": groupTable.departed.count,
+            "node.groupPackets": groupTable.packetCount,
+            "node.groupMessagesShown": groupTable.shownCount,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1355,6 +1567,7 @@ public struct NodeCore: Sendable {
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
                 if previous == nil {
                     followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
+                    resendGroupStates(to: sender, fingerprint: card.fingerprint, now: now)
                 } else if tracker.isHolding(for: sender) {
                     probeHeld(sender, now: now)
                 }
@@ -1398,6 +1611,8 @@ public struct NodeCore: Sendable {
             takeVoice(packet.payload, from: sender, isPrivate: false, now: now)
         case .prekeyBundle where packet.isBroadcast:
             _ = takesPrekeys(packet, now: now) // one that waited for its announce is taken now
+        case .groupMessage where packet.isBroadcast:
+            takeGroupMessage(packet, hops: hops, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:
@@ -1539,6 +1754,8 @@ public struct NodeCore: Sendable {
             emit(.read(messageID: id, by: sender))
         case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
             takeVoice(body, from: sender, isPrivate: true, now: now)
+        case let .unknown(type, body) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
+            takeGroupState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, now: now)
         default:
             break
         }

@@ -60,6 +60,13 @@ public enum NodeEvent: Sendable {
     /// A live voice burst came (public, or privately to us), saved as an
     /// audio file (AAC in ADTS) at `path`.
     case voiceNote(from: PeerID, path: String, durationMillis: Int, isPrivate: Bool)
+    /// A message in a group we belong to, opened with the group's key and
+    /// signed by a member of its roster (docs/PROTOCOL.md, "Groups").
+    case groupMessage(GroupMessage)
+    /// A group we belong to changed: made by us, joined (`by` its creator's
+    /// name), a new epoch or roster, or we were removed or left. The state's
+    /// key never leaves the node core in an event.
+    case groupChanged(GroupSummary, change: GroupChange, by: String?)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -109,6 +116,8 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
         case stately
         /// A transport failed (Bluetooth unreachable, adapter off …).
         case transport
+        /// A group state refused (not the creator's, not signed, older than the one held).
+        case group
     }
 
     public var kind: Kind
@@ -130,6 +139,7 @@ extension NodeEvent: Encodable {
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits, mimeType
         case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
+        case group, groupID, epoch, members, creator, change
     }
 
     /// The event's name, as the JSON `"event"` field gives it.
@@ -165,6 +175,8 @@ extension NodeEvent: Encodable {
         case .boardPost: "board"
         case .boardPostDeleted: "boardDeleted"
         case .voiceNote: "voice"
+        case .groupMessage: "groupMessage"
+        case .groupChanged: "group"
         }
     }
 
@@ -278,6 +290,28 @@ extension NodeEvent: Encodable {
             try c.encode(ms, forKey: .durationMillis)
             try c.encode(isPrivate, forKey: .private)
             try c.encode("voice from \(from) (\(ms / 1000) s): \(path)", forKey: .text)
+        case let .groupMessage(m):
+            try c.encode(m.group.name, forKey: .group)
+            try c.encode(m.group.groupID, forKey: .groupID)
+            try c.encode(m.group.epoch, forKey: .epoch)
+            try c.encode(m.group.members, forKey: .members)
+            try c.encode(m.group.creator, forKey: .creator)
+            try c.encode(m.messageID, forKey: .messageID)
+            try c.encode(m.sender, forKey: .fingerprint)
+            try c.encode(m.nickname, forKey: .nickname)
+            try c.encode(m.text, forKey: .text)
+            try c.encode(m.timestamp, forKey: .timestamp)
+            try c.encode(m.hops, forKey: .hops)
+            try c.encode(m.history, forKey: .history)
+        case let .groupChanged(g, change, by):
+            try c.encode(g.name, forKey: .group)
+            try c.encode(g.groupID, forKey: .groupID)
+            try c.encode(g.epoch, forKey: .epoch)
+            try c.encode(g.members, forKey: .members)
+            try c.encode(g.creator, forKey: .creator)
+            try c.encode(change.rawValue, forKey: .change)
+            try c.encodeIfPresent(by, forKey: .by)
+            try c.encode(change.sentence(group: g.name, by: by), forKey: .text)
         case let .boardPostDeleted(postID, authorKey):
             try c.encode(postID.hexString, forKey: .postID)
             try c.encode(authorKey.hexString, forKey: .authorKey)
@@ -378,6 +412,18 @@ extension NodeEvent: Decodable {
         case "voice":
             self = .voiceNote(from: try peer(.from), path: try text(.path), durationMillis: try int(.durationMillis),
                               isPrivate: try c.decode(Bool.self, forKey: .private))
+        case "groupMessage":
+            let summary = GroupSummary(groupID: try text(.groupID), name: try text(.group), epoch: try c.decode(UInt32.self, forKey: .epoch),
+                                       members: try c.decode([GroupSummary.Member].self, forKey: .members), creator: try text(.creator))
+            self = .groupMessage(GroupMessage(group: summary, messageID: try text(.messageID), sender: try text(.fingerprint),
+                                              nickname: try text(.nickname), text: try text(.text),
+                                              timestamp: try c.decode(UInt64.self, forKey: .timestamp), hops: try int(.hops),
+                                              history: try c.decode(Bool.self, forKey: .history)))
+        case "group":
+            guard let change = GroupChange(rawValue: try text(.change)) else { throw Undecodable(description: "group: change \(try text(.change))") }
+            let summary = GroupSummary(groupID: try text(.groupID), name: try text(.group), epoch: try c.decode(UInt32.self, forKey: .epoch),
+                                       members: try c.decode([GroupSummary.Member].self, forKey: .members), creator: try text(.creator))
+            self = .groupChanged(summary, change: change, by: try c.decodeIfPresent(String.self, forKey: .by))
         case "boardDeleted":
             let id = try text(.postID), key = try text(.authorKey)
             guard let a = try? [UInt8](hex: id), let b = try? [UInt8](hex: key) else { throw Undecodable(description: "boardDeleted: \(id) \(key)") }
@@ -390,6 +436,23 @@ extension NodeEvent: Decodable {
         case "state": self = .state(try peerState())
         case "sos": self = .sos(try peerState())
         default: throw Undecodable(description: "not a node event: \(name)")
+        }
+    }
+}
+
+/// How a group we belong to changed (``NodeEvent/groupChanged(_:change:by:)``).
+public enum GroupChange: String, Hashable, Sendable, Codable {
+    case created, joined, updated, removed, left
+
+    /// What a person is told.
+    public func sentence(group name: String, by: String?) -> String {
+        let group = "'\(DisplayText.clean(name))'"
+        switch self {
+        case .created: return "you made group \(group)"
+        case .joined: return "you were added to group \(group)" + (by.map { " by \(DisplayText.clean($0))" } ?? "")
+        case .updated: return "group \(group) changed: a new key and roster"
+        case .removed: return "you were removed from group \(group)"
+        case .left: return "you left group \(group)"
         }
     }
 }

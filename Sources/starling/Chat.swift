@@ -267,6 +267,9 @@ actor ChatScreen {
         if !me.storeOpen { say("* the store is locked: /unlock opens it") }
     }
 
+    /// A group's window: "&" and its name (a peer's name never starts so).
+    static func groupWindow(_ name: String) -> String { "&" + DisplayText.clean(name) }
+
     /// A peer's window name: its name as shown, without marks.
     func window(_ peer: PeerID) async -> String {
         await display(peer).replacingOccurrences(of: "✓", with: "")

@@ -232,6 +232,20 @@ extension ChatScreen {
             }
         case .boardPostDeleted:
             break // /board shows what is left
+        case let .groupMessage(m):
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(m.timestamp), nick: DisplayText.clean(m.nickname), text: Self.lines(m.text)),
+                              to: Self.groupWindow(m.group.name))
+            } else {
+                say("[\(Self.clock())] \(EventPrinter.groupLine(m))")
+            }
+        case let .groupChanged(g, change, by):
+            let text = change.sentence(group: g.name, by: by)
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), text: text), to: change == .removed || change == .left ? ChatBuffers.publicName : Self.groupWindow(g.name))
+            } else {
+                say("[\(Self.clock())] * \(text)")
+            }
         case let .voiceNote(from, path, ms, isPrivate):
             let text = "voice from \(await display(from)) (\(Self.seconds(ms))): \(path)"
             if let screen {

@@ -212,6 +212,11 @@ struct EventPrinter: Sendable {
             + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
     }
 
+    /// `[trail crew] <bob> TEXT`: the group's name, the sender as its roster names them.
+    static func groupLine(_ m: GroupMessage) -> String {
+        "[\(DisplayText.clean(m.group.name))] <\(DisplayText.clean(m.nickname))>\(m.history ? " (history)" : "") " + Self.lines(m.text)
+    }
+
     func print(_ event: MeshNode.Event) {
         let line: String
         if json {
@@ -249,6 +254,8 @@ struct EventPrinter: Sendable {
             case let .notice(text): line = "* \(text)"
             case let .boardPost(post, _, _): line = Self.boardLine(post)
             case .boardPostDeleted: line = "* a board post was deleted by its author"
+            case let .groupMessage(m): line = Self.groupLine(m)
+            case let .groupChanged(g, change, by): line = "* " + change.sentence(group: g.name, by: by)
             case let .voiceNote(from, path, ms, isPrivate):
                 line = "* voice from \(from)\(isPrivate ? " (private)" : "") (\(ChatScreen.seconds(ms))): \(path)"
             }

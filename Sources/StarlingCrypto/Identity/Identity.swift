@@ -14,6 +14,12 @@ public struct Fingerprint: Hashable, Sendable, Comparable, CustomStringConvertib
         bytes = Array(SHA256.hash(data: noiseStaticKey))
     }
 
+    /// A fingerprint as 32 raw bytes (a group roster carries them so).
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = bytes
+    }
+
     public init?(hex: String) {
         guard hex.utf8.count == 64, let b = try? [UInt8](hex: hex) else { return nil }
         bytes = b
