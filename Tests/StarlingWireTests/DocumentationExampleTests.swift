@@ -80,9 +80,10 @@ import Testing
         #expect(!Self.examples.isEmpty, "docs/PROTOCOL.md not found or has no examples")
         // Examples named crypto-… are checked by StarlingCryptoTests, hello by StarlingTransportTests,
         // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys),
-        // bulk-… by StarlingBulkTests (the sealing), board-… and prekey-… by StarlingCryptoTests (signed).
+        // bulk-… by StarlingBulkTests (the sealing), board-…, prekey-… and group-… by StarlingCryptoTests (signed).
         for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-")
-            && !name.hasPrefix("yaok-") && !name.hasPrefix("bulk-") && !name.hasPrefix("board-") && !name.hasPrefix("prekey-") && name != "hello" {
+            && !name.hasPrefix("yaok-") && !name.hasPrefix("bulk-") && !name.hasPrefix("board-") && !name.hasPrefix("prekey-")
+            && !name.hasPrefix("group-") && name != "hello" {
             let want = try #require(expected[name], "example \(name) in docs/PROTOCOL.md has no check")
             #expect(bytes == want, "example \(name): doc \(bytes.hexString) ≠ code \(want.hexString)")
         }
