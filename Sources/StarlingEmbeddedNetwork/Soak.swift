@@ -69,7 +69,8 @@ public struct Soak {
             "node.offMesh": 4_096, "node.handedOff": 10_000, "node.handedOffFailed": 1_025, "node.unread": 10_000,
             "node.offMeshSent": 1_024, "node.sessions": 1_024, "node.pendingHandshakes": 128, "node.handshakeStarted": 4_096,
             "node.pings": 4_096, "node.blocked": 4_096, "node.verifiedFingerprints": 4_096, "node.unacknowledged": 4_096,
-            "node.tracked": 4_096, "node.boardPosts": 200, "node.voiceBursts": 8, "node.prekeyBundles": 200, "node.boardTombstones": 300, "router.syncProvided": 700,
+            "node.tracked": 4_096, "node.boardPosts": 200, "node.voiceBursts": 8, "node.prekeyBundles": 200, "node.boardTombstones": 300, "router.syncProvided": 900,
+            "node.groups": 64, "node.groupsLeft": 64, "node.groupPackets": 200, "node.groupMessagesShown": 4_096, "node.groupRemovalNotices": 64,
             "stately.board": 1_024, "stately.seen": 4 * 1_024 + 64, "stately.pending": 256,
         ]
         caps.merge(listed) { a, _ in a }

@@ -139,6 +139,10 @@ public actor Messenger {
                 case let .contact(c): try store.updateContact(c)
                 case let .conversation(c): try store.setConversation(c)
                 case let .pin(f, key): try store.setPin(fingerprint: f.hex, signingKey: key, at: Self.now)
+                case .groups:
+                    let kept = await node.groupStates.map { GroupRecord(groupID: $0.groupID, state: $0.encoded()) }
+                        + (await node.groupsLeft).map { GroupRecord(groupID: $0.id, leftAtEpoch: $0.epoch) }
+                    try store.setGroups(kept)
                 case let .receipt(id, conversation, state, at):
                     if var m = try store.message(id, contact: conversation), m.progress != nil {
                         let before = m.progress!.state
@@ -169,6 +173,10 @@ public actor Messenger {
             case let .setVerified(f, on): await node.setVerified(f, on)
             case let .pin(key, f): await node.pinSigningKey(key, for: f)
             case .trustDecided: await node.trustDecided()
+            case let .restoreGroups(records):
+                let states = records.compactMap { r in r.state.flatMap { try? GroupState(decoding: $0[...]) } }
+                let left = records.compactMap { r in r.leftAtEpoch.map { (id: r.groupID, epoch: $0) } }
+                await node.restoreGroups(states, left: left)
             case let .declineFileOffer(id):
                 do { try await node.answerFileOffer(id, accept: false) } catch {
                     // Gone already (answered or timed out): nothing waits.
@@ -206,6 +214,11 @@ public actor Messenger {
             let ids = contents.contacts.compactMap { $0.card?.userID } + contents.conversations.map(\.id)
             for id in ids { contents.messages[id] = try store.conversation(with: id, limit: 200) }
             contents.pending = try store.pendingMessages()
+            contents.groups = try store.groups()
+            for g in contents.groups where g.state != nil {
+                let id = MessengerCore.conversationID(forGroup: g.groupID.hexString)
+                contents.messages[id] = try store.conversation(with: id, limit: 200)
+            }
         } catch {
             try? store.close()
             throw error
@@ -242,6 +255,13 @@ public actor Messenger {
     }
 
     // MARK: Commands
+
+    /// One of our group messages went out: kept in the group's conversation.
+    func recordSentToGroup(_ groupID: String, text: String, messageID: String) async -> MessageRecord {
+        let record = core.sentToGroup(groupID, text: text, messageID: messageID, now: Self.now)
+        await carryOut()
+        return record
+    }
 
     /// Sends a private message in a conversation (recorded first; queued when no route is there).
     @discardableResult

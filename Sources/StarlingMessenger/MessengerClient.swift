@@ -39,6 +39,16 @@ public protocol MessengerClient: Sendable {
     func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost
     /// Deletes one of our posts (its ID, hex, or its first digits).
     func deleteBoardPost(_ postID: String) async throws
+    /// The private groups this node belongs to (docs/PROTOCOL.md, "Groups"), by name.
+    func groups() async throws -> [GroupSummary]
+    /// Makes a group (we are its creator) and invites each of `members`
+    /// (nicknames of peers here); a group is named by its name or ID's first digits.
+    func createGroup(_ name: String, members: [String]) async throws -> GroupSummary
+    func inviteToGroup(_ group: String, member nickname: String) async throws
+    func removeFromGroup(_ group: String, member nickname: String) async throws
+    func leaveGroup(_ group: String) async throws
+    /// Sends to a group; the record kept in the group's conversation.
+    func sendToGroup(_ group: String, text: String) async throws -> MessageRecord
     /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
     func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
     /// A file from disk: over the mesh when it fits, else offered over the

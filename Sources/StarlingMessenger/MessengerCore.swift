@@ -68,6 +68,8 @@ public struct MessengerCore: Sendable {
         case trustDecided
         /// An offer of a large file from a blocked person: declined, never asked about.
         case declineFileOffer(String)
+        /// The groups the store kept go to the node (which checks them again).
+        case restoreGroups([GroupRecord])
     }
 
     public enum MailboxCommand: Sendable, Equatable {
@@ -84,6 +86,9 @@ public struct MessengerCore: Sendable {
         case contact(ContactRecord)
         case conversation(ConversationRecord)
         case pin(Fingerprint, [UInt8])
+        /// The node's groups changed: the store keeps them as they are now
+        /// (their states, keys included, and the groups left; the runtime reads them from the node).
+        case groups
         /// A receipt for one of our messages no longer among the conversation's
         /// recent ones in memory: the store moves it up to `state` (never down).
         case receipt(UserID, conversation: UserID, MessageState, at: Double)
@@ -98,6 +103,8 @@ public struct MessengerCore: Sendable {
         /// Each conversation's recent messages, oldest first.
         public var messages: [UserID: [MessageRecord]] = [:]
         public var pending: [MessageRecord] = []
+        /// Private groups, and groups left.
+        public var groups: [GroupRecord] = []
         /// Favourites the node was started with (besides the store's): kept as trust decisions.
         public var favorites: Set<Fingerprint> = []
         public init() {}
@@ -364,6 +371,7 @@ public struct MessengerCore: Sendable {
             }
         }
         for f in trust.keys { refreshNostr(f) }
+        if first, !contents.groups.isEmpty { command(.restoreGroups(contents.groups)) }
         // Messages an earlier run handed to the node with no receipt since:
         // that run's retries are gone, so they wait to be sent again (at least
         // once; a duplicate is possible, a loss is not).
@@ -414,6 +422,8 @@ public struct MessengerCore: Sendable {
             emit(.notSaved("a trust decision was not stored (\(reason)): it holds until this program stops; try again"))
         case .conversation, .pin:
             emit(.notSaved("the store did not take a change (\(reason))"))
+        case .groups:
+            emit(.notSaved("your groups were not stored (\(reason)): they hold until this program stops; free space and change one to store them"))
         }
     }
 
@@ -501,6 +511,11 @@ public struct MessengerCore: Sendable {
             favorited(by: by, nickname: nickname, on: on, npub: npub, now: now)
         case let .pinned(fingerprint, key):
             write(.pin(fingerprint, key))
+        case .groupChanged:
+            write(.groups)
+            emit(.node(event))
+        case let .groupMessage(m):
+            receiveGroup(m, now: now)
         case let .message(from, _, text, _, timestamp, replayed):
             let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
             if replayed {
@@ -682,6 +697,38 @@ public struct MessengerCore: Sendable {
             case let .tooLong(n, limit): "the message is \(n) bytes; at most \(limit) go in one"
             }
         }
+    }
+
+    /// A group's conversation: its messages are kept under this ID.
+    public static func conversationID(forGroup groupID: String) -> UserID {
+        UserID(bytes: BLAKE3.hash(Array("starling group".utf8) + Array(groupID.utf8), byteCount: 16))!
+    }
+
+    /// A group message: kept in the group's conversation (once), and shown.
+    private mutating func receiveGroup(_ m: GroupMessage, now: Double) {
+        let conversation = Self.conversationID(forGroup: m.group.groupID)
+        let id = UserID(bytes: BLAKE3.hash(Array("group message".utf8) + Array(m.group.groupID.utf8) + Array(m.messageID.utf8), byteCount: 16))!
+        guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
+        let record = MessageRecord(id: id, contact: conversation, outgoing: false, text: m.text, timestamp: m.timestamp, recordedAt: now,
+                                   transport: "mesh", transportID: m.messageID)
+        remember(record)
+        write(.insertMessage(record))
+        emit(.node(.groupMessage(m)))
+    }
+
+    /// One of our group messages went out: kept in the group's conversation
+    /// (groups have no receipts: it is sent, no more).
+    @discardableResult
+    public mutating func sentToGroup(_ groupID: String, text: String, messageID: String, now: Double) -> MessageRecord {
+        let conversation = Self.conversationID(forGroup: groupID)
+        var progress = MessageProgress(at: now)
+        for state in [MessageState.encrypting, .routing, .sending, .sent] { try? progress.move(to: state, at: now) }
+        let record = MessageRecord(id: UserID.random(), contact: conversation, outgoing: true, text: text, timestamp: UInt64(now * 1000),
+                                   recordedAt: now, progress: progress, transport: "mesh", transportID: messageID)
+        remember(record)
+        write(.insertMessage(record))
+        emit(.sent(conversation: conversation, record: record))
+        return record
     }
 
     /// Sends a private message in a conversation: recorded, then handed to

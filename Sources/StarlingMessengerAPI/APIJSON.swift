@@ -97,6 +97,20 @@ public enum APIJSON {
         return o
     }
 
+    /// A private group: no key ever leaves the node.
+    static func group(_ g: GroupSummary) -> Object {
+        ["groupID": g.groupID, "name": g.name, "epoch": Int(g.epoch), "creator": g.creator,
+         "members": g.members.map { ["fingerprint": $0.fingerprint, "nickname": $0.nickname] }]
+    }
+
+    static func readGroup(_ any: Any) throws -> GroupSummary {
+        let f = try Fields(any)
+        guard let members = (any as? [String: Any])?["members"] as? [Any] else { throw Unreadable("members") }
+        return GroupSummary(groupID: try f.string("groupID"), name: try f.string("name"), epoch: UInt32(clamping: try f.int("epoch")),
+                            members: try members.map { let m = try Fields($0); return .init(fingerprint: try m.string("fingerprint"), nickname: try m.string("nickname")) },
+                            creator: try f.string("creator"))
+    }
+
     static func readBoardEntry(_ any: Any) throws -> BoardEntry {
         let f = try Fields(any)
         return BoardEntry(post: try readBoardPost(any), author: (any as? [String: Any])?["author"] as? String, ours: try f.bool("ours"))

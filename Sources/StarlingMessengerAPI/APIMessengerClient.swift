@@ -137,6 +137,28 @@ public struct APIMessengerClient: MessengerClient {
 
     public func sendPublic(_ text: String) async throws { _ = try await post("/v1/public", ["text": text]) }
 
+    public func groups() async throws -> [GroupSummary] {
+        try ((try await get("/v1/groups")) as? [Any] ?? []).map(APIJSON.readGroup)
+    }
+
+    public func createGroup(_ name: String, members: [String]) async throws -> GroupSummary {
+        try APIJSON.readGroup(try await post("/v1/groups", ["name": name, "members": members]))
+    }
+
+    public func inviteToGroup(_ group: String, member nickname: String) async throws {
+        _ = try await post("/v1/groups/\(Self.escaped(group))/members", ["nickname": nickname])
+    }
+
+    public func removeFromGroup(_ group: String, member nickname: String) async throws {
+        try await delete("/v1/groups/\(Self.escaped(group))/members/\(Self.escaped(nickname))")
+    }
+
+    public func leaveGroup(_ group: String) async throws { try await delete("/v1/groups/\(Self.escaped(group))") }
+
+    public func sendToGroup(_ group: String, text: String) async throws -> MessageRecord {
+        try APIJSON.readMessage(try await post("/v1/groups/\(Self.escaped(group))/messages", ["text": text]))
+    }
+
     public func boardPosts() async throws -> [BoardEntry] {
         try ((try await get("/v1/board")) as? [Any] ?? []).map(APIJSON.readBoardEntry)
     }

@@ -478,6 +478,34 @@ public final class APIServer: Sendable {
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
+        // Private groups (docs/PROTOCOL.md, "Groups"): a group is named by its name or its ID's first digits.
+        v1.get("groups") { _, _ in Self.json(try await Self.call { try await c.groups() }.map(APIJSON.group)) }
+        v1.post("groups") { request, context in
+            struct Create: Decodable { var name: String; var members: [String]? }
+            let body = try await request.decode(as: Create.self, context: context)
+            return Self.json(APIJSON.group(try await Self.call { try await c.createGroup(body.name, members: body.members ?? []) }), status: .created)
+        }
+        v1.post("groups/:group/members") { request, context in
+            struct Invite: Decodable { var nickname: String }
+            let body = try await request.decode(as: Invite.self, context: context), group = try Self.named(context, "group")
+            try await Self.call { try await c.inviteToGroup(group, member: body.nickname) }
+            return Self.json(["invited": body.nickname])
+        }
+        v1.delete("groups/:group/members/:nickname") { _, context in
+            let group = try Self.named(context, "group"), nick = try Self.named(context, "nickname")
+            try await Self.call { try await c.removeFromGroup(group, member: nick) }
+            return Self.json(["removed": nick])
+        }
+        v1.delete("groups/:group") { _, context in
+            let group = try Self.named(context, "group")
+            try await Self.call { try await c.leaveGroup(group) }
+            return Self.json(["left": group])
+        }
+        v1.post("groups/:group/messages") { request, context in
+            struct Say: Decodable { var text: String }
+            let body = try await request.decode(as: Say.self, context: context), group = try Self.named(context, "group")
+            return Self.json(APIJSON.message(try await Self.call { try await c.sendToGroup(group, text: body.text) }), status: .created)
+        }
         v1.get("board") { _, _ in
             Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
         }
@@ -661,6 +689,12 @@ public final class APIServer: Sendable {
             })
         }
         return router
+    }
+
+    /// A path parameter, percent-decoded (a group's name may hold spaces).
+    static func named(_ context: some RequestContext, _ key: String) throws -> String {
+        let raw = try context.parameters.require(key)
+        return raw.removingPercentEncoding ?? raw
     }
 
     /// A face's request carried out; its refusal as the status it is.

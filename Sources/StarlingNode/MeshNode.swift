@@ -858,7 +858,7 @@ public actor MeshNode {
     }
 
     /// Runs a command on the core, then carries out what it produced.
-    private func command<T>(_ body: (inout NodeCore, Millis) throws -> T) rethrows -> T {
+    private func command<T, E: Error>(_ body: (inout NodeCore, Millis) throws(E) -> T) throws(E) -> T {
         defer {
             flush()
             rearm()
@@ -886,6 +886,36 @@ public actor MeshNode {
 
     /// The live board posts, urgent first, then the newest.
     public var boardPosts: [BoardEntry] { core.boardPosts(now: readClock()) }
+
+    // Private groups (docs/PROTOCOL.md, "Groups"): the rules are the node core's.
+
+    public var groups: [GroupSummary] { core.groups }
+    /// With their keys, and the groups left: what the messenger's store keeps.
+    public var groupStates: [GroupState] { core.groupStates }
+    public var groupsLeft: [(id: [UInt8], epoch: UInt32)] { core.groupsLeft }
+    public func restoreGroups(_ states: [GroupState], left: [(id: [UInt8], epoch: UInt32)]) { core.restoreGroups(states, left: left) }
+
+    @discardableResult
+    public func createGroup(named name: String) throws(NodeCore.GroupError) -> GroupSummary {
+        try command { (core, now) throws(NodeCore.GroupError) in try core.createGroup(named: name, now: now) }
+    }
+
+    public func inviteToGroup(_ id: [UInt8], peer: PeerID) throws(NodeCore.GroupError) {
+        try command { (core, now) throws(NodeCore.GroupError) in try core.inviteToGroup(id, peer: peer, now: now) }
+    }
+
+    public func removeFromGroup(_ id: [UInt8], member: Fingerprint) throws(NodeCore.GroupError) {
+        try command { (core, now) throws(NodeCore.GroupError) in try core.removeFromGroup(id, member: member, now: now) }
+    }
+
+    public func leaveGroup(_ id: [UInt8]) throws(NodeCore.GroupError) {
+        try command { (core, now) throws(NodeCore.GroupError) in try core.leaveGroup(id, now: now) }
+    }
+
+    @discardableResult
+    public func sendToGroup(_ id: [UInt8], text: String) throws(NodeCore.GroupError) -> String {
+        try command { (core, now) throws(NodeCore.GroupError) in try core.sendToGroup(id, text: text, now: now) }
+    }
 
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
     /// first when there is no session). Returns its message ID.

@@ -334,6 +334,10 @@ public struct NodeCore: Sendable {
     private var voice = VoiceAssembler()
     /// The private groups we belong to, and the group message packets kept for sync.
     private var groupTable: GroupTable
+    /// Removal notices of groups we made, by the removed member (64, the
+    /// oldest going): sent again when they have a new session with us (one
+    /// sent into a session they lost in a restart never arrived).
+    private var removalNotices: [(member: Fingerprint, notice: GroupState)] = []
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
@@ -859,6 +863,11 @@ public struct NodeCore: Sendable {
         notice.key = [UInt8](repeating: 0, count: 32)
         do { try GroupSealing.sign(&notice, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
         try? sendGroupState(notice, kind: NoisePayload.Kind.groupKeyUpdate, to: gone, now: now) // told if reachable; the new key is never theirs
+        if let f = Fingerprint(bytes: gone.fingerprint) {
+            removalNotices.removeAll { $0.member == f && $0.notice.groupID == id }
+            removalNotices.append((f, notice))
+            if removalNotices.count > 64 { removalNotices.removeFirst() }
+        }
     }
 
     /// Leaves a group: forgotten here with its key (nothing goes on the wire,
@@ -915,13 +924,19 @@ public struct NodeCore: Sendable {
         try sendNoise(.unknown(type: kind, body: state.encoded()), to: peer, now: now, fresh: true)
     }
 
-    /// A member of a group we made is here again (present anew): they are
-    /// sent the group's state (as Android does on a new session), so that one
-    /// who missed a key update while away reads the group again.
+    /// A member of a group we made is here again (present anew), or has a new
+    /// session with us: they are sent the group's state (as Android does on a
+    /// new session), so that one who missed a key update while away, or lost
+    /// it with a session in a restart, reads the group again; a member we
+    /// removed is sent the removal notice again.
     private mutating func resendGroupStates(to peer: PeerID, fingerprint: Fingerprint, now: Millis) {
         for state in groupTable.groups.values where state.creatorFingerprint == myFingerprint.bytes && fingerprint != myFingerprint {
             guard state.members.contains(where: { $0.fingerprint == fingerprint.bytes }) else { continue }
             try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: state.encoded()), to: peer, now: now, fresh: true)
+        }
+        for (member, notice) in removalNotices where member == fingerprint {
+            guard let held = groupTable.groups[notice.groupID], !held.members.contains(where: { $0.fingerprint == member.bytes }) else { continue }
+            try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: notice.encoded()), to: peer, now: now, fresh: true)
         }
     }
 
@@ -1268,6 +1283,7 @@ public struct NodeCore: Sendable {
             "node.groupsLeft": groupTable.departed.count,
             "node.groupPackets": groupTable.packetCount,
             "node.groupMessagesShown": groupTable.shownCount,
+            "node.groupRemovalNotices": removalNotices.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1669,6 +1685,8 @@ public struct NodeCore: Sendable {
                 if blocked.contains(fingerprint) { return }
                 emit(.sessionEstablished(sender, fingerprint: fingerprint.hex))
                 for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
+                // A new session: what went into the old one may be lost (a restart), so a group's state goes again.
+                resendGroupStates(to: sender, fingerprint: fingerprint, now: now)
                 let flushed = waiting.removeValue(forKey: sender) ?? []
                 for payload in flushed { try? sendNoise(payload, to: sender, now: now) }
                 // A session with the peer: it is back. What we still owe it goes now,

@@ -133,3 +133,19 @@ public struct Incident: Codable, Hashable, Sendable {
         self.at = at
     }
 }
+
+/// A private group as the store keeps it: the creator-signed state we hold
+/// (its key included; docs/PROTOCOL.md, "Groups"), or, for a group we left,
+/// only the epoch we left at.
+public struct GroupRecord: Codable, Hashable, Sendable {
+    public var groupID: [UInt8]
+    /// The state payload (Noise 0x06's body); nil for a group we left.
+    public var state: [UInt8]?
+    public var leftAtEpoch: UInt32?
+
+    public init(groupID: [UInt8], state: [UInt8]? = nil, leftAtEpoch: UInt32? = nil) {
+        self.groupID = groupID
+        self.state = state
+        self.leftAtEpoch = leftAtEpoch
+    }
+}

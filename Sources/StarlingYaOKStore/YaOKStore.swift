@@ -162,6 +162,10 @@ public final class YaOKStore: Sendable {
             // Private conversations with mesh peers who are not contacts.
             try db.execute(sql: "CREATE TABLE conversations (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL)")
         }
+        m.registerMigration("v4 groups") { db in
+            // Private groups (their state, key included) and groups left.
+            try db.execute(sql: "CREATE TABLE groups (id INTEGER PRIMARY KEY, lookup BLOB NOT NULL UNIQUE, data BLOB NOT NULL)")
+        }
         return m
     }
 
@@ -314,6 +318,30 @@ public final class YaOKStore: Sendable {
             try Row.fetchAll(db, sql: "SELECT lookup, data FROM conversations").map { row in
                 try self.cipher.decode(ConversationRecord.self, Array(row["data"] as Data), table: "conversations",
                                        row: Array(row["lookup"] as Data))
+            }
+        }
+    }
+
+    // MARK: Groups
+
+    /// Replaces the groups kept with these (each sealed, as every row is): the
+    /// groups we belong to, key included, and those we left.
+    public func setGroups(_ records: [GroupRecord]) throws {
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM groups")
+            for r in records {
+                let lookup = self.cipher.lookup("group", r.groupID)
+                let data = self.cipher.seal(try JSONEncoder().encode(r), table: "groups", row: lookup)
+                try db.execute(sql: "INSERT INTO groups (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
+                               arguments: [Data(lookup), Data(data)])
+            }
+        }
+    }
+
+    public func groups() throws -> [GroupRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT lookup, data FROM groups").map { row in
+                try self.cipher.decode(GroupRecord.self, Array(row["data"] as Data), table: "groups", row: Array(row["lookup"] as Data))
             }
         }
     }

@@ -45,12 +45,19 @@ import StarlingYaOKStore
             .state(s), .sos(s), .stateExpired(b), .pong(from: b, rttMillis: 12, hops: 2),
             .favorited(by: b, nickname: "bob", on: true, npub: "npub1x"), .favorited(by: b, nickname: nil, on: false, npub: nil),
             .pinned(fingerprint: f, signingKey: [1, 2, 0xFF]), .notice("a relay connected"),
+            .groupMessage(GroupMessage(group: group, messageID: "6F96", sender: f.hex, nickname: "ann", text: "summit", timestamp: 9, hops: 2,
+                                       history: true)),
+            .groupChanged(group, change: .joined, by: "ann"), .groupChanged(group, change: .left, by: nil),
         ]
     }
 
+    static let group = GroupSummary(groupID: "000102030405060708090a0b0c0d0e0f", name: "trail crew", epoch: 2,
+                                    members: [.init(fingerprint: String(repeating: "ab", count: 32), nickname: "ann")],
+                                    creator: String(repeating: "ab", count: 32))
+
     @Test func everyNodeEventReadsBackAsItWasWritten() throws {
         let events = Self.nodeEvents
-        #expect(Set(events.map(\.name)).count == 25) // every kind, none forgotten
+        #expect(Set(events.map(\.name)).count == 27) // every kind, none forgotten
         for e in events {
             let written = try Self.json(e)
             let read = try JSONDecoder().decode(NodeEvent.self, from: Data(written.utf8))
@@ -148,6 +155,7 @@ import StarlingYaOKStore
                                           Task {
                                               for await e in b.messenger.events {
                                                   if case let .privateMessage(_, record, _, _, _, _) = e { await received.add(record.text) }
+                                                  if case let .node(.groupMessage(m)) = e { await received.add(m.text) }
                                               }
                                           }]
         tasks += try api.applications(logger: logger).map { s in Task { try? await s.run() } }
@@ -249,6 +257,22 @@ import StarlingYaOKStore
         try await remote.deleteBoardPost(String(post.postID.hexString.prefix(8)))
         #expect(try await remote.boardPosts().map(\.post) == [bobs])
         #expect(await Self.eventually { await b.node.boardPosts.map(\.post) == [bobs] })
+
+        // Groups, through the API as in process: made with bob in it, a message to it, bob removed, left.
+        let made = try await remote.createGroup("trail crew", members: ["bob"])
+        #expect(made.name == "trail crew" && made.members.map(\.nickname) == ["ann", "bob"] && made.epoch == 2, "\(made)")
+        let (localGroups, remoteGroups) = (try await local.groups(), try await remote.groups())
+        #expect(localGroups == [made] && remoteGroups == [made])
+        #expect(await Self.eventually { await b.node.groups.first?.epoch == 2 })
+        let said = try await remote.sendToGroup("Trail Crew", text: "summit at noon")
+        #expect(said.outgoing && said.contact == MessengerCore.conversationID(forGroup: made.groupID))
+        #expect(await Self.eventually { await received.contains("summit at noon") }, "bob reads ann's group message")
+        await #expect(throws: MessengerClientError.self) { _ = try await remote.sendToGroup("no such group", text: "x") }
+        await #expect(throws: MessengerClientError.self) { try await remote.removeFromGroup("trail crew", member: "ann") } // the creator stays
+        try await remote.removeFromGroup("trail crew", member: "bob")
+        #expect(await Self.eventually { await b.node.groups.isEmpty })
+        try await remote.leaveGroup(String(made.groupID.prefix(8)))
+        #expect(try await remote.groups().isEmpty)
 
         // A message for someone not here waits: counted, both ways (from the messenger's memory).
         #expect(try await local.summary().pending == 0)

@@ -19,6 +19,7 @@ final class MessengerNetwork {
         var conversations: [UserID: ConversationRecord] = [:]
         var messages: [UserID: [MessageRecord]] = [:]
         var pins: [Fingerprint: [UInt8]] = [:]
+        var groups: [GroupRecord] = []
         var failing = false
 
         mutating func apply(_ w: MessengerCore.StoreWrite) throws {
@@ -33,6 +34,7 @@ final class MessengerNetwork {
             case let .contact(c): if let card = c.card { contacts[card.userID] = c }
             case let .conversation(c): conversations[c.id] = c
             case let .pin(f, key): pins[f] = key
+            case .groups: break // read from the node by the runner (as Messenger reads MeshNode)
             case let .receipt(id, conversation, state, at):
                 messages[conversation] = (messages[conversation] ?? []).map { m in
                     guard m.id == id, var p = m.progress else { return m }
@@ -52,6 +54,7 @@ final class MessengerNetwork {
             c.messages = messages
             c.pins = pins.map { ($0.key, $0.value) }
             c.pending = messages.values.flatMap { $0 }.filter(\.isPending)
+            c.groups = groups
             return c
         }
     }
@@ -121,7 +124,13 @@ final class MessengerNetwork {
             switch effect {
             case let .event(e): events[i].append(e)
             case let .store(w):
-                do { try stores[i].apply(w) } catch { messengers[i].storeFailed(w, reason: "injected") }
+                do {
+                    try stores[i].apply(w)
+                    if case .groups = w {
+                        stores[i].groups = net.nodes[i].groupStates.map { GroupRecord(groupID: $0.groupID, state: $0.encoded()) }
+                            + net.nodes[i].groupsLeft.map { GroupRecord(groupID: $0.id, leftAtEpoch: $0.epoch) }
+                    }
+                } catch { messengers[i].storeFailed(w, reason: "injected") }
             case let .mailbox(.nostrContact(peer, npub, _)):
                 net.on(i) { $0.setOffMeshRoute(peer, via: "nostr", reachable: npub != nil, now: $1) }
             case .mailbox(.serverContact):
@@ -138,6 +147,9 @@ final class MessengerNetwork {
                     case let .pin(key, f): core.pinSigningKey(key, for: f)
                     case .trustDecided: core.trustDecided(now: now)
                     case .declineFileOffer: break // offers over the network are MeshNode's, not the core's
+                    case let .restoreGroups(records):
+                        core.restoreGroups(records.compactMap { r in r.state.flatMap { try? GroupState(decoding: $0[...]) } },
+                                           left: records.compactMap { r in r.leftAtEpoch.map { (id: r.groupID, epoch: $0) } })
                     }
                 }
             }
