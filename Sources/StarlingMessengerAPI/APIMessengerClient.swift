@@ -47,7 +47,7 @@ public struct APIMessengerClient: MessengerClient {
         do { _ = try await api.request(.DELETE, path, body: nil) } catch { throw Self.failure(error) }
     }
 
-    static func escaped(_ s: String) -> String {
+    public static func escaped(_ s: String) -> String {
         s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s
     }
 

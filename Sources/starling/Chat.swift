@@ -333,7 +333,9 @@ actor ChatScreen {
             }
         }
         lastActivity = Date()
-        if submission.window.hasPrefix("#"), submission.window != ChatBuffers.publicName {
+        if submission.window.hasPrefix("&") {
+            await groupSay(String(submission.window.dropFirst()), text)
+        } else if submission.window.hasPrefix("#"), submission.window != ChatBuffers.publicName {
             await say(text, in: String(submission.window.dropFirst()))
         } else if submission.window == ChatBuffers.publicName || submission.window.isEmpty {
             await sendPublicText(text)

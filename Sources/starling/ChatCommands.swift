@@ -59,6 +59,8 @@ extension ChatScreen {
             await showFileEventsMeanwhile()
         case "/board":
             await board(Array(words.dropFirst()))
+        case "/group", "/g":
+            await group(Array(words.dropFirst()))
         case "/accept", "/decline":
             await answerOffer(accept: words[0] == "/accept", words.count > 1 ? words[1...].joined(separator: " ") : nil)
         case "/status":
@@ -219,6 +221,9 @@ extension ChatScreen {
                                 when none is named); files up to --accept-up-to are taken without asking
               /board            the mesh's board: signed posts every node keeps up to 7 days
               /board post TEXT, /board urgent TEXT, /board delete ID   post (for a day), or delete yours
+              /group            your private groups (as the apps make them: at most 16, sealed for members)
+              /group create NAME NICK…, /group invite NAME NICK, /group remove NAME NICK  (the creator's)
+              /group say NAME TEXT, /group leave NAME   in full screen each group has a window, &NAME
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
@@ -267,6 +272,58 @@ extension ChatScreen {
         default:
             say("usage: /board, /board post TEXT, /board urgent TEXT, /board delete ID")
         }
+    }
+
+    /// `/group`: the groups; `/group create NAME NICK…`, `invite NAME NICK`,
+    /// `remove NAME NICK`, `say NAME TEXT`, `leave NAME`. A name is one word
+    /// (a group named with spaces is named by its ID's first digits).
+    func group(_ words: [String]) async {
+        let verb = words.first?.lowercased()
+        let rest = words.count > 1 ? words[1].split(separator: " ", omittingEmptySubsequences: true).map(String.init) : []
+        let usage = "usage: /group, /group create NAME NICK…, /group invite NAME NICK, /group remove NAME NICK, /group say NAME TEXT, /group leave NAME"
+        do {
+            switch verb {
+            case nil, "list"?:
+                let groups = try await client.groups()
+                if groups.isEmpty { say("* you are in no group (/group create NAME NICK…)") }
+                let me = try await client.summary().fingerprint.hex
+                for g in groups {
+                    say("  &\(DisplayText.clean(g.name)) · \(g.groupID.prefix(8)) · epoch \(g.epoch)\(g.creator == me ? " · yours" : ""): "
+                        + g.members.map { DisplayText.clean($0.nickname) + ($0.fingerprint == g.creator ? " (creator)" : "") }.joined(separator: ", "))
+                }
+            case "create"?:
+                guard let name = rest.first else { say("usage: /group create NAME NICK…"); return }
+                let g = try await client.createGroup(name, members: Array(rest.dropFirst()))
+                say("* you made \(DisplayText.clean(g.name)): " + g.members.map { DisplayText.clean($0.nickname) }.joined(separator: ", "))
+                screen?.open(Self.groupWindow(g.name))
+            case "invite"?, "remove"?:
+                guard rest.count == 2 else { say("usage: /group \(verb!) NAME NICK"); return }
+                if verb == "invite" { try await client.inviteToGroup(rest[0], member: rest[1]) } else { try await client.removeFromGroup(rest[0], member: rest[1]) }
+                say("* \(DisplayText.clean(rest[1])) \(verb == "invite" ? "invited to" : "removed from") \(DisplayText.clean(rest[0])): a new key for the group")
+            case "say"?, "msg"?:
+                guard words.count > 1, let space = words[1].firstIndex(of: " ") else { say("usage: /group say NAME TEXT"); return }
+                await groupSay(String(words[1][..<space]), String(words[1][words[1].index(after: space)...]))
+            case "leave"?:
+                guard rest.count == 1 else { say("usage: /group leave NAME"); return }
+                try await client.leaveGroup(rest[0])
+            default:
+                say(usage)
+            }
+        } catch { say("! \(error)") }
+    }
+
+    /// A line to a group: shown as ours in its window (or a line), sealed for its members.
+    func groupSay(_ name: String, _ text: String) async {
+        do {
+            let g = try GroupChoice.choose(name, among: try await client.groups())
+            _ = try await client.sendToGroup(g.groupID, text: text)
+            let mine = DisplayText.clean(try await client.summary().nickname)
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: mine, text: Self.lines(text), own: true), to: Self.groupWindow(g.name))
+            } else {
+                say("[\(Self.clock())] [\(DisplayText.clean(g.name))] <\(mine)> \(Self.lines(text))")
+            }
+        } catch { say("! \(error)") }
     }
 
     /// A duration in words: "4 s", "0.6 s".

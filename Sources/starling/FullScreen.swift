@@ -19,7 +19,7 @@ final class FullScreen: @unchecked Sendable {
     }
 
     static let commands = ["/msg", "/query", "/win", "/close", "/who", "/send", "/files", "/accept", "/decline", "/verify", "/block", "/unblock",
-                           "/fav", "/unfav", "/nick", "/status", "/stats", "/ping", "/contacts", "/history", "/lock",
+                           "/fav", "/unfav", "/nick", "/status", "/stats", "/ping", "/contacts", "/history", "/lock", "/group", "/board",
                            "/unlock", "/clear", "/help", "/leave", "/quit", "/panic"]
 
     private let lock = NSLock()

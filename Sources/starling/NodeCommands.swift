@@ -321,12 +321,18 @@ struct Send: AsyncParsableCommand {
     var server: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
     @Flag(help: "Post the message on the mesh's board (signed, kept by every node and synced to newcomers) instead.") var board = false
+    @Option(name: .customLong("to-group"),
+            help: "Send to a private group this data directory belongs to (its name, or its ID's first digits; `starling chat`'s /group makes one).")
+    var toGroup: String?
     @Flag(help: "With --board: mark the post urgent (shown first).") var urgent = false
     @Option(help: "With --board: days the post lives, 1 to 7.") var days: Int = 1
 
     func validate() throws {
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
         if board && (to != nil || file != nil || `public`) { throw ValidationError("--board posts to everyone: not with --to, --file or --public") }
+        if toGroup != nil && (to != nil || file != nil || `public` || board) {
+            throw ValidationError("--to-group sends to a group's members: not with --to, --file, --public or --board")
+        }
         if (urgent || days != 1) && !board { throw ValidationError("--urgent and --days go with --board") }
         if !(1...7).contains(days) { throw ValidationError("--days \(days): a board post lives 1 to 7 days") }
         if file != nil {
@@ -358,6 +364,7 @@ struct Send: AsyncParsableCommand {
         // A daemon runs for this data directory: through its API (it is the node).
         if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) { return try await sendThrough(api) }
         if let file, let to { return try await sendFile(file, to: to) }
+        if let toGroup { return try await sendToGroup(toGroup) }
         let text = self.text ?? ""
         let session = try await NodeSession.start(node, server: server, tellsFavourites: false)
         let n = session.node, messenger = session.messenger
@@ -489,6 +496,58 @@ struct Send: AsyncParsableCommand {
         if let messageID, let to, await !watch.reached(messageID, .delivered) {
             throw NotDelivered(to: to, seconds: linger)
         }
+    }
+
+    /// `--to-group`: the group from the store, a first peer to hand it to (any
+    /// node relays it; members read it), then the message, sealed for the group.
+    func sendToGroup(_ name: String) async throws {
+        let text = self.text ?? ""
+        let session = try await NodeSession.start(node, server: nil, tellsFavourites: false)
+        let n = session.node, messenger = session.messenger
+        let client = LocalMessengerClient(messenger: messenger, identityStore: session.identityStore)
+        let printer = EventPrinter(json: json)
+        let start = Date()
+        let wait = self.wait ?? (node.announceInterval + 2), linger = self.linger ?? 1
+        let runner = Task { await n.run(until: UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 2) * 1000)) }
+        let taking = Task { await messenger.run() }
+        let events = Task {
+            for await event in messenger.events {
+                switch event {
+                case .node(.groupMessage), .node(.groupChanged), .notSaved, .warning: await printer.print(event, messenger: messenger)
+                default: continue
+                }
+            }
+        }
+        defer { events.cancel() }
+        func stop() async {
+            await n.stop()
+            await runner.value
+        }
+        let group: GroupSummary
+        do { group = try GroupChoice.choose(name, among: try await client.groups()) } catch {
+            await stop()
+            let locked = await messenger.isStoreOpen ? "" : " (the store is locked: its groups are not known)"
+            throw RuntimeFailure("\(error)\(locked)")
+        }
+        while await n.knownPeers.isEmpty, Date().timeIntervalSince(start) < wait { try await Task.sleep(for: .milliseconds(20)) }
+        guard await !n.knownPeers.isEmpty else {
+            await stop()
+            throw RuntimeFailure("no peer found within \(Self.format(wait)) s to carry it (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
+        }
+        let record: MessageRecord
+        do { record = try await client.sendToGroup(group.groupID, text: text) } catch {
+            await stop()
+            throw RuntimeFailure("not sent: \(error)")
+        }
+        if json {
+            StandardOutput.write(APIJSONText.line(["event": "sent", "group": group.name, "text": text, "messageID": record.transportID ?? ""]))
+        } else {
+            print("* sent to \(DisplayText.clean(group.name)) (\(group.members.count) members)")
+        }
+        try await Task.sleep(for: .milliseconds(Int(linger * 1000)))
+        await n.leave()
+        await runner.value
+        _ = await taking.value
     }
 
     /// `--file`: waits for the recipient, sends the file (the mesh, or an offer
@@ -682,6 +741,12 @@ extension Send {
         if let file, let to { return try await sendFileThrough(api, file, to: to) }
         let text = self.text ?? ""
         let linger = self.linger ?? (to == nil ? 1 : 10)
+        if let toGroup {
+            let o = try await call { try await api.post("/v1/groups/\(APIMessengerClient.escaped(toGroup))/messages", ["text": text]) } as? [String: Any]
+            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "group": toGroup, "text": text, "messageID": o?["messageID"] ?? ""])) }
+            else { print("* sent to \(toGroup)") }
+            return
+        }
         if board {
             let o = try await call { try await api.post("/v1/board", ["text": text, "urgent": urgent, "days": days]) } as? [String: Any]
             if json { StandardOutput.write(APIJSONText.line(["event": "sent", "board": true, "text": text, "postID": o?["postID"] ?? ""])) }

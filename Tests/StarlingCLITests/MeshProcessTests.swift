@@ -183,6 +183,66 @@ import Glibc
         #expect(await dave.waitForExit() == 0)
     }
 
+    /// Issue 36: a group made in the chat (`/group create crew bob carol`)
+    /// reaches its members' listeners (`"event": "group"`), `/group say` and
+    /// `send --to-group` reach them as `"event": "groupMessage"` with the
+    /// group's name, and a member restarted reads the group again from its
+    /// store (its key is nowhere else).
+    @Test func aGroupMadeInTheChatIsReadByItsMembersAcrossARestart() async throws {
+        let bob = try Self.node("bob", duration: 120)
+        defer { bob.stop() }
+        let bobPort = try await Self.port(of: bob)
+        let carolDir = Self.dataDir()
+        func carol() throws -> LiveProcess {
+            try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--duration", "120",
+                             "--announce-interval", "1", "--data-dir", carolDir, "--peer", "127.0.0.1:\(bobPort)"])
+        }
+        let first = try carol()
+        defer { first.stop() }
+        let aliceDir = Self.dataDir()
+        let alice = try LiveProcess(["chat", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", aliceDir, "--peer", "127.0.0.1:\(bobPort)"])
+        defer { alice.stop() }
+        #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
+        alice.type("/group create crew bob carol")
+        #expect(await alice.waitForText("you made crew: alice, bob, carol"), "\(alice.text)")
+        for member in [bob, first] {
+            let joined = await member.waitFor(seconds: 30) { $0["event"] as? String == "group" && $0["change"] as? String == "joined" }
+            #expect((joined?["text"] as? String)?.hasPrefix("you were added to group 'crew' by alice") == true, "\(member.text)")
+        }
+        alice.type("/group say crew hello crew")
+        for member in [bob, first] {
+            let said = await member.waitFor(seconds: 30) { $0["event"] as? String == "groupMessage" }
+            #expect(said?["group"] as? String == "crew" && said?["text"] as? String == "hello crew" && said?["nickname"] as? String == "alice",
+                    "\(member.text)")
+        }
+        alice.type("/group")
+        #expect(await alice.waitForText("&crew"), "\(alice.text)")
+        alice.type("/leave")
+        #expect(await alice.waitForExit() == 0)
+
+        // carol restarts: her store gives her the group back.
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(await first.waitForExit(seconds: 30) == 0)
+        let second = try carol()
+        defer { second.stop() }
+        #expect(await bob.waitFor(seconds: 30) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "carol" } != nil)
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--json", "--data-dir", aliceDir,
+                                                  "--peer", "127.0.0.1:\(bobPort)", "--wait", "8", "--linger", "1", "--to-group", "crew",
+                                                  "from the command line"])
+        #expect(sent.status == 0 && sent.stdout.contains("\"group\":\"crew\""), "\(sent.stdout)\(sent.stderr)")
+        for member in [bob, second] {
+            let got = await member.waitFor(seconds: 30) { $0["event"] as? String == "groupMessage" && $0["text"] as? String == "from the command line" }
+            #expect(got?["group"] as? String == "crew", "\(member.text)")
+        }
+        // Bad input: a usage error (64); a group this directory is not in: a runtime failure (1), in words.
+        let both = try await StarlingProcess.run(["send", "--to-group", "crew", "--board", "x"])
+        #expect(both.status == 64 && both.stderr.contains("--to-group"), "\(both.stderr)")
+        let unknown = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--data-dir", aliceDir, "--wait", "1",
+                                                     "--to-group", "nosuch", "x"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("no group nosuch"), "\(unknown.stderr)")
+    }
+
     /// The board outlives a restart: a listener that took a post and was
     /// stopped keeps it in its data directory's `board` (0600), and after its
     /// restart hands it to a newcomer by the board's sync.
