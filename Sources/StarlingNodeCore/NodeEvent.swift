@@ -311,7 +311,7 @@ extension NodeEvent: Encodable {
             try c.encode(g.creator, forKey: .creator)
             try c.encode(change.rawValue, forKey: .change)
             try c.encodeIfPresent(by, forKey: .by)
-            try c.encode(change.sentence(group: g.name, by: by), forKey: .text)
+            try c.encode(change.sentence(group: g.name, by: by, members: g.members.map(\.nickname)), forKey: .text)
         case let .boardPostDeleted(postID, authorKey):
             try c.encode(postID.hexString, forKey: .postID)
             try c.encode(authorKey.hexString, forKey: .authorKey)
@@ -445,12 +445,13 @@ public enum GroupChange: String, Hashable, Sendable, Codable {
     case created, joined, updated, removed, left
 
     /// What a person is told.
-    public func sentence(group name: String, by: String?) -> String {
+    public func sentence(group name: String, by: String?, members: [String] = []) -> String {
         let group = "'\(DisplayText.clean(name))'"
+        let who = members.isEmpty ? "" : ": " + members.map(DisplayText.clean).joined(separator: ", ")
         switch self {
         case .created: return "you made group \(group)"
-        case .joined: return "you were added to group \(group)" + (by.map { " by \(DisplayText.clean($0))" } ?? "")
-        case .updated: return "group \(group) changed: a new key and roster"
+        case .joined: return "you were added to group \(group)" + (by.map { " by \(DisplayText.clean($0))" } ?? "") + who
+        case .updated: return "group \(group) has a new key" + (members.isEmpty ? "" : " and is now" + who.dropFirst())
         case .removed: return "you were removed from group \(group)"
         case .left: return "you left group \(group)"
         }

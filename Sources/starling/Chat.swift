@@ -264,6 +264,12 @@ actor ChatScreen {
             say("* \(contacts) contact\(contacts == 1 ? "" : "s") (/contacts, /history NAME)"
                 + (pending > 0 ? "; \(pending) message\(pending == 1 ? "" : "s") waiting for their contact to appear" : ""))
         }
+        let groups = await ask([]) { try await client.groups() }
+        if !groups.isEmpty {
+            say("* in \(groups.count) group\(groups.count == 1 ? "" : "s"): " + groups.map { "&" + DisplayText.clean($0.name) }.joined(separator: ", ")
+                + (screen == nil ? " (/group say NAME TEXT)" : " (a window each)"))
+            for g in groups { screen?.open(Self.groupWindow(g.name)) }
+        }
         if !me.storeOpen { say("* the store is locked: /unlock opens it") }
     }
 

@@ -43,6 +43,10 @@ extension ChatScreen {
             }
             if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
         case let .sent(conversation, record):
+            // A line of ours to a group is shown in its window by /group say (or the window's input).
+            if await ask([], { try await client.groups() }).contains(where: { MessengerCore.conversationID(forGroup: $0.groupID) == conversation }) {
+                return
+            }
             await showSent(conversation, record)
         case let .sendingWaiting(conversation, count):
             let name = await name(of: conversation)
@@ -240,7 +244,7 @@ extension ChatScreen {
                 say("[\(Self.clock())] \(EventPrinter.groupLine(m))")
             }
         case let .groupChanged(g, change, by):
-            let text = change.sentence(group: g.name, by: by)
+            let text = change.sentence(group: g.name, by: by, members: g.members.map(\.nickname))
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), text: text), to: change == .removed || change == .left ? ChatBuffers.publicName : Self.groupWindow(g.name))
             } else {

@@ -255,7 +255,7 @@ struct EventPrinter: Sendable {
             case let .boardPost(post, _, _): line = Self.boardLine(post)
             case .boardPostDeleted: line = "* a board post was deleted by its author"
             case let .groupMessage(m): line = Self.groupLine(m)
-            case let .groupChanged(g, change, by): line = "* " + change.sentence(group: g.name, by: by)
+            case let .groupChanged(g, change, by): line = "* " + change.sentence(group: g.name, by: by, members: g.members.map(\.nickname))
             case let .voiceNote(from, path, ms, isPrivate):
                 line = "* voice from \(from)\(isPrivate ? " (private)" : "") (\(ChatScreen.seconds(ms))): \(path)"
             }
