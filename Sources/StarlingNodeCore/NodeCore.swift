@@ -146,10 +146,14 @@ public struct NodeCore: Sendable {
         /// does not open or is signed by no member; a group state not from the
         /// group's creator, not signed by them, or older than the one held.
         public var groups = 0
+        /// An announce v2 (0x2C) that does not decode, or past the 10 a second examined.
+        public var announceV2 = 0
+        /// A vouch whose signature does not hold under its voucher's key.
+        public var vouches = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board + prekeys + voice + groups
+                + outdatedAnnounce + board + prekeys + voice + groups + announceV2 + vouches
         }
     }
 
@@ -338,6 +342,18 @@ public struct NodeCore: Sendable {
     /// oldest going): sent again when they have a new session with us (one
     /// sent into a session they lost in a restart never arrived).
     private var removalNotices: [(member: Fingerprint, notice: GroupState)] = []
+    /// Noise static keys of peers whose verified announce we took (1,024, the
+    /// oldest going), each with its recognition key once computed (announce v2).
+    private var noiseKeys: [Fingerprint: (key: [UInt8], recognition: [UInt8]?)] = [:]
+    private var noiseKeyOrder: [Fingerprint] = []
+    /// Rotating peer IDs recognized by an announce v2's tag, each shown once (1,024).
+    private var recognizedIDs: [PeerID] = []
+    /// When announce v2 packets were examined (10 a second at most).
+    private var announceV2Times: [Millis] = []
+    /// Vouches taken, by vouchee: their verified vouchers and when (8 a
+    /// vouchee, the newest; 1,024 vouchees, the first vouched going first).
+    private var vouchRecords: [Fingerprint: [(voucher: Fingerprint, at: UInt64)]] = [:]
+    private var vouchOrder: [Fingerprint] = []
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
@@ -978,6 +994,103 @@ public struct NodeCore: Sendable {
         }
     }
 
+    // MARK: Announce v2 and vouches
+
+    private mutating func rememberNoiseKey(_ f: Fingerprint, _ key: [UInt8]) {
+        if noiseKeys[f]?.key == key { return }
+        if noiseKeys[f] == nil { noiseKeyOrder.append(f) }
+        noiseKeys[f] = (key, nil)
+        while noiseKeyOrder.count > 1_024 { noiseKeys[noiseKeyOrder.removeFirst()] = nil }
+    }
+
+    /// An announce v2 (0x2C): unsigned, so it proves nothing by itself (iOS
+    /// reads none yet). Its tags are matched against the peers whose verified
+    /// announce gave us their Noise key: a match proves that peer (or we) made
+    /// the tag for this rotating ID within the hour either side, not that they
+    /// are here now. Shown once per ID as that, no more; relayed as iOS relays it.
+    private mutating func takeAnnounceV2(_ packet: Packet, now: Millis) {
+        guard let v2 = try? AnnounceV2(decoding: packet.payload[...]) else {
+            refusals.announceV2 += 1
+            return
+        }
+        announceV2Times.removeAll { now >= $0 + 1_000 }
+        guard announceV2Times.count < 10 else {
+            refusals.announceV2 += 1
+            return
+        }
+        announceV2Times.append(now)
+        guard !recognizedIDs.contains(packet.senderID) else { return }
+        let me = identity.noisePublicKey, id = packet.senderID.bytes
+        for f in noiseKeyOrder.reversed() {
+            guard var entry = noiseKeys[f] else { continue }
+            if entry.recognition == nil {
+                entry.recognition = PeerIDRotation.recognitionKey(ours: identity.noiseKey, theirs: entry.key) ?? []
+                noiseKeys[f] = entry
+            }
+            guard let key = entry.recognition, !key.isEmpty,
+                  PeerIDRotation.recognizes(v2, peerID: id, key: key, sender: entry.key, me: me) else { continue }
+            recognizedIDs.append(packet.senderID)
+            if recognizedIDs.count > 1_024 { recognizedIDs.removeFirst() }
+            let name = present.entries.values.first { $0.info.fingerprint == f }?.info.nickname
+            emit(.recognized(packet.senderID, fingerprint: f.hex, nickname: name, epoch: v2.epoch))
+            return
+        }
+    }
+
+    /// A batch of vouches (Noise 0x12) from a peer we verified, as iOS takes
+    /// them: each signed by that peer's announce key, at most 30 days old and
+    /// 1 hour ahead, for someone else we have not verified ourselves.
+    private mutating func takeVouches(_ body: [UInt8], from sender: PeerID, now: Millis) {
+        guard let voucher = sessions.fingerprint(of: sender), verifiedFingerprints.contains(voucher) else { return }
+        let card = present[sender]?.info
+        guard let key = card.flatMap({ $0.fingerprint == voucher ? $0.signingKey : nil }) ?? pins[voucher] else { return }
+        let wallNow = wall(now)
+        for a in VouchAttestation.decodeBatch(body) {
+            guard VouchSigning.isValid(a, voucherKey: key) else {
+                refusals.vouches += 1
+                continue
+            }
+            guard a.timestamp <= wallNow + 3_600_000, wallNow <= a.timestamp || wallNow - a.timestamp <= 30 * 86_400_000,
+                  let vouchee = Fingerprint(bytes: a.voucheeFingerprint), vouchee != voucher, !verifiedFingerprints.contains(vouchee)
+            else { continue }
+            var list = vouchRecords[vouchee] ?? []
+            let known = list.contains { $0.voucher == voucher }
+            list.removeAll { $0.voucher == voucher }
+            list.append((voucher, a.timestamp))
+            list.sort { $0.at > $1.at }
+            if vouchRecords[vouchee] == nil { vouchOrder.append(vouchee) }
+            vouchRecords[vouchee] = Array(list.prefix(8))
+            while vouchOrder.count > 1_024 { vouchRecords[vouchOrder.removeFirst()] = nil }
+            if !known { emit(.vouched(vouchee.hex, by: voucher.hex, voucherName: card?.nickname)) }
+        }
+    }
+
+    /// Vouches for up to 16 of the peers we verified whose signing key we
+    /// hold (the pinned one), to a peer in its Noise session (0x12): asked
+    /// for, never sent on our own. Returns how many.
+    @discardableResult
+    public mutating func sendVouches(to peer: PeerID, now: Millis) throws -> Int {
+        let recipient = present[peer]?.info.fingerprint ?? sessions.fingerprint(of: peer)
+        var list: [VouchAttestation] = []
+        for f in verifiedFingerprints.sorted() where f != recipient && f != myFingerprint && list.count < VouchAttestation.maxBatch {
+            guard let key = pins[f] else { continue }
+            var a = VouchAttestation(voucheeFingerprint: f.bytes, voucheeSigningKey: key, timestamp: wall(now))
+            try VouchSigning.sign(&a, with: identity.signingKey)
+            list.append(a)
+        }
+        guard !list.isEmpty else { return 0 }
+        try sendNoise(.unknown(type: NoisePayload.Kind.vouch, body: try VouchAttestation.encodeBatch(list)), to: peer, now: now, fresh: true)
+        return list.count
+    }
+
+    /// Who vouches for a peer now: peers we still verify, within 30 days.
+    public func vouchers(of f: Fingerprint, now: Millis) -> [Fingerprint] {
+        let wallNow = wall(now)
+        return (vouchRecords[f] ?? []).filter {
+            verifiedFingerprints.contains($0.voucher) && (wallNow <= $0.at || wallNow - $0.at <= 30 * 86_400_000)
+        }.map(\.voucher)
+    }
+
     // MARK: Time
 
     /// When ``tick(now:)`` must run next.
@@ -1284,6 +1397,10 @@ public struct NodeCore: Sendable {
             "node.groupPackets": groupTable.packetCount,
             "node.groupMessagesShown": groupTable.shownCount,
             "node.groupRemovalNotices": removalNotices.count,
+            "node.noiseKeys": noiseKeys.count,
+            "node.recognizedIDs": recognizedIDs.count,
+            "node.announceV2Times": announceV2Times.count,
+            "node.vouchees": vouchRecords.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1570,6 +1687,7 @@ public struct NodeCore: Sendable {
                                     signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)),
                                     announcedAt: packet.timestamp)
                 pin(card.fingerprint, a.signingPublicKey)
+                rememberNoiseKey(card.fingerprint, a.noisePublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
                 if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
                     sessions.rebind(sender, to: card.fingerprint)
@@ -1629,6 +1747,8 @@ public struct NodeCore: Sendable {
             _ = takesPrekeys(packet, now: now) // one that waited for its announce is taken now
         case .groupMessage where packet.isBroadcast:
             takeGroupMessage(packet, hops: hops, now: now)
+        case .announceV2 where packet.isBroadcast:
+            takeAnnounceV2(packet, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:
@@ -1772,6 +1892,8 @@ public struct NodeCore: Sendable {
             emit(.read(messageID: id, by: sender))
         case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
             takeVoice(body, from: sender, isPrivate: true, now: now)
+        case let .unknown(type, body) where type == NoisePayload.Kind.vouch:
+            takeVouches(body, from: sender, now: now)
         case let .unknown(type, body) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
             takeGroupState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, now: now)
         default:

@@ -67,6 +67,13 @@ public enum NodeEvent: Sendable {
     /// name), a new epoch or roster, or we were removed or left. The state's
     /// key never leaves the node core in an event.
     case groupChanged(GroupSummary, change: GroupChange, by: String?)
+    /// An announce v2 (0x2C) whose recognition tag is the one this peer (by
+    /// its Noise key's fingerprint) would make for us: it made it for this
+    /// rotating ID within the hour; not proof that it is here now.
+    case recognized(PeerID, fingerprint: String, nickname: String?, epoch: UInt32)
+    /// A peer we verified vouches (Noise 0x12, signed) that it verified this
+    /// fingerprint: one hop from our own verifications, not a verification.
+    case vouched(String, by: String, voucherName: String?)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -177,6 +184,8 @@ extension NodeEvent: Encodable {
         case .voiceNote: "voice"
         case .groupMessage: "groupMessage"
         case .groupChanged: "group"
+        case .recognized: "recognized"
+        case .vouched: "vouched"
         }
     }
 
@@ -303,6 +312,17 @@ extension NodeEvent: Encodable {
             try c.encode(m.timestamp, forKey: .timestamp)
             try c.encode(m.hops, forKey: .hops)
             try c.encode(m.history, forKey: .history)
+        case let .recognized(peer, fingerprint, nickname, epoch):
+            try c.encode(peer.description, forKey: .peerID)
+            try c.encode(fingerprint, forKey: .fingerprint)
+            try c.encodeIfPresent(nickname, forKey: .nickname)
+            try c.encode(epoch, forKey: .epoch)
+            try c.encode("\(nickname.map(DisplayText.clean) ?? String(fingerprint.prefix(16))) made rotating ID \(peer) (announce v2, recognized by its tag; not proof that they are here now)", forKey: .text)
+        case let .vouched(vouchee, voucher, name):
+            try c.encode(vouchee, forKey: .fingerprint)
+            try c.encode(voucher, forKey: .by)
+            try c.encodeIfPresent(name, forKey: .nickname)
+            try c.encode("\(name.map(DisplayText.clean) ?? String(voucher.prefix(16))), whom you verified, vouches for \(vouchee.prefix(16))… (vouched, not verified by you)", forKey: .text)
         case let .groupChanged(g, change, by):
             try c.encode(g.name, forKey: .group)
             try c.encode(g.groupID, forKey: .groupID)
@@ -419,6 +439,11 @@ extension NodeEvent: Decodable {
                                               nickname: try text(.nickname), text: try text(.text),
                                               timestamp: try c.decode(UInt64.self, forKey: .timestamp), hops: try int(.hops),
                                               history: try c.decode(Bool.self, forKey: .history)))
+        case "recognized":
+            self = .recognized(try peer(.peerID), fingerprint: try text(.fingerprint), nickname: try c.decodeIfPresent(String.self, forKey: .nickname),
+                               epoch: try c.decode(UInt32.self, forKey: .epoch))
+        case "vouched":
+            self = .vouched(try text(.fingerprint), by: try text(.by), voucherName: try c.decodeIfPresent(String.self, forKey: .nickname))
         case "group":
             guard let change = GroupChange(rawValue: try text(.change)) else { throw Undecodable(description: "group: change \(try text(.change))") }
             let summary = GroupSummary(groupID: try text(.groupID), name: try text(.group), epoch: try c.decode(UInt32.self, forKey: .epoch),

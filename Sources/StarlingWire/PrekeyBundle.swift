@@ -98,5 +98,5 @@ public struct PrekeyBundle: Hashable, Sendable {
 }
 
 extension FixedWidthInteger {
-    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: bigEndian) { Array($0) } }
+    public var bigEndianBytes: [UInt8] { withUnsafeBytes(of: bigEndian) { Array($0) } }
 }

@@ -236,6 +236,8 @@ extension ChatScreen {
             }
         case .boardPostDeleted:
             break // /board shows what is left
+        case .recognized, .vouched:
+            say("* " + EventPrinter.text(of: event))
         case let .groupMessage(m):
             if let screen {
                 screen.append(.init(time: FullScreen.clock(m.timestamp), nick: DisplayText.clean(m.nickname), text: Self.lines(m.text)),
