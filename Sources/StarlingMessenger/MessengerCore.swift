@@ -232,6 +232,7 @@ public struct MessengerCore: Sendable {
     public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? {
         peers[peer]?.fingerprint ?? sessions[peer] ?? trust.keys.first { $0.peerID == peer }
             ?? contacts.values.compactMap(\.card?.meshFingerprint).first { $0.peerID == peer }
+            ?? peerConversations.values.compactMap { Fingerprint(hex: $0.fingerprint) }.first { $0.peerID == peer }
     }
 
     /// A conversation's name as shown: the contact's, the peer's announce, what was kept.

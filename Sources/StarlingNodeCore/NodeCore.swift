@@ -150,10 +150,14 @@ public struct NodeCore: Sendable {
         public var announceV2 = 0
         /// A vouch whose signature does not hold under its voucher's key.
         public var vouches = 0
+        /// A courier drop refused: malformed, expired, not from the neighbour
+        /// that sent it, unsigned by its depositor, past the store's quotas, or
+        /// addressed to us and not opening.
+        public var courier = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board + prekeys + voice + groups + announceV2 + vouches
+                + outdatedAnnounce + board + prekeys + voice + groups + announceV2 + vouches + courier
         }
     }
 
@@ -354,6 +358,10 @@ public struct NodeCore: Sendable {
     /// vouchee, the newest; 1,024 vouchees, the first vouched going first).
     private var vouchRecords: [Fingerprint: [(voucher: Fingerprint, at: UInt64)]] = [:]
     private var vouchOrder: [Fingerprint] = []
+    /// Courier drops carried for others (docs/PROTOCOL.md, "Courier drops").
+    private var courier = CourierStore()
+    /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
+    private var openedDrops: [String] = []
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
@@ -1091,6 +1099,86 @@ public struct NodeCore: Sendable {
         }.map(\.voucher)
     }
 
+    // MARK: Courier drops
+
+    /// Seals a private message one-way to a peer who is away (its Noise key,
+    /// from a verified announce we took) and deposits it with up to 3
+    /// neighbours, 4 copies each, for 24 hours (as iOS). Returns how many took it.
+    @discardableResult
+    public mutating func sendDrop(_ text: String, to recipient: Fingerprint, messageID: String? = nil, now: Millis) throws -> Int {
+        guard let key = noiseKeys[recipient]?.key else { throw CourierError.unknownRecipient }
+        let id = messageID ?? newMessageID()
+        let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: id, content: text)).encoded()
+        let sealed = try CourierSeal.seal(payload, from: identity.noiseKey, to: key)
+        let w = wall(now)
+        let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: key, day: CourierSeal.epochDay(unixSeconds: w / 1_000)),
+                                       expiry: w + CourierEnvelope.maxLifetime, ciphertext: sealed, copies: 4)
+        let couriers = present.entries.filter { $0.value.hops == 1 && $0.value.info.fingerprint != recipient }
+            .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
+            .prefix(3).map(\.key)
+        for c in couriers { try depositDrop(envelope, with: c, now: now) }
+        return couriers.count
+    }
+
+    public enum CourierError: Error, Hashable, Sendable, CustomStringConvertible {
+        case unknownRecipient
+        public var description: String { "no verified announce has given us this peer's Noise key: a drop cannot be sealed to them" }
+    }
+
+    private mutating func depositDrop(_ e: CourierEnvelope, with peer: PeerID, now: Millis) throws {
+        var packet = Packet(type: .courierEnvelope, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: try e.encoded(),
+                            compress: false)
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: now), now: now)
+    }
+
+    /// A peer announced itself one hop away: the drops we carry for it go to
+    /// it (and leave us), and it gets half the copies of the others (spray-and-wait).
+    private mutating func handOverDrops(to peer: PeerID, noiseKey: [UInt8], now: Millis) {
+        guard courier.count > 0 else { return }
+        for e in courier.handOver(to: noiseKey, now: wall(now)) + courier.spray(to: noiseKey, now: wall(now)) {
+            try? depositDrop(e, with: peer, now: now) // encodes: it decoded
+        }
+    }
+
+    /// A 0x04 packet for us: a drop addressed to us (opened and shown as a
+    /// private message), or a deposit to carry (from the neighbour that sent
+    /// it, signed by the key its verified announce carries).
+    private mutating func takeDrop(_ packet: Packet, hops: Int, now: Millis) {
+        let w = wall(now)
+        guard let e = try? CourierEnvelope(decoding: packet.payload[...]), !e.isExpired(at: w) else {
+            refusals.courier += 1
+            return
+        }
+        let mine = CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: CourierSeal.epochDay(unixSeconds: w / 1_000))
+        if mine.contains(e.recipientTag) {
+            openDrop(e, hops: hops, now: now)
+            return
+        }
+        guard hops == 1, let card = present[packet.senderID]?.info, let key = noiseKeys[card.fingerprint]?.key,
+              packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
+            refusals.courier += 1
+            return
+        }
+        if case .refused = courier.deposit(e, from: key, favorite: favorites.contains(card.fingerprint), now: w) { refusals.courier += 1 }
+    }
+
+    private mutating func openDrop(_ e: CourierEnvelope, hops: Int, now: Millis) {
+        guard e.prekeyID == nil, let opened = try? CourierSeal.open(e.ciphertext, with: identity.noiseKey),
+              case let .privateMessage(m)? = try? NoisePayload(decoding: opened.payload) else {
+            refusals.courier += 1 // a prekey drop: we publish no prekeys; or a tag that collided
+            return
+        }
+        let sender = Fingerprint(noiseStaticKey: opened.sender)
+        guard !blocked.contains(sender), !openedDrops.contains(m.messageID) else { return }
+        openedDrops.append(m.messageID)
+        if openedDrops.count > 512 { openedDrops.removeFirst() }
+        rememberNoiseKey(sender, opened.sender)
+        let from = present.entries.first { $0.value.info.fingerprint == sender }?.key ?? sender.peerID
+        emit(.privateMessage(from: from, nickname: present[from]?.info.nickname, text: m.content, messageID: m.messageID, hops: hops,
+                             via: "courier"))
+    }
+
     // MARK: Time
 
     /// When ``tick(now:)`` must run next.
@@ -1118,6 +1206,7 @@ public struct NodeCore: Sendable {
 
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
+        if courier.count > 0 { courier.prune(now: wall(now)) }
         // Expired posts leave the board, and the sync round, within a minute.
         if now >= (boardProvidedAt ?? 0) + 60_000 {
             if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
@@ -1401,6 +1490,8 @@ public struct NodeCore: Sendable {
             "node.recognizedIDs": recognizedIDs.count,
             "node.announceV2Times": announceV2Times.count,
             "node.vouchees": vouchRecords.count,
+            "node.courierHeld": courier.count,
+            "node.dropsOpened": openedDrops.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -1681,6 +1772,7 @@ public struct NodeCore: Sendable {
                 if hops == 1, !replayed, let link {
                     perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
                     watch.announced(link)
+                    handOverDrops(to: sender, noiseKey: a.noisePublicKey, now: now)
                 }
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
@@ -1749,6 +1841,8 @@ public struct NodeCore: Sendable {
             takeGroupMessage(packet, hops: hops, now: now)
         case .announceV2 where packet.isBroadcast:
             takeAnnounceV2(packet, now: now)
+        case .courierEnvelope where packet.recipientID == peerID:
+            takeDrop(packet, hops: hops, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:

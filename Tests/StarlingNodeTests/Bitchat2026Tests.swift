@@ -45,9 +45,9 @@ extension InProcessNodes {
     @Test func ourAnnouncesSayWeAnswerPingsAndOthersCapabilitiesAreKept() throws {
         let net = NodeCoreTests.line()
         net.run(for: 1_000)
-        #expect(net.nodes[0].peers[net.nodes[2].peerID]?.capabilities == [.meshDiagnostics, .privateMedia, .board])
+        #expect(net.nodes[0].peers[net.nodes[2].peerID]?.capabilities == [.meshDiagnostics, .privateMedia, .board, .groups])
         // Told once when first heard, not again with each announce that says the same.
-        let told = net.events[0].filter { if case let .capabilities(id, caps) = $0 { id == net.nodes[2].peerID && caps == [.meshDiagnostics, .privateMedia, .board] } else { false } }
+        let told = net.events[0].filter { if case let .capabilities(id, caps) = $0 { id == net.nodes[2].peerID && caps == [.meshDiagnostics, .privateMedia, .board, .groups] } else { false } }
         #expect(told.count == 1)
         #expect(Capabilities(rawValue: 0x8140).names == ["meshDiagnostics", "privateMedia", "bit 15"])
     }

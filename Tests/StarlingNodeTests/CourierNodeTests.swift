@@ -1,0 +1,98 @@
+import Crypto
+import Foundation
+import Testing
+import StarlingCrypto
+import StarlingEmbeddedNetwork
+import StarlingMesh
+import StarlingNodeCore
+import StarlingWire
+
+/// Issue 36: courier drops carried, as iOS carries them, on nodes in one process.
+extension InProcessNodes {
+@Suite struct CourierNodeTests {
+    static func privateTexts(_ net: EmbeddedNetwork, _ n: Int) -> [(String, String?)] {
+        net.events[n].compactMap { if case let .privateMessage(_, _, text, _, _, via) = $0 { (text, via) } else { nil } }
+    }
+
+    /// The issue's case: alice – bob – carol; carol goes away; alice's drop
+    /// for her waits with bob, and reaches carol when she comes back an hour
+    /// later (virtual time). bob cannot read it.
+    @Test func aDropCarriedByANeighbourReachesAPeerBackAnHourLater() throws {
+        let net = NodeCoreTests.line()
+        net.run(for: 3_000)
+        let carol = net.nodes[2].identity.fingerprint
+        net.disconnect(1, 2)
+        net.run(for: 70_000) // carol's announce ages out: she is away
+        #expect(net.nodes[0].peers.values.contains { $0.fingerprint == carol } == false)
+        let couriers = try net.on(0) { try $0.sendDrop("meet at the bridge at noon", to: carol, now: $1) }
+        net.run(for: 1_000)
+        #expect(couriers == 1 && net.nodes[1].tableSizes["node.courierHeld"] == 1)
+        #expect(Self.privateTexts(net, 1).isEmpty, "the courier reads nothing")
+        net.run(for: 3_600_000)
+        #expect(net.nodes[1].tableSizes["node.courierHeld"] == 1, "still carried an hour later")
+        net.connect(1, 2)
+        net.run(for: 5_000)
+        let got = Self.privateTexts(net, 2)
+        #expect(got.count == 1 && got.first?.0 == "meet at the bridge at noon" && got.first?.1 == "courier", "\(got)")
+        #expect(net.nodes[1].tableSizes["node.courierHeld"] == 0, "handed over, no longer carried")
+    }
+
+    /// Deposits are taken only signed by their depositor's announced key,
+    /// within the quotas (2 from one depositor who is not a favourite), and
+    /// leave at their expiry.
+    @Test func depositsKeepToTheirQuotasAndExpire() throws {
+        let net = EmbeddedNetwork()
+        let bob = net.addNode("bob")
+        let raw = net.openRawLink(to: bob)
+        let depositor = Identity.generate(), carol = Identity.generate()
+        net.inject(try Announcement.make(identity: depositor, nickname: "dan", timestamp: net.now).encoded(), on: raw)
+        net.run(for: 100)
+        func deposit(_ i: Int, signed: Bool = true) throws -> [UInt8] {
+            let sealed = try CourierSeal.seal(Array("drop \(i)".utf8), from: depositor.noiseKey, to: carol.noisePublicKey)
+            let e = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: carol.noisePublicKey, day: CourierSeal.epochDay(unixSeconds: net.now / 1_000)),
+                                    expiry: net.now + 5_000, ciphertext: sealed)
+            var p = Packet(type: .courierEnvelope, ttl: 7, timestamp: net.now, senderID: depositor.peerID, recipientID: net.nodes[bob].peerID,
+                           payload: try e.encoded(), compress: false)
+            if signed { try PacketSigning.sign(&p, with: depositor.signingKey) }
+            return try p.encoded()
+        }
+        net.inject(try deposit(0, signed: false), on: raw)
+        net.run(for: 100)
+        #expect(net.nodes[bob].tableSizes["node.courierHeld"] == 0 && net.nodes[bob].refusals.courier == 1, "unsigned: refused")
+        for i in 1...3 { net.inject(try deposit(i), on: raw) }
+        net.run(for: 100)
+        #expect(net.nodes[bob].tableSizes["node.courierHeld"] == 2 && net.nodes[bob].refusals.courier == 2, "2 a depositor")
+        net.run(for: 6_000)
+        #expect(net.nodes[bob].tableSizes["node.courierHeld"] == 0, "gone at their expiry")
+    }
+
+    /// The store as a value: a favourite's deposit pushes out the oldest other;
+    /// copies split in half on each spray, never to whom they came from.
+    @Test func theStoreSplitsCopiesAndMakesRoomForFavourites() {
+        var s = CourierStore()
+        s.limits.maxEnvelopes = 3
+        s.limits.maxVerifiedEnvelopes = 3
+        let now: UInt64 = 1_750_000_000_000
+        func env(_ i: UInt8, copies: UInt8 = 1) -> CourierEnvelope {
+            CourierEnvelope(recipientTag: [UInt8](repeating: i, count: 16), expiry: now + 3_600_000, ciphertext: [i, i], copies: copies)
+        }
+        let (a, b, c, fav) = ([UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32), [UInt8](repeating: 3, count: 32), [UInt8](repeating: 9, count: 32))
+        #expect(s.deposit(env(1, copies: 4), from: a, favorite: false, now: now) == .kept)
+        #expect(s.deposit(env(1, copies: 4), from: b, favorite: false, now: now) == .duplicate)
+        #expect(s.deposit(env(2), from: b, favorite: false, now: now + 1) == .kept)
+        #expect(s.deposit(env(3), from: c, favorite: false, now: now + 2) == .kept)
+        guard case .refused = s.deposit(env(4), from: c, favorite: false, now: now + 3) else { Issue.record("full: refused"); return }
+        #expect(s.deposit(env(5), from: fav, favorite: true, now: now + 4) == .kept)
+        #expect(s.count == 3 && !s.held.contains { $0.envelope.recipientTag[0] == 1 }, "the oldest non-favourite went")
+        var t = CourierStore()
+        _ = t.deposit(env(7, copies: 4), from: a, favorite: false, now: now)
+        #expect(t.spray(to: b, now: now).map(\.copies) == [2])
+        #expect(t.spray(to: b, now: now).isEmpty, "once to each courier")
+        #expect(t.spray(to: a, now: now).isEmpty, "never back to its depositor")
+        #expect(t.spray(to: c, now: now).map(\.copies) == [1])
+        #expect(t.held.first?.envelope.copies == 1 && t.spray(to: fav, now: now).isEmpty, "carry-only now")
+        #expect(t.deposit(env(7, copies: 8), from: c, favorite: false, now: now) == .duplicate && t.held.first?.envelope.copies == 1,
+                "a replay never refills spent copies")
+    }
+}
+}
