@@ -50,6 +50,8 @@ public final class EmbeddedNetwork {
     public private(set) var savedFiles: [[NodeCore.IncomingFile]] = []
     /// Voice bursts each node put back together, in order.
     public private(set) var savedVoice: [[VoiceAssembler.Note]] = []
+    /// Each node's own prekeys as it last said to keep them.
+    public private(set) var savedPrekeys: [Int: LocalPrekeys] = [:]
     /// Large files offered to each node (carried over TCP by a runtime, not here).
     public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
@@ -102,6 +104,7 @@ public final class EmbeddedNetwork {
         configure(&c)
         let ends = wires.keys.filter { $0.node == node }
         nodes[node] = NodeCore(identity: nodes[node].identity, configuration: c, seed: rng.next())
+        if let kept = savedPrekeys[node] { nodes[node].adoptPrekeys(kept) }
         for end in ends { nodes[node].linkUp(end.link, maxFrame: wires[end]?.maxFrame, now: now) }
         flush(node)
     }
@@ -265,6 +268,8 @@ public final class EmbeddedNetwork {
             case let .saveVoice(note):
                 savedVoice[node].append(note)
                 events[node].append(.voiceNote(from: note.from, path: "memory:voice", durationMillis: note.durationMillis, isPrivate: note.isPrivate))
+            case let .savePrekeys(p):
+                savedPrekeys[node] = p // kept "on disk": a restart adopts them
             case .acknowledged:
                 break // the simulated mailboxes hold nothing for a server
             case let .bulkOffered(offer, from):

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import StarlingNodeCore
 import StarlingWire
 
 /// The mesh board kept on disk (the data directory's `board`, 0600): the
@@ -37,6 +38,12 @@ public struct BoardFile: Sendable {
             let b = try p.encoded()
             out += [UInt8(b.count >> 24 & 0xFF), UInt8(b.count >> 16 & 0xFF), UInt8(b.count >> 8 & 0xFF), UInt8(b.count & 0xFF)] + b
         }
+        try Self.writeWhole(out, to: url)
+    }
+
+    /// Writes `out` to `url` whole: a private temporary file (0600, never a
+    /// link followed), synced to disk, then renamed over the old one.
+    static func writeWhole(_ out: [UInt8], to url: URL) throws {
         let tmp = url.path + ".tmp"
         unlink(tmp)
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -52,5 +59,23 @@ public struct BoardFile: Sendable {
             unlink(tmp)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
+    }
+}
+
+/// Our own one-time prekeys kept on disk (the data directory's `prekeys`,
+/// 0600: they are private keys), as JSON, written whole at every change. Lost,
+/// drops sealed to the prekeys we published could not be opened.
+public struct PrekeyFile: Sendable {
+    public let url: URL
+    public init(url: URL) { self.url = url }
+
+    /// The prekeys kept; nil when there is no file yet.
+    public func load() throws -> LocalPrekeys? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return try JSONDecoder().decode(LocalPrekeys.self, from: Data(contentsOf: url))
+    }
+
+    public func save(_ p: LocalPrekeys) throws {
+        try BoardFile.writeWhole([UInt8](try JSONEncoder().encode(p)), to: url)
     }
 }

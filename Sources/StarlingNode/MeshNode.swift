@@ -46,6 +46,9 @@ public actor MeshNode {
         public var clock: any NodeClock = SystemClock()
         /// Where the mesh board is kept across restarts (``BoardFile``; nil: in memory only).
         public var boardFile: URL?
+        /// Where our own one-time prekeys are kept (0600) when the node
+        /// publishes a prekey bundle (``NodeCore/Configuration/publishesPrekeys``).
+        public var prekeyFile: URL?
         public init(nickname: String) { core = NodeCore.Configuration(nickname: nickname) }
     }
 
@@ -134,6 +137,14 @@ public actor MeshNode {
         configuration.bulk = options.bulk != nil && options.downloads != nil
         if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.mailboxes.map(\.name) }
         self.core = NodeCore(identity: identity, configuration: configuration, seed: UInt64.random(in: 0...UInt64.max))
+        // Our prekeys, before any tick publishes (or, with none kept, makes) them.
+        if configuration.publishesPrekeys, let url = options.prekeyFile {
+            do {
+                if let kept = try PrekeyFile(url: url).load() { core.adoptPrekeys(kept) }
+            } catch {
+                logger.warning("our prekeys cannot be read: new ones are made", metadata: ["file": "\(url.path)", "error": "\(error)"])
+            }
+        }
         self.time = NodeTime(clock: options.clock)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         (stopped, stoppedContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -423,6 +434,11 @@ public actor MeshNode {
                 save(file)
             case let .saveVoice(note):
                 save(note)
+            case let .savePrekeys(p):
+                guard let url = options.prekeyFile else { break }
+                do { try PrekeyFile(url: url).save(p) } catch {
+                    continuation.yield(.rejected(Rejection(.transport, "our prekeys could not be kept in \(url.path) (\(error.localizedDescription)): free some disk, or drops sealed to them may not open after a restart")))
+                }
             case let .sendOffMesh(payload, peer, via, ticket):
                 options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             case let .acknowledged(id):

@@ -99,6 +99,10 @@ public struct NodeCore: Sendable {
         /// sync round of their messages (type bit 10).
         public var groups = GroupTable.Configuration()
         public var groupSyncInterval: Millis = 30_000
+        /// Publish our own prekey bundle (0x24, hourly) and open courier drops
+        /// sealed to its prekeys; announces capability bit 0. The runtime keeps
+        /// the prekeys (``Output/savePrekeys(_:)``, ``adoptPrekeys(_:)``).
+        public var publishesPrekeys = false
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -174,6 +178,9 @@ public struct NodeCore: Sendable {
         /// A live voice burst came whole (or as whole as it will): save it as
         /// an audio file (``VoiceAssembler/Note/adts``), then report ``NodeEvent/voiceNote``.
         case saveVoice(VoiceAssembler.Note)
+        /// Our own prekeys changed (made, used, dropped): keep them, before a
+        /// bundle naming them goes out (they are private keys: 0600).
+        case savePrekeys(LocalPrekeys)
         /// Send this payload to `peer` through the mailbox transport named
         /// `via` (the peer has no mesh route); `ticket` names it when the
         /// transport answers (``offMeshAccepted(_:now:)``, ``offMeshFailed(_:reason:now:)``).
@@ -238,6 +245,7 @@ public struct NodeCore: Sendable {
         var c = Self.capabilities
         if configuration.board != nil { c.formUnion(.board) }
         if configuration.bulk { c.formUnion(.wifiBulk) }
+        if configuration.publishesPrekeys { c.formUnion(.prekeys) }
         c.formUnion(.groups)
         return c
     }
@@ -362,6 +370,11 @@ public struct NodeCore: Sendable {
     private var courier = CourierStore()
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
     private var openedDrops: [String] = []
+    /// Our own prekeys (nil unless ``Configuration/publishesPrekeys``), and when their bundle last went out.
+    private var ownPrekeys: LocalPrekeys?
+    private var prekeysPublishedAt: Millis?
+    /// Prekey IDs of others' bundles we sealed drops to (256 recipients): each used once.
+    private var prekeysUsed: [Fingerprint: Set<UInt32>] = [:]
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
     /// The board packet `admits` took for the router call under way: shown on delivery.
@@ -1091,6 +1104,34 @@ public struct NodeCore: Sendable {
         return list.count
     }
 
+    /// Our own prekeys as the runtime kept them, taken at the start before
+    /// the first tick (which publishes them, or makes new ones when none were kept).
+    public mutating func adoptPrekeys(_ p: LocalPrekeys) {
+        guard configuration.publishesPrekeys else { return }
+        ownPrekeys = p
+    }
+
+    /// Our own prekeys (what the runtime keeps), nil unless published.
+    public var localPrekeys: LocalPrekeys? { ownPrekeys }
+
+    /// Tops up our prekeys and publishes their bundle (signed, as iOS does,
+    /// hourly and whenever one was used); the runtime keeps them first.
+    private mutating func publishPrekeys(now: Millis, changed: Bool = false) {
+        guard configuration.publishesPrekeys else { return }
+        var p = ownPrekeys ?? LocalPrekeys()
+        let fresh = ownPrekeys == nil
+        if p.replenish(now: wall(now)) || fresh || changed { outbox.append(.savePrekeys(p)) }
+        ownPrekeys = p
+        prekeysPublishedAt = now
+        var bundle = p.bundle(noiseStaticKey: identity.noisePublicKey)
+        guard !bundle.prekeys.isEmpty, (try? PrekeySigning.sign(&bundle, with: identity.signingKey)) != nil else { return }
+        var packet = Packet(type: .prekeyBundle, ttl: 7, timestamp: wall(now), senderID: peerID, payload: bundle.encoded(), compress: false)
+        guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil else { return }
+        _ = prekeys.take(bundle, packet: packet, now: wall(now))
+        router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now)))
+        perform(router.originate(packet, now: now), now: now)
+    }
+
     /// Who vouches for a peer now: peers we still verify, within 30 days.
     public func vouchers(of f: Fingerprint, now: Millis) -> [Fingerprint] {
         let wallNow = wall(now)
@@ -1109,10 +1150,19 @@ public struct NodeCore: Sendable {
         guard let key = noiseKeys[recipient]?.key else { throw CourierError.unknownRecipient }
         let id = messageID ?? newMessageID()
         let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: id, content: text)).encoded()
-        let sealed = try CourierSeal.seal(payload, from: identity.noiseKey, to: key)
         let w = wall(now)
+        // A one-time prekey of theirs when a bundle under 7 days old is known (forward secret); else their static key.
+        var prekey: PrekeyBundle.Prekey?
+        if let bundle = prekeys.bundle(of: recipient), w < bundle.generatedAt + 7 * 86_400_000 {
+            prekey = bundle.prekeys.sorted { $0.id < $1.id }.first { !(prekeysUsed[recipient] ?? []).contains($0.id) }
+            if let p = prekey {
+                if prekeysUsed[recipient] == nil, prekeysUsed.count >= 256, let any = prekeysUsed.keys.first { prekeysUsed[any] = nil }
+                prekeysUsed[recipient, default: []].insert(p.id)
+            }
+        }
+        let sealed = try CourierSeal.seal(payload, from: identity.noiseKey, to: prekey?.key ?? key, prekeyID: prekey?.id)
         let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: key, day: CourierSeal.epochDay(unixSeconds: w / 1_000)),
-                                       expiry: w + CourierEnvelope.maxLifetime, ciphertext: sealed, copies: 4)
+                                       expiry: w + CourierEnvelope.maxLifetime, ciphertext: sealed, copies: 4, prekeyID: prekey?.id)
         let couriers = present.entries.filter { $0.value.hops == 1 && $0.value.info.fingerprint != recipient }
             .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
             .prefix(3).map(\.key)
@@ -1164,10 +1214,18 @@ public struct NodeCore: Sendable {
     }
 
     private mutating func openDrop(_ e: CourierEnvelope, hops: Int, now: Millis) {
-        guard e.prekeyID == nil, let opened = try? CourierSeal.open(e.ciphertext, with: identity.noiseKey),
+        let key = e.prekeyID.map { ownPrekeys?.privateKey(for: $0, now: wall(now)) } ?? identity.noiseKey
+        guard let key, let opened = try? CourierSeal.open(e.ciphertext, with: key, prekeyID: e.prekeyID),
               case let .privateMessage(m)? = try? NoisePayload(decoding: opened.payload) else {
-            refusals.courier += 1 // a prekey drop: we publish no prekeys; or a tag that collided
+            refusals.courier += 1 // a prekey we never had or dropped, or a tag that collided
             return
+        }
+        if let id = e.prekeyID, var own = ownPrekeys {
+            let at = wall(now)
+            if own.markConsumed(id, now: at) {
+                ownPrekeys = own
+                publishPrekeys(now: now, changed: true) // used: kept, and a new bundle without it
+            }
         }
         let sender = Fingerprint(noiseStaticKey: opened.sender)
         guard !blocked.contains(sender), !openedDrops.contains(m.messageID) else { return }
@@ -1207,6 +1265,7 @@ public struct NodeCore: Sendable {
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
         if courier.count > 0 { courier.prune(now: wall(now)) }
+        if configuration.publishesPrekeys, now >= (prekeysPublishedAt ?? 0) + 3_600_000 || prekeysPublishedAt == nil { publishPrekeys(now: now) }
         // Expired posts leave the board, and the sync round, within a minute.
         if now >= (boardProvidedAt ?? 0) + 60_000 {
             if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
@@ -1492,6 +1551,7 @@ public struct NodeCore: Sendable {
             "node.vouchees": vouchRecords.count,
             "node.courierHeld": courier.count,
             "node.dropsOpened": openedDrops.count,
+            "node.prekeysUsed": prekeysUsed.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,

@@ -337,7 +337,7 @@ import Glibc
         defer { alice.stop() }
         #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/who") // each peer with what its announce says it can do
-        #expect(await alice.waitForText("2 hops  can: groups, board, meshDiagnostics, privateMedia"), "\(alice.text)")
+        #expect(await alice.waitForText("2 hops  can: prekeys, groups, board, meshDiagnostics, privateMedia"), "\(alice.text)")
         alice.type("/msg carol before the outage")
         #expect(await alice.waitForText("to carol: delivered"))
 

@@ -37,6 +37,31 @@ extension InProcessNodes {
         #expect(net.nodes[1].tableSizes["node.courierHeld"] == 0, "handed over, no longer carried")
     }
 
+    /// With prekeys published (bit 0), a drop is sealed to one of the
+    /// recipient's one-time prekeys: it opens, the prekey is used up (kept so,
+    /// across a restart) and a new bundle goes out without it.
+    @Test func aDropSealedToAOneTimePrekeyOpensAndUsesItUp() throws {
+        let net = NodeCoreTests.line { $0.publishesPrekeys = true }
+        net.run(for: 5_000)
+        let carol = net.nodes[2].identity.fingerprint
+        #expect(net.nodes[2].announcedCapabilities.contains(.prekeys))
+        #expect(net.nodes[0].tableSizes["node.prekeyBundles"] ?? 0 >= 2, "bob's and carol's bundles reached alice")
+        #expect(net.savedPrekeys[2]?.unused.count == 8)
+        net.disconnect(1, 2)
+        net.run(for: 70_000)
+        try net.on(0) { try $0.sendDrop("sealed to a prekey", to: carol, now: $1) }
+        #expect(net.nodes[0].tableSizes["node.prekeysUsed"] == 1, "sealed to one of carol's prekeys")
+        net.run(for: 1_000)
+        net.connect(1, 2)
+        net.run(for: 5_000)
+        let got = Self.privateTexts(net, 2)
+        #expect(got.map(\.0) == ["sealed to a prekey"] && got.first?.1 == "courier", "\(got)")
+        #expect(net.nodes[2].localPrekeys?.unused.count == 7)
+        #expect(net.savedPrekeys[2]?.records.filter { $0.consumedAt != nil }.count == 1, "its use is kept")
+        net.restart(2)
+        #expect(net.nodes[2].localPrekeys == net.savedPrekeys[2], "the same prekeys after a restart")
+    }
+
     /// Deposits are taken only signed by their depositor's announced key,
     /// within the quotas (2 from one depositor who is not a favourite), and
     /// leave at their expiry.
