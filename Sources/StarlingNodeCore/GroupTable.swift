@@ -123,6 +123,8 @@ public struct GroupTable: Sendable {
         guard GroupSealing.isValid(state) else { return .refused("the state is not signed by the creator its roster names") }
         let id = state.groupID
         let held = groups[id]
+        // The group's ID is in the clear in every message: another "creator" of a group we hold is a takeover.
+        if let held, held.creatorFingerprint != state.creatorFingerprint { return .refused("a state of a group we hold, from another creator") }
         if let held, state.epoch < held.epoch { return .refused("epoch \(state.epoch) is older than the \(held.epoch) held") }
         if held == state { return .unchanged }
         guard state.members.contains(where: { $0.fingerprint == me.bytes }) else {
@@ -156,9 +158,17 @@ public struct GroupTable: Sendable {
     }
 
     /// Restores what was kept (the messenger's store): groups and groups left.
+    /// What is held now wins over what the store kept (a change made while it
+    /// was locked): a kept state is taken only for a group not held, not left
+    /// since at its epoch or later, or at a later epoch than the one held.
     public mutating func restore(_ states: [GroupState], departed left: [(id: [UInt8], epoch: UInt32)]) {
-        for s in states where GroupSealing.isValid(s) && groups.count < configuration.maxGroups { groups[s.groupID] = s }
-        for l in left where groups[l.id] == nil { depart(l.id, epoch: l.epoch) }
+        for s in states where GroupSealing.isValid(s) {
+            if let held = groups[s.groupID], held.epoch >= s.epoch || held.creatorFingerprint != s.creatorFingerprint { continue }
+            if let gone = departed.first(where: { $0.id == s.groupID }), gone.epoch >= s.epoch { continue }
+            guard groups[s.groupID] != nil || groups.count < configuration.maxGroups else { continue }
+            groups[s.groupID] = s
+        }
+        for l in left where groups[l.id] == nil && !departed.contains(where: { $0.id == l.id }) { depart(l.id, epoch: l.epoch) }
     }
 
     private mutating func depart(_ id: [UInt8], epoch: UInt32) {
@@ -212,6 +222,8 @@ public struct GroupTable: Sendable {
     /// read it, as iOS does): false when held already or too old.
     public mutating func keep(_ packet: Packet, now: UInt64) -> Bool {
         prune(now: now)
+        // Not from the future (it would never age out), and an envelope at least.
+        guard packet.timestamp <= now + 120_000, (try? GroupEnvelope(decoding: packet.payload[...])) != nil else { return false }
         guard now < packet.timestamp || now - packet.timestamp < configuration.packetRetention else { return false }
         let id = PacketID(packet)
         guard !packets.contains(where: { $0.id == id }) else { return false }
@@ -227,6 +239,13 @@ public struct GroupTable: Sendable {
 
     public mutating func prune(now: UInt64) {
         packets.removeAll { now > $0.packet.timestamp && now - $0.packet.timestamp >= configuration.packetRetention }
+    }
+
+    /// The packets kept of one group at one epoch (to read them once its key comes).
+    public func packets(of groupID: [UInt8], epoch: UInt32) -> [Packet] {
+        packets.map(\.packet).filter { p in
+            (try? GroupEnvelope(decoding: p.payload[...])).map { $0.groupID == groupID && $0.epoch == epoch } ?? false
+        }
     }
 
     /// What sync offers, newest first.

@@ -19,6 +19,9 @@ public struct LocalPrekeys: Codable, Hashable, Sendable {
 
     public static let batch = 8, lowWater = 3
     public static let grace: UInt64 = 48 * 3_600_000
+    /// Used ones kept for their grace at most (the oldest used go first): a
+    /// flood of drops to our prekeys cannot grow the file without bound.
+    public static let maxUsed = 64
     public static let retention: UInt64 = 30 * 86_400_000
 
     public private(set) var records: [Record] = []
@@ -39,6 +42,11 @@ public struct LocalPrekeys: Codable, Hashable, Sendable {
             if let used = r.consumedAt { return now >= used + Self.grace }
             return now >= r.createdAt + Self.retention
         }
+        let used = records.filter { $0.consumedAt != nil }.sorted { $0.consumedAt! < $1.consumedAt! }
+        if used.count > Self.maxUsed {
+            let gone = Set(used.prefix(used.count - Self.maxUsed).map(\.id))
+            records.removeAll { gone.contains($0.id) }
+        }
         if unused.count < Self.lowWater {
             while unused.count < Self.batch {
                 let key = Curve25519.KeyAgreement.PrivateKey()
@@ -50,6 +58,9 @@ public struct LocalPrekeys: Codable, Hashable, Sendable {
         if changed { generatedAt = max(now, generatedAt + 1) }
         return changed
     }
+
+    /// A new publication: its generatedAt moves on (a bundle sent again is newer, and synced again).
+    public mutating func touch(now: UInt64) { generatedAt = max(now, generatedAt + 1) }
 
     /// The bundle of our unused prekeys (unsigned).
     public func bundle(noiseStaticKey: [UInt8]) -> PrekeyBundle {

@@ -373,6 +373,8 @@ public struct NodeCore: Sendable {
     /// Our own prekeys (nil unless ``Configuration/publishesPrekeys``), and when their bundle last went out.
     private var ownPrekeys: LocalPrekeys?
     private var prekeysPublishedAt: Millis?
+    /// A prekey was used since the last bundle: the next goes within a minute (not one a drop).
+    private var prekeysChanged = false
     /// Prekey IDs of others' bundles we sealed drops to (256 recipients): each used once.
     private var prekeysUsed: [Fingerprint: Set<UInt32>] = [:]
     /// Others' prekey bundles, kept and synced for courier drops.
@@ -955,9 +957,17 @@ public struct NodeCore: Sendable {
         emit(.groupChanged(GroupSummary(state), change: .updated, by: nickname))
     }
 
+    /// A group's state (its key inside) goes only into a session that proved
+    /// the member's Noise key: never queued for whoever answers a handshake
+    /// under their peer ID. Without one, a handshake starts, and the state goes
+    /// when it completes (``resendGroupStates(to:fingerprint:now:)``).
     private mutating func sendGroupState(_ state: GroupState, kind: UInt8, to member: GroupMember, now: Millis) throws {
         let peer = present.entries.first { $0.value.info.fingerprint.bytes == member.fingerprint }?.key
             ?? PeerID(bytes: member.fingerprint.prefix(8))!
+        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer)?.bytes == member.fingerprint else {
+            if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
+            return
+        }
         try sendNoise(.unknown(type: kind, body: state.encoded()), to: peer, now: now, fresh: true)
     }
 
@@ -967,6 +977,14 @@ public struct NodeCore: Sendable {
     /// it with a session in a restart, reads the group again; a member we
     /// removed is sent the removal notice again.
     private mutating func resendGroupStates(to peer: PeerID, fingerprint: Fingerprint, now: Millis) {
+        let ours = groupTable.groups.values.contains { $0.creatorFingerprint == myFingerprint.bytes && $0.members.contains { $0.fingerprint == fingerprint.bytes } }
+            || removalNotices.contains { $0.member == fingerprint }
+        guard ours, fingerprint != myFingerprint else { return }
+        // Only into a session that proved that key (an announce can be replayed; a peer ID claimed).
+        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer) == fingerprint else {
+            if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) }
+            return
+        }
         for state in groupTable.groups.values where state.creatorFingerprint == myFingerprint.bytes && fingerprint != myFingerprint {
             guard state.members.contains(where: { $0.fingerprint == fingerprint.bytes }) else { continue }
             try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: state.encoded()), to: peer, now: now, fresh: true)
@@ -984,8 +1002,12 @@ public struct NodeCore: Sendable {
             return
         }
         switch groupTable.take(state, invite: invite, from: from, me: myFingerprint) {
-        case let .joined(s): emit(.groupChanged(GroupSummary(s), change: .joined, by: s.creator?.nickname))
-        case let .updated(s): emit(.groupChanged(GroupSummary(s), change: .updated, by: s.creator?.nickname))
+        case let .joined(s):
+            emit(.groupChanged(GroupSummary(s), change: .joined, by: s.creator?.nickname))
+            readKept(s, now: now)
+        case let .updated(s):
+            emit(.groupChanged(GroupSummary(s), change: .updated, by: s.creator?.nickname))
+            readKept(s, now: now)
         case let .removed(s): emit(.groupChanged(GroupSummary(s), change: .removed, by: s.creator?.nickname))
         case .unchanged: break
         case let .refused(why):
@@ -994,10 +1016,22 @@ public struct NodeCore: Sendable {
         }
     }
 
+    /// Messages of a group's new epoch that came before its key (the key
+    /// travels in a Noise session, often after a handshake): read now.
+    private mutating func readKept(_ s: GroupState, now: Millis) {
+        for packet in groupTable.packets(of: s.groupID, epoch: s.epoch).sorted(by: { $0.timestamp < $1.timestamp }) {
+            showGroupMessage(packet, hops: 1, history: true, now: now)
+        }
+    }
+
     /// A group message packet: kept for sync (whoever can read it), and shown
     /// when it is of a group we are in, at the epoch we hold, signed by a member.
     private mutating func takeGroupMessage(_ packet: Packet, hops: Int, now: Millis) {
         if groupTable.keep(packet, now: wall(now)) { router.provide(.groupMessage, packets: groupTable.syncPackets()) }
+        showGroupMessage(packet, hops: hops, history: packet.isRSR, now: now)
+    }
+
+    private mutating func showGroupMessage(_ packet: Packet, hops: Int, history: Bool, now: Millis) {
         guard let envelope = try? GroupEnvelope(decoding: packet.payload[...]) else {
             refusals.groups += 1
             return
@@ -1005,9 +1039,13 @@ public struct NodeCore: Sendable {
         switch groupTable.open(envelope, mySigningKey: identity.signingPublicKey) {
         case let .message(state, body, member):
             if let f = Fingerprint(bytes: member.fingerprint), blocked.contains(f) { return }
+            // The roster's name is the creator's word; it names someone we know only
+            // when the signing key is the one pinned to that member's Noise key.
+            let known = Fingerprint(bytes: member.fingerprint).flatMap { pins[$0] } == member.signingKey
+            let name = known ? member.nickname : "\(member.nickname)? \(member.signingKey.prefix(4).hexString)"
             emit(.groupMessage(GroupMessage(group: GroupSummary(state), messageID: body.messageID, sender: member.fingerprint.hexString,
-                                            nickname: member.nickname, text: body.content, timestamp: min(body.timestamp, wall(now)),
-                                            hops: hops, history: packet.isRSR)))
+                                            nickname: name, text: body.content, timestamp: min(body.timestamp, wall(now)),
+                                            hops: hops, history: history)))
         case .refused:
             refusals.groups += 1
         case .notOurs, .duplicate:
@@ -1040,6 +1078,9 @@ public struct NodeCore: Sendable {
             return
         }
         announceV2Times.append(now)
+        // Its hour, or the hour either side of ours: an old tag re-wrapped in a fresh packet is not taken.
+        let hour = PeerIDRotation.epoch(unixSeconds: wall(now) / 1_000)
+        guard v2.epoch &+ 1 >= hour, v2.epoch <= hour &+ 1 else { return }
         guard !recognizedIDs.contains(packet.senderID) else { return }
         let me = identity.noisePublicKey, id = packet.senderID.bytes
         for f in noiseKeyOrder.reversed() {
@@ -1116,13 +1157,15 @@ public struct NodeCore: Sendable {
 
     /// Tops up our prekeys and publishes their bundle (signed, as iOS does,
     /// hourly and whenever one was used); the runtime keeps them first.
-    private mutating func publishPrekeys(now: Millis, changed: Bool = false) {
+    private mutating func publishPrekeys(now: Millis) {
         guard configuration.publishesPrekeys else { return }
         var p = ownPrekeys ?? LocalPrekeys()
-        let fresh = ownPrekeys == nil
-        if p.replenish(now: wall(now)) || fresh || changed { outbox.append(.savePrekeys(p)) }
+        p.replenish(now: wall(now))
+        p.touch(now: wall(now)) // each bundle newer than the last: taken and synced again
+        outbox.append(.savePrekeys(p)) // kept before a bundle names them
         ownPrekeys = p
         prekeysPublishedAt = now
+        prekeysChanged = false
         var bundle = p.bundle(noiseStaticKey: identity.noisePublicKey)
         guard !bundle.prekeys.isEmpty, (try? PrekeySigning.sign(&bundle, with: identity.signingKey)) != nil else { return }
         var packet = Packet(type: .prekeyBundle, ttl: 7, timestamp: wall(now), senderID: peerID, payload: bundle.encoded(), compress: false)
@@ -1153,7 +1196,7 @@ public struct NodeCore: Sendable {
         let w = wall(now)
         // A one-time prekey of theirs when a bundle under 7 days old is known (forward secret); else their static key.
         var prekey: PrekeyBundle.Prekey?
-        if let bundle = prekeys.bundle(of: recipient), w < bundle.generatedAt + 7 * 86_400_000 {
+        if let bundle = prekeys.bundle(of: recipient), w < bundle.generatedAt || w - bundle.generatedAt < 7 * 86_400_000 {
             prekey = bundle.prekeys.sorted { $0.id < $1.id }.first { !(prekeysUsed[recipient] ?? []).contains($0.id) }
             if let p = prekey {
                 if prekeysUsed[recipient] == nil, prekeysUsed.count >= 256, let any = prekeysUsed.keys.first { prekeysUsed[any] = nil }
@@ -1186,6 +1229,11 @@ public struct NodeCore: Sendable {
     /// it (and leave us), and it gets half the copies of the others (spray-and-wait).
     private mutating func handOverDrops(to peer: PeerID, noiseKey: [UInt8], now: Millis) {
         guard courier.count > 0 else { return }
+        // Only into a session that proved that key: an announce's hop count is not signed.
+        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer) == Fingerprint(noiseStaticKey: noiseKey) else {
+            if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) }
+            return
+        }
         for e in courier.handOver(to: noiseKey, now: wall(now)) + courier.spray(to: noiseKey, now: wall(now)) {
             try? depositDrop(e, with: peer, now: now) // encodes: it decoded
         }
@@ -1220,18 +1268,17 @@ public struct NodeCore: Sendable {
             refusals.courier += 1 // a prekey we never had or dropped, or a tag that collided
             return
         }
-        if let id = e.prekeyID, var own = ownPrekeys {
-            let at = wall(now)
-            if own.markConsumed(id, now: at) {
-                ownPrekeys = own
-                publishPrekeys(now: now, changed: true) // used: kept, and a new bundle without it
-            }
-        }
         let sender = Fingerprint(noiseStaticKey: opened.sender)
         guard !blocked.contains(sender), !openedDrops.contains(m.messageID) else { return }
+        if let id = e.prekeyID, var own = ownPrekeys {
+            if own.markConsumed(id, now: wall(now)) {
+                ownPrekeys = own
+                outbox.append(.savePrekeys(own)) // kept at once; a new bundle without it at the next minute
+                prekeysChanged = true
+            }
+        }
         openedDrops.append(m.messageID)
         if openedDrops.count > 512 { openedDrops.removeFirst() }
-        rememberNoiseKey(sender, opened.sender)
         let from = present.entries.first { $0.value.info.fingerprint == sender }?.key ?? sender.peerID
         emit(.privateMessage(from: from, nickname: present[from]?.info.nickname, text: m.content, messageID: m.messageID, hops: hops,
                              via: "courier"))
@@ -1265,7 +1312,8 @@ public struct NodeCore: Sendable {
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
         if courier.count > 0 { courier.prune(now: wall(now)) }
-        if configuration.publishesPrekeys, now >= (prekeysPublishedAt ?? 0) + 3_600_000 || prekeysPublishedAt == nil { publishPrekeys(now: now) }
+        if configuration.publishesPrekeys, prekeysPublishedAt == nil || now >= prekeysPublishedAt! + 3_600_000
+            || (prekeysChanged && now >= prekeysPublishedAt! + 60_000) { publishPrekeys(now: now) }
         // Expired posts leave the board, and the sync round, within a minute.
         if now >= (boardProvidedAt ?? 0) + 60_000 {
             if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
@@ -1961,6 +2009,8 @@ public struct NodeCore: Sendable {
                 for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
                 // A new session: what went into the old one may be lost (a restart), so a group's state goes again.
                 resendGroupStates(to: sender, fingerprint: fingerprint, now: now)
+                // The drops we carry for it (or copies for it to carry), now that it proved its key.
+                if let key = noiseKeys[fingerprint]?.key, present[sender]?.hops == 1 { handOverDrops(to: sender, noiseKey: key, now: now) }
                 let flushed = waiting.removeValue(forKey: sender) ?? []
                 for payload in flushed { try? sendNoise(payload, to: sender, now: now) }
                 // A session with the peer: it is back. What we still owe it goes now,

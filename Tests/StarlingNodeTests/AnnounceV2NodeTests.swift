@@ -22,8 +22,8 @@ extension InProcessNodes {
         net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw)
         net.run(for: 100)
         let bobKey = net.nodes[bob].identity.noisePublicKey
-        let epoch: UInt32 = 495_555
-        func v2(from who: Identity, to key: [UInt8], realTag: Bool) throws -> (PeerID, [UInt8]) {
+        let epoch = PeerIDRotation.epoch(unixSeconds: net.now / 1_000)
+        func v2(from who: Identity, to key: [UInt8], realTag: Bool, epoch: UInt32 = epoch) throws -> (PeerID, [UInt8]) {
             let id = PeerIDRotation.peerID(secret: PeerIDRotation.rotationSecret(noiseStaticPrivate: Array(who.noiseKey.rawRepresentation)), epoch: epoch)
             var slots = (0..<8).map { _ in (0..<8).map { _ in UInt8.random(in: 0...255) } }
             if realTag {
@@ -37,6 +37,9 @@ extension InProcessNodes {
         // A stranger's, and alice's tag made for someone else: nothing shown.
         net.inject(try v2(from: .generate(), to: bobKey, realTag: true).1, on: raw)
         net.inject(try v2(from: alice, to: Identity.generate().noisePublicKey, realTag: true).1, on: raw)
+        net.run(for: 100)
+        // alice's real tag for bob, but of a day ago re-wrapped in a fresh packet: not taken.
+        net.inject(try v2(from: alice, to: bobKey, realTag: true, epoch: epoch - 24).1, on: raw)
         net.run(for: 100)
         #expect(Self.recognized(net, bob).isEmpty)
         // alice's tag for bob: recognized, once.

@@ -40,7 +40,13 @@ extension InProcessNodes {
         let net = Self.mesh()
         let group = try net.on(0) { try $0.createGroup(named: "trail crew", now: $1) }
         let id = try Self.groupID(group)
-        for n in 1...4 {
+        // A state carries the key: never queued for whoever answers a handshake under a
+        // peer ID, only sent into a session that proved the member's key.
+        let first = net.nodes[1].peerID
+        try net.on(0) { try $0.inviteToGroup(id, peer: first, now: $1) }
+        #expect(net.nodes[0].tableSizes["node.waitingPayloads"] == 0)
+        net.run(for: 1_500)
+        for n in 2...4 {
             let invitee = net.nodes[n].peerID
             try net.on(0) { try $0.inviteToGroup(id, peer: invitee, now: $1) }
             net.run(for: 1_500)
@@ -118,13 +124,21 @@ extension InProcessNodes {
             return try Packet(type: .groupMessage, ttl: 7, timestamp: net.now, senderID: PeerID(rawValue: sender), payload: env.encoded(),
                               compress: false).encoded()
         }
+        // From the future (it would never age out), or not an envelope: not kept.
+        net.inject(try Packet(type: .groupMessage, ttl: 7, timestamp: net.now + 86_400_000, senderID: PeerID(rawValue: 0xBB),
+                              payload: GroupEnvelope(groupID: [UInt8](repeating: 1, count: 16), epoch: 1, nonce: [UInt8](repeating: 0, count: 12),
+                                                     ciphertext: [UInt8](repeating: 2, count: 40)).encoded(), compress: false).encoded(), on: raw)
+        net.inject(try Packet(type: .groupMessage, ttl: 7, timestamp: net.now, senderID: PeerID(rawValue: 0xBC), payload: [1, 2, 3],
+                              compress: false).encoded(), on: raw)
+        net.run(for: 100)
+        #expect(net.nodes[victim].tableSizes["node.groupPackets"] == 0)
         for i in 0..<120 { net.inject(try junk(0xAA, i), on: raw) } // one flooder
         net.run(for: 100)
         #expect(net.nodes[victim].tableSizes["node.groupPackets"] == 50)
         for i in 0..<400 { net.inject(try junk(UInt64(0x1000 + i), i), on: raw) } // many sender IDs
         net.run(for: 100)
         #expect(net.nodes[victim].tableSizes["node.groupPackets"] == 200)
-        #expect(net.nodes[victim].refusals.groups == 0, "unreadable is not refused: not ours")
+        #expect(net.nodes[victim].refusals.groups == 1, "only the bytes that are no envelope: an unreadable envelope is not ours, not refused")
     }
 }
 }
@@ -174,6 +188,36 @@ extension InProcessNodes {
         else { Issue.record("a key update after leaving"); return }
         guard case .joined = t.take(try Self.state(epoch: 6, members: [Self.alice, Self.bob]), invite: true, from: creator, me: me)
         else { Issue.record("a new invite"); return }
+    }
+
+    /// The group's ID is in the clear: a state from another "creator" of a
+    /// group we hold is a takeover, refused (the control: its creator's own).
+    @Test func anotherCreatorCannotTakeAGroupOver() throws {
+        var t = GroupTable()
+        let me = Self.bob.identity.fingerprint
+        guard case .joined = t.take(try Self.state(epoch: 2, members: [Self.alice, Self.bob]), invite: true,
+                                    from: Self.alice.identity.fingerprint, me: me) else { Issue.record("alice's invite"); return }
+        var forged = GroupState(groupID: Array(0..<16), name: "trail crew", key: [UInt8](repeating: 7, count: 32), epoch: 9,
+                                members: [Self.mallory.member, Self.bob.member], creatorFingerprint: Self.mallory.identity.fingerprint.bytes)
+        forged.signature = Array(try Self.mallory.identity.signingKey.signature(for: forged.signingBytes))
+        guard case .refused = t.take(forged, invite: false, from: Self.mallory.identity.fingerprint, me: me) else { Issue.record("mallory took it"); return }
+        #expect(t.groups.first?.value.epoch == 2)
+        guard case .updated = t.take(try Self.state(epoch: 3, members: [Self.alice, Self.bob]), invite: false,
+                                     from: Self.alice.identity.fingerprint, me: me) else { Issue.record("alice's update"); return }
+    }
+
+    /// What the store kept never moves a group back: an older epoch or a
+    /// group left since is not restored (the control: an empty table takes it).
+    @Test func aRestoreNeverMovesAGroupBack() throws {
+        var t = GroupTable()
+        t.restore([try Self.state(epoch: 2, members: [Self.alice, Self.bob])], departed: [])
+        #expect(t.groups.first?.value.epoch == 2)
+        t.set(try Self.state(epoch: 3, members: [Self.alice, Self.bob]))
+        t.restore([try Self.state(epoch: 2, members: [Self.alice, Self.bob])], departed: [])
+        #expect(t.groups.first?.value.epoch == 3)
+        t.leave(Array(0..<16))
+        t.restore([try Self.state(epoch: 3, members: [Self.alice, Self.bob])], departed: [])
+        #expect(t.groups.isEmpty, "left at epoch 3: not brought back")
     }
 
     @Test func aMessageOpensOnlyForTheEpochHeldAndFromAMember() throws {
