@@ -72,6 +72,8 @@ public struct GroupTable: Sendable {
     public struct Configuration: Hashable, Sendable {
         /// Groups this node belongs to; an invite past it is refused.
         public var maxGroups = 64
+        /// Of those, made by one creator (beyond iOS: one stranger cannot fill them all).
+        public var maxGroupsPerCreator = 4
         /// Groups left, remembered so that a stale state does not add them back (the oldest goes).
         public var maxDeparted = 64
         /// Group message packets kept for sync (iOS: 200), the oldest going first.
@@ -139,6 +141,9 @@ public struct GroupTable: Sendable {
                 departed.removeAll { $0.id == id }
             }
             guard groups.count < configuration.maxGroups else { return .refused("already in \(configuration.maxGroups) groups") }
+            guard groups.values.filter({ $0.creatorFingerprint == state.creatorFingerprint }).count < configuration.maxGroupsPerCreator else {
+                return .refused("already in \(configuration.maxGroupsPerCreator) groups of this creator")
+            }
             groups[id] = state
             return .joined(state)
         }

@@ -370,6 +370,8 @@ public struct NodeCore: Sendable {
     private var courier = CourierStore()
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
     private var openedDrops: [String] = []
+    /// Drops for us that came before the trust decisions (64, the oldest refused): opened once they are known.
+    private var dropsAwaitingTrust: [(CourierEnvelope, Int)] = []
     /// Our own prekeys (nil unless ``Configuration/publishesPrekeys``), and when their bundle last went out.
     private var ownPrekeys: LocalPrekeys?
     private var prekeysPublishedAt: Millis?
@@ -1032,6 +1034,8 @@ public struct NodeCore: Sendable {
     }
 
     private mutating func showGroupMessage(_ packet: Packet, hops: Int, history: Bool, now: Millis) {
+        // Before the trust decisions are loaded nothing is shown (the packet is kept, and read then).
+        guard trustKnown else { return }
         guard let envelope = try? GroupEnvelope(decoding: packet.payload[...]) else {
             refusals.groups += 1
             return
@@ -1250,6 +1254,12 @@ public struct NodeCore: Sendable {
         }
         let mine = CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: CourierSeal.epochDay(unixSeconds: w / 1_000))
         if mine.contains(e.recipientTag) {
+            guard trustKnown else {
+                // Its sender may be blocked: opened once the decisions are loaded.
+                if dropsAwaitingTrust.count >= 64 { dropsAwaitingTrust.removeFirst(); refusals.courier += 1 }
+                dropsAwaitingTrust.append((e, hops))
+                return
+            }
             openDrop(e, hops: hops, now: now)
             return
         }
@@ -1501,6 +1511,11 @@ public struct NodeCore: Sendable {
         let waiting = awaitingTrust
         awaitingTrust = []
         for w in waiting where !isBlocked(w.from) { inner(w.payload, from: w.from, hops: w.hops, via: w.via, now: now) }
+        // Drops for us and group messages that came meanwhile: read now, the blocks known.
+        let drops = dropsAwaitingTrust
+        dropsAwaitingTrust = []
+        for (e, hops) in drops { openDrop(e, hops: hops, now: now) }
+        for state in groupTable.groups.values { readKept(state, now: now) }
     }
 
     /// Private payloads waiting for trust decisions.
@@ -1600,6 +1615,7 @@ public struct NodeCore: Sendable {
             "node.courierHeld": courier.count,
             "node.dropsOpened": openedDrops.count,
             "node.prekeysUsed": prekeysUsed.count,
+            "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
@@ -2042,6 +2058,11 @@ public struct NodeCore: Sendable {
         if !trustKnown {
             switch payload {
             case .privateMessage, .privateFile, .bulkOffer:
+                if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
+                awaitingTrust.append((payload, sender, hops, via))
+                return
+            case let .unknown(type, _) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
+                // A blocked creator's state is not taken: it waits for the blocks.
                 if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
                 awaitingTrust.append((payload, sender, hops, via))
                 return

@@ -111,6 +111,22 @@ extension InProcessNodes {
         #expect(got.map(\.text) == ["while dave was away"] && got.first?.history == true, "\(got)")
     }
 
+    /// Before its trust decisions are loaded, a node takes no group state
+    /// (a blocked creator's must not be): it waits, and is taken once they are.
+    @Test func aGroupStateWaitsForTheTrustDecisions() throws {
+        let net = NodeCoreTests.line()
+        net.restart(2) { $0.trustKnown = false }
+        for _ in 0..<30 where net.nodes[0].peers.count < 2 || net.nodes[2].peers.count < 2 { net.run(for: 1_000) }
+        let id = try Self.groupID(try net.on(0) { try $0.createGroup(named: "crew", now: $1) })
+        let carol = net.nodes[2].peerID
+        try net.on(0) { try $0.inviteToGroup(id, peer: carol, now: $1) }
+        net.run(for: 3_000)
+        #expect(net.nodes[2].groups.isEmpty, "waiting for the blocks")
+        net.on(2) { core, now in core.trustDecided(now: now) }
+        net.run(for: 100)
+        #expect(net.nodes[2].groups.first?.name == "crew")
+    }
+
     /// Group message packets are kept for sync whoever can read them, within
     /// their bounds: 200 in all, 50 from one sender ID, the oldest going.
     @Test func theGroupPacketStoreStaysWithinItsBounds() throws {
@@ -204,6 +220,21 @@ extension InProcessNodes {
         #expect(t.groups.first?.value.epoch == 2)
         guard case .updated = t.take(try Self.state(epoch: 3, members: [Self.alice, Self.bob]), invite: false,
                                      from: Self.alice.identity.fingerprint, me: me) else { Issue.record("alice's update"); return }
+    }
+
+    /// One creator fills at most 4 of our 64 groups (the control: another creator's still joins).
+    @Test func oneCreatorCannotFillEveryGroup() throws {
+        var t = GroupTable()
+        let me = Self.bob.identity.fingerprint
+        for i in 0..<5 {
+            var g = GroupState(groupID: [UInt8](repeating: UInt8(i), count: 16), name: "spam \(i)", key: [UInt8](repeating: 7, count: 32), epoch: 1,
+                               members: [Self.mallory.member, Self.bob.member], creatorFingerprint: Self.mallory.identity.fingerprint.bytes)
+            g.signature = Array(try Self.mallory.identity.signingKey.signature(for: g.signingBytes))
+            let outcome = t.take(g, invite: true, from: Self.mallory.identity.fingerprint, me: me)
+            if i < 4 { guard case .joined = outcome else { Issue.record("group \(i)"); return } } else { guard case .refused = outcome else { Issue.record("the fifth"); return } }
+        }
+        guard case .joined = t.take(try Self.state(epoch: 2, members: [Self.alice, Self.bob]), invite: true, from: Self.alice.identity.fingerprint, me: me)
+        else { Issue.record("alice's"); return }
     }
 
     /// What the store kept never moves a group back: an older epoch or a
