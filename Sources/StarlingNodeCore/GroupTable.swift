@@ -93,6 +93,9 @@ public struct GroupTable: Sendable {
     /// Groups left: the epoch we left at, oldest first.
     public private(set) var departed: [(id: [UInt8], epoch: UInt32)] = []
     private var packets: [(id: PacketID, packet: Packet)] = []
+    /// Kept packets that opened for us (a member's real message): evicted
+    /// last, so that junk under a claimed sender ID cannot push them out.
+    private var read: Set<PacketID> = []
     private var seen: Set<[UInt8]> = []
     private var seenOrder: [[UInt8]] = []
 
@@ -232,18 +235,30 @@ public struct GroupTable: Sendable {
         guard now < packet.timestamp || now - packet.timestamp < configuration.packetRetention else { return false }
         let id = PacketID(packet)
         guard !packets.contains(where: { $0.id == id }) else { return false }
-        if packets.filter({ $0.packet.senderID == packet.senderID }).count >= configuration.maxPacketsPerSender,
-           let i = packets.firstIndex(where: { $0.packet.senderID == packet.senderID }) {
-            packets.remove(at: i) // that sender's oldest
+        // The sender ID is a claim (the packet is unsigned): past its share, that
+        // ID's oldest packet we could not read goes first, one we read last.
+        let sender = packets.indices.filter { packets[$0].packet.senderID == packet.senderID }
+        if sender.count >= configuration.maxPacketsPerSender, let i = sender.first(where: { !read.contains(packets[$0].id) }) ?? sender.first {
+            read.remove(packets.remove(at: i).id)
         }
         packets.append((id, packet))
         packets.sort { ($0.packet.timestamp, $0.id.high) < ($1.packet.timestamp, $1.id.high) }
-        if packets.count > configuration.maxPackets { packets.removeFirst(packets.count - configuration.maxPackets) }
+        while packets.count > configuration.maxPackets {
+            let i = packets.firstIndex { !read.contains($0.id) } ?? 0
+            read.remove(packets.remove(at: i).id)
+        }
         return true
     }
 
+    /// A kept packet opened for us: kept before the ones we cannot read.
+    public mutating func markRead(_ id: PacketID) {
+        if packets.contains(where: { $0.id == id }) { read.insert(id) }
+    }
+
     public mutating func prune(now: UInt64) {
+        let before = packets.count
         packets.removeAll { now > $0.packet.timestamp && now - $0.packet.timestamp >= configuration.packetRetention }
+        if packets.count != before, !read.isEmpty { read = read.intersection(packets.map(\.id)) }
     }
 
     /// The packets kept of one group at one epoch (to read them once its key comes).

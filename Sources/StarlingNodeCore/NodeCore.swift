@@ -1042,6 +1042,7 @@ public struct NodeCore: Sendable {
         }
         switch groupTable.open(envelope, mySigningKey: identity.signingPublicKey) {
         case let .message(state, body, member):
+            groupTable.markRead(PacketID(packet))
             if let f = Fingerprint(bytes: member.fingerprint), blocked.contains(f) { return }
             // The roster's name is the creator's word; it names someone we know only
             // when the signing key is the one pinned to that member's Noise key.

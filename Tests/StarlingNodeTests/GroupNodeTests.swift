@@ -222,6 +222,35 @@ extension InProcessNodes {
                                      from: Self.alice.identity.fingerprint, me: me) else { Issue.record("alice's update"); return }
     }
 
+    /// The per-sender share is keyed on a claimed, unsigned sender ID: junk
+    /// under bob's ID pushes out its own kind first, never bob's message that
+    /// opened for us (the control: one we never read goes).
+    @Test func junkUnderAClaimedSenderCannotPushOutAMessageWeRead() throws {
+        let state = try Self.state(epoch: 2, members: [Self.alice, Self.bob])
+        let now: UInt64 = 1_750_000_000_000
+        let bob = Self.bob.identity.peerID
+        func real() throws -> Packet {
+            let e = try GroupSealing.seal(GroupMessageBody(messageID: "m", senderSigningKey: [], senderNickname: "bob", timestamp: now, content: "hi"),
+                                          groupID: state.groupID, epoch: 2, key: state.key, sender: Self.bob.identity.signingKey)
+            return Packet(type: .groupMessage, ttl: 7, timestamp: now, senderID: bob, payload: e.encoded(), compress: false)
+        }
+        func junk(_ i: Int) -> Packet {
+            Packet(type: .groupMessage, ttl: 7, timestamp: now + UInt64(i) + 1, senderID: bob,
+                   payload: GroupEnvelope(groupID: state.groupID, epoch: 2, nonce: [UInt8](repeating: 0, count: 12),
+                                          ciphertext: [UInt8](repeating: UInt8(i & 0xFF), count: 40) + [UInt8(i >> 8)]).encoded(), compress: false)
+        }
+        for markRead in [true, false] {
+            var t = GroupTable()
+            let r = try real()
+            let kept = t.keep(r, now: now)
+            #expect(kept)
+            if markRead { t.markRead(PacketID(r)) }
+            for i in 0..<60 { _ = t.keep(junk(i), now: now) }
+            #expect(t.packetCount == 50)
+            #expect(t.packets(of: state.groupID, epoch: 2).contains(r) == markRead, markRead ? "read: kept" : "the control: never read, it went")
+        }
+    }
+
     /// One creator fills at most 4 of our 64 groups (the control: another creator's still joins).
     @Test func oneCreatorCannotFillEveryGroup() throws {
         var t = GroupTable()
