@@ -175,6 +175,10 @@ public actor Messenger {
             case .trustDecided: await node.trustDecided()
             case let .restoreGroups(records):
                 let states = records.compactMap { r in r.state.flatMap { try? GroupState(decoding: $0[...]) } }
+                let unreadable = records.filter { $0.state != nil }.count - states.count
+                if unreadable > 0 { // never silently: a group whose state is lost can only come back by a new invite
+                    continuation.yield(.warning("\(unreadable) group\(unreadable == 1 ? "" : "s") kept in the store cannot be read: ask the creator to invite you again"))
+                }
                 let left = records.compactMap { r in r.leftAtEpoch.map { (id: r.groupID, epoch: $0) } }
                 await node.restoreGroups(states, left: left)
             case let .declineFileOffer(id):

@@ -71,12 +71,18 @@ public struct CourierStore: Sendable {
 
     /// The envelopes for a peer who is here (by its Noise key's candidate
     /// tags): removed, to be handed over.
-    public mutating func handOver(to noiseKey: [UInt8], now: UInt64) -> [CourierEnvelope] {
+    public mutating func handOver(to noiseKey: [UInt8], now: UInt64) -> [Held] {
         prune(now: now)
         let tags = Set(CourierSeal.candidateTags(noiseKey: noiseKey, day: CourierSeal.epochDay(unixSeconds: now / 1_000)))
-        let out = held.filter { tags.contains($0.envelope.recipientTag) }.map(\.envelope)
+        let out = held.filter { tags.contains($0.envelope.recipientTag) }
         held.removeAll { tags.contains($0.envelope.recipientTag) }
         return out
+    }
+
+    /// A drop handed over that could not be sent: carried again, as it was.
+    public mutating func readmit(_ h: Held) {
+        guard !held.contains(where: { $0.envelope.ciphertext == h.envelope.ciphertext }) else { return }
+        held.append(h)
     }
 
     /// Spray-and-wait: for a courier met (its Noise key), each envelope with

@@ -1239,9 +1239,11 @@ public struct NodeCore: Sendable {
             if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) }
             return
         }
-        for e in courier.handOver(to: noiseKey, now: wall(now)) + courier.spray(to: noiseKey, now: wall(now)) {
-            try? depositDrop(e, with: peer, now: now) // encodes: it decoded
+        // A drop that cannot be sent is carried again (never lost); a spray's copies are only a budget.
+        for h in courier.handOver(to: noiseKey, now: wall(now)) {
+            do { try depositDrop(h.envelope, with: peer, now: now) } catch { courier.readmit(h) }
         }
+        for e in courier.spray(to: noiseKey, now: wall(now)) { try? depositDrop(e, with: peer, now: now) }
     }
 
     /// A 0x04 packet for us: a drop addressed to us (opened and shown as a

@@ -149,6 +149,21 @@ extension NodeEvent: Encodable {
         case group, groupID, epoch, members, creator, change
     }
 
+    /// What a person is told of the events the node words itself (group
+    /// changes, recognized IDs, vouches); the same in JSON `"text"` and in lines.
+    public var sentence: String? {
+        switch self {
+        case let .recognized(peer, fingerprint, nickname, _):
+            "\(nickname.map(DisplayText.clean) ?? String(fingerprint.prefix(16))) made rotating ID \(peer) (announce v2, recognized by its tag; not proof that they are here now)"
+        case let .vouched(vouchee, voucher, name):
+            "\(name.map(DisplayText.clean) ?? String(voucher.prefix(16))), whom you verified, vouches for \(vouchee.prefix(16))… (vouched, not verified by you)"
+        case let .groupChanged(g, change, by):
+            change.sentence(group: g.name, by: by, members: g.members.map(\.nickname))
+        default:
+            nil
+        }
+    }
+
     /// The event's name, as the JSON `"event"` field gives it.
     public var name: String {
         switch self {
@@ -317,12 +332,12 @@ extension NodeEvent: Encodable {
             try c.encode(fingerprint, forKey: .fingerprint)
             try c.encodeIfPresent(nickname, forKey: .nickname)
             try c.encode(epoch, forKey: .epoch)
-            try c.encode("\(nickname.map(DisplayText.clean) ?? String(fingerprint.prefix(16))) made rotating ID \(peer) (announce v2, recognized by its tag; not proof that they are here now)", forKey: .text)
+            try c.encodeIfPresent(sentence, forKey: .text)
         case let .vouched(vouchee, voucher, name):
             try c.encode(vouchee, forKey: .fingerprint)
             try c.encode(voucher, forKey: .by)
             try c.encodeIfPresent(name, forKey: .nickname)
-            try c.encode("\(name.map(DisplayText.clean) ?? String(voucher.prefix(16))), whom you verified, vouches for \(vouchee.prefix(16))… (vouched, not verified by you)", forKey: .text)
+            try c.encodeIfPresent(sentence, forKey: .text)
         case let .groupChanged(g, change, by):
             try c.encode(g.name, forKey: .group)
             try c.encode(g.groupID, forKey: .groupID)
@@ -331,7 +346,7 @@ extension NodeEvent: Encodable {
             try c.encode(g.creator, forKey: .creator)
             try c.encode(change.rawValue, forKey: .change)
             try c.encodeIfPresent(by, forKey: .by)
-            try c.encode(change.sentence(group: g.name, by: by, members: g.members.map(\.nickname)), forKey: .text)
+            try c.encodeIfPresent(sentence, forKey: .text)
         case let .boardPostDeleted(postID, authorKey):
             try c.encode(postID.hexString, forKey: .postID)
             try c.encode(authorKey.hexString, forKey: .authorKey)

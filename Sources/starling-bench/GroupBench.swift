@@ -15,14 +15,7 @@ enum GroupBench {
     static func run() {
         print("starling-bench groups (release build; one core; median of 5 rounds)")
         let alice = Identity.generate(), bob = Identity.generate()
-        var i = try! HandshakeState(protocol: .bitchat, initiator: true, localStatic: alice.noiseKey)
-        var r = try! HandshakeState(protocol: .bitchat, initiator: false, localStatic: bob.noiseKey)
-        _ = try! r.readMessage(try! i.writeMessage())
-        _ = try! i.readMessage(try! r.writeMessage())
-        _ = try! r.readMessage(try! i.writeMessage())
-        let (i2r, r2i) = try! i.split()
-        var sender = NoiseTransport(sending: i2r, receiving: r2i)
-        var receiver = NoiseTransport(sending: r2i, receiving: i2r)
+        var (sender, receiver) = NoiseBench.session(alice, bob)
         let groupID = [UInt8](repeating: 7, count: 16), key = [UInt8](repeating: 0x42, count: 32)
         // (A private message's text is at most 255 bytes: its TLV length is a byte.)
         for text in ["summit at noon", String(repeating: "the trail is closed; ", count: 11)] {

@@ -3,6 +3,17 @@ import StarlingCrypto
 
 /// `starling-bench noise`: Noise XX handshakes and bitchat transport frames.
 enum NoiseBench {
+    /// A completed XX handshake between two identities: the initiator's and the responder's transports.
+    static func session(_ alice: Identity, _ bob: Identity) -> (NoiseTransport, NoiseTransport) {
+        var i = try! HandshakeState(protocol: .bitchat, initiator: true, localStatic: alice.noiseKey)
+        var r = try! HandshakeState(protocol: .bitchat, initiator: false, localStatic: bob.noiseKey)
+        _ = try! r.readMessage(try! i.writeMessage())
+        _ = try! i.readMessage(try! r.writeMessage())
+        _ = try! r.readMessage(try! i.writeMessage())
+        let (i2r, r2i) = try! i.split()
+        return (NoiseTransport(sending: i2r, receiving: r2i), NoiseTransport(sending: r2i, receiving: i2r))
+    }
+
     static func run() {
         print("starling-bench noise (release build; one core; median of 5 rounds)")
         let alice = Identity.generate(), bob = Identity.generate()
@@ -49,14 +60,7 @@ enum NoiseBench {
         print("  ratio handshake / primitives                 \(format2(handshake.nanosPerOp / floor).leftPadding(9))   (goal ≤ 1.3)")
 
         // 2. Transport frames against raw ChaChaPoly on the same sizes.
-        var i = try! HandshakeState(protocol: .bitchat, initiator: true, localStatic: alice.noiseKey)
-        var r = try! HandshakeState(protocol: .bitchat, initiator: false, localStatic: bob.noiseKey)
-        _ = try! r.readMessage(try! i.writeMessage())
-        _ = try! i.readMessage(try! r.writeMessage())
-        _ = try! r.readMessage(try! i.writeMessage())
-        let (i2r, r2i) = try! i.split()
-        var sender = NoiseTransport(sending: i2r, receiving: r2i)
-        var receiver = NoiseTransport(sending: r2i, receiving: i2r)
+        var (sender, receiver) = session(alice, bob)
         print("\ntransport frames (seal + open) vs raw ChaChaPoly seal + open")
         for size in [256, 469, 64 * 1024] {
             let plaintext = [UInt8](repeating: 0x42, count: size)

@@ -237,7 +237,7 @@ extension ChatScreen {
         case .boardPostDeleted:
             break // /board shows what is left
         case .recognized, .vouched:
-            say("* " + EventPrinter.text(of: event))
+            say("* " + (event.sentence ?? ""))
         case let .groupMessage(m):
             if let screen {
                 screen.append(.init(time: FullScreen.clock(m.timestamp), nick: DisplayText.clean(m.nickname), text: Self.lines(m.text)),
@@ -245,8 +245,8 @@ extension ChatScreen {
             } else {
                 say("[\(Self.clock())] \(EventPrinter.groupLine(m))")
             }
-        case let .groupChanged(g, change, by):
-            let text = change.sentence(group: g.name, by: by, members: g.members.map(\.nickname))
+        case let .groupChanged(g, change, _):
+            let text = event.sentence ?? ""
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), text: text), to: change == .removed || change == .left ? ChatBuffers.publicName : Self.groupWindow(g.name))
             } else {

@@ -215,12 +215,6 @@ struct EventPrinter: Sendable {
             + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
     }
 
-    /// The words an event's JSON carries in `"text"`.
-    static func text(of event: MeshNode.Event) -> String {
-        guard let data = try? JSONEncoder().encode(event), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return "" }
-        return o["text"] as? String ?? ""
-    }
-
     /// `[trail crew] <bob> TEXT`: the group's name, the sender as its roster names them.
     static func groupLine(_ m: GroupMessage) -> String {
         "[\(DisplayText.clean(m.group.name))] <\(DisplayText.clean(m.nickname))>\(m.history ? " (history)" : "") " + Self.lines(m.text)
@@ -264,8 +258,8 @@ struct EventPrinter: Sendable {
             case let .boardPost(post, _, _): line = Self.boardLine(post)
             case .boardPostDeleted: line = "* a board post was deleted by its author"
             case let .groupMessage(m): line = Self.groupLine(m)
-            case .recognized, .vouched: line = "* " + Self.text(of: event)
-            case let .groupChanged(g, change, by): line = "* " + change.sentence(group: g.name, by: by, members: g.members.map(\.nickname))
+            case .recognized, .vouched: line = "* " + (event.sentence ?? "")
+            case .groupChanged: line = "* " + (event.sentence ?? "")
             case let .voiceNote(from, path, ms, isPrivate):
                 line = "* voice from \(from)\(isPrivate ? " (private)" : "") (\(ChatScreen.seconds(ms))): \(path)"
             }

@@ -118,6 +118,18 @@ extension InProcessNodes {
         #expect(t.held.first?.envelope.copies == 1 && t.spray(to: fav, now: now).isEmpty, "carry-only now")
         #expect(t.deposit(env(7, copies: 8), from: c, favorite: false, now: now) == .duplicate && t.held.first?.envelope.copies == 1,
                 "a replay never refills spent copies")
+        // Handed over: no longer carried; one that could not be sent is carried again, once.
+        let tag7 = env(7).recipientTag
+        var u = CourierStore()
+        _ = u.deposit(env(7), from: a, favorite: false, now: now)
+        let recipient = [UInt8](repeating: 0x42, count: 32)
+        let dayTag = CourierSeal.recipientTag(noiseKey: recipient, day: CourierSeal.epochDay(unixSeconds: now / 1_000))
+        _ = u.deposit(CourierEnvelope(recipientTag: dayTag, expiry: now + 3_600_000, ciphertext: [9]), from: a, favorite: false, now: now)
+        let out = u.handOver(to: recipient, now: now)
+        #expect(out.count == 1 && u.count == 1 && u.held.first?.envelope.recipientTag == tag7, "the control stays")
+        u.readmit(out[0])
+        u.readmit(out[0])
+        #expect(u.count == 2)
     }
 }
 }
