@@ -363,7 +363,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately", "StarlingQR",
+                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
                        .product(name: "Logging", package: "swift-log")]
     ),
     .testTarget(

@@ -149,9 +149,21 @@ public struct APIClient: Sendable {
         return nil
     }
 
+    /// The HTTP client of every ``APIClient`` in the process: connections kept
+    /// open between calls (a call costs no new connection), over TCP or the
+    /// Unix socket. A daemon is on this machine, so a refused connection is
+    /// an answer: it fails the call at once, never retried with backoff for
+    /// the connect timeout (the shared client's 90 s: a chat whose daemon
+    /// stopped just as it subscribed to the events hung that long). A stream
+    /// silent past 60 s (the daemon's heartbeat is 15 s) is taken as ended.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
-    /// AsyncHTTPClient's shared client keeps connections open between calls (a
-    /// call costs no new connection), over TCP or the Unix socket.
     func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?,
                   file: (chunks: FileChunks, size: Int)? = nil) async throws -> (Int, Data) {
         let url: String
@@ -174,9 +186,10 @@ public struct APIClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/octet-stream")
             request.body = .stream(file.chunks, length: .known(Int64(file.size)))
         }
-        // A call is answered at once (an upload within an hour); the event stream lasts as long as its reader.
-        let deadline: NIODeadline = stream != nil ? .distantFuture : file != nil ? .now() + .hours(1) : .now() + .seconds(60)
-        let response = try await HTTPClient.shared.execute(request, deadline: deadline)
+        // A call is answered at once (an upload within an hour). The deadline bounds
+        // the answer's head: the event stream's body lasts as long as its reader.
+        let deadline: NIODeadline = file != nil ? .now() + .hours(1) : .now() + .seconds(60)
+        let response = try await Self.http.execute(request, deadline: deadline)
         let status = Int(response.status.code)
         var data = Data()
         for try await buffer in response.body {

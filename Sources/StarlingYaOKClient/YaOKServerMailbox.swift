@@ -204,7 +204,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             continuation.yield(.notice("the Ya OK server: \(why)"))
         case .lost:
             for peer in await state.setRegistered(false) { continuation.yield(.reachable(peer, false)) }
-            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(Self.seconds(client.configuration.lostAfter)) s; "
+            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(Self.seconds(client.configuration.lostAfter + client.configuration.lastPingWait)) s; "
                                        + "registering again (messages wait for it)"))
             registrationsContinuation.yield(false)
         case .unreachable:

@@ -24,6 +24,11 @@ public struct YaOKClientCore: Sendable {
         /// five polls): the session is taken as lost (``Event/lost``) and we
         /// register again.
         public var lostAfter: UInt64 = 150_000
+        /// Past `lostAfter`, one last PING goes out, and the session is taken
+        /// as lost only when nothing comes within this long: a process that was
+        /// not scheduled for a while (a loaded machine, a suspended laptop)
+        /// reads the answers waiting in its socket before it calls the server lost.
+        public var lastPingWait: UInt64 = 5_000
         /// Unregistered REGISTERs unanswered before the server is said not to
         /// answer (``Event/unreachable``), once an outage.
         public var unansweredRegistrations = 3
@@ -117,6 +122,14 @@ public struct YaOKClientCore: Sendable {
         let (sum, over) = lastHeard.addingReportingOverflow(configuration.lostAfter)
         return over ? .max : sum
     }
+    /// When the last PING (sent past `lostAfter`) went out; nil until then.
+    private var lastPingAt: UInt64?
+    /// The next silence deadline: the last PING's, or the last PING's answer's.
+    private var silenceDeadline: UInt64 {
+        guard let lastPingAt else { return lostAt }
+        let (sum, over) = lastPingAt.addingReportingOverflow(configuration.lastPingWait)
+        return over ? .max : sum
+    }
     public var waitingCount: Int { outbox.count }
 
     /// When ``tick(now:)`` must run next.
@@ -124,7 +137,7 @@ public struct YaOKClientCore: Sendable {
         // Unregistered, nothing but the next REGISTER is due (polls, pings and
         // retries wait for a session; counting them would spin).
         guard token != nil else { return registerAt }
-        var d = min(min(nextPoll, nextPing), lostAt)
+        var d = min(min(nextPoll, nextPing), silenceDeadline)
         if let o = outbox.values.map(\.nextAt).min() { d = min(d, o) }
         return d
     }
@@ -154,6 +167,7 @@ public struct YaOKClientCore: Sendable {
             packet = inner
         }
         lastHeard = now
+        lastPingAt = nil
         unanswered = 0 // it answers (a refusal too)
         switch packet {
         case let .registered(token, _):
@@ -250,7 +264,14 @@ public struct YaOKClientCore: Sendable {
         guard token != nil else {
             return now >= registerAt ? register(now: now) : []
         }
-        if now >= lostAt {
+        if now >= lostAt, lastPingAt == nil, let token {
+            // Silent past the limit: one last PING before the session is called lost.
+            lastPingAt = now
+            nextPing = now + configuration.pingInterval
+            return datagrams(.ping(token: token))
+        }
+        if let lastPingAt, now >= lastPingAt &+ configuration.lastPingWait {
+            self.lastPingAt = nil
             token = nil
             outageSaid = true
             registerBackoff = configuration.registerRetry

@@ -14,20 +14,6 @@ import Glibc
 /// peer opens and verifies that message with its own code.
 @Suite(.usesProcesses) struct GroupPeerInteropTests {
     /// A UDP port free on 127.0.0.1 now (bound, read and closed).
-    static func freeUDPPort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        try #require(bound, "no UDP port on 127.0.0.1")
-        return UInt16(bigEndian: sa.sin_port)
-    }
-
     @Test func aPythonCreatorAndARealNodeShareAGroupBothWays() async throws {
         let dir = MeshProcessTests.dataDir()
         let node = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "node", "--duration", "90",
@@ -36,7 +22,7 @@ import Glibc
         let port = try await MeshProcessTests.port(of: node)
         let python = PythonEnvironment.python
         try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
-        let peerPort = try Self.freeUDPPort()
+        let peerPort = try LoopbackPorts.freeUDP()
         let script = BitchatPeerInteropTests.root.appendingPathComponent("Tests/interop/group_peer.py").path
         let peer = Task { try await StarlingProcess.run(executable: python, [script, String(port), String(peerPort)]) }
         let joined = await node.waitFor(seconds: 40) { $0["event"] as? String == "group" && $0["change"] as? String == "joined" }

@@ -15,20 +15,6 @@ import Glibc
 @Suite(.serialized, .usesProcesses) struct NostrProcessTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// A TCP port that was free a moment ago (the kernel's choice).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound, "no free port")
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
     static func accepts(_ port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -59,7 +45,7 @@ import Glibc
         try #require(FileManager.default.isExecutableFile(atPath: exe), "run scripts/install-deps --test")
         let dir = ContactCommandTests.temporaryDirectory("nostr-relay")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let port = try freePort(), db = dir + "/events.sqlite3"
+        let port = try LoopbackPorts.freeTCP(), db = dir + "/events.sqlite3"
         let config = """
         DEBUG: false
         relay_name: starling test relay
@@ -117,7 +103,7 @@ import Glibc
 
     static func socks() async throws -> (LiveProcess, port: UInt16) {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "run scripts/install-deps --test (microsocks)")
-        let port = try freePort()
+        let port = try LoopbackPorts.freeTCP()
         let p = LiveProcess.unstarted(["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(port)])
         try p.start()
         try await waitForPort(port, p)

@@ -10,6 +10,7 @@ import StarlingNodeCore
 import StarlingNostr
 import StarlingQR
 import StarlingStately
+import StarlingTestSupport
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
@@ -337,6 +338,35 @@ import StarlingYaOKStore
         #expect(await api.log.subscriberCount == 1)
         await api.log.append(["event": "warning", "text": "still here"])
         #expect(await api.log.subscriberCount == 1)
+    }
+
+    /// A daemon gone as a face subscribes (it stopped between the face's first
+    /// call and its event stream): the stream ends at once with the refusal,
+    /// not after the HTTP client's retries. The control: a daemon that runs
+    /// keeps the stream open.
+    @Test(.timeLimit(.minutes(1))) func aDaemonGoneAsAFaceSubscribesEndsItsStreamAtOnce() async throws {
+        let gone = APIClient(host: "127.0.0.1", port: Int(try LoopbackPorts.freeTCP()), token: "t")
+        let start = ContinuousClock.now
+        var ended: (any Error)?
+        do { for try await _ in gone.events() {} } catch { ended = error }
+        #expect(ended != nil && ContinuousClock.now - start < .seconds(5), "\(String(describing: ended)) after \(ContinuousClock.now - start)")
+
+        let a = try await Self.side("gone", peers: [])
+        var logger = Logger(label: "test.api")
+        logger.logLevel = .critical
+        let configuration = APIServer.Configuration(directory: a.directory)
+        let api = APIServer(client: a.local, configuration: configuration)
+        let serving = try api.applications(logger: logger).map { s in Task { try? await s.run() } }
+        defer {
+            for t in serving { t.cancel() }
+            try? FileManager.default.removeItem(at: a.directory)
+        }
+        let running = APIClient(host: "127.0.0.1", port: await api.port, token: configuration.token)
+        let open = Task { do { for try await _ in running.events() {} } catch {} }
+        #expect(await Self.eventually { await api.log.subscriberCount == 1 })
+        try await Task.sleep(for: .seconds(1))
+        #expect(await api.log.subscriberCount == 1)
+        open.cancel()
     }
 
     @Test(.timeLimit(.minutes(1))) func twoFacesUnlockingAtOnceOpenTheStoreOnce() async throws {

@@ -93,7 +93,7 @@ import Starling
         let pair = try await Pair("map.pdf") { b in
             b.acceptUpTo = 1_000_000
             b.ask = true
-            b.askTimeout = .seconds(3)
+            b.askTimeout = .seconds(15) // past the time three offers take to arrive on a loaded machine
             b.maxAsked = 2
         }
         let (alice, bob, seenA, seenB, file) = (pair.alice, pair.bob, pair.seenA, pair.seenB, pair.file)

@@ -378,7 +378,7 @@ enum ServerTestError: Error { case notRegistered }
         }
         #expect(kept.isRegistered && now >= t0 + 3_600_000)
 
-        // Silent from t0: lost at 150 s, once; REGISTERs from then on, 2 s, doubling, at most a minute apart.
+        // Silent from t0: a last PING at 150 s, lost 5 s later, once; REGISTERs from then on, 2 s, doubling, at most a minute apart.
         var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
         _ = c.start(now: t0)
         _ = c.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0)
@@ -390,9 +390,9 @@ enum ServerTestError: Error { case notRegistered }
             said += events(steps).map { (now - t0, $0) }
             if registers(steps) > 0 { registered.append(now - t0) }
         }
-        #expect(said.map(\.0) == [150_000] && said.map(\.1) == [.lost], "\(said)")
+        #expect(said.map(\.0) == [155_000] && said.map(\.1) == [.lost], "\(said)")
         #expect(!c.isRegistered)
-        #expect(Array(registered.prefix(6)) == [150_000, 152_000, 156_000, 164_000, 180_000, 212_000], "\(registered)")
+        #expect(Array(registered.prefix(6)) == [155_000, 157_000, 161_000, 169_000, 185_000, 217_000], "\(registered)")
         #expect(zip(registered, registered.dropFirst()).allSatisfy { $1 - $0 <= 60_000 })
         // Back: registered, and a later silence is said again.
         _ = c.receive(ServerPacket.registered(token: .random(), serverTime: now).encode(), now: now)
@@ -403,6 +403,27 @@ enum ServerTestError: Error { case notRegistered }
             said += events(c.tick(now: now)).map { (now - t0, $0) }
         }
         #expect(said.filter { $0.1 == .lost }.count == 2)
+
+        // A process not scheduled for 200 s (its answers wait in the socket): the
+        // first tick after sends the last PING, the waiting answers are read, and the
+        // session holds. The control: the same, with no answer waiting, is lost 5 s later.
+        for answered in [true, false] {
+            var starved = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
+            _ = starved.start(now: t0)
+            _ = starved.receive(ServerPacket.registered(token: .random(), serverTime: t0).encode(), now: t0)
+            let woke = t0 + 200_000
+            let steps = starved.tick(now: woke)
+            #expect(events(steps).isEmpty && steps.contains { if case let .send(b) = $0, case .ping? = try? ServerPacket.decode(b, .toServer) { true } else { false } },
+                    "\(steps)")
+            if answered { _ = starved.receive(ServerPacket.noMessages.encode(), now: woke + 1) }
+            var later: [YaOKClientCore.Event] = []
+            now = woke
+            for _ in 0..<100 where now < woke + 20_000 {
+                now = max(now + 1, starved.nextDeadline)
+                later += events(starved.tick(now: now))
+            }
+            #expect(later.contains(.lost) == !answered, "answered: \(answered), \(later)")
+        }
 
         // Never answered at all: "does not answer" after three REGISTERs unanswered, once.
         var never = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)

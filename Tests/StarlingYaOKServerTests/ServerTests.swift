@@ -130,10 +130,13 @@ final class AnswerBox: @unchecked Sendable {
         let port = first.port
         let serving = Task { await first.run() }
         var configuration = YaOKClientCore.Configuration()
-        // Short, with room for a loaded machine: answered every 500 ms, lost after 5 s of silence.
+        // Short, with room for a loaded machine: answered every 500 ms, lost after 5 s of
+        // silence and a last PING unanswered for 1 s (a test process not scheduled for a
+        // while reads the answers waiting in its socket first).
         configuration.pingInterval = 500
         configuration.pollInterval = 500
         configuration.lostAfter = 5_000
+        configuration.lastPingWait = 1_000
         let me = ServerUser()
         let client = try YaOKClient(server: .loopback(port), userID: me.id, signingKey: me.identity.signingKey, configuration: configuration)
         let mailbox = YaOKServerMailbox(client: client, identity: me.identity, userID: me.id)
