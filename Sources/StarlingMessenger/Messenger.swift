@@ -163,6 +163,10 @@ public actor Messenger {
                 do { _ = try await node.sendPrivate(text, to: to, messageID: id) } catch {
                     continuation.yield(.warning("not sent: \(error)"))
                 }
+            case let .sendDrop(text, key, id):
+                do { try await node.sendDrop(text, toNoiseKey: key, messageID: id) } catch {
+                    continuation.yield(.warning("not left with a courier: \(error)"))
+                }
             case let .sendReadReceipt(id, to):
                 do { try await node.sendReadReceipt(id, to: to) } catch {
                     continuation.yield(.diagnostic(Rejection(.transport, peer: to, "read receipt not sent: \(error)")))
@@ -426,6 +430,8 @@ public actor Messenger {
     public var peerConversations: [ConversationRecord] { Array(core.peerConversations.values) }
     public func name(of conversation: UserID) -> String { core.name(of: conversation) }
     public func fingerprint(of conversation: UserID) -> Fingerprint? { core.fingerprint(of: conversation) }
+    /// The Noise static key a courier drop for this conversation is sealed to, when known.
+    public func noiseKey(of conversation: UserID) -> [UInt8]? { core.noiseKey(of: conversation) }
     public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? { core.fingerprint(ofPeer: peer) }
     public func conversation(for fingerprint: Fingerprint) -> UserID { core.conversation(for: fingerprint) }
 

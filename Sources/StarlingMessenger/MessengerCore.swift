@@ -70,6 +70,9 @@ public struct MessengerCore: Sendable {
         case declineFileOffer(String)
         /// The groups the store kept go to the node (which checks them again).
         case restoreGroups([GroupRecord])
+        /// A message for someone away, sealed to their Noise key as a courier
+        /// drop and handed to the neighbours here (``NodeEvent/dropDeposited`` says how many).
+        case sendDrop(String, toNoiseKey: [UInt8], messageID: String)
     }
 
     public enum MailboxCommand: Sendable, Equatable {
@@ -134,6 +137,9 @@ public struct MessengerCore: Sendable {
     public private(set) var recent: [UserID: [MessageRecord]] = [:]
     /// Outgoing messages by their transport ID: the conversation (10,000 at most, oldest forgotten).
     private var outgoing: [String: UserID] = [:]
+    /// Our waiting messages already handed to couriers (by transport ID; 4,096 at most, oldest forgotten).
+    private var dropsMade: Set<String> = []
+    private var dropOrder: [String] = []
     /// Messages shown whose write failed (1,024 at most): a retry stores them.
     private var unstoredIncoming: Set<UserID> = []
     private var outgoingOrder: [String] = []
@@ -213,6 +219,16 @@ public struct MessengerCore: Sendable {
     /// The conversation a mesh peer's messages go in: its contact's, or its own.
     public func conversation(for fingerprint: Fingerprint) -> UserID {
         contact(for: fingerprint)?.card?.userID ?? Self.conversationID(for: fingerprint)
+    }
+
+    /// The Noise static key of a conversation's peer, when known: its
+    /// contact card's, or the one its conversation kept (each checked against
+    /// the fingerprint it must hash to).
+    public func noiseKey(of conversation: UserID) -> [UInt8]? {
+        if let card = contacts[conversation]?.card { return card.agreementKey }
+        guard let r = peerConversations[conversation], let key = r.noiseKey, let f = Fingerprint(hex: r.fingerprint),
+              Fingerprint(noiseStaticKey: key) == f else { return nil }
+        return key
     }
 
     /// The Noise key of a conversation.
@@ -310,9 +326,12 @@ public struct MessengerCore: Sendable {
     }
 
     /// Makes sure a peer who is not a contact has its conversation kept.
-    private mutating func keepConversation(_ id: UserID, fingerprint: Fingerprint, nickname: String, now: Double) {
+    private mutating func keepConversation(_ id: UserID, fingerprint: Fingerprint, nickname: String, now: Double, noiseKey: [UInt8]? = nil) {
         guard contacts[id] == nil else { return }
-        let record = ConversationRecord(id: id, fingerprint: fingerprint.hex, nickname: nickname, updatedAt: now)
+        // The key is kept only when it hashes to the fingerprint (it is its own proof).
+        let key = [noiseKey, peers.values.first { $0.fingerprint == fingerprint }?.noiseKey, peerConversations[id]?.noiseKey]
+            .compactMap { $0 }.first { Fingerprint(noiseStaticKey: $0) == fingerprint }
+        let record = ConversationRecord(id: id, fingerprint: fingerprint.hex, nickname: nickname, updatedAt: now, noiseKey: key)
         if peerConversations[id] == nil, peerConversations.count >= configuration.maxConversations,
            let oldest = peerConversations.values.min(by: { $0.updatedAt < $1.updatedAt }) {
             peerConversations[oldest.id] = nil
@@ -401,6 +420,7 @@ public struct MessengerCore: Sendable {
         }
         for m in pending { remember(m) }
         sendWaiting(now: now)
+        dropWaiting(now: now)
     }
 
     /// The store closed (locked): its writes wait in memory until it opens.
@@ -470,8 +490,10 @@ public struct MessengerCore: Sendable {
         case let .peer(id, nickname, hops):
             emit(.peerJoined(id, nickname: nickname, hops: hops))
             if let f = peers[id]?.fingerprint {
-                if let c = conversationIfAny(f), var r = peerConversations[c], r.nickname != nickname {
+                let key = peers[id]?.noiseKey.flatMap { Fingerprint(noiseStaticKey: $0) == f ? $0 : nil }
+                if let c = conversationIfAny(f), var r = peerConversations[c], r.nickname != nickname || (key != nil && r.noiseKey != key) {
                     r.nickname = nickname
+                    if let key { r.noiseKey = key }
                     peerConversations[c] = r
                     write(.conversation(r))
                 }
@@ -485,6 +507,7 @@ public struct MessengerCore: Sendable {
                 }
             }
             sendWaiting(now: now)
+            if hops == 1 { dropWaiting(now: now) }
         case let .left(id):
             emit(.peerLeft(id))
         case let .sessionEstablished(peer, hex):
@@ -495,6 +518,18 @@ public struct MessengerCore: Sendable {
             }
         case let .privateMessage(from, nickname, text, messageID, hops, via):
             receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
+        case let .dropOpened(from, hex, key, nickname, text, messageID, hops):
+            // The seal proved the sender's key: its fingerprint, whether or not the sender is here.
+            guard let f = Fingerprint(hex: hex), Fingerprint(noiseStaticKey: key) == f, !isBlocked(f) else { return }
+            receivePrivate(from: from, fingerprint: f, noiseKey: key, nickname: nickname, text: text, messageID: messageID, hops: hops,
+                           via: "courier", now: now)
+        case let .dropDeposited(id, _, couriers):
+            guard couriers > 0 else {
+                dropsMade.remove(id) // none here to carry it: tried again when a neighbour comes
+                return
+            }
+            progress(id, now: now, via: "courier") { _ in }
+            if let r = record(id) { emit(.carried(conversation: r.contact, record: r, couriers: couriers)) }
         case let .delivered(id, _):
             progress(id, now: now, receipt: .delivered) { p in p.receipt(.delivered, at: now) }
         case let .read(id, _):
@@ -553,15 +588,15 @@ public struct MessengerCore: Sendable {
         return peer.description
     }
 
-    private mutating func receivePrivate(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int, via: String?,
-                                         now: Double) {
-        guard let f = fingerprint(ofPeer: from) else {
+    private mutating func receivePrivate(from: PeerID, fingerprint known: Fingerprint? = nil, noiseKey: [UInt8]? = nil, nickname: String?,
+                                         text: String, messageID: String, hops: Int, via: String?, now: Double) {
+        guard let f = known ?? fingerprint(ofPeer: from) else {
             emit(.diagnostic(Rejection(.malformedPrivatePayload, peer: from, "a private message from \(from) with no known key")))
             return
         }
         let conversation = conversation(for: f)
         let name = nickname ?? displayName(from)
-        keepConversation(conversation, fingerprint: f, nickname: name, now: now)
+        keepConversation(conversation, fingerprint: f, nickname: name, now: now, noiseKey: noiseKey)
         // Its own namespace (the sender's key and its ID): a peer cannot name one of our messages.
         let id = UserID(bytes: BLAKE3.hash(Array("incoming".utf8) + f.bytes + Array(messageID.utf8), byteCount: 16))!
         if let shown = (recent[conversation] ?? []).first(where: { $0.id == id && !$0.outgoing }) {
@@ -756,6 +791,7 @@ public struct MessengerCore: Sendable {
             if route(to: f, bytes: bytes) != nil { hand(&record, to: f, now: now) }
         }
         emit(.sent(conversation: conversation, record: record))
+        if record.isPending { dropWaiting(now: now) }
         return record
     }
 
@@ -794,6 +830,28 @@ public struct MessengerCore: Sendable {
             for var m in waiting {
                 hand(&m, to: f, now: now)
                 emit(.progress(conversation: c, record: m))
+            }
+        }
+    }
+
+    /// Messages waiting for someone away go as courier drops with the
+    /// neighbours here (once each: a message some neighbour took is not
+    /// dropped again; they stay queued, and go directly when the recipient
+    /// is back: the recipient shows one copy).
+    /// Only texts the mesh carries, to a key we hold, never to a blocked key.
+    private mutating func dropWaiting(now: Double) {
+        guard peers.values.contains(where: { $0.hops == 1 }) else { return }
+        for (c, list) in recent {
+            guard let f = fingerprint(of: c), !isBlocked(f), !isPresent(f), let key = noiseKey(of: c) else { continue }
+            guard peers.values.contains(where: { $0.hops == 1 && $0.fingerprint != f }) else { continue }
+            // Once a message went with couriers (its record says so, across restarts), not again: a
+            // courier keeps 2 drops of one depositor (iOS), and the same words sealed anew would take both.
+            for m in list where m.isPending && m.transport != "courier" && m.text.utf8.count <= Self.meshTextLimit {
+                guard let t = m.transportID, !dropsMade.contains(t) else { continue }
+                dropsMade.insert(t)
+                dropOrder.append(t)
+                if dropOrder.count > 4_096 { dropsMade.remove(dropOrder.removeFirst()) }
+                command(.sendDrop(m.text, toNoiseKey: key, messageID: t))
             }
         }
     }

@@ -22,6 +22,10 @@ public enum MessengerEvent: Sendable {
     case sendingWaiting(conversation: UserID, count: Int)
     /// One of our messages moved (sent, delivered, read, retrying, failed, handed on).
     case progress(conversation: UserID, record: MessageRecord)
+    /// Our message for someone away went as a courier drop with `couriers`
+    /// neighbours, who hand it on if they meet the recipient within 24 hours.
+    /// It stays queued: it goes directly too when the recipient is back.
+    case carried(conversation: UserID, record: MessageRecord, couriers: Int)
     case peerJoined(PeerID, nickname: String, hops: Int)
     case peerLeft(PeerID)
     case sessionEstablished(PeerID, name: String)

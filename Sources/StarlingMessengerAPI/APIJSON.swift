@@ -149,6 +149,8 @@ public enum APIJSON {
             return [["event": "sent", "conversation": conversation.description, "message": message(record)]]
         case let .progress(conversation, record):
             return [["event": "progress", "conversation": conversation.description, "message": message(record)]]
+        case let .carried(conversation, record, couriers):
+            return [["event": "carried", "conversation": conversation.description, "message": message(record), "couriers": couriers]]
         case let .sendingWaiting(conversation, count):
             return [["event": "sendingWaiting", "conversation": conversation.description, "count": count]]
         case let .peerJoined(peer, nickname, hops):

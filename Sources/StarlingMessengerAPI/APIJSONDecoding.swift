@@ -149,6 +149,8 @@ extension APIJSON {
                                    name: try f.string("nickname"), hops: try f.int("hops"), via: f.optionalString("via"))
         case "sent": return .sent(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]))
         case "progress": return .progress(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]))
+        case "carried":
+            return .carried(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]), couriers: try f.int("couriers"))
         case "sendingWaiting": return .sendingWaiting(conversation: try f.userID("conversation"), count: try f.int("count"))
         case "peer": return .peerJoined(try f.peer("peerID"), nickname: try f.string("nickname"), hops: try f.int("hops"))
         case "left": return .peerLeft(try f.peer("peerID"))

@@ -940,6 +940,13 @@ public actor MeshNode {
         try command { try $0.sendPrivate(text, to: peer, messageID: messageID, now: $1) }
     }
 
+    /// Seals a private message as a courier drop for someone away (their Noise
+    /// static key) and hands it to the neighbours here; how many took it.
+    @discardableResult
+    public func sendDrop(_ text: String, toNoiseKey key: [UInt8], messageID: String) throws -> Int {
+        try command { try $0.sendDrop(text, toNoiseKey: key, messageID: messageID, now: $1) }
+    }
+
     /// Trust decisions are loaded (the node was made with
     /// `trustKnown` false): what waited for them is taken now.
     public func trustDecided() { command { $0.trustDecided(now: $1) } }

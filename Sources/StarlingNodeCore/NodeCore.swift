@@ -223,6 +223,9 @@ public struct NodeCore: Sendable {
         public var lastSeen: UInt64
         /// What its announce says it can do (nil: it says nothing).
         public var capabilities: Capabilities? = nil
+        /// The Noise static key its verified announce carries (its fingerprint's
+        /// preimage): what a courier drop for it is sealed to once it is away.
+        public var noiseKey: [UInt8]? = nil
     }
 
     struct PeerCard: Sendable {
@@ -1196,6 +1199,17 @@ public struct NodeCore: Sendable {
     @discardableResult
     public mutating func sendDrop(_ text: String, to recipient: Fingerprint, messageID: String? = nil, now: Millis) throws -> Int {
         guard let key = noiseKeys[recipient]?.key else { throw CourierError.unknownRecipient }
+        return try sendDrop(text, toNoiseKey: key, messageID: messageID, now: now)
+    }
+
+    /// The same, to a Noise key the caller knows (a contact's card, a
+    /// conversation the messenger kept): the key is its own proof, as the
+    /// fingerprint is its hash. Says how many took it (``NodeEvent/dropDeposited``).
+    @discardableResult
+    public mutating func sendDrop(_ text: String, toNoiseKey key: [UInt8], messageID: String? = nil, now: Millis) throws -> Int {
+        guard key.count == 32 else { throw CourierError.unknownRecipient }
+        let recipient = Fingerprint(noiseStaticKey: key)
+        if noiseKeys[recipient] == nil { rememberNoiseKey(recipient, key) }
         let id = messageID ?? newMessageID()
         let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: id, content: text)).encoded()
         let w = wall(now)
@@ -1215,6 +1229,7 @@ public struct NodeCore: Sendable {
             .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
             .prefix(3).map(\.key)
         for c in couriers { try depositDrop(envelope, with: c, now: now) }
+        emit(.dropDeposited(messageID: id, to: recipient.peerID, couriers: couriers.count))
         return couriers.count
     }
 
@@ -1293,8 +1308,8 @@ public struct NodeCore: Sendable {
         openedDrops.append(m.messageID)
         if openedDrops.count > 512 { openedDrops.removeFirst() }
         let from = present.entries.first { $0.value.info.fingerprint == sender }?.key ?? sender.peerID
-        emit(.privateMessage(from: from, nickname: present[from]?.info.nickname, text: m.content, messageID: m.messageID, hops: hops,
-                             via: "courier"))
+        emit(.dropOpened(from: from, fingerprint: sender.hex, noiseKey: opened.sender, nickname: present[from]?.info.nickname,
+                         text: m.content, messageID: m.messageID, hops: hops))
     }
 
     // MARK: Time
@@ -1570,7 +1585,7 @@ public struct NodeCore: Sendable {
     public var peers: [PeerID: PeerInfo] {
         present.entries.mapValues {
             PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce,
-                     capabilities: $0.info.capabilities)
+                     capabilities: $0.info.capabilities, noiseKey: noiseKeys[$0.info.fingerprint]?.key)
         }
     }
 

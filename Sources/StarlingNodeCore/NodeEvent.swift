@@ -28,6 +28,16 @@ public enum NodeEvent: Sendable {
     /// `via`: the mailbox transport it came through ("nostr"); nil: the mesh.
     case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int, via: String? = nil)
     case sessionEstablished(PeerID, fingerprint: String)
+    /// A courier drop for us (0x04), opened with our key: a private message
+    /// sealed one-way (Noise X) by the holder of `noiseKey` (its fingerprint
+    /// `fingerprint`, which the seal proves), wherever that sender is now.
+    /// JSON: `"event": "privateMessage"` with `"via": "courier"`, the
+    /// fingerprint and the key.
+    case dropOpened(from: PeerID, fingerprint: String, noiseKey: [UInt8], nickname: String?, text: String, messageID: String, hops: Int)
+    /// Our private message for someone away, sealed as a courier drop and
+    /// handed to `couriers` neighbours (0: none here to carry it), who hand
+    /// it on when they meet the recipient.
+    case dropDeposited(messageID: String, to: PeerID, couriers: Int)
     /// Our private message reached its recipient.
     case delivered(messageID: String, by: PeerID)
     /// Our private message went off the mesh (the peer had no mesh route):
@@ -147,6 +157,7 @@ extension NodeEvent: Encodable {
         case capabilities, bits, mimeType
         case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
         case group, groupID, epoch, members, creator, change
+        case noiseKey, couriers
     }
 
     /// What a person is told of the events the node words itself (group
@@ -173,7 +184,8 @@ extension NodeEvent: Encodable {
         case .peer: "peer"
         case .capabilities: "capabilities"
         case .message: "message"
-        case .privateMessage: "privateMessage"
+        case .privateMessage, .dropOpened: "privateMessage"
+        case .dropDeposited: "dropDeposited"
         case .sessionEstablished: "session"
         case .delivered: "delivered"
         case .sentOffMesh: "sentOffMesh"
@@ -236,6 +248,19 @@ extension NodeEvent: Encodable {
             try c.encode(id, forKey: .messageID)
             try c.encode(hops, forKey: .hops)
             try c.encodeIfPresent(via, forKey: .via)
+        case let .dropOpened(from, fingerprint, key, nickname, text, id, hops):
+            try c.encode(from.description, forKey: .from)
+            try c.encode(nickname, forKey: .nickname)
+            try c.encode(text, forKey: .text)
+            try c.encode(id, forKey: .messageID)
+            try c.encode(hops, forKey: .hops)
+            try c.encode("courier", forKey: .via)
+            try c.encode(fingerprint, forKey: .fingerprint)
+            try c.encode(key.hexString, forKey: .noiseKey)
+        case let .dropDeposited(id, to, couriers):
+            try c.encode(id, forKey: .messageID)
+            try c.encode(to.description, forKey: .to)
+            try c.encode(couriers, forKey: .couriers)
         case let .sentOffMesh(id, to, via):
             try c.encode(id, forKey: .messageID)
             try c.encode(to.description, forKey: .to)
@@ -404,6 +429,13 @@ extension NodeEvent: Decodable {
             self = .message(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
                             hops: try int(.hops), timestamp: try c.decode(UInt64.self, forKey: .timestamp),
                             history: try c.decodeIfPresent(Bool.self, forKey: .history) ?? false)
+        case "privateMessage" where try c.decodeIfPresent(String.self, forKey: .via) == "courier":
+            let hex = try text(.noiseKey)
+            guard let key = try? [UInt8](hex: hex), key.count == 32 else { throw Undecodable(description: "noiseKey: \(hex)") }
+            self = .dropOpened(from: try peer(.from), fingerprint: try text(.fingerprint), noiseKey: key,
+                               nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
+                               messageID: try text(.messageID), hops: try int(.hops))
+        case "dropDeposited": self = .dropDeposited(messageID: try text(.messageID), to: try peer(.to), couriers: try int(.couriers))
         case "privateMessage":
             self = .privateMessage(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
                                    messageID: try text(.messageID), hops: try int(.hops), via: try c.decodeIfPresent(String.self, forKey: .via))

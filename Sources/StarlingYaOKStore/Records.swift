@@ -64,12 +64,17 @@ public struct ConversationRecord: Codable, Hashable, Sendable {
     public var nickname: String
     /// When a message last came or went, Unix seconds.
     public var updatedAt: Double
+    /// The peer's Noise static key (hashing to `fingerprint`), when a verified
+    /// announce or a drop's seal gave it: a message for them while they are
+    /// away is sealed to it as a courier drop. nil in records kept before.
+    public var noiseKey: [UInt8]?
 
-    public init(id: UserID, fingerprint: String, nickname: String, updatedAt: Double) {
+    public init(id: UserID, fingerprint: String, nickname: String, updatedAt: Double, noiseKey: [UInt8]? = nil) {
         self.id = id
         self.fingerprint = fingerprint
         self.nickname = nickname
         self.updatedAt = updatedAt
+        self.noiseKey = noiseKey
     }
 }
 

@@ -53,6 +53,12 @@ extension ChatScreen {
             say("* \(name) is here: sending \(count) waiting message\(count == 1 ? "" : "s")")
         case let .progress(conversation, record):
             await showProgress(conversation, record)
+        case let .carried(conversation, record, couriers):
+            guard let id = record.transportID else { return }
+            let fallback = await name(of: conversation)
+            let to = outgoing[id]?.to ?? fallback
+            let text = "left with \(couriers) courier\(couriers == 1 ? "" : "s"): handed on if they meet \(to) within 24 h; sent directly too when \(to) is here"
+            if let screen { screen.mark(id, "→ \(couriers) courier\(couriers == 1 ? "" : "s")") } else { say("  · to \(to): \(text)") }
         case let .peerJoined(peer, nickname, hops):
             if let old = knownNicknames[peer], old != nickname {
                 say("* \(DisplayText.clean(old)) is now known as \(await display(peer))")
@@ -337,7 +343,7 @@ extension ChatScreen {
         case let .notice(text):
             say("* \(text)")
         case .stateExpired, .linkUp, .linkDown, .capabilities, .pinned, .held, .read, .sentOffMesh, .peer, .left, .privateMessage,
-             .sessionEstablished, .favorited:
+             .sessionEstablished, .favorited, .dropOpened, .dropDeposited:
             break // the messenger's, or nothing for a person
         }
     }

@@ -171,9 +171,14 @@ struct EventPrinter: Sendable {
     func print(_ event: MessengerEvent, messenger: Messenger) async {
         switch event {
         case let .node(e): print(e)
-        case let .privateMessage(_, record, from, name, hops, via):
-            print(.privateMessage(from: from, nickname: name, text: record.text, messageID: record.transportID ?? record.id.description,
-                                  hops: hops, via: via))
+        case let .privateMessage(conversation, record, from, name, hops, via):
+            let id = record.transportID ?? record.id.description
+            if via == "courier", let f = await messenger.fingerprint(of: conversation), let key = await messenger.noiseKey(of: conversation) {
+                // The key the seal proved, though the sender is not here.
+                print(.dropOpened(from: from, fingerprint: f.hex, noiseKey: key, nickname: name, text: record.text, messageID: id, hops: hops))
+            } else {
+                print(.privateMessage(from: from, nickname: name, text: record.text, messageID: id, hops: hops, via: via))
+            }
         case let .peerJoined(peer, nickname, hops): print(.peer(peer, nickname: nickname, hops: hops))
         case let .peerLeft(peer): print(.left(peer))
         case let .sessionEstablished(peer, _):
@@ -184,6 +189,15 @@ struct EventPrinter: Sendable {
         case let .diagnostic(r): if json { print(.rejected(r)) }
         case let .publicHistory(burst):
             for e in burst { print(e) } // oldest first, as the chat shows it
+        case let .carried(_, record, couriers):
+            guard let id = record.transportID, let to = await messenger.peer(of: record.contact) else { return }
+            if json {
+                print(.dropDeposited(messageID: id, to: to, couriers: couriers))
+            } else {
+                let name = DisplayText.clean(await messenger.name(of: record.contact))
+                say("* \(name) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), "
+                    + "who hand it on if they meet \(name) within 24 h; it waits here too, and goes directly when \(name) is here")
+            }
         case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress, .channel:
             return
         }
@@ -233,6 +247,10 @@ struct EventPrinter: Sendable {
             case let .message(from, nickname, text, hops, _, history):
                 line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(Self.lines(text))"
             case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(Self.lines(text))"
+            case let .dropOpened(from, _, _, nickname, text, _, _): line = "<\(nickname ?? from.description) → you> (via courier) \(Self.lines(text))"
+            case let .dropDeposited(id, to, couriers):
+                line = couriers == 0 ? "* message \(id) to \(to) waits: no neighbour here to carry it"
+                    : "* message \(id) to \(to) left with \(couriers) courier\(couriers == 1 ? "" : "s") (a courier drop: handed on if they meet them within 24 h)"
             case let .sessionEstablished(peer, fingerprint): line = "* encrypted session with \(peer) (fingerprint \(fingerprint.prefix(16))…)"
             case let .delivered(id, _): line = "* delivered: \(id)"
             case let .read(id, _): line = "* read: \(id)"
@@ -396,6 +414,7 @@ struct Send: AsyncParsableCommand {
         let quiet = !json
         let events = Task {
             for await event in messenger.events {
+                if case let .carried(_, record, couriers) = event, let id = record.transportID { await watch.carry(id, couriers) }
                 if case let .progress(conversation, record) = event, let id = record.transportID, let state = record.progress?.state {
                     await watch.moved(id, state, via: record.transport)
                     // Our message's way and receipts, as the node events they stand for.
@@ -432,14 +451,22 @@ struct Send: AsyncParsableCommand {
             }
             _ = contact
         }
-        guard await ready() || offMesh else {
+        // Not here after the wait: someone this store talked with, whose Noise key it
+        // kept, gets the message as a courier drop with the neighbours here.
+        var away: UserID?
+        if let to, contact == nil, overNostr == nil, await n.peer(named: to) == nil,
+           case let .conversation(id) = await messenger.resolve(to), await messenger.noiseKey(of: id) != nil,
+           await n.peers.contains(where: { $0.value.hops == 1 }) {
+            away = id
+        }
+        guard await ready() || offMesh || away != nil else {
             await n.stop()
             await runner.value
             let hint = " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))"
             throw RuntimeFailure((to.map { "\($0) not found within \(Self.format(wait)) s" } ?? "no peer found within \(Self.format(wait)) s") + hint)
         }
         // Give our own announce a moment to cross the mesh, so receivers know our name.
-        if await ready() { try await Task.sleep(for: .milliseconds(300)) }
+        if await ready() || away != nil { try await Task.sleep(for: .milliseconds(300)) }
         var sent: MessageRecord?
         var recipient: PeerID?
         if let contact {
@@ -448,6 +475,9 @@ struct Send: AsyncParsableCommand {
         } else if let to, let peer = await n.peer(named: to), let c = await messenger.conversation(withPeer: peer) {
             sent = try await messenger.send(text, to: c)
             recipient = peer
+        } else if let away {
+            sent = try await messenger.send(text, to: away) // queued, and left with couriers
+            recipient = await messenger.fingerprint(of: away)?.peerID
         } else if let overNostr {
             sent = try await messenger.send(text, to: await messenger.conversation(withKey: overNostr)) // not on the mesh: over Nostr
             recipient = overNostr.peerID
@@ -481,6 +511,7 @@ struct Send: AsyncParsableCommand {
                 outcome = await watch.outcome(messageID)
                 if outcome == .read || (contact != nil && outcome != nil && outcome != .delivered) { break }
                 if contact != nil, outcome == .delivered { break }
+                if away != nil, await watch.carried[messageID] != nil { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
             outcome = await watch.outcome(messageID)
@@ -496,6 +527,13 @@ struct Send: AsyncParsableCommand {
         if let contact, let sent {
             try report(outcome, server: serverSaid, to: contact, id: sent.id.description, mailbox: session.server)
             return
+        }
+        if let messageID, let to, away != nil, await !watch.reached(messageID, .delivered) {
+            guard await watch.carried[messageID] != nil else {
+                throw RuntimeFailure("\(to) is away and no neighbour took the courier drop; the message waits in this data directory's queue "
+                                     + "and goes when \(to) is here (or when you send again among neighbours)")
+            }
+            return // left with couriers: said by its event
         }
         if let messageID, let to, await !watch.reached(messageID, .delivered) {
             throw NotDelivered(to: to, seconds: linger)
@@ -662,6 +700,9 @@ struct Send: AsyncParsableCommand {
         enum Outcome: Equatable { case delivered, read, queued(online: Bool), kept(String) }
         var states: [String: MessageState] = [:]
         var server: [String: Outcome] = [:]
+        /// Messages left with couriers, and with how many.
+        var carried: [String: Int] = [:]
+        func carry(_ id: String, _ couriers: Int) { carried[id] = couriers }
         func moved(_ id: String, _ state: MessageState, via: String?) {
             if (states[id] ?? .composing) < state || state == .failed { states[id] = state }
         }

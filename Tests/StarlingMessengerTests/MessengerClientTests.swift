@@ -49,6 +49,9 @@ import StarlingYaOKStore
             .groupMessage(GroupMessage(group: group, messageID: "6F96", sender: f.hex, nickname: "ann", text: "summit", timestamp: 9, hops: 2,
                                        history: true)),
             .groupChanged(group, change: .joined, by: "ann"), .groupChanged(group, change: .left, by: nil),
+            .dropOpened(from: b, fingerprint: f.hex, noiseKey: Array(repeating: 7, count: 32), nickname: nil, text: "later", messageID: "M3", hops: 1),
+            .dropOpened(from: b, fingerprint: f.hex, noiseKey: Array(repeating: 7, count: 32), nickname: "bob", text: "later", messageID: "M4", hops: 2),
+            .dropDeposited(messageID: "M3", to: b, couriers: 2),
         ]
     }
 
@@ -58,7 +61,7 @@ import StarlingYaOKStore
 
     @Test func everyNodeEventReadsBackAsItWasWritten() throws {
         let events = Self.nodeEvents
-        #expect(Set(events.map(\.name)).count == 27) // every kind, none forgotten
+        #expect(Set(events.map(\.name)).count == 28) // every kind, none forgotten (a drop opened is a "privateMessage")
         for e in events {
             let written = try Self.json(e)
             let read = try JSONDecoder().decode(NodeEvent.self, from: Data(written.utf8))
@@ -84,7 +87,8 @@ import StarlingYaOKStore
             .trustLoaded(contacts: 2, pending: 1), .storeUnlocked(storedMeanwhile: 4),
             .privateMessage(conversation: conversation, record: incoming, from: Self.b, name: "bob", hops: 2, via: "nostr"),
             .sent(conversation: conversation, record: record), .sendingWaiting(conversation: conversation, count: 3),
-            .progress(conversation: conversation, record: record), .peerJoined(Self.b, nickname: "bob", hops: 1), .peerLeft(Self.b),
+            .progress(conversation: conversation, record: record), .carried(conversation: conversation, record: record, couriers: 3),
+            .peerJoined(Self.b, nickname: "bob", hops: 1), .peerLeft(Self.b),
             .sessionEstablished(Self.b, name: "bob"), .favorited(by: Self.b, name: "bob", on: true, npub: "npub1q", overNostr: true),
             .trustChanged(Self.f, name: "bob", blocked: true, favorite: false, verified: true), .warning("careful"), .notSaved("disk full"),
             .diagnostic(Rejection(.undecryptable, peer: Self.b, "no session")),

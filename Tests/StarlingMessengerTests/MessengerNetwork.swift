@@ -136,6 +136,8 @@ final class MessengerNetwork {
             case .mailbox(.serverContact):
                 break
             case let .node(c):
+                while commands.count <= i { commands.append([]) }
+                commands[i].append(c)
                 net.on(i) { core, now in
                     switch c {
                     case let .sendPrivate(text, to, id): _ = try? core.sendPrivate(text, to: to, messageID: id, now: now)
@@ -146,6 +148,7 @@ final class MessengerNetwork {
                     case let .setVerified(f, on): core.setVerified(f, on)
                     case let .pin(key, f): core.pinSigningKey(key, for: f)
                     case .trustDecided: core.trustDecided(now: now)
+                    case let .sendDrop(text, key, id): _ = try? core.sendDrop(text, toNoiseKey: key, messageID: id, now: now)
                     case .declineFileOffer: break // offers over the network are MeshNode's, not the core's
                     case let .restoreGroups(records):
                         core.restoreGroups(records.compactMap { r in r.state.flatMap { try? GroupState(decoding: $0[...]) } },
@@ -172,6 +175,9 @@ final class MessengerNetwork {
     func received(_ i: Int) -> [String] {
         events[i].compactMap { if case let .privateMessage(_, r, _, _, _, _) = $0 { r.text } else { nil } }
     }
+
+    /// The node commands the messenger gave (every one since the start).
+    var commands: [[MessengerCore.NodeCommand]] = []
 
     func state(_ i: Int, of id: UserID) -> MessageState? {
         stores[i].messages.values.flatMap { $0 }.first { $0.id == id }?.progress?.state

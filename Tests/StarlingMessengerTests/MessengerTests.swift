@@ -152,6 +152,93 @@ import StarlingYaOKStore
         #expect(m.state(0, of: sent.id) == .delivered)
     }
 
+    /// Issue 36, courier drops from the messenger: bob talked with alice and
+    /// left. Her message for him waits (alone, nothing is dropped: the
+    /// control), goes as a drop with carol when carol is here, reaches bob
+    /// through carol an hour later (read as from alice, whose key the seal
+    /// proves), and goes once directly too when alice meets bob: bob shows it
+    /// once, and alice reads "delivered". Bob's key outlives alice's restart.
+    @Test func aMessageForSomeoneAwayGoesWithACourierAndIsShownOnce() throws {
+        let m = MessengerNetwork()
+        for name in ["alice", "carol", "bob"] { m.add(name) }
+        m.net.connect(0, 2)
+        for i in 0..<3 { m.open(i) }
+        m.run(2_000)
+        _ = try Self.talk(m, 2, to: 0, "hello alice")
+        m.run(5_000)
+        let c = m.conversation(0, with: 2), bobKey = m.net.nodes[2].identity.noisePublicKey
+        #expect(m.messengers[0].noiseKey(of: c) == bobKey)
+        #expect(m.stores[0].conversations[c]?.noiseKey == bobKey)
+        m.net.disconnect(0, 2)
+        m.net.disconnect(2, 0)
+        m.run(60_000)
+        m.restart(0)
+        #expect(m.messengers[0].noiseKey(of: c) == bobKey, "the key is the store's")
+        #expect(!m.net.nodes[0].peers.values.contains { $0.fingerprint == m.net.nodes[2].identity.fingerprint })
+
+        // Alone: queued, nothing to drop with.
+        let sent = try m.messengers[0].send("for later", to: c, now: m.seconds)
+        m.apply(0)
+        m.run(5_000)
+        let drops = { (m.commands.first ?? []).filter { if case .sendDrop = $0 { true } else { false } }.count }
+        #expect(drops() == 0)
+        #expect(m.state(0, of: sent.id) == .routing)
+        // Carol comes: the drop goes with her, once.
+        m.net.connect(0, 1)
+        m.run(10_000)
+        #expect(drops() == 1)
+        let carried = m.events[0].compactMap { if case let .carried(_, r, n) = $0 { (r.id, n) } else { nil } }
+        #expect(carried.count == 1 && carried.first?.0 == sent.id && carried.first?.1 == 1, "\(carried)")
+        #expect(m.state(0, of: sent.id) == .routing, "still queued: it goes directly too")
+        m.run(30_000)
+        #expect(drops() == 1, "not again while the messenger runs")
+        m.restart(0)
+        m.run(10_000)
+        #expect(drops() == 1, "nor after a restart: its record says a courier took it")
+        #expect(m.state(0, of: sent.id) == .routing, "still queued after the restart")
+        // Carol leaves alice and meets bob an hour later.
+        m.net.disconnect(0, 1)
+        m.net.disconnect(1, 0)
+        m.run(3_600_000)
+        #expect(m.received(2).isEmpty, "bob has nothing from alice yet")
+        m.net.connect(1, 2)
+        m.run(20_000)
+        #expect(m.received(2) == ["for later"])
+        let got = m.events[2].compactMap { if case let .privateMessage(conv, _, _, name, _, via) = $0 { (conv, name, via) } else { nil } }
+        #expect(got.first?.0 == m.conversation(2, with: 0) && got.first?.1 == "alice" && got.first?.2 == "courier", "\(got)")
+        // Alice meets bob: sent directly, shown once, delivered.
+        m.net.connect(0, 2)
+        m.run(20_000)
+        #expect(m.received(2) == ["for later"])
+        #expect(m.state(0, of: sent.id) == .delivered)
+    }
+
+    /// A drop whose claimed fingerprint is not its key's, or from a blocked
+    /// key, is not shown; the control, the same drop as the node words it, is.
+    @Test func anOpenedDropIsShownOnlyUnderTheKeyTheSealProved() throws {
+        let m = MessengerNetwork()
+        m.add("alice")
+        m.add("mallory")
+        m.open(0)
+        let key = m.net.nodes[1].identity.noisePublicKey, f = m.net.nodes[1].identity.fingerprint
+        let other = Identity.generate().fingerprint
+        func drop(_ hex: String, _ id: String) -> NodeEvent {
+            .dropOpened(from: f.peerID, fingerprint: hex, noiseKey: key, nickname: nil, text: "drop " + id, messageID: id, hops: 1)
+        }
+        m.messengers[0].handle(drop(other.hex, "A"), peers: [:], now: m.seconds)
+        m.apply(0)
+        #expect(m.received(0).isEmpty)
+        m.messengers[0].handle(drop(f.hex, "B"), peers: [:], now: m.seconds)
+        m.apply(0)
+        #expect(m.received(0) == ["drop B"])
+        #expect(m.stores[0].conversations[m.conversation(0, with: 1)]?.noiseKey == key, "a reply can be dropped to them")
+        m.messengers[0].decide(.block, about: f, nickname: nil, now: m.seconds)
+        m.apply(0)
+        m.messengers[0].handle(drop(f.hex, "C"), peers: [:], now: m.seconds)
+        m.apply(0)
+        #expect(m.received(0) == ["drop B"])
+    }
+
     @Test func nostrCarriesAContactsMessagesWhenBothAreFavouritesAndNotOnTheMesh() throws {
         let m = MessengerNetwork()
         for name in ["alice", "bob"] { m.add(name) { $0.nostr = true; $0.npub = "npub1" + name } }

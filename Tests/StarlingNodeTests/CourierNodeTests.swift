@@ -11,7 +11,13 @@ import StarlingWire
 extension InProcessNodes {
 @Suite struct CourierNodeTests {
     static func privateTexts(_ net: EmbeddedNetwork, _ n: Int) -> [(String, String?)] {
-        net.events[n].compactMap { if case let .privateMessage(_, _, text, _, _, via) = $0 { (text, via) } else { nil } }
+        net.events[n].compactMap {
+            switch $0 {
+            case let .privateMessage(_, _, text, _, _, via): (text, via)
+            case let .dropOpened(_, _, _, _, text, _, _): (text, "courier")
+            default: nil
+            }
+        }
     }
 
     /// The case: alice – bob – carol; carol goes away; alice's drop
@@ -34,6 +40,11 @@ extension InProcessNodes {
         net.run(for: 5_000)
         let got = Self.privateTexts(net, 2)
         #expect(got.count == 1 && got.first?.0 == "meet at the bridge at noon" && got.first?.1 == "courier", "\(got)")
+        // The seal proves the sender: alice's key and fingerprint, though she is not here.
+        let alice = net.nodes[0].identity
+        #expect(net.events[2].contains { if case let .dropOpened(_, f, key, _, _, _, _) = $0 { f == alice.fingerprint.hex && key == alice.noisePublicKey } else { false } })
+        // The sender heard how many took it.
+        #expect(net.events[0].contains { if case .dropDeposited(_, carol.peerID, 1) = $0 { true } else { false } })
         #expect(net.nodes[1].tableSizes["node.courierHeld"] == 0, "handed over, no longer carried")
     }
 

@@ -1,0 +1,90 @@
+import Foundation
+import StarlingTestSupport
+import Testing
+
+/// Issue 36, courier drops as people meet them: `starling send --to bob`
+/// while bob is away leaves the message with the neighbour here, who hands
+/// it to bob when they meet; three processes, two of bob's starts on one
+/// data directory.
+@Suite(.serialized, .usesProcesses) struct CourierProcessTests {
+    static func listen(_ name: String, _ dir: String, peers: [UInt16] = []) throws -> LiveProcess {
+        try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", name, "--duration", "120",
+                         "--announce-interval", "1", "--data-dir", dir] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] })
+    }
+
+    static func send(_ dir: String, peer: UInt16, _ extra: [String]) async throws -> StarlingProcess.Result {
+        try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                       "--data-dir", dir, "--peer", "127.0.0.1:\(peer)"] + extra)
+    }
+
+    @Test func aMessageForSomeoneAwayIsCarriedByANeighbourAndReadWhenTheyMeet() async throws {
+        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
+        defer { for d in [aliceDir, bobDir] { try? FileManager.default.removeItem(atPath: d) } }
+        // alice and bob talk once: alice's store keeps bob's Noise key.
+        let bobFirst = try Self.listen("bob", bobDir)
+        defer { bobFirst.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bobFirst)
+        let hello = try await Self.send(aliceDir, peer: bobPort, ["--to", "bob", "hello bob"])
+        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
+        #expect(await bobFirst.waitFor { $0["text"] as? String == "hello bob" } != nil, "\(bobFirst.text)")
+        bobFirst.stop()
+        #expect(await bobFirst.waitForExit(seconds: 15) != nil)
+
+        // bob is away; carol is here.
+        let carol = try Self.listen("carol", MeshProcessTests.dataDir())
+        defer { carol.stop() }
+        let carolPort = try await MeshProcessTests.port(of: carol)
+        // The control: someone alice never met is not found (nothing to seal to).
+        let stranger = try await Self.send(aliceDir, peer: carolPort, ["--to", "dave", "--wait", "3", "who are you?"])
+        #expect(stranger.status == 1 && stranger.stderr.contains("dave not found"), "\(stranger.stdout)\(stranger.stderr)")
+        let dropped = try await Self.send(aliceDir, peer: carolPort, ["--to", "bob", "--wait", "3", "--json", "meet at the bridge"])
+        #expect(dropped.status == 0, "\(dropped.stdout)\(dropped.stderr)")
+        let said = dropped.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(said.contains { $0["event"] as? String == "dropDeposited" && $0["couriers"] as? Int == 1 }, "\(dropped.stdout)")
+        // In words, too.
+        let words = try await Self.send(aliceDir, peer: carolPort, ["--to", "bob", "--wait", "3", "bring water"])
+        #expect(words.status == 0 && words.stdout.contains("bob is away: your message went as a courier drop to 1 neighbour"),
+                "\(words.stdout)\(words.stderr)")
+
+        // bob is back beside carol (alice gone): both messages, from alice, through the courier; carol read neither.
+        let bob = try Self.listen("bob", bobDir, peers: [carolPort])
+        defer { bob.stop() }
+        for text in ["meet at the bridge", "bring water"] {
+            let got = await bob.waitFor(seconds: 60) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == text }
+            #expect(got?["via"] as? String == "courier" && got?["nickname"] as? String == "alice", "\(bob.text)")
+        }
+        #expect(!carol.text.contains("meet at the bridge") && !carol.text.contains("bring water"))
+        #expect(bob.text.components(separatedBy: "\"meet at the bridge\"").count == 2, "shown once: \(bob.text)")
+    }
+
+    /// Both ways with an independent peer (Tests/interop/courier_peer.py:
+    /// `noiseprotocol`, hmac, pynacl, from docs/PROTOCOL.md): its drop sealed to
+    /// the node is opened and shown as from its key; the node, stopped, then
+    /// speaks from its data directory with `send --to pybob` while pybob is
+    /// away, and the peer's courier checks the deposit and opens it as pybob.
+    @Test func aPythonPeerAndARealNodeExchangeDropsBothWays() async throws {
+        let dir = MeshProcessTests.dataDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let node = try Self.listen("node", dir)
+        defer { node.stop() }
+        let port = try await MeshProcessTests.port(of: node)
+        let python = PythonEnvironment.python
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
+        let (bobPort, carolPort) = (try LoopbackPorts.freeUDP(), try LoopbackPorts.freeUDP())
+        let script = BitchatPeerInteropTests.root.appendingPathComponent("Tests/interop/courier_peer.py").path
+        let peer = Task { try await StarlingProcess.run(executable: python, [script, String(port), String(bobPort), String(carolPort)],
+                                                        seconds: 150) }
+        let got = await node.waitFor(seconds: 40) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "drop from python" }
+        #expect(got?["via"] as? String == "courier" && got?["nickname"] as? String == "pybob", "\(node.text)")
+        kill(node.process.processIdentifier, SIGTERM)
+        #expect(await node.waitForExit(seconds: 30) == 0)
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--data-dir", dir, "--peer", "127.0.0.1:\(carolPort)",
+                                                  "--wait", "3", "--to", "pybob", "drop from starling"])
+        #expect(sent.status == 0 && sent.stdout.contains("pybob is away"), "\(sent.stdout)\(sent.stderr)")
+        let r = try await peer.value
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+        let bobFingerprint = r.stdout.split(separator: "\n").first { $0.hasPrefix("pybob: ") }?.dropFirst(7)
+        #expect(bobFingerprint.map { got?["fingerprint"] as? String == String($0) } == true, "the seal proved pybob's key: \(r.stdout)")
+        #expect(r.stdout.components(separatedBy: "ok: ").count == 10 && !r.stdout.contains("FAILED"), "\(r.stdout)")
+    }
+}
