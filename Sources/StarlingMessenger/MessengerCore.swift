@@ -745,8 +745,9 @@ public struct MessengerCore: Sendable {
         let conversation = Self.conversationID(forGroup: m.group.groupID)
         let id = UserID(bytes: BLAKE3.hash(Array("group message".utf8) + Array(m.group.groupID.utf8) + Array(m.messageID.utf8), byteCount: 16))!
         guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
-        let record = MessageRecord(id: id, contact: conversation, outgoing: false, text: m.text, timestamp: m.timestamp, recordedAt: now,
+        var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: m.text, timestamp: m.timestamp, recordedAt: now,
                                    transport: "mesh", transportID: m.messageID)
+        record.author = m.nickname
         remember(record)
         write(.insertMessage(record))
         emit(.node(.groupMessage(m)))

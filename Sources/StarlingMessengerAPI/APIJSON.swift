@@ -27,6 +27,7 @@ public enum APIJSON {
         if let t = m.transport { o["via"] = t }
         if let p = m.progress { o["state"] = p.state.rawValue }
         if !m.outgoing { o["read"] = m.readAt != nil }
+        if let a = m.author { o["author"] = a }
         return o
     }
 

@@ -71,6 +71,7 @@ extension APIJSON {
             m.progress = MessageProgress(reported: state, at: m.recordedAt)
         }
         if f.o["read"] as? Bool == true { m.readAt = m.recordedAt }
+        m.author = f.optionalString("author")
         return m
     }
 

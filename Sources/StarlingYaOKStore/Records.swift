@@ -98,6 +98,10 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     /// Incoming messages: when the person saw it (nil: not yet); a read
     /// receipt goes then, not on arrival.
     public var readAt: Double?
+    /// Incoming group messages: who wrote it, as the roster named them when
+    /// it came (`name? 03a107bf` when only claimed); nil in a private
+    /// conversation (its peer is the author) and in records kept before.
+    public var author: String?
 
     public init(id: UserID, contact: UserID, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double,
                 progress: MessageProgress? = nil, transport: String? = nil, transportID: String? = nil) {

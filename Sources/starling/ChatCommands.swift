@@ -224,6 +224,7 @@ extension ChatScreen {
               /group            your private groups (as the apps make them: at most 16, sealed for members)
               /group create NAME NICK…, /group invite NAME NICK, /group remove NAME NICK  (the creator's)
               /group say NAME TEXT, /group leave NAME   in full screen each group has a window, &NAME
+              /group history NAME   what was said in a group, each line with its author, kept across restarts
               /who              who is here, how far, ★ favourites, ✓ verified, what they can do
               /ping NICK        round trip and hops to a peer (mesh diagnostics)
               /verify NICK      compare fingerprints and mark verified
@@ -280,7 +281,7 @@ extension ChatScreen {
     func group(_ words: [String]) async {
         let verb = words.first?.lowercased()
         let rest = words.count > 1 ? words[1].split(separator: " ", omittingEmptySubsequences: true).map(String.init) : []
-        let usage = "usage: /group, /group create NAME NICK…, /group invite NAME NICK, /group remove NAME NICK, /group say NAME TEXT, /group leave NAME"
+        let usage = "usage: /group, /group create NAME NICK…, /group invite NAME NICK, /group remove NAME NICK, /group say NAME TEXT, /group history NAME, /group leave NAME"
         do {
             switch verb {
             case nil, "list"?:
@@ -303,6 +304,18 @@ extension ChatScreen {
             case "say"?, "msg"?:
                 guard words.count > 1, let space = words[1].firstIndex(of: " ") else { say("usage: /group say NAME TEXT"); return }
                 await groupSay(String(words[1][..<space]), String(words[1][words[1].index(after: space)...]))
+            case "history"?:
+                guard rest.count == 1 else { say("usage: /group history NAME"); return }
+                let g = try GroupChoice.choose(rest[0], among: try await client.groups())
+                let messages = try await client.history(MessengerCore.conversationID(forGroup: g.groupID), limit: 200)
+                let name = DisplayText.clean(g.name)
+                if messages.isEmpty { say("* nothing said in \(name) yet") }
+                let f = DateFormatter()
+                f.dateFormat = "yyyy-MM-dd HH:mm"
+                for m in messages {
+                    let when = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
+                    say("  [\(when)] [\(name)] <\(m.outgoing ? "you" : DisplayText.clean(m.author ?? "?"))> \(Self.lines(m.text))")
+                }
             case "leave"?:
                 guard rest.count == 1 else { say("usage: /group leave NAME"); return }
                 try await client.leaveGroup(rest[0])

@@ -76,7 +76,7 @@ extension ChatScreen {
         f.dateFormat = "yyyy-MM-dd HH:mm"
         for m in messages {
             let when = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
-            let who = m.outgoing ? "you → \(shown)" : "\(shown) → you"
+            let who = m.outgoing ? "you → \(shown)" : m.author.map { "\($0) → \(shown)" } ?? "\(shown) → you"
             let mark = m.progress.map { "  \($0.state.mark)" } ?? ""
             say("  [\(when)] <\(DisplayText.clean(who))> \(DisplayText.clean(m.text))\(mark)")
         }

@@ -36,6 +36,7 @@ import StarlingYaOKStore
         #expect(Self.groupTexts(m, 1) == ["before the restart"])
         let conversation = MessengerCore.conversationID(forGroup: group.groupID)
         #expect(m.stores[1].messages[conversation]?.map(\.text) == ["before the restart"])
+        #expect(m.stores[1].messages[conversation]?.map(\.author) == ["carol"], "each stored group message keeps its author")
 
         // Restarted with the store locked: the node holds no group and reads nothing (the control).
         m.restart(1, open: false)

@@ -83,10 +83,12 @@ import StarlingYaOKStore
                                                             transport: "mesh", transportID: "M1")
         var incoming = MessageRecord(id: UserID.random(), contact: conversation, outgoing: false, text: "yes", timestamp: 2, recordedAt: 3, transportID: "M2")
         incoming.readAt = 3
+        var groupLine = incoming
+        groupLine.author = "ann? 03a107bf"
         let events: [MessengerEvent] = [
             .trustLoaded(contacts: 2, pending: 1), .storeUnlocked(storedMeanwhile: 4),
             .privateMessage(conversation: conversation, record: incoming, from: Self.b, name: "bob", hops: 2, via: "nostr"),
-            .sent(conversation: conversation, record: record), .sendingWaiting(conversation: conversation, count: 3),
+            .sent(conversation: conversation, record: record), .sent(conversation: conversation, record: groupLine), .sendingWaiting(conversation: conversation, count: 3),
             .progress(conversation: conversation, record: record), .carried(conversation: conversation, record: record, couriers: 3),
             .peerJoined(Self.b, nickname: "bob", hops: 1), .peerLeft(Self.b),
             .sessionEstablished(Self.b, name: "bob"), .favorited(by: Self.b, name: "bob", on: true, npub: "npub1q", overNostr: true),

@@ -102,6 +102,43 @@ extension InProcessNodes {
         #expect(net.nodes[bob].tableSizes["node.courierHeld"] == 0, "gone at their expiry")
     }
 
+    /// A flood: 100 depositors who are not favourites, 3 drops each, on one
+    /// link: at most 20 of theirs are carried (2 a depositor), the rest
+    /// refused and counted; a favourite's drops still find room (the 20
+    /// bound only the others), up to its 5; the table never passes 40.
+    @Test func aFloodOfDepositorsStaysWithinTheQuotas() throws {
+        let net = EmbeddedNetwork()
+        let bob = net.addNode("bob")
+        let raw = net.openRawLink(to: bob)
+        let recipient = Identity.generate()
+        func deposit(from d: Identity, _ i: Int) throws -> [UInt8] {
+            let sealed = try CourierSeal.seal(Array("drop \(i)".utf8), from: d.noiseKey, to: recipient.noisePublicKey)
+            let e = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: recipient.noisePublicKey, day: CourierSeal.epochDay(unixSeconds: net.now / 1_000)),
+                                    expiry: net.now + 3_600_000, ciphertext: sealed)
+            var p = Packet(type: .courierEnvelope, ttl: 7, timestamp: net.now, senderID: d.peerID, recipientID: net.nodes[bob].peerID,
+                           payload: try e.encoded(), compress: false)
+            try PacketSigning.sign(&p, with: d.signingKey)
+            return try p.encoded()
+        }
+        func held() -> Int { net.nodes[bob].tableSizes["node.courierHeld"] ?? -1 }
+        for n in 0..<100 {
+            let d = Identity.generate()
+            net.inject(try Announcement.make(identity: d, nickname: "d\(n)", timestamp: net.now).encoded(), on: raw)
+            for i in 0..<3 { net.inject(try deposit(from: d, i), on: raw) }
+            net.run(for: 20)
+            #expect(held() <= 20)
+        }
+        #expect(held() == 20 && net.nodes[bob].refusals.courier == 280, "\(held()) held, \(net.nodes[bob].refusals.courier) refused")
+        // A favourite: its 5 are kept beside the 20; its sixth is refused.
+        let friend = Identity.generate()
+        net.on(bob) { c, _ in c.setFavorite(friend.fingerprint, true) }
+        net.inject(try Announcement.make(identity: friend, nickname: "friend", timestamp: net.now).encoded(), on: raw)
+        for i in 0..<6 { net.inject(try deposit(from: friend, i), on: raw) }
+        net.run(for: 100)
+        #expect(held() == 25 && net.nodes[bob].refusals.courier == 281, "\(held()) held")
+        #expect(held() <= 40)
+    }
+
     /// The store as a value: a favourite's deposit pushes out the oldest other;
     /// copies split in half on each spray, never to whom they came from.
     @Test func theStoreSplitsCopiesAndMakesRoomForFavourites() {
