@@ -59,7 +59,8 @@ import Testing
 
     /// Both ways with an independent peer (Tests/interop/courier_peer.py:
     /// `noiseprotocol`, hmac, pynacl, from docs/PROTOCOL.md): its drop sealed to
-    /// the node is opened and shown as from its key; the node, stopped, then
+    /// the node (to its static key, and to a one-time prekey of the bundle the
+    /// peer reads from it) is opened and shown as from its key; the node, stopped, then
     /// speaks from its data directory with `send --to pybob` while pybob is
     /// away, and the peer's courier checks the deposit and opens it as pybob.
     @Test func aPythonPeerAndARealNodeExchangeDropsBothWays() async throws {
@@ -76,6 +77,9 @@ import Testing
                                                         seconds: 150) }
         let got = await node.waitFor(seconds: 40) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "drop from python" }
         #expect(got?["via"] as? String == "courier" && got?["nickname"] as? String == "pybob", "\(node.text)")
+        // Sealed to one of the node's one-time prekeys, from the bundle the peer read and verified.
+        let toPrekey = await node.waitFor(seconds: 40) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "prekey drop from python" }
+        #expect(toPrekey?["via"] as? String == "courier", "\(node.text)")
         kill(node.process.processIdentifier, SIGTERM)
         #expect(await node.waitForExit(seconds: 30) == 0)
         let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--data-dir", dir, "--peer", "127.0.0.1:\(carolPort)",
@@ -85,6 +89,6 @@ import Testing
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         let bobFingerprint = r.stdout.split(separator: "\n").first { $0.hasPrefix("pybob: ") }?.dropFirst(7)
         #expect(bobFingerprint.map { got?["fingerprint"] as? String == String($0) } == true, "the seal proved pybob's key: \(r.stdout)")
-        #expect(r.stdout.components(separatedBy: "ok: ").count == 10 && !r.stdout.contains("FAILED"), "\(r.stdout)")
+        #expect(r.stdout.components(separatedBy: "ok: ").count == 13 && !r.stdout.contains("FAILED"), "\(r.stdout)")
     }
 }

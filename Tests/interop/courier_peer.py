@@ -8,8 +8,12 @@ hmac, hashlib and pynacl:
 "pybob" (UDP 127.0.0.1:BOB_PORT) announces itself to the node at NODE_PORT,
 reads its announce, and sends it a courier drop: "drop from python" sealed
 one-way to the node's Noise key (prologue "bitchat-courier-v1"), in an
-envelope tagged for today, in a signed 0x04 packet directed to the node. Then
-pybob goes quiet (away). "pycarol" (CAROL_PORT) answers every newcomer's
+envelope tagged for today, in a signed 0x04 packet directed to the node. It
+asks for prekey bundles by sync type bit 9, checks the node's bundle (0x24:
+its Noise key, signed by its announced Ed25519 key) and sends a second drop,
+"prekey drop from python", sealed to the node's first one-time prekey
+(prologue "bitchat-prekey-v1" ‖ its ID, envelope TLV 05). Then pybob goes
+quiet (away). "pycarol" (CAROL_PORT) answers every newcomer's
 announce and waits (90 s at most) for a 0x04 deposit directed to her: the
 packet must be signed by the node's announced key, its envelope tagged for
 pybob today, and the seal must open with pybob's static key, from the node's
@@ -33,7 +37,7 @@ from noise.connection import Keypair, NoiseConnection
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bitchat_peer import ANNOUNCE, HAS_RECIPIENT, HAS_SIGNATURE, board_tlvs, decode, encode, now_ms, pad, signed, tlv16, tlv8  # noqa: E402
 
-COURIER = 0x04
+COURIER, PREKEYS, REQUEST_SYNC = 0x04, 0x24, 0x21
 
 
 def tag(noise_public: bytes, day: int) -> bytes:
@@ -131,6 +135,45 @@ def main() -> int:
     time.sleep(0.5)  # our announce first
     bob.sock.sendto(signed(bob.signing, COURIER, 7, now_ms(), bob.id, envelope, recipient=node_id), node)
     print("ok: pybob sent the node a courier drop (0x04)", flush=True)
+
+    # The node's prekey bundle (0x24), asked for by sync type bit 9 (types 00 02): signed by its
+    # announced key over its own Noise key; then a drop sealed to its first one-time prekey.
+    def request_prekeys():
+        payload = tlv16(0x01, bytes([7])) + tlv16(0x02, struct.pack(">I", 0)) + tlv16(0x03, b"") + tlv16(0x04, bytes([0x00, 0x02]))
+        bob.sock.sendto(signed(bob.signing, REQUEST_SYNC, 0, now_ms(), bob.id, payload), node)
+        return bob.pump(5, lambda p: p if p["type"] == PREKEYS and p["sender"] == node_id else None)
+
+    b = None
+    for _ in range(6):  # the node's bundle is made at its first housekeeping: asked again until it is
+        b = request_prekeys()
+        if b is not None:
+            break
+    if not check(b is not None, "the node answered a sync for prekeys (bit 9) with its bundle (0x24)"):
+        return 1
+    bt = board_tlvs(b["payload"]) or {}
+    raw_keys, generated = bt.get(2, b""), bt.get(3, b"")
+    prekeys = [(struct.unpack(">I", raw_keys[i:i + 4])[0], raw_keys[i + 4:i + 36]) for i in range(0, len(raw_keys) - 35, 36)]
+    preimage = (bytes([24]) + b"bitchat-prekey-bundle-v1" + bt.get(1, b"") + bytes([len(prekeys)]) + raw_keys + generated)
+    try:
+        VerifyKey(node_signing).verify(preimage, bt.get(4, b""))
+        holds = True
+    except Exception:  # noqa: BLE001
+        holds = False
+    check(bt.get(1) == node_noise and len(prekeys) > 0 and holds,
+          f"the bundle is the node's Noise key's, {len(prekeys)} prekeys, signed by its announced key")
+    prekey_id, prekey = prekeys[0]
+    message_id = str(uuid.uuid4()).upper()
+    payload = bytes([0x01]) + bytes([0x00, len(message_id)]) + message_id.encode() + bytes([0x01, 23]) + b"prekey drop from python"
+    n = NoiseConnection.from_name(b"Noise_X_25519_ChaChaPoly_SHA256")
+    n.set_as_initiator()
+    n.set_prologue(b"bitchat-prekey-v1" + struct.pack(">I", prekey_id))
+    n.set_keypair_from_private_bytes(Keypair.STATIC, bytes(bob.noise))
+    n.set_keypair_from_public_bytes(Keypair.REMOTE_STATIC, prekey)
+    n.start_handshake()
+    envelope = (tlv16(1, tag(node_noise, today())) + tlv16(2, struct.pack(">Q", now_ms() + 86_400_000)) + tlv16(3, n.write_message(payload))
+                + tlv16(5, struct.pack(">I", prekey_id)))
+    bob.sock.sendto(signed(bob.signing, COURIER, 7, now_ms(), bob.id, envelope, recipient=node_id), node)
+    print(f"ok: pybob sent the node a drop sealed to its prekey {prekey_id}", flush=True)
 
     # pybob is away now; pycarol waits for a deposit for him.
     def deposit(p):
