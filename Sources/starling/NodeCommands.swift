@@ -316,8 +316,9 @@ struct Listen: AsyncParsableCommand {
         let printer = EventPrinter(json: json)
         let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }
-        // Interrupted: the node stops, and the relay hears BYE before we go.
-        let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.stop() } }
+        // Interrupted: a signed LEAVE (the others see us go at once, not when our
+        // announce ages out), the node stops, and the relay hears BYE before we go.
+        let signals = SignalWatch([SIGINT, SIGTERM]) { Task { await n.leave() } }
         defer { signals.cancel() }
         async let running: Void = n.run(until: deadline)
         let taking = Task { await messenger.run() }
@@ -811,7 +812,19 @@ extension Send {
         let watch = Task {
             var reached: Set<String> = []
             for try await data in api.events(since: since) {
-                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], o["event"] as? String == "progress",
+                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
+                if o["event"] as? String == "carried", (o["message"] as? [String: Any])?["messageID"] as? String == messageID,
+                   let n = o["couriers"] as? Int {
+                    // Away: the daemon sealed it as a courier drop for the neighbours there (it stays queued too).
+                    if json { StandardOutput.write(APIJSONText.line(["event": "dropDeposited", "messageID": messageID, "couriers": n])) }
+                    else {
+                        print("* \(to) is away: your message went as a courier drop to \(n) neighbour\(n == 1 ? "" : "s"), who hand it on if they "
+                              + "meet \(to) within 24 h; it waits in the daemon too, and goes directly when \(to) is here")
+                    }
+                    reached.insert("carried")
+                    return reached
+                }
+                guard o["event"] as? String == "progress",
                       let m = o["message"] as? [String: Any], m["messageID"] as? String == messageID, let state = m["state"] as? String else { continue }
                 for (name, states) in [("delivered", ["delivered", "read"]), ("read", ["read"])] where states.contains(state) {
                     if reached.insert(name).inserted, json {
@@ -825,7 +838,7 @@ extension Send {
         let timer = Task { try? await Task.sleep(for: .seconds(linger)); watch.cancel() }
         let result = (try? await watch.value) ?? []
         timer.cancel()
-        if !result.contains("delivered") { throw NotDelivered(to: to, seconds: linger) }
+        if !result.contains("delivered"), !result.contains("carried") { throw NotDelivered(to: to, seconds: linger) }
     }
 
     /// `send --file` beside a daemon: the file streamed to it, then its

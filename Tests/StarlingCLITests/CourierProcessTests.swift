@@ -1,6 +1,10 @@
 import Foundation
+import StarlingMessengerAPI
 import StarlingTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 36, courier drops as people meet them: `starling send --to bob`
 /// while bob is away leaves the message with the neighbour here, who hands
@@ -90,5 +94,49 @@ import Testing
         let bobFingerprint = r.stdout.split(separator: "\n").first { $0.hasPrefix("pybob: ") }?.dropFirst(7)
         #expect(bobFingerprint.map { got?["fingerprint"] as? String == String($0) } == true, "the seal proved pybob's key: \(r.stdout)")
         #expect(r.stdout.components(separatedBy: "ok: ").count == 13 && !r.stdout.contains("FAILED"), "\(r.stdout)")
+    }
+
+    /// The same through a daemon: `send --to bob` on the daemon's data
+    /// directory, bob away (his listen stopped: a signed LEAVE, seen at once),
+    /// carol beside the daemon: the daemon's messenger leaves it with carol,
+    /// `send` says so and exits 0, and bob back beside carol reads it.
+    @Test func aDaemonLeavesAMessageForSomeoneAwayWithANeighbour() async throws {
+        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
+        defer { for d in [aliceDir, bobDir] { try? FileManager.default.removeItem(atPath: d) } }
+        let bobFirst = try Self.listen("bob", bobDir)
+        defer { bobFirst.stop() }
+        let bobPort = try await MeshProcessTests.port(of: bobFirst)
+        let d = try DaemonProcessTests.daemon(aliceDir, name: "alice", peer: bobPort)
+        defer { d.stop() }
+        let (url, token, _) = try await DaemonProcessTests.info(aliceDir, d)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "alice" } != nil, "\(bobFirst.text)")
+        let hello = try await StarlingProcess.run(["send", "--data-dir", aliceDir, "--to", "bob", "hello bob"])
+        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
+        kill(bobFirst.process.processIdentifier, SIGTERM)
+        #expect(await bobFirst.waitForExit(seconds: 15) == 0)
+        // The daemon hears bob go (his LEAVE), then carol come.
+        func peers() async throws -> [String] {
+            ((try await api.get("/v1/peers")) as? [[String: Any]] ?? []).compactMap { $0["nickname"] as? String }
+        }
+        let udp = try #require((try await api.get("/v1/status") as? [String: Any])?["udpPort"] as? Int)
+        let carol = try Self.listen("carol", MeshProcessTests.dataDir(), peers: [UInt16(udp)])
+        defer { carol.stop() }
+        let carolPort = try await MeshProcessTests.port(of: carol)
+        var ready = false
+        for _ in 0..<600 where !ready {
+            let here = try await peers()
+            ready = here == ["carol"]
+            if !ready { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let here = try await peers()
+        #expect(ready, "bob gone at once (his LEAVE), carol here: \(here)")
+        let dropped = try await StarlingProcess.run(["send", "--data-dir", aliceDir, "--to", "bob", "through the daemon"])
+        #expect(dropped.status == 0 && dropped.stdout.contains("bob is away: your message went as a courier drop to 1 neighbour"),
+                "\(dropped.stdout)\(dropped.stderr)")
+        let bob = try Self.listen("bob", bobDir, peers: [carolPort])
+        defer { bob.stop() }
+        let got = await bob.waitFor(seconds: 60) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "through the daemon" }
+        #expect(got?["via"] as? String == "courier" && got?["nickname"] as? String == "alice", "\(bob.text)")
     }
 }
