@@ -433,6 +433,12 @@ public actor Messenger {
     /// The Noise static key a courier drop for this conversation is sealed to, when known.
     public func noiseKey(of conversation: UserID) -> [UInt8]? { core.noiseKey(of: conversation) }
     public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? { core.fingerprint(ofPeer: peer) }
+    /// The name a key is known by here: its contact's, the trust record's, its
+    /// conversation's, else its fingerprint's first 16 digits.
+    public func knownName(of f: Fingerprint) -> String {
+        core.contact(for: f)?.card?.displayName ?? core.trust[f]?.nickname
+            ?? core.peerConversations[MessengerCore.conversationID(for: f)]?.nickname ?? String(f.hex.prefix(16))
+    }
     public func conversation(for fingerprint: Fingerprint) -> UserID { core.conversation(for: fingerprint) }
 
     /// The conversation with a Noise key, kept when new (a Nostr contact away from the mesh).

@@ -126,8 +126,12 @@ public struct PeerView: Sendable, Hashable {
     public var blocked: Bool
     public var favorite: Bool
     public var verified: Bool
+    /// The names of the peers we verified who vouch that they verified it
+    /// (Noise 0x12): one hop from our own verifications, never a verification.
+    public var vouchedBy: [String]
     public init(id: PeerID, nickname: String, fingerprint: Fingerprint, hops: Int, capabilities: [String]?, neighbour: Bool,
-                blocked: Bool, favorite: Bool, verified: Bool) {
+                blocked: Bool, favorite: Bool, verified: Bool, vouchedBy: [String] = []) {
+        self.vouchedBy = vouchedBy
         self.id = id
         self.nickname = nickname
         self.fingerprint = fingerprint
@@ -233,10 +237,16 @@ public struct LocalMessengerClient: MessengerClient {
         let neighbours = await node.neighborPeers
         var out: [PeerView] = []
         for (id, info) in peers {
+            var vouchers: [String] = []
+            for f in await node.vouchers(of: info.fingerprint) {
+                if let here = peers.values.first(where: { $0.fingerprint == f }) { vouchers.append(here.nickname) }
+                else { vouchers.append(await messenger.knownName(of: f)) }
+            }
             out.append(PeerView(id: id, nickname: info.nickname, fingerprint: info.fingerprint, hops: info.hops,
                                 capabilities: info.capabilities?.names, neighbour: neighbours.contains(id),
                                 blocked: await messenger.isBlocked(info.fingerprint), favorite: await messenger.isFavorite(info.fingerprint),
-                                verified: await messenger.isVerified(info.fingerprint)))
+                                verified: await messenger.isVerified(info.fingerprint),
+                                vouchedBy: vouchers.sorted()))
         }
         return out.sorted { ($0.nickname, $0.id) < ($1.nickname, $1.id) }
     }

@@ -228,6 +228,7 @@ public enum APIJSON {
         var o: Object = ["peerID": p.id.description, "nickname": p.nickname, "fingerprint": p.fingerprint.hex, "hops": p.hops,
                          "blocked": p.blocked, "favorite": p.favorite, "verified": p.verified, "neighbour": p.neighbour]
         if let c = p.capabilities { o["capabilities"] = c }
+        if !p.vouchedBy.isEmpty { o["vouchedBy"] = p.vouchedBy }
         return o
     }
 

@@ -99,7 +99,8 @@ extension APIJSON {
         let f = try Fields(any)
         return PeerView(id: try f.peer("peerID"), nickname: try f.string("nickname"), fingerprint: try f.fingerprint("fingerprint"),
                         hops: try f.int("hops"), capabilities: f.o["capabilities"] as? [String], neighbour: try f.bool("neighbour"),
-                        blocked: try f.bool("blocked"), favorite: try f.bool("favorite"), verified: try f.bool("verified"))
+                        blocked: try f.bool("blocked"), favorite: try f.bool("favorite"), verified: try f.bool("verified"),
+                        vouchedBy: f.o["vouchedBy"] as? [String] ?? [])
     }
 
     public static func readIdentity(_ any: Any?) throws -> PeerIdentity {

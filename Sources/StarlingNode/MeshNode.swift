@@ -1015,6 +1015,8 @@ public actor MeshNode {
     // MARK: Queries
 
     public var peers: [PeerID: PeerInfo] { core.peers }
+    /// Who vouches for a peer now (Noise 0x12): peers we verify, within 30 days.
+    public func vouchers(of f: Fingerprint) -> [Fingerprint] { core.vouchers(of: f, now: readClock()) }
     /// The fingerprint of the Noise key our session with `peer` authenticated.
     public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? { core.sessionFingerprint(peer) }
     /// Noise sessions established now.

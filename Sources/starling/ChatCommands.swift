@@ -87,7 +87,8 @@ extension ChatScreen {
             let blocked = await ask([:]) { try await client.trust() }.filter { $0.value.blocked && !here.contains($0.key) }.compactMap(\.value.nickname).sorted()
             if !blocked.isEmpty { say("* blocked, not here now: \(blocked.map(DisplayText.clean).joined(separator: ", ")) (/unblock NAME)") }
             for (id, info) in peers {
-                let marks = (info.favorite ? " ★" : "") + (info.blocked ? " (blocked)" : "")
+                let marks = (info.favorite ? " ★" : "") + (info.verified ? " ✓" : "") + (info.blocked ? " (blocked)" : "")
+                    + (info.vouchedBy.isEmpty ? "" : " (vouched for by " + info.vouchedBy.map(DisplayText.clean).joined(separator: ", ") + ", whom you verified)")
                 let can = info.capabilities.map { $0.isEmpty ? "  (announces no capabilities)" : "  can: " + $0.joined(separator: ", ") } ?? ""
                 say("  \(await display(id))  \(id)  \(info.hops == 1 ? "direct" : "\(info.hops) hops")\(marks)\(can)")
             }

@@ -378,7 +378,8 @@ import Glibc
                                       "--data-dir", carol.dataDir, "--peer", "127.0.0.1:\(alicePort)", "--duration", "30"])
         let carolPort = try await Self.port(of: carol1)
         #expect(await alice.waitForText("carol joined"), "\(alice.text)")
-        carol1.stop()                                               // she goes, without a word
+        kill(carol1.process.processIdentifier, SIGKILL)             // she goes without a word (out of range: no LEAVE)
+        _ = await carol1.waitForExit(seconds: 15)
         alice.type("/msg carol while you were away")
         #expect(await alice.waitForText("held until they are back", seconds: 30), "\(alice.text)")
         #expect(!alice.text.contains("failed"))
@@ -400,7 +401,8 @@ import Glibc
         let dave = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "dave", "--announce-interval", "1",
                                     "--data-dir", Self.dataDir(), "--peer", "127.0.0.1:\(alicePort)", "--duration", "30"])
         #expect(await alice.waitForText("dave joined"), "\(alice.text)")
-        dave.stop()
+        kill(dave.process.processIdentifier, SIGKILL)               // out of range: no LEAVE
+        _ = await dave.waitForExit(seconds: 15)
         let start = Date()
         alice.type("/msg dave are you there")
         #expect(await alice.waitForText("to dave: failed (not delivered)", seconds: 10), "\(alice.text)")

@@ -75,6 +75,18 @@ import StarlingYaOKStore
         #expect((try? JSONDecoder().decode(NodeEvent.self, from: Data(#"{"event":"left","peerID":"0102030405060708"}"#.utf8))) != nil)
     }
 
+    /// A peer as the API gives it reads back whole: who vouches for it too
+    /// (absent when nobody does: the control).
+    @Test func aPeerReadsBackWithWhoVouchesForIt() throws {
+        for vouchers in [["alice", "carol"], []] {
+            let p = PeerView(id: Self.b, nickname: "bob", fingerprint: Self.f, hops: 2, capabilities: ["groups"], neighbour: false,
+                             blocked: false, favorite: true, verified: false, vouchedBy: vouchers)
+            let o = APIJSON.peer(p)
+            #expect((o["vouchedBy"] != nil) == !vouchers.isEmpty)
+            #expect(try APIJSON.readPeer(JSONSerialization.jsonObject(with: APIJSON.data(o))) == p)
+        }
+    }
+
     static func text(_ objects: [APIJSON.Object]) -> [String] { objects.map { String(decoding: APIJSON.data($0), as: UTF8.self) } }
 
     @Test func everyMessengerEventReadsBackFromTheEventStream() throws {
