@@ -183,7 +183,7 @@ let targets: [Target] = [
     // favourites, blocks, files, Stately.
     .target(
         name: "StarlingNodeCore",
-        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately",
+        dependencies: ["StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingNostr",
                        .product(name: "HeapModule", package: "swift-collections")]
     ),
     // Many node cores in one process on a virtual clock (tests, simulations,
@@ -369,7 +369,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingNodeTests",
         dependencies: ["Starling", "StarlingNode", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingStately",
-                       "StarlingTransport", "StarlingWire", .product(name: "Crypto", package: "swift-crypto")]
+                       "StarlingTransport", "StarlingWire", "StarlingNostr", "StarlingTestSupport", .product(name: "Crypto", package: "swift-crypto")]
     ),
     // Runs the built `starling` binary as a user would.
     .testTarget(

@@ -1,0 +1,215 @@
+import StarlingMesh
+import StarlingNostr
+import StarlingWire
+
+/// The gateway's rules for location-channel events (docs/PROTOCOL.md, "Nostr
+/// carriers (0x28)"), as iOS 1.7 keeps them (bitchat GatewayService.swift):
+/// a plain value, carriers and wall-clock milliseconds in, events to publish
+/// and carriers to broadcast out.
+///
+/// Up (mesh → relays): a `toGateway` deposit is taken when its event is kind
+/// 20000, tagged `["g", geohash]` with the carrier's geohash (a valid one),
+/// within 15 minutes of now, not seen before, within its depositor's 10 a
+/// minute, and signed by its author (BIP-340). It is never signed by us:
+/// published as it came, or queued while no relay is up (5 a depositor, 20
+/// in all, the oldest going first).
+///
+/// Down (relays → mesh): events of the channels the gateway follows, kind
+/// 20000 with their `g` tag, fresh, signed, not seen, wait (30 at most, the
+/// oldest going first) and go out as broadcast `fromGateway` carriers, 30 a
+/// minute.
+///
+/// Heard (any node): a `fromGateway` carrier's event is shown only when its
+/// own signature holds; its ID is remembered then, so that a copy over
+/// another path, or a forgery naming it, changes nothing.
+///
+/// Every table is bounded: three ID sets of 512 (oldest out), the depositor
+/// windows (512 depositors, pruned), the queue (20) and the downlink (30).
+public struct GatewayCore: Sendable {
+    public struct Limits: Hashable, Sendable {
+        public var depositsPerMinute = 10
+        public var queuedPerDepositor = 5
+        public var queued = 20
+        public var downlinkPerMinute = 30
+        public var pendingDownlinks = 30
+        public var trackedIDs = 512
+        public var trackedDepositors = 512
+        /// How far an event's created_at may be from now, ms.
+        public var maxAge: UInt64 = 900_000
+        public init() {}
+    }
+
+    /// An event the gateway publishes (its JSON as it came) to the relays near its geohash.
+    public struct Upload: Hashable, Sendable {
+        public var event: NostrEvent
+        public var geohash: String
+        public var depositor: PeerID
+    }
+
+    public enum Refusal: String, Error, Hashable, Sendable {
+        case notAnEvent, wrongKind, wrongGeohash, stale, seen, rateLimited, badSignature, depositorQueueFull
+    }
+
+    public enum Outcome: Hashable, Sendable {
+        /// Publish it now (relays are up).
+        case publish(Upload)
+        /// Kept until a relay is up.
+        case queued
+        case refused(Refusal)
+    }
+
+    public var limits: Limits
+    public private(set) var queue: [Upload] = []
+    public private(set) var pending: [(event: NostrEvent, geohash: String)] = []
+    private var heardIDs = BoundedIDs(512), publishedIDs = BoundedIDs(512), rebroadcastIDs = BoundedIDs(512)
+    private var deposits: [PeerID: [UInt64]] = [:]
+    private var sent: [UInt64] = []
+    public private(set) var refusals: [Refusal: Int] = [:]
+
+    public init(limits: Limits = Limits()) {
+        self.limits = limits
+        heardIDs = BoundedIDs(limits.trackedIDs)
+        publishedIDs = BoundedIDs(limits.trackedIDs)
+        rebroadcastIDs = BoundedIDs(limits.trackedIDs)
+    }
+
+    /// Table sizes, for bounds and `/stats`.
+    public var sizes: [String: Int] {
+        ["gateway.queue": queue.count, "gateway.pending": pending.count, "gateway.depositors": deposits.count,
+         "gateway.heardIDs": heardIDs.count, "gateway.publishedIDs": publishedIDs.count, "gateway.rebroadcastIDs": rebroadcastIDs.count]
+    }
+
+    // MARK: Up
+
+    /// A `toGateway` deposit from `depositor` (the caller checked that it was
+    /// directed to us and signed by the depositor's announced key).
+    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, relaysUp: Bool, now: UInt64) -> Outcome {
+        let event: NostrEvent
+        switch check(carrier, now: now) {
+        case let .success(e): event = e
+        case let .failure(r): return refuse(r)
+        }
+        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id), !queue.contains(where: { $0.event.id == event.id }) else {
+            return refuse(.seen)
+        }
+        // Charged before the signature is checked (as iOS): a depositor spending our CPU pays for it.
+        var window = (deposits[depositor] ?? []).filter { now < $0 + 60_000 }
+        guard window.count < limits.depositsPerMinute else {
+            deposits[depositor] = window
+            return refuse(.rateLimited)
+        }
+        window.append(now)
+        deposits[depositor] = window
+        if deposits.count > limits.trackedDepositors {
+            deposits = deposits.filter { $0.value.contains { now < $0 + 60_000 } }
+            while deposits.count > limits.trackedDepositors, let oldest = deposits.min(by: { ($0.value.last ?? 0) < ($1.value.last ?? 0) }) {
+                deposits[oldest.key] = nil
+            }
+        }
+        guard (try? event.verify()) != nil else { return refuse(.badSignature) }
+        let upload = Upload(event: event, geohash: carrier.geohash, depositor: depositor)
+        if relaysUp {
+            publishedIDs.insert(event.id)
+            return .publish(upload)
+        }
+        guard queue.filter({ $0.depositor == depositor }).count < limits.queuedPerDepositor else { return refuse(.depositorQueueFull) }
+        if queue.count >= limits.queued { queue.removeFirst() }
+        queue.append(upload)
+        return .queued
+    }
+
+    /// A relay is up: what was queued goes (oldest first), each once.
+    public mutating func relaysUp() -> [Upload] {
+        let out = queue
+        queue = []
+        for u in out { publishedIDs.insert(u.event.id) }
+        return out
+    }
+
+    // MARK: Down
+
+    /// An event from a channel the gateway follows (`geohash`): kept for the
+    /// mesh when it is one to carry. Says whether it was kept.
+    @discardableResult
+    public mutating func fromRelay(_ event: NostrEvent, geohash: String, now: UInt64) -> Bool {
+        guard event.kind == 20_000, fresh(event, now: now), event.tags.contains(where: { $0.count >= 2 && $0[0] == "g" && $0[1] == geohash }),
+              !heardIDs.contains(event.id), !publishedIDs.contains(event.id), !rebroadcastIDs.contains(event.id),
+              !pending.contains(where: { $0.event.id == event.id }), (try? event.verify()) != nil else { return false }
+        if pending.count >= limits.pendingDownlinks { pending.removeFirst() }
+        pending.append((event, geohash))
+        return true
+    }
+
+    /// The carriers to broadcast now: as many as the minute's budget allows,
+    /// each still fresh, oldest first.
+    public mutating func due(now: UInt64) -> [NostrCarrier] {
+        sent.removeAll { now >= $0 + 60_000 }
+        var out: [NostrCarrier] = []
+        while sent.count < limits.downlinkPerMinute, !pending.isEmpty {
+            let (event, geohash) = pending.removeFirst()
+            guard fresh(event, now: now), let c = try? NostrCarrier(direction: .fromGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
+            else { continue }
+            rebroadcastIDs.insert(event.id)
+            sent.append(now)
+            out.append(c)
+        }
+        return out
+    }
+
+    /// When ``due(now:)`` has something to send next (nil: nothing waits).
+    public var nextDeadline: UInt64? {
+        guard !pending.isEmpty else { return nil }
+        guard sent.count >= limits.downlinkPerMinute, let oldest = sent.first else { return 0 }
+        return oldest + 60_000
+    }
+
+    // MARK: Heard
+
+    /// A `fromGateway` carrier heard on the mesh: its event, when it is one to
+    /// show (checked as a deposit is, then its signature), once.
+    public mutating func heard(_ carrier: NostrCarrier, now: UInt64) -> NostrEvent? {
+        guard carrier.direction == .fromGateway, case let .success(event) = check(carrier, now: now) else { return nil }
+        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id), (try? event.verify()) != nil else { return nil }
+        heardIDs.insert(event.id) // after the signature: a forgery cannot take an ID's place
+        return event
+    }
+
+    // MARK: Checks
+
+    private func fresh(_ e: NostrEvent, now: UInt64) -> Bool {
+        guard e.created_at >= 0 else { return false }
+        let at = UInt64(e.created_at) &* 1_000
+        return (now > at ? now - at : at - now) <= limits.maxAge
+    }
+
+    /// The structural checks, no cryptography.
+    private func check(_ c: NostrCarrier, now: UInt64) -> Result<NostrEvent, Refusal> {
+        guard NostrCarrier.isValidGeohash(c.geohash) else { return .failure(.wrongGeohash) }
+        guard let e = try? NostrEvent.decode(String(decoding: c.eventJSON, as: UTF8.self)), e.tags.count <= 64,
+              e.tags.allSatisfy({ $0.count <= 16 && $0.allSatisfy { $0.utf8.count <= 1_024 } }) else { return .failure(.notAnEvent) }
+        guard e.kind == 20_000 else { return .failure(.wrongKind) }
+        guard e.tags.contains(where: { $0.count >= 2 && $0[0] == "g" && $0[1] == c.geohash }) else { return .failure(.wrongGeohash) }
+        guard fresh(e, now: now) else { return .failure(.stale) }
+        return .success(e)
+    }
+
+    private mutating func refuse(_ r: Refusal) -> Outcome {
+        refusals[r, default: 0] += 1
+        return .refused(r)
+    }
+}
+
+/// IDs remembered in the order they came, the oldest forgotten past the capacity.
+struct BoundedIDs: Sendable {
+    let capacity: Int
+    private var members: Set<String> = []
+    private var order: [String] = []
+    init(_ capacity: Int) { self.capacity = capacity }
+    var count: Int { members.count }
+    func contains(_ id: String) -> Bool { members.contains(id) }
+    mutating func insert(_ id: String) {
+        guard members.insert(id).inserted else { return }
+        order.append(id)
+        if order.count > capacity { members.remove(order.removeFirst()) }
+    }
+}

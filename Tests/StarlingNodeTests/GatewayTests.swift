@@ -1,0 +1,202 @@
+import StarlingMesh
+import StarlingNodeCore
+import StarlingNostr
+import StarlingTestSupport
+import StarlingWire
+import Testing
+
+/// Issue 41: the Nostr carrier (0x28) as iOS writes it, and the gateway's
+/// rules (GatewayCore), each refusal beside its control, every table flooded.
+@Suite struct GatewayTests {
+    static let geohash = "u4pruy"
+    static let t0: UInt64 = 1_750_000_000_000
+
+    /// A kind-20000 event for `geohash`, signed (BIP-340 auxiliary bytes 00×32 when `fixed`).
+    static func event(_ text: String, key: Secp256k1.PrivateKey, at: UInt64 = t0, kind: Int = 20_000, geohash: String = geohash,
+                      fixed: Bool = false) throws -> NostrEvent {
+        var e = NostrEvent(pubkey: "", createdAt: Int64(at / 1_000), kind: kind, tags: [["g", geohash], ["n", "tester"]], content: text)
+        if fixed {
+            e.pubkey = key.publicKey.hexString
+            e.id = e.computedID
+            e.sig = try key.sign(try [UInt8](hex: e.id), auxiliary: [UInt8](repeating: 0, count: 32)).hexString
+        } else {
+            try e.sign(with: key)
+        }
+        return e
+    }
+
+    static func carrier(_ e: NostrEvent, _ d: NostrCarrier.Direction = .toGateway, geohash: String = geohash) throws -> NostrCarrier {
+        try NostrCarrier(direction: d, geohash: geohash, eventJSON: Array(e.json.utf8))
+    }
+
+    // MARK: The carrier
+
+    @Test func theDocumentsExamplesAreWhatStarlingBuildsAndReads() throws {
+        let key = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 1, count: 32))
+        let e = try Self.event("hello mesh", key: key, fixed: true)
+        #expect(e.id == "4d92075ac7bde5f790ad44c896577f56b0a70d61d17e6736337ccd247c9d9bc5")
+        let built = try Self.carrier(e).encoded()
+        #expect(built == (try ProtocolDocument.example("nostr-carrier")))
+        #expect(built.count == 401)
+        let read = try NostrCarrier(decoding: built[...])
+        #expect(read.direction == .toGateway && read.geohash == "u4pruy")
+        #expect(try NostrEvent.decode(String(decoding: read.eventJSON, as: UTF8.self)) == e)
+        // Android PR #770's fixture of iOS bytes.
+        let bridge = try ProtocolDocument.example("nostr-carrier-bridge")
+        #expect(try NostrCarrier(direction: .toBridge, geohash: "u4pruy", eventJSON: Array("{}".utf8)).encoded() == bridge)
+        #expect(try NostrCarrier(decoding: bridge[...]).direction == .toBridge)
+    }
+
+    /// iOS's own decoder tests (NostrCarrierPacketTests.swift): each refusal with its control.
+    @Test func whatIOSRefusesIsRefused() throws {
+        let head: [UInt8] = [0x01, 0x00, 0x01, 0x01, 0x02, 0x00, 0x06] + Array("u4pruy".utf8)
+        func withEvent(_ n: Int) -> [UInt8] { head + [0x03, UInt8(n >> 8), UInt8(n & 0xFF)] + [UInt8](repeating: 0x7B, count: n) }
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: withEvent(16_385)[...]) }
+        #expect(try NostrCarrier(decoding: withEvent(16_384)[...]).eventJSON.count == 16_384)
+        // An unknown TLV is skipped; 1–2 trailing bytes refuse.
+        let ok = withEvent(2)
+        #expect(try NostrCarrier(decoding: (ok + [0x7F, 0x00, 0x02, 0xDE, 0xAD])[...]) == (try NostrCarrier(decoding: ok[...])))
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: (ok + [0x7F])[...]) }
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: (ok + [0x7F, 0x00])[...]) }
+        // The direction alone; an unknown direction; one of two bytes.
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: [0x01, 0x00, 0x01, 0x01][...]) }
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: ([0x01, 0x00, 0x01, 0x77] + Array(ok.dropFirst(4)))[...]) }
+        #expect(throws: WireError.self) { try NostrCarrier(decoding: ([0x01, 0x00, 0x02, 0x01, 0x01] + Array(ok.dropFirst(4)))[...]) }
+        // Geohash: 12 bytes taken, 13 refused (both ways).
+        #expect(throws: EncodingError.self) { try NostrCarrier(direction: .toGateway, geohash: String(repeating: "u", count: 13), eventJSON: [0x7B]) }
+        #expect(try NostrCarrier(direction: .toGateway, geohash: String(repeating: "u", count: 12), eventJSON: [0x7B]).geohash.count == 12)
+        #expect(!NostrCarrier.isValidGeohash("u4prA") && !NostrCarrier.isValidGeohash("u4pri") && NostrCarrier.isValidGeohash("u4pruy"))
+    }
+
+    // MARK: The gateway
+
+    @Test func aDepositIsPublishedAsItCameOnceAndOnlyWhenItsOwn() throws {
+        var g = GatewayCore()
+        func deposit(_ c: NostrCarrier, from p: PeerID, relaysUp: Bool, now: UInt64) -> GatewayCore.Outcome { g.deposit(c, from: p, relaysUp: relaysUp, now: now) }
+        func fromRelay(_ e: NostrEvent, geohash: String, now: UInt64) -> Bool { g.fromRelay(e, geohash: geohash, now: now) }
+        func due(now: UInt64) -> [NostrCarrier] { g.due(now: now) }
+        func relaysUp() -> [GatewayCore.Upload] { g.relaysUp() }
+        let key = Secp256k1.PrivateKey.random(), alice = PeerID(rawValue: 0xA1)
+        let e = try Self.event("water at the gate", key: key)
+        guard case let .publish(u) = g.deposit(try Self.carrier(e), from: alice, relaysUp: true, now: Self.t0) else {
+            Issue.record("the control: a good deposit is published")
+            return
+        }
+        #expect(u.event == e && u.geohash == Self.geohash && u.event.json == e.json, "published as it came")
+        #expect(deposit(try Self.carrier(e), from: alice, relaysUp: true, now: Self.t0) == .refused(.seen))
+        // Each refusal.
+        var forged = try Self.event("forged", key: key)
+        forged.content = "changed after signing"
+        #expect(deposit(try Self.carrier(forged), from: alice, relaysUp: true, now: Self.t0) == .refused(.badSignature))
+        var otherSig = try Self.event("not mine", key: key)
+        otherSig.sig = try Self.event("another", key: Secp256k1.PrivateKey.random()).sig
+        #expect(deposit(try Self.carrier(otherSig), from: alice, relaysUp: true, now: Self.t0) == .refused(.badSignature))
+        #expect(deposit(try Self.carrier(try Self.event("presence", key: key, kind: 20_001)), from: alice, relaysUp: true, now: Self.t0)
+                == .refused(.wrongKind))
+        #expect(deposit(try Self.carrier(try Self.event("elsewhere", key: key, geohash: "u4pruz")), from: alice, relaysUp: true, now: Self.t0)
+                == .refused(.wrongGeohash))
+        #expect(deposit(try Self.carrier(try Self.event("old", key: key, at: Self.t0 - 901_000)), from: alice, relaysUp: true, now: Self.t0)
+                == .refused(.stale))
+        #expect(deposit(try Self.carrier(try Self.event("ahead", key: key, at: Self.t0 + 901_000)), from: alice, relaysUp: true, now: Self.t0)
+                == .refused(.stale))
+        #expect(deposit(try NostrCarrier(direction: .toGateway, geohash: Self.geohash, eventJSON: Array("{\"kind\":1}".utf8)), from: alice,
+                          relaysUp: true, now: Self.t0) == .refused(.notAnEvent))
+        // The edges taken: 900 s either side.
+        if case .publish = g.deposit(try Self.carrier(try Self.event("just fresh", key: key, at: Self.t0 - 900_000)), from: alice, relaysUp: true,
+                                     now: Self.t0) {} else { Issue.record("900 s old is taken") }
+    }
+
+    /// 100 depositors, 12 deposits each within a minute, relays down: 10 a
+    /// depositor are checked, 5 a depositor queued, 20 in all (the oldest
+    /// out); relays up: the 20 go, once. Depositors past 512 are pruned.
+    @Test func aFloodOfDepositsStaysWithinItsQuotas() throws {
+        var g = GatewayCore()
+        func deposit(_ c: NostrCarrier, from p: PeerID, relaysUp: Bool, now: UInt64) -> GatewayCore.Outcome { g.deposit(c, from: p, relaysUp: relaysUp, now: now) }
+        func fromRelay(_ e: NostrEvent, geohash: String, now: UInt64) -> Bool { g.fromRelay(e, geohash: geohash, now: now) }
+        func due(now: UInt64) -> [NostrCarrier] { g.due(now: now) }
+        func relaysUp() -> [GatewayCore.Upload] { g.relaysUp() }
+        let key = Secp256k1.PrivateKey.random()
+        var queued = 0, limited = 0, full = 0
+        for d in 0..<100 {
+            for i in 0..<12 {
+                switch g.deposit(try Self.carrier(try Self.event("d\(d) #\(i)", key: key)), from: PeerID(rawValue: UInt64(d + 1)), relaysUp: false,
+                                 now: Self.t0 + UInt64(i)) {
+                case .queued: queued += 1
+                case .refused(.rateLimited): limited += 1
+                case .refused(.depositorQueueFull): full += 1
+                default: Issue.record("unexpected")
+                }
+                #expect(g.queue.count <= 20)
+            }
+        }
+        #expect(queued == 500 && full == 500 && limited == 200, "\(queued) \(full) \(limited)")
+        #expect(g.queue.count == 20 && Set(g.queue.map(\.depositor)).count == 4, "the newest 20: the last four depositors' five")
+        let sent = g.relaysUp()
+        #expect(sent.count == 20 && g.queue.isEmpty && relaysUp().isEmpty)
+        #expect(deposit(try Self.carrier(sent[0].event), from: PeerID(rawValue: 999), relaysUp: true, now: Self.t0) == .refused(.seen))
+        // A minute later the same depositor may deposit again (the control of the window).
+        if case .publish = g.deposit(try Self.carrier(try Self.event("a minute on", key: key, at: Self.t0 + 61_000)), from: PeerID(rawValue: 1),
+                                     relaysUp: true, now: Self.t0 + 61_000) {} else { Issue.record("the window slides") }
+        // 600 depositors: the tracker stays at 512.
+        for d in 0..<600 {
+            _ = g.deposit(try Self.carrier(try Self.event("many \(d)", key: key, at: Self.t0 + 120_000)), from: PeerID(rawValue: UInt64(10_000 + d)),
+                          relaysUp: true, now: Self.t0 + 120_000)
+        }
+        #expect((g.sizes["gateway.depositors"] ?? 0) <= 512 && (g.sizes["gateway.publishedIDs"] ?? 0) <= 512, "\(g.sizes)")
+    }
+
+    /// Down: events of the channel, at most 30 a minute into the mesh, 30
+    /// waiting (the oldest out), each once; other kinds, channels, stale or
+    /// forged ones never. Heard: shown once, a forgery never, and a forgery
+    /// that names a real ID first does not keep the real one out.
+    @Test func theDownlinkKeepsItsBudgetAndListenersShowEachEventOnce() throws {
+        var g = GatewayCore()
+        func deposit(_ c: NostrCarrier, from p: PeerID, relaysUp: Bool, now: UInt64) -> GatewayCore.Outcome { g.deposit(c, from: p, relaysUp: relaysUp, now: now) }
+        func fromRelay(_ e: NostrEvent, geohash: String, now: UInt64) -> Bool { g.fromRelay(e, geohash: geohash, now: now) }
+        func due(now: UInt64) -> [NostrCarrier] { g.due(now: now) }
+        func relaysUp() -> [GatewayCore.Upload] { g.relaysUp() }
+        let key = Secp256k1.PrivateKey.random()
+        var events: [NostrEvent] = []
+        for i in 0..<50 { events.append(try Self.event("down \(i)", key: key)) }
+        for e in events { g.fromRelay(e, geohash: Self.geohash, now: Self.t0) }
+        #expect(g.pending.count == 30 && g.pending.first?.event == events[20], "the newest 30")
+        #expect(!fromRelay(try Self.event("presence", key: key, kind: 20_001), geohash: Self.geohash, now: Self.t0))
+        #expect(!fromRelay(try Self.event("other cell", key: key, geohash: "u4pruz"), geohash: Self.geohash, now: Self.t0))
+        var forged = try Self.event("forged", key: key)
+        forged.content = "changed"
+        #expect(!fromRelay(forged, geohash: Self.geohash, now: Self.t0))
+        #expect(!fromRelay(events[49], geohash: Self.geohash, now: Self.t0), "waiting already")
+        let first = g.due(now: Self.t0)
+        #expect(first.count == 30 && first.allSatisfy { $0.direction == .fromGateway } && due(now: Self.t0 + 1_000).isEmpty)
+        g.fromRelay(try Self.event("later", key: key), geohash: Self.geohash, now: Self.t0 + 1_000)
+        #expect(g.nextDeadline == Self.t0 + 60_000 && due(now: Self.t0 + 59_999).isEmpty && due(now: Self.t0 + 60_000).count == 1)
+        #expect(!fromRelay(events[49], geohash: Self.geohash, now: Self.t0 + 60_000), "sent already")
+
+        // A listener: each carrier's event once; a forgery naming a real ID first keeps nothing out.
+        var listener = GatewayCore()
+        func hear(_ c: NostrCarrier, now: UInt64) -> NostrEvent? { listener.heard(c, now: now) }
+        var fake = events[0]
+        fake.content = "a forgery under a real ID"
+        #expect(hear(try Self.carrier(fake, .fromGateway), now: Self.t0) == nil)
+        #expect(hear(try Self.carrier(events[0], .fromGateway), now: Self.t0) == events[0])
+        #expect(hear(try Self.carrier(events[0], .fromGateway), now: Self.t0) == nil, "once")
+        #expect(hear(try Self.carrier(events[1], .toGateway), now: Self.t0) == nil, "a deposit is not a broadcast")
+        for e in events.dropFirst(2) { _ = listener.heard(try Self.carrier(e, .fromGateway), now: Self.t0) }
+        #expect((listener.sizes["gateway.heardIDs"] ?? 0) == 49)
+    }
+}
+
+/// The bridge's stable ID, as iOS's own test pins it (BridgeWireFormatTests.swift).
+@Suite struct MeshBridgeTests {
+    @Test func theStableIDIsIOSs() {
+        #expect(MeshBridge.stableID(senderIDHex: "0011223344556677", timestampMs: 1_750_000_000_123, content: "hello mesh")
+                == "b83f94d81dcdd1b0c0048f6645995dd4")
+        // The sender's case and the content's surrounding whitespace do not count; any coordinate does.
+        #expect(MeshBridge.stableID(senderIDHex: "AABBCCDD00112233", timestampMs: 1, content: "x")
+                == MeshBridge.stableID(senderIDHex: "aabbccdd00112233", timestampMs: 1, content: "x"))
+        #expect(MeshBridge.stableID(senderIDHex: "0011223344556677", timestampMs: 1_750_000_000_123, content: "  hello mesh \n")
+                == "b83f94d81dcdd1b0c0048f6645995dd4")
+        #expect(MeshBridge.stableID(senderIDHex: "0011223344556677", timestampMs: 1_750_000_000_124, content: "hello mesh")
+                != "b83f94d81dcdd1b0c0048f6645995dd4")
+    }
+}
