@@ -52,6 +52,8 @@ public final class EmbeddedNetwork {
     public private(set) var savedVoice: [[VoiceAssembler.Note]] = []
     /// Each node's own prekeys as it last said to keep them.
     public private(set) var savedPrekeys: [Int: LocalPrekeys] = [:]
+    /// What each node's gateway published (``NodeCore/Output/publishNostr(_:)``).
+    public private(set) var published: [[GatewayCore.Upload]] = []
     /// Large files offered to each node (carried over TCP by a runtime, not here).
     public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
@@ -92,6 +94,7 @@ public final class EmbeddedNetwork {
         savedFiles.append([])
         savedVoice.append([])
         bulkOffers.append([])
+        published.append([])
         return nodes.count - 1
     }
 
@@ -276,6 +279,8 @@ public final class EmbeddedNetwork {
                 bulkOffers[node].append((offer, from))
             case .bulkAnswered:
                 break
+            case let .publishNostr(u):
+                published[node].append(u) // what a gateway would hand its relays
             }
         }
     }

@@ -34,6 +34,9 @@ public actor MeshNode {
         /// Mailbox transports (Nostr): peers reached by who they are, used only
         /// for a peer with no mesh route.
         public var mailboxes: [any MailboxTransport] = []
+        /// With `core.gateway`: hands what the gateway took to the relays (the
+        /// events as they came, each its author's).
+        public var gatewayPublisher: (@Sendable (GatewayCore.Upload) -> Void)?
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
@@ -443,6 +446,8 @@ public actor MeshNode {
                 options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             case let .acknowledged(id):
                 for m in options.mailboxes { m.acknowledged(id) }
+            case let .publishNostr(upload):
+                options.gatewayPublisher?(upload)
             case let .bulkOffered(offer, from):
                 bulkOffered(offer, from: from)
             case let .bulkAnswered(answer, from):

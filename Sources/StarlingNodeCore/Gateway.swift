@@ -199,6 +199,29 @@ public struct GatewayCore: Sendable {
     }
 }
 
+/// A location-channel message a gateway carried into the mesh (a
+/// `fromGateway` carrier), its event's signature checked: who wrote it is
+/// its Nostr key (`pubkey`) and the name its `n` tag claims.
+public struct GatewayMessage: Hashable, Sendable, Codable {
+    public var geohash: String
+    public var eventID: String
+    public var pubkey: String
+    public var nickname: String?
+    public var text: String
+    /// Unix seconds (the event's created_at).
+    public var createdAt: Int64
+    public var hops: Int
+    public init(geohash: String, eventID: String, pubkey: String, nickname: String?, text: String, createdAt: Int64, hops: Int) {
+        self.geohash = geohash
+        self.eventID = eventID
+        self.pubkey = pubkey
+        self.nickname = nickname
+        self.text = text
+        self.createdAt = createdAt
+        self.hops = hops
+    }
+}
+
 /// IDs remembered in the order they came, the oldest forgotten past the capacity.
 struct BoundedIDs: Sendable {
     let capacity: Int

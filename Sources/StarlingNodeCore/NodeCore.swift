@@ -1,5 +1,6 @@
 import StarlingCrypto
 import StarlingMesh
+import StarlingNostr
 import StarlingStately
 import StarlingWire
 
@@ -103,6 +104,12 @@ public struct NodeCore: Sendable {
         /// sealed to its prekeys; announces capability bit 0. The runtime keeps
         /// the prekeys (``Output/savePrekeys(_:)``, ``adoptPrekeys(_:)``).
         public var publishesPrekeys = false
+        /// Act as a gateway for location channels (docs/PROTOCOL.md, "Nostr
+        /// carriers (0x28)"): take deposits from mesh peers for the relays
+        /// (``Output/publishNostr(_:)``), and carry the channels' events into
+        /// the mesh (``gatewayDownlink(_:geohash:now:)``); announces capability bit 2.
+        public var gateway = false
+        public var gatewayLimits = GatewayCore.Limits()
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -158,10 +165,14 @@ public struct NodeCore: Sendable {
         /// that sent it, unsigned by its depositor, past the store's quotas, or
         /// addressed to us and not opening.
         public var courier = 0
+        /// A Nostr carrier (0x28) refused: malformed; a deposit unsigned by its
+        /// depositor's announced key, for a node that is no gateway, or that
+        /// the gateway's rules refuse (``GatewayCore/Refusal``).
+        public var carriers = 0
         public init() {}
         public var total: Int {
             oversized + ownID + stale + forged + unverifiable + handshakeBudget + replayed + tooLong + pinMismatch + pings + flooding
-                + outdatedAnnounce + board + prekeys + voice + groups + announceV2 + vouches + courier
+                + outdatedAnnounce + board + prekeys + voice + groups + announceV2 + vouches + courier + carriers
         }
     }
 
@@ -195,6 +206,9 @@ public struct NodeCore: Sendable {
         case bulkOffered(BulkOffer, from: PeerID)
         /// A peer's answer to our offer.
         case bulkAnswered(BulkAnswer, from: PeerID)
+        /// A deposit our gateway took: publish the event, as it came, to the
+        /// relays near its geohash (it is the author's, signed by them).
+        case publishNostr(GatewayCore.Upload)
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -249,6 +263,7 @@ public struct NodeCore: Sendable {
         if configuration.board != nil { c.formUnion(.board) }
         if configuration.bulk { c.formUnion(.wifiBulk) }
         if configuration.publishesPrekeys { c.formUnion(.prekeys) }
+        if configuration.gateway { c.formUnion(.gateway) }
         c.formUnion(.groups)
         return c
     }
@@ -371,6 +386,10 @@ public struct NodeCore: Sendable {
     private var vouchOrder: [Fingerprint] = []
     /// Courier drops carried for others (docs/PROTOCOL.md, "Courier drops").
     private var courier = CourierStore()
+    /// The gateway's tables (a listener's too: what it heard from gateways).
+    private var gateway = GatewayCore()
+    /// Whether the runtime has a relay up for what the gateway publishes.
+    private var gatewayRelaysUp = false
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
     private var openedDrops: [String] = []
     /// Drops for us that came before the trust decisions (64, the oldest refused): opened once they are known.
@@ -418,6 +437,7 @@ public struct NodeCore: Sendable {
         self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
                                  configuration: routing)
         self.board = configuration.board.map { BoardStore(configuration: $0) }
+        self.gateway = GatewayCore(limits: configuration.gatewayLimits)
         let signingKey = identity.signingKey
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
@@ -1312,6 +1332,77 @@ public struct NodeCore: Sendable {
                          text: m.content, messageID: m.messageID, hops: hops))
     }
 
+    // MARK: Nostr carriers and the gateway
+
+    /// A location-channel event of ours (kind 20000, signed by our key for
+    /// that geohash) for a gateway to publish: directed and signed to a
+    /// reachable peer whose verified announce says gateway (bit 2), the
+    /// nearest first. Returns that peer (nil: no gateway here).
+    @discardableResult
+    public mutating func sendViaGateway(_ event: NostrEvent, geohash: String, now: Millis) throws -> PeerID? {
+        let gateways = present.entries.filter { $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true }
+        guard let g = gateways.min(by: { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) })?.key else { return nil }
+        let carrier = try NostrCarrier(direction: .toGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
+        var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: g, payload: carrier.encoded())
+        try PacketSigning.sign(&packet, with: identity.signingKey)
+        perform(router.originate(packet, now: now), now: now)
+        return g
+    }
+
+    /// The runtime has (or lost) a relay for what the gateway publishes: what
+    /// waited goes when one is up.
+    public mutating func gatewayRelays(up: Bool, now: Millis) {
+        gatewayRelaysUp = up
+        guard up, configuration.gateway else { return }
+        for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) }
+    }
+
+    /// An event from a location channel the gateway follows: carried into the
+    /// mesh (``GatewayCore``'s budget) when it is one to carry.
+    @discardableResult
+    public mutating func gatewayDownlink(_ event: NostrEvent, geohash: String, now: Millis) -> Bool {
+        guard configuration.gateway else { return false }
+        let kept = gateway.fromRelay(event, geohash: geohash, now: wall(now))
+        if kept { sendGatewayDownlinks(now: now) }
+        return kept
+    }
+
+    private mutating func sendGatewayDownlinks(now: Millis) {
+        for c in gateway.due(now: wall(now)) {
+            let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
+            perform(router.originate(packet, now: now), now: now)
+        }
+    }
+
+    /// A carrier directed to us: a deposit, signed by its depositor's
+    /// announced key (it may be hops away), for our gateway.
+    private mutating func takeDeposit(_ packet: Packet, now: Millis) {
+        guard let card = present[packet.senderID]?.info, packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey),
+              let carrier = try? NostrCarrier(decoding: packet.payload[...]), carrier.direction == .toGateway, configuration.gateway else {
+            refusals.carriers += 1 // unsigned, another's, not ours to take (a bridge deposit: not yet), or malformed
+            return
+        }
+        switch gateway.deposit(carrier, from: packet.senderID, relaysUp: gatewayRelaysUp, now: wall(now)) {
+        case let .publish(u): outbox.append(.publishNostr(u))
+        case .queued: break
+        case .refused: refusals.carriers += 1
+        }
+    }
+
+    /// A broadcast carrier: a gateway's event for the mesh, shown once when
+    /// its own signature holds (whoever relayed it).
+    private mutating func hearCarrier(_ packet: Packet, hops: Int, now: Millis) {
+        guard let carrier = try? NostrCarrier(decoding: packet.payload[...]) else {
+            refusals.carriers += 1
+            return
+        }
+        guard carrier.direction == .fromGateway else { return } // a bridge's: not yet read
+        guard let e = gateway.heard(carrier, now: wall(now)) else { return }
+        let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }?[1]
+        emit(.gatewayMessage(GatewayMessage(geohash: carrier.geohash, eventID: e.id, pubkey: e.pubkey, nickname: nickname, text: e.content,
+                                            createdAt: e.created_at, hops: hops)))
+    }
+
     // MARK: Time
 
     /// When ``tick(now:)`` must run next.
@@ -1321,6 +1412,7 @@ public struct NodeCore: Sendable {
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
         if let d = voice.nextDeadline { deadlines.append(d) }
+        if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d <= wall(0) ? 0 : d - wall(0)) }
         return deadlines.min()
     }
 
@@ -1330,6 +1422,7 @@ public struct NodeCore: Sendable {
         performStately(stately.tick(now: now))
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
         if let due = voice.nextDeadline, now >= due { for note in voice.tick(now: now) { outbox.append(.saveVoice(note)) } }
+        if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
         if now >= nextHousekeeping {
             nextHousekeeping = now + configuration.housekeepingInterval
             housekeeping(now: now)
@@ -1631,6 +1724,12 @@ public struct NodeCore: Sendable {
             "node.announceV2Times": announceV2Times.count,
             "node.vouchees": vouchRecords.count,
             "node.courierHeld": courier.count,
+            "gateway.queue": gateway.queue.count,
+            "gateway.pending": gateway.pending.count,
+            "gateway.depositors": gateway.sizes["gateway.depositors"] ?? 0,
+            "gateway.heardIDs": gateway.sizes["gateway.heardIDs"] ?? 0,
+            "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
+            "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
             "node.dropsOpened": openedDrops.count,
             "node.prekeysUsed": prekeysUsed.count,
             "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
@@ -1985,6 +2084,10 @@ public struct NodeCore: Sendable {
             takeAnnounceV2(packet, now: now)
         case .courierEnvelope where packet.recipientID == peerID:
             takeDrop(packet, hops: hops, now: now)
+        case .nostrCarrier where packet.recipientID == peerID:
+            takeDeposit(packet, now: now)
+        case .nostrCarrier where packet.isBroadcast:
+            hearCarrier(packet, hops: hops, now: now)
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:

@@ -84,6 +84,11 @@ public enum NodeEvent: Sendable {
     /// A peer we verified vouches (Noise 0x12, signed) that it verified this
     /// fingerprint: one hop from our own verifications, not a verification.
     case vouched(String, by: String, voucherName: String?)
+    /// A location channel's message a gateway carried into the mesh (0x28
+    /// fromGateway), signed by its author's Nostr key. JSON: `"event":
+    /// "gatewayMessage"` with `geohash`, `eventID`, `pubkey`, `nickname`
+    /// (the `n` tag's claim), `text`, `createdAt`, `hops`.
+    case gatewayMessage(GatewayMessage)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -158,6 +163,7 @@ extension NodeEvent: Encodable {
         case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
         case group, groupID, epoch, members, creator, change
         case noiseKey, couriers
+        case eventID, pubkey
     }
 
     /// What a person is told of the events the node words itself (group
@@ -186,6 +192,7 @@ extension NodeEvent: Encodable {
         case .message: "message"
         case .privateMessage, .dropOpened: "privateMessage"
         case .dropDeposited: "dropDeposited"
+        case .gatewayMessage: "gatewayMessage"
         case .sessionEstablished: "session"
         case .delivered: "delivered"
         case .sentOffMesh: "sentOffMesh"
@@ -257,6 +264,14 @@ extension NodeEvent: Encodable {
             try c.encode("courier", forKey: .via)
             try c.encode(fingerprint, forKey: .fingerprint)
             try c.encode(key.hexString, forKey: .noiseKey)
+        case let .gatewayMessage(m):
+            try c.encode(m.geohash, forKey: .geohash)
+            try c.encode(m.eventID, forKey: .eventID)
+            try c.encode(m.pubkey, forKey: .pubkey)
+            try c.encodeIfPresent(m.nickname, forKey: .nickname)
+            try c.encode(m.text, forKey: .text)
+            try c.encode(m.createdAt, forKey: .createdAt)
+            try c.encode(m.hops, forKey: .hops)
         case let .dropDeposited(id, to, couriers):
             try c.encode(id, forKey: .messageID)
             try c.encode(to.description, forKey: .to)
@@ -435,6 +450,10 @@ extension NodeEvent: Decodable {
             self = .dropOpened(from: try peer(.from), fingerprint: try text(.fingerprint), noiseKey: key,
                                nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
                                messageID: try text(.messageID), hops: try int(.hops))
+        case "gatewayMessage":
+            self = .gatewayMessage(GatewayMessage(geohash: try text(.geohash), eventID: try text(.eventID), pubkey: try text(.pubkey),
+                                                  nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
+                                                  createdAt: try c.decode(Int64.self, forKey: .createdAt), hops: try int(.hops)))
         case "dropDeposited": self = .dropDeposited(messageID: try text(.messageID), to: try peer(.to), couriers: try int(.couriers))
         case "privateMessage":
             self = .privateMessage(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),

@@ -244,6 +244,12 @@ extension ChatScreen {
             break // /board shows what is left
         case .recognized, .vouched:
             say("* " + (event.sentence ?? ""))
+        case let .gatewayMessage(m):
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), text: EventPrinter.gatewayLine(m)), to: ChatBuffers.publicName)
+            } else {
+                say("[\(Self.clock())] " + EventPrinter.gatewayLine(m))
+            }
         case let .groupMessage(m):
             if let screen {
                 screen.append(.init(time: FullScreen.clock(m.timestamp), nick: DisplayText.clean(m.nickname), text: Self.lines(m.text)),

@@ -229,6 +229,12 @@ struct EventPrinter: Sendable {
             + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
     }
 
+    /// `#u4pruy <alice? 1b84c556> (via a gateway) TEXT`: the channel, the name the
+    /// event claims with its key's first digits (a Nostr key, not a mesh peer).
+    static func gatewayLine(_ m: GatewayMessage) -> String {
+        "#\(DisplayText.clean(m.geohash)) <\(DisplayText.clean(m.nickname ?? "anon"))? \(m.pubkey.prefix(8))> (via a gateway) " + Self.lines(m.text)
+    }
+
     /// `[trail crew] <bob> TEXT`: the group's name, the sender as its roster names them.
     static func groupLine(_ m: GroupMessage) -> String {
         "[\(DisplayText.clean(m.group.name))] <\(DisplayText.clean(m.nickname))>\(m.history ? " (history)" : "") " + Self.lines(m.text)
@@ -276,6 +282,7 @@ struct EventPrinter: Sendable {
             case let .boardPost(post, _, _): line = Self.boardLine(post)
             case .boardPostDeleted: line = "* a board post was deleted by its author"
             case let .groupMessage(m): line = Self.groupLine(m)
+            case let .gatewayMessage(m): line = Self.gatewayLine(m)
             case .recognized, .vouched: line = "* " + (event.sentence ?? "")
             case .groupChanged: line = "* " + (event.sentence ?? "")
             case let .voiceNote(from, path, ms, isPrivate):

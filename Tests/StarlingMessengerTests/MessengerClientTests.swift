@@ -52,6 +52,9 @@ import StarlingYaOKStore
             .dropOpened(from: b, fingerprint: f.hex, noiseKey: Array(repeating: 7, count: 32), nickname: nil, text: "later", messageID: "M3", hops: 1),
             .dropOpened(from: b, fingerprint: f.hex, noiseKey: Array(repeating: 7, count: 32), nickname: "bob", text: "later", messageID: "M4", hops: 2),
             .dropDeposited(messageID: "M3", to: b, couriers: 2),
+            .gatewayMessage(GatewayMessage(geohash: "u4pruy", eventID: String(repeating: "ab", count: 32), pubkey: String(repeating: "cd", count: 32),
+                                           nickname: "ann", text: "water", createdAt: 1_750_000_000, hops: 2)),
+            .gatewayMessage(GatewayMessage(geohash: "u4pruy", eventID: "e", pubkey: "p", nickname: nil, text: "x", createdAt: 1, hops: 1)),
         ]
     }
 
@@ -61,7 +64,7 @@ import StarlingYaOKStore
 
     @Test func everyNodeEventReadsBackAsItWasWritten() throws {
         let events = Self.nodeEvents
-        #expect(Set(events.map(\.name)).count == 28) // every kind, none forgotten (a drop opened is a "privateMessage")
+        #expect(Set(events.map(\.name)).count == 29) // every kind, none forgotten (a drop opened is a "privateMessage")
         for e in events {
             let written = try Self.json(e)
             let read = try JSONDecoder().decode(NodeEvent.self, from: Data(written.utf8))

@@ -1,3 +1,5 @@
+import StarlingCrypto
+import StarlingEmbeddedNetwork
 import StarlingMesh
 import StarlingNodeCore
 import StarlingNostr
@@ -199,4 +201,70 @@ import Testing
         #expect(MeshBridge.stableID(senderIDHex: "0011223344556677", timestampMs: 1_750_000_000_124, content: "hello mesh")
                 != "b83f94d81dcdd1b0c0048f6645995dd4")
     }
+}
+
+/// Issue 41 on nodes in one process: alice – bob – gate, the gateway two
+/// hops from alice. Her location-channel event reaches gate's relays as it
+/// was (through bob, who only relays it); a deposit signed by another key
+/// than its sender's announce carries is refused (the control is hers);
+/// events of the channel come down and are shown once at alice and bob.
+extension InProcessNodes {
+@Suite struct GatewayNodeTests {
+    static func messages(_ net: EmbeddedNetwork, _ n: Int) -> [GatewayMessage] {
+        net.events[n].compactMap { if case let .gatewayMessage(m) = $0 { m } else { nil } }
+    }
+
+    @Test func aDepositReachesTheRelaysAndTheChannelComesBackOnce() throws {
+        let net = EmbeddedNetwork()
+        let (alice, bob) = (net.addNode("alice"), net.addNode("bob"))
+        let gate = net.addNode("gate") { $0.gateway = true }
+        net.connect(alice, bob)
+        net.connect(bob, gate)
+        net.run(for: 3_000)
+        #expect(net.nodes[alice].peers[net.nodes[gate].peerID]?.capabilities?.contains(.gateway) == true)
+        #expect(net.nodes[alice].peers[net.nodes[bob].peerID]?.capabilities?.contains(.gateway) == false)
+        net.on(gate) { $0.gatewayRelays(up: true, now: $1) }
+
+        let key = Secp256k1.PrivateKey.random()
+        let e = try GatewayTests.event("water at the gate", key: key, at: net.now)
+        let via = try net.on(alice) { try $0.sendViaGateway(e, geohash: GatewayTests.geohash, now: $1) }
+        #expect(via == net.nodes[gate].peerID)
+        net.run(for: 1_000)
+        #expect(net.published[gate].map(\.event) == [e] && net.published[gate].first?.event.json == e.json, "published as it came")
+        #expect(net.published[bob].isEmpty, "bob only relays")
+
+        // A deposit signed by mallory's key under alice's ID: refused; counted.
+        let before = net.nodes[gate].refusals.carriers
+        let forged = try GatewayTests.event("forged deposit", key: key, at: net.now)
+        var p = Packet(type: .nostrCarrier, ttl: 7, timestamp: net.now, senderID: net.nodes[alice].peerID, recipientID: net.nodes[gate].peerID,
+                       payload: try GatewayTests.carrier(forged).encoded())
+        try PacketSigning.sign(&p, with: Identity.generate().signingKey)
+        let raw = net.openRawLink(to: gate)
+        net.inject(try p.encoded(), on: raw)
+        net.run(for: 500)
+        #expect(net.nodes[gate].refusals.carriers == before + 1)
+        #expect(!net.published[gate].contains { $0.event == forged })
+
+        // Down: two events of the channel (one sent twice), another channel's never.
+        let down = [try GatewayTests.event("from the relays", key: Secp256k1.PrivateKey.random(), at: net.now),
+                    try GatewayTests.event("and again", key: Secp256k1.PrivateKey.random(), at: net.now)]
+        for d in down + [down[0]] { _ = net.on(gate) { $0.gatewayDownlink(d, geohash: GatewayTests.geohash, now: $1) } }
+        let elsewhere = try GatewayTests.event("elsewhere", key: key, at: net.now, geohash: "u4pruz")
+        #expect(net.on(gate) { $0.gatewayDownlink(elsewhere, geohash: GatewayTests.geohash, now: $1) } == false)
+        net.run(for: 2_000)
+        for n in [alice, bob] {
+            #expect(Self.messages(net, n).map(\.text).sorted() == ["and again", "from the relays"], "\(Self.messages(net, n))")
+            #expect(Self.messages(net, n).allSatisfy { $0.geohash == GatewayTests.geohash && $0.nickname == "tester" })
+        }
+        #expect(Self.messages(net, alice).first { $0.text == "from the relays" }?.hops == 2)
+        // A node that is no gateway takes no deposit, though signed by its sender (the control: gate took alice's).
+        let bobBefore = net.nodes[bob].refusals.carriers
+        var q = Packet(type: .nostrCarrier, ttl: 7, timestamp: net.now, senderID: net.nodes[alice].peerID, recipientID: net.nodes[bob].peerID,
+                       payload: try GatewayTests.carrier(try GatewayTests.event("to bob", key: key, at: net.now)).encoded())
+        try PacketSigning.sign(&q, with: net.nodes[alice].identity.signingKey)
+        net.inject(try q.encoded(), on: net.openRawLink(to: bob))
+        net.run(for: 500)
+        #expect(net.nodes[bob].refusals.carriers == bobBefore + 1 && net.published[bob].isEmpty)
+    }
+}
 }
