@@ -73,13 +73,18 @@ public struct NostrClientCore: Sendable {
         public var text: String
         public var createdAt: Int64
         public var eventID: String
-        public init(geohash: String, publicKey: String, nickname: String?, text: String, createdAt: Int64, eventID: String) {
+        /// The signed event itself (verified): what a gateway carries into the
+        /// mesh as it came. nil when read back from a face's JSON.
+        public var event: NostrEvent?
+        public init(geohash: String, publicKey: String, nickname: String?, text: String, createdAt: Int64, eventID: String,
+                    event: NostrEvent? = nil) {
             self.geohash = geohash
             self.publicKey = publicKey
             self.nickname = nickname
             self.text = text
             self.createdAt = createdAt
             self.eventID = eventID
+            self.event = event
         }
     }
 
@@ -368,6 +373,14 @@ public struct NostrClientCore: Sendable {
         publish(event, ticket: ticket, now: now)
     }
 
+    /// An event its author signed (a deposit our gateway took): published as it
+    /// is, with the same retries and answers (`ticket`) as our own; not shown
+    /// again when a relay sends it back.
+    public mutating func publishSigned(_ event: NostrEvent, ticket: String, now: Millis) {
+        _ = seenChannelEvents.insert(event.id)
+        publish(event, ticket: ticket, now: now)
+    }
+
     private mutating func channelEvent(_ event: NostrEvent, geohash: String, now: Millis) {
         guard !seenChannelEvents.contains(event.id) else {
             statistics.duplicates += 1
@@ -396,7 +409,7 @@ public struct NostrClientCore: Sendable {
         } else {
             let nickname = event.tags.first { $0.count >= 2 && $0[0] == "n" }.map { String($0[1].prefix(64)) }
             outbox.append(.channelMessage(ChannelMessage(geohash: geohash, publicKey: event.pubkey, nickname: nickname, text: event.content,
-                                                         createdAt: event.created_at, eventID: event.id)))
+                                                         createdAt: event.created_at, eventID: event.id, event: event)))
         }
     }
 

@@ -121,6 +121,12 @@ public final class NostrTransport: MailboxTransport, Sendable {
         try await pool.say(text, nickname: nickname, in: geohash)
     }
 
+    /// Publishes an event someone else signed (a gateway's deposit) as it is;
+    /// a `failed` channel event says when no relay took it.
+    public func publishSigned(_ event: NostrEvent) async {
+        await pool.publishSigned(event)
+    }
+
     /// Our public key in a channel (to tell our own lines from others').
     public func channelKey(_ geohash: String) -> String? {
         (try? LocationChannel.geohash(geohash)).map { LocationChannel.identity(seed: pool.options.geoSeed, geohash: $0).publicKey.hexString }
@@ -253,6 +259,11 @@ extension NostrTransport {
             flush()
         }
 
+        func publishSigned(_ event: NostrEvent) {
+            core.publishSigned(event, ticket: "gateway:" + event.id, now: readClock())
+            flush()
+        }
+
         func send(_ payload: NoisePayload, to peer: PeerID, ticket: String) {
             do {
                 try core.send(payload, to: peer, ticket: ticket, now: readClock())
@@ -269,11 +280,13 @@ extension NostrTransport {
                 case let .send(text, relay): writers[relay]?.yield(text)
                 case let .received(payload, peer, _): events.yield(.received(payload, from: peer))
                 case let .accepted(ticket, relay):
-                    if !ticket.isEmpty { events.yield(.accepted(ticket: ticket)) }
+                    if !ticket.isEmpty, !ticket.hasPrefix("gateway:") { events.yield(.accepted(ticket: ticket)) }
                     logger.debug("relay accepted", metadata: ["relay": "\(relay)", "ticket": "\(ticket)"])
                 case let .failed(ticket, reason):
                     if ticket.hasPrefix("geo:") {
                         channels.yield(.failed(reason))
+                    } else if ticket.hasPrefix("gateway:") {
+                        channels.yield(.failed("a deposit the gateway took was not published: \(reason)"))
                     } else if !ticket.isEmpty {
                         events.yield(.failed(ticket: ticket, reason: reason))
                     }

@@ -439,5 +439,23 @@ struct Pair {
             try pair.cores[0].sendChannel("x", nickname: nil, geohash: "k", ticket: "", now: pair.now)
         }
     }
-}
 
+    /// Issue 41: a gateway publishes an event its author signed, as it is; a
+    /// listener in the channel gets it with the signed event itself (what its
+    /// own gateway would carry down), and the gateway is not shown it back.
+    @Test func aGatewayPublishesAnotherssEventAsItIs() throws {
+        var pair = try Pair()
+        for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
+        try pair.cores[0].join("u4pruyd", key: .random(), now: pair.now)
+        try pair.cores[1].join("u4pruyd", key: .random(), now: pair.now)
+        pair.settle()
+        let author = Secp256k1.PrivateKey.random()
+        let deposit = try LocationChannel.message("from the mesh", nickname: "ann", geohash: "u4pruyd", key: author, now: Int64(pair.now / 1000))
+        pair.cores[0].publishSigned(deposit, ticket: "gateway:" + deposit.id, now: pair.now)
+        pair.settle()
+        let heard = pair.outputs[1].compactMap { if case let .channelMessage(m) = $0 { m } else { nil } }
+        #expect(heard.map(\.text) == ["from the mesh"] && heard.first?.event == deposit && heard.first?.publicKey == author.publicKey.hexString)
+        #expect(!pair.outputs[0].contains { if case .channelMessage = $0 { true } else { false } }, "not shown back to the gateway")
+        #expect(pair.outputs[0].contains(.accepted(ticket: "gateway:" + deposit.id, relay: pair.url)))
+    }
+}
