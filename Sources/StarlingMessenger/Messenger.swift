@@ -29,9 +29,14 @@ public actor Messenger {
     /// A store is being opened (its reads under way): a second open waits for nothing.
     private var opening = false
 
+    /// Location channels this node carries as a gateway (joined at start; their
+    /// events go to the node's gateway, which carries them into the mesh).
+    let gatewayChannels: [String]
+
     public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
-                configuration: MessengerCore.Configuration = .init()) {
+                configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = []) {
         self.node = node
+        self.gatewayChannels = gatewayChannels
         self.directory = directory
         self.nostr = nostr
         self.server = server
@@ -69,15 +74,38 @@ public actor Messenger {
                 await self?.tick()
             }
         }
-        // Location channels (Nostr), given to the faces as they come.
-        let channels = Task { [nostr, continuation] in
+        // Location channels (Nostr), given to the faces as they come; a gateway's
+        // channels also to the node, which carries their events into the mesh.
+        let channels = Task { [nostr, continuation, node, gatewayChannels] in
             guard let nostr else { return }
-            for await e in nostr.channelEvents { continuation.yield(.channel(e)) }
+            for g in gatewayChannels {
+                do { try await nostr.join(g) } catch { continuation.yield(.warning("the gateway does not follow #\(g): \(error)")) }
+            }
+            for await e in nostr.channelEvents {
+                if case let .message(m) = e, let event = m.event, gatewayChannels.contains(m.geohash) {
+                    await node.gatewayDownlink(event, geohash: m.geohash)
+                }
+                continuation.yield(.channel(e))
+            }
+        }
+        // A gateway publishes while a relay is up, and queues meanwhile.
+        let relaysWatch = Task { [nostr, node, gatewayChannels] in
+            guard let nostr, !gatewayChannels.isEmpty else { return }
+            var up = false
+            while !Task.isCancelled {
+                let now = !(await nostr.status.relays.isEmpty)
+                if now != up {
+                    up = now
+                    await node.gatewayRelays(up: up)
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
         }
         for await event in node.events {
             await take(event)
         }
         clock.cancel()
+        relaysWatch.cancel()
         channels.cancel()
         continuation.finish()
     }

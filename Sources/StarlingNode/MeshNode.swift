@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @_exported import StarlingNodeCore
+import StarlingNostr
 import StarlingBulk
 import StarlingBulkTransport
 import StarlingCrypto
@@ -950,6 +951,14 @@ public actor MeshNode {
     @discardableResult
     public func sendDrop(_ text: String, toNoiseKey key: [UInt8], messageID: String) throws -> Int {
         try command { try $0.sendDrop(text, toNoiseKey: key, messageID: messageID, now: $1) }
+    }
+
+    /// The gateway (`core.gateway`): a relay is up (or none is) for what it publishes.
+    public func gatewayRelays(up: Bool) { command { $0.gatewayRelays(up: up, now: $1) } }
+    /// The gateway: an event of a channel it follows, carried into the mesh when it is one to carry.
+    @discardableResult
+    public func gatewayDownlink(_ event: NostrEvent, geohash: String) -> Bool {
+        command { $0.gatewayDownlink(event, geohash: geohash, now: $1) }
     }
 
     /// Trust decisions are loaded (the node was made with

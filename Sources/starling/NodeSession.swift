@@ -43,7 +43,8 @@ struct NodeSession {
         }
         var setOnCommandLine: Set<String> = []
         if let address { settings.server = address; setOnCommandLine.insert("server") }
-        if o.nostr.nostr { settings.nostr = true; setOnCommandLine.insert("nostr") }
+        if o.nostr.nostr || !o.nostr.gateway.isEmpty { settings.nostr = true; setOnCommandLine.insert("nostr") }
+        let gatewayChannels = o.nostr.gateway.map { $0.lowercased() }
         if let proxy = o.nostr.proxy { settings.proxy = proxy; setOnCommandLine.insert("proxy") }
         let chosen = settings
         var nostr: NostrTransport?
@@ -60,6 +61,10 @@ struct NodeSession {
                 let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: n)
                 options.mailboxes.append(t)
                 nostr = t
+                if !gatewayChannels.isEmpty {
+                    options.core.gateway = true
+                    options.gatewayPublisher = { upload in Task { await t.publishSigned(upload.event) } }
+                }
             }
             if let address = chosen.server {
                 guard let address = UDPAddress(address) else { throw ValidationError("--server \(address): expected HOST:PORT with an IPv4 host") }
@@ -74,7 +79,8 @@ struct NodeSession {
         var c = MessengerCore.Configuration()
         c.npub = Bech32.npub(key.publicKey)
         c.tellsFavourites = tellsFavourites
-        let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c)
+        let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c,
+                                  gatewayChannels: gatewayChannels)
         try await messenger.open(store)
         return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids,
                            settings: settings, setOnCommandLine: setOnCommandLine)

@@ -20,8 +20,15 @@ struct NostrOptions: ParsableArguments {
           help: ArgumentHelp("Connect to Nostr relays directly, showing them this machine's address (development against a local relay only).",
                              visibility: .hidden))
     var withoutProxy = false
+    @Option(name: .customLong("gateway"), parsing: .singleValue,
+            help: ArgumentHelp("Be a gateway for the location channel GEOHASH (repeatable): publish what mesh peers with no relay hand us, each event as its author signed it, and carry the channel's events into the mesh (capability bit 2; Nostr through --proxy, as --nostr).",
+                               valueName: "GEOHASH"))
+    var gateway: [String] = []
 
     func validate() throws {
+        for g in gateway where !NostrCarrier.isValidGeohash(g.lowercased()) {
+            throw ValidationError("--gateway \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
+        }
         guard let proxy else { return }
         let parts = proxy.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]), (1...65_535).contains(port) else {

@@ -314,6 +314,46 @@ import Glibc
         #expect(inbox.count == 1, "\(inbox)")
     }
 
+    /// Issue 41, the gateway's downlink with real parts: ben speaks in
+    /// #u4pruy from a chat with Nostr; `gate` (`listen --gateway u4pruy`,
+    /// Nostr through microsocks) follows the channel and carries the line into
+    /// the mesh; alice, on the mesh only, shows it once, from ben's Nostr key,
+    /// two hops from nowhere but the gateway; gate announces bit 2.
+    @Test func aGatewayCarriesALocationChannelIntoTheMesh() async throws {
+        let (relay, relayPort, _) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        let gate = try LiveProcess(["listen", "--json", "--port", "0", "--name", "gate", "--duration", "90", "--data-dir",
+                                    ContactCommandTests.temporaryDirectory("gate"), "--gateway", "u4pruy"] + Self.nostr(relayPort: relayPort, proxyPort: proxyPort))
+        defer { gate.stop() }
+        let gatePort = try await MeshProcessTests.port(of: gate)
+        let alice = try LiveProcess(["listen", "--json", "--port", "0", "--name", "alice", "--duration", "90", "--no-discovery",
+                                     "--announce-interval", "1", "--data-dir", ContactCommandTests.temporaryDirectory("alice-mesh"),
+                                     "--peer", "127.0.0.1:\(gatePort)"])
+        defer { alice.stop() }
+        let caps = await alice.waitFor { $0["event"] as? String == "capabilities" && ($0["capabilities"] as? [String])?.contains("gateway") == true }
+        #expect(caps != nil, "gate announces the gateway bit: \(alice.text)")
+        let ben = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "ben", "--data-dir", ContactCommandTests.temporaryDirectory("ben"),
+                                   "--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"])
+        defer { ben.stop() }
+        #expect(await ben.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(ben.text)")
+        ben.type("/join #u4pruy")
+        #expect(await ben.waitForText("joined #u4pruy"), "\(ben.text)")
+        // The gateway follows once its relay is up; a line said before it subscribed may be older than its lookback: say until heard.
+        var got: [String: Any]?
+        for attempt in 0..<6 where got == nil {
+            ben.type("water at the north gate \(attempt)")
+            got = await alice.waitFor(seconds: 10) { $0["event"] as? String == "gatewayMessage" }
+        }
+        #expect(got?["geohash"] as? String == "u4pruy" && (got?["text"] as? String)?.hasPrefix("water at the north gate") == true, "\(alice.text)\n\(gate.text)")
+        #expect(got?["nickname"] as? String == "ben" && (got?["pubkey"] as? String)?.count == 64, "\(String(describing: got))")
+        // Shown once (the gateway's copy and any relayed one are one event).
+        let id = try #require(got?["eventID"] as? String)
+        try await Task.sleep(for: .seconds(2))
+        #expect(alice.events.filter { $0["eventID"] as? String == id }.count == 1, "\(alice.text)")
+    }
+
     @Test func twoChatsMeetInALocationChannel() async throws {
         let (relay, relayPort, _) = try await Self.relay()
         defer { relay.stop() }
