@@ -32,11 +32,15 @@ public actor Messenger {
     /// Location channels this node carries as a gateway (joined at start; their
     /// events go to the node's gateway, which carries them into the mesh).
     let gatewayChannels: [String]
+    /// The seed of our location-channel keys (the data directory's), for lines
+    /// a gateway carries when we have no relay.
+    let geoSeed: [UInt8]?
 
     public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
-                configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = []) {
+                configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = [], geoSeed: [UInt8]? = nil) {
         self.node = node
         self.gatewayChannels = gatewayChannels
+        self.geoSeed = geoSeed
         self.directory = directory
         self.nostr = nostr
         self.server = server
@@ -430,13 +434,23 @@ public actor Messenger {
 
     public enum ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
         case noNostr
-        public var description: String { "location channels travel over Nostr, and this node has no Nostr transport" }
+        case noWay(String)
+        public var description: String {
+            switch self {
+            case .noNostr: "location channels travel over Nostr, and this node has no Nostr transport"
+            case let .noWay(g): "not said in #\(g): no relay, and no gateway on the mesh (a peer running with --gateway) to carry it; try again when one is here"
+            }
+        }
     }
 
     /// Joins the location channel of a geohash (a new identity there); returns the geohash as joined.
     public func join(channel name: String) async throws -> String {
-        guard let nostr else { throw ChannelError.noNostr }
         let g = try LocationChannel.geohash(name)
+        guard let nostr else {
+            // No Nostr here: the channel is reached through a gateway on the mesh (its events come as gatewayMessage).
+            guard geoSeed != nil else { throw ChannelError.noNostr }
+            return g
+        }
         try await nostr.join(g)
         return g
     }
@@ -444,9 +458,23 @@ public actor Messenger {
     public func leave(channel geohash: String) async { await nostr?.leave(geohash.lowercased()) }
 
     /// Says `text` in a joined channel, under our nickname.
+    /// Says `text` in a channel: through a relay when one is up; else, signed
+    /// here with our key for that channel, handed to a gateway on the mesh
+    /// (docs/PROTOCOL.md, "Nostr carriers (0x28)"); else queued for a relay
+    /// (with Nostr), or refused in words.
     public func say(_ text: String, in geohash: String) async throws {
-        guard let nostr else { throw ChannelError.noNostr }
-        try await nostr.say(text, nickname: await node.currentNickname, in: geohash)
+        if let nostr, !(await nostr.status.relays.isEmpty) {
+            try await nostr.say(text, nickname: await node.currentNickname, in: geohash)
+            return
+        }
+        if let seed = geoSeed {
+            let g = try LocationChannel.geohash(geohash)
+            let event = try LocationChannel.message(text, nickname: await node.currentNickname, geohash: g,
+                                                    key: LocationChannel.identity(seed: seed, geohash: g), now: Int64(Self.now))
+            if try await node.sendViaGateway(event, geohash: g) != nil { return }
+        }
+        guard let nostr else { throw ChannelError.noWay(geohash) }
+        try await nostr.say(text, nickname: await node.currentNickname, in: geohash) // waits for a relay
     }
 
     // MARK: Queries

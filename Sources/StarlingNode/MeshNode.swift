@@ -953,6 +953,13 @@ public actor MeshNode {
         try command { try $0.sendDrop(text, toNoiseKey: key, messageID: messageID, now: $1) }
     }
 
+    /// Hands a location-channel event of ours to a gateway on the mesh; the
+    /// gateway's peer ID (nil: none here).
+    @discardableResult
+    public func sendViaGateway(_ event: NostrEvent, geohash: String) throws -> PeerID? {
+        try command { try $0.sendViaGateway(event, geohash: geohash, now: $1) }
+    }
+
     /// The gateway (`core.gateway`): a relay is up (or none is) for what it publishes.
     public func gatewayRelays(up: Bool) { command { $0.gatewayRelays(up: up, now: $1) } }
     /// The gateway: an event of a channel it follows, carried into the mesh when it is one to carry.

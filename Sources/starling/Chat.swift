@@ -362,17 +362,16 @@ actor ChatScreen {
             say("* back in #mesh: lines go to everyone on the mesh")
             return
         }
-        guard me.nostr else { say("! location channels travel over Nostr: start the " + (local == nil ? "daemon" : "chat") + " with --nostr"); return }
         do {
             let g = try await client.join(channel: name)
             if let screen { screen.open("#" + g) } else { channel = g }
             say("* joined #\(g), a public location channel over Nostr (anyone can read it; you are a new identity there)"
+                + (me.nostr ? "" : "; with no Nostr here, your lines go through a gateway on the mesh (a peer with --gateway), and its lines come back the same way")
                 + (screen == nil ? "; lines you type go there, /join #mesh comes back" : ""))
         } catch { say("! \(error)") }
     }
 
     func say(_ text: String, in geohash: String) async {
-        guard self.me.nostr else { say("! start the " + (local == nil ? "daemon" : "chat") + " with --nostr"); return }
         let me = self.me.nickname
         do {
             try await client.say(text, in: geohash)

@@ -80,7 +80,7 @@ struct NodeSession {
         c.npub = Bech32.npub(key.publicKey)
         c.tellsFavourites = tellsFavourites
         let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c,
-                                  gatewayChannels: gatewayChannels)
+                                  gatewayChannels: gatewayChannels, geoSeed: try NostrKeyFile.geoSeed(ids.directory.url))
         try await messenger.open(store)
         return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids,
                            settings: settings, setOnCommandLine: setOnCommandLine)

@@ -318,7 +318,9 @@ import Glibc
     /// #u4pruy from a chat with Nostr; `gate` (`listen --gateway u4pruy`,
     /// Nostr through microsocks) follows the channel and carries the line into
     /// the mesh; alice, on the mesh only, shows it once, from ben's Nostr key,
-    /// two hops from nowhere but the gateway; gate announces bit 2.
+    /// two hops from nowhere but the gateway; gate announces bit 2. Up: dan,
+    /// a chat on the mesh only, speaks in the channel through the gateway,
+    /// and ben's answer comes back to him the same way.
     @Test func aGatewayCarriesALocationChannelIntoTheMesh() async throws {
         let (relay, relayPort, _) = try await Self.relay()
         defer { relay.stop() }
@@ -352,6 +354,20 @@ import Glibc
         let id = try #require(got?["eventID"] as? String)
         try await Task.sleep(for: .seconds(2))
         #expect(alice.events.filter { $0["eventID"] as? String == id }.count == 1, "\(alice.text)")
+
+        // Up: a chat on the mesh only joins the channel and speaks through the gateway; ben reads it.
+        let dan = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "dan", "--announce-interval", "1",
+                                   "--data-dir", ContactCommandTests.temporaryDirectory("dan-mesh"), "--peer", "127.0.0.1:\(gatePort)"])
+        defer { dan.stop() }
+        #expect(await dan.waitForText("gate joined"), "\(dan.text)")
+        dan.type("/join #u4pruy")
+        #expect(await dan.waitForText("your lines go through a gateway on the mesh"), "\(dan.text)")
+        dan.type("the bridge is out")
+        #expect(await ben.waitForText("@#u4pruy> the bridge is out"), "ben reads dan's line, published by the gateway:\n\(ben.text)\n\(gate.text)")
+        #expect(ben.text.contains("<dan#"), "\(ben.text)")
+        // ben's answer comes down to dan through the gateway.
+        ben.type("take the east road")
+        #expect(await dan.waitForText("(via a gateway) take the east road"), "\(dan.text)")
     }
 
     @Test func twoChatsMeetInALocationChannel() async throws {
