@@ -69,6 +69,7 @@ import Testing
                                payload: [1, 2, 3, 4, 5, 6, 7, 8, 7], compress: false).encoded(),
             // Hand-built: no encoder writes a size its body does not inflate to.
             "message-bomb": h("02 02 07 \(sampleTimeHex) 04 00000005 a1b2c3d4e5f60718 00100000 4b"),
+            "nostr-carrier-bridge": try NostrCarrier(direction: .toBridge, geohash: "u4pruy", eventJSON: Array("{}".utf8)).encoded(),
             "wifiset-credential-write": try WiFiSet.Frame(sequence: 1, .credentialWrite(ssid: "MyNetwork2.4", password: "mypassword123")).encoded(),
             "wifiset-status-response": try WiFiSet.Frame(sequence: 10, .statusResponse(.init(state: .connected, rssi: -56, ip: [192, 168, 1, 100],
                                                                                               ssid: "MyNetwork2.4"))).encoded(),
@@ -80,11 +81,12 @@ import Testing
         #expect(!Self.examples.isEmpty, "docs/PROTOCOL.md not found or has no examples")
         // Examples named crypto-… are checked by StarlingCryptoTests, hello by StarlingTransportTests,
         // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys),
-        // bulk-… by StarlingBulkTests (the sealing), board-…, prekey-… and group-… by StarlingCryptoTests (signed).
+        // bulk-… by StarlingBulkTests (the sealing), board-…, prekey-… and group-… by StarlingCryptoTests (signed),
+        // nostr-carrier by StarlingNodeTests' GatewayTests (a signed Nostr event).
         for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-")
             && !name.hasPrefix("yaok-") && !name.hasPrefix("bulk-") && !name.hasPrefix("board-") && !name.hasPrefix("prekey-")
             && !name.hasPrefix("group-") && name != "announce-v2" && name != "vouch-batch"
-            && !name.hasPrefix("courier-") && name != "hello" {
+            && !name.hasPrefix("courier-") && name != "hello" && name != "nostr-carrier" {
             let want = try #require(expected[name], "example \(name) in docs/PROTOCOL.md has no check")
             #expect(bytes == want, "example \(name): doc \(bytes.hexString) ≠ code \(want.hexString)")
         }
