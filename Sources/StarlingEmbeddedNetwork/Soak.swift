@@ -74,7 +74,7 @@ public struct Soak {
             "node.noiseKeys": 1_024, "node.recognizedIDs": 1_024, "node.announceV2Times": 10, "node.vouchees": 1_024,
             "node.courierHeld": 40, "node.dropsOpened": 512, "node.prekeysUsed": 256, "node.dropsAwaitingTrust": 64,
             "gateway.queue": 20, "gateway.pending": 30, "gateway.depositors": 512, "gateway.heardIDs": 512, "gateway.publishedIDs": 512,
-            "gateway.rebroadcastIDs": 512,
+            "gateway.rebroadcastIDs": 512, "gateway.shown": 60,
             "stately.board": 1_024, "stately.seen": 4 * 1_024 + 64, "stately.pending": 256,
         ]
         caps.merge(listed) { a, _ in a }

@@ -80,7 +80,7 @@ public actor Messenger {
         }
         // Location channels (Nostr), given to the faces as they come; a gateway's
         // channels also to the node, which carries their events into the mesh.
-        let channels = Task { [nostr, continuation, node, gatewayChannels] in
+        let channels = Task { [weak self, nostr, continuation, node, gatewayChannels] in
             guard let nostr else { return }
             for g in gatewayChannels {
                 do { try await nostr.join(g) } catch { continuation.yield(.warning("the gateway does not follow #\(g): \(error)")) }
@@ -89,6 +89,8 @@ public actor Messenger {
                 if case let .message(m) = e, let event = m.event, gatewayChannels.contains(m.geohash) {
                     await node.gatewayDownlink(event, geohash: m.geohash)
                 }
+                // One event is shown once, whether a relay or a gateway brought it first.
+                if case let .message(m) = e, await self?.channelEventShown(m.eventID) == false { continue }
                 continuation.yield(.channel(e))
             }
         }
@@ -449,21 +451,29 @@ public actor Messenger {
         guard let nostr else {
             // No Nostr here: the channel is reached through a gateway on the mesh (its events come as gatewayMessage).
             guard geoSeed != nil else { throw ChannelError.noNostr }
+            core.joinedChannel(g)
             return g
         }
         try await nostr.join(g)
+        core.joinedChannel(g)
         return g
     }
 
-    public func leave(channel geohash: String) async { await nostr?.leave(geohash.lowercased()) }
+    func channelEventShown(_ eventID: String) -> Bool { core.channelEventShown(eventID) }
+
+    public func leave(channel geohash: String) async {
+        core.leftChannel(geohash)
+        await nostr?.leave(geohash.lowercased())
+    }
 
     /// Says `text` in a joined channel, under our nickname.
-    /// Says `text` in a channel: through a relay when one is up; else, signed
-    /// here with our key for that channel, handed to a gateway on the mesh
-    /// (docs/PROTOCOL.md, "Nostr carriers (0x28)"); else queued for a relay
-    /// (with Nostr), or refused in words.
+    /// Says `text` in a channel: over Nostr when this node has it (queued while
+    /// no relay is up: handing it to a mesh gateway would show our mesh key
+    /// beside our channel key to every node on the way); with no Nostr here,
+    /// signed with our key for that channel and handed to a gateway on the mesh
+    /// (docs/PROTOCOL.md, "Nostr carriers (0x28)"), or refused in words.
     public func say(_ text: String, in geohash: String) async throws {
-        if let nostr, !(await nostr.status.relays.isEmpty) {
+        if let nostr {
             try await nostr.say(text, nickname: await node.currentNickname, in: geohash)
             return
         }
@@ -473,8 +483,7 @@ public actor Messenger {
                                                     key: LocationChannel.identity(seed: seed, geohash: g), now: Int64(Self.now))
             if try await node.sendViaGateway(event, geohash: g) != nil { return }
         }
-        guard let nostr else { throw ChannelError.noWay(geohash) }
-        try await nostr.say(text, nickname: await node.currentNickname, in: geohash) // waits for a relay
+        throw ChannelError.noWay(geohash)
     }
 
     // MARK: Queries

@@ -137,6 +137,17 @@ public struct MessengerCore: Sendable {
     public private(set) var recent: [UserID: [MessageRecord]] = [:]
     /// Outgoing messages by their transport ID: the conversation (10,000 at most, oldest forgotten).
     private var outgoing: [String: UserID] = [:]
+    /// The location channels the person joined (lowercase geohashes).
+    public private(set) var channels: Set<String> = []
+    /// Channel events shown (512 IDs, oldest forgotten): one event is shown once,
+    /// through a gateway or a relay.
+    private var channelShown = BoundedSet(capacity: 512)
+
+    public mutating func joinedChannel(_ geohash: String) { channels.insert(geohash.lowercased()) }
+    public mutating func leftChannel(_ geohash: String) { channels.remove(geohash.lowercased()) }
+    /// Whether a channel event is new (remembered from now on).
+    public mutating func channelEventShown(_ eventID: String) -> Bool { channelShown.insert(eventID) }
+
     /// Our waiting messages already handed to couriers (by transport ID; 4,096 at most, oldest forgotten).
     private var dropsMade: Set<String> = []
     private var dropOrder: [String] = []
@@ -525,7 +536,9 @@ public struct MessengerCore: Sendable {
                            via: "courier", now: now)
         case let .dropDeposited(id, _, couriers):
             guard couriers > 0 else {
-                dropsMade.remove(id) // none here to carry it: tried again when a neighbour comes
+                // None here to carry it: tried again when a neighbour comes.
+                dropsMade.remove(id)
+                dropOrder.removeAll { $0 == id }
                 return
             }
             progress(id, now: now, via: "courier") { _ in }
@@ -552,6 +565,11 @@ public struct MessengerCore: Sendable {
             emit(.node(event))
         case let .groupMessage(m):
             receiveGroup(m, now: now)
+        case let .gatewayMessage(m):
+            // Anyone in radio range can sign channel events: shown only for a channel
+            // the person joined, once (whether it came through a gateway or a relay).
+            guard channels.contains(m.geohash), channelEventShown(m.eventID) else { return }
+            emit(.node(event))
         case let .message(from, _, text, _, timestamp, replayed):
             let key = HistoryKey(sender: from.description, timestamp: timestamp, text: text)
             if replayed {
@@ -844,7 +862,7 @@ public struct MessengerCore: Sendable {
         guard peers.values.contains(where: { $0.hops == 1 }) else { return }
         for (c, list) in recent {
             guard let f = fingerprint(of: c), !isBlocked(f), !isPresent(f), let key = noiseKey(of: c) else { continue }
-            guard peers.values.contains(where: { $0.hops == 1 && $0.fingerprint != f }) else { continue }
+            guard peers.values.contains(where: { $0.hops == 1 && $0.fingerprint != f && !isBlocked($0.fingerprint) }) else { continue }
             // Once a message went with couriers (its record says so, across restarts), not again: a
             // courier keeps 2 drops of one depositor (iOS), and the same words sealed anew would take both.
             for m in list where m.isPending && m.transport != "courier" && m.text.utf8.count <= Self.meshTextLimit {
@@ -1010,5 +1028,20 @@ extension MessengerCore {
                                favoritesUs: t.favoritesUs ?? false))
         }
         return out.sorted { ($0.name.lowercased(), $0.fingerprint) < ($1.name.lowercased(), $1.fingerprint) }
+    }
+}
+
+/// Strings remembered in the order they came, the oldest forgotten past `capacity`.
+struct BoundedSet: Sendable {
+    let capacity: Int
+    private var members: Set<String> = []
+    private var order: [String] = []
+    init(capacity: Int) { self.capacity = capacity }
+    /// Inserts; false when it was there already.
+    mutating func insert(_ s: String) -> Bool {
+        guard members.insert(s).inserted else { return false }
+        order.append(s)
+        if order.count > capacity { members.remove(order.removeFirst()) }
+        return true
     }
 }

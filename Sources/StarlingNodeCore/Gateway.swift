@@ -34,6 +34,9 @@ public struct GatewayCore: Sendable {
         public var pendingDownlinks = 30
         public var trackedIDs = 512
         public var trackedDepositors = 512
+        /// Events of `fromGateway` carriers shown a minute, in all and of one Nostr key.
+        public var heardPerMinute = 60
+        public var heardPerKey = 10
         /// How far an event's created_at may be from now, ms.
         public var maxAge: UInt64 = 900_000
         public init() {}
@@ -64,6 +67,8 @@ public struct GatewayCore: Sendable {
     private var heardIDs = BoundedIDs(512), publishedIDs = BoundedIDs(512), rebroadcastIDs = BoundedIDs(512)
     private var deposits: [PeerID: [UInt64]] = [:]
     private var sent: [UInt64] = []
+    /// Events shown from broadcast carriers in the last minute: their keys and when (at most `heardPerMinute`).
+    private var shown: [(key: String, at: UInt64)] = []
     public private(set) var refusals: [Refusal: Int] = [:]
 
     public init(limits: Limits = Limits()) {
@@ -76,16 +81,18 @@ public struct GatewayCore: Sendable {
     /// Table sizes, for bounds and `/stats`.
     public var sizes: [String: Int] {
         ["gateway.queue": queue.count, "gateway.pending": pending.count, "gateway.depositors": deposits.count,
-         "gateway.heardIDs": heardIDs.count, "gateway.publishedIDs": publishedIDs.count, "gateway.rebroadcastIDs": rebroadcastIDs.count]
+         "gateway.heardIDs": heardIDs.count, "gateway.shown": shown.count, "gateway.publishedIDs": publishedIDs.count, "gateway.rebroadcastIDs": rebroadcastIDs.count]
     }
 
     // MARK: Up
 
     /// A `toGateway` deposit from `depositor` (the caller checked that it was
     /// directed to us and signed by the depositor's announced key).
-    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, relaysUp: Bool, now: UInt64) -> Outcome {
+    /// `now`: a monotonic clock (ms) for the rate windows; `wall`: Unix ms
+    /// for the event's freshness (the same clock when not given).
+    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, relaysUp: Bool, now: UInt64, wall: UInt64? = nil) -> Outcome {
         let event: NostrEvent
-        switch check(carrier, now: now) {
+        switch check(carrier, wall: wall ?? now) {
         case let .success(e): event = e
         case let .failure(r): return refuse(r)
         }
@@ -131,8 +138,8 @@ public struct GatewayCore: Sendable {
     /// An event from a channel the gateway follows (`geohash`): kept for the
     /// mesh when it is one to carry. Says whether it was kept.
     @discardableResult
-    public mutating func fromRelay(_ event: NostrEvent, geohash: String, now: UInt64) -> Bool {
-        guard event.kind == 20_000, fresh(event, now: now), event.tags.contains(where: { $0.count >= 2 && $0[0] == "g" && $0[1] == geohash }),
+    public mutating func fromRelay(_ event: NostrEvent, geohash: String, now: UInt64, wall: UInt64? = nil) -> Bool {
+        guard event.kind == 20_000, fresh(event, wall: wall ?? now), event.tags.contains(where: { $0.count >= 2 && $0[0] == "g" && $0[1] == geohash }),
               !heardIDs.contains(event.id), !publishedIDs.contains(event.id), !rebroadcastIDs.contains(event.id),
               !pending.contains(where: { $0.event.id == event.id }), (try? event.verify()) != nil else { return false }
         if pending.count >= limits.pendingDownlinks { pending.removeFirst() }
@@ -142,12 +149,12 @@ public struct GatewayCore: Sendable {
 
     /// The carriers to broadcast now: as many as the minute's budget allows,
     /// each still fresh, oldest first.
-    public mutating func due(now: UInt64) -> [NostrCarrier] {
+    public mutating func due(now: UInt64, wall: UInt64? = nil) -> [NostrCarrier] {
         sent.removeAll { now >= $0 + 60_000 }
         var out: [NostrCarrier] = []
         while sent.count < limits.downlinkPerMinute, !pending.isEmpty {
             let (event, geohash) = pending.removeFirst()
-            guard fresh(event, now: now), let c = try? NostrCarrier(direction: .fromGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
+            guard fresh(event, wall: wall ?? now), let c = try? NostrCarrier(direction: .fromGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
             else { continue }
             rebroadcastIDs.insert(event.id)
             sent.append(now)
@@ -167,29 +174,42 @@ public struct GatewayCore: Sendable {
 
     /// A `fromGateway` carrier heard on the mesh: its event, when it is one to
     /// show (checked as a deposit is, then its signature), once.
-    public mutating func heard(_ carrier: NostrCarrier, now: UInt64) -> NostrEvent? {
-        guard carrier.direction == .fromGateway, case let .success(event) = check(carrier, now: now) else { return nil }
-        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id), (try? event.verify()) != nil else { return nil }
+    /// Broadcast carriers are unsigned and anyone in radio range can sign
+    /// events with as many Nostr keys as they like: at most `heardPerMinute`
+    /// are shown a minute in all, `heardPerKey` of one key (past them, dropped
+    /// and counted), and the `n` nickname is cut to 64 characters.
+    public mutating func heard(_ carrier: NostrCarrier, now: UInt64, wall: UInt64? = nil) -> NostrEvent? {
+        guard carrier.direction == .fromGateway, case var .success(event) = check(carrier, wall: wall ?? now) else { return nil }
+        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id) else { return nil }
+        shown.removeAll { now >= $0.at + 60_000 }
+        guard shown.count < limits.heardPerMinute, shown.filter({ $0.key == event.pubkey }).count < limits.heardPerKey else {
+            refusals[.rateLimited, default: 0] += 1
+            return nil
+        }
+        guard (try? event.verify()) != nil else { return nil }
         heardIDs.insert(event.id) // after the signature: a forgery cannot take an ID's place
+        shown.append((event.pubkey, now))
+        event.tags = event.tags.map { $0.count >= 2 && $0[0] == "n" ? [$0[0], String(String.UnicodeScalarView($0[1].unicodeScalars.prefix(64)))] : $0 }
         return event
     }
 
     // MARK: Checks
 
-    private func fresh(_ e: NostrEvent, now: UInt64) -> Bool {
-        guard e.created_at >= 0 else { return false }
-        let at = UInt64(e.created_at) &* 1_000
-        return (now > at ? now - at : at - now) <= limits.maxAge
+    /// Within `maxAge` of `wall` (Unix ms), compared in seconds: a created_at
+    /// near Int64.max cannot wrap into range.
+    private func fresh(_ e: NostrEvent, wall: UInt64) -> Bool {
+        let nowSeconds = Int64(wall / 1_000), age = Int64(limits.maxAge / 1_000)
+        return e.created_at >= nowSeconds - age && e.created_at <= nowSeconds + age
     }
 
     /// The structural checks, no cryptography.
-    private func check(_ c: NostrCarrier, now: UInt64) -> Result<NostrEvent, Refusal> {
+    private func check(_ c: NostrCarrier, wall: UInt64) -> Result<NostrEvent, Refusal> {
         guard NostrCarrier.isValidGeohash(c.geohash) else { return .failure(.wrongGeohash) }
         guard let e = try? NostrEvent.decode(String(decoding: c.eventJSON, as: UTF8.self)), e.tags.count <= 64,
               e.tags.allSatisfy({ $0.count <= 16 && $0.allSatisfy { $0.utf8.count <= 1_024 } }) else { return .failure(.notAnEvent) }
         guard e.kind == 20_000 else { return .failure(.wrongKind) }
         guard e.tags.contains(where: { $0.count >= 2 && $0[0] == "g" && $0[1] == c.geohash }) else { return .failure(.wrongGeohash) }
-        guard fresh(e, now: now) else { return .failure(.stale) }
+        guard fresh(e, wall: wall) else { return .failure(.stale) }
         return .success(e)
     }
 

@@ -1245,7 +1245,7 @@ public struct NodeCore: Sendable {
         let sealed = try CourierSeal.seal(payload, from: identity.noiseKey, to: prekey?.key ?? key, prekeyID: prekey?.id)
         let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: key, day: CourierSeal.epochDay(unixSeconds: w / 1_000)),
                                        expiry: w + CourierEnvelope.maxLifetime, ciphertext: sealed, copies: 4, prekeyID: prekey?.id)
-        let couriers = present.entries.filter { $0.value.hops == 1 && $0.value.info.fingerprint != recipient }
+        let couriers = present.entries.filter { $0.value.hops == 1 && $0.value.info.fingerprint != recipient && !blocked.contains($0.value.info.fingerprint) }
             .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
             .prefix(3).map(\.key)
         for c in couriers { try depositDrop(envelope, with: c, now: now) }
@@ -1340,7 +1340,9 @@ public struct NodeCore: Sendable {
     /// nearest first. Returns that peer (nil: no gateway here).
     @discardableResult
     public mutating func sendViaGateway(_ event: NostrEvent, geohash: String, now: Millis) throws -> PeerID? {
-        let gateways = present.entries.filter { $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true }
+        let gateways = present.entries.filter {
+            $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true && !blocked.contains($0.value.info.fingerprint)
+        }
         guard let g = gateways.min(by: { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) })?.key else { return nil }
         let carrier = try NostrCarrier(direction: .toGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
         var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: g, payload: carrier.encoded())
@@ -1362,13 +1364,13 @@ public struct NodeCore: Sendable {
     @discardableResult
     public mutating func gatewayDownlink(_ event: NostrEvent, geohash: String, now: Millis) -> Bool {
         guard configuration.gateway else { return false }
-        let kept = gateway.fromRelay(event, geohash: geohash, now: wall(now))
+        let kept = gateway.fromRelay(event, geohash: geohash, now: now, wall: wall(now))
         if kept { sendGatewayDownlinks(now: now) }
         return kept
     }
 
     private mutating func sendGatewayDownlinks(now: Millis) {
-        for c in gateway.due(now: wall(now)) {
+        for c in gateway.due(now: now, wall: wall(now)) {
             let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
             perform(router.originate(packet, now: now), now: now)
         }
@@ -1382,7 +1384,7 @@ public struct NodeCore: Sendable {
             refusals.carriers += 1 // unsigned, another's, not ours to take (a bridge deposit: not yet), or malformed
             return
         }
-        switch gateway.deposit(carrier, from: packet.senderID, relaysUp: gatewayRelaysUp, now: wall(now)) {
+        switch gateway.deposit(carrier, from: packet.senderID, relaysUp: gatewayRelaysUp, now: now, wall: wall(now)) {
         case let .publish(u): outbox.append(.publishNostr(u))
         case .queued: break
         case .refused: refusals.carriers += 1
@@ -1397,7 +1399,7 @@ public struct NodeCore: Sendable {
             return
         }
         guard carrier.direction == .fromGateway else { return } // a bridge's: not yet read
-        guard let e = gateway.heard(carrier, now: wall(now)) else { return }
+        guard let e = gateway.heard(carrier, now: now, wall: wall(now)) else { return }
         let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }?[1]
         emit(.gatewayMessage(GatewayMessage(geohash: carrier.geohash, eventID: e.id, pubkey: e.pubkey, nickname: nickname, text: e.content,
                                             createdAt: e.created_at, hops: hops)))
@@ -1412,7 +1414,7 @@ public struct NodeCore: Sendable {
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
         if let d = voice.nextDeadline { deadlines.append(d) }
-        if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d <= wall(0) ? 0 : d - wall(0)) }
+        if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d) } // monotonic, as ours
         return deadlines.min()
     }
 
@@ -1728,6 +1730,7 @@ public struct NodeCore: Sendable {
             "gateway.pending": gateway.pending.count,
             "gateway.depositors": gateway.sizes["gateway.depositors"] ?? 0,
             "gateway.heardIDs": gateway.sizes["gateway.heardIDs"] ?? 0,
+            "gateway.shown": gateway.sizes["gateway.shown"] ?? 0,
             "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
             "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
             "node.dropsOpened": openedDrops.count,

@@ -246,7 +246,7 @@ extension ChatScreen {
             say("* " + (event.sentence ?? ""))
         case let .gatewayMessage(m):
             if let screen {
-                screen.append(.init(time: FullScreen.clock(), text: EventPrinter.gatewayLine(m)), to: ChatBuffers.publicName)
+                screen.append(.init(time: FullScreen.clock(), text: EventPrinter.gatewayLine(m)), to: "#" + m.geohash)
             } else {
                 say("[\(Self.clock())] " + EventPrinter.gatewayLine(m))
             }

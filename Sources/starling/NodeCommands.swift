@@ -310,9 +310,16 @@ struct Listen: AsyncParsableCommand {
     var server: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s (a device in the background).") var background = false
     @Flag(help: "Send read receipts for private messages as they are printed (the reader is a person).") var markRead = false
+    @Option(name: .customLong("channel"), parsing: .singleValue,
+            help: ArgumentHelp("Print the location channel GEOHASH too (repeatable): over Nostr with --nostr, else as a gateway on the mesh carries it.",
+                               valueName: "GEOHASH"))
+    var channels: [String] = []
 
     func validate() throws {
         if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+        for g in channels where !NostrCarrier.isValidGeohash(g.lowercased()) {
+            throw ValidationError("--channel \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
+        }
     }
 
     func run() async throws {
@@ -320,6 +327,9 @@ struct Listen: AsyncParsableCommand {
         if let api = await APIClient.find(directory: DataDirectory(explicit: node.dataDir).url) { return try await listenThrough(api) }
         let session = try await NodeSession.start(node, server: server, background: background)
         let n = session.node, messenger = session.messenger
+        for g in channels {
+            do { _ = try await messenger.join(channel: g) } catch { throw RuntimeFailure("--channel \(g): \(error)") }
+        }
         let printer = EventPrinter(json: json)
         let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
         let deadline = duration.map { UInt64(Date().timeIntervalSince1970 * 1000) + UInt64($0 * 1000) }

@@ -63,7 +63,10 @@ struct NodeSession {
                 nostr = t
                 if !gatewayChannels.isEmpty {
                     options.core.gateway = true
-                    options.gatewayPublisher = { upload in Task { await t.publishSigned(upload.event) } }
+                    // One task publishes, in the order the gateway took them (the queue's oldest first).
+                    let (uploads, publishing) = AsyncStream.makeStream(of: GatewayCore.Upload.self, bufferingPolicy: .bufferingNewest(1_000))
+                    Task { for await u in uploads { await t.publishSigned(u.event) } }
+                    options.gatewayPublisher = { upload in publishing.yield(upload) }
                 }
             }
             if let address = chosen.server {

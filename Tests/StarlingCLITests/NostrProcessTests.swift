@@ -332,7 +332,12 @@ import Glibc
         let gatePort = try await MeshProcessTests.port(of: gate)
         let alice = try LiveProcess(["listen", "--json", "--port", "0", "--name", "alice", "--duration", "90", "--no-discovery",
                                      "--announce-interval", "1", "--data-dir", ContactCommandTests.temporaryDirectory("alice-mesh"),
-                                     "--peer", "127.0.0.1:\(gatePort)"])
+                                     "--peer", "127.0.0.1:\(gatePort)", "--channel", "u4pruy"])
+        // The control of the channel filter: a mesh node that joined no channel shows none of it.
+        let carl = try LiveProcess(["listen", "--json", "--port", "0", "--name", "carl", "--duration", "90", "--no-discovery",
+                                    "--announce-interval", "1", "--data-dir", ContactCommandTests.temporaryDirectory("carl-mesh"),
+                                    "--peer", "127.0.0.1:\(gatePort)"])
+        defer { carl.stop() }
         defer { alice.stop() }
         let caps = await alice.waitFor { $0["event"] as? String == "capabilities" && ($0["capabilities"] as? [String])?.contains("gateway") == true }
         #expect(caps != nil, "gate announces the gateway bit: \(alice.text)")
@@ -354,6 +359,8 @@ import Glibc
         let id = try #require(got?["eventID"] as? String)
         try await Task.sleep(for: .seconds(2))
         #expect(alice.events.filter { $0["eventID"] as? String == id }.count == 1, "\(alice.text)")
+        #expect(await carl.waitFor(seconds: 5) { $0["event"] as? String == "peer" && $0["nickname"] as? String == "gate" } != nil)
+        #expect(!carl.text.contains("gatewayMessage"), "carl joined no channel: \(carl.text)")
 
         // Up: a chat on the mesh only joins the channel and speaks through the gateway; ben reads it.
         let dan = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "dan", "--announce-interval", "1",

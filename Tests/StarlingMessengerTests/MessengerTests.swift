@@ -239,6 +239,32 @@ import StarlingYaOKStore
         #expect(m.received(0) == ["drop B"])
     }
 
+    /// Channel lines a gateway carried are shown only for a channel the person
+    /// joined, each event once (a relay's copy included); not after leaving.
+    @Test func gatewayLinesAreShownOnlyInChannelsJoinedAndOnce() {
+        var core = MessengerCore(identity: Identity.generate(), configuration: .init())
+        core.storeOpened(.init(), peers: [:], now: 1)
+        func line(_ id: String, _ g: String = "u4pruy") -> NodeEvent {
+            .gatewayMessage(GatewayMessage(geohash: g, eventID: id, pubkey: "ab", nickname: "ann", text: "t" + id, createdAt: 1, hops: 1))
+        }
+        func shown() -> [String] {
+            core.takeEffects().compactMap { if case let .event(.node(.gatewayMessage(m))) = $0 { m.eventID } else { nil } }
+        }
+        core.handle(line("1"), peers: [:], now: 2)
+        #expect(shown().isEmpty, "not joined")
+        core.joinedChannel("U4PRUY")
+        core.handle(line("2"), peers: [:], now: 2)
+        core.handle(line("2"), peers: [:], now: 2)
+        core.handle(line("3", "u4pruz"), peers: [:], now: 2)
+        #expect(shown() == ["2"], "joined: once, and only its own channel")
+        #expect(!core.channelEventShown("2") && core.channelEventShown("4"), "a relay's copy of a shown event is not shown again")
+        core.handle(line("4"), peers: [:], now: 2)
+        #expect(shown().isEmpty)
+        core.leftChannel("u4pruy")
+        core.handle(line("5"), peers: [:], now: 2)
+        #expect(shown().isEmpty, "left")
+    }
+
     @Test func nostrCarriesAContactsMessagesWhenBothAreFavouritesAndNotOnTheMesh() throws {
         let m = MessengerNetwork()
         for name in ["alice", "bob"] { m.add(name) { $0.nostr = true; $0.npub = "npub1" + name } }

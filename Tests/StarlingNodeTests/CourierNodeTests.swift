@@ -30,6 +30,12 @@ extension InProcessNodes {
         net.disconnect(1, 2)
         net.run(for: 70_000) // carol's announce ages out: she is away
         #expect(net.nodes[0].peers.values.contains { $0.fingerprint == carol } == false)
+        // A blocked neighbour carries nothing of ours (the control: unblocked, it takes the drop below).
+        let bobKey = net.nodes[1].identity.fingerprint
+        net.on(0) { c, _ in c.block(bobKey) }
+        #expect(try net.on(0) { try $0.sendDrop("not through bob", to: carol, now: $1) } == 0)
+        net.on(0) { c, _ in c.unblock(bobKey) }
+        net.run(for: 3_000)
         let couriers = try net.on(0) { try $0.sendDrop("meet at the bridge at noon", to: carol, now: $1) }
         net.run(for: 1_000)
         #expect(couriers == 1 && net.nodes[1].tableSizes["node.courierHeld"] == 1)

@@ -147,6 +147,45 @@ import Testing
         #expect((g.sizes["gateway.depositors"] ?? 0) <= 512 && (g.sizes["gateway.publishedIDs"] ?? 0) <= 512, "\(g.sizes)")
     }
 
+    /// The rate windows follow the monotonic clock, freshness the wall clock:
+    /// a wall clock stepped back an hour neither fills nor empties a window.
+    /// A created_at near Int64.max is stale, not wrapped into range.
+    @Test func windowsKeepTheirOwnClockAndNoTimeWraps() throws {
+        var g = GatewayCore()
+        let key = Secp256k1.PrivateKey.random(), d = PeerID(rawValue: 7)
+        func deposit(_ e: NostrEvent, now: UInt64, wall: UInt64) -> GatewayCore.Outcome { g.deposit(try! Self.carrier(e), from: d, relaysUp: true, now: now, wall: wall) }
+        for i in 0..<10 { _ = deposit(try Self.event("n\(i)", key: key), now: 1_000 + UInt64(i), wall: Self.t0) }
+        let back = Self.t0 - 3_600_000
+        #expect(deposit(try Self.event("eleventh", key: key, at: back), now: 2_000, wall: back) == .refused(.rateLimited))
+        if case .publish = deposit(try Self.event("a minute on", key: key, at: back), now: 61_100, wall: back) {} else {
+            Issue.record("a monotonic minute frees the window whatever the wall clock did")
+        }
+        var huge = try Self.event("far", key: key)
+        huge.created_at = Int64.max / 1_000 * 1_000 + 5
+        #expect(deposit(huge, now: 70_000, wall: Self.t0) == .refused(.stale))
+        var wrapped = try Self.event("wrap", key: key)
+        wrapped.created_at = 18_446_745_823_709_551 // × 1000 wraps (mod 2^64) to 616 ms before t0: the old check took it
+        #expect(deposit(wrapped, now: 70_001, wall: Self.t0) == .refused(.stale))
+    }
+
+    /// A listener in radio range of a forger: 60 events a minute shown in all,
+    /// 10 of one key; names cut to 64 bytes; a minute later more are shown.
+    @Test func whatAListenerShowsIsBudgeted() throws {
+        var listener = GatewayCore()
+        func hear(_ c: NostrCarrier, now: UInt64) -> NostrEvent? { listener.heard(c, now: now, wall: Self.t0) }
+        let one = Secp256k1.PrivateKey.random()
+        var shown = 0
+        for i in 0..<30 where hear(try Self.carrier(try Self.event("same key \(i)", key: one), .fromGateway), now: 0) != nil { shown += 1 }
+        #expect(shown == 10)
+        for i in 0..<100 where hear(try Self.carrier(try Self.event("many keys \(i)", key: .random()), .fromGateway), now: 1) != nil { shown += 1 }
+        #expect(shown == 60 && (listener.sizes["gateway.shown"] ?? 0) == 60)
+        var long = NostrEvent(pubkey: "", createdAt: Int64(Self.t0 / 1_000), kind: 20_000,
+                              tags: [["g", Self.geohash], ["n", String(repeating: "é", count: 300)]], content: "long name")
+        try long.sign(with: .random())
+        let later = hear(try Self.carrier(long, .fromGateway), now: 60_001)
+        #expect(later?.content == "long name" && (later?.tags[1][1].unicodeScalars.count ?? 0) == 64, "a minute later, shown, its name cut")
+    }
+
     /// Down: events of the channel, at most 30 a minute into the mesh, 30
     /// waiting (the oldest out), each once; other kinds, channels, stale or
     /// forged ones never. Heard: shown once, a forgery never, and a forgery
@@ -175,7 +214,9 @@ import Testing
         #expect(!fromRelay(events[49], geohash: Self.geohash, now: Self.t0 + 60_000), "sent already")
 
         // A listener: each carrier's event once; a forgery naming a real ID first keeps nothing out.
-        var listener = GatewayCore()
+        var generous = GatewayCore.Limits()
+        generous.heardPerKey = 100 // one key here; the budget has its own test
+        var listener = GatewayCore(limits: generous)
         func hear(_ c: NostrCarrier, now: UInt64) -> NostrEvent? { listener.heard(c, now: now) }
         var fake = events[0]
         fake.content = "a forgery under a real ID"
@@ -232,6 +273,11 @@ extension InProcessNodes {
         net.run(for: 1_000)
         #expect(net.published[gate].map(\.event) == [e] && net.published[gate].first?.event.json == e.json, "published as it came")
         #expect(net.published[bob].isEmpty, "bob only relays")
+        // A blocked gateway is never handed our lines (the control: gate took the one above).
+        let gateKey = net.nodes[gate].identity.fingerprint
+        net.on(alice) { c, _ in c.block(gateKey) }
+        #expect(try net.on(alice) { try $0.sendViaGateway(e, geohash: GatewayTests.geohash, now: $1) } == nil)
+        net.on(alice) { c, _ in c.unblock(gateKey) }
 
         // A deposit signed by mallory's key under alice's ID: refused; counted.
         let before = net.nodes[gate].refusals.carriers
