@@ -141,7 +141,7 @@ public struct MessengerCore: Sendable {
     public private(set) var channels: Set<String> = []
     /// Channel events shown (512 IDs, oldest forgotten): one event is shown once,
     /// through a gateway or a relay.
-    private var channelShown = BoundedSet(capacity: 512)
+    private var channelShown = BoundedIDs(512)
 
     public mutating func joinedChannel(_ geohash: String) { channels.insert(geohash.lowercased()) }
     public mutating func leftChannel(_ geohash: String) { channels.remove(geohash.lowercased()) }
@@ -1031,17 +1031,3 @@ extension MessengerCore {
     }
 }
 
-/// Strings remembered in the order they came, the oldest forgotten past `capacity`.
-struct BoundedSet: Sendable {
-    let capacity: Int
-    private var members: Set<String> = []
-    private var order: [String] = []
-    init(capacity: Int) { self.capacity = capacity }
-    /// Inserts; false when it was there already.
-    mutating func insert(_ s: String) -> Bool {
-        guard members.insert(s).inserted else { return false }
-        order.append(s)
-        if order.count > capacity { members.remove(order.removeFirst()) }
-        return true
-    }
-}

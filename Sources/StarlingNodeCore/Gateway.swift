@@ -243,16 +243,19 @@ public struct GatewayMessage: Hashable, Sendable, Codable {
 }
 
 /// IDs remembered in the order they came, the oldest forgotten past the capacity.
-struct BoundedIDs: Sendable {
-    let capacity: Int
+public struct BoundedIDs: Sendable {
+    public let capacity: Int
     private var members: Set<String> = []
     private var order: [String] = []
-    init(_ capacity: Int) { self.capacity = capacity }
-    var count: Int { members.count }
-    func contains(_ id: String) -> Bool { members.contains(id) }
-    mutating func insert(_ id: String) {
-        guard members.insert(id).inserted else { return }
+    public init(_ capacity: Int) { self.capacity = capacity }
+    public var count: Int { members.count }
+    public func contains(_ id: String) -> Bool { members.contains(id) }
+    /// Inserts; false when it was there already.
+    @discardableResult
+    public mutating func insert(_ id: String) -> Bool {
+        guard members.insert(id).inserted else { return false }
         order.append(id)
         if order.count > capacity { members.remove(order.removeFirst()) }
+        return true
     }
 }
