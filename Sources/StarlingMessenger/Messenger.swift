@@ -32,14 +32,18 @@ public actor Messenger {
     /// Location channels this node carries as a gateway (joined at start; their
     /// events go to the node's gateway, which carries them into the mesh).
     let gatewayChannels: [String]
+    /// The cell this node bridges (its events come from the relays to the node's bridge).
+    let bridgeCell: String?
     /// The seed of our location-channel keys (the data directory's), for lines
     /// a gateway carries when we have no relay.
     let geoSeed: [UInt8]?
 
     public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
-                configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = [], geoSeed: [UInt8]? = nil) {
+                configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = [], bridgeCell: String? = nil,
+                geoSeed: [UInt8]? = nil) {
         self.node = node
         self.gatewayChannels = gatewayChannels
+        self.bridgeCell = bridgeCell
         self.geoSeed = geoSeed
         self.directory = directory
         self.nostr = nostr
@@ -80,12 +84,17 @@ public actor Messenger {
         }
         // Location channels (Nostr), given to the faces as they come; a gateway's
         // channels also to the node, which carries their events into the mesh.
-        let channels = Task { [weak self, nostr, continuation, node, gatewayChannels] in
+        let channels = Task { [weak self, nostr, continuation, node, gatewayChannels, bridgeCell] in
             guard let nostr else { return }
             for g in gatewayChannels {
                 do { try await nostr.join(g) } catch { continuation.yield(.warning("the gateway does not follow #\(g): \(error)")) }
             }
+            if let bridgeCell { await nostr.followBridge(cells: MeshBridge.cells(around: bridgeCell)) }
             for await e in nostr.channelEvents {
+                if case let .bridge(event) = e {
+                    await node.bridgeFromRelay(event)
+                    continue
+                }
                 if case let .message(m) = e, let event = m.event, gatewayChannels.contains(m.geohash) {
                     await node.gatewayDownlink(event, geohash: m.geohash)
                 }
@@ -94,15 +103,15 @@ public actor Messenger {
                 continuation.yield(.channel(e))
             }
         }
-        // A gateway publishes while a relay is up, and queues meanwhile.
-        let relaysWatch = Task { [nostr, node, gatewayChannels] in
-            guard let nostr, !gatewayChannels.isEmpty else { return }
+        // A gateway or a bridge publishes while a relay is up, and queues meanwhile.
+        let relaysWatch = Task { [nostr, node, gatewayChannels, bridgeCell] in
+            guard let nostr, !gatewayChannels.isEmpty || bridgeCell != nil else { return }
             var up = false
             while !Task.isCancelled {
                 let now = !(await nostr.status.relays.isEmpty)
                 if now != up {
                     up = now
-                    await node.gatewayRelays(up: up)
+                    await node.nostrRelays(up: up)
                 }
                 try? await Task.sleep(for: .milliseconds(500))
             }

@@ -189,6 +189,8 @@ public enum APIJSON {
                 return [["event": "channelPresence", "geohash": geohash, "publicKey": key]]
             case let .failed(why):
                 return [["event": "channelFailed", "reason": why]]
+            case .bridge:
+                return [] // the node's bridge takes these; a face sees what it shows (bridgedMessage)
             }
         }
     }

@@ -35,9 +35,9 @@ public actor MeshNode {
         /// Mailbox transports (Nostr): peers reached by who they are, used only
         /// for a peer with no mesh route.
         public var mailboxes: [any MailboxTransport] = []
-        /// With `core.gateway`: hands what the gateway took to the relays (the
-        /// events as they came, each its author's).
-        public var gatewayPublisher: (@Sendable (GatewayCore.Upload) -> Void)?
+        /// With `core.gateway` or `core.bridge`: hands what the gateway or the
+        /// bridge took to the relays (the events as they came, each its author's).
+        public var nostrPublisher: (@Sendable (GatewayCore.Upload) -> Void)?
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
@@ -448,7 +448,7 @@ public actor MeshNode {
             case let .acknowledged(id):
                 for m in options.mailboxes { m.acknowledged(id) }
             case let .publishNostr(upload):
-                options.gatewayPublisher?(upload)
+                options.nostrPublisher?(upload)
             case let .bulkOffered(offer, from):
                 bulkOffered(offer, from: from)
             case let .bulkAnswered(answer, from):
@@ -960,8 +960,10 @@ public actor MeshNode {
         try command { try $0.sendViaGateway(event, geohash: geohash, now: $1) }
     }
 
-    /// The gateway (`core.gateway`): a relay is up (or none is) for what it publishes.
-    public func gatewayRelays(up: Bool) { command { $0.gatewayRelays(up: up, now: $1) } }
+    /// The gateway or the bridge: a relay is up (or none is) for what they publish.
+    public func nostrRelays(up: Bool) { command { $0.nostrRelays(up: up, now: $1) } }
+    /// The bridge (`core.bridge`): an event its subscription brought, shown and carried into the mesh when it is one to carry.
+    public func bridgeFromRelay(_ event: NostrEvent) { command { $0.bridgeFromRelay(event, now: $1) } }
     /// The gateway: an event of a channel it follows, carried into the mesh when it is one to carry.
     @discardableResult
     public func gatewayDownlink(_ event: NostrEvent, geohash: String) -> Bool {

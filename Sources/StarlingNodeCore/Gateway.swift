@@ -62,10 +62,10 @@ public struct GatewayCore: Sendable {
     }
 
     public var limits: Limits
-    public private(set) var queue: [Upload] = []
+    public var queue: [Upload] { book.queue }
+    private var book = DepositBook()
     public private(set) var pending: [(event: NostrEvent, geohash: String)] = []
     private var heardIDs = BoundedIDs(512), publishedIDs = BoundedIDs(512), rebroadcastIDs = BoundedIDs(512)
-    private var deposits: [PeerID: [UInt64]] = [:]
     private var sent: [UInt64] = []
     /// Events shown from broadcast carriers in the last minute: their keys and when (at most `heardPerMinute`).
     private var shown: [(key: String, at: UInt64)] = []
@@ -80,7 +80,7 @@ public struct GatewayCore: Sendable {
 
     /// Table sizes, for bounds and `/stats`.
     public var sizes: [String: Int] {
-        ["gateway.queue": queue.count, "gateway.pending": pending.count, "gateway.depositors": deposits.count,
+        ["gateway.queue": queue.count, "gateway.pending": pending.count, "gateway.depositors": book.depositors,
          "gateway.heardIDs": heardIDs.count, "gateway.shown": shown.count, "gateway.publishedIDs": publishedIDs.count, "gateway.rebroadcastIDs": rebroadcastIDs.count]
     }
 
@@ -96,22 +96,12 @@ public struct GatewayCore: Sendable {
         case let .success(e): event = e
         case let .failure(r): return refuse(r)
         }
-        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id), !queue.contains(where: { $0.event.id == event.id }) else {
+        guard !heardIDs.contains(event.id), !publishedIDs.contains(event.id), !book.isQueued(event.id) else {
             return refuse(.seen)
         }
         // Charged before the signature is checked (as iOS): a depositor spending our CPU pays for it.
-        var window = (deposits[depositor] ?? []).filter { now < $0 + 60_000 }
-        guard window.count < limits.depositsPerMinute else {
-            deposits[depositor] = window
+        guard book.charge(depositor, now: now, perMinute: limits.depositsPerMinute, tracked: limits.trackedDepositors) else {
             return refuse(.rateLimited)
-        }
-        window.append(now)
-        deposits[depositor] = window
-        if deposits.count > limits.trackedDepositors {
-            deposits = deposits.filter { $0.value.contains { now < $0 + 60_000 } }
-            while deposits.count > limits.trackedDepositors, let oldest = deposits.min(by: { ($0.value.last ?? 0) < ($1.value.last ?? 0) }) {
-                deposits[oldest.key] = nil
-            }
         }
         guard (try? event.verify()) != nil else { return refuse(.badSignature) }
         let upload = Upload(event: event, geohash: carrier.geohash, depositor: depositor)
@@ -119,16 +109,13 @@ public struct GatewayCore: Sendable {
             publishedIDs.insert(event.id)
             return .publish(upload)
         }
-        guard queue.filter({ $0.depositor == depositor }).count < limits.queuedPerDepositor else { return refuse(.depositorQueueFull) }
-        if queue.count >= limits.queued { queue.removeFirst() }
-        queue.append(upload)
+        guard book.enqueue(upload, perDepositor: limits.queuedPerDepositor, total: limits.queued) else { return refuse(.depositorQueueFull) }
         return .queued
     }
 
     /// A relay is up: what was queued goes (oldest first), each once.
     public mutating func relaysUp() -> [Upload] {
-        let out = queue
-        queue = []
+        let out = book.flush()
         for u in out { publishedIDs.insert(u.event.id) }
         return out
     }
@@ -257,5 +244,49 @@ public struct BoundedIDs: Sendable {
         order.append(id)
         if order.count > capacity { members.remove(order.removeFirst()) }
         return true
+    }
+}
+
+/// Deposits a gateway or a bridge takes from mesh peers: each depositor's
+/// last minute (charged before a signature is checked; at most `tracked`
+/// depositors, those quiet for a minute first out, then the least recent),
+/// and the queue while no relay is up (`perDepositor` each, `total` in all,
+/// the oldest going first).
+struct DepositBook: Sendable {
+    private var windows: [PeerID: [UInt64]] = [:]
+    private(set) var queue: [GatewayCore.Upload] = []
+
+    var depositors: Int { windows.count }
+    func isQueued(_ id: String) -> Bool { queue.contains { $0.event.id == id } }
+
+    /// Charges one deposit to `depositor` at `now` (monotonic ms): false past its minute's budget.
+    mutating func charge(_ depositor: PeerID, now: UInt64, perMinute: Int, tracked: Int) -> Bool {
+        var window = (windows[depositor] ?? []).filter { now < $0 + 60_000 }
+        guard window.count < perMinute else {
+            windows[depositor] = window
+            return false
+        }
+        window.append(now)
+        windows[depositor] = window
+        if windows.count > tracked {
+            windows = windows.filter { $0.value.contains { now < $0 + 60_000 } }
+            while windows.count > tracked, let oldest = windows.min(by: { ($0.value.last ?? 0) < ($1.value.last ?? 0) }) {
+                windows[oldest.key] = nil
+            }
+        }
+        return true
+    }
+
+    /// Queued until a relay is up: false when its depositor has `perDepositor` waiting.
+    mutating func enqueue(_ upload: GatewayCore.Upload, perDepositor: Int, total: Int) -> Bool {
+        guard queue.filter({ $0.depositor == upload.depositor }).count < perDepositor else { return false }
+        if queue.count >= total { queue.removeFirst() }
+        queue.append(upload)
+        return true
+    }
+
+    mutating func flush() -> [GatewayCore.Upload] {
+        defer { queue = [] }
+        return queue
     }
 }

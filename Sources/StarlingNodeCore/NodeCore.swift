@@ -110,6 +110,21 @@ public struct NodeCore: Sendable {
         /// the mesh (``gatewayDownlink(_:geohash:now:)``); announces capability bit 2.
         public var gateway = false
         public var gatewayLimits = GatewayCore.Limits()
+        /// Be a mesh bridge on this rendezvous cell (6 characters; docs/PROTOCOL.md,
+        /// "Mesh bridges"): our public messages, and those mesh peers hand us
+        /// (`toBridge`), go to the relays (``Output/publishNostr(_:)``); what the
+        /// relays bring from the other meshes on the cell and its ring is shown and
+        /// carried into the mesh (``bridgeFromRelay(_:now:)``). Announces
+        /// capability bit 7 and the cell (TLV 0x06). Needs ``bridgeSeed``.
+        public var bridge: String? = nil
+        /// Our public messages also cross to other meshes through a bridge peer
+        /// (the nearest whose announce says bridge), each signed by us with our
+        /// key for its cell. Off by default: nothing leaves the mesh unless its
+        /// author asks. Needs ``bridgeSeed``.
+        public var crossesBridges = false
+        /// The seed our bridge keys come from (``MeshBridge/identity(seed:cell:)``).
+        public var bridgeSeed: [UInt8]? = nil
+        public var bridgeLimits = BridgeCore.Limits()
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -240,6 +255,8 @@ public struct NodeCore: Sendable {
         /// The Noise static key its verified announce carries (its fingerprint's
         /// preimage): what a courier drop for it is sealed to once it is away.
         public var noiseKey: [UInt8]? = nil
+        /// The rendezvous cell it bridges (its announce's TLV 0x06, with bit 7), if any.
+        public var bridgeGeohash: String? = nil
     }
 
     struct PeerCard: Sendable {
@@ -250,6 +267,8 @@ public struct NodeCore: Sendable {
         var capabilities: Capabilities?
         /// The timestamp of the announce this card was taken from.
         var announcedAt: UInt64 = 0
+        /// Its bridge's cell (only with capability bit 7).
+        var bridgeGeohash: String? = nil
     }
 
     /// What every node can do, as its announces say: it answers pings, and it
@@ -264,6 +283,7 @@ public struct NodeCore: Sendable {
         if configuration.bulk { c.formUnion(.wifiBulk) }
         if configuration.publishesPrekeys { c.formUnion(.prekeys) }
         if configuration.gateway { c.formUnion(.gateway) }
+        if configuration.bridge != nil, configuration.bridgeSeed != nil { c.formUnion(.bridge) }
         c.formUnion(.groups)
         return c
     }
@@ -388,8 +408,10 @@ public struct NodeCore: Sendable {
     private var courier = CourierStore()
     /// The gateway's tables (a listener's too: what it heard from gateways).
     private var gateway = GatewayCore()
-    /// Whether the runtime has a relay up for what the gateway publishes.
-    private var gatewayRelaysUp = false
+    /// Whether the runtime has a relay up for what the gateway and the bridge publish.
+    private var nostrRelaysUp = false
+    /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
+    private var bridge = BridgeCore(cell: nil, key: nil)
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
     private var openedDrops: [String] = []
     /// Drops for us that came before the trust decisions (64, the oldest refused): opened once they are known.
@@ -438,6 +460,10 @@ public struct NodeCore: Sendable {
                                  configuration: routing)
         self.board = configuration.board.map { BoardStore(configuration: $0) }
         self.gateway = GatewayCore(limits: configuration.gatewayLimits)
+        let bridgeCell = configuration.bridgeSeed == nil ? nil : configuration.bridge
+        var bridgeKey: Secp256k1.PrivateKey?
+        if let bridgeCell, let seed = configuration.bridgeSeed { bridgeKey = MeshBridge.identity(seed: seed, cell: bridgeCell) }
+        self.bridge = BridgeCore(cell: bridgeCell, key: bridgeKey, limits: configuration.bridgeLimits)
         let signingKey = identity.signingKey
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
@@ -1351,12 +1377,14 @@ public struct NodeCore: Sendable {
         return g
     }
 
-    /// The runtime has (or lost) a relay for what the gateway publishes: what
-    /// waited goes when one is up.
-    public mutating func gatewayRelays(up: Bool, now: Millis) {
-        gatewayRelaysUp = up
-        guard up, configuration.gateway else { return }
-        for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) }
+    /// The runtime has (or lost) a relay for what the gateway and the bridge
+    /// publish: what waited goes when one is up.
+    public mutating func nostrRelays(up: Bool, now: Millis) {
+        nostrRelaysUp = up
+        guard up else { return }
+        if configuration.gateway { for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) } }
+        for u in bridge.relaysUp() { outbox.append(.publishNostr(u)) }
+        bridgeDue(now: now)
     }
 
     /// An event from a location channel the gateway follows: carried into the
@@ -1377,18 +1405,29 @@ public struct NodeCore: Sendable {
     }
 
     /// A carrier directed to us: a deposit, signed by its depositor's
-    /// announced key (it may be hops away), for our gateway.
+    /// announced key (it may be hops away), for our gateway or our bridge.
     private mutating func takeDeposit(_ packet: Packet, now: Millis) {
         guard let card = present[packet.senderID]?.info, packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey),
-              let carrier = try? NostrCarrier(decoding: packet.payload[...]), carrier.direction == .toGateway, configuration.gateway else {
-            refusals.carriers += 1 // unsigned, another's, not ours to take (a bridge deposit: not yet), or malformed
+              let carrier = try? NostrCarrier(decoding: packet.payload[...]),
+              (carrier.direction == .toGateway && configuration.gateway) || (carrier.direction == .toBridge && bridge.cell != nil) else {
+            refusals.carriers += 1 // unsigned, another's, not ours to take, or malformed
             return
         }
-        switch gateway.deposit(carrier, from: packet.senderID, relaysUp: gatewayRelaysUp, now: now, wall: wall(now)) {
-        case let .publish(u): outbox.append(.publishNostr(u))
-        case .queued: break
-        case .refused: refusals.carriers += 1
+        let upload: GatewayCore.Upload?
+        if carrier.direction == .toBridge {
+            switch bridge.deposit(carrier, from: packet.senderID, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
+            case let .publish(u): upload = u
+            case .queued: upload = nil
+            case .refused: upload = nil; refusals.carriers += 1
+            }
+        } else {
+            switch gateway.deposit(carrier, from: packet.senderID, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
+            case let .publish(u): upload = u
+            case .queued: upload = nil
+            case .refused: upload = nil; refusals.carriers += 1
+            }
         }
+        if let upload { outbox.append(.publishNostr(upload)) }
     }
 
     /// A broadcast carrier: a gateway's event for the mesh, shown once when
@@ -1398,11 +1437,71 @@ public struct NodeCore: Sendable {
             refusals.carriers += 1
             return
         }
-        guard carrier.direction == .fromGateway else { return } // a bridge's: not yet read
+        if carrier.direction == .fromBridge {
+            if let m = bridge.heard(carrier, hops: hops, now: now, wall: wall(now)) { emit(.bridgedMessage(m)) }
+            return
+        }
+        guard carrier.direction == .fromGateway else { return } // a deposit broadcast: nobody's to take
         guard let e = gateway.heard(carrier, now: now, wall: wall(now)) else { return }
         let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }?[1]
         emit(.gatewayMessage(GatewayMessage(geohash: carrier.geohash, eventID: e.id, pubkey: e.pubkey, nickname: nickname, text: e.content,
                                             createdAt: e.created_at, hops: hops)))
+    }
+
+    // MARK: The mesh bridge
+
+    /// The nearest reachable peer whose verified announce says bridge (bit 7)
+    /// with its cell, not blocked.
+    private var bridgePeer: (peer: PeerID, cell: String)? {
+        present.entries.filter {
+            $0.key != peerID && $0.value.info.capabilities?.contains(.bridge) == true && $0.value.info.bridgeGeohash != nil
+                && !blocked.contains($0.value.info.fingerprint)
+        }
+        .min { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) }
+        .map { ($0.key, $0.value.info.bridgeGeohash ?? "") }
+    }
+
+    /// Our public message crosses (a bridge here, or ``Configuration/crossesBridges``
+    /// and a bridge peer): published by our bridge, or handed to the nearest
+    /// bridge peer as a `toBridge` deposit.
+    private mutating func crossBridges(_ text: String, timestamp: UInt64, now: Millis) {
+        guard let seed = configuration.bridgeSeed else { return }
+        if let cell = bridge.cell {
+            guard let e = MeshBridge.message(text, nickname: nickname, cell: cell, senderIDHex: peerID.description, timestampMs: timestamp,
+                                             key: MeshBridge.identity(seed: seed, cell: cell), now: Int64(wall(now) / 1_000)) else { return }
+            let upload = GatewayCore.Upload(event: e, geohash: cell, depositor: peerID)
+            bridge.published(e)
+            if nostrRelaysUp { outbox.append(.publishNostr(upload)) } else { _ = bridge.queueOwn(upload) }
+            return
+        }
+        guard configuration.crossesBridges, let (peer, cell) = bridgePeer,
+              let e = MeshBridge.message(text, nickname: nickname, cell: cell, senderIDHex: peerID.description, timestampMs: timestamp,
+                                         key: MeshBridge.identity(seed: seed, cell: cell), now: Int64(wall(now) / 1_000)),
+              let carrier = try? NostrCarrier(direction: .toBridge, geohash: cell, eventJSON: Array(e.json.utf8)) else { return }
+        bridge.published(e)
+        var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: carrier.encoded())
+        guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil else { return }
+        perform(router.originate(packet, now: now), now: now)
+    }
+
+    /// An event our bridge's subscription brought from the relays: shown when
+    /// it is one to show, and carried into the mesh after a short hold-off.
+    public mutating func bridgeFromRelay(_ event: NostrEvent, now: Millis) {
+        guard bridge.cell != nil else { return }
+        let jitter = 200 + rng.next() % 1_301
+        if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter) { emit(.bridgedMessage(m)) }
+    }
+
+    /// The bridge's downlinks and presence that are due.
+    private mutating func bridgeDue(now: Millis) {
+        guard bridge.cell != nil else { return }
+        for c in bridge.due(now: now, wall: wall(now)) {
+            let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
+            perform(router.originate(packet, now: now), now: now)
+        }
+        if let e = bridge.presenceDue(now: now, wall: wall(now), relaysUp: nostrRelaysUp), let cell = bridge.cell {
+            outbox.append(.publishNostr(GatewayCore.Upload(event: e, geohash: cell, depositor: peerID)))
+        }
     }
 
     // MARK: Time
@@ -1415,6 +1514,7 @@ public struct NodeCore: Sendable {
         if let d = tracker.nextDeadline { deadlines.append(d) }
         if let d = voice.nextDeadline { deadlines.append(d) }
         if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d) } // monotonic, as ours
+        if bridge.cell != nil, let d = bridge.nextDeadline(relaysUp: nostrRelaysUp) { deadlines.append(d) }
         return deadlines.min()
     }
 
@@ -1425,6 +1525,7 @@ public struct NodeCore: Sendable {
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
         if let due = voice.nextDeadline, now >= due { for note in voice.tick(now: now) { outbox.append(.saveVoice(note)) } }
         if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
+        if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
             nextHousekeeping = now + configuration.housekeepingInterval
             housekeeping(now: now)
@@ -1487,6 +1588,8 @@ public struct NodeCore: Sendable {
         var packet = Packet(type: .message, ttl: 7, timestamp: wall(now), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
+        bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: peerID.description, timestampMs: packet.timestamp, content: text))
+        crossBridges(text, timestamp: packet.timestamp, now: now)
     }
 
     /// Sends a private message, end-to-end encrypted with Noise (a handshake
@@ -1680,7 +1783,7 @@ public struct NodeCore: Sendable {
     public var peers: [PeerID: PeerInfo] {
         present.entries.mapValues {
             PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce,
-                     capabilities: $0.info.capabilities, noiseKey: noiseKeys[$0.info.fingerprint]?.key)
+                     capabilities: $0.info.capabilities, noiseKey: noiseKeys[$0.info.fingerprint]?.key, bridgeGeohash: $0.info.bridgeGeohash)
         }
     }
 
@@ -1734,6 +1837,16 @@ public struct NodeCore: Sendable {
             "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
             "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
             "node.dropsOpened": openedDrops.count,
+            "bridge.queue": bridge.sizes["bridge.queue"] ?? 0,
+            "bridge.pending": bridge.sizes["bridge.pending"] ?? 0,
+            "bridge.depositors": bridge.sizes["bridge.depositors"] ?? 0,
+            "bridge.radioIDs": bridge.sizes["bridge.radioIDs"] ?? 0,
+            "bridge.meshBroadcastIDs": bridge.sizes["bridge.meshBroadcastIDs"] ?? 0,
+            "bridge.publishedIDs": bridge.sizes["bridge.publishedIDs"] ?? 0,
+            "bridge.receivedIDs": bridge.sizes["bridge.receivedIDs"] ?? 0,
+            "bridge.rebroadcastIDs": bridge.sizes["bridge.rebroadcastIDs"] ?? 0,
+            "bridge.inbound": bridge.sizes["bridge.inbound"] ?? 0,
+            "bridge.participants": bridge.sizes["bridge.participants"] ?? 0,
             "node.prekeysUsed": prekeysUsed.count,
             "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,
@@ -2021,7 +2134,9 @@ public struct NodeCore: Sendable {
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
                                     signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)),
-                                    announcedAt: packet.timestamp)
+                                    announcedAt: packet.timestamp,
+                                    bridgeGeohash: a.capabilities.map { Capabilities(rawValue: $0).contains(.bridge) } == true
+                                        && a.bridgeGeohash.map(NostrCarrier.isValidGeohash) == true ? a.bridgeGeohash : nil)
                 pin(card.fingerprint, a.signingPublicKey)
                 rememberNoiseKey(card.fingerprint, a.noisePublicKey)
                 // §6.4: the session follows the Noise key, whatever ID the peer uses now.
@@ -2073,6 +2188,7 @@ public struct NodeCore: Sendable {
                 return
             }
             _ = shownPublic.insert(PacketID(packet))
+            bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
             emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
                           hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
         case .boardPost where board != nil && packet.isBroadcast:
@@ -2377,7 +2493,8 @@ public struct NodeCore: Sendable {
         lastAnnounce = now
         let neighbors = Array(router.neighborhood.neighborPeers.sorted().prefix(Announce.maxNeighbors))
         guard let packet = try? Announcement.make(identity: identity, nickname: nickname, timestamp: wall(now),
-                                                  directNeighbors: neighbors, capabilities: announcedCapabilities.rawValue) else { return }
+                                                  directNeighbors: neighbors, capabilities: announcedCapabilities.rawValue,
+                                                  bridgeGeohash: announcedCapabilities.contains(.bridge) ? bridge.cell : nil) else { return }
         perform(router.originate(packet, now: now), now: now)
     }
 }

@@ -89,6 +89,12 @@ public enum NodeEvent: Sendable {
     /// "gatewayMessage"` with `geohash`, `eventID`, `pubkey`, `nickname`
     /// (the `n` tag's claim), `text`, `createdAt`, `hops`.
     case gatewayMessage(GatewayMessage)
+    /// A public message from another mesh that the bridges on a cell carried
+    /// (0x28 fromBridge, or our own bridge's relays), signed by its author's
+    /// Nostr key; not shown when its radio copy was heard here. JSON:
+    /// `"event": "bridgedMessage"` with `cell`, `eventID`, `pubkey`,
+    /// `nickname` (the `n` tag's claim), `text`, `createdAt`, `radioID`, `hops`.
+    case bridgedMessage(BridgedMessage)
     /// A file arrived, was saved at `path`, and a delivered receipt went back.
     case fileReceived(from: PeerID, name: String, size: Int, path: String, transferID: String)
     /// Our private message was displayed to its recipient.
@@ -163,7 +169,7 @@ extension NodeEvent: Encodable {
         case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
         case group, groupID, epoch, members, creator, change
         case noiseKey, couriers
-        case eventID, pubkey
+        case eventID, pubkey, cell, radioID
     }
 
     /// What a person is told of the events the node words itself (group
@@ -193,6 +199,7 @@ extension NodeEvent: Encodable {
         case .privateMessage, .dropOpened: "privateMessage"
         case .dropDeposited: "dropDeposited"
         case .gatewayMessage: "gatewayMessage"
+        case .bridgedMessage: "bridgedMessage"
         case .sessionEstablished: "session"
         case .delivered: "delivered"
         case .sentOffMesh: "sentOffMesh"
@@ -271,6 +278,15 @@ extension NodeEvent: Encodable {
             try c.encodeIfPresent(m.nickname, forKey: .nickname)
             try c.encode(m.text, forKey: .text)
             try c.encode(m.createdAt, forKey: .createdAt)
+            try c.encode(m.hops, forKey: .hops)
+        case let .bridgedMessage(m):
+            try c.encode(m.cell, forKey: .cell)
+            try c.encode(m.eventID, forKey: .eventID)
+            try c.encode(m.pubkey, forKey: .pubkey)
+            try c.encodeIfPresent(m.nickname, forKey: .nickname)
+            try c.encode(m.text, forKey: .text)
+            try c.encode(m.createdAt, forKey: .createdAt)
+            try c.encodeIfPresent(m.radioID, forKey: .radioID)
             try c.encode(m.hops, forKey: .hops)
         case let .dropDeposited(id, to, couriers):
             try c.encode(id, forKey: .messageID)
@@ -454,6 +470,11 @@ extension NodeEvent: Decodable {
             self = .gatewayMessage(GatewayMessage(geohash: try text(.geohash), eventID: try text(.eventID), pubkey: try text(.pubkey),
                                                   nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
                                                   createdAt: try c.decode(Int64.self, forKey: .createdAt), hops: try int(.hops)))
+        case "bridgedMessage":
+            self = .bridgedMessage(BridgedMessage(cell: try text(.cell), eventID: try text(.eventID), pubkey: try text(.pubkey),
+                                                  nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),
+                                                  createdAt: try c.decode(Int64.self, forKey: .createdAt),
+                                                  radioID: try c.decodeIfPresent(String.self, forKey: .radioID), hops: try int(.hops)))
         case "dropDeposited": self = .dropDeposited(messageID: try text(.messageID), to: try peer(.to), couriers: try int(.couriers))
         case "privateMessage":
             self = .privateMessage(from: try peer(.from), nickname: try c.decodeIfPresent(String.self, forKey: .nickname), text: try text(.text),

@@ -62,6 +62,9 @@ public struct NostrClientCore: Sendable {
         case channelMessage(ChannelMessage)
         /// Someone is present in a location channel (a kind 20001 event).
         case presence(geohash: String, publicKey: String)
+        /// An event on the mesh bridge's cells (``followBridge(cells:now:)``),
+        /// as the relay sent it: the bridge checks it (its signature within its own budget).
+        case bridgeEvent(NostrEvent)
     }
 
     /// A location channel's message: who (the geohash identity's key, hex, and
@@ -139,6 +142,8 @@ public struct NostrClientCore: Sendable {
     /// Location channels joined: geohash → our identity there.
     private var channels: [String: Secp256k1.PrivateKey] = [:]
     private var seenChannelEvents = BoundedSet<String>(capacity: 10_000)
+    /// The mesh bridge's cells followed (empty: none).
+    public private(set) var bridgeCells: [String] = []
     private var channelBudget: TokenBucket
 
     /// `opened`: the IDs of wraps taken before (the relays' lookback returns them again).
@@ -192,9 +197,21 @@ public struct NostrClientCore: Sendable {
                                                            filters: [LocationChannel.filter(geohash: geohash, now: Int64(wall(now) / 1000))]).json,
                                 relay: relay))
         }
+        if !bridgeCells.isEmpty {
+            outbox.append(.send(NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: bridgeCells, now: Int64(wall(now) / 1000))]).json,
+                                relay: relay))
+        }
         let waiting = queued
         queued = []
         for item in waiting { publish(item.event, ticket: item.ticket, now: now) }
+    }
+
+    /// Follows a mesh bridge's cells (its own and its ring) on every relay:
+    /// both kinds tagged `#r`, the last 15 minutes.
+    public mutating func followBridge(cells: [String], now: Millis) {
+        bridgeCells = cells
+        let req = NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: cells, now: Int64(wall(now) / 1000))]).json
+        for relay in relays.sorted() { outbox.append(.send(req, relay: relay)) }
     }
 
     /// A relay's connection ended. What was sent to it and not confirmed, with
@@ -231,6 +248,13 @@ public struct NostrClientCore: Sendable {
             open(event, relay: relay, now: now)
         case let .event(sub, event) where sub.hasPrefix("geo-") && channels[String(sub.dropFirst(4))] != nil:
             channelEvent(event, geohash: String(sub.dropFirst(4)), now: now)
+        case let .event("bridge", event) where !bridgeCells.isEmpty:
+            // Copies from several relays are one: the bridge sees each event once.
+            guard seenChannelEvents.insert(event.id) else {
+                statistics.duplicates += 1
+                return
+            }
+            outbox.append(.bridgeEvent(event))
         case let .ok(id, accepted, why):
             guard var entry = inFlight[id] else { return }
             if accepted {

@@ -9,14 +9,21 @@ public struct NostrFilter: Hashable, Sendable {
     public var p: [String]?
     /// `#g`: events tagged with these geohashes.
     public var g: [String]?
+    /// `#r`: events tagged with these rendezvous cells (a mesh bridge's).
+    public var r: [String]?
+    /// `#x`: events tagged with these recipient tags (courier drops).
+    public var x: [String]?
     public var since: Int64?
     public var limit: Int?
 
-    public init(kinds: [Int]? = nil, authors: [String]? = nil, p: [String]? = nil, g: [String]? = nil, since: Int64? = nil, limit: Int? = nil) {
+    public init(kinds: [Int]? = nil, authors: [String]? = nil, p: [String]? = nil, g: [String]? = nil, r: [String]? = nil, x: [String]? = nil,
+                since: Int64? = nil, limit: Int? = nil) {
         self.kinds = kinds
         self.authors = authors
         self.p = p
         self.g = g
+        self.r = r
+        self.x = x
         self.since = since
         self.limit = limit
     }
@@ -30,6 +37,8 @@ public struct NostrFilter: Hashable, Sendable {
         var fields: [String] = []
         if let g { fields.append("\"#g\":[" + g.map(NostrEvent.quote).joined(separator: ",") + "]") }
         if let p { fields.append("\"#p\":[" + p.map(NostrEvent.quote).joined(separator: ",") + "]") }
+        if let r { fields.append("\"#r\":[" + r.map(NostrEvent.quote).joined(separator: ",") + "]") }
+        if let x { fields.append("\"#x\":[" + x.map(NostrEvent.quote).joined(separator: ",") + "]") }
         if let authors { fields.append("\"authors\":[" + authors.map(NostrEvent.quote).joined(separator: ",") + "]") }
         if let kinds { fields.append("\"kinds\":[" + kinds.map(String.init).joined(separator: ",") + "]") }
         if let limit { fields.append("\"limit\":\(limit)") }
@@ -46,7 +55,7 @@ public struct NostrFilter: Hashable, Sendable {
             guard let values else { return true }
             return event.tags.contains { $0.count >= 2 && $0[0] == name && values.contains($0[1]) }
         }
-        return tagged("p", p) && tagged("g", g)
+        return tagged("p", p) && tagged("g", g) && tagged("r", r) && tagged("x", x)
     }
 }
 

@@ -62,6 +62,8 @@ public final class NostrTransport: MailboxTransport, Sendable {
         case presence(geohash: String, publicKey: String)
         /// A channel message we sent was not taken by any relay, and why.
         case failed(String)
+        /// An event on the mesh bridge's cells (``followBridge(cells:)``), unchecked.
+        case bridge(NostrEvent)
     }
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
@@ -125,6 +127,11 @@ public final class NostrTransport: MailboxTransport, Sendable {
     /// a `failed` channel event says when no relay took it.
     public func publishSigned(_ event: NostrEvent) async {
         await pool.publishSigned(event)
+    }
+
+    /// Follows a mesh bridge's cells on every relay (its events come as ``ChannelEvent/bridge(_:)``).
+    public func followBridge(cells: [String]) async {
+        await pool.followBridge(cells: cells)
     }
 
     /// Our public key in a channel (to tell our own lines from others').
@@ -259,6 +266,11 @@ extension NostrTransport {
             flush()
         }
 
+        func followBridge(cells: [String]) {
+            core.followBridge(cells: cells, now: readClock())
+            flush()
+        }
+
         func publishSigned(_ event: NostrEvent) {
             core.publishSigned(event, ticket: "gateway:" + event.id, now: readClock())
             flush()
@@ -292,6 +304,7 @@ extension NostrTransport {
                     }
                 case let .channelMessage(m): channels.yield(.message(m))
                 case let .presence(g, key): channels.yield(.presence(geohash: g, publicKey: key))
+                case let .bridgeEvent(e): channels.yield(.bridge(e))
                 case let .rejected(why):
                     logger.info("nostr: refused", metadata: ["why": "\(why)"])
                 case let .opened(id):

@@ -250,6 +250,13 @@ extension ChatScreen {
             } else {
                 say("[\(Self.clock())] " + EventPrinter.gatewayLine(m))
             }
+        case let .bridgedMessage(m):
+            if let screen {
+                screen.append(.init(time: FullScreen.clock(), nick: DisplayText.clean(m.nickname ?? "anon") + "? " + m.pubkey.prefix(8),
+                                    text: "(across a bridge) " + Self.lines(m.text)), to: ChatBuffers.publicName)
+            } else {
+                say("[\(Self.clock())] " + EventPrinter.bridgedLine(m))
+            }
         case let .groupMessage(m):
             if let screen {
                 screen.append(.init(time: FullScreen.clock(m.timestamp), nick: DisplayText.clean(m.nickname), text: Self.lines(m.text)),

@@ -235,6 +235,13 @@ struct EventPrinter: Sendable {
         "#\(DisplayText.clean(m.geohash)) <\(DisplayText.clean(m.nickname ?? "anon"))? \(m.pubkey.prefix(8))> (via a gateway) " + Self.lines(m.text)
     }
 
+    /// `<alice? 1b84c556> (across a bridge) TEXT`: a public message from another
+    /// mesh, the name its event claims with its key's first digits (a Nostr
+    /// key, not a mesh peer).
+    static func bridgedLine(_ m: BridgedMessage) -> String {
+        "<\(DisplayText.clean(m.nickname ?? "anon"))? \(m.pubkey.prefix(8))> (across a bridge) " + Self.lines(m.text)
+    }
+
     /// `[trail crew] <bob> TEXT`: the group's name, the sender as its roster names them.
     static func groupLine(_ m: GroupMessage) -> String {
         "[\(DisplayText.clean(m.group.name))] <\(DisplayText.clean(m.nickname))>\(m.history ? " (history)" : "") " + Self.lines(m.text)
@@ -283,6 +290,7 @@ struct EventPrinter: Sendable {
             case .boardPostDeleted: line = "* a board post was deleted by its author"
             case let .groupMessage(m): line = Self.groupLine(m)
             case let .gatewayMessage(m): line = Self.gatewayLine(m)
+            case let .bridgedMessage(m): line = Self.bridgedLine(m)
             case .recognized, .vouched: line = "* " + (event.sentence ?? "")
             case .groupChanged: line = "* " + (event.sentence ?? "")
             case let .voiceNote(from, path, ms, isPrivate):

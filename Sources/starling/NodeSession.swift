@@ -43,7 +43,9 @@ struct NodeSession {
         }
         var setOnCommandLine: Set<String> = []
         if let address { settings.server = address; setOnCommandLine.insert("server") }
-        if o.nostr.nostr || !o.nostr.gateway.isEmpty { settings.nostr = true; setOnCommandLine.insert("nostr") }
+        if o.nostr.nostr || !o.nostr.gateway.isEmpty || o.nostr.bridge != nil { settings.nostr = true; setOnCommandLine.insert("nostr") }
+        let bridgeCell = o.nostr.bridgeCell
+        let geoSeed = try NostrKeyFile.geoSeed(ids.directory.url)
         let gatewayChannels = o.nostr.gateway.map { $0.lowercased() }
         if let proxy = o.nostr.proxy { settings.proxy = proxy; setOnCommandLine.insert("proxy") }
         let chosen = settings
@@ -54,19 +56,22 @@ struct NodeSession {
             // A receipt means the message is in the store: it survives a crash.
             options.core.receiptsAfterStored = true
             options.bulk?.ask = asks
+            options.core.crossesBridges = o.nostr.crossBridges
+            options.core.bridgeSeed = geoSeed
             if chosen.nostr {
                 var n = try o.nostr.transportOptions(proxy: chosen.proxy)
                 n.openedFile = ids.directory.url.appendingPathComponent("nostr-opened")
-                n.geoSeed = try NostrKeyFile.geoSeed(ids.directory.url)
+                n.geoSeed = geoSeed
                 let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: n)
                 options.mailboxes.append(t)
                 nostr = t
-                if !gatewayChannels.isEmpty {
-                    options.core.gateway = true
+                if !gatewayChannels.isEmpty { options.core.gateway = true }
+                options.core.bridge = bridgeCell
+                if !gatewayChannels.isEmpty || bridgeCell != nil {
                     // One task publishes, in the order the gateway took them (the queue's oldest first).
                     let (uploads, publishing) = AsyncStream.makeStream(of: GatewayCore.Upload.self, bufferingPolicy: .bufferingNewest(1_000))
                     Task { for await u in uploads { await t.publishSigned(u.event) } }
-                    options.gatewayPublisher = { upload in publishing.yield(upload) }
+                    options.nostrPublisher = { upload in publishing.yield(upload) }
                 }
             }
             if let address = chosen.server {
@@ -83,7 +88,7 @@ struct NodeSession {
         c.npub = Bech32.npub(key.publicKey)
         c.tellsFavourites = tellsFavourites
         let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c,
-                                  gatewayChannels: gatewayChannels, geoSeed: try NostrKeyFile.geoSeed(ids.directory.url))
+                                  gatewayChannels: gatewayChannels, bridgeCell: nostr == nil ? nil : bridgeCell, geoSeed: geoSeed)
         try await messenger.open(store)
         return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids,
                            settings: settings, setOnCommandLine: setOnCommandLine)

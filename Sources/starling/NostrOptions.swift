@@ -24,8 +24,21 @@ struct NostrOptions: ParsableArguments {
             help: ArgumentHelp("Be a gateway for the location channel GEOHASH (repeatable): publish what mesh peers with no relay hand us, each event as its author signed it, and carry the channel's events into the mesh (capability bit 2; Nostr through --proxy, as --nostr).",
                                valueName: "GEOHASH"))
     var gateway: [String] = []
+    @Option(name: .customLong("bridge"),
+            help: ArgumentHelp("Be a mesh bridge on the cell GEOHASH (its first 6 characters, about 1.2 km): public messages of this mesh whose authors let them cross (--cross-bridges, or a bridge's own) go to the relays, and those of the other meshes bridged on the cell and the eight around it come in, each once (capability bit 7; Nostr through --proxy, as --nostr).",
+                               valueName: "GEOHASH"))
+    var bridge: String?
+    @Flag(name: .customLong("cross-bridges"),
+          help: "Let your public messages cross to other meshes through a bridge on this mesh (each signed by you, with a key for the bridge's cell that links to none of yours). Without it nothing you say leaves the mesh, unless you run the bridge.")
+    var crossBridges = false
+
+    /// The bridge's rendezvous cell: the first 6 characters of --bridge.
+    var bridgeCell: String? { bridge.map { String($0.lowercased().prefix(MeshBridge.cellLength)) } }
 
     func validate() throws {
+        if let bridge, !(NostrCarrier.isValidGeohash(bridge.lowercased()) && bridge.count >= MeshBridge.cellLength) {
+            throw ValidationError("--bridge \(bridge): a geohash of 6 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz (its first 6 name the cell)")
+        }
         for g in gateway where !NostrCarrier.isValidGeohash(g.lowercased()) {
             throw ValidationError("--gateway \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
         }

@@ -264,7 +264,7 @@ extension InProcessNodes {
         net.run(for: 3_000)
         #expect(net.nodes[alice].peers[net.nodes[gate].peerID]?.capabilities?.contains(.gateway) == true)
         #expect(net.nodes[alice].peers[net.nodes[bob].peerID]?.capabilities?.contains(.gateway) == false)
-        net.on(gate) { $0.gatewayRelays(up: true, now: $1) }
+        net.on(gate) { $0.nostrRelays(up: true, now: $1) }
 
         let key = Secp256k1.PrivateKey.random()
         let e = try GatewayTests.event("water at the gate", key: key, at: net.now)

@@ -59,10 +59,10 @@ public enum Announcement {
 
     /// Builds and signs an announce for `identity`.
     public static func make(identity: Identity, nickname: String, timestamp: UInt64,
-                            directNeighbors: [PeerID]? = nil, capabilities: UInt64? = nil) throws -> Packet {
+                            directNeighbors: [PeerID]? = nil, capabilities: UInt64? = nil, bridgeGeohash: String? = nil) throws -> Packet {
         let body = Announce(nickname: nickname, noisePublicKey: identity.noisePublicKey,
                             signingPublicKey: identity.signingPublicKey,
-                            directNeighbors: directNeighbors, capabilities: capabilities)
+                            directNeighbors: directNeighbors, capabilities: capabilities, bridgeGeohash: bridgeGeohash)
         var packet = Packet(type: .announce, ttl: ttl, timestamp: timestamp, senderID: identity.peerID,
                             payload: try body.encoded())
         try PacketSigning.sign(&packet, with: identity.signingKey)

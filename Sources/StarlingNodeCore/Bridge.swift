@@ -1,0 +1,361 @@
+import StarlingMesh
+import StarlingNostr
+import StarlingWire
+
+/// A public message from another mesh, carried by the mesh bridges on a
+/// cell (docs/PROTOCOL.md, "Mesh bridges"): its event's signature checked,
+/// so that who wrote it is its Nostr key (`pubkey`) and the name its `n` tag
+/// claims; the mesh sender its `m` tag names is not authenticated and not
+/// shown as its author.
+public struct BridgedMessage: Hashable, Sendable, Codable {
+    /// The rendezvous cell its event is tagged with.
+    public var cell: String
+    public var eventID: String
+    public var pubkey: String
+    public var nickname: String?
+    public var text: String
+    /// Unix seconds (the event's created_at).
+    public var createdAt: Int64
+    /// The radio message it names (recomputed from its `m` tag and text), if any.
+    public var radioID: String?
+    /// The carrier's hops; 0 when our own bridge read it from a relay.
+    public var hops: Int
+    public init(cell: String, eventID: String, pubkey: String, nickname: String?, text: String, createdAt: Int64, radioID: String?, hops: Int) {
+        self.cell = cell
+        self.eventID = eventID
+        self.pubkey = pubkey
+        self.nickname = nickname
+        self.text = text
+        self.createdAt = createdAt
+        self.radioID = radioID
+        self.hops = hops
+    }
+}
+
+/// The mesh bridge's rules (docs/PROTOCOL.md, "Mesh bridges"), as iOS 1.7.1
+/// keeps them (bitchat BridgeService.swift): a plain value, events, carriers
+/// and milliseconds in; events to publish, carriers to broadcast and
+/// messages to show out.
+///
+/// A bridge (`cell` set) follows its cell and the eight around it on the
+/// relays. What a relay brings is taken once: on one of those cells, not
+/// ours, a signature checked within a budget (720 a minute), within 600 a
+/// minute in all and 120 of one signer, fresh (±15 min), a message of 1 to
+/// 16,000 bytes or a presence. A message is shown, unless the radio message
+/// it names was heard here (the radio copy wins), and waits for the mesh as a
+/// broadcast `fromBridge` carrier (after 0.2–1.5 s, so that two bridges of
+/// one mesh hear each other; 20 a minute; 30 waiting).
+///
+/// Mesh peers with no relay hand a bridge `toBridge` deposits, taken as a
+/// gateway takes its own (10 a minute a depositor, a signature, 5 and 20
+/// queued) and published as their authors signed them. Any node reads
+/// `fromBridge` carriers: checked the same way, each shown once. Nothing
+/// learned from the relays or from a carrier is published again, and nothing
+/// we published comes back.
+///
+/// Every table is bounded: five ID sets of 512 and one of 1,337 (radio
+/// messages), all oldest out; depositors (512), the queue (20), the downlink
+/// (30), the inbound minute (600), participants (128, 10 min).
+public struct BridgeCore: Sendable {
+    public struct Limits: Hashable, Sendable {
+        public var depositsPerMinute = 10
+        public var queuedPerDepositor = 5
+        public var queued = 20
+        public var downlinkPerMinute = 20
+        public var pendingDownlinks = 30
+        public var trackedIDs = 512
+        public var trackedDepositors = 512
+        /// Radio messages remembered (their stable IDs), so that their bridged copies are not shown.
+        public var radioIDs = 1_337
+        /// Events taken from relays and carriers a minute, in all and of one signer.
+        public var inboundPerMinute = 600
+        public var inboundPerSigner = 120
+        /// Signatures checked a minute (a token bucket).
+        public var verifiesPerMinute = 720
+        public var participants = 128
+        /// How long a participant across the bridge counts after its last event, ms.
+        public var participantLife: UInt64 = 600_000
+        /// How far an event's created_at may be from now, ms.
+        public var maxAge: UInt64 = 900_000
+        /// How often our bridge says it is there, ms.
+        public var presenceEvery: UInt64 = 240_000
+        public init() {}
+    }
+
+    public enum Refusal: String, Error, Hashable, Sendable {
+        case notAnEvent, wrongKind, wrongCell, stale, empty, seen, ours, heardOnRadio, rateLimited, overBudget, badSignature, depositorQueueFull
+    }
+
+    public enum Outcome: Hashable, Sendable {
+        /// Publish it now (relays are up).
+        case publish(GatewayCore.Upload)
+        /// Kept until a relay is up.
+        case queued
+        case refused(Refusal)
+    }
+
+    public var limits: Limits
+    /// Our rendezvous cell (nil: no bridge here; carriers are still read).
+    public let cell: String?
+    /// The cells followed: ours and its ring.
+    public let cells: Set<String>
+    private let key: Secp256k1.PrivateKey?
+    private let ownKey: String?
+
+    private var radioIDs: BoundedIDs
+    private var meshBroadcastIDs: BoundedIDs, publishedIDs: BoundedIDs, receivedIDs: BoundedIDs, rebroadcastIDs: BoundedIDs
+    private var book = DepositBook()
+    private var pendingDownlinks: [(event: NostrEvent, cell: String, radioID: String?, notBefore: UInt64)] = []
+    private var sent: [UInt64] = []
+    private var inbound: [(signer: String, at: UInt64)] = []
+    private var verifies: TokenBucket
+    private var participantsSeen: [String: UInt64] = [:]
+    private var lastPresence: UInt64?
+    public private(set) var refusals: [Refusal: Int] = [:]
+
+    /// `key`: what our bridge signs its own messages and presence with (see ``MeshBridge/identity(seed:cell:)``).
+    public init(cell: String?, key: Secp256k1.PrivateKey?, limits: Limits = Limits()) {
+        self.limits = limits
+        self.cell = cell
+        self.cells = cell.map { Set(MeshBridge.cells(around: $0)) } ?? []
+        self.key = key
+        self.ownKey = key?.publicKey.hexString
+        radioIDs = BoundedIDs(limits.radioIDs)
+        meshBroadcastIDs = BoundedIDs(limits.trackedIDs)
+        publishedIDs = BoundedIDs(limits.trackedIDs)
+        receivedIDs = BoundedIDs(limits.trackedIDs)
+        rebroadcastIDs = BoundedIDs(limits.trackedIDs)
+        verifies = TokenBucket(perMinute: limits.verifiesPerMinute)
+    }
+
+    public var queue: [GatewayCore.Upload] { book.queue }
+    public var pending: Int { pendingDownlinks.count }
+    /// People across the bridge heard from in the last `participantLife`.
+    public func participants(now: UInt64) -> Int { participantsSeen.values.filter { now < $0 + limits.participantLife }.count }
+
+    /// Table sizes, for bounds and `/stats`.
+    public var sizes: [String: Int] {
+        ["bridge.queue": book.queue.count, "bridge.pending": pendingDownlinks.count, "bridge.depositors": book.depositors,
+         "bridge.radioIDs": radioIDs.count, "bridge.meshBroadcastIDs": meshBroadcastIDs.count, "bridge.publishedIDs": publishedIDs.count,
+         "bridge.receivedIDs": receivedIDs.count, "bridge.rebroadcastIDs": rebroadcastIDs.count, "bridge.inbound": inbound.count,
+         "bridge.participants": participantsSeen.count]
+    }
+
+    // MARK: Our own
+
+    /// A public message heard (or sent) on the radio, by its stable ID: its
+    /// bridged copies are neither shown nor carried into the mesh.
+    public mutating func heardOnRadio(_ stableID: String) {
+        radioIDs.insert(stableID)
+        pendingDownlinks.removeAll { $0.radioID == stableID }
+    }
+
+    /// An event of ours (published by our bridge, or handed to another): never shown or carried back.
+    public mutating func published(_ event: NostrEvent) { publishedIDs.insert(event.id) }
+
+    /// Our bridge's own message while no relay is up: it waits with the deposits.
+    public mutating func queueOwn(_ upload: GatewayCore.Upload) -> Bool {
+        publishedIDs.insert(upload.event.id)
+        return book.enqueue(upload, perDepositor: limits.queuedPerDepositor, total: limits.queued)
+    }
+
+    /// Our presence on the cell, when it is time (a relay up; every `presenceEvery`).
+    public mutating func presenceDue(now: UInt64, wall: UInt64, relaysUp: Bool) -> NostrEvent? {
+        guard relaysUp, let cell, let key, lastPresence.map({ now >= $0 + limits.presenceEvery }) ?? true,
+              let e = MeshBridge.presence(cell: cell, key: key, now: Int64(wall / 1_000)) else { return nil }
+        lastPresence = now
+        publishedIDs.insert(e.id)
+        return e
+    }
+
+    // MARK: Deposits
+
+    /// A `toBridge` deposit from `depositor` (the caller checked that it was
+    /// directed to us and signed by the depositor's announced key).
+    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, relaysUp: Bool, now: UInt64, wall: UInt64) -> Outcome {
+        guard cell != nil, carrier.direction == .toBridge else { return .refused(refuse(.wrongCell)) }
+        let event: NostrEvent
+        switch check(carrier, wall: wall) {
+        case let .success(e): event = e
+        case let .failure(r): return .refused(refuse(r))
+        }
+        guard !meshBroadcastIDs.contains(event.id), !publishedIDs.contains(event.id), !book.isQueued(event.id) else { return .refused(refuse(.seen)) }
+        guard book.charge(depositor, now: now, perMinute: limits.depositsPerMinute, tracked: limits.trackedDepositors) else {
+            return .refused(refuse(.rateLimited))
+        }
+        guard verifies.take(now: now) else { return .refused(refuse(.overBudget)) }
+        guard (try? event.verify()) != nil else { return .refused(refuse(.badSignature)) }
+        let upload = GatewayCore.Upload(event: event, geohash: carrier.geohash, depositor: depositor)
+        if relaysUp {
+            publishedIDs.insert(event.id)
+            return .publish(upload)
+        }
+        guard book.enqueue(upload, perDepositor: limits.queuedPerDepositor, total: limits.queued) else { return .refused(refuse(.depositorQueueFull)) }
+        return .queued
+    }
+
+    /// A relay is up: what was queued goes (oldest first), each once.
+    public mutating func relaysUp() -> [GatewayCore.Upload] {
+        let out = book.flush()
+        for u in out { publishedIDs.insert(u.event.id) }
+        return out
+    }
+
+    // MARK: From the relays
+
+    /// An event our subscription brought: the message to show (nil: nothing
+    /// to show), which also waits for the mesh from `now + jitter`.
+    public mutating func fromRelay(_ event: NostrEvent, now: UInt64, wall: UInt64, jitter: UInt64) -> BridgedMessage? {
+        guard cell != nil else { return nil }
+        guard let r = event.tags.first(where: { $0.count >= 2 && $0[0] == "r" })?[1], cells.contains(r) else { return none(.wrongCell) }
+        if publishedIDs.contains(event.id) { return none(.ours) }
+        if event.pubkey == ownKey {
+            publishedIDs.insert(event.id) // ours from before a restart: never carried down either
+            return none(.ours)
+        }
+        guard !receivedIDs.contains(event.id) else { return none(.seen) }
+        guard verifies.take(now: now) else { return none(.overBudget) }
+        guard (try? event.verify()) != nil else { return none(.badSignature) }
+        receivedIDs.insert(event.id)
+        guard admit(event.pubkey, now: now) else { return none(.rateLimited) }
+        switch classify(event, cell: r, wall: wall) {
+        case let .failure(why): return none(why)
+        case .success(false):
+            see(event.pubkey, now: now)
+            return nil
+        case .success(true): break
+        }
+        see(event.pubkey, now: now)
+        let hint = MeshBridge.radioHint(of: event)
+        if let hint, radioIDs.contains(hint) { return none(.heardOnRadio) }
+        if meshBroadcastIDs.contains(event.id) { return nil } // another bridge carried it here: shown then
+        if !rebroadcastIDs.contains(event.id), !pendingDownlinks.contains(where: { $0.event.id == event.id }) {
+            if pendingDownlinks.count >= limits.pendingDownlinks { pendingDownlinks.removeFirst() }
+            pendingDownlinks.append((event, r, hint, now + jitter))
+        }
+        return message(event, cell: r, radioID: hint, hops: 0)
+    }
+
+    /// The `fromBridge` carriers to broadcast now: as many as the minute's
+    /// budget allows, each one's hold-off past, still fresh, not carried here
+    /// by another bridge meanwhile.
+    public mutating func due(now: UInt64, wall: UInt64) -> [NostrCarrier] {
+        sent.removeAll { now >= $0 + 60_000 }
+        var out: [NostrCarrier] = []
+        while sent.count < limits.downlinkPerMinute, let i = pendingDownlinks.indices.filter({ pendingDownlinks[$0].notBefore <= now }).first {
+            let d = pendingDownlinks.remove(at: i)
+            guard !meshBroadcastIDs.contains(d.event.id), !rebroadcastIDs.contains(d.event.id), d.radioID.map({ !radioIDs.contains($0) }) ?? true,
+                  fresh(d.event, wall: wall),
+                  let c = try? NostrCarrier(direction: .fromBridge, geohash: d.cell, eventJSON: Array(d.event.json.utf8)) else { continue }
+            rebroadcastIDs.insert(d.event.id)
+            sent.append(now)
+            out.append(c)
+        }
+        return out
+    }
+
+    /// When ``due(now:wall:)`` or ``presenceDue(now:wall:relaysUp:)`` has something next (nil: nothing).
+    public func nextDeadline(relaysUp: Bool) -> UInt64? {
+        var next: UInt64?
+        if let first = pendingDownlinks.map(\.notBefore).min() {
+            next = sent.count >= limits.downlinkPerMinute ? max(first, (sent.first ?? 0) + 60_000) : first
+        }
+        if relaysUp, cell != nil, key != nil {
+            let p = lastPresence.map { $0 + limits.presenceEvery } ?? 0
+            next = min(next ?? .max, p)
+        }
+        return next
+    }
+
+    // MARK: From the mesh
+
+    /// A `fromBridge` carrier heard on the mesh (no bridge needed): its
+    /// message, when it is one to show, once.
+    public mutating func heard(_ carrier: NostrCarrier, hops: Int, now: UInt64, wall: UInt64) -> BridgedMessage? {
+        guard carrier.direction == .fromBridge else { return nil }
+        let event: NostrEvent
+        switch check(carrier, wall: wall) {
+        case let .success(e): event = e
+        case let .failure(r): return none(r)
+        }
+        if publishedIDs.contains(event.id) || event.pubkey == ownKey { return none(.ours) }
+        guard !meshBroadcastIDs.contains(event.id) else { return none(.seen) }
+        // One our relays brought (shown then) is checked still when our downlink of it waits: another bridge served this mesh.
+        let waiting = pendingDownlinks.contains { $0.event.id == event.id }
+        guard !receivedIDs.contains(event.id) || waiting else { return none(.seen) }
+        guard verifies.take(now: now) else { return none(.overBudget) }
+        guard (try? event.verify()) != nil else { return none(.badSignature) }
+        meshBroadcastIDs.insert(event.id) // after the signature: a forgery cannot take an ID's place
+        pendingDownlinks.removeAll { $0.event.id == event.id }
+        guard receivedIDs.insert(event.id) else { return nil }
+        guard admit(event.pubkey, now: now) else { return none(.rateLimited) }
+        see(event.pubkey, now: now)
+        guard event.kind == LocationChannel.messageKind else { return nil }
+        let hint = MeshBridge.radioHint(of: event)
+        if let hint, radioIDs.contains(hint) { return none(.heardOnRadio) }
+        return message(event, cell: carrier.geohash, radioID: hint, hops: hops)
+    }
+
+    // MARK: Checks
+
+    private func message(_ e: NostrEvent, cell: String, radioID: String?, hops: Int) -> BridgedMessage {
+        let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }
+            .map { String(String.UnicodeScalarView(MeshBridge.trimmed($0[1]).unicodeScalars.prefix(64))) }
+        return BridgedMessage(cell: cell, eventID: e.id, pubkey: e.pubkey, nickname: nickname?.isEmpty == false ? nickname : nil,
+                              text: e.content, createdAt: e.created_at, radioID: radioID, hops: hops)
+    }
+
+    /// Whether `signer` may have one more event this minute (600 in all, 120 each).
+    private mutating func admit(_ signer: String, now: UInt64) -> Bool {
+        inbound.removeAll { now >= $0.at + 60_000 }
+        guard inbound.count < limits.inboundPerMinute, inbound.filter({ $0.signer == signer }).count < limits.inboundPerSigner else { return false }
+        inbound.append((signer, now))
+        return true
+    }
+
+    private mutating func see(_ signer: String, now: UInt64) {
+        participantsSeen = participantsSeen.filter { now < $0.value + limits.participantLife }
+        if participantsSeen[signer] == nil, participantsSeen.count >= limits.participants,
+           let oldest = participantsSeen.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
+            participantsSeen[oldest.key] = nil
+        }
+        participantsSeen[signer] = now
+    }
+
+    private func fresh(_ e: NostrEvent, wall: UInt64) -> Bool {
+        let nowSeconds = Int64(wall / 1_000), age = Int64(limits.maxAge / 1_000)
+        return e.created_at >= nowSeconds - age && e.created_at <= nowSeconds + age
+    }
+
+    /// A message (true), a presence (false), or why neither.
+    private func classify(_ e: NostrEvent, cell: String, wall: UInt64) -> Result<Bool, Refusal> {
+        guard fresh(e, wall: wall) else { return .failure(.stale) }
+        guard NostrCarrier.isValidGeohash(cell), e.tags.contains(where: { $0.count >= 2 && $0[0] == "r" && $0[1] == cell }) else { return .failure(.wrongCell) }
+        switch e.kind {
+        case LocationChannel.presenceKind: return .success(false)
+        case LocationChannel.messageKind:
+            guard !MeshBridge.trimmed(e.content).isEmpty, e.content.utf8.count <= MeshBridge.maxContent else {
+                return .failure(.empty)
+            }
+            return .success(true)
+        default: return .failure(.wrongKind)
+        }
+    }
+
+    /// The structural checks of a carrier's event, no cryptography.
+    private func check(_ c: NostrCarrier, wall: UInt64) -> Result<NostrEvent, Refusal> {
+        guard let e = try? NostrEvent.decode(String(decoding: c.eventJSON, as: UTF8.self)), e.tags.count <= 64,
+              e.tags.allSatisfy({ $0.count <= 16 && $0.allSatisfy { $0.utf8.count <= 1_024 } }) else { return .failure(.notAnEvent) }
+        return classify(e, cell: c.geohash, wall: wall).map { _ in e }
+    }
+
+    private mutating func refuse(_ r: Refusal) -> Refusal {
+        refusals[r, default: 0] += 1
+        return r
+    }
+
+    private mutating func none(_ r: Refusal) -> BridgedMessage? {
+        _ = refuse(r)
+        return nil
+    }
+}

@@ -1,0 +1,380 @@
+import StarlingCrypto
+import StarlingEmbeddedNetwork
+import StarlingMesh
+import StarlingNodeCore
+import StarlingNostr
+import StarlingTestSupport
+import StarlingWire
+import Testing
+
+/// Issue 41: the mesh bridge as iOS 1.7.1 runs it (BridgeService.swift):
+/// its event, its cells, and BridgeCore's rules, each refusal beside its
+/// control, every table flooded.
+@Suite struct BridgeTests {
+    static let cell = "u4pruy"
+    static let t0: UInt64 = 1_750_000_000_000
+
+    /// A bridged message from another mesh, signed by `key` (BIP-340 aux 00×32 when `fixed`).
+    static func event(_ text: String, key: Secp256k1.PrivateKey, at: UInt64 = t0, cell: String = cell, kind: Int = 20_000,
+                      sender: String = "0011223344556677", ms: UInt64 = 1_750_000_000_123, nickname: String = "tester",
+                      fixed: Bool = false) throws -> NostrEvent {
+        var tags = [["r", cell]]
+        if !nickname.isEmpty { tags.append(["n", nickname]) }
+        if kind == 20_000 { tags.append(["m", MeshBridge.stableID(senderIDHex: sender, timestampMs: ms, content: text), sender, String(ms)]) }
+        var e = NostrEvent(pubkey: "", createdAt: Int64(at / 1_000), kind: kind, tags: tags, content: text)
+        if fixed {
+            e.pubkey = key.publicKey.hexString
+            e.id = e.computedID
+            e.sig = try key.sign(try [UInt8](hex: e.id), auxiliary: [UInt8](repeating: 0, count: 32)).hexString
+        } else {
+            try e.sign(with: key)
+        }
+        return e
+    }
+
+    static func carrier(_ e: NostrEvent, _ d: NostrCarrier.Direction = .fromBridge, cell: String = cell) throws -> NostrCarrier {
+        try NostrCarrier(direction: d, geohash: cell, eventJSON: Array(e.json.utf8))
+    }
+
+    static func bridge(_ limits: BridgeCore.Limits = .init()) -> BridgeCore {
+        BridgeCore(cell: cell, key: MeshBridge.identity(seed: [UInt8](repeating: 7, count: 32), cell: cell), limits: limits)
+    }
+
+    // MARK: The event and the cells
+
+    @Test func theBridgeEventIsIOSs() throws {
+        // The research note's vector B: key 01×32, aux 00×32.
+        let key = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 1, count: 32))
+        let b = try Self.event("hello mesh", key: key, fixed: true)
+        #expect(b.id == "9e2c4948a239520e66f59c1db52d344740a82ee5898979d76f9f0894886c5238")
+        #expect(b.sig == "1a97596c0812fcbabacdab498f923dbd7deaa78fc83ba1c31b53f3dad30a30519eaf91b39c44787712560f81f4f338ade62617708ebf4a49f88cb1e00a0a3fa8")
+        #expect(MeshBridge.radioHint(of: b) == "b83f94d81dcdd1b0c0048f6645995dd4")
+        let toBridge = try Self.carrier(b, .toBridge).encoded()
+        #expect(toBridge.count == 477 && Array(toBridge.prefix(16)) == [0x01, 0x00, 0x01, 0x03, 0x02, 0x00, 0x06] + Array("u4pruy".utf8) + [0x03, 0x01, 0xCD])
+        // Android PR #770's fixture of iOS's tags.
+        let made = try #require(MeshBridge.message("  hello mesh\n", nickname: "alice", cell: "u4pruy", senderIDHex: "0011223344556677",
+                                                   timestampMs: 1_750_000_000_123, key: key, now: 1_750_000_000))
+        #expect(made.tags == [["r", "u4pruy"], ["n", "alice"], ["m", "b83f94d81dcdd1b0c0048f6645995dd4", "0011223344556677", "1750000000123"]])
+        #expect(made.content == "hello mesh" && made.kind == 20_000 && (try? made.verify()) != nil)
+        // Nothing crosses empty or past 16,000 bytes (the control: 16,000 does).
+        #expect(MeshBridge.message(" \n", nickname: nil, cell: "u4pruy", senderIDHex: "0011223344556677", timestampMs: 1, key: key, now: 1) == nil)
+        #expect(MeshBridge.message(String(repeating: "a", count: 16_001), nickname: nil, cell: "u4pruy", senderIDHex: "0011223344556677",
+                                   timestampMs: 1, key: key, now: 1) == nil)
+        #expect(MeshBridge.message(String(repeating: "a", count: 16_000), nickname: nil, cell: "u4pruy", senderIDHex: "0011223344556677",
+                                   timestampMs: 1, key: key, now: 1) != nil)
+        // Presence: tags exactly [["r", cell]].
+        #expect(MeshBridge.presence(cell: "u4pruy", key: key, now: 1)?.tags == [["r", "u4pruy"]])
+        // The `m` hint is recomputed, never taken: a wrong m[1] changes nothing; a short m or bad sender gives none.
+        var lying = b
+        lying.tags[2][1] = "ffffffffffffffffffffffffffffffff"
+        #expect(MeshBridge.radioHint(of: lying) == "b83f94d81dcdd1b0c0048f6645995dd4")
+        lying.tags[2] = ["m", "b83f94d81dcdd1b0c0048f6645995dd4"]
+        #expect(MeshBridge.radioHint(of: lying) == nil)
+        lying.tags[2] = ["m", "x", "00112233445566", "1"]
+        #expect(MeshBridge.radioHint(of: lying) == nil)
+        // The bridge key is the seed's for "bridge|" + cell: not the channel key of the same cell.
+        let seed = [UInt8](repeating: 9, count: 32)
+        #expect(MeshBridge.identity(seed: seed, cell: "u4pruy").publicKey != LocationChannel.identity(seed: seed, geohash: "u4pruy").publicKey)
+        #expect(MeshBridge.identity(seed: seed, cell: "u4pruy").publicKey == MeshBridge.identity(seed: seed, cell: "u4pruy").publicKey)
+    }
+
+    @Test func aCellsRingIsTheEightCellsAroundIt() throws {
+        for cell in ["u4pruy", "9q8yyk", "dqcjqc", "zzzzzz", "000000", "pbpbpb", "7zzzzz"] {
+            let ring = Geohash.neighbours(of: cell)
+            let box = try #require(Geohash.box(cell))
+            // Each touches the cell's box (a side or a corner), has its size, and has the cell in its own ring.
+            for n in ring {
+                let b = try #require(Geohash.box(n))
+                #expect(n.count == cell.count && n != cell)
+                #expect(abs((b.north - b.south) - (box.north - box.south)) < 1e-9)
+                let lonTouch = abs(b.west - box.east) < 1e-9 || abs(b.east - box.west) < 1e-9 || abs(b.west - box.west) < 1e-9
+                    || abs(abs(b.west - box.east) - 360) < 1e-9 || abs(abs(b.east - box.west) - 360) < 1e-9
+                let latTouch = abs(b.south - box.north) < 1e-9 || abs(b.north - box.south) < 1e-9 || abs(b.south - box.south) < 1e-9
+                #expect(lonTouch && latTouch, "\(n) does not touch \(cell)")
+                #expect(Geohash.neighbours(of: n).contains(cell), "\(cell) ∉ ring(\(n))")
+            }
+            let atPole = box.north >= 90 || box.south <= -90
+            #expect(ring.count == (atPole ? 5 : 8), "\(cell): \(ring)")
+            #expect(Set(ring).count == ring.count)
+        }
+        // The box round-trips through its centre; an invalid geohash has neither box nor ring.
+        let b = try #require(Geohash.box("u4pruy"))
+        #expect(Geohash.encode(latitude: (b.north + b.south) / 2, longitude: (b.east + b.west) / 2, length: 6) == "u4pruy")
+        #expect(Geohash.box("u4prua") == nil && Geohash.neighbours(of: "") == [])
+        // The antimeridian wraps: the cell east of the last column is the first.
+        let east = Geohash.encode(latitude: 10, longitude: 179.9, length: 3)
+        #expect(Geohash.neighbours(of: east).contains(Geohash.encode(latitude: 10, longitude: -179.9, length: 3)))
+        #expect(MeshBridge.cells(around: "u4pruy").count == 9 && MeshBridge.cells(around: "u4pruy").first == "u4pruy")
+    }
+
+    // MARK: From the relays
+
+    @Test func aRemoteMessageIsShownOnceAndCarriedDownAfterItsHoldOff() throws {
+        var b = Self.bridge()
+        let e = try Self.event("hello hill", key: .random())
+        let shown = b.fromRelay(e, now: 0, wall: Self.t0, jitter: 500)
+        let m = try #require(shown)
+        #expect(m.text == "hello hill" && m.nickname == "tester" && m.hops == 0)
+        #expect(m.radioID == MeshBridge.stableID(senderIDHex: "0011223344556677", timestampMs: 1_750_000_000_123, content: "hello hill"))
+        #expect(b.fromRelay(e, now: 10, wall: Self.t0, jitter: 500) == nil, "once")
+        #expect(b.due(now: 499, wall: Self.t0).isEmpty, "held off")
+        let down = b.due(now: 500, wall: Self.t0)
+        #expect(down.count == 1 && down[0].direction == .fromBridge && down[0].geohash == Self.cell)
+        #expect(b.due(now: 600, wall: Self.t0).isEmpty)
+        // A neighbour cell's message is taken (and goes down under its own cell); one outside the ring is not.
+        let next = try #require(Geohash.neighbours(of: Self.cell).first)
+        #expect(b.fromRelay(try Self.event("next door", key: .random(), cell: next), now: 1_000, wall: Self.t0, jitter: 0) != nil)
+        #expect(b.due(now: 1_000, wall: Self.t0).first?.geohash == next)
+        #expect(b.fromRelay(try Self.event("far away", key: .random(), cell: "9q8yyk"), now: 1_000, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.refusals[.wrongCell] == 1)
+        // Stale (16 minutes old) is refused; 14 minutes is not.
+        #expect(b.fromRelay(try Self.event("old", key: .random(), at: Self.t0 - 960_000), now: 1_000, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.fromRelay(try Self.event("recent", key: .random(), at: Self.t0 - 840_000), now: 1_000, wall: Self.t0, jitter: 0) != nil)
+        #expect(b.refusals[.stale] == 1)
+        // Presence counts a participant, shows nothing.
+        #expect(b.fromRelay(try Self.event("", key: .random(), kind: 20_001, nickname: ""), now: 1_000, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.participants(now: 1_000) == 4)
+    }
+
+    @Test func ourOwnEventsNeverComeBack() throws {
+        let seed = [UInt8](repeating: 7, count: 32)
+        var b = Self.bridge()
+        // Ours from before a restart: recognized by our key alone.
+        let mine = try #require(MeshBridge.message("before the restart", nickname: "me", cell: Self.cell, senderIDHex: "0102030405060708",
+                                                   timestampMs: Self.t0, key: MeshBridge.identity(seed: seed, cell: Self.cell), now: Int64(Self.t0 / 1_000)))
+        #expect(b.fromRelay(mine, now: 0, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.heard(try Self.carrier(mine), hops: 1, now: 0, wall: Self.t0) == nil)
+        // One we published (a deposit, or our own message as a mesh peer): the same.
+        let other = try Self.event("deposited", key: .random())
+        b.published(other)
+        #expect(b.fromRelay(other, now: 0, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.due(now: 5_000, wall: Self.t0).isEmpty)
+        #expect(b.refusals[.ours] == 3)
+        // The control: someone else's is shown.
+        #expect(b.fromRelay(try Self.event("theirs", key: .random()), now: 0, wall: Self.t0, jitter: 0) != nil)
+    }
+
+    @Test func theRadioCopyWins() throws {
+        var b = Self.bridge()
+        let e = try Self.event("heard it already", key: .random(), sender: "aabbccdd00112233", ms: Self.t0)
+        b.heardOnRadio(MeshBridge.stableID(senderIDHex: "aabbccdd00112233", timestampMs: Self.t0, content: "heard it already"))
+        #expect(b.fromRelay(e, now: 0, wall: Self.t0, jitter: 0) == nil && b.refusals[.heardOnRadio] == 1)
+        #expect(b.due(now: 0, wall: Self.t0).isEmpty)
+        // Heard on the radio while its downlink waited: it does not go down.
+        let later = try Self.event("radio after", key: .random(), sender: "aabbccdd00112233", ms: Self.t0 + 1)
+        #expect(b.fromRelay(later, now: 0, wall: Self.t0, jitter: 1_000) != nil)
+        b.heardOnRadio(MeshBridge.stableID(senderIDHex: "aabbccdd00112233", timestampMs: Self.t0 + 1, content: "radio after"))
+        #expect(b.due(now: 2_000, wall: Self.t0).isEmpty && b.pending == 0)
+        // A mesh-only node too: a fromBridge copy of what it heard is not shown (the control: another is).
+        var listener = BridgeCore(cell: nil, key: nil)
+        listener.heardOnRadio(MeshBridge.stableID(senderIDHex: "aabbccdd00112233", timestampMs: Self.t0, content: "heard it already"))
+        #expect(listener.heard(try Self.carrier(e), hops: 2, now: 0, wall: Self.t0) == nil)
+        #expect(listener.heard(try Self.carrier(later), hops: 2, now: 0, wall: Self.t0)?.text == "radio after")
+    }
+
+    @Test func aCarrierFromAnotherBridgeIsShownOnceAndNeverCarriedAgain() throws {
+        var b = Self.bridge()
+        let e = try Self.event("over the hill", key: .random())
+        // Forgeries first: the content changed, the author swapped, the ID of a real one.
+        var tampered = e
+        tampered.content += " (tampered)"
+        var otherAuthor = e
+        otherAuthor.pubkey = Secp256k1.PrivateKey.random().publicKey.hexString
+        var named = try Self.event("forged under its ID", key: .random())
+        named.id = e.id
+        for f in [tampered, otherAuthor, named] { #expect(b.heard(try Self.carrier(f), hops: 1, now: 0, wall: Self.t0) == nil) }
+        #expect(b.refusals[.badSignature] == 3)
+        // The real one (the control) is shown, with its hops, once over any path.
+        #expect(b.heard(try Self.carrier(e), hops: 3, now: 0, wall: Self.t0)?.hops == 3)
+        #expect(b.heard(try Self.carrier(e), hops: 1, now: 0, wall: Self.t0) == nil)
+        // Our subscription brings it later: not shown again, never carried (another bridge served this mesh).
+        #expect(b.fromRelay(e, now: 0, wall: Self.t0, jitter: 0) == nil)
+        #expect(b.due(now: 5_000, wall: Self.t0).isEmpty)
+        // Waiting for our hold-off when another bridge's copy comes: ours yields.
+        let f = try Self.event("two bridges", key: .random())
+        #expect(b.fromRelay(f, now: 0, wall: Self.t0, jitter: 1_000) != nil)
+        #expect(b.heard(try Self.carrier(f), hops: 1, now: 500, wall: Self.t0) == nil, "shown already")
+        #expect(b.due(now: 2_000, wall: Self.t0).isEmpty)
+        // A forged copy does not silence ours (the control for the yield above).
+        let g = try Self.event("not silenced", key: .random())
+        var forgedG = g
+        forgedG.content = "silence!"
+        #expect(b.fromRelay(g, now: 2_000, wall: Self.t0, jitter: 1_000) != nil)
+        #expect(b.heard(try Self.carrier(forgedG), hops: 1, now: 2_500, wall: Self.t0) == nil)
+        #expect(b.due(now: 3_000, wall: Self.t0).count == 1)
+        // A carrier's direction is checked: a gateway's, or a deposit broadcast, is not a bridge's.
+        #expect(b.heard(try Self.carrier(try Self.event("x", key: .random()), .fromGateway), hops: 1, now: 0, wall: Self.t0) == nil)
+    }
+
+    // MARK: Deposits
+
+    @Test func depositsArePublishedAsSignedOrQueuedWithinTheirBudget() throws {
+        var b = Self.bridge()
+        let alice = PeerID(rawValue: 0xA11CE)
+        let e = try Self.event("no internet here", key: .random())
+        guard case let .publish(u) = b.deposit(try Self.carrier(e, .toBridge), from: alice, relaysUp: true, now: 0, wall: Self.t0) else {
+            Issue.record("not published")
+            return
+        }
+        #expect(u.event.json == e.json && u.geohash == Self.cell && u.depositor == alice)
+        #expect(b.deposit(try Self.carrier(e, .toBridge), from: alice, relaysUp: true, now: 0, wall: Self.t0) == .refused(.seen))
+        // Never carried back down when the relays send it to us.
+        #expect(b.fromRelay(e, now: 0, wall: Self.t0, jitter: 0) == nil && b.due(now: 5_000, wall: Self.t0).isEmpty)
+        // Presence is taken too; another kind, or a cell not the carrier's, is not.
+        #expect(b.deposit(try Self.carrier(try Self.event("", key: .random(), kind: 20_001, nickname: ""), .toBridge), from: alice,
+                          relaysUp: true, now: 0, wall: Self.t0) != .refused(.wrongKind))
+        #expect(b.deposit(try Self.carrier(try Self.event("k1", key: .random(), kind: 1), .toBridge), from: alice, relaysUp: true, now: 0,
+                          wall: Self.t0) == .refused(.wrongKind))
+        #expect(b.deposit(try Self.carrier(try Self.event("elsewhere", key: .random(), cell: "u4pruz"), .toBridge), from: alice, relaysUp: true,
+                          now: 0, wall: Self.t0) == .refused(.wrongCell))
+        // A bad signature is refused after the budget is charged.
+        var forged = try Self.event("forged", key: .random())
+        forged.content = "changed"
+        #expect(b.deposit(try Self.carrier(forged, .toBridge), from: alice, relaysUp: true, now: 0, wall: Self.t0) == .refused(.badSignature))
+        // Ten a minute a depositor: three spent; seven more, then refused; another depositor is not.
+        for i in 0..<7 {
+            #expect(b.deposit(try Self.carrier(try Self.event("m\(i)", key: .random()), .toBridge), from: alice, relaysUp: true, now: 1,
+                              wall: Self.t0) != .refused(.rateLimited))
+        }
+        #expect(b.deposit(try Self.carrier(try Self.event("over", key: .random()), .toBridge), from: alice, relaysUp: true, now: 2,
+                          wall: Self.t0) == .refused(.rateLimited))
+        #expect(b.deposit(try Self.carrier(try Self.event("over", key: .random()), .toBridge), from: alice, relaysUp: true, now: 60_002,
+                          wall: Self.t0) != .refused(.rateLimited), "a minute later")
+        // Relays down: queued (5 a depositor, 20 in all), published in order when one is up.
+        var q = Self.bridge()
+        var kept: [String] = []
+        for d in 0..<5 {
+            for i in 0..<6 {
+                let ev = try Self.event("q\(d).\(i)", key: .random())
+                let outcome = q.deposit(try Self.carrier(ev, .toBridge), from: PeerID(rawValue: UInt64(d + 1)), relaysUp: false, now: 0, wall: Self.t0)
+                if i < 5 { #expect(outcome == .queued); kept.append(ev.id) } else { #expect(outcome == .refused(.depositorQueueFull)) }
+            }
+        }
+        #expect(q.queue.count == 20)
+        #expect(q.relaysUp().map(\.event.id) == Array(kept.suffix(20)))
+        #expect(q.queue.isEmpty && q.relaysUp().isEmpty)
+        // A node that is no bridge takes no deposit.
+        var listener = BridgeCore(cell: nil, key: nil)
+        #expect(listener.deposit(try Self.carrier(try Self.event("to me?", key: .random()), .toBridge), from: alice, relaysUp: true, now: 0,
+                                 wall: Self.t0) == .refused(.wrongCell))
+    }
+
+    // MARK: Budgets and bounds
+
+    @Test func theDownlinkSendsTwentyAMinute() throws {
+        var b = Self.bridge()
+        for i in 0..<25 { #expect(b.fromRelay(try Self.event("e\(i)", key: .random()), now: 0, wall: Self.t0, jitter: 200) != nil) }
+        #expect(b.due(now: 200, wall: Self.t0).count == 20)
+        #expect(b.nextDeadline(relaysUp: false) == 60_200)
+        #expect(b.due(now: 60_199, wall: Self.t0).isEmpty)
+        #expect(b.due(now: 60_200, wall: Self.t0 + 60_000).count == 5)
+        #expect(b.nextDeadline(relaysUp: false) == nil)
+    }
+
+    @Test func everyTableHoldsItsBoundUnderAFlood() throws {
+        var limits = BridgeCore.Limits()
+        limits.verifiesPerMinute = 100_000 // the inbound budgets are what this floods
+        var b = Self.bridge(limits)
+        // One signer: 120 a minute shown.
+        let loud = Secp256k1.PrivateKey.random()
+        var shown = 0
+        for i in 0..<200 where b.fromRelay(try Self.event("loud \(i)", key: loud), now: 0, wall: Self.t0, jitter: 0) != nil { shown += 1 }
+        #expect(shown == 120 && b.refusals[.rateLimited] == 80)
+        // Many signers: 600 a minute in all.
+        for i in 0..<700 where b.fromRelay(try Self.event("many \(i)", key: .random()), now: 1, wall: Self.t0, jitter: 0) != nil { shown += 1 }
+        #expect(shown == 600)
+        let sizes = b.sizes
+        #expect(sizes["bridge.pending"] == 30 && sizes["bridge.inbound"] == 600 && sizes["bridge.receivedIDs"] == 512)
+        #expect(sizes["bridge.participants"] == 128)
+        // The verification budget: 720 a minute (a flood of forgeries costs at most that).
+        var v = Self.bridge()
+        var badSigned = try Self.event("bad", key: .random())
+        badSigned.content = "bad!"
+        for i in 0..<800 {
+            var f = badSigned
+            f.id = String(repeating: "0", count: 60) + String(format4(i))
+            _ = v.fromRelay(f, now: 0, wall: Self.t0, jitter: 0)
+        }
+        #expect(v.refusals[.badSignature] == 720 && v.refusals[.overBudget] == 80)
+        // Radio messages: 1,337 remembered, the oldest out.
+        var r = Self.bridge()
+        for i in 0..<2_000 { r.heardOnRadio("radio\(i)") }
+        #expect(r.sizes["bridge.radioIDs"] == 1_337)
+        // Depositors: 512 tracked.
+        var d = Self.bridge()
+        for i in 0..<600 {
+            _ = d.deposit(try Self.carrier(try Self.event("d\(i)", key: .random()), .toBridge), from: PeerID(rawValue: UInt64(i + 1)),
+                          relaysUp: true, now: UInt64(i), wall: Self.t0)
+        }
+        #expect(d.sizes["bridge.depositors"] == 512 && d.sizes["bridge.publishedIDs"] == 512)
+    }
+
+    private func format4(_ i: Int) -> String {
+        let s = String(i)
+        return String(repeating: "0", count: 4 - s.count) + s
+    }
+}
+
+/// Issue 41 on nodes in one process: two meshes that never meet, a bridge in
+/// each, the relays between them played by hand (what one bridge publishes,
+/// the other's subscription brings). Alice lets her lines cross; carol does
+/// not (the control).
+extension InProcessNodes {
+@Suite struct BridgeNodeTests {
+    static func bridged(_ net: EmbeddedNetwork, _ n: Int) -> [BridgedMessage] {
+        net.events[n].compactMap { if case let .bridgedMessage(m) = $0 { m } else { nil } }
+    }
+
+    @Test func aPublicMessageCrossesToTheOtherMeshOnce() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
+        let carol = net.addNode("carol") { $0.bridgeSeed = seed(2) }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
+        let bob = net.addNode("bob") { $0.bridgeSeed = seed(5) }
+        let dave = net.addNode("dave")
+        net.connect(alice, gateA)
+        net.connect(carol, gateA)
+        net.connect(gateB, bob)
+        net.connect(bob, dave)
+        net.run(for: 3_000)
+        // gateA's announce says bridge (bit 7) and its cell (TLV 0x06); alice's says neither.
+        let a = net.nodes[alice].peers[net.nodes[gateA].peerID]
+        #expect(a?.capabilities?.contains(.bridge) == true && a?.bridgeGeohash == BridgeTests.cell)
+        #expect(net.nodes[gateA].peers[net.nodes[alice].peerID]?.bridgeGeohash == nil)
+        for g in [gateA, gateB] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+        net.run(for: 100)
+
+        try net.on(alice) { try $0.sendPublic("hello from mesh A", now: $1) }
+        try net.on(carol) { try $0.sendPublic("carol stays home", now: $1) }
+        try net.on(gateA) { try $0.sendPublic("the bridge speaks", now: $1) }
+        net.run(for: 1_000)
+        // What gateA published: alice's deposit (signed by her bridge key) and its own line; never carol's.
+        let up = net.published[gateA].filter { $0.event.kind == 20_000 }
+        #expect(up.map(\.event.content).sorted() == ["hello from mesh A", "the bridge speaks"], "\(up.map(\.event.content))")
+        #expect(up.allSatisfy { (try? $0.event.verify()) != nil && $0.event.tags.first == ["r", BridgeTests.cell] })
+        #expect(up.first { $0.event.content == "hello from mesh A" }?.event.pubkey
+                == MeshBridge.identity(seed: seed(1), cell: BridgeTests.cell).publicKey.hexString)
+        #expect(net.published[gateA].contains { $0.event.kind == 20_001 }, "the bridge says it is there")
+
+        // The relays: each bridge's subscription brings what both published (its own included).
+        let all = (net.published[gateA] + net.published[gateB]).map(\.event)
+        for g in [gateA, gateB] { for e in all { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 3_000)
+        // Mesh B: shown once at gateB (from the relay), bob and dave (fromBridge carriers).
+        for n in [gateB, bob, dave] {
+            #expect(Self.bridged(net, n).map(\.text).sorted() == ["hello from mesh A", "the bridge speaks"], "\(net.nodes[n].nickname)")
+        }
+        #expect(Self.bridged(net, bob).first?.hops == 1 && Self.bridged(net, dave).first?.hops == 2)
+        // Mesh A: nothing comes back (heard on the radio, or ours).
+        for n in [alice, carol, gateA] { #expect(Self.bridged(net, n).isEmpty, "\(net.nodes[n].nickname): \(Self.bridged(net, n))") }
+        // Mesh B never publishes what came from Nostr.
+        #expect(net.published[gateB].allSatisfy { $0.event.kind == 20_001 })
+        // The relays send them all again: nothing new anywhere.
+        for g in [gateA, gateB] { for e in all { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 3_000)
+        #expect(Self.bridged(net, bob).count == 2 && Self.bridged(net, gateB).count == 2)
+    }
+}
+}
