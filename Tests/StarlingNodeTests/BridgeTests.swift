@@ -50,6 +50,8 @@ import Testing
         #expect(b.sig == "1a97596c0812fcbabacdab498f923dbd7deaa78fc83ba1c31b53f3dad30a30519eaf91b39c44787712560f81f4f338ade62617708ebf4a49f88cb1e00a0a3fa8")
         #expect(MeshBridge.radioHint(of: b) == "b83f94d81dcdd1b0c0048f6645995dd4")
         let toBridge = try Self.carrier(b, .toBridge).encoded()
+        #expect(toBridge == (try ProtocolDocument.example("bridge-deposit")))
+        #expect(try NostrEvent.decode(String(decoding: try NostrCarrier(decoding: toBridge[...]).eventJSON, as: UTF8.self)) == b)
         #expect(toBridge.count == 477 && Array(toBridge.prefix(16)) == [0x01, 0x00, 0x01, 0x03, 0x02, 0x00, 0x06] + Array("u4pruy".utf8) + [0x03, 0x01, 0xCD])
         // Android PR #770's fixture of iOS's tags.
         let made = try #require(MeshBridge.message("  hello mesh\n", nickname: "alice", cell: "u4pruy", senderIDHex: "0011223344556677",
