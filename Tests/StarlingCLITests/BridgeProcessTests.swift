@@ -1,0 +1,124 @@
+import Foundation
+import StarlingCrypto
+import StarlingNostr
+import StarlingTestSupport
+import StarlingWire
+import Testing
+
+/// Issue 41's "Done when", as processes: two meshes on UDP loopback that
+/// never meet, a bridge in each, one nostr-relay between them reached only
+/// through microsocks.
+@Suite(.serialized, .usesProcesses) struct BridgeProcessTests {
+    /// A carrier as a datagram: broadcast, unsigned, from a sender nobody knows.
+    static func carrierDatagram(_ e: NostrEvent, cell: String) throws -> [UInt8] {
+        let c = try NostrCarrier(direction: .fromBridge, geohash: cell, eventJSON: Array(e.json.utf8))
+        return try Packet(type: .nostrCarrier, ttl: 7, timestamp: UInt64(Date().timeIntervalSince1970 * 1_000),
+                          senderID: PeerID(rawValue: UInt64.random(in: 1..<UInt64.max)), payload: c.encoded()).encoded()
+    }
+
+    /// Events of kind 20000 the relay stored, their contents (its own database, read with Python's sqlite3).
+    static func storedMessages(_ db: String) async throws -> [String] {
+        let python = NostrProcessTests.root.appendingPathComponent(".venv/bin/python")
+        let r = try await StarlingProcess.run(executable: python, ["-c", """
+            import json, sqlite3, sys
+            for (c,) in sqlite3.connect(sys.argv[1]).execute("select content from events where kind = 20000"): print(json.dumps(c))
+            """, db])
+        return r.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8), options: .fragmentsAllowed) as? String }
+    }
+
+    /// Mesh A: alice (a chat that lets her lines cross) and carol (one that
+    /// does not: the control), both linked to gateA, a bridge on u4pruy.
+    /// Mesh B: gateB, a bridge on a cell of u4pruy's ring, and bob and dave
+    /// behind it. Alice's line appears once at bob and dave through the two
+    /// bridges, never carol's; nothing comes back to mesh A. Forged carriers
+    /// (the content changed, another author's key) are dropped at bob, where
+    /// an honest one (the control) is shown. With the proxy down nothing
+    /// leaves gateA; when it is back, what waited goes, once.
+    @Test func aPublicMessageCrossesBetweenTwoMeshesOnce() async throws {
+        let (relay, relayPort, db) = try await NostrProcessTests.relay()
+        defer { relay.stop() }
+        let socks = try await NostrProcessTests.socks()
+        var proxy = socks.0
+        let proxyPort = socks.port
+        defer { proxy.stop() }
+        let cellB = try #require(Geohash.neighbours(of: "u4pruy").first)
+        func bridge(_ name: String, _ cell: String) throws -> LiveProcess {
+            try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
+                             ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
+        }
+        let gateA = try bridge("gateA", "u4pruy"), gateB = try bridge("gateB", cellB)
+        defer { gateA.stop(); gateB.stop() }
+        let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
+        func listener(_ name: String, peer: UInt16) throws -> LiveProcess {
+            try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--no-discovery", "--announce-interval", "1",
+                             "--data-dir", ContactCommandTests.temporaryDirectory(name), "--peer", "127.0.0.1:\(peer)"])
+        }
+        let bob = try listener("bob", peer: portB)
+        defer { bob.stop() }
+        let dave = try listener("dave", peer: try await MeshProcessTests.port(of: bob))
+        defer { dave.stop() }
+        func chat(_ name: String, crosses: Bool) throws -> LiveProcess {
+            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1",
+                             "--data-dir", ContactCommandTests.temporaryDirectory(name), "--peer", "127.0.0.1:\(portA)"] + (crosses ? ["--cross-bridges"] : []))
+        }
+        let alice = try chat("alice", crosses: true), carol = try chat("carol", crosses: false)
+        defer { alice.stop(); carol.stop() }
+        // gateA announces the bridge bit and its cell.
+        let caps = await bob.waitFor { $0["event"] as? String == "capabilities" && ($0["capabilities"] as? [String])?.contains("bridge") == true }
+        #expect(caps != nil, "gateB announces bit 7: \(bob.text)")
+        for c in [alice, carol] { #expect(await c.waitForText("gateA joined"), "\(c.text)") }
+        #expect(await dave.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "gateB" } != nil, "\(dave.text)")
+
+        alice.type("hello from mesh A")
+        carol.type("carol stays home")
+        let crossed = await bob.waitFor(seconds: 30) { $0["event"] as? String == "bridgedMessage" }
+        #expect(crossed?["text"] as? String == "hello from mesh A" && crossed?["nickname"] as? String == "alice", "\(bob.text)\n\(gateB.text)\n\(gateA.text)")
+        #expect(crossed?["cell"] as? String == "u4pruy" && crossed?["hops"] as? Int == 1, "\(String(describing: crossed))")
+        let id = try #require(crossed?["eventID"] as? String)
+        #expect(await dave.waitFor(seconds: 15) { $0["event"] as? String == "bridgedMessage" && $0["eventID"] as? String == id } != nil, "\(dave.text)")
+        #expect(await gateB.waitFor(seconds: 5) { $0["event"] as? String == "bridgedMessage" && $0["eventID"] as? String == id } != nil, "\(gateB.text)")
+        // Once, and carol's line never: it did not leave mesh A.
+        try await Task.sleep(for: .seconds(3))
+        for n in [bob, dave, gateB] {
+            #expect(n.events.filter { $0["eventID"] as? String == id }.count == 1, "\(n.text)")
+            #expect(!n.text.contains("carol stays home"), "\(n.text)")
+        }
+        #expect(try await Self.storedMessages(db).filter { $0 == "carol stays home" }.isEmpty)
+        #expect(try await Self.storedMessages(db).filter { $0 == "hello from mesh A" }.count == 1)
+        // Nothing came back into mesh A.
+        #expect(!gateA.text.contains("bridgedMessage") && !alice.text.contains("across a bridge") && !carol.text.contains("across a bridge"),
+                "\(gateA.text)\n\(alice.text)")
+
+        // Forged carriers at bob; an honest one beside them (the control).
+        let key = Secp256k1.PrivateKey.random()
+        func event(_ text: String) throws -> NostrEvent {
+            try #require(MeshBridge.message(text, nickname: "mallory", cell: cellB, senderIDHex: "0102030405060708",
+                                            timestampMs: UInt64(Date().timeIntervalSince1970 * 1_000), key: key, now: Int64(Date().timeIntervalSince1970)))
+        }
+        var tampered = try event("a real line")
+        tampered.content = "a changed line"
+        var otherAuthor = try event("signed by mallory")
+        otherAuthor.pubkey = Secp256k1.PrivateKey.random().publicKey.hexString
+        let honest = try event("an honest carrier")
+        let bobPort = try await MeshProcessTests.port(of: bob)
+        MeshProcessTests.spray([try Self.carrierDatagram(tampered, cell: cellB), try Self.carrierDatagram(otherAuthor, cell: cellB)], to: bobPort)
+        MeshProcessTests.spray([try Self.carrierDatagram(honest, cell: cellB)], to: bobPort)
+        #expect(await bob.waitFor(seconds: 15) { $0["event"] as? String == "bridgedMessage" && $0["text"] as? String == "an honest carrier" } != nil,
+                "\(bob.text)")
+        #expect(!bob.text.contains("a changed line") && !bob.text.contains("signed by mallory"), "\(bob.text)")
+
+        // The proxy down: nothing leaves gateA. Back up: what waited goes, once.
+        proxy.stop()
+        try await Task.sleep(for: .seconds(2))
+        alice.type("while the proxy is down")
+        try await Task.sleep(for: .seconds(5))
+        #expect(try await Self.storedMessages(db).filter { $0 == "while the proxy is down" }.isEmpty)
+        #expect(!bob.text.contains("while the proxy is down"))
+        proxy = LiveProcess.unstarted(["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(proxyPort)])
+        try proxy.start()
+        try await NostrProcessTests.waitForPort(proxyPort, proxy)
+        let late = await bob.waitFor(seconds: 60) { $0["event"] as? String == "bridgedMessage" && $0["text"] as? String == "while the proxy is down" }
+        #expect(late != nil, "\(bob.text)\n\(gateA.text)")
+        #expect(try await Self.storedMessages(db).filter { $0 == "while the proxy is down" }.count == 1)
+    }
+}
