@@ -54,6 +54,8 @@ public final class EmbeddedNetwork {
     public private(set) var savedPrekeys: [Int: LocalPrekeys] = [:]
     /// What each node's gateway published (``NodeCore/Output/publishNostr(_:)``).
     public private(set) var published: [[GatewayCore.Upload]] = []
+    /// The recipient tags each node's bridge last said it follows (``NodeCore/Output/followDrops(_:)``).
+    public private(set) var dropTags: [Int: [String]] = [:]
     /// Large files offered to each node (carried over TCP by a runtime, not here).
     public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
@@ -281,6 +283,8 @@ public final class EmbeddedNetwork {
                 break
             case let .publishNostr(u):
                 published[node].append(u) // what a gateway would hand its relays
+            case let .followDrops(tags):
+                dropTags[node] = tags
             }
         }
     }

@@ -95,6 +95,10 @@ public actor Messenger {
                     await node.bridgeFromRelay(event)
                     continue
                 }
+                if case let .drop(event) = e {
+                    await node.dropFromRelay(event)
+                    continue
+                }
                 if case let .message(m) = e, let event = m.event, gatewayChannels.contains(m.geohash) {
                     await node.gatewayDownlink(event, geohash: m.geohash)
                 }

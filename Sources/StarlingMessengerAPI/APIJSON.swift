@@ -189,7 +189,7 @@ public enum APIJSON {
                 return [["event": "channelPresence", "geohash": geohash, "publicKey": key]]
             case let .failed(why):
                 return [["event": "channelFailed", "reason": why]]
-            case .bridge:
+            case .bridge, .drop:
                 return [] // the node's bridge takes these; a face sees what it shows (bridgedMessage)
             }
         }

@@ -38,6 +38,9 @@ public actor MeshNode {
         /// With `core.gateway` or `core.bridge`: hands what the gateway or the
         /// bridge took to the relays (the events as they came, each its author's).
         public var nostrPublisher: (@Sendable (GatewayCore.Upload) -> Void)?
+        /// With `core.bridge`: the recipient tags whose courier drops (kind 1401)
+        /// the bridge reads from the relays, each time they change.
+        public var dropFollower: (@Sendable ([String]) -> Void)?
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
@@ -449,6 +452,8 @@ public actor MeshNode {
                 for m in options.mailboxes { m.acknowledged(id) }
             case let .publishNostr(upload):
                 options.nostrPublisher?(upload)
+            case let .followDrops(tags):
+                options.dropFollower?(tags)
             case let .bulkOffered(offer, from):
                 bulkOffered(offer, from: from)
             case let .bulkAnswered(answer, from):
@@ -962,6 +967,8 @@ public actor MeshNode {
 
     /// The gateway or the bridge: a relay is up (or none is) for what they publish.
     public func nostrRelays(up: Bool) { command { $0.nostrRelays(up: up, now: $1) } }
+    /// The bridge: a courier drop (kind 1401) its subscription brought, opened or handed to the peer here it is for.
+    public func dropFromRelay(_ event: NostrEvent) { command { $0.dropFromRelay(event, now: $1) } }
     /// The bridge (`core.bridge`): an event its subscription brought, shown and carried into the mesh when it is one to carry.
     public func bridgeFromRelay(_ event: NostrEvent) { command { $0.bridgeFromRelay(event, now: $1) } }
     /// The gateway: an event of a channel it follows, carried into the mesh when it is one to carry.

@@ -221,9 +221,12 @@ public struct NodeCore: Sendable {
         case bulkOffered(BulkOffer, from: PeerID)
         /// A peer's answer to our offer.
         case bulkAnswered(BulkAnswer, from: PeerID)
-        /// A deposit our gateway took: publish the event, as it came, to the
-        /// relays near its geohash (it is the author's, signed by them).
+        /// A deposit our gateway or bridge took (or our bridge's own event, or a
+        /// courier drop it posts): publish the event, as it came, to the relays.
         case publishNostr(GatewayCore.Upload)
+        /// Our bridge reads courier drops (kind 1401) for these recipient tags
+        /// (hex, sorted): ours and our direct peers'. Sent when the set changes.
+        case followDrops([String])
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -410,6 +413,13 @@ public struct NodeCore: Sendable {
     private var gateway = GatewayCore()
     /// Whether the runtime has a relay up for what the gateway and the bridge publish.
     private var nostrRelaysUp = false
+    /// Courier drops online (a bridge's): drop events taken from the relays
+    /// (512), envelopes posted (512, by their seal's hash), our own waiting for
+    /// a relay (20, the oldest out), and the recipient tags followed.
+    private var dropEventsTaken = BoundedIDs(512)
+    private var dropsPosted = BoundedIDs(512)
+    private var dropsToPost: [CourierEnvelope] = []
+    private var dropTagsFollowed: [String] = []
     /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
     private var bridge = BridgeCore(cell: nil, key: nil)
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
@@ -1275,6 +1285,7 @@ public struct NodeCore: Sendable {
             .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
             .prefix(3).map(\.key)
         for c in couriers { try depositDrop(envelope, with: c, now: now) }
+        postDrop(envelope, now: now)
         emit(.dropDeposited(messageID: id, to: recipient.peerID, couriers: couriers.count))
         return couriers.count
     }
@@ -1332,7 +1343,86 @@ public struct NodeCore: Sendable {
             refusals.courier += 1
             return
         }
-        if case .refused = courier.deposit(e, from: key, favorite: favorites.contains(card.fingerprint), now: w) { refusals.courier += 1 }
+        switch courier.deposit(e, from: key, favorite: favorites.contains(card.fingerprint), now: w) {
+        case .refused: refusals.courier += 1
+        case .kept: postDrop(e, now: now)
+        case .duplicate: break
+        }
+    }
+
+    // MARK: Courier drops online
+
+    /// A bridge with a relay up posts each envelope it seals or carries as a
+    /// kind 1401 drop (once, by its seal's hash); with none up, its own wait (20).
+    private mutating func postDrop(_ e: CourierEnvelope, now: Millis) {
+        guard bridge.cell != nil else { return }
+        guard nostrRelaysUp else {
+            if !dropsToPost.contains(e) {
+                if dropsToPost.count >= 20 { dropsToPost.removeFirst() }
+                dropsToPost.append(e)
+            }
+            return
+        }
+        guard !e.isExpired(at: wall(now)), !dropsPosted.contains(sha256Hex(e.ciphertext)),
+              let event = CourierDrop.event(e, now: Int64(wall(now) / 1_000)) else { return }
+        dropsPosted.insert(sha256Hex(e.ciphertext))
+        outbox.append(.publishNostr(GatewayCore.Upload(event: event, geohash: "", depositor: peerID)))
+    }
+
+    /// The recipient tags our bridge follows: ours and those of the peers one
+    /// hop away whose Noise key we know (16 at most, not blocked), for
+    /// yesterday, today and tomorrow; said to the runtime when they change.
+    private mutating func followDrops(now: Millis) {
+        guard bridge.cell != nil else { return }
+        let day = CourierSeal.epochDay(unixSeconds: wall(now) / 1_000)
+        let peers = present.entries.filter { $0.key != peerID && $0.value.hops == 1 && !blocked.contains($0.value.info.fingerprint) }
+            .compactMap { noiseKeys[$0.value.info.fingerprint]?.key }.sorted { $0.lexicographicallyPrecedes($1) }.prefix(16)
+        let tags = ([identity.noisePublicKey] + peers).flatMap { CourierSeal.candidateTags(noiseKey: $0, day: day).map(\.hexString) }
+        let wanted = Array(Set(tags)).sorted()
+        guard wanted != dropTagsFollowed else { return }
+        dropTagsFollowed = wanted
+        outbox.append(.followDrops(wanted))
+    }
+
+    /// A kind 1401 event our bridge's subscription brought: a drop for us is
+    /// opened; one for a peer here is carried and handed to it over a session
+    /// that proved its key (as any drop we carry).
+    public mutating func dropFromRelay(_ event: NostrEvent, now: Millis) {
+        guard bridge.cell != nil, !dropEventsTaken.contains(event.id) else { return }
+        let w = wall(now)
+        guard (try? event.verify()) != nil, let e = CourierDrop.envelope(of: event, wall: w) else {
+            refusals.courier += 1
+            return
+        }
+        let day = CourierSeal.epochDay(unixSeconds: w / 1_000)
+        if CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: day).contains(e.recipientTag) {
+            dropEventsTaken.insert(event.id)
+            guard trustKnown else {
+                if dropsAwaitingTrust.count >= 64 { dropsAwaitingTrust.removeFirst(); refusals.courier += 1 }
+                dropsAwaitingTrust.append((e, 0))
+                return
+            }
+            openDrop(e, hops: 0, now: now)
+            return
+        }
+        var target: (PeerID, [UInt8])?
+        for (id, entry) in present.entries where entry.hops == 1 {
+            if let key = noiseKeys[entry.info.fingerprint]?.key, CourierSeal.candidateTags(noiseKey: key, day: day).contains(e.recipientTag) {
+                target = (id, key)
+                break
+            }
+        }
+        guard let (peer, key) = target else {
+            refusals.courier += 1 // for no one here (any longer)
+            return
+        }
+        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays: not posted back
+        if case .refused = courier.deposit(e, from: identity.noisePublicKey, favorite: true, now: w) {
+            refusals.courier += 1
+            return
+        }
+        dropEventsTaken.insert(event.id) // taken once it is carried: one for no one here yet is read again when they come
+        handOverDrops(to: peer, noiseKey: key, now: now)
     }
 
     private mutating func openDrop(_ e: CourierEnvelope, hops: Int, now: Millis) {
@@ -1384,6 +1474,9 @@ public struct NodeCore: Sendable {
         guard up else { return }
         if configuration.gateway { for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) } }
         for u in bridge.relaysUp() { outbox.append(.publishNostr(u)) }
+        let waiting = dropsToPost
+        dropsToPost = []
+        for e in waiting + courier.held.map(\.envelope) { postDrop(e, now: now) }
         bridgeDue(now: now)
     }
 
@@ -1535,6 +1628,7 @@ public struct NodeCore: Sendable {
 
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
+        followDrops(now: now)
         if courier.count > 0 { courier.prune(now: wall(now)) }
         if configuration.publishesPrekeys, prekeysPublishedAt == nil || now >= prekeysPublishedAt! + 3_600_000
             || (prekeysChanged && now >= prekeysPublishedAt! + 60_000) { publishPrekeys(now: now) }
@@ -1837,6 +1931,10 @@ public struct NodeCore: Sendable {
             "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
             "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
             "node.dropsOpened": openedDrops.count,
+            "node.dropEventsTaken": dropEventsTaken.count,
+            "node.dropsPosted": dropsPosted.count,
+            "node.dropsToPost": dropsToPost.count,
+            "node.dropTagsFollowed": dropTagsFollowed.count,
             "bridge.queue": bridge.sizes["bridge.queue"] ?? 0,
             "bridge.pending": bridge.sizes["bridge.pending"] ?? 0,
             "bridge.depositors": bridge.sizes["bridge.depositors"] ?? 0,

@@ -65,6 +65,8 @@ public struct NostrClientCore: Sendable {
         /// An event on the mesh bridge's cells (``followBridge(cells:now:)``),
         /// as the relay sent it: the bridge checks it (its signature within its own budget).
         case bridgeEvent(NostrEvent)
+        /// A courier drop (kind 1401) for a recipient tag followed (``followDrops(tags:now:)``), unchecked.
+        case dropEvent(NostrEvent)
     }
 
     /// A location channel's message: who (the geohash identity's key, hex, and
@@ -144,6 +146,8 @@ public struct NostrClientCore: Sendable {
     private var seenChannelEvents = BoundedSet<String>(capacity: 10_000)
     /// The mesh bridge's cells followed (empty: none).
     public private(set) var bridgeCells: [String] = []
+    /// The recipient tags whose courier drops are followed (empty: none).
+    public private(set) var dropTags: [String] = []
     private var channelBudget: TokenBucket
 
     /// `opened`: the IDs of wraps taken before (the relays' lookback returns them again).
@@ -201,9 +205,22 @@ public struct NostrClientCore: Sendable {
             outbox.append(.send(NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: bridgeCells, now: Int64(wall(now) / 1000))]).json,
                                 relay: relay))
         }
+        if !dropTags.isEmpty {
+            outbox.append(.send(NostrClientMessage.request(subscription: "drops", filters: [CourierDrop.filter(tags: dropTags, now: Int64(wall(now) / 1000))]).json,
+                                relay: relay))
+        }
         let waiting = queued
         queued = []
         for item in waiting { publish(item.event, ticket: item.ticket, now: now) }
+    }
+
+    /// Follows courier drops (kind 1401) for these recipient tags (hex) on
+    /// every relay, the last 24 hours; none: the subscription closes.
+    public mutating func followDrops(tags: [String], now: Millis) {
+        dropTags = tags
+        let message = tags.isEmpty ? NostrClientMessage.close(subscription: "drops")
+            : NostrClientMessage.request(subscription: "drops", filters: [CourierDrop.filter(tags: tags, now: Int64(wall(now) / 1000))])
+        for relay in relays.sorted() { outbox.append(.send(message.json, relay: relay)) }
     }
 
     /// Follows a mesh bridge's cells (its own and its ring) on every relay:
@@ -255,6 +272,12 @@ public struct NostrClientCore: Sendable {
                 return
             }
             outbox.append(.bridgeEvent(event))
+        case let .event("drops", event) where !dropTags.isEmpty:
+            guard seenChannelEvents.insert(event.id) else {
+                statistics.duplicates += 1
+                return
+            }
+            outbox.append(.dropEvent(event))
         case let .ok(id, accepted, why):
             guard var entry = inFlight[id] else { return }
             if accepted {

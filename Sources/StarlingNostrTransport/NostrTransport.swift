@@ -64,6 +64,8 @@ public final class NostrTransport: MailboxTransport, Sendable {
         case failed(String)
         /// An event on the mesh bridge's cells (``followBridge(cells:)``), unchecked.
         case bridge(NostrEvent)
+        /// A courier drop for a recipient tag followed (``followDrops(tags:)``), unchecked.
+        case drop(NostrEvent)
     }
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
@@ -132,6 +134,11 @@ public final class NostrTransport: MailboxTransport, Sendable {
     /// Follows a mesh bridge's cells on every relay (its events come as ``ChannelEvent/bridge(_:)``).
     public func followBridge(cells: [String]) async {
         await pool.followBridge(cells: cells)
+    }
+
+    /// Follows courier drops for these recipient tags on every relay (they come as ``ChannelEvent/drop(_:)``).
+    public func followDrops(tags: [String]) async {
+        await pool.followDrops(tags: tags)
     }
 
     /// Our public key in a channel (to tell our own lines from others').
@@ -266,6 +273,11 @@ extension NostrTransport {
             flush()
         }
 
+        func followDrops(tags: [String]) {
+            core.followDrops(tags: tags, now: readClock())
+            flush()
+        }
+
         func followBridge(cells: [String]) {
             core.followBridge(cells: cells, now: readClock())
             flush()
@@ -305,6 +317,7 @@ extension NostrTransport {
                 case let .channelMessage(m): channels.yield(.message(m))
                 case let .presence(g, key): channels.yield(.presence(geohash: g, publicKey: key))
                 case let .bridgeEvent(e): channels.yield(.bridge(e))
+                case let .dropEvent(e): channels.yield(.drop(e))
                 case let .rejected(why):
                     logger.info("nostr: refused", metadata: ["why": "\(why)"])
                 case let .opened(id):

@@ -72,6 +72,10 @@ struct NodeSession {
                     let (uploads, publishing) = AsyncStream.makeStream(of: GatewayCore.Upload.self, bufferingPolicy: .bufferingNewest(1_000))
                     Task { for await u in uploads { await t.publishSigned(u.event) } }
                     options.nostrPublisher = { upload in publishing.yield(upload) }
+                    // The drops the bridge follows change with the peers here: the newest set wins.
+                    let (follows, following) = AsyncStream.makeStream(of: [String].self, bufferingPolicy: .bufferingNewest(1))
+                    Task { for await tags in follows { await t.followDrops(tags: tags) } }
+                    options.dropFollower = { tags in following.yield(tags) }
                 }
             }
             if let address = chosen.server {

@@ -380,3 +380,102 @@ extension InProcessNodes {
     }
 }
 }
+
+/// Issue 41: courier drops online (kind 1401), as iOS posts and reads them
+/// (BridgeCourierService.swift), and a bridge that fetches a drop for a peer
+/// who turned up in its mesh.
+@Suite struct CourierDropTests {
+    static let envelope = CourierEnvelope(recipientTag: [UInt8](repeating: 0xAB, count: 16), expiry: 1_900_000_000_000,
+                                          ciphertext: [0x42, 0x42, 0x42, 0x42], copies: 3)
+
+    @Test func theDropEventIsIOSs() throws {
+        // The research note's vector C: one copy, base64 of the 37-byte envelope, tags x and expiration; key 01×32.
+        let key = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 1, count: 32))
+        let e = try #require(CourierDrop.event(Self.envelope, key: key, now: 1_750_000_000))
+        #expect(e.kind == 1_401 && e.content == "AQAQq6urq6urq6urq6urq6urqwIACAAAAbpg0zgAAwAEQkJCQg==")
+        #expect(e.tags == [["x", "abababababababababababababababab"], ["expiration", "1900000000"]])
+        #expect(e.id == "99e0ba57b80a27ab169803bdf5c961b2bfb69f0961e8425492be82a4f4022f1c" && (try? e.verify()) != nil)
+        var one = Self.envelope
+        one.copies = 1
+        #expect(CourierDrop.envelope(of: e, wall: 1_750_000_000_000) == one)
+        // A fresh key each time when none is given.
+        #expect(CourierDrop.event(Self.envelope, now: 1)?.pubkey != CourierDrop.event(Self.envelope, now: 1)?.pubkey)
+        #expect(CourierDrop.filter(tags: ["ab"], now: 100_000).json == ##"{"#x":["ab"],"kinds":[1401],"limit":100,"since":13600}"##)
+    }
+
+    @Test func aDropThatIsNotWhatItSaysIsRefused() throws {
+        let good = try #require(CourierDrop.event(Self.envelope, now: 1_750_000_000))
+        #expect(CourierDrop.envelope(of: good, wall: 1_750_000_000_000) != nil, "the control")
+        var mislabelled = good
+        mislabelled.tags[0][1] = String(repeating: "cd", count: 16)
+        var otherKind = good
+        otherKind.kind = 1
+        var notBase64 = good
+        notBase64.content = "not base64!"
+        var notAnEnvelope = good
+        notAnEnvelope.content = "AAAA"
+        for bad in [mislabelled, otherKind, notBase64, notAnEnvelope] { #expect(CourierDrop.envelope(of: bad, wall: 1_750_000_000_000) == nil) }
+        #expect(CourierDrop.envelope(of: good, wall: 1_900_000_000_000) == nil, "expired by its own expiry")
+        let big = CourierEnvelope(recipientTag: [UInt8](repeating: 1, count: 16), expiry: 1, ciphertext: [UInt8](repeating: 7, count: 16_384))
+        #expect(CourierDrop.event(big, now: 1) != nil, "16 KiB of seal fits in 20 KiB")
+        var huge = good
+        huge.content = String(repeating: "A", count: 28_000)
+        #expect(CourierDrop.envelope(of: huge, wall: 1) == nil)
+    }
+}
+
+extension InProcessNodes {
+@Suite struct CourierDropNodeTests {
+    /// Alice (mesh A) seals a drop to bob, who is on no mesh; gateA, a bridge
+    /// carrying it, posts it. gateB (mesh B) reads nothing for bob until he
+    /// links to it; then it follows his tags, takes the drop and hands it to
+    /// him, who opens it as from alice. A forged drop (its content changed)
+    /// is refused beside it.
+    @Test func aDropPostedInOneMeshReachesAPeerWhoLaterJoinsAnother() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice")
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
+        let bob = net.addNode("bob")
+        net.connect(alice, gateA)
+        net.run(for: 3_000)
+        for g in [gateA, gateB] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+        let bobKey = net.nodes[bob].identity.noisePublicKey
+        #expect(try net.on(alice) { try $0.sendDrop("meet me at the mill", toNoiseKey: bobKey, now: $1) } == 1)
+        net.run(for: 1_000)
+        let drops = net.published[gateA].map(\.event).filter { $0.kind == 1_401 }
+        #expect(drops.count == 1, "\(net.published[gateA].map(\.event.kind))")
+        let day = CourierSeal.epochDay(unixSeconds: net.now / 1_000)
+        #expect(drops.first?.tags.first == ["x", CourierSeal.recipientTag(noiseKey: bobKey, day: day).hexString])
+        // gateA follows its own tags and alice's; gateB its own only.
+        let aliceTags = CourierSeal.candidateTags(noiseKey: net.nodes[alice].identity.noisePublicKey, day: day).map(\.hexString)
+        #expect(Set(aliceTags).isSubset(of: Set(net.dropTags[gateA] ?? [])) && net.dropTags[gateA]?.count == 6)
+        #expect(net.dropTags[gateB]?.count == 3)
+
+        // Before bob is here, gateB takes nothing; once he is, it follows his tags and hands the drop over.
+        let drop = try #require(drops.first)
+        net.on(gateB) { $0.dropFromRelay(drop, now: $1) }
+        net.connect(gateB, bob)
+        net.run(for: 3_000)
+        let bobTags = CourierSeal.candidateTags(noiseKey: bobKey, day: day).map(\.hexString)
+        #expect(Set(bobTags).isSubset(of: Set(net.dropTags[gateB] ?? [])), "\(String(describing: net.dropTags[gateB]))")
+        var forged = drop
+        forged.content = try #require(CourierDrop.event(CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: bobKey, day: day),
+                                                                         expiry: net.now + 3_600_000, ciphertext: [1, 2, 3]), now: 1)?.content)
+        let before = net.nodes[gateB].refusals.courier
+        net.on(gateB) { $0.dropFromRelay(forged, now: $1) }
+        #expect(net.nodes[gateB].refusals.courier == before + 1)
+        net.on(gateB) { $0.dropFromRelay(drop, now: $1) }
+        net.run(for: 5_000)
+        let opened = net.events[bob].compactMap { if case let .dropOpened(_, fingerprint, _, _, text, _, _) = $0 { (fingerprint, text) } else { nil } }
+        #expect(opened.map(\.1) == ["meet me at the mill"], "\(net.events[bob])")
+        #expect(opened.first?.0 == net.nodes[alice].identity.fingerprint.hex)
+        // It came from the relays: gateB never posts it back; the relays sending it again changes nothing.
+        #expect(!net.published[gateB].contains { $0.event.kind == 1_401 })
+        net.on(gateB) { $0.dropFromRelay(drop, now: $1) }
+        net.run(for: 3_000)
+        #expect(net.events[bob].filter { if case .dropOpened = $0 { true } else { false } }.count == 1)
+    }
+}
+}
