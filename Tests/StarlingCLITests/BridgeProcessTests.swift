@@ -121,4 +121,61 @@ import Testing
         #expect(late != nil, "\(bob.text)\n\(gateA.text)")
         #expect(try await Self.storedMessages(db).filter { $0 == "while the proxy is down" }.count == 1)
     }
+
+    /// Kinds of the events the relay stored.
+    static func storedKinds(_ db: String) async throws -> [Int] {
+        let python = NostrProcessTests.root.appendingPathComponent(".venv/bin/python")
+        let r = try await StarlingProcess.run(executable: python, ["-c", """
+            import sqlite3, sys
+            for (k,) in sqlite3.connect(sys.argv[1]).execute("select kind from events"): print(k)
+            """, db])
+        return r.stdout.split(separator: "\n").compactMap { Int($0) }
+    }
+
+    /// Alice and bob meet once on mesh A; bob goes. Alice's message for him
+    /// leaves as a courier drop with gateA, a bridge, which posts it to the
+    /// relay (kind 1401, through microsocks). Bob then starts on mesh B,
+    /// beside gateB only: gateB follows his recipient tags, fetches the drop
+    /// and hands it over, and bob reads it as from alice, once.
+    @Test func aCourierDropPostedInOneMeshReachesAPeerWhoLaterJoinsAnother() async throws {
+        let (relay, relayPort, db) = try await NostrProcessTests.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await NostrProcessTests.socks()
+        defer { proxy.stop() }
+        let cellB = try #require(Geohash.neighbours(of: "u4pruy").last)
+        func bridge(_ name: String, _ cell: String) throws -> LiveProcess {
+            try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
+                             ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
+        }
+        let gateA = try bridge("dropGateA", "u4pruy"), gateB = try bridge("dropGateB", cellB)
+        defer { gateA.stop(); gateB.stop() }
+        let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
+        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
+        defer { for d in [aliceDir, bobDir] { try? FileManager.default.removeItem(atPath: d) } }
+
+        let bobFirst = try CourierProcessTests.listen("bob", bobDir, peers: [portA])
+        defer { bobFirst.stop() }
+        #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "dropGateA" } != nil, "\(bobFirst.text)")
+        let hello = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "hello bob"])
+        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
+        bobFirst.stop()
+        #expect(await bobFirst.waitForExit(seconds: 15) != nil)
+
+        let dropped = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "--wait", "3", "meet me at the mill"])
+        #expect(dropped.status == 0 && dropped.stdout.contains("courier drop"), "\(dropped.stdout)\(dropped.stderr)")
+        var posted = false
+        for _ in 0..<60 where !posted {
+            posted = try await Self.storedKinds(db).contains(1_401)
+            if !posted { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(posted, "gateA posted the drop: \(gateA.text)")
+
+        let bob = try CourierProcessTests.listen("bob", bobDir, peers: [portB])
+        defer { bob.stop() }
+        let got = await bob.waitFor(seconds: 60) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "meet me at the mill" }
+        #expect(got?["via"] as? String == "courier", "\(bob.text)\n\(gateB.text)")
+        try await Task.sleep(for: .seconds(2))
+        #expect(bob.text.components(separatedBy: "\"meet me at the mill\"").count == 2, "once: \(bob.text)")
+        #expect(!gateB.text.contains("meet me at the mill"), "gateB only carried it: \(gateB.text)")
+    }
 }
