@@ -144,6 +144,8 @@ actor ChatScreen {
     let local: NodeSession?
     /// Who we are and what the node holds, as last asked.
     var me: NodeSummary
+    /// Said once, with the first line from another mesh: how one's own lines cross.
+    var bridgeHinted = false
     /// The newest incoming message this face showed, per conversation (what
     /// "seen" may mark read: 4,096 conversations at most).
     var lastShown: [UserID: UserID] = [:]

@@ -251,6 +251,10 @@ extension ChatScreen {
                 say("[\(Self.clock())] " + EventPrinter.gatewayLine(m))
             }
         case let .bridgedMessage(m):
+            if !bridgeHinted {
+                bridgeHinted = true
+                say("* a line from another mesh, through a bridge here (its name is its author's claim); yours cross to other meshes only when you start with --cross-bridges or run a bridge")
+            }
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: DisplayText.clean(m.nickname ?? "anon") + "? " + m.pubkey.prefix(8),
                                     text: "(across a bridge) " + Self.lines(m.text)), to: ChatBuffers.publicName)
