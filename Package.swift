@@ -255,6 +255,7 @@ let targets: [Target] = [
             "StarlingNostrTransport",
             "StarlingMessenger",
             "StarlingMessengerAPI",
+            "StarlingEmbeddedNetwork",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -63,6 +63,8 @@ public final class EmbeddedNetwork {
     /// Frames that links lost (by their loss rate).
     public private(set) var framesLost = 0
     public private(set) var framesDelivered = 0
+    /// Frames each node received.
+    public private(set) var framesReceived: [Int: Int] = [:]
     /// Two nodes whose link a node closed are still in range: they link again
     /// this long after (a UDP transport re-admits the address on its next
     /// packet; a BLE central reconnects). Raw links stay closed.
@@ -196,6 +198,7 @@ public final class EmbeddedNetwork {
             while let f = inFlight.min, f.at <= now {
                 _ = inFlight.removeMin()
                 framesDelivered += 1
+                framesReceived[f.to.node, default: 0] += 1
                 nodes[f.to.node].receive(f.bytes, channel: f.channel, on: f.to.link, now: now)
                 flush(f.to.node)
             }

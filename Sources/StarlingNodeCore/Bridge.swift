@@ -112,6 +112,8 @@ public struct BridgeCore: Sendable {
     private var participantsSeen: [String: UInt64] = [:]
     private var lastPresence: UInt64?
     public private(set) var refusals: [Refusal: Int] = [:]
+    /// `fromBridge` carriers sent, in all.
+    public private(set) var downlinked = 0
 
     /// `key`: what our bridge signs its own messages and presence with (see ``MeshBridge/identity(seed:cell:)``).
     public init(cell: String?, key: Secp256k1.PrivateKey?, limits: Limits = Limits()) {
@@ -249,6 +251,7 @@ public struct BridgeCore: Sendable {
                   let c = try? NostrCarrier(direction: .fromBridge, geohash: d.cell, eventJSON: Array(d.event.json.utf8)) else { continue }
             rebroadcastIDs.insert(d.event.id)
             sent.append(now)
+            downlinked += 1
             out.append(c)
         }
         return out

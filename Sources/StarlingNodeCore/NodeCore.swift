@@ -1543,6 +1543,9 @@ public struct NodeCore: Sendable {
 
     // MARK: The mesh bridge
 
+    /// `fromBridge` carriers our bridge sent into the mesh, in all.
+    public var bridgeDownlinked: Int { bridge.downlinked }
+
     /// The nearest reachable peer whose verified announce says bridge (bit 7)
     /// with its cell, not blocked.
     private var bridgePeer: (peer: PeerID, cell: String)? {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StarlingEmbeddedNetwork
 import StarlingMesh
 import StarlingSim
 import StarlingTerminal
@@ -21,6 +22,7 @@ struct Sim: ParsableCommand {
           starling sim --nodes 1000 --degree 16 --plot mesh.svg
           starling sim --scenario private --nodes 100 --loss 0.1 --churn 0.1 --messages 1000
           starling sim --scenario partition --nodes 300
+          starling sim --scenario bridge --nodes 100 --messages 20 --plot bridge.svg
           starling sim --config docs/scenarios/phones-and-pis.conf --seed 7
 
         Scenarios: broadcast (the default) compares relay policies; private sends \
@@ -28,16 +30,19 @@ struct Sim: ParsableCommand {
         flooded; --churn is then the fraction of nodes offline at any time) and \
         measures routes against the shortest path; partition cuts the mesh in two \
         halves while public messages are sent, joins them, and measures gossip \
-        sync's convergence and traffic.
+        sync's convergence and traffic; bridge runs two meshes of --nodes real node \
+        cores each, one mesh bridge in each and a Nostr relay between them at each \
+        --relay-latency, and measures delivery across, duplicates, radio load and the \
+        bridges' load.
 
         A scenario can live in a file (--config): one option a line, `name = value`         with the option's name (`nodes = 300`, `edge-loss = 0.2`, `json = true`),         `#` for comments. Options on the command line win over the file's.
         """
     )
 
     enum Shape: String, ExpressibleByArgument, CaseIterable { case rgg, line, grid, clusters }
-    enum Scenario: String, ExpressibleByArgument, CaseIterable { case broadcast, `private`, partition }
+    enum Scenario: String, ExpressibleByArgument, CaseIterable { case broadcast, `private`, partition, bridge }
 
-    @Option(help: "What to simulate: broadcast, private, partition.") var scenario: Scenario = .broadcast
+    @Option(help: "What to simulate: broadcast, private, partition, bridge.") var scenario: Scenario = .broadcast
     @Option(help: "Topology: rgg (random geometric), line, grid, clusters.") var topology: Shape = .rgg
     @Option(help: "Messages (private scenario), or public messages per half (partition).") var messages = 200
     @Option(help: "Number of nodes.") var nodes = 100
@@ -60,6 +65,9 @@ struct Sim: ParsableCommand {
     @Option(help: "Policy: all, or one of \(Sim.policyNames.joined(separator: ", ")).") var policy = "all"
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "Write an SVG plot: delivery against transmissions, and latency distributions.") var plot: String?
+    @Option(name: .customLong("relay-latency"), parsing: .upToNextOption,
+            help: "The bridge scenario: the Nostr relay's latency between the two bridges, ms (several: one run each).")
+    var relayLatency: [UInt64] = [100, 1_000, 5_000]
     @Option(help: "Read options from a scenario file (`name = value` a line); the command line's win.") var config: String?
 
     static var policies: [any RelayPolicy] {
@@ -117,7 +125,42 @@ struct Sim: ParsableCommand {
         case .broadcast: try broadcast(on: graph)
         case .private: try directed(on: graph)
         case .partition: try partition(on: graph)
+        case .bridge: try bridge()
         }
+    }
+
+    func bridge() throws {
+        guard nodes <= 1_000 else { throw ValidationError("--nodes: the bridge scenario runs real node cores, at most 1,000 a mesh") }
+        let progress = SimProgress(relayLatency.map { ("relay \($0) ms", 1) })
+        var results: [BridgeSimulation.Result] = []
+        for (i, latency) in relayLatency.enumerated() {
+            var s = BridgeSimulation()
+            s.nodesPerMesh = nodes
+            s.meanDegree = degree
+            s.messages = min(messages, 200)
+            s.relayLatency = latency
+            s.loss = loss
+            s.seed = seed
+            results.append(s.run(progress: progress.phase(i)))
+        }
+        progress.finish()
+        if let plot { try BridgeSimulation.svg(results).write(toFile: plot, atomically: true, encoding: .utf8) }
+        if json {
+            try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed],
+                      "runs": results.map { r -> [String: Any] in
+                          ["relayLatencyMs": Int(r.relayLatency), "messages": r.messages, "delivery": r.delivery, "duplicates": r.duplicates,
+                           "echoes": r.echoes, "framesPerMessageMeshB": r.framesPerMessageB, "depositsAtBridgeA": r.depositsAtA,
+                           "carriersFromBridgeB": r.carriersFromB, "medianLatencyMs": r.medianLatency.map { Int($0) } ?? NSNull()]
+                      }])
+            return
+        }
+        print("two meshes of \(nodes) nodes (rgg, mean degree \(String(format: "%.1f", degree))), one bridge each, loss \(loss), seed \(seed)\n")
+        print("relay ms  delivery  duplicates  echoes  frames/msg (B)  deposits at A  carriers from B  median delay")
+        for r in results {
+            print(String(format: "%8d  %7.1f%%  %10d  %6d  %14.0f  %13d  %15d  ", Int(r.relayLatency), r.delivery * 100, r.duplicates, r.echoes,
+                         r.framesPerMessageB, r.depositsAtA, r.carriersFromB) + (r.medianLatency.map { "\($0) ms" } ?? "-"))
+        }
+        if let plot { print("\nplot: \(plot)") }
     }
 
     var chosenPolicy: any RelayPolicy {

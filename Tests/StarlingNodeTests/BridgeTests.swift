@@ -479,3 +479,21 @@ extension InProcessNodes {
     }
 }
 }
+
+extension InProcessNodes {
+@Suite struct BridgeSimulationTests {
+    /// The simulation counts what it says: every message crosses once, none
+    /// comes back, each deposit and carrier is counted (small meshes, no loss).
+    @Test func twoSmallMeshesDeliverEveryMessageOnce() {
+        var s = BridgeSimulation()
+        s.nodesPerMesh = 10
+        s.messages = 3
+        s.settle = 10_000
+        s.relayLatency = 300
+        let r = s.run()
+        #expect(r.delivery == 1 && r.duplicates == 0 && r.echoes == 0, "\(r)")
+        #expect(r.depositsAtA == 3 && r.carriersFromB == 3, "\(r)")
+        #expect(r.framesPerMessageB > 0 && (r.medianLatency ?? 0) >= 300, "\(r)")
+    }
+}
+}
