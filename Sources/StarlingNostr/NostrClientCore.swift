@@ -273,10 +273,8 @@ public struct NostrClientCore: Sendable {
             }
             outbox.append(.bridgeEvent(event))
         case let .event("drops", event) where !dropTags.isEmpty:
-            guard seenChannelEvents.insert(event.id) else {
-                statistics.duplicates += 1
-                return
-            }
+            // Not deduplicated here: one for nobody here yet must be read again when its
+            // recipient comes (the node remembers the drops it took).
             outbox.append(.dropEvent(event))
         case let .ok(id, accepted, why):
             guard var entry = inFlight[id] else { return }

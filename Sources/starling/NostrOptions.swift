@@ -29,7 +29,7 @@ struct NostrOptions: ParsableArguments {
                                valueName: "GEOHASH"))
     var bridge: String?
     @Flag(name: .customLong("cross-bridges"),
-          help: "Let your public messages cross to other meshes through a bridge on this mesh (each signed by you, with a key for the bridge's cell that links to none of yours). Without it nothing you say leaves the mesh, unless you run the bridge.")
+          help: "Let your public messages cross to other meshes through a bridge on this mesh: each is signed with a key for the bridge's cell that links to none of yours, and names your mesh ID and its time (as the bitchat apps' do, so that a mesh that heard it on the radio shows it once). Without it nothing you say leaves the mesh, unless you run the bridge.")
     var crossBridges = false
 
     /// The bridge's rendezvous cell: the first 6 characters of --bridge.

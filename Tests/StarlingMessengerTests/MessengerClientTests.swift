@@ -55,6 +55,9 @@ import StarlingYaOKStore
             .gatewayMessage(GatewayMessage(geohash: "u4pruy", eventID: String(repeating: "ab", count: 32), pubkey: String(repeating: "cd", count: 32),
                                            nickname: "ann", text: "water", createdAt: 1_750_000_000, hops: 2)),
             .gatewayMessage(GatewayMessage(geohash: "u4pruy", eventID: "e", pubkey: "p", nickname: nil, text: "x", createdAt: 1, hops: 1)),
+            .bridgedMessage(BridgedMessage(cell: "u4pruy", eventID: String(repeating: "ab", count: 32), pubkey: String(repeating: "cd", count: 32),
+                                           nickname: "alice", text: "the north road", createdAt: 1_750_000_000, radioID: "b83f94d81dcdd1b0c0048f6645995dd4", hops: 2)),
+            .bridgedMessage(BridgedMessage(cell: "u4pruz", eventID: "e", pubkey: "p", nickname: nil, text: "x", createdAt: 1, radioID: nil, hops: 0)),
         ]
     }
 
@@ -64,7 +67,7 @@ import StarlingYaOKStore
 
     @Test func everyNodeEventReadsBackAsItWasWritten() throws {
         let events = Self.nodeEvents
-        #expect(Set(events.map(\.name)).count == 29) // every kind, none forgotten (a drop opened is a "privateMessage")
+        #expect(Set(events.map(\.name)).count == 30) // every kind, none forgotten (a drop opened is a "privateMessage")
         for e in events {
             let written = try Self.json(e)
             let read = try JSONDecoder().decode(NodeEvent.self, from: Data(written.utf8))

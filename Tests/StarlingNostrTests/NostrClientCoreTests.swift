@@ -36,8 +36,8 @@ final class MemoryRelay {
             let id = array[1] as! String
             let filters = array.dropFirst(2).map { f -> NostrFilter in
                 let d = f as! [String: Any]
-                return NostrFilter(kinds: d["kinds"] as? [Int], p: d["#p"] as? [String], g: d["#g"] as? [String],
-                                   since: (d["since"] as? Int).map(Int64.init), limit: d["limit"] as? Int)
+                return NostrFilter(kinds: d["kinds"] as? [Int], p: d["#p"] as? [String], g: d["#g"] as? [String], r: d["#r"] as? [String],
+                                   x: d["#x"] as? [String], since: (d["since"] as? Int).map(Int64.init), limit: d["limit"] as? Int)
             }
             subscriptions.append((client, id, filters))
             for e in stored where filters.contains(where: { $0.matches(e) }) {
@@ -106,6 +106,43 @@ struct Pair {
 }
 
 @Suite struct NostrClientCoreTests {
+    /// A bridge's subscriptions (#r for its cells, #x for drops) go to every relay and again when one
+    /// comes up; a bridge event is handed on once however many copies, a drop each time it comes
+    /// (one for nobody here yet is read again later).
+    @Test func aBridgeFollowsItsCellsAndItsDrops() throws {
+        var p = try Pair()
+        p.cores[0].relayUp(p.url, now: p.now)
+        p.cores[1].relayUp(p.url, now: p.now)
+        p.settle()
+        p.cores[0].followBridge(cells: MeshBridge.cells(around: "u4pruy"), now: p.now)
+        let tag = String(repeating: "ab", count: 16)
+        p.cores[0].followDrops(tags: [tag], now: p.now)
+        p.settle()
+        #expect(p.relay.subscriptions.contains { $0.client == 0 && $0.id == "bridge" && $0.filters.first?.r?.count == 9 })
+        #expect(p.relay.subscriptions.contains { $0.client == 0 && $0.id == "drops" && $0.filters.first?.x == [tag] })
+        let key = Secp256k1.PrivateKey.random()
+        let message = try #require(MeshBridge.message("over the hill", nickname: "bob", cell: "u4pruz", senderIDHex: "0011223344556677",
+                                                      timestampMs: p.now, key: key, now: Int64(p.now / 1_000)))
+        let drop = try #require(CourierDrop.event(CourierEnvelope(recipientTag: [UInt8](repeating: 0xAB, count: 16), expiry: p.now + 3_600_000,
+                                                                  ciphertext: [1, 2, 3]), now: Int64(p.now / 1_000)))
+        let elsewhere = try #require(MeshBridge.message("far away", nickname: nil, cell: "9q8yyk", senderIDHex: "0011223344556677",
+                                                        timestampMs: p.now, key: key, now: Int64(p.now / 1_000)))
+        for e in [message, drop, elsewhere] { p.cores[1].publishSigned(e, ticket: "t", now: p.now) }
+        p.settle()
+        for e in [message, drop] { p.cores[0].receive("[\"EVENT\",\"\(e.kind == 1_401 ? "drops" : "bridge")\",\(e.json)]", from: "wss://other", now: p.now) }
+        let out = p.cores[0].takeOutputs() + p.outputs[0]
+        #expect(out.filter { if case let .bridgeEvent(e) = $0 { e.id == message.id } else { false } }.count == 1)
+        #expect(out.filter { if case let .dropEvent(e) = $0 { e.id == drop.id } else { false } }.count == 2)
+        #expect(!out.contains { if case let .bridgeEvent(e) = $0 { e.id == elsewhere.id } else { false } }, "the relay filters by #r")
+        // A relay that comes up is asked both again.
+        p.cores[0].relayUp("wss://second", now: p.now)
+        let again = p.cores[0].takeOutputs().compactMap { if case let .send(t, r) = $0, r == "wss://second" { t } else { nil } }
+        #expect(again.contains { $0.contains(#"["REQ","bridge""#) } && again.contains { $0.contains(#"["REQ","drops""#) })
+        // No tags: the drops subscription closes.
+        p.cores[0].followDrops(tags: [], now: p.now)
+        #expect(p.cores[0].takeOutputs().contains { if case let .send(t, _) = $0 { t == #"["CLOSE","drops"]"# } else { false } })
+    }
+
     @Test func aMessageAndItsReceiptsCrossTheRelayAndEachSendIsAccepted() throws {
         var pair = try Pair()
         for i in 0..<2 { pair.cores[i].relayUp(pair.url, now: pair.now) }
