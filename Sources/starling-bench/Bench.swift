@@ -35,7 +35,7 @@ struct StarlingBench {
             await NodeBench.pollLoop(seconds: Double(args.dropFirst().first ?? "60") ?? 60)
             return
         }
-        let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "groups": GroupBench.run, "mesh": MeshBench.run,
+        let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "groups": GroupBench.run, "bridge": BridgeBench.run, "mesh": MeshBench.run,
                                                   "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "relay": ServerBench.run, "relay-store": ServerBench.storeAlone, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
