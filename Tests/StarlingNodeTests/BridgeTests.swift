@@ -309,6 +309,16 @@ import Testing
                           relaysUp: true, now: UInt64(i), wall: Self.t0)
         }
         #expect(d.sizes["bridge.depositors"] == 512 && d.sizes["bridge.publishedIDs"] == 512)
+        // Carriers heard and events carried down: 512 IDs each, the oldest out.
+        var listener = BridgeCore(cell: nil, key: nil, limits: limits)
+        var down = Self.bridge(limits)
+        for i in 0..<600 {
+            let e = try Self.event("carried \(i)", key: .random())
+            _ = listener.heard(try Self.carrier(e), hops: 1, now: UInt64(i) * 3_000, wall: Self.t0)
+            _ = down.fromRelay(e, now: UInt64(i) * 3_000, wall: Self.t0, jitter: 0)
+            _ = down.due(now: UInt64(i) * 3_000, wall: Self.t0)
+        }
+        #expect(listener.sizes["bridge.meshBroadcastIDs"] == 512 && down.sizes["bridge.rebroadcastIDs"] == 512 && down.downlinked == 600)
     }
 
     private func format4(_ i: Int) -> String {
@@ -481,6 +491,40 @@ extension InProcessNodes {
 }
 
 extension InProcessNodes {
+@Suite struct CourierDropBoundsTests {
+    /// A bridge's drop tables under a flood: its own drops waiting for a relay
+    /// (20), the tags it follows (51: its own and 16 direct peers', 3 days each),
+    /// the envelopes it posted and the drop events it took (512 each).
+    @Test func theDropTablesHoldTheirBounds() throws {
+        let net = EmbeddedNetwork()
+        let gate = net.addNode("gate") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = [UInt8](repeating: 3, count: 32) }
+        let peers = (0..<20).map { net.addNode("p\($0)") }
+        for p in peers { net.connect(gate, p) }
+        net.run(for: 3_000)
+        #expect(net.dropTags[gate]?.count == 51 && net.nodes[gate].tableSizes["node.dropTagsFollowed"] == 51)
+        let away = Identity.generate().noisePublicKey
+        for i in 0..<30 { _ = try net.on(gate) { try $0.sendDrop("waiting \(i)", toNoiseKey: away, now: $1) } }
+        #expect(net.nodes[gate].tableSizes["node.dropsToPost"] == 20)
+        net.on(gate) { $0.nostrRelays(up: true, now: $1) }
+        #expect(net.nodes[gate].tableSizes["node.dropsToPost"] == 0 && net.published[gate].filter { $0.event.kind == 1_401 }.count >= 20)
+        for i in 0..<600 { _ = try net.on(gate) { try $0.sendDrop("posted \(i)", toNoiseKey: away, now: $1) } }
+        #expect(net.nodes[gate].tableSizes["node.dropsPosted"] == 512)
+        // Drops for the gate itself, from the relays: each taken once, 512 remembered.
+        let me = net.nodes[gate].identity.noisePublicKey
+        let day = CourierSeal.epochDay(unixSeconds: net.now / 1_000)
+        let sender = Identity.generate()
+        for i in 0..<600 {
+            let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: "m\(i)", content: "for the gate \(i)")).encoded()
+            let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: me, day: day), expiry: net.now + 3_600_000,
+                                           ciphertext: try CourierSeal.seal(payload, from: sender.noiseKey, to: me, prekeyID: nil))
+            let event = try #require(CourierDrop.event(envelope, now: Int64(net.now / 1_000)))
+            net.on(gate) { $0.dropFromRelay(event, now: $1) }
+        }
+        #expect(net.nodes[gate].tableSizes["node.dropEventsTaken"] == 512)
+        #expect(net.events[gate].filter { if case .dropOpened = $0 { true } else { false } }.count == 600)
+    }
+}
+
 @Suite struct BridgeSimulationTests {
     /// The simulation counts what it says: every message crosses once, none
     /// comes back, each deposit and carrier is counted (small meshes, no loss).
