@@ -20,7 +20,10 @@ public struct BridgedMessage: Hashable, Sendable, Codable {
     public var radioID: String?
     /// The carrier's hops; 0 when our own bridge read it from a relay.
     public var hops: Int
-    public init(cell: String, eventID: String, pubkey: String, nickname: String?, text: String, createdAt: Int64, radioID: String?, hops: Int) {
+    /// The mesh peer ID its `m` tag names (not authenticated: used only to hide a blocked peer's lines, never shown).
+    public var meshSender: String?
+    public init(cell: String, eventID: String, pubkey: String, nickname: String?, text: String, createdAt: Int64, radioID: String?, hops: Int,
+                meshSender: String? = nil) {
         self.cell = cell
         self.eventID = eventID
         self.pubkey = pubkey
@@ -29,6 +32,7 @@ public struct BridgedMessage: Hashable, Sendable, Codable {
         self.createdAt = createdAt
         self.radioID = radioID
         self.hops = hops
+        self.meshSender = meshSender
     }
 }
 
@@ -70,8 +74,16 @@ public struct BridgeCore: Sendable {
         /// Events taken from relays and carriers a minute, in all and of one signer.
         public var inboundPerMinute = 600
         public var inboundPerSigner = 120
-        /// Signatures checked a minute (a token bucket).
+        /// Signatures checked a minute (a token bucket), for what the relays bring
+        /// and, apart, for the carriers heard on the radio (one cannot starve the other).
         public var verifiesPerMinute = 720
+        /// Events taken from the relays and from carriers, remembered: as many as
+        /// are fresh (±15 min) at 600 a minute, so that none is shown twice.
+        public var seenIDs = 18_000
+        /// Messages shown from `fromBridge` carriers a minute, in all and of one
+        /// Nostr key (anyone in radio range can sign with as many keys as they like).
+        public var heardPerMinute = 60
+        public var heardPerKey = 10
         public var participants = 128
         /// How long a participant across the bridge counts after its last event, ms.
         public var participantLife: UInt64 = 600_000
@@ -108,7 +120,8 @@ public struct BridgeCore: Sendable {
     private var pendingDownlinks: [(event: NostrEvent, cell: String, radioID: String?, notBefore: UInt64)] = []
     private var sent: [UInt64] = []
     private var inbound: [(signer: String, at: UInt64)] = []
-    private var verifies: TokenBucket
+    private var verifies: TokenBucket, radioVerifies: TokenBucket
+    private var shownFromRadio: [(key: String, at: UInt64)] = []
     private var participantsSeen: [String: UInt64] = [:]
     private var lastPresence: UInt64?
     public private(set) var refusals: [Refusal: Int] = [:]
@@ -123,11 +136,12 @@ public struct BridgeCore: Sendable {
         self.key = key
         self.ownKey = key?.publicKey.hexString
         radioIDs = BoundedIDs(limits.radioIDs)
-        meshBroadcastIDs = BoundedIDs(limits.trackedIDs)
+        meshBroadcastIDs = BoundedIDs(limits.seenIDs)
         publishedIDs = BoundedIDs(limits.trackedIDs)
-        receivedIDs = BoundedIDs(limits.trackedIDs)
+        receivedIDs = BoundedIDs(limits.seenIDs)
         rebroadcastIDs = BoundedIDs(limits.trackedIDs)
         verifies = TokenBucket(perMinute: limits.verifiesPerMinute)
+        radioVerifies = TokenBucket(perMinute: limits.verifiesPerMinute)
     }
 
     public var queue: [GatewayCore.Upload] { book.queue }
@@ -139,7 +153,7 @@ public struct BridgeCore: Sendable {
     public var sizes: [String: Int] {
         ["bridge.queue": book.queue.count, "bridge.pending": pendingDownlinks.count, "bridge.depositors": book.depositors,
          "bridge.radioIDs": radioIDs.count, "bridge.meshBroadcastIDs": meshBroadcastIDs.count, "bridge.publishedIDs": publishedIDs.count,
-         "bridge.receivedIDs": receivedIDs.count, "bridge.rebroadcastIDs": rebroadcastIDs.count, "bridge.inbound": inbound.count,
+         "bridge.receivedIDs": receivedIDs.count, "bridge.rebroadcastIDs": rebroadcastIDs.count, "bridge.inbound": inbound.count, "bridge.shownFromRadio": shownFromRadio.count,
          "bridge.participants": participantsSeen.count]
     }
 
@@ -181,11 +195,13 @@ public struct BridgeCore: Sendable {
         case let .success(e): event = e
         case let .failure(r): return .refused(refuse(r))
         }
-        guard !meshBroadcastIDs.contains(event.id), !publishedIDs.contains(event.id), !book.isQueued(event.id) else { return .refused(refuse(.seen)) }
+        // Nothing learned from the relays or a carrier is published again.
+        guard !meshBroadcastIDs.contains(event.id), !publishedIDs.contains(event.id), !receivedIDs.contains(event.id),
+              !rebroadcastIDs.contains(event.id), !book.isQueued(event.id) else { return .refused(refuse(.seen)) }
         guard book.charge(depositor, now: now, perMinute: limits.depositsPerMinute, tracked: limits.trackedDepositors) else {
             return .refused(refuse(.rateLimited))
         }
-        guard verifies.take(now: now) else { return .refused(refuse(.overBudget)) }
+        guard radioVerifies.take(now: now) else { return .refused(refuse(.overBudget)) }
         guard (try? event.verify()) != nil else { return .refused(refuse(.badSignature)) }
         let upload = GatewayCore.Upload(event: event, geohash: carrier.geohash, depositor: depositor)
         if relaysUp {
@@ -210,16 +226,15 @@ public struct BridgeCore: Sendable {
     public mutating func fromRelay(_ event: NostrEvent, now: UInt64, wall: UInt64, jitter: UInt64) -> BridgedMessage? {
         guard cell != nil else { return nil }
         guard let r = event.tags.first(where: { $0.count >= 2 && $0[0] == "r" })?[1], cells.contains(r) else { return none(.wrongCell) }
-        if publishedIDs.contains(event.id) { return none(.ours) }
-        if event.pubkey == ownKey {
-            publishedIDs.insert(event.id) // ours from before a restart: never carried down either
-            return none(.ours)
-        }
+        // Ours (published by us, or signed by our key: from before a restart too), never shown or carried down.
+        if publishedIDs.contains(event.id) || event.pubkey == ownKey { return none(.ours) }
         guard !receivedIDs.contains(event.id) else { return none(.seen) }
+        guard event.tags.count <= 64, event.tags.allSatisfy({ $0.count <= 16 && $0.allSatisfy { $0.utf8.count <= 1_024 } }),
+              event.json.utf8.count <= NostrCarrier.maxEventJSON else { return none(.notAnEvent) }
         guard verifies.take(now: now) else { return none(.overBudget) }
         guard (try? event.verify()) != nil else { return none(.badSignature) }
-        receivedIDs.insert(event.id)
         guard admit(event.pubkey, now: now) else { return none(.rateLimited) }
+        receivedIDs.insert(event.id) // after the signature and the budgets: neither a forgery nor a flood marks a real one seen
         switch classify(event, cell: r, wall: wall) {
         case let .failure(why): return none(why)
         case .success(false):
@@ -286,14 +301,22 @@ public struct BridgeCore: Sendable {
         // One our relays brought (shown then) is checked still when our downlink of it waits: another bridge served this mesh.
         let waiting = pendingDownlinks.contains { $0.event.id == event.id }
         guard !receivedIDs.contains(event.id) || waiting else { return none(.seen) }
-        guard verifies.take(now: now) else { return none(.overBudget) }
+        guard radioVerifies.take(now: now) else { return none(.overBudget) }
         guard (try? event.verify()) != nil else { return none(.badSignature) }
-        meshBroadcastIDs.insert(event.id) // after the signature: a forgery cannot take an ID's place
-        pendingDownlinks.removeAll { $0.event.id == event.id }
-        guard receivedIDs.insert(event.id) else { return nil }
-        guard admit(event.pubkey, now: now) else { return none(.rateLimited) }
+        pendingDownlinks.removeAll { $0.event.id == event.id } // another bridge served this mesh (its signature holds)
+        if waiting || receivedIDs.contains(event.id) {
+            meshBroadcastIDs.insert(event.id)
+            return nil // shown when our relays brought it
+        }
+        shownFromRadio.removeAll { now >= $0.at + 60_000 }
+        guard shownFromRadio.count < limits.heardPerMinute, shownFromRadio.filter({ $0.key == event.pubkey }).count < limits.heardPerKey else {
+            return none(.rateLimited)
+        }
+        meshBroadcastIDs.insert(event.id) // after the signature and the budget: a forgery cannot take an ID's place
+        receivedIDs.insert(event.id)
         see(event.pubkey, now: now)
         guard event.kind == LocationChannel.messageKind else { return nil }
+        shownFromRadio.append((event.pubkey, now))
         let hint = MeshBridge.radioHint(of: event)
         if let hint, radioIDs.contains(hint) { return none(.heardOnRadio) }
         return message(event, cell: carrier.geohash, radioID: hint, hops: hops)
@@ -304,8 +327,9 @@ public struct BridgeCore: Sendable {
     private func message(_ e: NostrEvent, cell: String, radioID: String?, hops: Int) -> BridgedMessage {
         let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }
             .map { String(String.UnicodeScalarView(MeshBridge.trimmed($0[1]).unicodeScalars.prefix(64))) }
+        let m = e.tags.first { $0.count >= 4 && $0[0] == "m" }
         return BridgedMessage(cell: cell, eventID: e.id, pubkey: e.pubkey, nickname: nickname?.isEmpty == false ? nickname : nil,
-                              text: e.content, createdAt: e.created_at, radioID: radioID, hops: hops)
+                              text: e.content, createdAt: e.created_at, radioID: radioID, hops: hops, meshSender: m.map { $0[2].lowercased() })
     }
 
     /// Whether `signer` may have one more event this minute (600 in all, 120 each).

@@ -420,6 +420,10 @@ public struct NodeCore: Sendable {
     private var dropsPosted = BoundedIDs(512)
     private var dropsToPost: [CourierEnvelope] = []
     private var dropTagsFollowed: [String] = []
+    /// Orders the peers whose drops we follow (see ``followDrops(now:)``).
+    private let dropSalt: [UInt8] = (0..<16).map { _ in UInt8.random(in: 0...255) }
+    /// Drop events checked a minute (a signature and a seal each).
+    private var dropChecks = TokenBucket(perMinute: 720)
     /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
     private var bridge = BridgeCore(cell: nil, key: nil)
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
@@ -1285,7 +1289,7 @@ public struct NodeCore: Sendable {
             .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
             .prefix(3).map(\.key)
         for c in couriers { try depositDrop(envelope, with: c, now: now) }
-        postDrop(envelope, now: now)
+        postDrop(envelope, own: true, now: now)
         emit(.dropDeposited(messageID: id, to: recipient.peerID, couriers: couriers.count))
         return couriers.count
     }
@@ -1354,10 +1358,11 @@ public struct NodeCore: Sendable {
 
     /// A bridge with a relay up posts each envelope it seals or carries as a
     /// kind 1401 drop (once, by its seal's hash); with none up, its own wait (20).
-    private mutating func postDrop(_ e: CourierEnvelope, now: Millis) {
+    private mutating func postDrop(_ e: CourierEnvelope, own: Bool = false, now: Millis) {
         guard bridge.cell != nil else { return }
         guard nostrRelaysUp else {
-            if !dropsToPost.contains(e) {
+            // Ours wait here; those we carry are in the courier store, posted from there when a relay is up.
+            if own, !dropsToPost.contains(e) {
                 if dropsToPost.count >= 20 { dropsToPost.removeFirst() }
                 dropsToPost.append(e)
             }
@@ -1375,8 +1380,15 @@ public struct NodeCore: Sendable {
     private mutating func followDrops(now: Millis) {
         guard bridge.cell != nil else { return }
         let day = CourierSeal.epochDay(unixSeconds: wall(now) / 1_000)
+        // Favourites first, then peers whose key a session proved, then in an order of a salt of ours
+        // (keys are the announcers' to choose: sorting by them would let 16 made-up peers push out the real ones).
         let peers = present.entries.filter { $0.key != peerID && $0.value.hops == 1 && !blocked.contains($0.value.info.fingerprint) }
-            .compactMap { noiseKeys[$0.value.info.fingerprint]?.key }.sorted { $0.lexicographicallyPrecedes($1) }.prefix(16)
+            .compactMap { e -> (rank: Int, order: String, key: [UInt8])? in
+                guard let key = noiseKeys[e.value.info.fingerprint]?.key else { return nil }
+                let rank = favorites.contains(e.value.info.fingerprint) ? 0 : sessions.hasSession(with: e.key) ? 1 : 2
+                return (rank, sha256Hex(dropSalt + key), key)
+            }
+            .sorted { ($0.rank, $0.order) < ($1.rank, $1.order) }.prefix(16).map(\.key)
         let tags = ([identity.noisePublicKey] + peers).flatMap { CourierSeal.candidateTags(noiseKey: $0, day: day).map(\.hexString) }
         let wanted = Array(Set(tags)).sorted()
         guard wanted != dropTagsFollowed else { return }
@@ -1390,10 +1402,11 @@ public struct NodeCore: Sendable {
     public mutating func dropFromRelay(_ event: NostrEvent, now: Millis) {
         guard bridge.cell != nil, !dropEventsTaken.contains(event.id) else { return }
         let w = wall(now)
-        guard (try? event.verify()) != nil, let e = CourierDrop.envelope(of: event, wall: w) else {
+        guard var e = CourierDrop.envelope(of: event, wall: w), dropChecks.take(now: now), (try? event.verify()) != nil else {
             refusals.courier += 1
             return
         }
+        e.copies = 1 // carried to its recipient only, never sprayed
         let day = CourierSeal.epochDay(unixSeconds: w / 1_000)
         if CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: day).contains(e.recipientTag) {
             dropEventsTaken.insert(event.id)
@@ -1416,11 +1429,13 @@ public struct NodeCore: Sendable {
             refusals.courier += 1 // for no one here (any longer)
             return
         }
-        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays: not posted back
-        if case .refused = courier.deposit(e, from: identity.noisePublicKey, favorite: true, now: w) {
+        // Held under its recipient's key, in the share of peers who are not favourites: anyone can post
+        // drops for a peer they made up, and those must not push out what favourites gave us to carry.
+        if case .refused = courier.deposit(e, from: key, favorite: false, now: w) {
             refusals.courier += 1
             return
         }
+        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays: not posted back
         dropEventsTaken.insert(event.id) // taken once it is carried: one for no one here yet is read again when they come
         handOverDrops(to: peer, noiseKey: key, now: now)
     }
@@ -1476,7 +1491,8 @@ public struct NodeCore: Sendable {
         for u in bridge.relaysUp() { outbox.append(.publishNostr(u)) }
         let waiting = dropsToPost
         dropsToPost = []
-        for e in waiting + courier.held.map(\.envelope) { postDrop(e, now: now) }
+        for e in waiting { postDrop(e, own: true, now: now) }
+        for e in courier.held.map(\.envelope) { postDrop(e, now: now) }
         bridgeDue(now: now)
     }
 
@@ -1531,7 +1547,7 @@ public struct NodeCore: Sendable {
             return
         }
         if carrier.direction == .fromBridge {
-            if let m = bridge.heard(carrier, hops: hops, now: now, wall: wall(now)) { emit(.bridgedMessage(m)) }
+            if let m = bridge.heard(carrier, hops: hops, now: now, wall: wall(now)), !fromBlocked(m) { emit(.bridgedMessage(m)) }
             return
         }
         guard carrier.direction == .fromGateway else { return } // a deposit broadcast: nobody's to take
@@ -1585,7 +1601,15 @@ public struct NodeCore: Sendable {
     public mutating func bridgeFromRelay(_ event: NostrEvent, now: Millis) {
         guard bridge.cell != nil else { return }
         let jitter = 200 + rng.next() % 1_301
-        if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter) { emit(.bridgedMessage(m)) }
+        if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter), !fromBlocked(m) { emit(.bridgedMessage(m)) }
+    }
+
+    /// A bridged line whose `m` tag names a peer we blocked is not shown (its
+    /// radio copy never was). The tag is not authenticated: naming a blocked
+    /// peer can only hide a line, never show one.
+    private func fromBlocked(_ m: BridgedMessage) -> Bool {
+        guard let sender = m.meshSender else { return false }
+        return blocked.contains { $0.peerID.description == sender }
     }
 
     /// The bridge's downlinks and presence that are due.
@@ -1947,6 +1971,7 @@ public struct NodeCore: Sendable {
             "bridge.receivedIDs": bridge.sizes["bridge.receivedIDs"] ?? 0,
             "bridge.rebroadcastIDs": bridge.sizes["bridge.rebroadcastIDs"] ?? 0,
             "bridge.inbound": bridge.sizes["bridge.inbound"] ?? 0,
+            "bridge.shownFromRadio": bridge.sizes["bridge.shownFromRadio"] ?? 0,
             "bridge.participants": bridge.sizes["bridge.participants"] ?? 0,
             "node.prekeysUsed": prekeysUsed.count,
             "node.dropsAwaitingTrust": dropsAwaitingTrust.count,

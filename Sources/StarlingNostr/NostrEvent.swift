@@ -77,8 +77,14 @@ public struct NostrEvent: Codable, Hashable, Sendable {
     /// The ID is the hash of the fields, and the signature is the pubkey's.
     public func verify() throws(Error) {
         guard id == computedID else { throw .badID }
-        guard let sig, let signature = try? [UInt8](hex: sig), let message = try? [UInt8](hex: id), let key = try? [UInt8](hex: pubkey),
+        // NIP-01's spelling only: one key written in capitals, with spaces or a 0x is not another signer.
+        guard let sig, Self.isLowercaseHex(pubkey, count: 64), Self.isLowercaseHex(sig, count: 128) else { throw .badSignature }
+        guard let signature = try? [UInt8](hex: sig), let message = try? [UInt8](hex: id), let key = try? [UInt8](hex: pubkey),
               Secp256k1.verify(signature, message: message, publicKey: key) else { throw .badSignature }
+    }
+
+    static func isLowercaseHex(_ text: String, count: Int) -> Bool {
+        text.utf8.count == count && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// The event as JSON (keys in a fixed order; `sig` left out when nil).

@@ -208,6 +208,45 @@ import Testing
         #expect(b.heard(try Self.carrier(try Self.event("x", key: .random()), .fromGateway), hops: 1, now: 0, wall: Self.t0) == nil)
     }
 
+    @Test func forgeriesAndFloodsNeverMarkARealEventSeen() throws {
+        var b = Self.bridge()
+        let e = try Self.event("the real one", key: .random())
+        // An event under our own key with a real event's ID and a junk signature: refused, and nothing recorded.
+        var ours = e
+        ours.pubkey = MeshBridge.identity(seed: [UInt8](repeating: 7, count: 32), cell: Self.cell).publicKey.hexString
+        ours.sig = String(repeating: "0", count: 128)
+        #expect(b.fromRelay(ours, now: 0, wall: Self.t0, jitter: 0) == nil && b.refusals[.ours] == 1)
+        // One key spelled in capitals is not another signer: refused.
+        var shouting = try Self.event("in capitals", key: .random())
+        shouting.pubkey = shouting.pubkey.uppercased()
+        shouting.id = shouting.computedID
+        #expect(b.fromRelay(shouting, now: 0, wall: Self.t0, jitter: 0) == nil && b.refusals[.badSignature] == 1)
+        #expect(b.fromRelay(e, now: 0, wall: Self.t0, jitter: 0)?.text == "the real one", "the control")
+        // Past a signer's 120 a minute: refused and not marked seen, so it is taken when the minute is over.
+        var limits = BridgeCore.Limits()
+        limits.inboundPerSigner = 1
+        var c = Self.bridge(limits)
+        let key = Secp256k1.PrivateKey.random()
+        #expect(c.fromRelay(try Self.event("first", key: key), now: 0, wall: Self.t0, jitter: 0) != nil)
+        let second = try Self.event("second", key: key)
+        #expect(c.fromRelay(second, now: 1, wall: Self.t0, jitter: 0) == nil && c.refusals[.rateLimited] == 1)
+        #expect(c.fromRelay(second, now: 60_001, wall: Self.t0, jitter: 0)?.text == "second")
+        // A node shows 60 carriers' messages a minute, 10 of one key.
+        var listener = BridgeCore(cell: nil, key: nil)
+        let loud = Secp256k1.PrivateKey.random()
+        var shown = 0
+        for i in 0..<15 where listener.heard(try Self.carrier(try Self.event("loud \(i)", key: loud)), hops: 1, now: 0, wall: Self.t0) != nil { shown += 1 }
+        for i in 0..<80 where listener.heard(try Self.carrier(try Self.event("many \(i)", key: .random())), hops: 1, now: 0, wall: Self.t0) != nil { shown += 1 }
+        #expect(shown == 60 && listener.sizes["bridge.shownFromRadio"] == 60)
+        // What the relays brought is never published again, though a peer deposits it (the control: a new one is).
+        var d = Self.bridge()
+        let relayed = try Self.event("from the relays", key: .random())
+        _ = d.fromRelay(relayed, now: 0, wall: Self.t0, jitter: 0)
+        #expect(d.deposit(try Self.carrier(relayed, .toBridge), from: PeerID(rawValue: 5), relaysUp: true, now: 0, wall: Self.t0) == .refused(.seen))
+        let fresh = try Self.event("new", key: .random())
+        #expect(d.deposit(try Self.carrier(fresh, .toBridge), from: PeerID(rawValue: 5), relaysUp: true, now: 0, wall: Self.t0) != .refused(.seen))
+    }
+
     // MARK: Deposits
 
     @Test func depositsArePublishedAsSignedOrQueuedWithinTheirBudget() throws {
@@ -286,7 +325,8 @@ import Testing
         for i in 0..<700 where b.fromRelay(try Self.event("many \(i)", key: .random()), now: 1, wall: Self.t0, jitter: 0) != nil { shown += 1 }
         #expect(shown == 600)
         let sizes = b.sizes
-        #expect(sizes["bridge.pending"] == 30 && sizes["bridge.inbound"] == 600 && sizes["bridge.receivedIDs"] == 512)
+        #expect(sizes["bridge.pending"] == 30 && sizes["bridge.inbound"] == 600 && sizes["bridge.receivedIDs"] == 600)
+        #expect(BridgeCore.Limits().seenIDs == 18_000, "every event fresh enough to take at 600 a minute is remembered")
         #expect(sizes["bridge.participants"] == 128)
         // The verification budget: 720 a minute (a flood of forgeries costs at most that).
         var v = Self.bridge()
@@ -310,7 +350,9 @@ import Testing
         }
         #expect(d.sizes["bridge.depositors"] == 512 && d.sizes["bridge.publishedIDs"] == 512)
         // Carriers heard and events carried down: 512 IDs each, the oldest out.
-        var listener = BridgeCore(cell: nil, key: nil, limits: limits)
+        var small = limits
+        small.seenIDs = 512
+        var listener = BridgeCore(cell: nil, key: nil, limits: small)
         var down = Self.bridge(limits)
         for i in 0..<600 {
             let e = try Self.event("carried \(i)", key: .random())
@@ -346,6 +388,8 @@ extension InProcessNodes {
         let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
         let bob = net.addNode("bob") { $0.bridgeSeed = seed(5) }
         let dave = net.addNode("dave")
+        let erin = net.addNode("erin")
+        net.connect(bob, erin)
         net.connect(alice, gateA)
         net.connect(carol, gateA)
         net.connect(gateB, bob)
@@ -358,6 +402,9 @@ extension InProcessNodes {
         for g in [gateA, gateB] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
         net.run(for: 100)
 
+        // Erin (mesh B) blocked alice: alice's bridged line is not shown to her (the control: dave sees it).
+        let aliceFingerprint = net.nodes[alice].identity.fingerprint
+        net.on(erin) { c, _ in c.block(aliceFingerprint) }
         try net.on(alice) { try $0.sendPublic("hello from mesh A", now: $1) }
         try net.on(carol) { try $0.sendPublic("carol stays home", now: $1) }
         try net.on(gateA) { try $0.sendPublic("the bridge speaks", now: $1) }
@@ -379,6 +426,7 @@ extension InProcessNodes {
             #expect(Self.bridged(net, n).map(\.text).sorted() == ["hello from mesh A", "the bridge speaks"], "\(net.nodes[n].nickname)")
         }
         #expect(Self.bridged(net, bob).first?.hops == 1 && Self.bridged(net, dave).first?.hops == 2)
+        #expect(Self.bridged(net, erin).map(\.text) == ["the bridge speaks"], "\(Self.bridged(net, erin))")
         // Mesh A: nothing comes back (heard on the radio, or ours).
         for n in [alice, carol, gateA] { #expect(Self.bridged(net, n).isEmpty, "\(net.nodes[n].nickname): \(Self.bridged(net, n))") }
         // Mesh B never publishes what came from Nostr.
