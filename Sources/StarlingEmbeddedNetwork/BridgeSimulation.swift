@@ -124,12 +124,9 @@ public struct BridgeSimulation: Sendable {
         var firstSeen: [Int: Int] = Dictionary(uniqueKeysWithValues: b.map { ($0, 0) })
         var latencies: [Millis] = []
         let busy0 = framesB()
-        for m in 0..<messages {
-            let sender = a[1 + Int(rng.next() % UInt64(nodesPerMesh - 1))]
-            let text = "message \(m) from \(net.nodes[sender].nickname)"
-            sentAt[text] = net.now
-            _ = try? net.on(sender) { try $0.sendPublic(text, now: $1) }
-            for _ in 0..<(interval / 100) {
+        /// Runs `span` in steps of 100 ms, noting when each message first shows at each node of mesh B.
+        func watch(for span: Millis) {
+            for _ in 0..<(span / 100) {
                 step(100)
                 for n in b {
                     let s = shown(n)
@@ -137,16 +134,16 @@ public struct BridgeSimulation: Sendable {
                     firstSeen[n] = s.count
                 }
             }
+        }
+        for m in 0..<messages {
+            let sender = a[1 + Int(rng.next() % UInt64(nodesPerMesh - 1))]
+            let text = "message \(m) from \(net.nodes[sender].nickname)"
+            sentAt[text] = net.now
+            _ = try? net.on(sender) { try $0.sendPublic(text, now: $1) }
+            watch(for: interval)
             progress?(Double(m + 1) / Double(messages + 1))
         }
-        for _ in 0..<(settle / 100) {
-            step(100)
-            for n in b {
-                let s = shown(n)
-                for t in s.dropFirst(firstSeen[n] ?? 0) { if let at = sentAt[t] { latencies.append(net.now - at) } }
-                firstSeen[n] = s.count
-            }
-        }
+        watch(for: settle)
         progress?(1)
         let busy = framesB() - busy0
         var delivered = 0, duplicates = 0

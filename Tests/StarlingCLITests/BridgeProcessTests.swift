@@ -16,6 +16,12 @@ import Testing
                           senderID: PeerID(rawValue: UInt64.random(in: 1..<UInt64.max)), payload: c.encoded()).encoded()
     }
 
+    /// A bridge on `cell`, its Nostr through the proxy.
+    static func bridge(_ name: String, _ cell: String, _ relayPort: UInt16, _ proxyPort: UInt16) throws -> LiveProcess {
+        try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
+                         ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
+    }
+
     /// Events of kind 20000 the relay stored, their contents (its own database, read with Python's sqlite3).
     static func storedMessages(_ db: String) async throws -> [String] {
         let python = NostrProcessTests.root.appendingPathComponent(".venv/bin/python")
@@ -42,11 +48,7 @@ import Testing
         let proxyPort = socks.port
         defer { proxy.stop() }
         let cellB = try #require(Geohash.neighbours(of: "u4pruy").first)
-        func bridge(_ name: String, _ cell: String) throws -> LiveProcess {
-            try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
-                             ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
-        }
-        let gateA = try bridge("gateA", "u4pruy"), gateB = try bridge("gateB", cellB)
+        let gateA = try Self.bridge("gateA", "u4pruy", relayPort, proxyPort), gateB = try Self.bridge("gateB", cellB, relayPort, proxyPort)
         defer { gateA.stop(); gateB.stop() }
         let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
         func listener(_ name: String, peer: UInt16) throws -> LiveProcess {
@@ -143,11 +145,7 @@ import Testing
         let (proxy, proxyPort) = try await NostrProcessTests.socks()
         defer { proxy.stop() }
         let cellB = try #require(Geohash.neighbours(of: "u4pruy").last)
-        func bridge(_ name: String, _ cell: String) throws -> LiveProcess {
-            try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
-                             ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
-        }
-        let gateA = try bridge("dropGateA", "u4pruy"), gateB = try bridge("dropGateB", cellB)
+        let gateA = try Self.bridge("dropGateA", "u4pruy", relayPort, proxyPort), gateB = try Self.bridge("dropGateB", cellB, relayPort, proxyPort)
         defer { gateA.stop(); gateB.stop() }
         let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
         let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()

@@ -22,13 +22,7 @@ import Testing
         if !nickname.isEmpty { tags.append(["n", nickname]) }
         if kind == 20_000 { tags.append(["m", MeshBridge.stableID(senderIDHex: sender, timestampMs: ms, content: text), sender, String(ms)]) }
         var e = NostrEvent(pubkey: "", createdAt: Int64(at / 1_000), kind: kind, tags: tags, content: text)
-        if fixed {
-            e.pubkey = key.publicKey.hexString
-            e.id = e.computedID
-            e.sig = try key.sign(try [UInt8](hex: e.id), auxiliary: [UInt8](repeating: 0, count: 32)).hexString
-        } else {
-            try e.sign(with: key)
-        }
+        try GatewayTests.sign(&e, key: key, fixed: fixed)
         return e
     }
 

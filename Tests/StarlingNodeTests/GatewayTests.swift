@@ -17,14 +17,16 @@ import Testing
     static func event(_ text: String, key: Secp256k1.PrivateKey, at: UInt64 = t0, kind: Int = 20_000, geohash: String = geohash,
                       fixed: Bool = false) throws -> NostrEvent {
         var e = NostrEvent(pubkey: "", createdAt: Int64(at / 1_000), kind: kind, tags: [["g", geohash], ["n", "tester"]], content: text)
-        if fixed {
-            e.pubkey = key.publicKey.hexString
-            e.id = e.computedID
-            e.sig = try key.sign(try [UInt8](hex: e.id), auxiliary: [UInt8](repeating: 0, count: 32)).hexString
-        } else {
-            try e.sign(with: key)
-        }
+        try sign(&e, key: key, fixed: fixed)
         return e
+    }
+
+    /// Signs `e` with `key`: BIP-340 auxiliary bytes 00×32 when `fixed` (reproducible), else random.
+    static func sign(_ e: inout NostrEvent, key: Secp256k1.PrivateKey, fixed: Bool) throws {
+        guard fixed else { return try e.sign(with: key) }
+        e.pubkey = key.publicKey.hexString
+        e.id = e.computedID
+        e.sig = try key.sign(try [UInt8](hex: e.id), auxiliary: [UInt8](repeating: 0, count: 32)).hexString
     }
 
     static func carrier(_ e: NostrEvent, _ d: NostrCarrier.Direction = .toGateway, geohash: String = geohash) throws -> NostrCarrier {
