@@ -10,7 +10,7 @@ import StarlingWire
 /// (`crossesBridges`); the relay hands each event the bridges publish to
 /// both of them (its author's bridge too) after `relayLatency`. Measured:
 /// how many of mesh B's nodes show each message, how often one is shown
-/// twice, what mesh B's radio carried for it, and the bridges' load.
+/// twice or comes back, the delay, and the bridges' load.
 public struct BridgeSimulation: Sendable {
     public var nodesPerMesh = 100
     public var meanDegree = 8.0
@@ -36,8 +36,6 @@ public struct BridgeSimulation: Sendable {
         public var duplicates: Int
         /// Messages shown in mesh A as bridged (they came back: should be 0).
         public var echoes: Int
-        /// Frames mesh B's radio carried per message (receptions), over the same span without messages.
-        public var framesPerMessageB: Double
         /// Deposits bridge A published, and fromBridge carriers bridge B sent.
         public var depositsAtA: Int
         public var carriersFromB: Int
@@ -112,18 +110,9 @@ public struct BridgeSimulation: Sendable {
         func shown(_ n: Int) -> [String] {
             net.events[n].compactMap { if case let .bridgedMessage(m) = $0 { m.text } else { nil } }
         }
-        // The radio's load in mesh B with no message, for the same span.
-        let quietSpan = Millis(messages) * interval + settle
-        let bIDs = Set(b)
-        func framesB() -> Int { net.framesReceived.filter { bIDs.contains($0.key) }.values.reduce(0, +) }
-        let quiet0 = framesB()
-        step(quietSpan)
-        let quiet = framesB() - quiet0
-
         var sentAt: [String: Millis] = [:]
         var firstSeen: [Int: Int] = Dictionary(uniqueKeysWithValues: b.map { ($0, 0) })
         var latencies: [Millis] = []
-        let busy0 = framesB()
         /// Runs `span` in steps of 100 ms, noting when each message first shows at each node of mesh B.
         func watch(for span: Millis) {
             for _ in 0..<(span / 100) {
@@ -145,7 +134,6 @@ public struct BridgeSimulation: Sendable {
         }
         watch(for: settle)
         progress?(1)
-        let busy = framesB() - busy0
         var delivered = 0, duplicates = 0
         for n in b {
             let s = shown(n)
@@ -156,7 +144,6 @@ public struct BridgeSimulation: Sendable {
         latencies.sort()
         return Result(relayLatency: relayLatency, nodesPerMesh: nodesPerMesh, messages: messages,
                       delivery: Double(delivered) / Double(max(1, messages * b.count)), duplicates: duplicates, echoes: echoes,
-                      framesPerMessageB: Double(busy - quiet) / Double(max(1, messages)),
                       depositsAtA: net.published[a[0]].filter { $0.event.kind == 20_000 }.count,
                       carriersFromB: net.nodes[b[0]].bridgeDownlinked,
                       medianLatency: latencies.isEmpty ? nil : latencies[latencies.count / 2])

@@ -32,8 +32,8 @@ struct Sim: ParsableCommand {
         halves while public messages are sent, joins them, and measures gossip \
         sync's convergence and traffic; bridge runs two meshes of --nodes real node \
         cores each, one mesh bridge in each and a Nostr relay between them at each \
-        --relay-latency, and measures delivery across, duplicates, radio load and the \
-        bridges' load.
+        --relay-latency, and measures delivery across, duplicates, echoes, the delay \
+        and the bridges' load.
 
         A scenario can live in a file (--config): one option a line, `name = value`         with the option's name (`nodes = 300`, `edge-loss = 0.2`, `json = true`),         `#` for comments. Options on the command line win over the file's.
         """
@@ -149,16 +149,16 @@ struct Sim: ParsableCommand {
             try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed],
                       "runs": results.map { r -> [String: Any] in
                           ["relayLatencyMs": Int(r.relayLatency), "messages": r.messages, "delivery": r.delivery, "duplicates": r.duplicates,
-                           "echoes": r.echoes, "framesPerMessageMeshB": r.framesPerMessageB, "depositsAtBridgeA": r.depositsAtA,
+                           "echoes": r.echoes, "depositsAtBridgeA": r.depositsAtA,
                            "carriersFromBridgeB": r.carriersFromB, "medianLatencyMs": r.medianLatency.map { Int($0) } ?? NSNull()]
                       }])
             return
         }
         print("two meshes of \(nodes) nodes (rgg, mean degree \(String(format: "%.1f", degree))), one bridge each, loss \(loss), seed \(seed)\n")
-        print("relay ms  delivery  duplicates  echoes  frames/msg (B)  deposits at A  carriers from B  median delay")
+        print("relay ms  delivery  duplicates  echoes  deposits at A  carriers from B  median delay")
         for r in results {
-            print(String(format: "%8d  %7.1f%%  %10d  %6d  %14.0f  %13d  %15d  ", Int(r.relayLatency), r.delivery * 100, r.duplicates, r.echoes,
-                         r.framesPerMessageB, r.depositsAtA, r.carriersFromB) + (r.medianLatency.map { "\($0) ms" } ?? "-"))
+            print(String(format: "%8d  %7.1f%%  %10d  %6d  %13d  %15d  ", Int(r.relayLatency), r.delivery * 100, r.duplicates, r.echoes,
+                         r.depositsAtA, r.carriersFromB) + (r.medianLatency.map { "\($0) ms" } ?? "-"))
         }
         if let plot { print("\nplot: \(plot)") }
     }

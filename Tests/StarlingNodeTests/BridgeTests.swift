@@ -579,7 +579,7 @@ extension InProcessNodes {
         let r = s.run()
         #expect(r.delivery == 1 && r.duplicates == 0 && r.echoes == 0, "\(r)")
         #expect(r.depositsAtA == 3 && r.carriersFromB == 3, "\(r)")
-        #expect(r.framesPerMessageB > 0 && (r.medianLatency ?? 0) >= 300, "\(r)")
+        #expect((r.medianLatency ?? 0) >= 300, "\(r)")
     }
 }
 }
