@@ -26,7 +26,8 @@ import Glibc
     }
 
     static func port(of p: LiveProcess) async throws -> UInt16 {
-        let started = try #require(await p.waitFor { $0["event"] as? String == "started" })
+        // Generous: at a cold start of the suite a dozen processes start at once on two cores.
+        let started = try #require(await p.waitFor(seconds: 90) { $0["event"] as? String == "started" })
         return UInt16(try #require(started["port"] as? Int))
     }
 
