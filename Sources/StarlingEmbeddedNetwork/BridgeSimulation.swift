@@ -127,8 +127,8 @@ public struct BridgeSimulation: Sendable {
         for m in 0..<messages {
             let sender = a[1 + Int(rng.next() % UInt64(nodesPerMesh - 1))]
             let text = "message \(m) from \(net.nodes[sender].nickname)"
-            sentAt[text] = net.now
-            _ = try? net.on(sender) { try $0.sendPublic(text, now: $1) }
+            // Counted as sent only when it was (a failure would otherwise read as lost on the way).
+            if (try? net.on(sender, { try $0.sendPublic(text, now: $1) })) != nil { sentAt[text] = net.now }
             watch(for: interval)
             progress?(Double(m + 1) / Double(messages + 1))
         }
@@ -142,8 +142,8 @@ public struct BridgeSimulation: Sendable {
         }
         let echoes = a.map { shown($0).count }.reduce(0, +)
         latencies.sort()
-        return Result(relayLatency: relayLatency, nodesPerMesh: nodesPerMesh, messages: messages,
-                      delivery: Double(delivered) / Double(max(1, messages * b.count)), duplicates: duplicates, echoes: echoes,
+        return Result(relayLatency: relayLatency, nodesPerMesh: nodesPerMesh, messages: sentAt.count,
+                      delivery: Double(delivered) / Double(max(1, sentAt.count * b.count)), duplicates: duplicates, echoes: echoes,
                       depositsAtA: net.published[a[0]].filter { $0.event.kind == 20_000 }.count,
                       carriersFromB: net.nodes[b[0]].bridgeDownlinked,
                       medianLatency: latencies.isEmpty ? nil : latencies[latencies.count / 2])

@@ -1578,21 +1578,37 @@ public struct NodeCore: Sendable {
     /// bridge peer as a `toBridge` deposit.
     private mutating func crossBridges(_ text: String, timestamp: UInt64, now: Millis) {
         guard let seed = configuration.bridgeSeed else { return }
+        let target: (peer: PeerID?, cell: String)
         if let cell = bridge.cell {
-            guard let e = MeshBridge.message(text, nickname: nickname, cell: cell, senderIDHex: peerID.description, timestampMs: timestamp,
-                                             key: MeshBridge.identity(seed: seed, cell: cell), now: Int64(wall(now) / 1_000)) else { return }
-            let upload = GatewayCore.Upload(event: e, geohash: cell, depositor: peerID)
-            bridge.published(e)
-            if nostrRelaysUp { outbox.append(.publishNostr(upload)) } else { _ = bridge.queueOwn(upload) }
+            target = (nil, cell)
+        } else if configuration.crossesBridges, let (peer, cell) = bridgePeer {
+            target = (peer, cell)
+        } else {
             return
         }
-        guard configuration.crossesBridges, let (peer, cell) = bridgePeer,
-              let e = MeshBridge.message(text, nickname: nickname, cell: cell, senderIDHex: peerID.description, timestampMs: timestamp,
-                                         key: MeshBridge.identity(seed: seed, cell: cell), now: Int64(wall(now) / 1_000)),
-              let carrier = try? NostrCarrier(direction: .toBridge, geohash: cell, eventJSON: Array(e.json.utf8)) else { return }
-        bridge.published(e)
+        // Said, not dropped in silence: a line the radio carried but that could not cross.
+        func notCrossed(_ why: String) { emit(.notice("your line went out on this mesh only: \(why)")) }
+        guard let e = MeshBridge.message(text, nickname: nickname, cell: target.cell, senderIDHex: peerID.description, timestampMs: timestamp,
+                                         key: MeshBridge.identity(seed: seed, cell: target.cell), now: Int64(wall(now) / 1_000)) else {
+            return // empty once trimmed, or over 16,000 bytes: not one to cross (as iOS)
+        }
+        // The other bridges take events of at most 16 KiB of JSON (the carrier's bound), whichever way they come.
+        guard let carrier = try? NostrCarrier(direction: .toBridge, geohash: target.cell, eventJSON: Array(e.json.utf8)) else {
+            return notCrossed("as a bridge event it is over 16 KiB (long lines of quotes or control characters grow when escaped)")
+        }
+        guard let peer = target.peer else {
+            let upload = GatewayCore.Upload(event: e, geohash: target.cell, depositor: peerID)
+            bridge.published(e)
+            if nostrRelaysUp {
+                outbox.append(.publishNostr(upload))
+            } else if !bridge.queueOwn(upload) {
+                notCrossed("no relay is up and our bridge's queue holds 5 of ours already")
+            }
+            return
+        }
         var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: carrier.encoded())
-        guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil else { return }
+        do { try PacketSigning.sign(&packet, with: identity.signingKey) } catch { return notCrossed("it could not be signed (\(error))") }
+        bridge.published(e)
         perform(router.originate(packet, now: now), now: now)
     }
 

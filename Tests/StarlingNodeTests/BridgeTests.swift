@@ -425,6 +425,14 @@ extension InProcessNodes {
         for n in [alice, carol, gateA] { #expect(Self.bridged(net, n).isEmpty, "\(net.nodes[n].nickname): \(Self.bridged(net, n))") }
         // Mesh B never publishes what came from Nostr.
         #expect(net.published[gateB].allSatisfy { $0.event.kind == 20_001 })
+        // A line whose bridge event would be over 16 KiB (quotes double when escaped) goes on the radio only, and alice is told;
+        // the control: a short one after it crosses.
+        let before = net.published[gateA].count
+        try net.on(alice) { try $0.sendPublic(String(repeating: "\"", count: 9_000), now: $1) }
+        try net.on(alice) { try $0.sendPublic("short again", now: $1) }
+        net.run(for: 1_000)
+        #expect(net.events[alice].contains { if case let .notice(t) = $0 { t.contains("mesh only") && t.contains("16 KiB") } else { false } })
+        #expect(net.published[gateA].dropFirst(before).map(\.event.content) == ["short again"])
         // The relays send them all again: nothing new anywhere.
         for g in [gateA, gateB] { for e in all { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
         net.run(for: 3_000)
