@@ -77,7 +77,7 @@ public struct Soak {
             "gateway.rebroadcastIDs": 512, "gateway.shown": 60,
             "node.dropEventsTaken": 512, "node.dropsPosted": 512, "node.dropsToPost": 20, "node.dropTagsFollowed": 51,
             "bridge.queue": 20, "bridge.pending": 30, "bridge.depositors": 512, "bridge.radioIDs": 1_337, "bridge.meshBroadcastIDs": 18_000, "bridge.shownFromRadio": 60,
-            "bridge.publishedIDs": 512, "bridge.receivedIDs": 18_000, "bridge.rebroadcastIDs": 512, "bridge.inbound": 600, "bridge.participants": 128,
+            "bridge.publishedIDs": 512, "bridge.receivedIDs": 18_000, "bridge.rebroadcastIDs": 512, "bridge.inbound": 600, "bridge.participants": 128, "bridge.pendingBoard": 200, "bridge.boardOut": 512, "bridge.boardIn": 512,
             "stately.board": 1_024, "stately.seen": 4 * 1_024 + 64, "stately.pending": 256,
         ]
         caps.merge(listed) { a, _ in a }

@@ -26,11 +26,14 @@ public struct BoardEntry: Hashable, Sendable {
     public var author: String?
     /// Written with our own key: ours to delete.
     public var ours: Bool
+    /// It came from another mesh through our bridge (docs/PROTOCOL.md, "Board posts across bridges").
+    public var crossed: Bool
 
-    public init(post: BoardPost, author: String?, ours: Bool) {
+    public init(post: BoardPost, author: String?, ours: Bool, crossed: Bool = false) {
         self.post = post
         self.author = author
         self.ours = ours
+        self.crossed = crossed
     }
 
     /// The name to show: the peer's, or the post's own claim marked with "?"
@@ -209,6 +212,15 @@ public struct BoardStore: Sendable {
     }
 
     /// The post `postID` by `author`, if held.
+    /// Whether this post (or its tombstone) or this tombstone is held already.
+    public func holds(_ board: BoardPacket) -> Bool {
+        let key = Key(postID: board.postID, author: board.authorKey)
+        switch board {
+        case .post: return posts[key] != nil || tombstones[key] != nil
+        case .tombstone: return tombstones[key] != nil
+        }
+    }
+
     public func post(_ postID: [UInt8], by author: [UInt8]) -> BoardPost? {
         guard case let .post(p)? = posts[Key(postID: postID, author: author)]?.board else { return nil }
         return p

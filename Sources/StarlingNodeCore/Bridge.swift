@@ -1,3 +1,4 @@
+import StarlingCrypto
 import StarlingMesh
 import StarlingNostr
 import StarlingWire
@@ -91,11 +92,17 @@ public struct BridgeCore: Sendable {
         public var maxAge: UInt64 = 900_000
         /// How often our bridge says it is there, ms.
         public var presenceEvery: UInt64 = 240_000
+        /// Board posts and tombstones from the relays waiting for the mesh,
+        /// and how many go into it a minute (a bridge that comes up reads 7 days of them).
+        public var pendingBoard = 200
+        public var boardDownlinkPerMinute = 20
         public init() {}
     }
 
     public enum Refusal: String, Error, Hashable, Sendable {
-        case notAnEvent, wrongKind, wrongCell, stale, empty, seen, ours, heardOnRadio, rateLimited, overBudget, badSignature, depositorQueueFull
+        case notAnEvent, wrongKind, wrongCell, stale, empty, seen, ours, heardOnRadio, rateLimited, overBudget, badSignature, depositorQueueFull,
+             /// A board event whose payload is no board post or tombstone its author signed.
+             badBoard
     }
 
     public enum Outcome: Hashable, Sendable {
@@ -124,6 +131,10 @@ public struct BridgeCore: Sendable {
     private var shownFromRadio: [(key: String, at: UInt64)] = []
     private var participantsSeen: [String: UInt64] = [:]
     private var lastPresence: UInt64?
+    private var pendingBoard: [(packet: BoardPacket, notBefore: UInt64)] = []
+    private var boardSent: [UInt64] = []
+    /// Board post IDs (hex) we published or took as deposits, and those that crossed in.
+    private var boardOut: BoundedIDs, boardIn: BoundedIDs
     public private(set) var refusals: [Refusal: Int] = [:]
     /// `fromBridge` carriers sent, in all.
     public private(set) var downlinked = 0
@@ -140,6 +151,8 @@ public struct BridgeCore: Sendable {
         publishedIDs = BoundedIDs(limits.trackedIDs)
         receivedIDs = BoundedIDs(limits.seenIDs)
         rebroadcastIDs = BoundedIDs(limits.trackedIDs)
+        boardOut = BoundedIDs(limits.trackedIDs)
+        boardIn = BoundedIDs(limits.trackedIDs)
         verifies = TokenBucket(perMinute: limits.verifiesPerMinute)
         radioVerifies = TokenBucket(perMinute: limits.verifiesPerMinute)
     }
@@ -154,7 +167,8 @@ public struct BridgeCore: Sendable {
         ["bridge.queue": book.queue.count, "bridge.pending": pendingDownlinks.count, "bridge.depositors": book.depositors,
          "bridge.radioIDs": radioIDs.count, "bridge.meshBroadcastIDs": meshBroadcastIDs.count, "bridge.publishedIDs": publishedIDs.count,
          "bridge.receivedIDs": receivedIDs.count, "bridge.rebroadcastIDs": rebroadcastIDs.count, "bridge.inbound": inbound.count, "bridge.shownFromRadio": shownFromRadio.count,
-         "bridge.participants": participantsSeen.count]
+         "bridge.participants": participantsSeen.count, "bridge.pendingBoard": pendingBoard.count, "bridge.boardOut": boardOut.count,
+         "bridge.boardIn": boardIn.count]
     }
 
     // MARK: Our own
@@ -167,7 +181,13 @@ public struct BridgeCore: Sendable {
     }
 
     /// An event of ours (published by our bridge, or handed to another): never shown or carried back.
-    public mutating func published(_ event: NostrEvent) { publishedIDs.insert(event.id) }
+    public mutating func published(_ event: NostrEvent) {
+        publishedIDs.insert(event.id)
+        if event.kind == MeshBridge.boardKind, let b = event.tags.first(where: { $0.count >= 2 && $0[0] == "b" }) { boardOut.insert(b[1]) }
+    }
+
+    /// Whether the board post `postID` came into this mesh through our bridge.
+    public func crossedIn(_ postID: [UInt8]) -> Bool { boardIn.contains(postID.hexString) }
 
     /// Our bridge's own message while no relay is up: it waits with the deposits.
     public mutating func queueOwn(_ upload: GatewayCore.Upload) -> Bool {
@@ -203,19 +223,25 @@ public struct BridgeCore: Sendable {
         }
         guard radioVerifies.take(now: now) else { return .refused(refuse(.overBudget)) }
         guard (try? event.verify()) != nil else { return .refused(refuse(.badSignature)) }
+        if event.kind == MeshBridge.boardKind {
+            // Its author's signature inside, and not one that came from the relays.
+            guard let b = MeshBridge.boardPacket(of: event), BoardSigning.isValid(b) else { return .refused(refuse(.badBoard)) }
+            guard !boardIn.contains(b.postID.hexString) else { return .refused(refuse(.seen)) }
+        }
         let upload = GatewayCore.Upload(event: event, geohash: carrier.geohash, depositor: depositor)
         if relaysUp {
-            publishedIDs.insert(event.id)
+            published(event)
             return .publish(upload)
         }
         guard book.enqueue(upload, perDepositor: limits.queuedPerDepositor, total: limits.queued) else { return .refused(refuse(.depositorQueueFull)) }
+        published(event)
         return .queued
     }
 
     /// A relay is up: what was queued goes (oldest first), each once.
     public mutating func relaysUp() -> [GatewayCore.Upload] {
         let out = book.flush()
-        for u in out { publishedIDs.insert(u.event.id) }
+        for u in out { published(u.event) }
         return out
     }
 
@@ -237,10 +263,13 @@ public struct BridgeCore: Sendable {
         receivedIDs.insert(event.id) // after the signature and the budgets: neither a forgery nor a flood marks a real one seen
         switch classify(event, cell: r, wall: wall) {
         case let .failure(why): return none(why)
-        case .success(false):
+        case .success(.presence):
             see(event.pubkey, now: now)
             return nil
-        case .success(true): break
+        case let .success(.board(b)):
+            see(event.pubkey, now: now)
+            return boardFromRelay(b, now: now, jitter: jitter)
+        case .success(.message): break
         }
         see(event.pubkey, now: now)
         let hint = MeshBridge.radioHint(of: event)
@@ -272,11 +301,45 @@ public struct BridgeCore: Sendable {
         return out
     }
 
-    /// When ``due(now:wall:)`` or ``presenceDue(now:wall:relaysUp:)`` has something next (nil: nothing).
+    /// A board post or tombstone from the relays, its author's signature
+    /// checked: it waits for the mesh (``boardDue(now:)``), unless we sent it
+    /// out or it waits already.
+    private mutating func boardFromRelay(_ b: BoardPacket, now: UInt64, jitter: UInt64) -> BridgedMessage? {
+        guard BoardSigning.isValid(b) else { return none(.badBoard) }
+        let id = b.postID.hexString
+        if boardOut.contains(id) { return none(.ours) }
+        guard !pendingBoard.contains(where: { $0.packet == b }) else { return none(.seen) }
+        if pendingBoard.count >= limits.pendingBoard { pendingBoard.removeFirst() }
+        pendingBoard.append((b, now + jitter))
+        return nil
+    }
+
+    /// The board posts and tombstones from the relays to put on the mesh's
+    /// board now, within the minute's budget; those `held` (the mesh's board
+    /// has them already: heard on the radio meanwhile, from their author or
+    /// another bridge) are dropped and cost nothing. Each is marked as crossed in.
+    public mutating func boardDue(now: UInt64, held: (BoardPacket) -> Bool) -> [BoardPacket] {
+        boardSent.removeAll { now >= $0 + 60_000 }
+        var out: [BoardPacket] = []
+        while boardSent.count < limits.boardDownlinkPerMinute, let i = pendingBoard.firstIndex(where: { $0.notBefore <= now }) {
+            let b = pendingBoard.remove(at: i).packet
+            if held(b) { continue }
+            boardSent.append(now)
+            boardIn.insert(b.postID.hexString)
+            out.append(b)
+        }
+        return out
+    }
+
+    /// When ``due(now:wall:)``, ``boardDue(now:)`` or ``presenceDue(now:wall:relaysUp:)`` has something next (nil: nothing).
     public func nextDeadline(relaysUp: Bool) -> UInt64? {
         var next: UInt64?
         if let first = pendingDownlinks.map(\.notBefore).min() {
             next = sent.count >= limits.downlinkPerMinute ? max(first, (sent.first ?? 0) + 60_000) : first
+        }
+        if let first = pendingBoard.map(\.notBefore).min() {
+            let b = boardSent.count >= limits.boardDownlinkPerMinute ? max(first, (boardSent.first ?? 0) + 60_000) : first
+            next = min(next ?? .max, b)
         }
         if relaysUp, cell != nil, key != nil {
             let p = lastPresence.map { $0 + limits.presenceEvery } ?? 0
@@ -354,17 +417,31 @@ public struct BridgeCore: Sendable {
         return e.created_at >= nowSeconds - age && e.created_at <= nowSeconds + age
     }
 
-    /// A message (true), a presence (false), or why neither.
-    private func classify(_ e: NostrEvent, cell: String, wall: UInt64) -> Result<Bool, Refusal> {
-        guard fresh(e, wall: wall) else { return .failure(.stale) }
+    private enum Kind {
+        case message, presence, board(BoardPacket)
+    }
+
+    /// A message, a presence, a board post or tombstone (its payload read,
+    /// its author's signature not yet checked), or why none. A board event may
+    /// be as old as a post lives (7 days), the others ±15 minutes.
+    private func classify(_ e: NostrEvent, cell: String, wall: UInt64) -> Result<Kind, Refusal> {
+        if e.kind == MeshBridge.boardKind {
+            let nowSeconds = Int64(wall / 1_000), skew = Int64(limits.maxAge / 1_000)
+            guard e.created_at >= nowSeconds - MeshBridge.boardLookback - skew, e.created_at <= nowSeconds + skew else { return .failure(.stale) }
+        } else {
+            guard fresh(e, wall: wall) else { return .failure(.stale) }
+        }
         guard NostrCarrier.isValidGeohash(cell), e.tags.contains(where: { $0.count >= 2 && $0[0] == "r" && $0[1] == cell }) else { return .failure(.wrongCell) }
         switch e.kind {
-        case LocationChannel.presenceKind: return .success(false)
+        case LocationChannel.presenceKind: return .success(.presence)
         case LocationChannel.messageKind:
             guard !MeshBridge.trimmed(e.content).isEmpty, e.content.utf8.count <= MeshBridge.maxContent else {
                 return .failure(.empty)
             }
-            return .success(true)
+            return .success(.message)
+        case MeshBridge.boardKind:
+            guard let b = MeshBridge.boardPacket(of: e) else { return .failure(.badBoard) }
+            return .success(.board(b))
         default: return .failure(.wrongKind)
         }
     }

@@ -805,6 +805,7 @@ public struct NodeCore: Sendable {
                              expiresAt: created + min(max(lifetime, 1), BoardPacket.maxLifetime), flags: urgent ? 0x01 : 0x00)
         try BoardSigning.sign(&post, with: identity.signingKey)
         try originateBoard(.post(post), now: now)
+        crossBoard(.post(post), now: now)
         return post
     }
 
@@ -828,6 +829,7 @@ public struct NodeCore: Sendable {
         try BoardSigning.sign(&t, with: identity.signingKey)
         guard board?.post(postID, by: t.authorKey) != nil else { throw BoardError.notOurs }
         try originateBoard(.tombstone(t), now: now)
+        crossBoard(.tombstone(t), now: now)
     }
 
     private mutating func originateBoard(_ b: BoardPacket, now: Millis) throws {
@@ -847,7 +849,7 @@ public struct NodeCore: Sendable {
     public func boardEntry(_ post: BoardPost) -> BoardEntry {
         if post.authorKey == identity.signingPublicKey { return BoardEntry(post: post, author: configuration.nickname, ours: true) }
         let author = present.entries.values.filter { $0.info.signingKey == post.authorKey }.map(\.info.nickname).min()
-        return BoardEntry(post: post, author: author, ours: false)
+        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post.postID))
     }
 
     /// What the board holds, as the packets that carried it (to keep on disk).
@@ -1573,25 +1575,41 @@ public struct NodeCore: Sendable {
         .map { ($0.key, $0.value.info.bridgeGeohash ?? "") }
     }
 
+    /// Where what we write crosses to other meshes: our own bridge (peer nil),
+    /// or, with ``Configuration/crossesBridges``, the nearest bridge peer; nil: it does not cross.
+    private var crossingTarget: (peer: PeerID?, cell: String, key: Secp256k1.PrivateKey)? {
+        guard let seed = configuration.bridgeSeed else { return nil }
+        if let cell = bridge.cell { return (nil, cell, MeshBridge.identity(seed: seed, cell: cell)) }
+        if configuration.crossesBridges, let (peer, cell) = bridgePeer { return (peer, cell, MeshBridge.identity(seed: seed, cell: cell)) }
+        return nil
+    }
+
     /// Our public message crosses (a bridge here, or ``Configuration/crossesBridges``
     /// and a bridge peer): published by our bridge, or handed to the nearest
     /// bridge peer as a `toBridge` deposit.
     private mutating func crossBridges(_ text: String, timestamp: UInt64, now: Millis) {
-        guard let seed = configuration.bridgeSeed else { return }
-        let target: (peer: PeerID?, cell: String)
-        if let cell = bridge.cell {
-            target = (nil, cell)
-        } else if configuration.crossesBridges, let (peer, cell) = bridgePeer {
-            target = (peer, cell)
-        } else {
-            return
-        }
-        // Said, not dropped in silence: a line the radio carried but that could not cross.
-        func notCrossed(_ why: String) { emit(.notice("your line went out on this mesh only: \(why)")) }
+        guard let target = crossingTarget else { return }
         guard let e = MeshBridge.message(text, nickname: nickname, cell: target.cell, senderIDHex: peerID.description, timestampMs: timestamp,
-                                         key: MeshBridge.identity(seed: seed, cell: target.cell), now: Int64(wall(now) / 1_000)) else {
+                                         key: target.key, now: Int64(wall(now) / 1_000)) else {
             return // empty once trimmed, or over 16,000 bytes: not one to cross (as iOS)
         }
+        sendCrossing(e, to: target, what: "your line", now: now)
+    }
+
+    /// Our board post or tombstone crosses as our public messages do (kind
+    /// 1402, docs/PROTOCOL.md "Board posts across bridges").
+    private mutating func crossBoard(_ b: BoardPacket, now: Millis) {
+        guard let target = crossingTarget else { return }
+        guard let e = MeshBridge.board(b, cell: target.cell, key: target.key, now: Int64(wall(now) / 1_000)) else {
+            return emit(.notice("your board notice stays on this mesh only: it could not be made a bridge event"))
+        }
+        sendCrossing(e, to: target, what: "your board notice", now: now)
+    }
+
+    /// Publishes `e` (our bridge) or hands it to the bridge peer; said in words when it cannot cross.
+    private mutating func sendCrossing(_ e: NostrEvent, to target: (peer: PeerID?, cell: String, key: Secp256k1.PrivateKey), what: String, now: Millis) {
+        // Said, not dropped in silence: what the radio carried but could not cross.
+        func notCrossed(_ why: String) { emit(.notice("\(what) went out on this mesh only: \(why)")) }
         // The other bridges take events of at most 16 KiB of JSON (the carrier's bound), whichever way they come.
         guard let carrier = try? NostrCarrier(direction: .toBridge, geohash: target.cell, eventJSON: Array(e.json.utf8)) else {
             return notCrossed("as a bridge event it is over 16 KiB (long lines of quotes or control characters grow when escaped)")
@@ -1628,11 +1646,28 @@ public struct NodeCore: Sendable {
         return blocked.contains { $0.peerID.description == sender }
     }
 
-    /// The bridge's downlinks and presence that are due.
+    /// The bridge's downlinks, board entries and presence that are due.
     private mutating func bridgeDue(now: Millis) {
         guard bridge.cell != nil else { return }
         for c in bridge.due(now: now, wall: wall(now)) {
             let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
+            perform(router.originate(packet, now: now), now: now)
+        }
+        let held = board
+        for b in bridge.boardDue(now: now, held: { held?.holds($0) ?? true }) {
+            // Onto the mesh's board as any post: an ordinary 0x23 packet from us (the apps read it), its author's signature inside.
+            let w = wall(now)
+            var packet = Packet(type: .boardPost, ttl: 7, timestamp: w, senderID: peerID, payload: b.encoded())
+            guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil, case .accepted = board?.ingest(packet, b, now: w) else {
+                refusals.board += 1
+                continue
+            }
+            boardVersion += 1
+            provideBoard(now: now)
+            switch b {
+            case let .post(post): emit(.boardPost(boardEntry(post), from: peerID, hops: 0))
+            case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
+            }
             perform(router.originate(packet, now: now), now: now)
         }
         if let e = bridge.presenceDue(now: now, wall: wall(now), relaysUp: nostrRelaysUp), let cell = bridge.cell {
@@ -1989,6 +2024,9 @@ public struct NodeCore: Sendable {
             "bridge.inbound": bridge.sizes["bridge.inbound"] ?? 0,
             "bridge.shownFromRadio": bridge.sizes["bridge.shownFromRadio"] ?? 0,
             "bridge.participants": bridge.sizes["bridge.participants"] ?? 0,
+            "bridge.pendingBoard": bridge.sizes["bridge.pendingBoard"] ?? 0,
+            "bridge.boardOut": bridge.sizes["bridge.boardOut"] ?? 0,
+            "bridge.boardIn": bridge.sizes["bridge.boardIn"] ?? 0,
             "node.prekeysUsed": prekeysUsed.count,
             "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
             "node.boardTombstones": board?.tombstoneCount ?? 0,

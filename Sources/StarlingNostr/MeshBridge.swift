@@ -65,6 +65,52 @@ public enum MeshBridge {
         NostrFilter(kinds: [LocationChannel.messageKind, LocationChannel.presenceKind], r: cells, since: now - lookback, limit: limit)
     }
 
+    // MARK: Board posts across bridges (a Starling extension)
+
+    /// A board post or tombstone crossing between meshes: a stored event
+    /// (relays keep it until its NIP-40 expiration), so that a bridge that
+    /// comes up later still finds the notices of the last days. Not in
+    /// bitchat 1.7, whose bridges carry chat only.
+    public static let boardKind = 1402
+    /// How far back a bridge reads board events: a post lives at most 7 days, s.
+    public static let boardLookback: Int64 = 604_800
+    /// The largest board payload that crosses, bytes (a post is at most about 760).
+    public static let maxBoardPayload = 2_048
+
+    /// A board post or tombstone (its 0x23 payload, signed inside by its
+    /// author) for the other meshes on `cell`, signed with `key`: content the
+    /// payload in base64, tags `["r", cell]`, `["b", postID hex]` and
+    /// `["expiration", s]` (the post's expiry; a tombstone's deletion + 7 days).
+    public static func board(_ packet: BoardPacket, cell: String, key: Secp256k1.PrivateKey, now: Int64) -> NostrEvent? {
+        let payload = packet.encoded()
+        guard payload.count <= maxBoardPayload else { return nil }
+        let expiresMs: UInt64
+        switch packet {
+        case let .post(p): expiresMs = p.expiresAt
+        case let .tombstone(t): expiresMs = t.deletedAt.addingReportingOverflow(BoardPacket.maxLifetime).overflow ? .max : t.deletedAt + BoardPacket.maxLifetime
+        }
+        let tags = [["r", cell], ["b", packet.postID.hexString], ["expiration", String(expiresMs / 1_000)]]
+        var event = NostrEvent(pubkey: "", createdAt: now, kind: boardKind, tags: tags, content: Data(payload).base64EncodedString())
+        guard (try? event.sign(with: key)) != nil else { return nil }
+        return event
+    }
+
+    /// The board packet a board event carries: its content decoded from
+    /// base64 (at most ``maxBoardPayload`` bytes) and read as a board post or
+    /// tombstone whose ID its `b` tag names. Neither signature is checked.
+    public static func boardPacket(of event: NostrEvent) -> BoardPacket? {
+        guard event.kind == boardKind, event.content.utf8.count <= (maxBoardPayload + 2) / 3 * 4,
+              let data = Data(base64Encoded: event.content), data.count <= maxBoardPayload,
+              let packet = try? BoardPacket(decoding: Array(data)[...]),
+              let b = event.tags.first(where: { $0.count >= 2 && $0[0] == "b" }), b[1] == packet.postID.hexString else { return nil }
+        return packet
+    }
+
+    /// What a bridge reads of the board: board events on its cells, the last 7 days.
+    public static func boardFilter(cells: [String], now: Int64, limit: Int = 200) -> NostrFilter {
+        NostrFilter(kinds: [boardKind], r: cells, since: now - boardLookback, limit: limit)
+    }
+
     /// The radio message a bridged event names, recomputed from its `m` tag
     /// and content (the first `m` of two or more values; it must have four,
     /// a 16-hex-digit sender and decimal ms): the sender's own stable ID is

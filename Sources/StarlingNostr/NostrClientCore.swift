@@ -202,7 +202,7 @@ public struct NostrClientCore: Sendable {
                                 relay: relay))
         }
         if !bridgeCells.isEmpty {
-            outbox.append(.send(NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: bridgeCells, now: Int64(wall(now) / 1000))]).json,
+            outbox.append(.send(bridgeRequest(now: now),
                                 relay: relay))
         }
         if !dropTags.isEmpty {
@@ -223,11 +223,20 @@ public struct NostrClientCore: Sendable {
         for relay in relays.sorted() { outbox.append(.send(message.json, relay: relay)) }
     }
 
+    /// The bridge's subscription: messages and presence on its cells, the
+    /// last 15 minutes; board events, the last 7 days.
+    private func bridgeRequest(now: Millis) -> String {
+        let seconds = Int64(wall(now) / 1000)
+        return NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: bridgeCells, now: seconds),
+                                                                            MeshBridge.boardFilter(cells: bridgeCells, now: seconds)]).json
+    }
+
     /// Follows a mesh bridge's cells (its own and its ring) on every relay:
-    /// both kinds tagged `#r`, the last 15 minutes.
+    /// messages and presence tagged `#r`, the last 15 minutes, and board
+    /// events tagged `#r`, the last 7 days.
     public mutating func followBridge(cells: [String], now: Millis) {
         bridgeCells = cells
-        let req = NostrClientMessage.request(subscription: "bridge", filters: [MeshBridge.filter(cells: cells, now: Int64(wall(now) / 1000))]).json
+        let req = bridgeRequest(now: now)
         for relay in relays.sorted() { outbox.append(.send(req, relay: relay)) }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import StarlingCrypto
 import StarlingEmbeddedNetwork
 import StarlingMesh
@@ -355,6 +356,31 @@ import Testing
             _ = down.due(now: UInt64(i) * 3_000, wall: Self.t0)
         }
         #expect(listener.sizes["bridge.meshBroadcastIDs"] == 512 && down.sizes["bridge.rebroadcastIDs"] == 512 && down.downlinked == 600)
+        // Board events: 200 wait for the mesh (the oldest out), 20 go a minute; 512 post IDs crossed in and 512 sent out.
+        var boardLimits = limits
+        boardLimits.inboundPerMinute = 100_000
+        var board = Self.bridge(boardLimits)
+        let author = Curve25519.Signing.PrivateKey()
+        let bridgeKey = MeshBridge.identity(seed: [UInt8](repeating: 9, count: 32), cell: Self.cell)
+        func boardEvent(_ i: Int, key: Secp256k1.PrivateKey) throws -> NostrEvent {
+            var post = BoardPost(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, geohash: "", content: "notice \(i)", authorKey: [],
+                                 nickname: "x", createdAt: Self.t0, expiresAt: Self.t0 + 3_600_000, flags: 0)
+            try BoardSigning.sign(&post, with: author)
+            return try #require(MeshBridge.board(.post(post), cell: Self.cell, key: key, now: Int64(Self.t0 / 1_000)))
+        }
+        for i in 0..<300 { _ = board.fromRelay(try boardEvent(i, key: .random()), now: 0, wall: Self.t0, jitter: 0) }
+        #expect(board.sizes["bridge.pendingBoard"] == 200)
+        #expect(board.boardDue(now: 1, held: { _ in false }).count == 20)
+        for minute in 1...40 { _ = board.boardDue(now: UInt64(minute) * 60_001, held: { _ in false }) }
+        #expect(board.sizes["bridge.pendingBoard"] == 0 && board.sizes["bridge.boardIn"] == 200)
+        for round in 1...2 {
+            let start = UInt64(round) * 3_000_000
+            for i in 0..<200 { _ = board.fromRelay(try boardEvent(i, key: .random()), now: start + UInt64(i), wall: Self.t0, jitter: 0) }
+            for minute in 0..<20 { _ = board.boardDue(now: start + UInt64(minute) * 60_001, held: { _ in false }) }
+        }
+        #expect(board.sizes["bridge.boardIn"] == 512)
+        for i in 0..<600 { board.published(try boardEvent(i, key: bridgeKey)) }
+        #expect(board.sizes["bridge.boardOut"] == 512)
     }
 
     private func format4(_ i: Int) -> String {
@@ -439,6 +465,137 @@ extension InProcessNodes {
         #expect(Self.bridged(net, bob).count == 2 && Self.bridged(net, gateB).count == 2)
     }
 }
+}
+
+/// Issue 41: board posts cross between meshes as kind 1402 events (a
+/// Starling extension; docs/PROTOCOL.md "Board posts across bridges").
+@Suite struct BoardCrossingTests {
+    static let documentedID = "4d7037c5ed463009dc5ec9f6bc894342cc75b0ee5b2340de55fbb361781252f5"
+    static func posts(_ net: EmbeddedNetwork, _ n: Int) -> [BoardEntry] {
+        net.events[n].compactMap { if case let .boardPost(e, _, _) = $0 { e } else { nil } }
+    }
+    static func deleted(_ net: EmbeddedNetwork, _ n: Int) -> [[UInt8]] {
+        net.events[n].compactMap { if case let .boardPostDeleted(id, _) = $0 { id } else { nil } }
+    }
+
+    @Test func theBoardEventCarriesThePostAsItsAuthorSignedIt() throws {
+        let author = Curve25519.Signing.PrivateKey()
+        var post = BoardPost(postID: [UInt8](repeating: 0xab, count: 16), geohash: "", content: "water at the school", authorKey: [],
+                             nickname: "alice", createdAt: BridgeTests.t0, expiresAt: BridgeTests.t0 + 86_400_000, flags: 0)
+        try BoardSigning.sign(&post, with: author)
+        let key = MeshBridge.identity(seed: [UInt8](repeating: 1, count: 32), cell: BridgeTests.cell)
+        let e = try #require(MeshBridge.board(.post(post), cell: BridgeTests.cell, key: key, now: Int64(BridgeTests.t0 / 1_000)))
+        #expect(e.kind == 1_402 && (try? e.verify()) != nil)
+        #expect(e.tags == [["r", BridgeTests.cell], ["b", String(repeating: "ab", count: 16)], ["expiration", String((BridgeTests.t0 + 86_400_000) / 1_000)]])
+        #expect(MeshBridge.boardPacket(of: e) == .post(post))
+        // A `b` tag naming another post, or content that is no board packet, is refused (the control above reads).
+        var other = e
+        other.tags[1] = ["b", String(repeating: "cd", count: 16)]
+        #expect(MeshBridge.boardPacket(of: other) == nil)
+        var junk = e
+        junk.content = "aGVsbG8="
+        #expect(MeshBridge.boardPacket(of: junk) == nil)
+        // The document's example: its `board-post-urgent` packet deposited with a bridge on u4pruy, key 01×32, aux 00×32.
+        let urgent = try BoardPacket(decoding: try ProtocolDocument.example("board-post-urgent")[...])
+        let one = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 1, count: 32))
+        var doc = try #require(MeshBridge.board(urgent, cell: "u4pruy", key: one, now: 1_700_000_000))
+        try GatewayTests.sign(&doc, key: one, fixed: true)
+        let deposit = try BridgeTests.carrier(doc, .toBridge, cell: "u4pruy").encoded()
+        #expect(deposit == (try ProtocolDocument.example("bridge-board")), "\(deposit.hexString) \(doc.id)")
+        #expect(doc.id == Self.documentedID && (try? doc.verify()) != nil && deposit.count == 684)
+        #expect(MeshBridge.boardPacket(of: doc) == urgent && BoardSigning.isValid(urgent))
+        // The bridge follows board events on its cells for 7 days, beside its 15 minutes of chat.
+        let f = MeshBridge.boardFilter(cells: [BridgeTests.cell], now: 1_000_000)
+        #expect(f.kinds == [1_402] && f.since == 1_000_000 - 604_800)
+    }
+
+    @Test func aBoardPostCrossesToTheOtherMeshOnceAndItsDeletionFollows() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
+        let carol = net.addNode("carol") { $0.bridgeSeed = seed(2) }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
+        let gateB2 = net.addNode("gateB2") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(6) }
+        let bob = net.addNode("bob") { $0.bridgeSeed = seed(5) }
+        let dave = net.addNode("dave")
+        net.connect(alice, gateA)
+        net.connect(carol, gateA)
+        net.connect(gateB, bob)
+        net.connect(gateB2, bob)
+        net.connect(bob, dave)
+        net.run(for: 3_000)
+        for g in [gateA, gateB, gateB2] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+        net.run(for: 100)
+
+        let alicePost = try net.on(alice) { try $0.postToBoard("water at the school", now: $1) }
+        _ = try net.on(carol) { try $0.postToBoard("carol's notice stays home", now: $1) }
+        _ = try net.on(gateA) { try $0.postToBoard("the bridge's own notice", now: $1) }
+        net.run(for: 1_000)
+        let up = net.published[gateA].filter { $0.event.kind == 1_402 }
+        #expect(up.compactMap { MeshBridge.boardPacket(of: $0.event) }.compactMap { if case let .post(p) = $0 { p.content } else { nil } }.sorted()
+                == ["the bridge's own notice", "water at the school"])
+        #expect(up.first { $0.event.pubkey == MeshBridge.identity(seed: seed(1), cell: BridgeTests.cell).publicKey.hexString } != nil,
+                "alice's is signed by her bridge key")
+
+        // The relays bring both to every bridge (gateA's own back to it).
+        let all = net.published[gateA].map(\.event)
+        for g in [gateA, gateB, gateB2] { for e in all { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 3_000)
+        for n in [gateB, gateB2, bob, dave] {
+            #expect(Self.posts(net, n).map(\.post.content).sorted() == ["the bridge's own notice", "water at the school"], "\(net.nodes[n].nickname)")
+            #expect(net.on(n) { c, now in c.boardPosts(now: now).count } == 2)
+        }
+        // The bridge that put it on the board says it crossed; alice's key is no peer here, so her name is a claim.
+        let atB = Self.posts(net, gateB) + Self.posts(net, gateB2)
+        #expect(atB.contains { $0.crossed }, "\(atB)")
+        #expect(Self.posts(net, bob).first { $0.post.content == "water at the school" }?.shownName.hasPrefix("alice? ") == true)
+        // Mesh A: nothing comes back; mesh B publishes none of it.
+        #expect(Self.posts(net, alice).map(\.post.content).sorted() == ["carol's notice stays home", "the bridge's own notice"])
+        for g in [gateB, gateB2] { #expect(net.published[g].allSatisfy { $0.event.kind == 20_001 }) }
+
+        // Alice deletes hers: her tombstone crosses the same way, and mesh B's board lets the post go.
+        try net.on(alice) { try $0.deleteBoardPost(alicePost.postID, now: $1) }
+        net.run(for: 1_000)
+        let tombstones = net.published[gateA].map(\.event).filter { e in
+            if case .tombstone = MeshBridge.boardPacket(of: e) { true } else { false }
+        }
+        #expect(tombstones.count == 1)
+        for g in [gateB, gateB2] { for e in tombstones { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 3_000)
+        for n in [bob, dave] {
+            #expect(Self.deleted(net, n) == [alicePost.postID], "\(net.nodes[n].nickname)")
+            #expect(net.on(n) { c, now in c.boardPosts(now: now).map(\.post.content) } == ["the bridge's own notice"])
+        }
+        // The relays send everything again: nothing new anywhere.
+        let shown = [bob, dave].map { Self.posts(net, $0).count }
+        for g in [gateB, gateB2] { for e in all + tombstones { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 3_000)
+        #expect([bob, dave].map { Self.posts(net, $0).count } == shown)
+    }
+
+    @Test func aBoardEventWhoseAuthorDidNotSignItIsRefused() throws {
+        var core = BridgeTests.bridge()
+        let author = Curve25519.Signing.PrivateKey()
+        let key = MeshBridge.identity(seed: [UInt8](repeating: 9, count: 32), cell: BridgeTests.cell)
+        func event(_ text: String, tamper: Bool) throws -> NostrEvent {
+            var post = BoardPost(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, geohash: "", content: text, authorKey: [], nickname: "x",
+                                 createdAt: BridgeTests.t0, expiresAt: BridgeTests.t0 + 3_600_000, flags: 0)
+            try BoardSigning.sign(&post, with: author)
+            if tamper { post.content += "!" }
+            return try #require(MeshBridge.board(.post(post), cell: BridgeTests.cell, key: key, now: Int64(BridgeTests.t0 / 1_000)))
+        }
+        _ = core.fromRelay(try event("changed after signing", tamper: true), now: 0, wall: BridgeTests.t0, jitter: 0)
+        #expect(core.refusals[.badBoard] == 1)
+        #expect(core.boardDue(now: 1, held: { _ in false }).isEmpty)
+        // The control: the same post untouched waits for the mesh; a week-old board event is still taken, one older is not.
+        _ = core.fromRelay(try event("signed as it is", tamper: false), now: 0, wall: BridgeTests.t0, jitter: 0)
+        #expect(core.boardDue(now: 1, held: { _ in false }).count == 1)
+        _ = core.fromRelay(try event("six days on", tamper: false), now: 2, wall: BridgeTests.t0 + 6 * 86_400_000, jitter: 0)
+        #expect(core.boardDue(now: 3, held: { _ in false }).count == 1)
+        _ = core.fromRelay(try event("eight days on", tamper: false), now: 4, wall: BridgeTests.t0 + 8 * 86_400_000, jitter: 0)
+        #expect(core.refusals[.stale] == 1 && core.boardDue(now: 5, held: { _ in false }).isEmpty)
+    }
 }
 
 /// Issue 41: courier drops online (kind 1401), as iOS posts and reads them
