@@ -89,12 +89,14 @@ public enum APIJSON {
     }
 
     /// A board post as shown: its fields, `ours` (ours to delete), `author`
-    /// (the verified name, absent when the key is no peer's we know) and `shownName`.
+    /// (the verified name, absent when the key is no peer's we know), `shownName`,
+    /// and `crossed` (true: it came from another mesh through our bridge; absent otherwise).
     static func boardEntry(_ e: BoardEntry) -> Object {
         var o = boardPost(e.post)
         o["ours"] = e.ours
         o["shownName"] = e.shownName
         if let author = e.author { o["author"] = author }
+        if e.crossed { o["crossed"] = true }
         return o
     }
 
@@ -114,7 +116,8 @@ public enum APIJSON {
 
     static func readBoardEntry(_ any: Any) throws -> BoardEntry {
         let f = try Fields(any)
-        return BoardEntry(post: try readBoardPost(any), author: (any as? [String: Any])?["author"] as? String, ours: try f.bool("ours"))
+        return BoardEntry(post: try readBoardPost(any), author: (any as? [String: Any])?["author"] as? String, ours: try f.bool("ours"),
+                          crossed: (any as? [String: Any])?["crossed"] as? Bool ?? false)
     }
 
     static func readBoardPost(_ any: Any) throws -> BoardPost {

@@ -166,7 +166,7 @@ extension NodeEvent: Encodable {
         case event, port, peerID, nickname, address, hops, from, text, timestamp, messageID, fingerprint, by, to
         case history, via, `for`, received, total, name, size, path, transferID, reason, kind, state, emoji, rttMillis, on, npub, signingKey, sent
         case capabilities, bits, mimeType
-        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, shownName
+        case postID, authorKey, geohash, createdAt, expiresAt, urgent, flags, signature, durationMillis, `private`, author, ours, crossed, shownName
         case group, groupID, epoch, members, creator, change
         case noiseKey, couriers
         case eventID, pubkey, cell, radioID
@@ -351,6 +351,7 @@ extension NodeEvent: Encodable {
             let post = entry.post
             try c.encodeIfPresent(entry.author, forKey: .author)
             try c.encode(entry.ours, forKey: .ours)
+            if entry.crossed { try c.encode(true, forKey: .crossed) }
             try c.encode(entry.shownName, forKey: .shownName)
             try c.encode(from.description, forKey: .from)
             try c.encode(hops, forKey: .hops)

@@ -225,7 +225,7 @@ struct EventPrinter: Sendable {
     /// no peer's this node knows (its nickname is only a claim).
     static func boardLine(_ entry: BoardEntry) -> String {
         let post = entry.post
-        return "[board\(post.geohash.isEmpty ? "" : " #\(post.geohash)")] <\(entry.shownName)> "
+        return "[board\(post.geohash.isEmpty ? "" : " #\(post.geohash)")] <\(entry.shownName)>\(entry.crossed ? " (across a bridge)" : "") "
             + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : "")
     }
 

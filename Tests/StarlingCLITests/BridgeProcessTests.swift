@@ -176,4 +176,55 @@ import Testing
         #expect(bob.text.components(separatedBy: "\"meet me at the mill\"").count == 2, "once: \(bob.text)")
         #expect(!gateB.text.contains("meet me at the mill"), "gateB only carried it: \(gateB.text)")
     }
+
+    /// Board notices cross too, and stay on the relays for the days they
+    /// live: alice (who lets her lines cross) and carol (the control) post on
+    /// mesh A's board; gateA publishes alice's only (kind 1402). gateB comes
+    /// up afterwards, finds it on the relay, and puts it on mesh B's board,
+    /// where bob reads it; gateB says it crossed. Nothing comes back.
+    @Test func aBoardNoticeCrossesToAMeshWhoseBridgeComesUpLater() async throws {
+        let (relay, relayPort, db) = try await NostrProcessTests.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await NostrProcessTests.socks()
+        defer { proxy.stop() }
+        let gateA = try Self.bridge("boardGateA", "u4pruy", relayPort, proxyPort)
+        defer { gateA.stop() }
+        let portA = try await MeshProcessTests.port(of: gateA)
+        func chat(_ name: String, crosses: Bool) throws -> LiveProcess {
+            try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", name, "--announce-interval", "1",
+                             "--data-dir", ContactCommandTests.temporaryDirectory(name), "--peer", "127.0.0.1:\(portA)"] + (crosses ? ["--cross-bridges"] : []))
+        }
+        let alice = try chat("alice", crosses: true), carol = try chat("carol", crosses: false)
+        defer { alice.stop(); carol.stop() }
+        for c in [alice, carol] { #expect(await c.waitForText("boardGateA joined"), "\(c.text)") }
+        alice.type("/board post water at the school")
+        carol.type("/board post carol's notice stays home")
+        var kinds: [Int] = []
+        for _ in 0..<60 where !kinds.contains(1_402) {
+            kinds = try await Self.storedKinds(db)
+            if !kinds.contains(1_402) { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(kinds.contains(1_402), "gateA published alice's notice: \(gateA.text)\n\(alice.text)")
+        #expect(await gateA.waitFor(seconds: 15) { $0["event"] as? String == "board" && $0["text"] as? String == "carol's notice stays home" } != nil)
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await Self.storedKinds(db).filter { $0 == 1_402 }.count == 1, "carol's stays on mesh A")
+
+        // Mesh B's bridge comes up only now, with bob behind it.
+        let cellB = try #require(Geohash.neighbours(of: "u4pruy").dropFirst(2).first)
+        let gateB = try Self.bridge("boardGateB", cellB, relayPort, proxyPort)
+        defer { gateB.stop() }
+        let bob = try LiveProcess(["listen", "--json", "--port", "0", "--name", "bob", "--duration", "120", "--no-discovery", "--announce-interval", "1",
+                                   "--data-dir", ContactCommandTests.temporaryDirectory("boardBob"), "--peer", "127.0.0.1:\(try await MeshProcessTests.port(of: gateB))"])
+        defer { bob.stop() }
+        let atB = await gateB.waitFor(seconds: 60) { $0["event"] as? String == "board" && $0["text"] as? String == "water at the school" }
+        #expect(atB?["crossed"] as? Bool == true && (atB?["shownName"] as? String)?.hasPrefix("alice? ") == true, "\(gateB.text)")
+        let atBob = await bob.waitFor(seconds: 60) { $0["event"] as? String == "board" && $0["text"] as? String == "water at the school" }
+        #expect(atBob != nil, "\(bob.text)\n\(gateB.text)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(!bob.text.contains("carol's notice") && !gateB.text.contains("carol's notice"))
+        #expect(bob.text.components(separatedBy: "\"water at the school\"").count == 2, "once: \(bob.text)")
+        // Nothing came back: gateA saw alice's notice once (from her), and mesh B published nothing of it.
+        #expect(gateA.text.components(separatedBy: "\"water at the school\"").count == 2, "\(gateA.text)")
+        #expect(try await Self.storedKinds(db).filter { $0 == 1_402 }.count == 1)
+    }
 }
