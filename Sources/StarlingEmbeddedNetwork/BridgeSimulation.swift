@@ -24,6 +24,8 @@ public struct BridgeSimulation: Sendable {
     /// How long after the last message before counting, ms.
     public var settle: Millis = 30_000
     public var seed: UInt64 = 1
+    /// Bridges in each mesh: 1 (its node 0) or 2 (nodes 0 and n/2).
+    public var bridgesPerMesh = 1
     public init() {}
 
     public struct Result: Sendable, Hashable {
@@ -36,11 +38,34 @@ public struct BridgeSimulation: Sendable {
         public var duplicates: Int
         /// Messages shown in mesh A as bridged (they came back: should be 0).
         public var echoes: Int
-        /// Deposits bridge A published, and fromBridge carriers bridge B sent.
+        /// Deposits mesh A's bridges published, and fromBridge carriers mesh B's bridges sent.
         public var depositsAtA: Int
         public var carriersFromB: Int
         /// Median ms from a message's send to its showing at a node of mesh B.
         public var medianLatency: Millis?
+        /// The control: of mesh B's nodes, the share that heard each of as many
+        /// ordinary public messages (0x02, TTL 7) sent by its first bridge node
+        /// itself. Delivery across near it says the loss is the mesh's flood, not the bridge's.
+        public var controlDelivery: Double
+        /// Radio transmissions in mesh B of `fromBridge` carriers (0x28), a
+        /// message (one a send, a broadcast on the air), and the frames they
+        /// took (one a link).
+        public var carrierTransmissionsPerMessage: Double
+        public var carrierFramesPerMessage: Double
+        /// The load on each bridge (mesh A's first, then mesh B's): events the
+        /// relay brought it, events it published, and the frames it sent and
+        /// received beside a mean node of its mesh (all packets, for the whole run).
+        public var bridgeLoad: [BridgeLoad]
+    }
+
+    public struct BridgeLoad: Sendable, Hashable {
+        public var node: String
+        public var eventsIn: Int
+        public var eventsPublished: Int
+        public var framesSent: Int
+        public var framesReceived: Int
+        public var meshMeanFramesSent: Double
+        public var meshMeanFramesReceived: Double
     }
 
     /// A random geometric graph of `n` nodes (unit square) of about `degree` links each,
@@ -66,17 +91,18 @@ public struct BridgeSimulation: Sendable {
         var rng = SeededGenerator(seed: seed)
         let net = EmbeddedNetwork(seed: seed)
         let seedBytes = { (i: Int) in (0..<32).map { UInt8(truncatingIfNeeded: i &* 31 &+ $0) } }
-        // Mesh A: node 0 is the bridge; the others let their lines cross. Mesh B: its node 0 is the bridge.
+        // Mesh A: node 0 (and n/2) is a bridge; the others let their lines cross. Mesh B: its node 0 (and n/2).
+        let bridgeIndices = bridgesPerMesh >= 2 ? [0, nodesPerMesh / 2] : [0]
         let a = (0..<nodesPerMesh).map { i in
             net.addNode("a\(i)") { c in
                 c.bridgeSeed = seedBytes(i)
-                if i == 0 { c.bridge = "u4pruy" } else { c.crossesBridges = true }
+                if bridgeIndices.contains(i) { c.bridge = "u4pruy" } else { c.crossesBridges = true }
             }
         }
         let b = (0..<nodesPerMesh).map { i in
             net.addNode("b\(i)") { c in
                 c.bridgeSeed = seedBytes(1_000 + i)
-                if i == 0 { c.bridge = "u4pruz" }
+                if bridgeIndices.contains(i) { c.bridge = "u4pruz" }
             }
         }
         for mesh in [a, b] {
@@ -84,12 +110,13 @@ public struct BridgeSimulation: Sendable {
                 net.connect(mesh[x], mesh[y], latency: linkLatency, loss: loss)
             }
         }
-        let gates = [a[0], b[0]]
+        let gates = bridgeIndices.map { a[$0] } + bridgeIndices.map { b[$0] }
         net.run(for: 25_000) // announces: everyone knows the bridges
         for g in gates { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
 
         // The relay: what either bridge publishes reaches both after the latency.
-        var taken = [0, 0]
+        var taken = gates.map { _ in 0 }
+        var eventsIn: [Int: Int] = [:]
         var inFlight: [(at: Millis, event: NostrEvent)] = []
         func pumpRelay() {
             for (k, g) in gates.enumerated() {
@@ -98,7 +125,7 @@ public struct BridgeSimulation: Sendable {
             }
             let due = inFlight.filter { $0.at <= net.now }
             inFlight.removeAll { $0.at <= net.now }
-            for d in due { for g in gates { net.on(g) { $0.bridgeFromRelay(d.event, now: $1) } } }
+            for d in due { for g in gates { eventsIn[g, default: 0] += 1; net.on(g) { $0.bridgeFromRelay(d.event, now: $1) } } }
         }
         func step(_ span: Millis) {
             let end = net.now + span
@@ -133,20 +160,49 @@ public struct BridgeSimulation: Sendable {
             progress?(Double(m + 1) / Double(messages + 1))
         }
         watch(for: settle)
-        progress?(1)
+        let carrierSends = b.map { net.transmissions[$0]?[MessageType.nostrCarrier.rawValue] ?? 0 }.reduce(0, +)
+        // Carriers take one frame a link of the sender: count them from the transmissions' links.
+        let carrierFrames = b.map { n in Double(net.transmissions[n]?[MessageType.nostrCarrier.rawValue] ?? 0) * Double(net.linkCount(n)) }.reduce(0, +)
+        let load = gates.map { g in
+            let mesh = a.contains(g) ? a : b
+            return BridgeLoad(node: net.nodes[g].nickname, eventsIn: eventsIn[g] ?? 0, eventsPublished: net.published[g].count,
+                              framesSent: net.framesSent[g] ?? 0, framesReceived: net.framesReceived[g] ?? 0,
+                              meshMeanFramesSent: Double(mesh.map { net.framesSent[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
+                              meshMeanFramesReceived: Double(mesh.map { net.framesReceived[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count))
+        }
+        let carriersFromB = bridgeIndices.map { net.nodes[b[$0]].bridgeDownlinked }.reduce(0, +)
+        let depositsAtA = bridgeIndices.map { i in net.published[a[i]].filter { $0.event.kind == 20_000 }.count }.reduce(0, +)
         var delivered = 0, duplicates = 0
         for n in b {
             let s = shown(n)
             delivered += Set(s).intersection(sentAt.keys).count
             duplicates += s.count - Set(s).count
         }
+        // Counted before the control: mesh B's bridge's own lines cross to mesh A, as they should.
         let echoes = a.map { shown($0).count }.reduce(0, +)
+        // The control: as many plain public messages from mesh B's first bridge node, heard by how many of mesh B.
+        var controls: [String] = []
+        for m in 0..<messages {
+            let text = "control \(m)"
+            if (try? net.on(b[0], { try $0.sendPublic(text, now: $1) })) != nil { controls.append(text) }
+            step(interval)
+        }
+        step(settle)
+        var heard = 0
+        for n in b.dropFirst() {
+            let texts = Set(net.events[n].compactMap { if case let .message(_, _, t, _, _, _) = $0 { t } else { nil } })
+            heard += controls.filter(texts.contains).count
+        }
+        progress?(1)
         latencies.sort()
         return Result(relayLatency: relayLatency, nodesPerMesh: nodesPerMesh, messages: sentAt.count,
                       delivery: Double(delivered) / Double(max(1, sentAt.count * b.count)), duplicates: duplicates, echoes: echoes,
-                      depositsAtA: net.published[a[0]].filter { $0.event.kind == 20_000 }.count,
-                      carriersFromB: net.nodes[b[0]].bridgeDownlinked,
-                      medianLatency: latencies.isEmpty ? nil : latencies[latencies.count / 2])
+                      depositsAtA: depositsAtA, carriersFromB: carriersFromB,
+                      medianLatency: latencies.isEmpty ? nil : latencies[latencies.count / 2],
+                      controlDelivery: Double(heard) / Double(max(1, controls.count * (b.count - 1))),
+                      carrierTransmissionsPerMessage: Double(carrierSends) / Double(max(1, sentAt.count)),
+                      carrierFramesPerMessage: carrierFrames / Double(max(1, sentAt.count)),
+                      bridgeLoad: load)
     }
 
     /// An SVG of results over relay latencies: delivery in mesh B and the median delay.
@@ -169,6 +225,9 @@ public struct BridgeSimulation: Sendable {
         s += "<text x=\"\(w - right + 5)\" y=\"\(top + 4)\">\(Int(maxDelay))</text>\n"
         let d = results.map { "\(x($0.relayLatency)),\(y($0.delivery))" }.joined(separator: " ")
         s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\(d)\"/>\n"
+        let c = results.map { "\(x($0.relayLatency)),\(y($0.controlDelivery))" }.joined(separator: " ")
+        s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1\" stroke-dasharray=\"2,3\" points=\"\(c)\"/>\n"
+        s += "<text x=\"\(left + 10)\" y=\"\(h - bottom - 10)\" fill=\"#1f77b4\">dotted: the control, mesh B's own broadcasts from its bridge node</text>\n"
         let l = results.compactMap { r in r.medianLatency.map { "\(x(r.relayLatency)),\(yDelay($0))" } }.joined(separator: " ")
         s += "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6,3\" points=\"\(l)\"/>\n"
         for r in results {

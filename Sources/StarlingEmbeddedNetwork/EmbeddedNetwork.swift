@@ -65,6 +65,11 @@ public final class EmbeddedNetwork {
     public private(set) var framesDelivered = 0
     /// Frames each node received.
     public private(set) var framesReceived: [Int: Int] = [:]
+    /// Radio transmissions each node made, by packet type (the header's second
+    /// byte): one a send, however many links it went on (a broadcast on the air).
+    public private(set) var transmissions: [Int: [UInt8: Int]] = [:]
+    /// Frames each node sent, one a link.
+    public private(set) var framesSent: [Int: Int] = [:]
     /// Two nodes whose link a node closed are still in range: they link again
     /// this long after (a UDP transport re-admits the address on its next
     /// packet; a BLE central reconnects). Raw links stay closed.
@@ -123,6 +128,9 @@ public final class EmbeddedNetwork {
         configure(&c)
         return addNode(c)
     }
+
+    /// How many links `node` has now.
+    public func linkCount(_ node: Int) -> Int { wires.keys.filter { $0.node == node }.count }
 
     private func newLink() -> LinkID {
         defer { nextLink += 1 }
@@ -236,6 +244,8 @@ public final class EmbeddedNetwork {
         for output in nodes[node].takeOutputs() {
             switch output {
             case let .send(bytes, channel, links):
+                if bytes.count >= 2 { transmissions[node, default: [:]][bytes[1], default: 0] += 1 }
+                framesSent[node, default: 0] += links.count
                 for l in links {
                     let from = End(node: node, link: l)
                     guard let wire = wires[from] else { continue }

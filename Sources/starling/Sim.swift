@@ -68,6 +68,7 @@ struct Sim: ParsableCommand {
     @Option(name: .customLong("relay-latency"), parsing: .upToNextOption,
             help: "The bridge scenario: the Nostr relay's latency between the two bridges, ms (several: one run each).")
     var relayLatency: [UInt64] = [100, 1_000, 5_000]
+    @Option(name: .customLong("bridges-per-mesh"), help: "The bridge scenario: mesh bridges in each mesh, 1 or 2.") var bridgesPerMesh = 1
     @Option(help: "Read options from a scenario file (`name = value` a line); the command line's win.") var config: String?
 
     static var policies: [any RelayPolicy] {
@@ -89,6 +90,7 @@ struct Sim: ParsableCommand {
         }
         guard broadcasts >= 1, broadcasts <= 10_000 else { throw ValidationError("--broadcasts must be 1 to 10,000") }
         guard messages >= 1, messages <= 100_000 else { throw ValidationError("--messages must be 1 to 100,000") }
+        guard (1...2).contains(bridgesPerMesh) else { throw ValidationError("--bridges-per-mesh must be 1 or 2") }
         guard churn < 1 || scenario != .private else { throw ValidationError("--churn must be below 1 (the fraction offline)") }
         guard scenario != .partition || topology == .rgg else { throw ValidationError("the partition scenario cuts a random geometric graph (--topology rgg)") }
         guard policy == "all" || Self.policyNames.contains(policy) else {
@@ -141,24 +143,41 @@ struct Sim: ParsableCommand {
             s.relayLatency = latency
             s.loss = loss
             s.seed = seed
+            s.bridgesPerMesh = bridgesPerMesh
             results.append(s.run(progress: progress.phase(i)))
         }
         progress.finish()
         if let plot { try BridgeSimulation.svg(results).write(toFile: plot, atomically: true, encoding: .utf8) }
         if json {
-            try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed],
+            try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed, "bridgesPerMesh": bridgesPerMesh],
                       "runs": results.map { r -> [String: Any] in
                           ["relayLatencyMs": Int(r.relayLatency), "messages": r.messages, "delivery": r.delivery, "duplicates": r.duplicates,
                            "echoes": r.echoes, "depositsAtBridgeA": r.depositsAtA,
-                           "carriersFromBridgeB": r.carriersFromB, "medianLatencyMs": r.medianLatency.map { Int($0) } ?? NSNull()]
+                           "carriersFromBridgeB": r.carriersFromB, "medianLatencyMs": r.medianLatency.map { Int($0) } ?? NSNull(),
+                           "controlDelivery": r.controlDelivery, "carrierTransmissionsPerMessage": r.carrierTransmissionsPerMessage,
+                           "carrierFramesPerMessage": r.carrierFramesPerMessage,
+                           "bridgeLoad": r.bridgeLoad.map { l -> [String: Any] in
+                               ["node": l.node, "eventsIn": l.eventsIn, "eventsPublished": l.eventsPublished, "framesSent": l.framesSent,
+                                "framesReceived": l.framesReceived, "meshMeanFramesSent": l.meshMeanFramesSent, "meshMeanFramesReceived": l.meshMeanFramesReceived]
+                           }]
                       }])
             return
         }
-        print("two meshes of \(nodes) nodes (rgg, mean degree \(String(format: "%.1f", degree))), one bridge each, loss \(loss), seed \(seed)\n")
-        print("relay ms  delivery  duplicates  echoes  deposits at A  carriers from B  median delay")
+        print("two meshes of \(nodes) nodes (rgg, mean degree \(String(format: "%.1f", degree))), \(bridgesPerMesh == 1 ? "one bridge" : "two bridges") each, loss \(loss), seed \(seed)\n")
+        print("relay ms  delivery  control  duplicates  echoes  deposits at A  carriers from B  carrier sends/msg  frames/msg  median delay")
         for r in results {
-            print(String(format: "%8d  %7.1f%%  %10d  %6d  %13d  %15d  ", Int(r.relayLatency), r.delivery * 100, r.duplicates, r.echoes,
-                         r.depositsAtA, r.carriersFromB) + (r.medianLatency.map { "\($0) ms" } ?? "-"))
+            print(String(format: "%8d  %7.1f%%  %6.1f%%  %10d  %6d  %13d  %15d  %17.1f  %10.1f  ", Int(r.relayLatency), r.delivery * 100, r.controlDelivery * 100,
+                         r.duplicates, r.echoes, r.depositsAtA, r.carriersFromB, r.carrierTransmissionsPerMessage, r.carrierFramesPerMessage)
+                  + (r.medianLatency.map { "\($0) ms" } ?? "-"))
+        }
+        print("\nthe bridges' load (the whole run, all packets; a mean node of its mesh in brackets)")
+        print("relay ms  bridge  events in  published  frames sent        frames received")
+        for r in results {
+            for l in r.bridgeLoad {
+                print(String(format: "%8d  ", Int(r.relayLatency)) + l.node.padding(toLength: 6, withPad: " ", startingAt: 0)
+                      + String(format: "  %9d  %9d  %6d (%6.0f)  %6d (%6.0f)", l.eventsIn, l.eventsPublished,
+                               l.framesSent, l.meshMeanFramesSent, l.framesReceived, l.meshMeanFramesReceived))
+            }
         }
         if let plot { print("\nplot: \(plot)") }
     }

@@ -745,6 +745,27 @@ extension InProcessNodes {
         #expect(r.delivery == 1 && r.duplicates == 0 && r.echoes == 0, "\(r)")
         #expect(r.depositsAtA == 3 && r.carriersFromB == 3, "\(r)")
         #expect((r.medianLatency ?? 0) >= 300, "\(r)")
+        // The control (mesh B's own broadcasts) reaches all of it too; each carrier went out at least
+        // once (the bridge) and at most once a node of mesh B; frames are sends times links.
+        #expect(r.controlDelivery == 1, "\(r)")
+        #expect(r.carrierTransmissionsPerMessage >= 1 && r.carrierTransmissionsPerMessage <= 10, "\(r)")
+        #expect(r.carrierFramesPerMessage >= r.carrierTransmissionsPerMessage, "\(r)")
+        // The load: each bridge took the relay's events (both bridges' own, presence too) and sent frames.
+        #expect(r.bridgeLoad.map(\.node) == ["a0", "b0"] && r.bridgeLoad.allSatisfy { $0.eventsIn >= 3 && $0.framesSent > 0 }, "\(r)")
+        #expect(r.bridgeLoad[0].eventsPublished >= 3 && r.bridgeLoad[0].meshMeanFramesSent > 0, "\(r)")
+    }
+
+    /// Two bridges in each mesh: still once each, none back, and the deposits split between mesh A's two.
+    @Test func twoBridgesAMeshStillDeliverEachMessageOnce() {
+        var s = BridgeSimulation()
+        s.nodesPerMesh = 10
+        s.messages = 3
+        s.settle = 10_000
+        s.relayLatency = 300
+        s.bridgesPerMesh = 2
+        let r = s.run()
+        #expect(r.delivery == 1 && r.duplicates == 0 && r.echoes == 0, "\(r)")
+        #expect(r.depositsAtA == 3 && r.bridgeLoad.map(\.node) == ["a0", "a5", "b0", "b5"], "\(r)")
     }
 }
 }
