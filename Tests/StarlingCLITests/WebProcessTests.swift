@@ -1,5 +1,6 @@
 import Foundation
 import StarlingMessengerAPI
+import StarlingNostr
 import StarlingTestSupport
 import Testing
 
@@ -126,5 +127,40 @@ import Testing
                                                        ["-sN", "--max-time", "2", "-H", "Authorization: Bearer \(token)", url + "v1/events?since=0"])
             Issue.record("the page missed the reply; the daemon's events: \(events.stdout.suffix(3_000))")
         }
+    }
+
+    /// What crosses from another mesh, on the page: ann's daemon is mesh B's
+    /// bridge; alice (mesh A, letting her lines cross) says a line and posts
+    /// a notice through gateA; both show on ann's page, marked across a bridge.
+    @Test func whatCrossedABridgeIsOnThePage() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps --test")
+        let (relay, relayPort, _) = try await NostrProcessTests.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await NostrProcessTests.socks()
+        defer { proxy.stop() }
+        let cellB = try #require(Geohash.neighbours(of: "u4pruy").first)
+        let dir = ContactCommandTests.temporaryDirectory("web-bridge-ann")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ann = try LiveProcess(["web", "--no-discovery", "--port", "0", "--name", "ann", "--data-dir", dir, "--bridge", cellB]
+                                  + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
+        defer { ann.stop() }
+        let link = try await Self.link(ann)
+        let gateA = try BridgeProcessTests.bridge("webGateA", "u4pruy", relayPort, proxyPort)
+        defer { gateA.stop() }
+        let alice = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1", "--cross-bridges",
+                                     "--data-dir", ContactCommandTests.temporaryDirectory("web-bridge-alice"),
+                                     "--peer", "127.0.0.1:\(try await MeshProcessTests.port(of: gateA))"])
+        defer { alice.stop() }
+        #expect(await alice.waitForText("webGateA joined"), "\(alice.text)")
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let page = LiveProcess.unstarted([try PythonEnvironment.require().path, PythonEnvironment.root.appendingPathComponent("Tests/web/web_bridge.py").path,
+                                          link, "the road north is open", "water at the school", shots.appendingPathComponent("web-bridge.png").path])
+        try page.start()
+        defer { page.stop() }
+        #expect(await page.waitForText("ready", seconds: 90), "\(page.text)")
+        alice.type("the road north is open")
+        alice.type("/board post water at the school")
+        #expect(await page.waitForExit(seconds: 120) == 0, "\(page.text)\n\(ann.text.suffix(3_000))")
     }
 }

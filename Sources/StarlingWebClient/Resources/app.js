@@ -257,7 +257,7 @@ async function refreshNotices() {
     const until = new Date(p.expiresAt).toLocaleString([], { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
     const li = el("li", { class: p.urgent ? "urgent" : "" },
       el("strong", { text: p.shownName + ": ", title: p.author ? undefined : "a key no peer here announces: the name is only what the poster claims" }), el("span", { class: "notice-text", text: p.text }),
-      el("small", { text: ` ${p.urgent ? "· urgent " : ""}· until ${until}` }));
+      el("small", { text: ` ${p.urgent ? "· urgent " : ""}${p.crossed ? "· across a bridge " : ""}· until ${until}` }));
     if (p.ours) {
       const del = el("button", { type: "button", text: "Delete", "aria-label": "Delete the notice " + p.text });
       del.addEventListener("click", async () => {
@@ -370,6 +370,7 @@ function messageItem(m) {
     if (m.file) renderFile(li, m);
     if (m.hops > 1) li.append(el("span", { class: "via", text: `via ${m.hops - 1} relay${m.hops === 2 ? "" : "s"}` }));
     if (m.via) li.append(el("span", { class: "via", text: m.via === "nostr" ? "via Nostr" : "via the Ya OK server" }));
+    if (m.note) li.append(el("span", { class: "via", text: m.note }));
     if (m.own && m.state && STATE_MARKS[m.state]) {
       const queued = m.state === "sent" && m.via && m.via !== "nostr";
       const words = queued ? "queued at the server" : STATE_WORDS[m.state];
@@ -678,6 +679,25 @@ function take(e) {
       if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: e.geohash });
       upsert(key, { key: e.eventID || `${e.publicKey}-${e.createdAt}`, time: e.createdAt * 1000,
                     who: (e.nickname || "anon") + "#" + e.publicKey.slice(0, 4), text: e.text });
+      const c = state.conversations.get(key);
+      if (state.current !== key) c.unread = (c.unread || 0) + 1;
+      render();
+      break;
+    }
+    case "bridgedMessage": {
+      // A public message from another mesh, through the bridges: its author is a Nostr key, the name only a claim.
+      const key = "bridge-" + e.eventID, isNew = !list(MESH).some((m) => m.key === key);
+      const entry = { key, time: e.createdAt * 1000, who: `${e.nickname || "anon"}? ${e.pubkey.slice(0, 8)}`, text: e.text, note: "across a bridge" };
+      upsert(MESH, entry);
+      if (state.current === MESH) { if (isNew) appendMessage(entry); else renderMessages(); }
+      break;
+    }
+    case "gatewayMessage": {
+      // A location channel's message a gateway on the mesh carried down.
+      const key = channelKey(e.geohash);
+      if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: e.geohash });
+      upsert(key, { key: e.eventID, time: e.createdAt * 1000, who: (e.nickname || "anon") + "#" + e.pubkey.slice(0, 4), text: e.text,
+                    note: "via a gateway" });
       const c = state.conversations.get(key);
       if (state.current !== key) c.unread = (c.unread || 0) + 1;
       render();
