@@ -256,7 +256,7 @@ public struct BridgeCore: Sendable {
         if publishedIDs.contains(event.id) || event.pubkey == ownKey { return none(.ours) }
         guard !receivedIDs.contains(event.id) else { return none(.seen) }
         guard event.tags.count <= 64, event.tags.allSatisfy({ $0.count <= 16 && $0.allSatisfy { $0.utf8.count <= 1_024 } }),
-              event.json.utf8.count <= NostrCarrier.maxEventJSON else { return none(.notAnEvent) }
+              Self.fitsCarrier(event) else { return none(.notAnEvent) }
         guard verifies.take(now: now) else { return none(.overBudget) }
         guard (try? event.verify()) != nil else { return none(.badSignature) }
         guard admit(event.pubkey, now: now) else { return none(.rateLimited) }
@@ -403,13 +403,26 @@ public struct BridgeCore: Sendable {
         return true
     }
 
+    /// A participant heard now. Those past their life are counted out by
+    /// ``participants(now:)`` and dropped when the table is full (not on every event).
     private mutating func see(_ signer: String, now: UInt64) {
-        participantsSeen = participantsSeen.filter { now < $0.value + limits.participantLife }
-        if participantsSeen[signer] == nil, participantsSeen.count >= limits.participants,
-           let oldest = participantsSeen.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
-            participantsSeen[oldest.key] = nil
+        if participantsSeen[signer] == nil, participantsSeen.count >= limits.participants {
+            participantsSeen = participantsSeen.filter { now < $0.value + limits.participantLife }
+            if participantsSeen.count >= limits.participants,
+               let oldest = participantsSeen.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
+                participantsSeen[oldest.key] = nil
+            }
         }
         participantsSeen[signer] = now
+    }
+
+    /// Whether the event's JSON is within a carrier's 16 KiB: without
+    /// serialising it when its fields are small enough that no escaping
+    /// (at most 6 bytes a byte, `\u00XX`) could take it past.
+    public static func fitsCarrier(_ e: NostrEvent) -> Bool {
+        let fields = e.content.utf8.count + e.tags.reduce(0) { $0 + $1.reduce(4) { $0 + $1.utf8.count + 3 } }
+        if 400 + 6 * fields <= NostrCarrier.maxEventJSON { return true }
+        return e.json.utf8.count <= NostrCarrier.maxEventJSON
     }
 
     private func fresh(_ e: NostrEvent, wall: UInt64) -> Bool {

@@ -297,6 +297,22 @@ import Testing
 
     // MARK: Budgets and bounds
 
+    /// The size check skips serialising small events; it agrees with the
+    /// serialised size for the worst escapes (control characters: 6 bytes each) and quotes.
+    @Test func theSizeCheckAgreesWithTheSerialisedSize() throws {
+        let key = Secp256k1.PrivateKey.random()
+        var checked = 0
+        for ch in ["\u{01}", "\"", "a", "é"] {
+            for n in stride(from: 0, through: 17_000, by: 250) {
+                var e = NostrEvent(pubkey: "", createdAt: 1, kind: 20_000, tags: [["r", Self.cell]], content: String(repeating: ch, count: n))
+                try e.sign(with: key)
+                #expect(BridgeCore.fitsCarrier(e) == (e.json.utf8.count <= NostrCarrier.maxEventJSON), "\(n) × \(ch.unicodeScalars.first!.value)")
+                checked += 1
+            }
+        }
+        #expect(checked == 4 * 69)
+    }
+
     @Test func theDownlinkSendsTwentyAMinute() throws {
         var b = Self.bridge()
         for i in 0..<25 { #expect(b.fromRelay(try Self.event("e\(i)", key: .random()), now: 0, wall: Self.t0, jitter: 200) != nil) }
