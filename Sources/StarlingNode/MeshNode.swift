@@ -53,6 +53,9 @@ public actor MeshNode {
         public var clock: any NodeClock = SystemClock()
         /// Where the mesh board is kept across restarts (``BoardFile``; nil: in memory only).
         public var boardFile: URL?
+        /// Where a mesh bridge keeps what it took and sent (``BridgeCore/Memory``,
+        /// JSON, 0600) across restarts; nil: in memory only.
+        public var bridgeMemoryFile: URL?
         /// Where our own one-time prekeys are kept (0600) when the node
         /// publishes a prekey bundle (``NodeCore/Configuration/publishesPrekeys``).
         public var prekeyFile: URL?
@@ -184,6 +187,7 @@ public actor MeshNode {
         hasRun = true
         running = true
         runDeadline = deadline
+        loadBridgeMemory() // before any relay event can come
         continuation.yield(.started(port: port, peerID: peerID, nickname: core.nickname))
         var started: [Int] = []
         var mailboxesStarted: [Int] = []
@@ -256,6 +260,7 @@ public actor MeshNode {
         timer?.cancel()
         timer = nil
         saveBoard(force: true)
+        saveBridgeMemory(force: true)
         let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation, bulk = bulkServer
         let task = Task {
             await bulk?.stop()
@@ -368,6 +373,41 @@ public actor MeshNode {
         }
         if !outputs.isEmpty { carryOut(outputs) }
         saveBoard(force: false)
+        saveBridgeMemory(force: false)
+    }
+
+    // MARK: The bridge's memory on disk
+
+    /// The bridge's memory last written (its change counter), and when: at most every 30 s, and at the stop.
+    private var bridgeSaved = (changes: 0, at: Millis(0))
+    /// A file past this is not read (2,048 IDs of 7 sets: under 1 MiB).
+    static let maxBridgeMemoryBytes = 4 << 20
+
+    private func loadBridgeMemory() {
+        guard let url = options.bridgeMemoryFile, core.bridgeMemory != nil, FileManager.default.fileExists(atPath: url.path) else { return }
+        do {
+            let size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+            guard size <= Self.maxBridgeMemoryBytes else { throw CocoaError(.fileReadTooLarge) }
+            core.restoreBridgeMemory(try JSONDecoder().decode(BridgeCore.Memory.self, from: Data(contentsOf: url)))
+            bridgeSaved = (core.bridgeMemoryChanges, readClock())
+        } catch {
+            continuation.yield(.rejected(Rejection(.transport,
+                "the bridge's memory in \(url.path) cannot be read (\(error.localizedDescription)): it starts afresh, and may show the last 15 minutes again")))
+        }
+    }
+
+    private func saveBridgeMemory(force: Bool) {
+        guard let url = options.bridgeMemoryFile, core.bridgeMemoryChanges != bridgeSaved.changes, let memory = core.bridgeMemory else { return }
+        let now = readClock()
+        guard force || now >= bridgeSaved.at + 30_000 else { return }
+        do {
+            try BoardFile.writeWhole([UInt8](try JSONEncoder().encode(memory)), to: url)
+            bridgeSaved = (core.bridgeMemoryChanges, now)
+        } catch {
+            // Said once per change; it is written again at the next one.
+            bridgeSaved = (core.bridgeMemoryChanges, now)
+            continuation.yield(.rejected(Rejection(.transport, "the bridge's memory could not be kept in \(url.path) (\(error.localizedDescription)): free some disk")))
+        }
     }
 
     // MARK: The board on disk

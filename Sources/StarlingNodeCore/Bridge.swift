@@ -171,6 +171,60 @@ public struct BridgeCore: Sendable {
          "bridge.boardIn": boardIn.count]
     }
 
+    // MARK: Memory across a restart
+
+    /// What a bridge remembers across a restart (kept in the data directory's
+    /// `bridge`): after one, the relays send the last 15 minutes (and 7 days
+    /// of board events) again, and without it the bridge would show them
+    /// again, carry them into the mesh again, and show its own mesh's lines
+    /// that another bridge published. The most recent of each set, oldest first.
+    public struct Memory: Codable, Hashable, Sendable {
+        public var taken: [String] = []
+        public var heardOnRadio: [String] = []
+        public var published: [String] = []
+        public var carriedDown: [String] = []
+        public var heardOnMesh: [String] = []
+        public var boardOut: [String] = []
+        public var boardIn: [String] = []
+        public init() {}
+    }
+
+    /// At most this many of each set are kept on disk.
+    public static let memoryKept = 2_048
+
+    /// Moves on every change to what ``memory()`` holds.
+    public var memoryChanges: Int {
+        receivedIDs.inserted + radioIDs.inserted + publishedIDs.inserted + rebroadcastIDs.inserted + meshBroadcastIDs.inserted
+            + boardOut.inserted + boardIn.inserted
+    }
+
+    public func memory() -> Memory {
+        var m = Memory()
+        m.taken = receivedIDs.recent(Self.memoryKept)
+        m.heardOnRadio = radioIDs.recent(Self.memoryKept)
+        m.published = publishedIDs.recent(Self.memoryKept)
+        m.carriedDown = rebroadcastIDs.recent(Self.memoryKept)
+        m.heardOnMesh = meshBroadcastIDs.recent(Self.memoryKept)
+        m.boardOut = boardOut.recent(Self.memoryKept)
+        m.boardIn = boardIn.recent(Self.memoryKept)
+        return m
+    }
+
+    /// Takes back what a bridge remembered: only IDs as we write them (1 to
+    /// 64 lowercase hex digits), at most ``memoryKept`` of each.
+    public mutating func remember(_ m: Memory) {
+        func ids(_ list: [String]) -> ArraySlice<String> {
+            list.suffix(Self.memoryKept).filter { (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }[...]
+        }
+        for id in ids(m.taken) { receivedIDs.insert(id) }
+        for id in ids(m.heardOnRadio) { radioIDs.insert(id) }
+        for id in ids(m.published) { publishedIDs.insert(id) }
+        for id in ids(m.carriedDown) { rebroadcastIDs.insert(id) }
+        for id in ids(m.heardOnMesh) { meshBroadcastIDs.insert(id) }
+        for id in ids(m.boardOut) { boardOut.insert(id) }
+        for id in ids(m.boardIn) { boardIn.insert(id) }
+    }
+
     // MARK: Our own
 
     /// A public message heard (or sent) on the radio, by its stable ID: its

@@ -234,13 +234,18 @@ public struct BoundedIDs: Sendable {
     public let capacity: Int
     private var members: Set<String> = []
     private var order: [String] = []
+    /// How many were ever inserted (moves on each change).
+    public private(set) var inserted = 0
     public init(_ capacity: Int) { self.capacity = capacity }
     public var count: Int { members.count }
     public func contains(_ id: String) -> Bool { members.contains(id) }
+    /// The last `n` inserted, oldest first.
+    public func recent(_ n: Int) -> [String] { Array(order.suffix(n)) }
     /// Inserts; false when it was there already.
     @discardableResult
     public mutating func insert(_ id: String) -> Bool {
         guard members.insert(id).inserted else { return false }
+        inserted += 1
         order.append(id)
         if order.count > capacity { members.remove(order.removeFirst()) }
         return true

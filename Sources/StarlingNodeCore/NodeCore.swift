@@ -1564,6 +1564,17 @@ public struct NodeCore: Sendable {
     /// `fromBridge` carriers our bridge sent into the mesh, in all.
     public var bridgeDownlinked: Int { bridge.downlinked }
 
+    /// What our bridge remembers across a restart (nil: no bridge here), and a
+    /// counter that moves when it changes (to know when to write it).
+    public var bridgeMemory: BridgeCore.Memory? { bridge.cell == nil ? nil : bridge.memory() }
+    public var bridgeMemoryChanges: Int { bridge.memoryChanges }
+
+    /// Takes back what our bridge remembered before a restart.
+    public mutating func restoreBridgeMemory(_ m: BridgeCore.Memory) {
+        guard bridge.cell != nil else { return }
+        bridge.remember(m)
+    }
+
     /// The nearest reachable peer whose verified announce says bridge (bit 7)
     /// with its cell, not blocked.
     private var bridgePeer: (peer: PeerID, cell: String)? {

@@ -90,6 +90,7 @@ struct NodeOptions: ParsableArguments {
         options.core.announceInterval = UInt64(announceInterval * 1000)
         options.downloads = store.directory.url.appendingPathComponent("files/incoming", isDirectory: true)
         options.boardFile = store.directory.url.appendingPathComponent("board")
+        options.bridgeMemoryFile = store.directory.url.appendingPathComponent("bridge")
         // Our one-time prekeys (0600): others seal courier drops to them while we are away.
         options.core.publishesPrekeys = true
         options.prekeyFile = store.directory.url.appendingPathComponent("prekeys")

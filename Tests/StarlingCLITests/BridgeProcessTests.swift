@@ -17,9 +17,11 @@ import Testing
     }
 
     /// A bridge on `cell`, its Nostr through the proxy.
-    static func bridge(_ name: String, _ cell: String, _ relayPort: UInt16, _ proxyPort: UInt16) throws -> LiveProcess {
+    static func bridge(_ name: String, _ cell: String, _ relayPort: UInt16, _ proxyPort: UInt16, dataDir: String? = nil,
+                       extra: [String] = []) throws -> LiveProcess {
         try LiveProcess(["listen", "--json", "--port", "0", "--name", name, "--duration", "120", "--data-dir",
-                         ContactCommandTests.temporaryDirectory(name), "--bridge", cell] + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort))
+                         dataDir ?? ContactCommandTests.temporaryDirectory(name), "--bridge", cell]
+                        + NostrProcessTests.nostr(relayPort: relayPort, proxyPort: proxyPort) + extra)
     }
 
     /// Events of kind 20000 the relay stored, their contents (its own database, read with Python's sqlite3).
@@ -48,7 +50,8 @@ import Testing
         let proxyPort = socks.port
         defer { proxy.stop() }
         let cellB = try #require(Geohash.neighbours(of: "u4pruy").first)
-        let gateA = try Self.bridge("gateA", "u4pruy", relayPort, proxyPort), gateB = try Self.bridge("gateB", cellB, relayPort, proxyPort)
+        let gateBDir = ContactCommandTests.temporaryDirectory("gateB")
+        let gateA = try Self.bridge("gateA", "u4pruy", relayPort, proxyPort), gateB = try Self.bridge("gateB", cellB, relayPort, proxyPort, dataDir: gateBDir)
         defer { gateA.stop(); gateB.stop() }
         let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
         func listener(_ name: String, peer: UInt16) throws -> LiveProcess {
@@ -90,6 +93,21 @@ import Testing
         // Nothing came back into mesh A.
         #expect(!gateA.text.contains("bridgedMessage") && !alice.text.contains("across a bridge") && !carol.text.contains("across a bridge"),
                 "\(gateA.text)\n\(alice.text)")
+
+        // gateB restarts: the relay sends the last 15 minutes again, and gateB remembers what it took (its data
+        // directory's bridge): alice's line is not shown or carried again; one said while it was away is (the control).
+        gateB.stop()
+        #expect(await gateB.waitForExit(seconds: 30) != nil)
+        alice.type("while gateB was away")
+        try await Task.sleep(for: .seconds(2))
+        let gateB2 = try Self.bridge("gateB", cellB, relayPort, proxyPort, dataDir: gateBDir, extra: ["--peer", "127.0.0.1:\(try await MeshProcessTests.port(of: bob))"])
+        defer { gateB2.stop() }
+        let away = await bob.waitFor(seconds: 60) { $0["event"] as? String == "bridgedMessage" && $0["text"] as? String == "while gateB was away" }
+        #expect(away != nil, "\(bob.text)\n\(gateB2.text)")
+        #expect(await gateB2.waitFor(seconds: 10) { $0["event"] as? String == "bridgedMessage" && $0["text"] as? String == "while gateB was away" } != nil)
+        try await Task.sleep(for: .seconds(3))
+        #expect(!gateB2.text.contains("hello from mesh A"), "shown again after the restart: \(gateB2.text)")
+        #expect(bob.events.filter { $0["eventID"] as? String == id }.count == 1, "\(bob.text)")
 
         // Forged carriers at bob; an honest one beside them (the control).
         let key = Secp256k1.PrivateKey.random()

@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import StarlingCrypto
 import StarlingEmbeddedNetwork
@@ -296,6 +297,32 @@ import Testing
     }
 
     // MARK: Budgets and bounds
+
+    /// A bridge that restarts with its memory neither shows nor carries down
+    /// again what it took, nor what its radio heard; one without it would (the control).
+    @Test func aBridgeRemembersAcrossARestart() throws {
+        var before = Self.bridge()
+        let far = try Self.event("from far away", key: .random())
+        let ours = try Self.event("heard on our radio", key: .random(), sender: "8899aabbccddeeff", ms: 1_750_000_000_500)
+        #expect(before.fromRelay(far, now: 0, wall: Self.t0, jitter: 0) != nil)
+        #expect(before.due(now: 1, wall: Self.t0).count == 1)
+        before.heardOnRadio(MeshBridge.stableID(senderIDHex: "8899aabbccddeeff", timestampMs: 1_750_000_000_500, content: "heard on our radio"))
+        let memory = try JSONDecoder().decode(BridgeCore.Memory.self, from: JSONEncoder().encode(before.memory()))
+        #expect(memory.taken == [far.id] && memory.carriedDown == [far.id] && memory.heardOnRadio.count == 1)
+        var after = Self.bridge()
+        var junk = memory
+        junk.taken += ["NOT HEX", String(repeating: "a", count: 65), ""]
+        after.remember(junk)
+        #expect(after.sizes["bridge.receivedIDs"] == 1, "junk is not taken back")
+        #expect(after.fromRelay(far, now: 100, wall: Self.t0, jitter: 0) == nil && after.refusals[.seen] == 1)
+        #expect(after.fromRelay(ours, now: 100, wall: Self.t0, jitter: 0) == nil && after.refusals[.heardOnRadio] == 1)
+        #expect(after.due(now: 5_000, wall: Self.t0).isEmpty)
+        // The control: a bridge that forgot shows and carries both again.
+        var forgot = Self.bridge()
+        #expect(forgot.fromRelay(far, now: 100, wall: Self.t0, jitter: 0) != nil && forgot.fromRelay(ours, now: 100, wall: Self.t0, jitter: 0) != nil)
+        #expect(forgot.due(now: 5_000, wall: Self.t0).count == 2)
+        #expect(after.memoryChanges > 0 && forgot.memoryChanges > 0)
+    }
 
     /// The size check skips serialising small events; it agrees with the
     /// serialised size for the worst escapes (control characters: 6 bytes each) and quotes.
