@@ -42,6 +42,8 @@ enum BridgeBench {
         limits.inboundPerMinute = .max
         limits.inboundPerSigner = .max
         limits.verifiesPerMinute = Int(Int32.max)
+        limits.heardPerMinute = .max // every carrier shown: the whole path
+        limits.heardPerKey = .max
         limits.trackedIDs = 8_192
         func fresh() -> BridgeCore { BridgeCore(cell: "u4pruz", key: Secp256k1.PrivateKey.random(), limits: limits) }
         var core = fresh()
