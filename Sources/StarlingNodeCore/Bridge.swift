@@ -261,8 +261,11 @@ public struct BridgeCore: Sendable {
     // MARK: Deposits
 
     /// A `toBridge` deposit from `depositor` (the caller checked that it was
-    /// directed to us and signed by the depositor's announced key).
-    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, relaysUp: Bool, now: UInt64, wall: UInt64) -> Outcome {
+    /// directed to us and signed by the depositor's announced key,
+    /// `signingKey`: a board post or tombstone crosses only when it is the
+    /// depositor's own, so that no one makes another's notice leave the mesh).
+    public mutating func deposit(_ carrier: NostrCarrier, from depositor: PeerID, signingKey: [UInt8]? = nil, relaysUp: Bool, now: UInt64,
+                                 wall: UInt64) -> Outcome {
         guard cell != nil, carrier.direction == .toBridge else { return .refused(refuse(.wrongCell)) }
         let event: NostrEvent
         switch check(carrier, wall: wall) {
@@ -279,7 +282,7 @@ public struct BridgeCore: Sendable {
         guard (try? event.verify()) != nil else { return .refused(refuse(.badSignature)) }
         if event.kind == MeshBridge.boardKind {
             // Its author's signature inside, and not one that came from the relays.
-            guard let b = MeshBridge.boardPacket(of: event), BoardSigning.isValid(b) else { return .refused(refuse(.badBoard)) }
+            guard let b = MeshBridge.boardPacket(of: event), b.authorKey == signingKey, BoardSigning.isValid(b) else { return .refused(refuse(.badBoard)) }
             guard !boardIn.contains(b.postID.hexString) else { return .refused(refuse(.seen)) }
         }
         let upload = GatewayCore.Upload(event: event, geohash: carrier.geohash, depositor: depositor)

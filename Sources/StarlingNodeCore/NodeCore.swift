@@ -1526,7 +1526,7 @@ public struct NodeCore: Sendable {
         }
         let upload: GatewayCore.Upload?
         if carrier.direction == .toBridge {
-            switch bridge.deposit(carrier, from: packet.senderID, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
+            switch bridge.deposit(carrier, from: packet.senderID, signingKey: card.signingKey, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
             case let .publish(u): upload = u
             case .queued: upload = nil
             case .refused: upload = nil; refusals.carriers += 1

@@ -638,6 +638,16 @@ extension InProcessNodes {
         #expect(core.boardDue(now: 3, held: { _ in false }).count == 1)
         _ = core.fromRelay(try event("eight days on", tamper: false), now: 4, wall: BridgeTests.t0 + 8 * 86_400_000, jitter: 0)
         #expect(core.refusals[.stale] == 1 && core.boardDue(now: 5, held: { _ in false }).isEmpty)
+        // A deposit crosses only when the notice is the depositor's own (its announced key): nobody makes another's leave.
+        var gate = BridgeTests.bridge()
+        let mine = try BridgeTests.carrier(try event("mine to share", tamper: false), .toBridge)
+        let mallory = Array(Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)
+        #expect(gate.deposit(mine, from: PeerID(rawValue: 2), signingKey: mallory, relaysUp: true, now: 0, wall: BridgeTests.t0) == .refused(.badBoard))
+        let authorKey = Array(author.publicKey.rawRepresentation)
+        guard case .publish = gate.deposit(mine, from: PeerID(rawValue: 1), signingKey: authorKey, relaysUp: true, now: 1, wall: BridgeTests.t0) else {
+            Issue.record("the author's own deposit is published")
+            return
+        }
     }
 }
 
