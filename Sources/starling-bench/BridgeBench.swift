@@ -38,27 +38,34 @@ enum BridgeBench {
             blackHole((try? events[next & 4_095].verify()) != nil)
             next += 1
         }
+        // Each event a minute after the last (the monotonic clock), so that no budget refuses it and every
+        // minute window holds one: the path as a bridge under its limits takes it, whole.
         var limits = BridgeCore.Limits()
-        limits.inboundPerMinute = .max
-        limits.inboundPerSigner = .max
-        limits.verifiesPerMinute = Int(Int32.max)
-        limits.heardPerMinute = .max // every carrier shown: the whole path
-        limits.heardPerKey = .max
         limits.trackedIDs = 8_192
         func fresh() -> BridgeCore { BridgeCore(cell: "u4pruz", key: Secp256k1.PrivateKey.random(), limits: limits) }
         var core = fresh()
         next = 0
+        var clock: UInt64 = 0
+        // What is timed is the whole path: both show what they take (checked once here, untimed).
+        var probe = fresh(), probeListener = BridgeCore(cell: nil, key: nil, limits: limits)
+        precondition(probe.fromRelay(events[1], now: 60_001, wall: now, jitter: 0) != nil
+                     && probe.fromRelay(events[2], now: 120_002, wall: now, jitter: 0) != nil, "a bridge shows an event from its relays")
+        precondition(probeListener.heard(try! NostrCarrier(decoding: carriers[1][...]), hops: 1, now: 60_001, wall: now) != nil
+                     && probeListener.heard(try! NostrCarrier(decoding: carriers[2][...]), hops: 1, now: 120_002, wall: now) != nil,
+                     "a node shows a carrier")
         let fromRelay = Timer.measure("bridge: an event from its relays") {
             if next == events.count { core = fresh(); next = 0 } // each event once a core
-            blackHole(core.fromRelay(events[next], now: 1, wall: now, jitter: 0))
+            clock += 60_001
+            blackHole(core.fromRelay(events[next], now: clock, wall: now, jitter: 0))
             next += 1
         }
         var listener = BridgeCore(cell: nil, key: nil, limits: limits)
         next = 0
         let heard = Timer.measure("any node: a fromBridge carrier") {
             if next == carriers.count { listener = BridgeCore(cell: nil, key: nil, limits: limits); next = 0 }
+            clock += 60_001
             let c = try! NostrCarrier(decoding: carriers[next][...])
-            blackHole(listener.heard(c, hops: 1, now: 1, wall: now))
+            blackHole(listener.heard(c, hops: 1, now: clock, wall: now))
             next += 1
         }
         for m in [ed25519, stable, schnorr, fromRelay, heard] { Timer.report(m) }
