@@ -161,8 +161,7 @@ public struct BridgeSimulation: Sendable {
         }
         watch(for: settle)
         let carrierSends = b.map { net.transmissions[$0]?[MessageType.nostrCarrier.rawValue] ?? 0 }.reduce(0, +)
-        // Carriers take one frame a link of the sender: count them from the transmissions' links.
-        let carrierFrames = b.map { n in Double(net.transmissions[n]?[MessageType.nostrCarrier.rawValue] ?? 0) * Double(net.linkCount(n)) }.reduce(0, +)
+        let carrierFrames = Double(b.map { net.framesSentByType[$0]?[MessageType.nostrCarrier.rawValue] ?? 0 }.reduce(0, +))
         let load = gates.map { g in
             let mesh = a.contains(g) ? a : b
             return BridgeLoad(node: net.nodes[g].nickname, eventsIn: eventsIn[g] ?? 0, eventsPublished: net.published[g].count,

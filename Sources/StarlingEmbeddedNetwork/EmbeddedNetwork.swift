@@ -68,8 +68,9 @@ public final class EmbeddedNetwork {
     /// Radio transmissions each node made, by packet type (the header's second
     /// byte): one a send, however many links it went on (a broadcast on the air).
     public private(set) var transmissions: [Int: [UInt8: Int]] = [:]
-    /// Frames each node sent, one a link.
+    /// Frames each node sent, one a link, in all and by packet type.
     public private(set) var framesSent: [Int: Int] = [:]
+    public private(set) var framesSentByType: [Int: [UInt8: Int]] = [:]
     /// Two nodes whose link a node closed are still in range: they link again
     /// this long after (a UDP transport re-admits the address on its next
     /// packet; a BLE central reconnects). Raw links stay closed.
@@ -128,9 +129,6 @@ public final class EmbeddedNetwork {
         configure(&c)
         return addNode(c)
     }
-
-    /// How many links `node` has now.
-    public func linkCount(_ node: Int) -> Int { wires.keys.filter { $0.node == node }.count }
 
     private func newLink() -> LinkID {
         defer { nextLink += 1 }
@@ -244,7 +242,10 @@ public final class EmbeddedNetwork {
         for output in nodes[node].takeOutputs() {
             switch output {
             case let .send(bytes, channel, links):
-                if bytes.count >= 2 { transmissions[node, default: [:]][bytes[1], default: 0] += 1 }
+                if bytes.count >= 2 {
+                    transmissions[node, default: [:]][bytes[1], default: 0] += 1
+                    framesSentByType[node, default: [:]][bytes[1], default: 0] += links.count
+                }
                 framesSent[node, default: 0] += links.count
                 for l in links {
                     let from = End(node: node, link: l)

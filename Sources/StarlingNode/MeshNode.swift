@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 @_exported import StarlingNodeCore
 import StarlingNostr
@@ -386,9 +389,19 @@ public actor MeshNode {
     private func loadBridgeMemory() {
         guard let url = options.bridgeMemoryFile, core.bridgeMemory != nil, FileManager.default.fileExists(atPath: url.path) else { return }
         do {
-            let size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-            guard size <= Self.maxBridgeMemoryBytes else { throw CocoaError(.fileReadTooLarge) }
-            core.restoreBridgeMemory(try JSONDecoder().decode(BridgeCore.Memory.self, from: Data(contentsOf: url)))
+            // Read as written: never through a link, never past 4 MiB.
+            let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { throw CocoaError(.fileReadNoPermission) }
+            defer { close(fd) }
+            var bytes = [UInt8](repeating: 0, count: Self.maxBridgeMemoryBytes + 1)
+            var filled = 0
+            while filled < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+                guard n > 0 else { break }
+                filled += n
+            }
+            guard filled <= Self.maxBridgeMemoryBytes else { throw CocoaError(.fileReadTooLarge) }
+            core.restoreBridgeMemory(try JSONDecoder().decode(BridgeCore.Memory.self, from: Data(bytes[..<filled])))
             bridgeSaved = (core.bridgeMemoryChanges, readClock())
         } catch {
             continuation.yield(.rejected(Rejection(.transport,
@@ -397,9 +410,9 @@ public actor MeshNode {
     }
 
     private func saveBridgeMemory(force: Bool) {
-        guard let url = options.bridgeMemoryFile, core.bridgeMemoryChanges != bridgeSaved.changes, let memory = core.bridgeMemory else { return }
+        guard let url = options.bridgeMemoryFile, core.bridgeMemoryChanges != bridgeSaved.changes else { return }
         let now = readClock()
-        guard force || now >= bridgeSaved.at + 30_000 else { return }
+        guard force || now >= bridgeSaved.at + 30_000, let memory = core.bridgeMemory else { return }
         do {
             try BoardFile.writeWhole([UInt8](try JSONEncoder().encode(memory)), to: url)
             bridgeSaved = (core.bridgeMemoryChanges, now)

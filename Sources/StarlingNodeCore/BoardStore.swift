@@ -212,15 +212,6 @@ public struct BoardStore: Sendable {
     }
 
     /// The post `postID` by `author`, if held.
-    /// Whether this post (or its tombstone) or this tombstone is held already.
-    public func holds(_ board: BoardPacket) -> Bool {
-        let key = Key(postID: board.postID, author: board.authorKey)
-        switch board {
-        case .post: return posts[key] != nil || tombstones[key] != nil
-        case .tombstone: return tombstones[key] != nil
-        }
-    }
-
     public func post(_ postID: [UInt8], by author: [UInt8]) -> BoardPost? {
         guard case let .post(p)? = posts[Key(postID: postID, author: author)]?.board else { return nil }
         return p

@@ -96,6 +96,14 @@ public struct BridgeCore: Sendable {
         /// and how many go into it a minute (a bridge that comes up reads 7 days of them).
         public var pendingBoard = 200
         public var boardDownlinkPerMinute = 20
+        /// Board entries waiting from one author key, and from one Nostr signer.
+        public var pendingBoardPerAuthor = 5
+        public var pendingBoardPerSigner = 10
+        /// Posts from the relays on the mesh's board at once, at most: the rest
+        /// of it stays the mesh's own (a flood of free keys cannot push it out).
+        public var crossedPostsOnBoard = 100
+        /// At least this long between two board entries put on the mesh's board, ms (plus 0–1.5 s at random).
+        public var boardSpacing: UInt64 = 3_000
         public init() {}
     }
 
@@ -131,9 +139,11 @@ public struct BridgeCore: Sendable {
     private var shownFromRadio: [(key: String, at: UInt64)] = []
     private var participantsSeen: [String: UInt64] = [:]
     private var lastPresence: UInt64?
-    private var pendingBoard: [(packet: BoardPacket, notBefore: UInt64)] = []
+    private var pendingBoard: [(packet: BoardPacket, signer: String, notBefore: UInt64)] = []
     private var boardSent: [UInt64] = []
-    /// Board post IDs (hex) we published or took as deposits, and those that crossed in.
+    private var boardNext: UInt64 = 0
+    /// Board entries (``boardKey(_:)``: post or tombstone, author, post ID) we
+    /// published or took as deposits, and those put on the mesh's board from the relays.
     private var boardOut: BoundedIDs, boardIn: BoundedIDs
     public private(set) var refusals: [Refusal: Int] = [:]
     /// `fromBridge` carriers sent, in all.
@@ -187,6 +197,18 @@ public struct BridgeCore: Sendable {
         public var boardOut: [String] = []
         public var boardIn: [String] = []
         public init() {}
+
+        /// A set missing from the file (one written before it existed) is empty.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            taken = try c.decodeIfPresent([String].self, forKey: .taken) ?? []
+            heardOnRadio = try c.decodeIfPresent([String].self, forKey: .heardOnRadio) ?? []
+            published = try c.decodeIfPresent([String].self, forKey: .published) ?? []
+            carriedDown = try c.decodeIfPresent([String].self, forKey: .carriedDown) ?? []
+            heardOnMesh = try c.decodeIfPresent([String].self, forKey: .heardOnMesh) ?? []
+            boardOut = try c.decodeIfPresent([String].self, forKey: .boardOut) ?? []
+            boardIn = try c.decodeIfPresent([String].self, forKey: .boardIn) ?? []
+        }
     }
 
     /// At most this many of each set are kept on disk.
@@ -211,10 +233,14 @@ public struct BridgeCore: Sendable {
     }
 
     /// Takes back what a bridge remembered: only IDs as we write them (1 to
-    /// 64 lowercase hex digits), at most ``memoryKept`` of each.
+    /// 64 lowercase hex digits; a board key, "p" or "t" and 96), at most ``memoryKept`` of each.
     public mutating func remember(_ m: Memory) {
         func ids(_ list: [String]) -> ArraySlice<String> {
-            list.suffix(Self.memoryKept).filter { (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }[...]
+            list.suffix(Self.memoryKept).filter { id in
+                let boardKey = id.utf8.first.map { $0 == UInt8(ascii: "p") || $0 == UInt8(ascii: "t") } == true && id.utf8.count == 97
+                let hex = boardKey ? id.utf8.dropFirst() : id.utf8[...]
+                return (boardKey || (1...64).contains(hex.count)) && hex.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+            }[...]
         }
         for id in ids(m.taken) { receivedIDs.insert(id) }
         for id in ids(m.heardOnRadio) { radioIDs.insert(id) }
@@ -237,11 +263,21 @@ public struct BridgeCore: Sendable {
     /// An event of ours (published by our bridge, or handed to another): never shown or carried back.
     public mutating func published(_ event: NostrEvent) {
         publishedIDs.insert(event.id)
-        if event.kind == MeshBridge.boardKind, let b = event.tags.first(where: { $0.count >= 2 && $0[0] == "b" }) { boardOut.insert(b[1]) }
+        if let b = MeshBridge.boardPacket(of: event) { boardOut.insert(Self.boardKey(b)) }
     }
 
-    /// Whether the board post `postID` came into this mesh through our bridge.
-    public func crossedIn(_ postID: [UInt8]) -> Bool { boardIn.contains(postID.hexString) }
+    /// A board entry's key: "p" (post) or "t" (tombstone), its author's key
+    /// and its post ID, in hex: one author's post ID is not another's.
+    public static func boardKey(_ b: BoardPacket) -> String {
+        if case .post = b { return "p" + b.authorKey.hexString + b.postID.hexString }
+        return "t" + b.authorKey.hexString + b.postID.hexString
+    }
+
+    /// Whether this post came into this mesh through our bridge.
+    public func crossedIn(_ post: BoardPost) -> Bool { boardIn.contains(Self.boardKey(.post(post))) }
+
+    /// Whether we sent this post to the other meshes (so its deletion should follow it).
+    public func crossedOut(_ postID: [UInt8], author: [UInt8]) -> Bool { boardOut.contains("p" + author.hexString + postID.hexString) }
 
     /// Our bridge's own message while no relay is up: it waits with the deposits.
     public mutating func queueOwn(_ upload: GatewayCore.Upload) -> Bool {
@@ -281,9 +317,12 @@ public struct BridgeCore: Sendable {
         guard radioVerifies.take(now: now) else { return .refused(refuse(.overBudget)) }
         guard (try? event.verify()) != nil else { return .refused(refuse(.badSignature)) }
         if event.kind == MeshBridge.boardKind {
-            // Its author's signature inside, and not one that came from the relays.
-            guard let b = MeshBridge.boardPacket(of: event), b.authorKey == signingKey, BoardSigning.isValid(b) else { return .refused(refuse(.badBoard)) }
-            guard !boardIn.contains(b.postID.hexString) else { return .refused(refuse(.seen)) }
+            // Fresh as any deposit, the depositor's own, willing to cross, its author's signature inside, and not one that came from the relays.
+            guard fresh(event, wall: wall) else { return .refused(refuse(.stale)) }
+            guard let b = MeshBridge.boardPacket(of: event), b.authorKey == signingKey, Self.mayCross(b), BoardSigning.isValid(b) else {
+                return .refused(refuse(.badBoard))
+            }
+            guard !boardIn.contains(Self.boardKey(b)) else { return .refused(refuse(.seen)) }
         }
         let upload = GatewayCore.Upload(event: event, geohash: carrier.geohash, depositor: depositor)
         if relaysUp {
@@ -325,7 +364,7 @@ public struct BridgeCore: Sendable {
             return nil
         case let .success(.board(b)):
             see(event.pubkey, now: now)
-            return boardFromRelay(b, now: now, jitter: jitter)
+            return boardFromRelay(b, signer: event.pubkey, now: now, wall: wall, jitter: jitter)
         case .success(.message): break
         }
         see(event.pubkey, now: now)
@@ -358,37 +397,52 @@ public struct BridgeCore: Sendable {
         return out
     }
 
+    /// Whether a board entry may cross: a tombstone always (it only deletes
+    /// its author's post), a post only when its author set the signed flag
+    /// ``BoardPacket/mayCrossFlag`` (so nobody else can make it leave its mesh).
+    public static func mayCross(_ b: BoardPacket) -> Bool {
+        if case let .post(p) = b { return p.flags & BoardPacket.mayCrossFlag != 0 }
+        return true
+    }
+
     /// A board post or tombstone from the relays, its author's signature
-    /// checked: it waits for the mesh (``boardDue(now:)``), unless we sent it
-    /// out or it waits already.
-    private mutating func boardFromRelay(_ b: BoardPacket, now: UInt64, jitter: UInt64) -> BridgedMessage? {
-        guard BoardSigning.isValid(b) else { return none(.badBoard) }
-        let id = b.postID.hexString
-        if boardOut.contains(id) { return none(.ours) }
-        guard !pendingBoard.contains(where: { $0.packet == b }) else { return none(.seen) }
+    /// checked: it waits for the mesh (``nextBoard(now:spacing:)``), unless it
+    /// is expired, not allowed to cross, ours, on the board from us already,
+    /// or past its author's or signer's share of the queue.
+    private mutating func boardFromRelay(_ b: BoardPacket, signer: String, now: UInt64, wall: UInt64, jitter: UInt64) -> BridgedMessage? {
+        guard Self.mayCross(b), BoardSigning.isValid(b) else { return none(.badBoard) }
+        if case let .post(p) = b, p.expiresAt <= wall { return none(.stale) }
+        let key = Self.boardKey(b)
+        if boardOut.contains(key) { return none(.ours) }
+        guard !boardIn.contains(key), !pendingBoard.contains(where: { $0.packet == b }) else { return none(.seen) }
+        guard pendingBoard.filter({ $0.packet.authorKey == b.authorKey }).count < limits.pendingBoardPerAuthor,
+              pendingBoard.filter({ $0.signer == signer }).count < limits.pendingBoardPerSigner else { return none(.rateLimited) }
+        if case .tombstone = b { pendingBoard.removeAll { $0.packet.postID == b.postID && $0.packet.authorKey == b.authorKey } }
         if pendingBoard.count >= limits.pendingBoard { pendingBoard.removeFirst() }
-        pendingBoard.append((b, now + jitter))
+        pendingBoard.append((b, signer, now + jitter))
         return nil
     }
 
-    /// The board posts and tombstones from the relays to put on the mesh's
-    /// board now, within the minute's budget; those `held` (the mesh's board
-    /// has them already: heard on the radio meanwhile, from their author or
-    /// another bridge) are dropped and cost nothing. Each is marked as crossed in.
-    public mutating func boardDue(now: UInt64, held: (BoardPacket) -> Bool) -> [BoardPacket] {
+    /// The next board entry from the relays to put on the mesh's board, if
+    /// one is due and the minute's budget and the spacing allow (nil: none
+    /// now). The caller tries it and says ``boardTaken(_:now:spacing:)`` when
+    /// the board took it: only then does it count.
+    public mutating func nextBoard(now: UInt64) -> BoardPacket? {
         boardSent.removeAll { now >= $0 + 60_000 }
-        var out: [BoardPacket] = []
-        while boardSent.count < limits.boardDownlinkPerMinute, let i = pendingBoard.firstIndex(where: { $0.notBefore <= now }) {
-            let b = pendingBoard.remove(at: i).packet
-            if held(b) { continue }
-            boardSent.append(now)
-            boardIn.insert(b.postID.hexString)
-            out.append(b)
-        }
-        return out
+        guard boardSent.count < limits.boardDownlinkPerMinute, now >= boardNext,
+              let i = pendingBoard.firstIndex(where: { $0.notBefore <= now }) else { return nil }
+        return pendingBoard.remove(at: i).packet
     }
 
-    /// When ``due(now:wall:)``, ``boardDue(now:)`` or ``presenceDue(now:wall:relaysUp:)`` has something next (nil: nothing).
+    /// The board took `b` (put on the mesh's board by us): counted, marked as
+    /// crossed in, and the next waits `spacing` (``Limits/boardSpacing`` and a random part).
+    public mutating func boardTaken(_ b: BoardPacket, now: UInt64, spacing: UInt64) {
+        boardSent.append(now)
+        boardIn.insert(Self.boardKey(b))
+        boardNext = now + spacing
+    }
+
+    /// When ``due(now:wall:)``, ``nextBoard(now:)`` or ``presenceDue(now:wall:relaysUp:)`` has something next (nil: nothing).
     public func nextDeadline(relaysUp: Bool) -> UInt64? {
         var next: UInt64?
         if let first = pendingDownlinks.map(\.notBefore).min() {
@@ -396,7 +450,7 @@ public struct BridgeCore: Sendable {
         }
         if let first = pendingBoard.map(\.notBefore).min() {
             let b = boardSent.count >= limits.boardDownlinkPerMinute ? max(first, (boardSent.first ?? 0) + 60_000) : first
-            next = min(next ?? .max, b)
+            next = min(next ?? .max, max(b, boardNext))
         }
         if relaysUp, cell != nil, key != nil {
             let p = lastPresence.map { $0 + limits.presenceEvery } ?? 0
@@ -416,6 +470,9 @@ public struct BridgeCore: Sendable {
         case let .success(e): event = e
         case let .failure(r): return none(r)
         }
+        // Board events never come as carriers (a bridge puts them on the board as 0x23): one that does is
+        // refused before it can mark the real one's ID as taken.
+        guard event.kind != MeshBridge.boardKind else { return none(.wrongKind) }
         if publishedIDs.contains(event.id) || event.pubkey == ownKey { return none(.ours) }
         guard !meshBroadcastIDs.contains(event.id) else { return none(.seen) }
         // One our relays brought (shown then) is checked still when our downlink of it waits: another bridge served this mesh.

@@ -801,8 +801,11 @@ public struct NodeCore: Sendable {
         while name.utf8.count > BoardPacket.maxNicknameBytes { name.removeLast() }
         let created = wall(now)
         let id = postID ?? (0..<BoardPacket.postIDLength).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // Bit 1 says, under our signature, that we let it cross to other meshes (our bridge, or --cross-bridges).
+        let crosses = configuration.bridgeSeed != nil && (bridge.cell != nil || configuration.crossesBridges)
         var post = BoardPost(postID: id, geohash: geohash, content: text, authorKey: [], nickname: name, createdAt: created,
-                             expiresAt: created + min(max(lifetime, 1), BoardPacket.maxLifetime), flags: urgent ? 0x01 : 0x00)
+                             expiresAt: created + min(max(lifetime, 1), BoardPacket.maxLifetime),
+                             flags: (urgent ? 0x01 : 0x00) | (crosses ? BoardPacket.mayCrossFlag : 0))
         try BoardSigning.sign(&post, with: identity.signingKey)
         try originateBoard(.post(post), now: now)
         crossBoard(.post(post), now: now)
@@ -849,7 +852,7 @@ public struct NodeCore: Sendable {
     public func boardEntry(_ post: BoardPost) -> BoardEntry {
         if post.authorKey == identity.signingPublicKey { return BoardEntry(post: post, author: configuration.nickname, ours: true) }
         let author = present.entries.values.filter { $0.info.signingKey == post.authorKey }.map(\.info.nickname).min()
-        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post.postID))
+        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post))
     }
 
     /// What the board holds, as the packets that carried it (to keep on disk).
@@ -1610,7 +1613,13 @@ public struct NodeCore: Sendable {
     /// Our board post or tombstone crosses as our public messages do (kind
     /// 1402, docs/PROTOCOL.md "Board posts across bridges").
     private mutating func crossBoard(_ b: BoardPacket, now: Millis) {
-        guard let target = crossingTarget else { return }
+        guard BridgeCore.mayCross(b) else { return }
+        guard let target = crossingTarget else {
+            if case .tombstone = b, bridge.crossedOut(b.postID, author: b.authorKey) {
+                emit(.notice("your notice is deleted here, but it had crossed to other meshes and no bridge is near now: delete it there when one is"))
+            }
+            return
+        }
         guard let e = MeshBridge.board(b, cell: target.cell, key: target.key, now: Int64(wall(now) / 1_000)) else {
             return emit(.notice("your board notice stays on this mesh only: it could not be made a bridge event"))
         }
@@ -1664,15 +1673,21 @@ public struct NodeCore: Sendable {
             let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
             perform(router.originate(packet, now: now), now: now)
         }
-        let held = board
-        for b in bridge.boardDue(now: now, held: { held?.holds($0) ?? true }) {
-            // Onto the mesh's board as any post: an ordinary 0x23 packet from us (the apps read it), its author's signature inside.
-            let w = wall(now)
-            var packet = Packet(type: .boardPost, ttl: 7, timestamp: w, senderID: peerID, payload: b.encoded())
-            guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil, case .accepted = board?.ingest(packet, b, now: w) else {
+        // Board entries from the relays, one at a time (each spaced), counted only when the board takes them;
+        // posts from other meshes hold at most their share of it.
+        var tried = 0
+        while tried < 64, let b = bridge.nextBoard(now: now) {
+            tried += 1
+            if case .post = b, let board,
+               board.currentPosts(now: wall(now)).filter({ bridge.crossedIn($0) }).count >= configuration.bridgeLimits.crossedPostsOnBoard {
                 refusals.board += 1
                 continue
             }
+            let w = wall(now)
+            var packet = Packet(type: .boardPost, ttl: 7, timestamp: w, senderID: peerID, payload: b.encoded())
+            // One the board holds already (heard on the radio meanwhile), expired or refused costs nothing.
+            guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil, case .accepted = board?.ingest(packet, b, now: w) else { continue }
+            bridge.boardTaken(b, now: now, spacing: configuration.bridgeLimits.boardSpacing + rng.next() % 1_501)
             boardVersion += 1
             provideBoard(now: now)
             switch b {

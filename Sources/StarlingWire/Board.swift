@@ -23,6 +23,10 @@ public enum BoardPacket: Hashable, Sendable {
     public static let maxGeohashLength = 12
     /// The longest a post may live: 7 days, in ms.
     public static let maxLifetime: UInt64 = 604_800_000
+    /// Flags bit 1 (a Starling extension; iOS reads bit 0, urgent, only): its
+    /// author lets the post cross to other meshes through the bridges
+    /// (docs/PROTOCOL.md, "Board posts across bridges"). Signed, as all flags.
+    public static let mayCrossFlag: UInt8 = 0x02
     static let geohashAlphabet = Set("0123456789bcdefghjkmnpqrstuvwxyz".utf8)
 
     public var postID: [UInt8] {

@@ -117,5 +117,8 @@ import Testing
             let theirs = try #require(parsed[name], "no \(name) in \(out)")
             #expect(theirs == (try CryptoDocumentationExampleTests.example(name)).map { String(format: "%02x", $0) }.joined(), "\(name)")
         }
+        // The post docs/PROTOCOL.md's bridge-board carries (flags 03: urgent, may cross; StarlingNodeTests ties it to that example).
+        let crossing = BoardPacket.post(try BoardTests.post("", "water at gate 2", flags: 3)).encoded()
+        #expect(parsed["board-post-crossing"] == crossing.map { String(format: "%02x", $0) }.joined())
     }
 }

@@ -32,6 +32,26 @@ import Testing
         try NostrCarrier(direction: d, geohash: cell, eventJSON: Array(e.json.utf8))
     }
 
+    /// Puts every due board entry on a board that takes them all, spacing 0; how many.
+    static func drain(_ b: inout BridgeCore, now: UInt64) -> Int {
+        var n = 0
+        while let e = b.nextBoard(now: now) {
+            b.boardTaken(e, now: now, spacing: 0)
+            n += 1
+        }
+        return n
+    }
+
+    /// A signed board post that may cross, by `author` (a new key when nil), for `cell`, published with `key`.
+    static func boardEvent(_ text: String, author: Curve25519.Signing.PrivateKey = .init(), key: Secp256k1.PrivateKey, at: UInt64 = t0,
+                           flags: UInt8 = BoardPacket.mayCrossFlag, tamper: Bool = false) throws -> NostrEvent {
+        var post = BoardPost(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, geohash: "", content: text, authorKey: [], nickname: "x",
+                             createdAt: at, expiresAt: at + 3_600_000, flags: flags)
+        try BoardSigning.sign(&post, with: author)
+        if tamper { post.content += "!" }
+        return try #require(MeshBridge.board(.post(post), cell: cell, key: key, now: Int64(at / 1_000)))
+    }
+
     static func bridge(_ limits: BridgeCore.Limits = .init()) -> BridgeCore {
         BridgeCore(cell: cell, key: MeshBridge.identity(seed: [UInt8](repeating: 7, count: 32), cell: cell), limits: limits)
     }
@@ -322,6 +342,8 @@ import Testing
         #expect(forgot.fromRelay(far, now: 100, wall: Self.t0, jitter: 0) != nil && forgot.fromRelay(ours, now: 100, wall: Self.t0, jitter: 0) != nil)
         #expect(forgot.due(now: 5_000, wall: Self.t0).count == 2)
         #expect(after.memoryChanges > 0 && forgot.memoryChanges > 0)
+        // A file from before a set existed reads as that set empty.
+        #expect(try JSONDecoder().decode(BridgeCore.Memory.self, from: Data(#"{"taken":["ab"]}"#.utf8)).taken == ["ab"])
     }
 
     /// The size check skips serialising small events; it agrees with the
@@ -399,29 +421,30 @@ import Testing
             _ = down.due(now: UInt64(i) * 3_000, wall: Self.t0)
         }
         #expect(listener.sizes["bridge.meshBroadcastIDs"] == 512 && down.sizes["bridge.rebroadcastIDs"] == 512 && down.downlinked == 600)
-        // Board events: 200 wait for the mesh (the oldest out), 20 go a minute; 512 post IDs crossed in and 512 sent out.
+        // Board events: 200 wait for the mesh (the oldest out), 20 go a minute; 512 post IDs crossed in and 512 sent out;
+        // 5 waiting of one author, 10 of one signer.
         var boardLimits = limits
         boardLimits.inboundPerMinute = 100_000
+        boardLimits.inboundPerSigner = 100_000
         var board = Self.bridge(boardLimits)
-        let author = Curve25519.Signing.PrivateKey()
         let bridgeKey = MeshBridge.identity(seed: [UInt8](repeating: 9, count: 32), cell: Self.cell)
-        func boardEvent(_ i: Int, key: Secp256k1.PrivateKey) throws -> NostrEvent {
-            var post = BoardPost(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, geohash: "", content: "notice \(i)", authorKey: [],
-                                 nickname: "x", createdAt: Self.t0, expiresAt: Self.t0 + 3_600_000, flags: 0)
-            try BoardSigning.sign(&post, with: author)
-            return try #require(MeshBridge.board(.post(post), cell: Self.cell, key: key, now: Int64(Self.t0 / 1_000)))
-        }
+        func boardEvent(_ i: Int, key: Secp256k1.PrivateKey) throws -> NostrEvent { try Self.boardEvent("notice \(i)", key: key) }
         for i in 0..<300 { _ = board.fromRelay(try boardEvent(i, key: .random()), now: 0, wall: Self.t0, jitter: 0) }
         #expect(board.sizes["bridge.pendingBoard"] == 200)
-        #expect(board.boardDue(now: 1, held: { _ in false }).count == 20)
-        for minute in 1...40 { _ = board.boardDue(now: UInt64(minute) * 60_001, held: { _ in false }) }
+        #expect(Self.drain(&board, now: 1) == 20)
+        for minute in 1...40 { _ = Self.drain(&board, now: UInt64(minute) * 60_001) }
         #expect(board.sizes["bridge.pendingBoard"] == 0 && board.sizes["bridge.boardIn"] == 200)
         for round in 1...2 {
             let start = UInt64(round) * 3_000_000
             for i in 0..<200 { _ = board.fromRelay(try boardEvent(i, key: .random()), now: start + UInt64(i), wall: Self.t0, jitter: 0) }
-            for minute in 0..<20 { _ = board.boardDue(now: start + UInt64(minute) * 60_001, held: { _ in false }) }
+            for minute in 0..<20 { _ = Self.drain(&board, now: start + UInt64(minute) * 60_001) }
         }
         #expect(board.sizes["bridge.boardIn"] == 512)
+        var shares = Self.bridge(boardLimits)
+        let one = Curve25519.Signing.PrivateKey(), signer = Secp256k1.PrivateKey.random()
+        for i in 0..<8 { _ = shares.fromRelay(try Self.boardEvent("one author \(i)", author: one, key: .random()), now: 0, wall: Self.t0, jitter: 0) }
+        for i in 0..<15 { _ = shares.fromRelay(try Self.boardEvent("one signer \(i)", key: signer), now: 0, wall: Self.t0, jitter: 0) }
+        #expect(shares.sizes["bridge.pendingBoard"] == 15 && shares.refusals[.rateLimited] == 8, "\(shares.refusals)")
         for i in 0..<600 { board.published(try boardEvent(i, key: bridgeKey)) }
         #expect(board.sizes["bridge.boardOut"] == 512)
     }
@@ -513,7 +536,7 @@ extension InProcessNodes {
 /// Issue 41: board posts cross between meshes as kind 1402 events (a
 /// Starling extension; docs/PROTOCOL.md "Board posts across bridges").
 @Suite struct BoardCrossingTests {
-    static let documentedID = "4d7037c5ed463009dc5ec9f6bc894342cc75b0ee5b2340de55fbb361781252f5"
+    static let documentedID = "86e9680564e8dd7a957ad2b56a932360d17533c7652a8a50d53337808aa0fe6e"
     static func posts(_ net: EmbeddedNetwork, _ n: Int) -> [BoardEntry] {
         net.events[n].compactMap { if case let .boardPost(e, _, _) = $0 { e } else { nil } }
     }
@@ -538,8 +561,16 @@ extension InProcessNodes {
         var junk = e
         junk.content = "aGVsbG8="
         #expect(MeshBridge.boardPacket(of: junk) == nil)
-        // The document's example: its `board-post-urgent` packet deposited with a bridge on u4pruy, key 01×32, aux 00×32.
-        let urgent = try BoardPacket(decoding: try ProtocolDocument.example("board-post-urgent")[...])
+        // The document's example: `board-post-urgent`'s post (its key 00 01 … 1f) with flags 03 (urgent, may cross),
+        // deposited with a bridge on u4pruy, key 01×32, aux 00×32.
+        guard case var p = try BoardPacket(decoding: try ProtocolDocument.example("board-post-urgent")[...]), case .post(var crossing) = p else {
+            Issue.record("board-post-urgent is a post")
+            return
+        }
+        crossing.flags = 0x03
+        try BoardSigning.sign(&crossing, with: try Curve25519.Signing.PrivateKey(rawRepresentation: Array(0..<32) as [UInt8]))
+        p = .post(crossing)
+        let urgent = p
         let one = try Secp256k1.PrivateKey(bytes: [UInt8](repeating: 1, count: 32))
         var doc = try #require(MeshBridge.board(urgent, cell: "u4pruy", key: one, now: 1_700_000_000))
         try GatewayTests.sign(&doc, key: one, fixed: true)
@@ -617,34 +648,81 @@ extension InProcessNodes {
         #expect([bob, dave].map { Self.posts(net, $0).count } == shown)
     }
 
+    /// Posts from the relays hold at most their share of a mesh's board (3
+    /// here, beside 6 that came), so a flood of free keys cannot push the
+    /// mesh's own notices out; bob's own still goes on it. The control: a
+    /// bridge with the default share (100) takes all 6.
+    @Test func postsFromTheRelaysHoldAtMostTheirShareOfTheBoard() throws {
+        let net = EmbeddedNetwork()
+        let small = net.addNode("small") { c in
+            c.bridge = BridgeTests.cell
+            c.bridgeSeed = [UInt8](repeating: 4, count: 32)
+            c.bridgeLimits.crossedPostsOnBoard = 3
+        }
+        let large = net.addNode("large") { c in
+            c.bridge = BridgeTests.cell
+            c.bridgeSeed = [UInt8](repeating: 5, count: 32)
+        }
+        let bob = net.addNode("bob")
+        net.connect(small, bob)
+        net.run(for: 3_000)
+        for g in [small, large] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+        let events = try (0..<6).map { try BridgeTests.boardEvent("flood \($0)", key: .random(), at: net.now) }
+        for g in [small, large] { for e in events { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
+        net.run(for: 60_000)
+        let crossed = { (n: Int) in net.on(n) { c, now in c.boardPosts(now: now).filter(\.crossed).count } }
+        #expect(crossed(small) == 3 && crossed(large) == 6)
+        _ = try net.on(bob) { try $0.postToBoard("bob's own notice", now: $1) }
+        net.run(for: 2_000)
+        #expect(net.on(small) { c, now in c.boardPosts(now: now).map(\.post.content) }.contains("bob's own notice"))
+    }
+
     @Test func aBoardEventWhoseAuthorDidNotSignItIsRefused() throws {
         var core = BridgeTests.bridge()
         let author = Curve25519.Signing.PrivateKey()
         let key = MeshBridge.identity(seed: [UInt8](repeating: 9, count: 32), cell: BridgeTests.cell)
-        func event(_ text: String, tamper: Bool) throws -> NostrEvent {
-            var post = BoardPost(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, geohash: "", content: text, authorKey: [], nickname: "x",
-                                 createdAt: BridgeTests.t0, expiresAt: BridgeTests.t0 + 3_600_000, flags: 0)
-            try BoardSigning.sign(&post, with: author)
-            if tamper { post.content += "!" }
-            return try #require(MeshBridge.board(.post(post), cell: BridgeTests.cell, key: key, now: Int64(BridgeTests.t0 / 1_000)))
+        func event(_ text: String, tamper: Bool = false, flags: UInt8 = BoardPacket.mayCrossFlag, at: UInt64 = BridgeTests.t0) throws -> NostrEvent {
+            try BridgeTests.boardEvent(text, author: author, key: key, at: at, flags: flags, tamper: tamper)
         }
         _ = core.fromRelay(try event("changed after signing", tamper: true), now: 0, wall: BridgeTests.t0, jitter: 0)
         #expect(core.refusals[.badBoard] == 1)
-        #expect(core.boardDue(now: 1, held: { _ in false }).isEmpty)
-        // The control: the same post untouched waits for the mesh; a week-old board event is still taken, one older is not.
-        _ = core.fromRelay(try event("signed as it is", tamper: false), now: 0, wall: BridgeTests.t0, jitter: 0)
-        #expect(core.boardDue(now: 1, held: { _ in false }).count == 1)
-        _ = core.fromRelay(try event("six days on", tamper: false), now: 2, wall: BridgeTests.t0 + 6 * 86_400_000, jitter: 0)
-        #expect(core.boardDue(now: 3, held: { _ in false }).count == 1)
-        _ = core.fromRelay(try event("eight days on", tamper: false), now: 4, wall: BridgeTests.t0 + 8 * 86_400_000, jitter: 0)
-        #expect(core.refusals[.stale] == 1 && core.boardDue(now: 5, held: { _ in false }).isEmpty)
+        // Its author did not let it cross (no flag bit 1): anyone may copy a post onto a relay, and it stays out.
+        _ = core.fromRelay(try event("not to cross", flags: 0), now: 0, wall: BridgeTests.t0, jitter: 0)
+        #expect(core.refusals[.badBoard] == 2 && BridgeTests.drain(&core, now: 1) == 0)
+        // The control: the same post untouched waits for the mesh; a week-old board event is still taken, one older is not,
+        // nor an expired post.
+        _ = core.fromRelay(try event("signed as it is"), now: 0, wall: BridgeTests.t0, jitter: 0)
+        #expect(BridgeTests.drain(&core, now: 1) == 1)
+        _ = core.fromRelay(try event("six days on", at: BridgeTests.t0 + 6 * 86_400_000), now: 2, wall: BridgeTests.t0 + 6 * 86_400_000 + 60_000,
+                           jitter: 0)
+        #expect(BridgeTests.drain(&core, now: 3) == 1)
+        _ = core.fromRelay(try event("eight days on", at: BridgeTests.t0), now: 4, wall: BridgeTests.t0 + 8 * 86_400_000, jitter: 0)
+        _ = core.fromRelay(try event("expired an hour ago", at: BridgeTests.t0), now: 4, wall: BridgeTests.t0 + 7_200_000, jitter: 0)
+        #expect(core.refusals[.stale] == 2 && BridgeTests.drain(&core, now: 5) == 0)
+        // Nothing is put on the board faster than the spacing says.
+        var spaced = BridgeTests.bridge()
+        for i in 0..<3 { _ = spaced.fromRelay(try BridgeTests.boardEvent("spaced \(i)", key: .random()), now: 0, wall: BridgeTests.t0, jitter: 0) }
+        let popped = spaced.nextBoard(now: 1)
+        let first = try #require(popped)
+        spaced.boardTaken(first, now: 1, spacing: 3_000)
+        #expect(spaced.nextDeadline(relaysUp: false) == 3_001)
+        let early = spaced.nextBoard(now: 2_999), onTime = spaced.nextBoard(now: 3_001)
+        #expect(early == nil && onTime != nil)
+        // A carrier may not bring a board event (it could mark the real one taken).
+        var listener = BridgeCore(cell: nil, key: nil)
+        _ = listener.heard(try BridgeTests.carrier(try event("as a carrier")), hops: 1, now: 0, wall: BridgeTests.t0)
+        #expect(listener.refusals[.wrongKind] == 1 && listener.sizes["bridge.receivedIDs"] == 0)
         // A deposit crosses only when the notice is the depositor's own (its announced key): nobody makes another's leave.
         var gate = BridgeTests.bridge()
-        let mine = try BridgeTests.carrier(try event("mine to share", tamper: false), .toBridge)
+        let mine = try BridgeTests.carrier(try event("mine to share"), .toBridge)
         let mallory = Array(Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)
         #expect(gate.deposit(mine, from: PeerID(rawValue: 2), signingKey: mallory, relaysUp: true, now: 0, wall: BridgeTests.t0) == .refused(.badBoard))
         let authorKey = Array(author.publicKey.rawRepresentation)
-        guard case .publish = gate.deposit(mine, from: PeerID(rawValue: 1), signingKey: authorKey, relaysUp: true, now: 1, wall: BridgeTests.t0) else {
+        #expect(gate.deposit(try BridgeTests.carrier(try event("mine, not to cross", flags: 0), .toBridge), from: PeerID(rawValue: 1), signingKey: authorKey,
+                             relaysUp: true, now: 1, wall: BridgeTests.t0) == .refused(.badBoard))
+        #expect(gate.deposit(try BridgeTests.carrier(try event("mine, old", at: BridgeTests.t0 - 3_600_000), .toBridge), from: PeerID(rawValue: 1),
+                             signingKey: authorKey, relaysUp: true, now: 2, wall: BridgeTests.t0) == .refused(.stale))
+        guard case .publish = gate.deposit(mine, from: PeerID(rawValue: 1), signingKey: authorKey, relaysUp: true, now: 3, wall: BridgeTests.t0) else {
             Issue.record("the author's own deposit is published")
             return
         }

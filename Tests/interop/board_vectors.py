@@ -35,7 +35,9 @@ post_id = bytes(range(1, 17))
 created, expires, deleted = 1_700_000_000_000, 1_700_000_000_000 + 86_400_000, 1_700_000_100_000
 out = {"publicKey": pk.hex()}
 for name, geohash, content, nick, flags in [("board-post", "u33dc1", "notice", "alice", 0),
-                                             ("board-post-urgent", "", "water at gate 2", "alice", 1)]:
+                                             ("board-post-urgent", "", "water at gate 2", "alice", 1),
+                                             # the same with flag bit 1 (its author lets it cross): docs/PROTOCOL.md's bridge-board carries it
+                                             ("board-post-crossing", "", "water at gate 2", "alice", 3)]:
     signed = (context("bitchat-board-v1") + post_id + lp(geohash.encode()) + lp(content.encode()) + pk + lp(nick.encode())
               + u64(created) + u64(expires) + bytes([flags]))
     sig = sk.sign(signed)
