@@ -44,6 +44,7 @@ public struct BridgeSimulation: Sendable {
         /// Median ms from a message's send to its showing at a node of mesh B.
         public var medianLatency: Millis?
         /// The control: of mesh B's nodes, the share that heard each of as many
+        /// (interleaved with the messages, half an interval after each)
         /// ordinary public messages (0x02, TTL 7) sent by its first bridge node
         /// itself. Delivery across near it says the loss is the mesh's flood, not the bridge's.
         public var controlDelivery: Double
@@ -151,12 +152,18 @@ public struct BridgeSimulation: Sendable {
                 }
             }
         }
+        // The control, interleaved (same time, same topology known): half an interval after each message,
+        // mesh B's first bridge node says a line of its own on the radio only (nearby only: it does not cross).
+        var controls: [String] = []
         for m in 0..<messages {
             let sender = a[1 + Int(rng.next() % UInt64(nodesPerMesh - 1))]
             let text = "message \(m) from \(net.nodes[sender].nickname)"
             // Counted as sent only when it was (a failure would otherwise read as lost on the way).
             if (try? net.on(sender, { try $0.sendPublic(text, now: $1) })) != nil { sentAt[text] = net.now }
-            watch(for: interval)
+            watch(for: interval / 2)
+            let control = "control \(m)"
+            if (try? net.on(b[0], { try $0.sendPublic(control, nearbyOnly: true, now: $1) })) != nil { controls.append(control) }
+            watch(for: interval - interval / 2)
             progress?(Double(m + 1) / Double(messages + 1))
         }
         watch(for: settle)
@@ -177,16 +184,7 @@ public struct BridgeSimulation: Sendable {
             delivered += Set(s).intersection(sentAt.keys).count
             duplicates += s.count - Set(s).count
         }
-        // Counted before the control: mesh B's bridge's own lines cross to mesh A, as they should.
         let echoes = a.map { shown($0).count }.reduce(0, +)
-        // The control: as many plain public messages from mesh B's first bridge node, heard by how many of mesh B.
-        var controls: [String] = []
-        for m in 0..<messages {
-            let text = "control \(m)"
-            if (try? net.on(b[0], { try $0.sendPublic(text, now: $1) })) != nil { controls.append(text) }
-            step(interval)
-        }
-        step(settle)
         var heard = 0
         for n in b.dropFirst() {
             let texts = Set(net.events[n].compactMap { if case let .message(_, _, t, _, _, _) = $0 { t } else { nil } })

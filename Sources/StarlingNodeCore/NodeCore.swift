@@ -1782,12 +1782,13 @@ public struct NodeCore: Sendable {
     // MARK: Commands
 
     /// Sends a signed public message to everyone.
-    public mutating func sendPublic(_ text: String, now: Millis) throws {
+    /// `nearbyOnly`: this line stays on the radio, whatever crosses otherwise (iOS's per-message opt-out).
+    public mutating func sendPublic(_ text: String, nearbyOnly: Bool = false, now: Millis) throws {
         var packet = Packet(type: .message, ttl: 7, timestamp: wall(now), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
         bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: peerID.description, timestampMs: packet.timestamp, content: text))
-        crossBridges(text, timestamp: packet.timestamp, now: now)
+        if !nearbyOnly { crossBridges(text, timestamp: packet.timestamp, now: now) }
     }
 
     /// Sends a private message, end-to-end encrypted with Noise (a handshake

@@ -525,6 +525,12 @@ extension InProcessNodes {
         net.run(for: 1_000)
         #expect(net.events[alice].contains { if case let .notice(t) = $0 { t.contains("mesh only") && t.contains("16 KiB") } else { false } })
         #expect(net.published[gateA].dropFirst(before).map(\.event.content) == ["short again"])
+        // A line said nearby only stays on the radio, at a bridge too (the control: "short again" crossed above).
+        let published = net.published[gateA].count
+        try net.on(gateA) { try $0.sendPublic("for this mesh only", nearbyOnly: true, now: $1) }
+        net.run(for: 500)
+        #expect(net.published[gateA].count == published)
+        #expect(net.events[carol].contains { if case let .message(_, _, t, _, _, _) = $0 { t == "for this mesh only" } else { false } })
         // The relays send them all again: nothing new anywhere.
         for g in [gateA, gateB] { for e in all { net.on(g) { $0.bridgeFromRelay(e, now: $1) } } }
         net.run(for: 3_000)
