@@ -141,6 +141,9 @@ public struct BridgeCore: Sendable {
     private var lastPresence: UInt64?
     private var pendingBoard: [(packet: BoardPacket, signer: String, notBefore: UInt64)] = []
     private var boardSent: [UInt64] = []
+    private var boardInHand: (packet: BoardPacket, signer: String)?
+    /// Board entries that could not be sent when due, each put back (``boardNotSent(_:now:retryAfter:)``).
+    public private(set) var unsentBoardEntries = 0
     private var boardNext: UInt64 = 0
     /// Board entries (``boardKey(_:)``: post or tombstone, author, post ID) we
     /// published or took as deposits, and those put on the mesh's board from the relays.
@@ -431,8 +434,22 @@ public struct BridgeCore: Sendable {
         boardSent.removeAll { now >= $0 + 60_000 }
         guard boardSent.count < limits.boardDownlinkPerMinute, now >= boardNext,
               let i = pendingBoard.firstIndex(where: { $0.notBefore <= now }) else { return nil }
-        return pendingBoard.remove(at: i).packet
+        let entry = pendingBoard.remove(at: i)
+        boardInHand = (entry.packet, entry.signer)
+        return entry.packet
     }
+
+    /// The entry ``nextBoard(now:)`` gave last could not be sent (signing it
+    /// failed): it waits `retryAfter` at the head of the queue, its signer's
+    /// share kept, and is counted in ``unsentBoardEntries``.
+    public mutating func boardNotSent(_ b: BoardPacket, now: UInt64, retryAfter: UInt64) {
+        unsentBoardEntries += 1
+        guard let hand = boardInHand, hand.packet == b, !pendingBoard.contains(where: { $0.packet == b }) else { return }
+        if pendingBoard.count >= limits.pendingBoard { pendingBoard.removeLast() }
+        pendingBoard.insert((b, hand.signer, now + retryAfter), at: 0)
+        boardInHand = nil
+    }
+
 
     /// The board took `b` (put on the mesh's board by us): counted, marked as
     /// crossed in, and the next waits `spacing` (``Limits/boardSpacing`` and a random part).

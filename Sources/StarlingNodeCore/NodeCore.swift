@@ -1685,8 +1685,13 @@ public struct NodeCore: Sendable {
             }
             let w = wall(now)
             var packet = Packet(type: .boardPost, ttl: 7, timestamp: w, senderID: peerID, payload: b.encoded())
+            do { try PacketSigning.sign(&packet, with: identity.signingKey) } catch {
+                // Not expected with our own key; the entry waits a minute rather than being lost.
+                bridge.boardNotSent(b, now: now, retryAfter: 60_000)
+                break
+            }
             // One the board holds already (heard on the radio meanwhile), expired or refused costs nothing.
-            guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil, case .accepted = board?.ingest(packet, b, now: w) else { continue }
+            guard case .accepted = board?.ingest(packet, b, now: w) else { continue }
             bridge.boardTaken(b, now: now, spacing: configuration.bridgeLimits.boardSpacing + rng.next() % 1_501)
             boardVersion += 1
             provideBoard(now: now)

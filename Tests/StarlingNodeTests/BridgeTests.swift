@@ -714,6 +714,14 @@ extension InProcessNodes {
         #expect(spaced.nextDeadline(relaysUp: false) == 3_001)
         let early = spaced.nextBoard(now: 2_999), onTime = spaced.nextBoard(now: 3_001)
         #expect(early == nil && onTime != nil)
+        // One that could not be sent (signing failed) is put back at the head, waits, and is counted; not lost.
+        var unsent = BridgeTests.bridge()
+        _ = unsent.fromRelay(try BridgeTests.boardEvent("put back", key: .random()), now: 0, wall: BridgeTests.t0, jitter: 0)
+        let handed = unsent.nextBoard(now: 1)
+        let inHand = try #require(handed)
+        unsent.boardNotSent(inHand, now: 1, retryAfter: 60_000)
+        let tooSoon = unsent.nextBoard(now: 59_000), later = unsent.nextBoard(now: 60_001)
+        #expect(tooSoon == nil && later == inHand && unsent.unsentBoardEntries == 1)
         // A carrier may not bring a board event (it could mark the real one taken).
         var listener = BridgeCore(cell: nil, key: nil)
         _ = listener.heard(try BridgeTests.carrier(try event("as a carrier")), hops: 1, now: 0, wall: BridgeTests.t0)
