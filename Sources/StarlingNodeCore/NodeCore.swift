@@ -780,7 +780,7 @@ public struct NodeCore: Sendable {
         boardTaken = nil
         guard let decoded = try? BoardPacket(decoding: packet.payload[...]) else { return }
         switch decoded {
-        case let .post(post): emit(.boardPost(boardEntry(post), from: packet.senderID, hops: hops))
+        case let .post(post): if !isBlockedAuthor(post.authorKey) { emit(.boardPost(boardEntry(post), from: packet.senderID, hops: hops)) }
         case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
         }
     }
@@ -845,7 +845,19 @@ public struct NodeCore: Sendable {
     }
 
     /// The live posts, urgent first, then the newest first, with who wrote them.
-    public func boardPosts(now: Millis) -> [BoardEntry] { (board?.currentPosts(now: wall(now)) ?? []).map(boardEntry) }
+    public func boardPosts(now: Millis) -> [BoardEntry] {
+        (board?.currentPosts(now: wall(now)) ?? []).filter { !isBlockedAuthor($0.authorKey) }.map(boardEntry)
+    }
+
+    /// Whether a board author's signing key is a blocked peer's: pinned to a
+    /// blocked Noise key, or in the verified announce of a blocked peer present.
+    /// Their posts stay on the board (it is the mesh's) and are not shown here,
+    /// whoever carried them (a bridge puts crossed posts on under its own ID).
+    public func isBlockedAuthor(_ signingKey: [UInt8]) -> Bool {
+        guard !blocked.isEmpty else { return false }
+        if blocked.contains(where: { pins[$0] == signingKey }) { return true }
+        return present.entries.values.contains { $0.info.signingKey == signingKey && blocked.contains($0.info.fingerprint) }
+    }
 
     /// A post with its author as far as we can tell: ours, or a peer present
     /// whose verified announce carries the post's key (``BoardEntry``).
@@ -1696,7 +1708,7 @@ public struct NodeCore: Sendable {
             boardVersion += 1
             provideBoard(now: now)
             switch b {
-            case let .post(post): emit(.boardPost(boardEntry(post), from: peerID, hops: 0))
+            case let .post(post): if !isBlockedAuthor(post.authorKey) { emit(.boardPost(boardEntry(post), from: peerID, hops: 0)) }
             case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
             }
             perform(router.originate(packet, now: now), now: now)

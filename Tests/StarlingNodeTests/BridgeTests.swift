@@ -654,6 +654,43 @@ extension InProcessNodes {
         #expect([bob, dave].map { Self.posts(net, $0).count } == shown)
     }
 
+    /// A blocked author's notice that crossed a bridge is not shown: the bridge
+    /// puts it on mesh B's board under its own ID, so the block goes by the
+    /// author's signing key (pinned when erin met alice). It stays on the board
+    /// (the mesh's), and dave, who blocked nobody, sees it (the control).
+    @Test func aBlockedAuthorsCrossedNoticeIsNotShown() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
+        let erin = net.addNode("erin"), dave = net.addNode("dave")
+        net.connect(alice, gateA)
+        net.connect(gateB, erin)
+        net.connect(gateB, dave)
+        // Erin met alice once (her announce verified, her signing key pinned), then went to mesh B.
+        net.connect(alice, erin)
+        net.run(for: 3_000)
+        net.disconnect(alice, erin)
+        let aliceFingerprint = net.nodes[alice].identity.fingerprint
+        net.on(erin) { c, _ in c.block(aliceFingerprint) }
+        for g in [gateA, gateB] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+        net.run(for: 100)
+        _ = try net.on(alice) { try $0.postToBoard("alice's notice", now: $1) }
+        _ = try net.on(gateA) { try $0.postToBoard("gateA's notice", now: $1) }
+        net.run(for: 1_000)
+        for e in net.published[gateA].map(\.event) where e.kind == 1_402 { net.on(gateB) { $0.bridgeFromRelay(e, now: $1) } }
+        net.run(for: 10_000)
+        let shown = { (n: Int) in net.on(n) { c, now in c.boardPosts(now: now).map(\.post.content).sorted() } }
+        #expect(shown(dave) == ["alice's notice", "gateA's notice"])
+        #expect(Self.posts(net, dave).map(\.post.content).sorted() == ["alice's notice", "gateA's notice"])
+        #expect(shown(erin) == ["gateA's notice"])
+        #expect(Self.posts(net, erin).map(\.post.content) == ["gateA's notice"])
+        // Still on erin's board (she relays and syncs the mesh's board): unblocked, it shows.
+        net.on(erin) { c, _ in c.unblock(aliceFingerprint) }
+        #expect(shown(erin) == ["alice's notice", "gateA's notice"])
+    }
+
     /// Posts from the relays hold at most their share of a mesh's board (3
     /// here, beside 6 that came), so a flood of free keys cannot push the
     /// mesh's own notices out; bob's own still goes on it. The control: a
