@@ -56,6 +56,8 @@ public final class EmbeddedNetwork {
     public private(set) var published: [[GatewayCore.Upload]] = []
     /// The recipient tags each node's bridge last said it follows (``NodeCore/Output/followDrops(_:)``).
     public private(set) var dropTags: [Int: [String]] = [:]
+    /// What each node handed its courier mailbox (``NodeCore/Output/postToMailbox(_:)``).
+    public private(set) var mailboxPosts: [[CourierEnvelope]] = []
     /// Large files offered to each node (carried over TCP by a runtime, not here).
     public private(set) var bulkOffers: [[(offer: BulkOffer, from: PeerID)]] = []
     /// Frames sent on each raw link.
@@ -105,6 +107,7 @@ public final class EmbeddedNetwork {
         savedVoice.append([])
         bulkOffers.append([])
         published.append([])
+        mailboxPosts.append([])
         return nodes.count - 1
     }
 
@@ -299,6 +302,8 @@ public final class EmbeddedNetwork {
                 published[node].append(u) // what a gateway would hand its relays
             case let .followDrops(tags):
                 dropTags[node] = tags
+            case let .postToMailbox(e):
+                mailboxPosts[node].append(e) // what a courier mailbox would keep
             }
         }
     }

@@ -44,6 +44,8 @@ public actor MeshNode {
         /// With `core.bridge`: the recipient tags whose courier drops (kind 1401)
         /// the bridge reads from the relays, each time they change.
         public var dropFollower: (@Sendable ([String]) -> Void)?
+        /// With `core.courierMailbox`: a drop for the courier mailbox to keep.
+        public var mailboxPoster: (@Sendable (CourierEnvelope) -> Void)?
         /// Where received files are saved (nil: files are refused).
         public var downloads: URL?
         /// Where battery readings come from (read every minute).
@@ -507,6 +509,8 @@ public actor MeshNode {
                 options.nostrPublisher?(upload)
             case let .followDrops(tags):
                 options.dropFollower?(tags)
+            case let .postToMailbox(envelope):
+                options.mailboxPoster?(envelope)
             case let .bulkOffered(offer, from):
                 bulkOffered(offer, from: from)
             case let .bulkAnswered(answer, from):
@@ -1022,6 +1026,8 @@ public actor MeshNode {
     public func nostrRelays(up: Bool) { command { $0.nostrRelays(up: up, now: $1) } }
     /// The bridge: a courier drop (kind 1401) its subscription brought, opened or handed to the peer here it is for.
     public func dropFromRelay(_ event: NostrEvent) { command { $0.dropFromRelay(event, now: $1) } }
+    /// The courier mailbox (`core.courierMailbox`): a drop its fetch brought, opened or handed to the peer here it is for.
+    public func dropFromMailbox(_ envelope: CourierEnvelope) { command { $0.dropFromMailbox(envelope, now: $1) } }
     /// The bridge (`core.bridge`): an event its subscription brought, shown and carried into the mesh when it is one to carry.
     public func bridgeFromRelay(_ event: NostrEvent) { command { $0.bridgeFromRelay(event, now: $1) } }
     /// The gateway: an event of a channel it follows, carried into the mesh when it is one to carry.

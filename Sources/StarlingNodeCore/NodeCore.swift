@@ -125,6 +125,12 @@ public struct NodeCore: Sendable {
         /// The seed our bridge keys come from (``MeshBridge/identity(seed:cell:)``).
         public var bridgeSeed: [UInt8]? = nil
         public var bridgeLimits = BridgeCore.Limits()
+        /// A courier mailbox is reachable (a relay server over the LAN,
+        /// docs/PROTOCOL.md "The courier mailbox"): each drop we seal or take
+        /// to carry goes there too (``Output/postToMailbox(_:)``), and the drops
+        /// for our tags and our direct peers' are fetched from it
+        /// (``Output/followDrops(_:)``, ``dropFromMailbox(_:now:)``).
+        public var courierMailbox = false
         public init(nickname: String) { self.nickname = nickname }
     }
 
@@ -225,8 +231,11 @@ public struct NodeCore: Sendable {
         /// courier drop it posts): publish the event, as it came, to the relays.
         case publishNostr(GatewayCore.Upload)
         /// Our bridge reads courier drops (kind 1401) for these recipient tags
-        /// (hex, sorted): ours and our direct peers'. Sent when the set changes.
+        /// (hex, sorted): ours and our direct peers'; the courier mailbox
+        /// (``Configuration/courierMailbox``) fetches them. Sent when the set changes.
         case followDrops([String])
+        /// A drop for the courier mailbox to keep (``Configuration/courierMailbox``): once a seal.
+        case postToMailbox(CourierEnvelope)
     }
 
     /// A private file that arrived, with a name safe to save under.
@@ -418,6 +427,8 @@ public struct NodeCore: Sendable {
     /// a relay (20, the oldest out), and the recipient tags followed.
     private var dropEventsTaken = BoundedIDs(512)
     private var dropsPosted = BoundedIDs(512)
+    /// Seals (their SHA-256) handed to the courier mailbox, or that came from it.
+    private var dropsMailboxed = BoundedIDs(512)
     private var dropsToPost: [CourierEnvelope] = []
     private var dropTagsFollowed: [String] = []
     /// Orders the peers whose drops we follow (see ``followDrops(now:)``).
@@ -1376,6 +1387,10 @@ public struct NodeCore: Sendable {
     /// A bridge with a relay up posts each envelope it seals or carries as a
     /// kind 1401 drop (once, by its seal's hash); with none up, its own wait (20).
     private mutating func postDrop(_ e: CourierEnvelope, own: Bool = false, now: Millis) {
+        if configuration.courierMailbox, !e.isExpired(at: wall(now)), !dropsMailboxed.contains(sha256Hex(e.ciphertext)) {
+            dropsMailboxed.insert(sha256Hex(e.ciphertext))
+            outbox.append(.postToMailbox(e))
+        }
         guard bridge.cell != nil else { return }
         guard nostrRelaysUp else {
             // Ours wait here; those we carry are in the courier store, posted from there when a relay is up.
@@ -1395,7 +1410,7 @@ public struct NodeCore: Sendable {
     /// hop away whose Noise key we know (16 at most, not blocked), for
     /// yesterday, today and tomorrow; said to the runtime when they change.
     private mutating func followDrops(now: Millis) {
-        guard bridge.cell != nil else { return }
+        guard bridge.cell != nil || configuration.courierMailbox else { return }
         let day = CourierSeal.epochDay(unixSeconds: wall(now) / 1_000)
         // Favourites first, then peers whose key a session proved, then in an order of a salt of ours
         // (keys are the announcers' to choose: sorting by them would let 16 made-up peers push out the real ones).
@@ -1419,14 +1434,35 @@ public struct NodeCore: Sendable {
     public mutating func dropFromRelay(_ event: NostrEvent, now: Millis) {
         guard bridge.cell != nil, !dropEventsTaken.contains(event.id) else { return }
         let w = wall(now)
-        guard var e = CourierDrop.envelope(of: event, wall: w), dropChecks.take(now: now), (try? event.verify()) != nil else {
+        guard let e = CourierDrop.envelope(of: event, wall: w), dropChecks.take(now: now), (try? event.verify()) != nil else {
             refusals.courier += 1
             return
         }
+        takeOnlineDrop(e, taken: event.id, now: now)
+    }
+
+    /// A drop the courier mailbox's fetch brought (``Configuration/courierMailbox``):
+    /// as one from the relays, never posted back; taken once a seal.
+    public mutating func dropFromMailbox(_ e: CourierEnvelope, now: Millis) {
+        let seal = sha256Hex(e.ciphertext)
+        guard configuration.courierMailbox, !dropEventsTaken.contains("mailbox " + seal) else { return }
+        guard !e.isExpired(at: wall(now)), e.ciphertext.count <= CourierEnvelope.maxCiphertext else {
+            refusals.courier += 1
+            return
+        }
+        dropsMailboxed.insert(seal)
+        takeOnlineDrop(e, taken: "mailbox " + seal, now: now)
+    }
+
+    /// A drop from the relays or the mailbox (`taken`: the key it is taken
+    /// once under): opened when it is ours, else carried to the peer here it is for.
+    private mutating func takeOnlineDrop(_ drop: CourierEnvelope, taken: String, now: Millis) {
+        let w = wall(now)
+        var e = drop
         e.copies = 1 // carried to its recipient only, never sprayed
         let day = CourierSeal.epochDay(unixSeconds: w / 1_000)
         if CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: day).contains(e.recipientTag) {
-            dropEventsTaken.insert(event.id)
+            dropEventsTaken.insert(taken)
             guard trustKnown else {
                 if dropsAwaitingTrust.count >= 64 { dropsAwaitingTrust.removeFirst(); refusals.courier += 1 }
                 dropsAwaitingTrust.append((e, 0))
@@ -1452,8 +1488,9 @@ public struct NodeCore: Sendable {
             refusals.courier += 1
             return
         }
-        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays: not posted back
-        dropEventsTaken.insert(event.id) // taken once it is carried: one for no one here yet is read again when they come
+        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays or the mailbox: not posted back
+        dropsMailboxed.insert(sha256Hex(e.ciphertext))
+        dropEventsTaken.insert(taken) // taken once it is carried: one for no one here yet is read again when they come
         handOverDrops(to: peer, noiseKey: key, now: now)
     }
 

@@ -116,6 +116,15 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
                 ALTER TABLE queue_v3 RENAME TO queue;
                 """)
         }
+        // The courier mailbox: drops by recipient tag, in arrival order (the rowid, DROP_FETCH's cursor).
+        migrator.registerMigration("v4 courier mailbox") { db in
+            try db.execute(sql: """
+                CREATE TABLE drops (seq INTEGER PRIMARY KEY AUTOINCREMENT, drop_id BLOB NOT NULL UNIQUE, tag BLOB NOT NULL,
+                                    envelope BLOB NOT NULL, expires_at INTEGER NOT NULL, received_at INTEGER NOT NULL);
+                CREATE INDEX drops_by_tag ON drops (tag, seq);
+                CREATE INDEX drops_by_expiry ON drops (expires_at);
+                """)
+        }
         try migrator.migrate(db)
         var waits = Configuration()
         waits.busyMode = Self.briefWaits // a RESTART waits for the commit under way
@@ -374,5 +383,54 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         try await db.read { db in
             (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue") ?? 0)
         }
+    }
+
+    // MARK: The courier mailbox
+
+    /// One transaction: the same seal held is answered as held; past the tag's
+    /// share its oldest goes; past the total, the expired go, then it is refused.
+    public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
+        try await db.write { db in
+            let id = Data(drop.dropID.bytes), tag = Data(drop.tag.bytes)
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM drops WHERE drop_id = ?", arguments: [id]) == true { return .stored(new: false) }
+            let ofTag = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops WHERE tag = ?", arguments: [tag]) ?? 0
+            if ofTag >= limits.perTag {
+                try db.execute(sql: "DELETE FROM drops WHERE seq = (SELECT MIN(seq) FROM drops WHERE tag = ?)", arguments: [tag])
+            } else if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 >= limits.total {
+                try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(drop.receivedAt)])
+                guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 < limits.total else { return .serverFull }
+            }
+            try db.execute(sql: "INSERT INTO drops (drop_id, tag, envelope, expires_at, received_at) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [id, tag, Data(drop.envelope), Int64(drop.expiresAt), Int64(drop.receivedAt)])
+            return .stored(new: true)
+        }
+    }
+
+    public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
+        guard !tags.isEmpty else { return [] }
+        return try await db.read { db in
+            let marks = Array(repeating: "?", count: tags.count).joined(separator: ", ")
+            var arguments: [any DatabaseValueConvertible] = tags.map { Data($0.bytes) }
+            arguments += [Int64(after), Int64(now), limit]
+            return try Row.fetchAll(db, sql: """
+                SELECT seq, drop_id, tag, envelope, expires_at, received_at FROM drops
+                WHERE tag IN (\(marks)) AND seq > ? AND expires_at > ? ORDER BY seq LIMIT ?
+                """, arguments: StatementArguments(arguments)).compactMap { row in
+                guard let id = Bytes16(row["drop_id"] as Data), let tag = Bytes16(row["tag"] as Data) else { return nil }
+                return StoredDrop(sequence: UInt64(row["seq"] as Int64), dropID: id, tag: tag, envelope: [UInt8](row["envelope"] as Data),
+                                  expiresAt: UInt64(row["expires_at"] as Int64), receivedAt: UInt64(row["received_at"] as Int64))
+            }
+        }
+    }
+
+    public func expireDrops(at now: UInt64) async throws -> Int {
+        try await db.write { db in
+            try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(now)])
+            return db.changesCount
+        }
+    }
+
+    public func dropCount() async throws -> Int {
+        try await db.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM drops") ?? 0 }
     }
 }

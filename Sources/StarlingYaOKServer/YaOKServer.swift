@@ -73,6 +73,7 @@ public actor YaOKServer {
         let now = Self.now()
         core.tick(now: now)
         _ = try? await store.expire(before: now.saturatingSubtract(core.configuration.limits.maxAge))
+        _ = try? await store.expireDrops(at: now) // each fetch leaves expired drops out meanwhile
     }
 
     private func perform(_ steps: [Core.Step]) {
@@ -84,7 +85,7 @@ public actor YaOKServer {
                 guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
                 pending.append((message, address))
                 startCommitting()
-            case .register, .fetch, .remove:
+            case .register, .fetch, .remove, .putDrop, .fetchDrops:
                 // In arrival order, one at a time: an ACK goes in before the POLL
                 // sent after it, so that an acknowledged message never comes back.
                 guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
@@ -145,6 +146,17 @@ public actor YaOKServer {
                 pendingAcks.append((user, id))
                 acksHanded += 1
                 startCommitting()
+            case let .putDrop(drop, address):
+                do { perform(core.dropPut(drop, try await store.putDrop(drop, limits: core.configuration.dropLimits), from: address)) } catch {
+                    storeFailures += 1
+                    perform(core.dropStorageFailed(drop, from: address))
+                }
+            case let .fetchDrops(tags, after, limit, address):
+                // A store failure gets no answer (an empty DROP_END would be a lie): the client fetches again.
+                do {
+                    let found = try await store.drops(for: tags, after: after, notExpiredAt: Self.now(), limit: limit)
+                    perform(core.dropsFetched(found, after: after, for: address))
+                } catch { storeFailures += 1 }
             default:
                 break
             }

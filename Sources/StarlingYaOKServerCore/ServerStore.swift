@@ -28,6 +28,18 @@ public protocol ServerStore: Sendable {
     func expire(before cutoff: UInt64) async throws -> Int
     /// Registered users and queued messages.
     func counts() async throws -> (users: Int, queued: Int)
+
+    // The courier mailbox (docs/PROTOCOL.md "The courier mailbox").
+    /// Keeps a drop (durable when it returns), within `limits`: a drop with a
+    /// held drop's ID is held already; past the tag's share the tag's oldest goes.
+    func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome
+    /// Up to `limit` drops for these tags with a sequence number above
+    /// `after`, not expired at `now`, in sequence order.
+    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop]
+    /// Drops those expired at `now`; how many.
+    func expireDrops(at now: UInt64) async throws -> Int
+    /// Drops held (expired ones not yet removed included).
+    func dropCount() async throws -> Int
 }
 
 extension ServerStore {
@@ -58,6 +70,9 @@ public actor InMemoryServerStore: ServerStore {
     private var keys: [UserID: (key: [UInt8], lastTimestamp: UInt64)] = [:]
     private var queues: [UserID: [QueuedMessage]] = [:]
     private var total = 0
+    /// The courier mailbox, in sequence order.
+    var drops: [StoredDrop] = []
+    var dropSequence: UInt64 = 0
     public let maxUsers: Int
 
     public init(maxUsers: Int = 1_000_000) { self.maxUsers = maxUsers }
@@ -112,4 +127,79 @@ public actor InMemoryServerStore: ServerStore {
     }
 
     public func counts() -> (users: Int, queued: Int) { (keys.count, total) }
+}
+
+// MARK: The courier mailbox
+
+/// A courier drop the server keeps for its recipient tag until its expiry
+/// (docs/PROTOCOL.md "The courier mailbox"). `sequence` is the store's
+/// arrival number (0 in a drop not stored yet): DROP_FETCH's cursor.
+public struct StoredDrop: Hashable, Sendable {
+    public var sequence: UInt64
+    /// The first 16 bytes of the SHA-256 of its seal: the same seal twice is one drop.
+    public var dropID: Bytes16
+    public var tag: Bytes16
+    /// The envelope as the server re-encoded it (copies 1).
+    public var envelope: [UInt8]
+    /// Its own expiry (Unix ms): gone after it.
+    public var expiresAt: UInt64
+    public var receivedAt: UInt64
+
+    public init(sequence: UInt64 = 0, dropID: Bytes16, tag: Bytes16, envelope: [UInt8], expiresAt: UInt64, receivedAt: UInt64) {
+        self.sequence = sequence
+        self.dropID = dropID
+        self.tag = tag
+        self.envelope = envelope
+        self.expiresAt = expiresAt
+        self.receivedAt = receivedAt
+    }
+}
+
+/// What the store did with a drop.
+public enum DropOutcome: Hashable, Sendable {
+    /// Committed; `new` false: the same seal was held already (kept as it was).
+    case stored(new: Bool)
+    /// The mailbox holds ``DropLimits/total`` drops that have not expired.
+    case serverFull
+}
+
+/// The mailbox's bounds: drops a recipient tag (the oldest of the tag goes
+/// for a new one: anyone who heard a peer's announce can compute its tags,
+/// so a flood must not shut the real drops out for a day), and in all (then
+/// new ones are refused until some expire; each lives a day at most).
+public struct DropLimits: Hashable, Sendable {
+    public var perTag = 32
+    public var total = 10_000
+    public init() {}
+}
+
+extension InMemoryServerStore {
+    public func putDrop(_ drop: StoredDrop, limits: DropLimits) -> DropOutcome {
+        if drops.contains(where: { $0.dropID == drop.dropID }) { return .stored(new: false) }
+        let ofTag = drops.indices.filter { drops[$0].tag == drop.tag }
+        if ofTag.count >= limits.perTag, let oldest = ofTag.first {
+            drops.remove(at: oldest)
+        } else if drops.count >= limits.total {
+            drops.removeAll { $0.expiresAt <= drop.receivedAt }
+            guard drops.count < limits.total else { return .serverFull }
+        }
+        dropSequence += 1
+        var kept = drop
+        kept.sequence = dropSequence
+        drops.append(kept)
+        return .stored(new: true)
+    }
+
+    public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) -> [StoredDrop] {
+        let wanted = Set(tags)
+        return Array(drops.lazy.filter { $0.sequence > after && wanted.contains($0.tag) && $0.expiresAt > now }.prefix(limit))
+    }
+
+    public func expireDrops(at now: UInt64) -> Int {
+        let before = drops.count
+        drops.removeAll { $0.expiresAt <= now }
+        return before - drops.count
+    }
+
+    public func dropCount() -> Int { drops.count }
 }

@@ -76,6 +76,25 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         public var maxBuckets = 65_536
         /// REGISTERs a second the server takes (each costs an Ed25519 check and a write).
         public var registrationsPerSecond: Double = 200
+        /// The courier mailbox's drops (a tag's share and the total).
+        public var dropLimits = DropLimits()
+        /// A proven address stays proven this long after its last packet; a
+        /// cookie must come back within it.
+        public var dropProofTimeout: UInt64 = 300_000
+        /// Addresses with a cookie or a proof at most (past it, the lapsed go;
+        /// if none lapsed, the table starts afresh and clients say DROP_HELLO again).
+        public var maxDropAddresses = 65_536
+        /// DROPs a second from one address, and the burst.
+        public var dropRate: Double = 2
+        public var dropBurst: Double = 20
+        /// DROP_FETCHes a second from one address (the pages of one fetch
+        /// included), and the burst.
+        public var dropFetchRate: Double = 2
+        public var dropFetchBurst: Double = 20
+        /// DROPs a DROP_FETCH's answer holds at most.
+        public var dropFetchBatch = 10
+        /// How far ahead a drop's expiry may be (the envelope's day, and clocks apart).
+        public var dropMaxLifetime: UInt64 = CourierEnvelope.maxLifetime + 300_000
         public init() {}
     }
 
@@ -86,6 +105,10 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         case enqueue(QueuedMessage, from: Address)
         case fetch(UserID, limit: Int, for: Address)
         case remove(UserID, messageID: UserID)
+        /// Keep a drop (``ServerStore/putDrop(_:limits:)``), then ``dropPut(_:_:from:)``.
+        case putDrop(StoredDrop, from: Address)
+        /// Read drops (``ServerStore/drops(for:after:notExpiredAt:limit:)``), then ``dropsFetched(_:after:for:)``.
+        case fetchDrops(tags: [Bytes16], after: UInt64, limit: Int, for: Address)
     }
 
     /// What the server counts (the metrics endpoint shows them).
@@ -99,6 +122,24 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         public var deadPushes = 0
         public var undecodable = 0
         public var rateLimited = 0
+        /// Drops committed new, drops sent in answers to DROP_FETCH.
+        public var dropsIn = 0
+        public var dropsOut = 0
+    }
+
+    /// An address's standing with the courier mailbox: the cookie it was
+    /// given, and since when it is proven (it sent the cookie back).
+    @usableFromInline struct DropProof: Sendable {
+        @usableFromInline var cookie: Bytes16
+        @usableFromInline var issuedAt: UInt64
+        @usableFromInline var proven: Bool
+        @usableFromInline var lastSeen: UInt64
+        @usableFromInline init(cookie: Bytes16, issuedAt: UInt64) {
+            self.cookie = cookie
+            self.issuedAt = issuedAt
+            proven = false
+            lastSeen = issuedAt
+        }
     }
 
     @usableFromInline struct Session: Sendable {
@@ -136,6 +177,17 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     /// before it costs a store read); as many as there are sessions.
     @usableFromInline var lastRegistration: [UserID: UInt64] = [:]
     @usableFromInline var transfer: UInt32 = 0
+    @usableFromInline var dropProofs: [Address: DropProof] = [:]
+    /// Chunks from proven addresses without a session (a large DROP): apart
+    /// from the sessions' reassembler, so they cannot crowd out MSGs.
+    @usableFromInline var dropReassembler: ServerReassembler<Address> = {
+        var r = ServerReassembler<Address>()
+        r.maxPerSource = 2
+        r.maxInProgress = 64
+        return r
+    }()
+    @usableFromInline var dropBuckets: [Address: Bucket] = [:]
+    @usableFromInline var dropFetchBuckets: [Address: Bucket] = [:]
     @usableFromInline var _counters = Counters()
     public var counters: Counters { _counters }
 
@@ -166,10 +218,18 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         switch packet {
         case let .chunk(c):
             // Only a registered client sends packets that need chunks (MSGs):
-            // chunks from elsewhere cannot crowd out real ones.
+            // chunks from elsewhere cannot crowd out real ones. A proven address
+            // may send a large DROP, reassembled apart.
             guard sessionAddresses[address] != nil else {
-                _counters.undecodable += 1
-                return []
+                guard isProven(address, now: now), let whole = dropReassembler.add(c, from: address, now: now) else {
+                    if !isProven(address, now: now) { _counters.undecodable += 1 }
+                    return []
+                }
+                guard let inner = try? ServerPacket.decode(whole, .toServer), case .drop = inner else {
+                    _counters.undecodable += 1
+                    return []
+                }
+                return handle(inner, from: address, now: now)
             }
             guard let whole = reassembler.add(c, from: address, now: now) else { return [] }
             guard let inner = try? ServerPacket.decode(whole, .toServer) else {
@@ -228,10 +288,106 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             _counters.messagesIn += 1
             return [.enqueue(QueuedMessage(messageID: sealed.messageID, sender: sender, recipient: recipient,
                                                 payload: payload, receivedAt: now), from: address)]
+        case let .dropHello(cookie):
+            return dropHello(cookie, from: address, now: now)
+        case let .drop(bytes):
+            return drop(bytes, from: address, now: now)
+        case let .dropFetch(after, tags):
+            guard isProven(address, now: now) else { return reject(.unprovenAddress, nil, to: address) }
+            guard Self.take(&dropFetchBuckets, address, rate: configuration.dropFetchRate, burst: configuration.dropFetchBurst, now: now,
+                           cap: configuration.maxBuckets) else {
+                _counters.rateLimited += 1
+                return reject(.rateLimited, nil, to: address)
+            }
+            // One more than the batch: whether more wait is said in DROP_END.
+            return [.fetchDrops(tags: Array(Set(tags)), after: after, limit: configuration.dropFetchBatch + 1, for: address)]
         default:
             return [] // server-bound decoding admits nothing else
         }
     }
+
+    // MARK: The courier mailbox
+
+    /// Whether `address` sent back its cookie and has not been quiet past
+    /// the proof's timeout (each call from it keeps it).
+    @usableFromInline
+    mutating func isProven(_ address: Address, now: UInt64) -> Bool {
+        guard var p = dropProofs[address], p.proven, now < p.lastSeen + configuration.dropProofTimeout else { return false }
+        p.lastSeen = now
+        dropProofs[address] = p
+        return true
+    }
+
+    /// DROP_HELLO: its cookie back (within the timeout) proves the address;
+    /// anything else gets a fresh cookie. The answer (23 bytes) is smaller
+    /// than the question (38), so a forged source gains nothing.
+    @usableFromInline
+    mutating func dropHello(_ cookie: Bytes16, from address: Address, now: UInt64) -> [Step] {
+        if var p = dropProofs[address], p.cookie == cookie, now < max(p.issuedAt, p.lastSeen) + configuration.dropProofTimeout {
+            p.proven = true
+            p.lastSeen = now
+            dropProofs[address] = p
+            return send(.dropCookie(cookie: cookie, ready: true), to: address)
+        }
+        if dropProofs[address] == nil, dropProofs.count >= configuration.maxDropAddresses {
+            dropProofs = dropProofs.filter { now < $0.value.lastSeen + configuration.dropProofTimeout }
+            if dropProofs.count >= configuration.maxDropAddresses { dropProofs.removeAll(keepingCapacity: true) }
+        }
+        var rng = SystemRandomNumberGenerator()
+        let fresh = Bytes16(high: rng.next(), low: rng.next())
+        dropProofs[address] = DropProof(cookie: fresh, issuedAt: now)
+        return send(.dropCookie(cookie: fresh, ready: false), to: address)
+    }
+
+    /// A DROP from a proven address: an envelope that reads, not expired,
+    /// expiring within a day; kept under its recipient tag with copies 1.
+    @usableFromInline
+    mutating func drop(_ bytes: [UInt8], from address: Address, now: UInt64) -> [Step] {
+        guard isProven(address, now: now) else { return reject(.unprovenAddress, nil, to: address) }
+        guard var envelope = try? CourierEnvelope(decoding: bytes[...]), let tag = Bytes16(envelope.recipientTag) else {
+            return reject(.malformed, nil, to: address)
+        }
+        let id = CourierMailbox.dropID(of: envelope)
+        guard Self.take(&dropBuckets, address, rate: configuration.dropRate, burst: configuration.dropBurst, now: now,
+                       cap: configuration.maxBuckets) else {
+            _counters.rateLimited += 1
+            return reject(.rateLimited, UserID(id), to: address)
+        }
+        guard !envelope.isExpired(at: now), envelope.expiry <= now + configuration.dropMaxLifetime else {
+            return reject(.dropExpiry, UserID(id), to: address)
+        }
+        envelope.copies = 1
+        guard let canonical = try? envelope.encoded() else { return reject(.malformed, UserID(id), to: address) }
+        return [.putDrop(StoredDrop(dropID: id, tag: tag, envelope: canonical, expiresAt: envelope.expiry, receivedAt: now), from: address)]
+    }
+
+    /// A DROP's fate in the store: DROP_TAKEN, or REJECTED 07.
+    public mutating func dropPut(_ drop: StoredDrop, _ outcome: DropOutcome, from address: Address) -> [Step] {
+        switch outcome {
+        case let .stored(new):
+            if new { _counters.dropsIn += 1 }
+            return send(.dropTaken(dropID: drop.dropID, new: new), to: address)
+        case .serverFull:
+            return reject(.serverFull, UserID(drop.dropID), to: address)
+        }
+    }
+
+    /// A DROP the store could not keep: REJECTED 0C, and its sender retries.
+    public mutating func dropStorageFailed(_ drop: StoredDrop, from address: Address) -> [Step] {
+        reject(.storageFailed, UserID(drop.dropID), to: address)
+    }
+
+    /// A DROP_FETCH's answer: up to the batch as DROPs (chunked when large),
+    /// then DROP_END (the store is asked for one more than the batch).
+    public mutating func dropsFetched(_ drops: [StoredDrop], after: UInt64, for address: Address) -> [Step] {
+        let batch = drops.prefix(configuration.dropFetchBatch)
+        _counters.dropsOut += batch.count
+        return batch.flatMap { send(.dropDelivery(sequence: $0.sequence, envelope: $0.envelope), to: address) }
+            + send(.dropEnd(count: UInt8(batch.count), last: batch.last?.sequence ?? after, more: drops.count > batch.count), to: address)
+    }
+
+    /// Addresses with a cookie or a proof (for the metrics and the bounds tests).
+    public var dropAddressCount: Int { dropProofs.count }
 
     // MARK: Store results in
 
@@ -330,6 +486,8 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             }
         }
         reassembler.expire(now: now)
+        dropReassembler.expire(now: now)
+        dropProofs = dropProofs.filter { now < $0.value.lastSeen + configuration.dropProofTimeout }
     }
 
     /// The user a token stands for (for tests and the metrics).

@@ -139,6 +139,12 @@ public final class PostgresServerStore: ServerStore, Sendable {
             try await c.query("""
                 CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient BYTEA PRIMARY KEY, n BIGINT NOT NULL)
                 """, logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_drops (seq BIGSERIAL PRIMARY KEY, drop_id BYTEA NOT NULL UNIQUE, tag BYTEA NOT NULL,
+                    envelope BYTEA NOT NULL, expires_at BIGINT NOT NULL, received_at BIGINT NOT NULL)
+                """, logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_tag ON relay_drops (tag, seq)", logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_expiry ON relay_drops (expires_at)", logger: self.logger)
         } }
         // Counted again at each start, so that a length that ever drifted is
         // right again: in a transaction of its own that takes the length's lock
@@ -367,5 +373,79 @@ public final class PostgresServerStore: ServerStore, Sendable {
             return c
         }
         return (c.users, c.queued)
+    }
+
+    // MARK: The courier mailbox
+
+    /// One transaction, drop writers of every server one at a time (an
+    /// advisory lock), so that the tag's share and the total hold across servers.
+    public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
+        try await bounded("a drop") { client in try await client.withTransaction(logger: self.logger) { c in
+            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
+            let id = Self.buffer(drop.dropID.bytes), tag = Self.buffer(drop.tag.bytes)
+            var held = false
+            for try await _ in try await c.query("SELECT 1 FROM relay_drops WHERE drop_id = \(id)", logger: self.logger).decode(Int32.self) {
+                held = true
+            }
+            if held { return .stored(new: false) }
+            var ofTag = 0, total = 0
+            for try await (t, a) in try await c.query("""
+                SELECT (SELECT count(*) FROM relay_drops WHERE tag = \(tag)), (SELECT count(*) FROM relay_drops)
+                """, logger: self.logger).decode((Int64, Int64).self) {
+                ofTag = Int(t)
+                total = Int(a)
+            }
+            if ofTag >= limits.perTag {
+                try await c.query("""
+                    DELETE FROM relay_drops WHERE seq = (SELECT min(seq) FROM relay_drops WHERE tag = \(tag))
+                    """, logger: self.logger)
+            } else if total >= limits.total {
+                var gone = 0
+                for try await n in try await c.query("""
+                    WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(drop.receivedAt)) RETURNING 1) SELECT count(*) FROM removed
+                    """, logger: self.logger).decode(Int64.self) { gone = Int(n) }
+                guard total - gone < limits.total else { return .serverFull }
+            }
+            try await c.query("""
+                INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
+                VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(Int64(drop.expiresAt)), \(Int64(drop.receivedAt)))
+                """, logger: self.logger)
+            return .stored(new: true)
+        } }
+    }
+
+    public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
+        guard !tags.isEmpty else { return [] }
+        let buffers = tags.map { Self.buffer($0.bytes) }
+        return try await bounded("a drop fetch") { client in
+            var out: [StoredDrop] = []
+            for try await (seq, id, tag, envelope, expires, received) in try await client.query("""
+                SELECT seq, drop_id, tag, envelope, expires_at, received_at FROM relay_drops
+                WHERE tag = ANY(\(buffers)) AND seq > \(Int64(after)) AND expires_at > \(Int64(now)) ORDER BY seq LIMIT \(Int64(limit))
+                """, logger: self.logger).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer, Int64, Int64).self) {
+                guard let id = Bytes16(Self.bytes(id)), let tag = Bytes16(Self.bytes(tag)) else { continue }
+                out.append(StoredDrop(sequence: UInt64(seq), dropID: id, tag: tag, envelope: Self.bytes(envelope),
+                                      expiresAt: UInt64(expires), receivedAt: UInt64(received)))
+            }
+            return out
+        }
+    }
+
+    public func expireDrops(at now: UInt64) async throws -> Int {
+        try await bounded("a drop expiry") { client in
+            var n = 0
+            for try await removed in try await client.query("""
+                WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(now)) RETURNING 1) SELECT count(*) FROM removed
+                """, logger: self.logger).decode(Int64.self) { n = Int(removed) }
+            return n
+        }
+    }
+
+    public func dropCount() async throws -> Int {
+        try await bounded("the drop count") { client in
+            var n = 0
+            for try await c in try await client.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { n = Int(c) }
+            return n
+        }
     }
 }

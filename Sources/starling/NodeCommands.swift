@@ -41,6 +41,9 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
     var powerMode: String?
     @OptionGroup var nostr: NostrOptions
+    @Option(help: ArgumentHelp("Also leave courier drops at this relay server's courier mailbox (UDP, over the LAN in a blackout), and fetch those for us and the peers one hop away to hand over.",
+                               valueName: "HOST:PORT"))
+    var courierMailbox: String?
     @Flag(help: "Carry files too large for the mesh over the local network (TCP, sealed end to end), and take them: announced as wifiBulk.")
     var bulk = false
     @Option(help: "With --bulk: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"

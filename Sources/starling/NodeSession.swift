@@ -51,6 +51,7 @@ struct NodeSession {
         let chosen = settings
         var nostr: NostrTransport?
         var server: YaOKServerMailbox?
+        var courierMailbox: CourierMailboxClient?
         let node = try o.makeNode { options, identity in
             options.core.trustKnown = false
             // A receipt means the message is in the store: it survives a crash.
@@ -78,6 +79,20 @@ struct NodeSession {
                     options.dropFollower = { tags in following.yield(tags) }
                 }
             }
+            if let mailbox = o.courierMailbox {
+                guard let address = UDPAddress(mailbox) else {
+                    throw ValidationError("--courier-mailbox \(mailbox): expected HOST:PORT with an IPv4 host")
+                }
+                let client = try CourierMailboxClient(server: address)
+                options.core.courierMailbox = true
+                options.mailboxPoster = { e in Task { await client.post(e) } }
+                let nostrFollower = options.dropFollower
+                options.dropFollower = { tags in
+                    nostrFollower?(tags)
+                    Task { await client.follow(hexTags: tags) }
+                }
+                courierMailbox = client
+            }
             if let address = chosen.server {
                 guard let address = UDPAddress(address) else { throw ValidationError("--server \(address): expected HOST:PORT with an IPv4 host") }
                 let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
@@ -86,6 +101,10 @@ struct NodeSession {
                 options.mailboxes.append(s)
                 server = s
             }
+        }
+        if let client = courierMailbox {
+            await client.start()
+            Task { for await e in client.drops { await node.dropFromMailbox(e) } }
         }
         let store = try StoreAccess.open(directory: ids.directory.url, identity: node.identity)
         var c = MessengerCore.Configuration()

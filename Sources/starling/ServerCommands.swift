@@ -19,7 +19,9 @@ struct YaOKServerCommand: AsyncParsableCommand {
         discussion: """
         Users register with a signed REGISTER (the first one pins their Ed25519 key), poll every 30 s \
         and acknowledge what they stored. Queues: 1,000 messages a user, 7 days, 100,000 in all. \
-        docs/PROTOCOL.md ("Ya OK relay") has the packets; README.md how to run one under systemd.
+        It is also a courier mailbox: nodes (--courier-mailbox) leave courier drops by recipient tag, \
+        each kept until its expiry (a day at most), and fetch those for the peers around them. \
+        docs/PROTOCOL.md ("Ya OK relay", "The courier mailbox") has the packets; README.md how to run one under systemd.
         """
     )
     @Option(help: "UDP port.") var port: UInt16 = 41_641
@@ -34,12 +36,15 @@ struct YaOKServerCommand: AsyncParsableCommand {
     @Option(help: "Days a message waits at most.") var maxAgeDays = 7.0
     @Option(help: "Packets a second one address may send (and twice that in a burst).") var ratePerAddress = 500.0
     @Option(help: "Messages a second one user may send (and five times that in a burst).") var ratePerUser = 100.0
+    @Option(help: "Courier drops the mailbox keeps in all (each 16 KiB at most, a day at most).") var maxDrops = 10_000
+    @Option(help: "Courier drops kept for one recipient tag (a new one pushes out the tag's oldest).") var dropsPerTag = 32
 
     func validate() throws {
         guard maxAgeDays.isFinite, maxAgeDays > 0, maxAgeDays <= 3_650 else { throw ValidationError("--max-age-days must be between 0 and 3,650") }
         guard ratePerAddress.isFinite, ratePerAddress >= 1 else { throw ValidationError("--rate-per-address must be at least 1") }
         guard ratePerUser.isFinite, ratePerUser >= 1 else { throw ValidationError("--rate-per-user must be at least 1") }
         guard maxPerUser >= 1, maxTotal >= 1 else { throw ValidationError("--max-per-user and --max-total must be at least 1") }
+        guard maxDrops >= 1, dropsPerTag >= 1 else { throw ValidationError("--max-drops and --drops-per-tag must be at least 1") }
         guard UDPAddress("\(bind):\(port)") != nil else { throw ValidationError("--bind \(bind): expected an IPv4 address") }
         if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
         if let metrics {
@@ -79,6 +84,8 @@ struct YaOKServerCommand: AsyncParsableCommand {
         config.perAddressBurst = ratePerAddress * 2
         config.perUserRate = ratePerUser
         config.perUserBurst = ratePerUser * 5
+        config.dropLimits.total = maxDrops
+        config.dropLimits.perTag = dropsPerTag
         let server: YaOKServer
         do { server = try YaOKServer(store: store, bind: host, configuration: config) } catch {
             throw RuntimeFailure("UDP \(bind):\(port) is not free (\(error)); choose another with --port")

@@ -15,6 +15,8 @@ final class ServerMetrics: Sendable {
     private let queued: Gauge
     private let sessions: Gauge
     private let messagesIn: Counter
+    private let dropsIn: Counter, dropsOut: Counter
+    private let dropsHeld: Gauge
     private let messagesOut: Counter
     private let packetsIn: Counter
     private let packetsOut: Counter
@@ -46,6 +48,9 @@ final class ServerMetrics: Sendable {
         queued = registry.makeGauge(descriptor: d("queue_depth", "", "Messages waiting for their recipients"))
         sessions = registry.makeGauge(descriptor: d("sessions", "", "Registered sessions on this server"))
         messagesIn = registry.makeCounter(descriptor: d("messages_in", "total", "MSGs received from senders"))
+        dropsIn = registry.makeCounter(descriptor: d("drops_in", "total", "Courier drops the mailbox took (new ones)"))
+        dropsOut = registry.makeCounter(descriptor: d("drops_out", "total", "Courier drops sent in answers to DROP_FETCH"))
+        dropsHeld = registry.makeGauge(descriptor: d("drops_held", "", "Courier drops in the mailbox"))
         messagesOut = registry.makeCounter(descriptor: d("messages_out", "total", "MSGs sent to recipients"))
         packetsIn = registry.makeCounter(descriptor: d("packets_in", "total", "Datagrams received"))
         packetsOut = registry.makeCounter(descriptor: d("packets_out", "total", "Datagrams sent"))
@@ -75,6 +80,9 @@ final class ServerMetrics: Sendable {
         }
         sessions.set(to: Double(await server.sessionCount))
         messagesIn.increment(by: last.delta("in", c.messagesIn))
+        dropsIn.increment(by: last.delta("din", c.dropsIn))
+        dropsOut.increment(by: last.delta("dout", c.dropsOut))
+        if let n = try? await store.dropCount() { dropsHeld.set(to: Double(n)) }
         messagesOut.increment(by: last.delta("out", c.messagesOut))
         packetsIn.increment(by: last.delta("pin", c.received))
         packetsOut.increment(by: last.delta("pout", c.sent))

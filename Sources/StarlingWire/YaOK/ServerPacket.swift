@@ -43,6 +43,30 @@ public enum ServerPacket: Hashable, Sendable {
     case pollEnd(messageIDs: [UserID], more: Bool)
     /// CHUNK 0x20: a piece of a packet larger than a datagram.
     case chunk(ServerChunk)
+    /// DROP_HELLO 0x30 (the courier mailbox): proves the sender's address
+    /// before it may post or fetch drops. `cookie` is zeros the first time,
+    /// then the one DROP_COOKIE gave; 16 bytes of padding follow (zeros), so
+    /// that the answer is never larger than the question.
+    case dropHello(cookie: Bytes16)
+    /// DROP_COOKIE 0x31: the cookie to send back in DROP_HELLO; `ready`: this
+    /// address is proven (DROP, DROP_FETCH and CHUNKs are taken from it).
+    case dropCookie(cookie: Bytes16, ready: Bool)
+    /// DROP 0x32 to the server: a courier envelope (docs/PROTOCOL.md
+    /// "Courier drops (0x04)") to keep for its recipient tag until its expiry.
+    case drop(envelope: [UInt8])
+    /// DROP 0x32 from the server: a drop a DROP_FETCH asked for, with the
+    /// server's sequence number (the cursor for the next DROP_FETCH).
+    case dropDelivery(sequence: UInt64, envelope: [UInt8])
+    /// DROP_TAKEN 0x33: the drop is committed (`new` false: it was held
+    /// already); its ID is the first 16 bytes of the SHA-256 of its seal.
+    case dropTaken(dropID: Bytes16, new: Bool)
+    /// DROP_FETCH 0x34: the drops for these recipient tags (1 … 51) with a
+    /// sequence number above `after`, oldest first.
+    case dropFetch(after: UInt64, tags: [Bytes16])
+    /// DROP_END 0x35: after the DROPs answering a DROP_FETCH: how many were
+    /// just sent, the last one's sequence number (`after` when none), and
+    /// whether more wait behind them.
+    case dropEnd(count: UInt8, last: UInt64, more: Bool)
 
     public enum Direction: Sendable { case toServer, toClient }
 
@@ -55,6 +79,11 @@ public enum ServerPacket: Hashable, Sendable {
     public static let maxPayload = SealedMessageBytes.maxByteCount
     /// Message IDs a POLL_END lists at most (a POLL answers with at most this many MSGs).
     public static let maxPollEnd = 64
+    /// Recipient tags a DROP_FETCH names at most (17 keys × 3 days).
+    public static let maxDropTags = 51
+    /// The largest envelope a DROP carries: every TLV of an envelope with the
+    /// largest seal (``CourierEnvelope/maxCiphertext``).
+    public static let maxDropEnvelope = 3 + 16 + 3 + 8 + 3 + CourierEnvelope.maxCiphertext + 3 + 1 + 3 + 4
 
     public var type: UInt8 {
         switch self {
@@ -71,12 +100,22 @@ public enum ServerPacket: Hashable, Sendable {
         case .bye: 0x18
         case .pollEnd: 0x19
         case .chunk: 0x20
+        case .dropHello: 0x30
+        case .dropCookie: 0x31
+        case .drop, .dropDelivery: 0x32
+        case .dropTaken: 0x33
+        case .dropFetch: 0x34
+        case .dropEnd: 0x35
         }
     }
 
     public func encode() -> [UInt8] {
         var out: [UInt8] = []
-        if case let .message(_, _, payload, _) = self { out.reserveCapacity(64 + payload.count) } else { out.reserveCapacity(128) }
+        switch self {
+        case let .message(_, _, payload, _): out.reserveCapacity(64 + payload.count)
+        case let .drop(envelope), let .dropDelivery(_, envelope): out.reserveCapacity(16 + envelope.count)
+        default: out.reserveCapacity(128)
+        }
         out += Self.magic
         out.append(Self.version)
         out.append(type)
@@ -121,6 +160,28 @@ public enum ServerPacket: Hashable, Sendable {
             out.appendBE(c.index)
             out.appendBE(c.total)
             out += c.data
+        case let .dropHello(cookie):
+            put(cookie)
+            out += [UInt8](repeating: 0, count: 16)
+        case let .dropCookie(cookie, ready):
+            put(cookie)
+            out.append(ready ? 1 : 0)
+        case let .drop(envelope):
+            out += envelope
+        case let .dropDelivery(sequence, envelope):
+            out.appendBE(sequence)
+            out += envelope
+        case let .dropTaken(id, new):
+            put(id)
+            out.append(new ? 1 : 0)
+        case let .dropFetch(after, tags):
+            out.appendBE(after)
+            out.append(UInt8(min(tags.count, Self.maxDropTags)))
+            for t in tags.prefix(Self.maxDropTags) { put(t) }
+        case let .dropEnd(count, last, more):
+            out.append(more ? 1 : 0)
+            out.append(count)
+            out.appendBE(last)
         }
         return out
     }
@@ -205,6 +266,49 @@ public enum ServerPacket: Hashable, Sendable {
             }
             r = ByteReader([])
             packet = .chunk(ServerChunk(transferID: transfer, index: index, total: total, data: data))
+        case (0x30, .toServer):
+            let cookie = Bytes16(try r.slice(16, "cookie"))!
+            _ = try r.read(16, "padding")
+            packet = .dropHello(cookie: cookie)
+        case (0x31, .toClient):
+            let cookie = Bytes16(try r.slice(16, "cookie"))!
+            let ready = try r.u8("ready")
+            guard ready <= 1 else { throw WireError(.invalidValue("ready is 0 or 1"), field: "ready", offset: 22) }
+            packet = .dropCookie(cookie: cookie, ready: ready == 1)
+        case (0x32, .toServer):
+            let envelope = Array(r.rest)
+            guard (1...maxDropEnvelope).contains(envelope.count) else {
+                throw WireError(.lengthOutOfRange(declared: envelope.count, limit: maxDropEnvelope), field: "envelope", offset: 6)
+            }
+            r = ByteReader([])
+            packet = .drop(envelope: envelope)
+        case (0x32, .toClient):
+            let sequence = try r.u64("sequence")
+            let envelope = Array(r.rest)
+            guard (1...maxDropEnvelope).contains(envelope.count) else {
+                throw WireError(.lengthOutOfRange(declared: envelope.count, limit: maxDropEnvelope), field: "envelope", offset: 14)
+            }
+            r = ByteReader([])
+            packet = .dropDelivery(sequence: sequence, envelope: envelope)
+        case (0x33, .toClient):
+            let id = Bytes16(try r.slice(16, "dropID"))!
+            let new = try r.u8("new")
+            guard new <= 1 else { throw WireError(.invalidValue("new is 0 or 1"), field: "new", offset: 22) }
+            packet = .dropTaken(dropID: id, new: new == 1)
+        case (0x34, .toServer):
+            let after = try r.u64("after")
+            let count = Int(try r.u8("count"))
+            guard (1...maxDropTags).contains(count) else {
+                throw WireError(.lengthOutOfRange(declared: count, limit: maxDropTags), field: "count", offset: 14)
+            }
+            var tags: [Bytes16] = []
+            for _ in 0..<count { tags.append(Bytes16(try r.slice(16, "tag"))!) }
+            packet = .dropFetch(after: after, tags: tags)
+        case (0x35, .toClient):
+            let more = try r.u8("more")
+            guard more <= 1 else { throw WireError(.invalidValue("more is 0 or 1"), field: "more", offset: 6) }
+            let count = try r.u8("count")
+            packet = .dropEnd(count: count, last: try r.u64("last"), more: more == 1)
         default:
             throw WireError(.invalidValue("type 0x\(String(type, radix: 16)) is not sent \(direction == .toServer ? "to" : "by") a server"),
                             field: "type", offset: 5)
@@ -277,6 +381,11 @@ public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cus
     /// The same sender's message ID is queued already with other bytes: the
     /// first is kept, this one refused (a sender never reuses an ID).
     case messageIDReused = 0x0F
+    /// A DROP, DROP_FETCH or CHUNK from an address that has not proven itself
+    /// with DROP_HELLO (or whose proof lapsed): say DROP_HELLO again.
+    case unprovenAddress = 0x10
+    /// A DROP whose envelope has expired, or whose expiry is more than a day ahead.
+    case dropExpiry = 0x11
 
     public var description: String {
         switch self {
@@ -295,6 +404,8 @@ public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cus
         case .messageIDTaken: "another sender's message to this recipient is queued under that message ID"
         case .senderMismatch: "the MSG's sender is not the user this session registered"
         case .messageIDReused: "a message of yours with that ID and other bytes is queued already"
+        case .unprovenAddress: "this address has not proven itself with DROP_HELLO (or its proof lapsed)"
+        case .dropExpiry: "the drop has expired, or expires more than a day ahead"
         }
     }
 
@@ -317,6 +428,8 @@ public enum ServerRejection: UInt8, Error, Hashable, Sendable, CaseIterable, Cus
         case .messageIDTaken: "message_id_taken"
         case .senderMismatch: "sender_mismatch"
         case .messageIDReused: "message_id_reused"
+        case .unprovenAddress: "unproven_address"
+        case .dropExpiry: "drop_expiry"
         }
     }
 }

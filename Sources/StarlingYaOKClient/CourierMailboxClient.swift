@@ -1,0 +1,104 @@
+import Foundation
+import StarlingTransport
+import StarlingWire
+import StarlingYaOKServerCore
+
+/// The courier mailbox's runtime on a node: a UDP socket to one relay
+/// server and ``CourierMailboxCore``, ticked every 250 ms and at each datagram.
+/// What a fetch brings comes out of ``drops``; what became of the posted
+/// drops out of ``outcomes``.
+public actor CourierMailboxClient {
+    public nonisolated let server: UDPAddress
+    /// Envelopes a fetch brought (the newest 1,000 kept when nobody reads).
+    public nonisolated let drops: AsyncStream<CourierEnvelope>
+    public enum Outcome: Hashable, Sendable {
+        case taken(Bytes16)
+        case notTaken(Bytes16, ServerRejection?)
+    }
+    public nonisolated let outcomes: AsyncStream<Outcome>
+    private let dropSink: AsyncStream<CourierEnvelope>.Continuation
+    private let outcomeSink: AsyncStream<Outcome>.Continuation
+    private let socket: UDPSocket
+    private var core: CourierMailboxCore
+    private var tasks: [Task<Void, Never>] = []
+    private let time = NodeTime()
+
+    public init(server: UDPAddress, configuration: CourierMailboxCore.Configuration = .init()) throws {
+        self.server = server
+        socket = try UDPSocket(bindTo: .any(0))
+        core = CourierMailboxCore(configuration: configuration)
+        (drops, dropSink) = AsyncStream.makeStream(of: CourierEnvelope.self, bufferingPolicy: .bufferingNewest(1_000))
+        (outcomes, outcomeSink) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingNewest(1_000))
+    }
+
+    /// Whether the server has taken this address as proven.
+    public var isReady: Bool { core.ready }
+    public var waitingCount: Int { core.waiting }
+    public var counts: (posted: Int, fetched: Int) { (core.posted, core.fetched) }
+
+    public func start() {
+        let datagrams = socket.datagrams(maxSize: ServerPacket.maxDatagram + 1)
+        tasks.append(Task { [weak self] in
+            for await (from, bytes) in datagrams {
+                guard let self else { return }
+                await self.received(bytes, from: from)
+            }
+        })
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.tick()
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        })
+    }
+
+    public func stop() {
+        for t in tasks { t.cancel() }
+        tasks = []
+        socket.close()
+        dropSink.finish()
+        outcomeSink.finish()
+    }
+
+    public func post(_ envelope: CourierEnvelope) { perform(core.post(envelope, now: time.now())) }
+
+    /// Recipient tags (hex, as the node says them); bad ones are left out.
+    public func follow(hexTags: [String]) {
+        perform(core.follow(hexTags.compactMap { Bytes16(hex: $0) }, now: time.now()))
+    }
+
+    private func received(_ bytes: [UInt8], from: UDPAddress) {
+        guard from == server else { return } // only the server speaks for the server
+        perform(core.receive(bytes, now: time.now()))
+    }
+
+    private func tick() { perform(core.tick(now: time.now())) }
+
+    private func perform(_ outputs: [CourierMailboxCore.Output]) {
+        for o in outputs {
+            switch o {
+            case let .send(bytes): _ = socket.send(bytes, to: server)
+            case let .drop(e): dropSink.yield(e)
+            case let .taken(id): outcomeSink.yield(.taken(id))
+            case let .notTaken(id, why): outcomeSink.yield(.notTaken(id, why))
+            }
+        }
+    }
+}
+
+extension Bytes16 {
+    /// From 32 hex digits.
+    init?(hex: String) {
+        guard hex.count == 32 else { return nil }
+        var bytes: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            guard let b = UInt8(hex[i..<j], radix: 16) else { return nil }
+            bytes.append(b)
+            i = j
+        }
+        self.init(bytes)
+    }
+}

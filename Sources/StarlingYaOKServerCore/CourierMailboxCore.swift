@@ -1,0 +1,192 @@
+import Crypto
+import StarlingWire
+
+/// The courier mailbox's names (docs/PROTOCOL.md "The courier mailbox").
+public enum CourierMailbox {
+    /// A drop's ID: the first 16 bytes of the SHA-256 of its seal.
+    public static func dropID(of envelope: CourierEnvelope) -> Bytes16 {
+        Bytes16(Array(SHA256.hash(data: envelope.ciphertext)).prefix(16))!
+    }
+}
+
+/// A node's side of the courier mailbox without I/O: drops in to post,
+/// recipient tags to follow, datagrams and the time in; datagrams to the
+/// server and what came of them out. The runtime owns the socket.
+///
+/// It proves its address (DROP_HELLO, the cookie back), posts each drop
+/// until DROP_TAKEN (2 s, doubling, at most 60 s apart, 8 tries), and
+/// fetches the followed tags every ``Configuration/fetchEvery`` and at once
+/// when they change, page by page as DROP_END says. Bounds: 64 drops waiting
+/// (the oldest goes), 51 tags, one fetch at a time (10 s without its end: done).
+public struct CourierMailboxCore: Sendable {
+    public struct Configuration: Sendable {
+        public var fetchEvery: UInt64 = 30_000
+        public var maxPending = 64
+        public var firstRetry: UInt64 = 2_000
+        public var maxRetryGap: UInt64 = 60_000
+        public var maxTries = 8
+        /// A fetch whose DROP_END has not come in this long is taken as done (UDP lost it).
+        public var fetchTimeout: UInt64 = 10_000
+        public init() {}
+    }
+
+    public enum Output: Hashable, Sendable {
+        case send([UInt8])
+        /// An envelope a fetch brought (decoded; the node checks the rest).
+        case drop(CourierEnvelope)
+        /// The server committed the drop.
+        case taken(Bytes16)
+        /// The server refused the drop for good, or it was tried `maxTries` times.
+        case notTaken(Bytes16, ServerRejection?)
+    }
+
+    struct Pending: Sendable {
+        var id: Bytes16
+        var packet: [UInt8]
+        var tries = 0
+        var nextAt: UInt64 = 0
+    }
+
+    public let configuration: Configuration
+    private var cookie = Bytes16(high: 0, low: 0)
+    public private(set) var ready = false
+    private var lastHello: UInt64?
+    private var pending: [Pending] = []
+    private var tags: [Bytes16] = []
+    private var tagsChanged = false
+    private var fetching: (after: UInt64, since: UInt64)?
+    private var lastFetch: UInt64?
+    private var transfer: UInt32 = .random(in: 0...UInt32.max)
+    private var reassembler = ServerReassembler<Int>()
+    /// Drops posted and taken, drops a fetch brought (for the metrics and tests).
+    public private(set) var posted = 0, fetched = 0
+
+    public init(configuration: Configuration = .init()) { self.configuration = configuration }
+
+    public var waiting: Int { pending.count }
+
+    /// A drop to post (copies 1 on the server): sent when the address is proven.
+    public mutating func post(_ envelope: CourierEnvelope, now: UInt64) -> [Output] {
+        var e = envelope
+        e.copies = 1
+        guard let bytes = try? e.encoded() else { return [] }
+        let id = CourierMailbox.dropID(of: e)
+        guard !pending.contains(where: { $0.id == id }) else { return [] }
+        if pending.count >= configuration.maxPending { pending.removeFirst() }
+        pending.append(Pending(id: id, packet: ServerPacket.drop(envelope: bytes).encode()))
+        return tick(now: now)
+    }
+
+    /// The tags to fetch drops for (at most 51); fetched at once when they change.
+    public mutating func follow(_ wanted: [Bytes16], now: UInt64) -> [Output] {
+        let t = Array(Set(wanted)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.prefix(ServerPacket.maxDropTags)
+        guard Array(t) != tags else { return [] }
+        tags = Array(t)
+        tagsChanged = true
+        return tick(now: now)
+    }
+
+    /// What is due: the hello, drops to (re)send, a fetch.
+    public mutating func tick(now: UInt64) -> [Output] {
+        var out: [Output] = []
+        guard ready else {
+            if lastHello.map({ now >= $0 + configuration.firstRetry }) ?? true {
+                lastHello = now
+                out += datagrams(.dropHello(cookie: cookie))
+            }
+            return out
+        }
+        for i in pending.indices where pending[i].nextAt <= now {
+            if pending[i].tries >= configuration.maxTries { continue }
+            pending[i].tries += 1
+            let gap = min(configuration.firstRetry << UInt64(min(pending[i].tries - 1, 16)), configuration.maxRetryGap)
+            pending[i].nextAt = now + gap
+            out += datagrams(pending[i].packet)
+        }
+        let givenUp = pending.filter { $0.tries >= configuration.maxTries && $0.nextAt <= now }
+        pending.removeAll { $0.tries >= configuration.maxTries && $0.nextAt <= now }
+        out += givenUp.map { .notTaken($0.id, nil) }
+        if let f = fetching, now >= f.since + configuration.fetchTimeout { fetching = nil; lastFetch = now }
+        if fetching == nil, !tags.isEmpty, tagsChanged || lastFetch.map({ now >= $0 + configuration.fetchEvery }) ?? true {
+            tagsChanged = false
+            out += fetch(after: 0, now: now)
+        }
+        return out
+    }
+
+    /// When ``tick(now:)`` has something next.
+    public func nextDeadline() -> UInt64? {
+        guard ready else { return (lastHello ?? 0) + configuration.firstRetry }
+        var next = pending.map(\.nextAt).min()
+        if let f = fetching { next = min(next ?? .max, f.since + configuration.fetchTimeout) }
+        else if !tags.isEmpty { next = min(next ?? .max, (lastFetch ?? 0) + configuration.fetchEvery) }
+        return next
+    }
+
+    public mutating func receive(_ datagram: [UInt8], now: UInt64) -> [Output] {
+        guard var packet = try? ServerPacket.decode(datagram, .toClient) else { return [] }
+        if case let .chunk(c) = packet {
+            guard let whole = reassembler.add(c, from: 0, now: now), let inner = try? ServerPacket.decode(whole, .toClient) else { return [] }
+            if case .chunk = inner { return [] }
+            packet = inner
+        }
+        switch packet {
+        case let .dropCookie(c, isReady):
+            cookie = c
+            if isReady {
+                guard !ready else { return [] }
+                ready = true
+                return tick(now: now)
+            }
+            ready = false
+            lastHello = now
+            return datagrams(.dropHello(cookie: c))
+        case let .dropTaken(id, _):
+            guard let i = pending.firstIndex(where: { $0.id == id }) else { return [] }
+            pending.remove(at: i)
+            posted += 1
+            return [.taken(id)]
+        case let .rejected(why, id):
+            switch why {
+            case .unprovenAddress:
+                ready = false
+                cookie = Bytes16(high: 0, low: 0)
+                lastHello = nil
+                fetching = nil
+                for i in pending.indices { pending[i].nextAt = 0 }
+                return tick(now: now)
+            case .rateLimited, .serverFull, .storageFailed:
+                return [] // tried again at its time
+            default:
+                guard let id, let i = pending.firstIndex(where: { $0.id == id.value }) else { return [] }
+                pending.remove(at: i)
+                return [.notTaken(id.value, why)]
+            }
+        case let .dropDelivery(sequence, bytes):
+            guard let f = fetching else { return [] }
+            fetching = (max(f.after, sequence), f.since)
+            guard let e = try? CourierEnvelope(decoding: bytes[...]) else { return [] }
+            fetched += 1
+            return [.drop(e)]
+        case let .dropEnd(_, last, more):
+            guard fetching != nil else { return [] }
+            fetching = nil
+            lastFetch = now
+            return more ? fetch(after: last, now: now) : []
+        default:
+            return []
+        }
+    }
+
+    private mutating func fetch(after: UInt64, now: UInt64) -> [Output] {
+        fetching = (after, now)
+        return datagrams(.dropFetch(after: after, tags: tags))
+    }
+
+    private mutating func datagrams(_ packet: ServerPacket) -> [Output] { datagrams(packet.encode()) }
+
+    private mutating func datagrams(_ bytes: [UInt8]) -> [Output] {
+        transfer &+= 1
+        return (ServerChunk.datagrams(bytes, transferID: transfer) ?? []).map { .send($0) }
+    }
+}
