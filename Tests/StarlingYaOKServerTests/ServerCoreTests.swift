@@ -29,6 +29,12 @@ actor ServerHarness {
     var core: YaOKServerCore<Int>
     let store: any ServerStore
     var outbox: [Int: [ServerPacket]] = [:]
+    /// Every datagram sent, as sent (chunks too), per address.
+    var raw: [Int: [[UInt8]]] = [:]
+    func takeRaw(_ address: Int) -> [[UInt8]] {
+        defer { raw[address] = [] }
+        return raw[address] ?? []
+    }
     var now: UInt64 = 1_795_000_000_000
     var reassembly = ServerReassembler<Int>()
 
@@ -46,7 +52,7 @@ actor ServerHarness {
     }
 
     func take(_ address: Int) -> [ServerPacket] {
-        defer { outbox[address] = [] }
+        defer { outbox[address] = []; raw[address] = [] }
         return outbox[address] ?? []
     }
 
@@ -54,6 +60,7 @@ actor ServerHarness {
         for step in steps {
             switch step {
             case let .send(bytes, to):
+                raw[to, default: []].append(bytes)
                 guard let p = try? ServerPacket.decode(bytes, .toClient) else { Issue.record("undecodable answer"); continue }
                 if case let .chunk(c) = p {
                     if let whole = reassembly.add(c, from: to, now: now) { outbox[to, default: []].append(try! ServerPacket.decode(whole, .toClient)) }
@@ -80,6 +87,11 @@ actor ServerHarness {
                 await perform(core.fetched(try! await store.fetch(user, limit: limit), for: to))
             case let .remove(user, id):
                 await perform(core.removed(try! await store.remove(user, messageID: id)))
+            case let .putDrop(drop, from):
+                await perform(core.dropPut(drop, try! await store.putDrop(drop, limits: core.configuration.dropLimits), from: from))
+            case let .fetchDrops(tags, after, limit, to):
+                await perform(core.dropsFetched(try! await store.drops(for: tags, after: after, notExpiredAt: now, limit: limit),
+                                                after: after, for: to))
             }
         }
     }

@@ -65,6 +65,52 @@ func documentHex(_ name: String) throws -> String {
         #expect(chunks[0].prefix(14).hexString == (try documentHex("yaok-relay-chunk-header")), "computed: \(chunks[0].prefix(14).hexString)")
     }
 
+    /// The courier mailbox's examples in docs/PROTOCOL.md ("The courier mailbox").
+    @Test func theCourierMailboxExamples() throws {
+        let tag = Array(0..<16).map { UInt8($0) }
+        let envelope = CourierEnvelope(recipientTag: tag, expiry: 0x0102_0304_0506_0708, ciphertext: [0xAA, 0xBB, 0xCC])
+        let bytes = try envelope.encoded()
+        let cookie = Bytes16((0x10...0x1F).map { UInt8($0) })!
+        let examples: [(String, ServerPacket, ServerPacket.Direction)] = [
+            ("mailbox-hello", .dropHello(cookie: Bytes16(high: 0, low: 0)), .toServer),
+            ("mailbox-cookie", .dropCookie(cookie: cookie, ready: true), .toClient),
+            ("mailbox-drop", .drop(envelope: bytes), .toServer),
+            ("mailbox-taken", .dropTaken(dropID: CourierMailbox.dropID(of: envelope), new: true), .toClient),
+            ("mailbox-fetch", .dropFetch(after: 0, tags: [Bytes16(tag)!]), .toServer),
+            ("mailbox-delivery", .dropDelivery(sequence: 7, envelope: bytes), .toClient),
+            ("mailbox-end", .dropEnd(count: 1, last: 7, more: false), .toClient),
+        ]
+        for (name, packet, direction) in examples {
+            let encoded = packet.encode()
+            #expect(encoded.hexString == (try documentHex(name)), "\(name) computed: \(encoded.hexString)")
+            #expect(try ServerPacket.decode(encoded, direction) == packet, "\(name)")
+            // Of a fixed size, except DROP (its envelope runs to the end); DROP_HELLO and DROP_FETCH are only the server's, the rest only a client's.
+            if !name.hasPrefix("mailbox-d") { #expect(throws: WireError.self) { try ServerPacket.decode(encoded + [0], direction) } }
+            if !["mailbox-drop", "mailbox-delivery"].contains(name) {
+                #expect(throws: WireError.self) { try ServerPacket.decode(encoded, direction == .toServer ? .toClient : .toServer) }
+            }
+        }
+        // DROP_HELLO is larger than its answer (no amplification by a forged source).
+        #expect(ServerPacket.dropHello(cookie: cookie).encode().count > ServerPacket.dropCookie(cookie: cookie, ready: false).encode().count)
+        // Strict: a DROP_FETCH of no tags or 52, an envelope past the largest, flags other than 0 or 1.
+        var none = ServerPacket.dropFetch(after: 0, tags: [Bytes16(tag)!]).encode()
+        none[14] = 0
+        #expect(throws: WireError.self) { try ServerPacket.decode(Array(none.prefix(15)), .toServer) }
+        var many = ServerPacket.dropFetch(after: 0, tags: [Bytes16(tag)!]).encode()
+        many[14] = 52
+        #expect(throws: WireError.self) { try ServerPacket.decode(many + [UInt8](repeating: 0, count: 51 * 16), .toServer) }
+        let largest = [UInt8](repeating: 1, count: ServerPacket.maxDropEnvelope)
+        #expect(try ServerPacket.decode(ServerPacket.drop(envelope: largest).encode(), .toServer) == .drop(envelope: largest))
+        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.drop(envelope: largest + [1]).encode(), .toServer) }
+        var ready = ServerPacket.dropCookie(cookie: cookie, ready: true).encode()
+        ready[22] = 2
+        #expect(throws: WireError.self) { try ServerPacket.decode(ready, .toClient) }
+        // The largest envelope an envelope can be is what DROP admits.
+        let biggest = CourierEnvelope(recipientTag: tag, expiry: 1, ciphertext: [UInt8](repeating: 7, count: CourierEnvelope.maxCiphertext),
+                                      copies: 2, prekeyID: 9)
+        #expect(try biggest.encoded().count == ServerPacket.maxDropEnvelope)
+    }
+
     @Test func everyPacketRoundTripsAndDecodingIsStrict() throws {
         let id = UserID.random(), t = ServerToken.random()
         let toServer: [ServerPacket] = [

@@ -30,6 +30,15 @@ actor StalledStore: ServerStore {
     func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
     func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
     func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
+    func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
+        if !open { await withCheckedContinuation { waiting.append($0) } }
+        return await inner.putDrop(drop, limits: limits)
+    }
+    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
+        await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
+    }
+    func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
+    func dropCount() async throws -> Int { await inner.dropCount() }
 }
 
 @Suite struct YaOKServerTests {
