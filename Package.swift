@@ -376,7 +376,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCLITests",
         dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire", "StarlingMessengerAPI",
-                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
+                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]

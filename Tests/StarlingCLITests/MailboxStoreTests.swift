@@ -1,0 +1,65 @@
+import Foundation
+import StarlingWire
+import StarlingYaOKServer
+import StarlingYaOKServerCore
+import StarlingYaOKServerPostgres
+import Testing
+
+/// The courier mailbox's rules in every store: the in-memory reference,
+/// SQLite and PostgreSQL (a real cluster) give the same answers.
+@Suite(.serialized, .usesProcesses) struct MailboxStoreTests {
+    static func drop(_ n: UInt64, tag: UInt8, expires: UInt64 = 10_000, at: UInt64 = 100) -> StoredDrop {
+        StoredDrop(dropID: Bytes16(high: n, low: 0), tag: Bytes16([UInt8](repeating: tag, count: 16))!, envelope: [UInt8(n), 1, 2],
+                   expiresAt: expires, receivedAt: at)
+    }
+
+    static func rules(_ store: any ServerStore, _ name: String) async throws {
+        var limits = DropLimits()
+        limits.perTag = 3
+        limits.total = 5
+        let a = Bytes16([UInt8](repeating: 1, count: 16))!, b = Bytes16([UInt8](repeating: 2, count: 16))!, c = Bytes16([UInt8](repeating: 3, count: 16))!
+        for n in 1...3 { #expect(try await store.putDrop(drop(UInt64(n), tag: 1), limits: limits) == .stored(new: true), "\(name)") }
+        #expect(try await store.putDrop(drop(1, tag: 1), limits: limits) == .stored(new: false), "\(name): the same drop is held once")
+        let first = try await store.drops(for: [a], after: 0, notExpiredAt: 200, limit: 10)
+        #expect(first.map(\.dropID.high) == [1, 2, 3] && first.map(\.envelope) == [[1, 1, 2], [2, 1, 2], [3, 1, 2]], "\(name)")
+        #expect(zip(first, first.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "\(name): in arrival order")
+        // A tag's share: the fourth pushes out the tag's oldest.
+        #expect(try await store.putDrop(drop(4, tag: 1), limits: limits) == .stored(new: true))
+        #expect(try await store.drops(for: [a], after: 0, notExpiredAt: 200, limit: 10).map(\.dropID.high) == [2, 3, 4], "\(name)")
+        // The total: 5, then refused, unless some have expired.
+        #expect(try await store.putDrop(drop(5, tag: 2, expires: 500), limits: limits) == .stored(new: true))
+        #expect(try await store.putDrop(drop(6, tag: 2), limits: limits) == .stored(new: true))
+        #expect(try await store.putDrop(drop(7, tag: 3), limits: limits) == .serverFull, "\(name)")
+        #expect(try await store.putDrop(drop(7, tag: 3, at: 600), limits: limits) == .stored(new: true), "\(name): the expired one made room")
+        #expect(try await store.dropCount() == 5)
+        // Several tags, a cursor, a limit; expired ones left out.
+        let all = try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 700, limit: 10)
+        #expect(all.map(\.dropID.high) == [2, 3, 4, 6, 7], "\(name)")
+        let page = try await store.drops(for: [a, b, c], after: all[1].sequence, notExpiredAt: 700, limit: 2)
+        #expect(page.map(\.dropID.high) == [4, 6], "\(name)")
+        #expect(try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 20_000, limit: 10).isEmpty, "\(name): expired are not given")
+        #expect(try await store.expireDrops(at: 20_000) == 5, "\(name)")
+        #expect(try await store.dropCount() == 0)
+    }
+
+    @Test func everyStoreKeepsTheSameRules() async throws {
+        try await Self.rules(InMemoryServerStore(), "memory")
+        let dir = ContactCommandTests.temporaryDirectory("mailbox-store")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/relay.sqlite"
+        do {
+            let sqlite = try SQLiteServerStore(path: path)
+            try await Self.rules(sqlite, "sqlite")
+            _ = try await sqlite.putDrop(Self.drop(9, tag: 9), limits: DropLimits())
+        }
+        // Kept across a reopening (durable when it returned).
+        let reopened = try SQLiteServerStore(path: path)
+        #expect(try await reopened.drops(for: [Bytes16([UInt8](repeating: 9, count: 16))!], after: 0, notExpiredAt: 0, limit: 10).count == 1)
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let store = try await PostgresServerStore(url: pg.url)
+        defer { store.close() }
+        try await Self.rules(store, "postgres")
+    }
+}
