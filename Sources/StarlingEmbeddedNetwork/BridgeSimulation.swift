@@ -26,6 +26,10 @@ public struct BridgeSimulation: Sendable {
     public var seed: UInt64 = 1
     /// Bridges in each mesh: 1 (its node 0) or 2 (nodes 0 and n/2).
     public var bridgesPerMesh = 1
+    /// Nodes repair what they missed with gossip sync (REQUEST_SYNC), as they
+    /// do outside the simulator. Off: flooding alone, for every packet type
+    /// (carriers never are synced: no type bit names them).
+    public var gossipSync = true
     public init() {}
 
     public struct Result: Sendable, Hashable {
@@ -98,12 +102,14 @@ public struct BridgeSimulation: Sendable {
             net.addNode("a\(i)") { c in
                 c.bridgeSeed = seedBytes(i)
                 if bridgeIndices.contains(i) { c.bridge = "u4pruy" } else { c.crossesBridges = true }
+                if !gossipSync { c.router.sync = nil }
             }
         }
         let b = (0..<nodesPerMesh).map { i in
             net.addNode("b\(i)") { c in
                 c.bridgeSeed = seedBytes(1_000 + i)
                 if bridgeIndices.contains(i) { c.bridge = "u4pruz" }
+                if !gossipSync { c.router.sync = nil }
             }
         }
         for mesh in [a, b] {

@@ -54,6 +54,7 @@ public struct CourierMailboxCore: Sendable {
     private var pending: [Pending] = []
     private var tags: [Bytes16] = []
     private var tagsChanged = false
+    /// The fetch under way: the cursor it started from, and when.
     private var fetching: (after: UInt64, since: UInt64)?
     private var lastFetch: UInt64?
     private var transfer: UInt32 = .random(in: 0...UInt32.max)
@@ -162,17 +163,17 @@ public struct CourierMailboxCore: Sendable {
                 pending.remove(at: i)
                 return [.notTaken(id.value, why)]
             }
-        case let .dropDelivery(sequence, bytes):
-            guard let f = fetching else { return [] }
-            fetching = (max(f.after, sequence), f.since)
+        case let .dropDelivery(_, bytes):
+            guard fetching != nil else { return [] }
             guard let e = try? CourierEnvelope(decoding: bytes[...]) else { return [] }
             fetched += 1
             return [.drop(e)]
         case let .dropEnd(_, last, more):
-            guard fetching != nil else { return [] }
+            guard let f = fetching else { return [] }
             fetching = nil
             lastFetch = now
-            return more ? fetch(after: last, now: now) : []
+            // Only forward: a server saying "more" without moving on ends the round (no endless paging).
+            return more && last > f.after ? fetch(after: last, now: now) : []
         default:
             return []
         }

@@ -383,7 +383,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         let batch = drops.prefix(configuration.dropFetchBatch)
         _counters.dropsOut += batch.count
         return batch.flatMap { send(.dropDelivery(sequence: $0.sequence, envelope: $0.envelope), to: address) }
-            + send(.dropEnd(count: UInt8(batch.count), last: batch.last?.sequence ?? after, more: drops.count > batch.count), to: address)
+            + send(.dropEnd(count: UInt8(clamping: batch.count), last: batch.last?.sequence ?? after, more: drops.count > batch.count), to: address)
     }
 
     /// Addresses with a cookie or a proof (for the metrics and the bounds tests).

@@ -69,6 +69,8 @@ struct Sim: ParsableCommand {
             help: "The bridge scenario: the Nostr relay's latency between the two bridges, ms (several: one run each).")
     var relayLatency: [UInt64] = [100, 1_000, 5_000]
     @Option(name: .customLong("bridges-per-mesh"), help: "The bridge scenario: mesh bridges in each mesh, 1 or 2.") var bridgesPerMesh = 1
+    @Flag(name: .customLong("no-gossip-sync"), help: "The bridge scenario: nodes never ask for what they missed (flooding alone), to tell the flood from the repairs.")
+    var noGossipSync = false
     @Option(help: "Read options from a scenario file (`name = value` a line); the command line's win.") var config: String?
 
     static var policies: [any RelayPolicy] {
@@ -144,12 +146,14 @@ struct Sim: ParsableCommand {
             s.loss = loss
             s.seed = seed
             s.bridgesPerMesh = bridgesPerMesh
+            s.gossipSync = !noGossipSync
             results.append(s.run(progress: progress.phase(i)))
         }
         progress.finish()
         if let plot { try BridgeSimulation.svg(results).write(toFile: plot, atomically: true, encoding: .utf8) }
         if json {
-            try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed, "bridgesPerMesh": bridgesPerMesh],
+            try emit(["scenario": ["name": "bridge", "nodesPerMesh": nodes, "meanDegree": degree, "loss": loss, "seed": seed, "bridgesPerMesh": bridgesPerMesh,
+                                      "gossipSync": !noGossipSync],
                       "runs": results.map { r -> [String: Any] in
                           ["relayLatencyMs": Int(r.relayLatency), "messages": r.messages, "delivery": r.delivery, "duplicates": r.duplicates,
                            "echoes": r.echoes, "depositsAtBridgeA": r.depositsAtA,

@@ -165,6 +165,25 @@ import Testing
         #expect(reader.fetched == 25)
     }
 
+    /// A server (or a forger) saying "more" without moving the cursor on ends
+    /// the round: no endless paging. The control: one that moves on is followed.
+    @Test func aFetchPagesOnlyForward() throws {
+        func fetches(_ outputs: [CourierMailboxCore.Output]) -> [UInt64] {
+            outputs.compactMap {
+                guard case let .send(b) = $0, case let .dropFetch(after, _)? = try? ServerPacket.decode(b, .toServer) else { return nil }
+                return after
+            }
+        }
+        var client = CourierMailboxCore()
+        _ = client.tick(now: 0)
+        #expect(fetches(client.follow([Self.tag(1)], now: 0)).isEmpty, "not proven yet")
+        #expect(fetches(client.receive(ServerPacket.dropCookie(cookie: Self.tag(2), ready: true).encode(), now: 1)) == [0])
+        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 10, last: 12, more: true).encode(), now: 2)) == [12])
+        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 12, more: true).encode(), now: 3)).isEmpty)
+        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 40, more: true).encode(), now: 4)).isEmpty, "no fetch under way")
+        #expect(fetches(client.tick(now: 30_003)) == [0], "the next round, from the start")
+    }
+
     @Test func aDropTheServerNeverAnswersIsTriedEightTimesThenGivenUp() {
         var client = CourierMailboxCore()
         var sent = 0

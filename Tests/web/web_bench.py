@@ -9,19 +9,12 @@ its API calls), "weight": the page's own files' bytes, "files": how many}.
 """
 import json
 import sys
-import tempfile
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from chromium import browser
 
 link, count = sys.argv[1], int(sys.argv[2])
-o = webdriver.ChromeOptions()
-o.binary_location = "/usr/bin/chromium"
-for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-          "--user-data-dir=" + tempfile.mkdtemp(prefix="starling-bench-chromium-")]:
-    o.add_argument(a)
-d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+d = browser(window=None, profile="starling-bench-chromium-")
 try:
     d.get(link)
     deadline = time.time() + 30

@@ -9,39 +9,15 @@ Prints "said" once its line is sent, one line a check, and exits 0 when all
 hold. Every wait is bounded (60 s).
 """
 import sys
-import tempfile
-import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from chromium import Checks, browser, messages, until
+
 link, geohash, line, reply, screenshot = sys.argv[1:6]
-o = webdriver.ChromeOptions()
-o.binary_location = "/usr/bin/chromium"
-for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,700",
-          "--user-data-dir=" + tempfile.mkdtemp(prefix="starling-chromium-")]:
-    o.add_argument(a)
-d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
-failures = 0
-
-
-def until(condition, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    return None
-
-
-def check(ok, what):
-    global failures
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    failures += 0 if ok else 1
-
+d = browser()
+check = Checks()
 
 try:
     d.get(link)
@@ -55,10 +31,9 @@ try:
     message.send_keys(line)
     message.send_keys(Keys.ENTER)
     print("said", flush=True)
-    lines = lambda: d.execute_script("return [...document.querySelectorAll('#messages li')].map(li => li.textContent)")
-    got = until(lambda: [l for l in lines() if reply in l])
-    check(bool(got), "the channel's reply is on the page: %r" % (got or lines()))
+    got = until(lambda: [l for l in messages(d) if reply in l])
+    check(bool(got), "the channel's reply is on the page: %r" % (got or messages(d)))
     d.save_screenshot(screenshot)
 finally:
     d.quit()
-sys.exit(1 if failures else 0)
+check.exit()

@@ -21,11 +21,12 @@ import time
 
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
+
+from chromium import browser, messages
 
 alice_link, bob_link, starling, alice_udp, shots, bob_qr = sys.argv[1:7]
 failures = []
@@ -37,15 +38,6 @@ def check(ok, what):
         failures.append(what)
 
 
-def browser():
-    o = webdriver.ChromeOptions()
-    o.binary_location = "/usr/bin/chromium"
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,700",
-              "--user-data-dir=" + tempfile.mkdtemp(prefix="starling-chromium-")]:
-        o.add_argument(a)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
-
-
 def wait(driver, condition, what, seconds=30):
     try:
         return WebDriverWait(driver, seconds).until(lambda d: condition(d))
@@ -53,10 +45,6 @@ def wait(driver, condition, what, seconds=30):
         check(False, what + " (within %d s)" % seconds)
         return None
 
-
-def messages(driver):
-    # Read in one script: the page redraws its list as events come (an element found may be gone).
-    return driver.execute_script("return [...document.querySelectorAll('#messages li')].map(li => li.textContent)")
 
 
 def states(driver):
