@@ -69,7 +69,7 @@ public struct Soak {
             "node.offMesh": 4_096, "node.handedOff": 10_000, "node.handedOffFailed": 1_025, "node.unread": 10_000,
             "node.offMeshSent": 1_024, "node.sessions": 1_024, "node.pendingHandshakes": 128, "node.handshakeStarted": 4_096,
             "node.pings": 4_096, "node.blocked": 4_096, "node.verifiedFingerprints": 4_096, "node.unacknowledged": 4_096,
-            "node.tracked": 4_096, "node.boardPosts": 200, "node.voiceBursts": 8, "node.prekeyBundles": 200, "node.boardTombstones": 300, "router.syncProvided": 900,
+            "node.tracked": 4_096, "node.boardPosts": 200, "node.voiceBursts": 8, "node.prekeyBundles": 200, "node.boardTombstones": 300, "router.syncProvided": 1_100, "node.carriersForSync": 200,
             "node.groups": 64, "node.groupsLeft": 64, "node.groupPackets": 200, "node.groupMessagesShown": 4_096, "node.groupRemovalNotices": 64,
             "node.noiseKeys": 1_024, "node.recognizedIDs": 1_024, "node.announceV2Times": 10, "node.vouchees": 1_024,
             "node.courierHeld": 40, "node.dropsOpened": 512, "node.prekeysUsed": 256, "node.dropsAwaitingTrust": 64,

@@ -606,6 +606,10 @@ public struct MeshRouter: Sendable {
     /// The packets of `type` another store keeps (the board), newest first:
     /// offered in the sync rounds that name the type, and sent back to an asker
     /// whose filter lacks them. Replaces those given before.
+    /// Rounds whose every type is here ask nobody (the node says when they
+    /// matter: carriers only with a bridge in the mesh); they still answer.
+    public var silencedRounds = SyncTypes()
+
     public mutating func provide(_ type: MessageType, packets: [Packet]) {
         provided[type] = packets.isEmpty ? nil : packets.map { (PacketID($0), $0) }
     }
@@ -637,6 +641,7 @@ public struct MeshRouter: Sendable {
         guard !links.isEmpty, let me = localPeer, let sync = configuration.sync else { return [] }
         let ids = provided.filter { round.types.includes($0.key) }.values.joined()
             .sorted { ($0.packet.timestamp, $0.id.high) > ($1.packet.timestamp, $1.id.high) }.prefix(round.capacity).map(\.id)
+        guard round.types.rawValue & ~silencedRounds.rawValue != 0 else { return [] }
         syncRound &+= 1
         let filter = GCSFilter(ids: Array(ids), budget: sync.filterBudget, falsePositiveRate: sync.falsePositiveRate,
                                spread: syncRound % 64, spendSpareBudget: true)

@@ -211,10 +211,13 @@ public struct SyncTypes: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
-    /// The bit of each type, as the apps number them.
+    /// The bit of each type, as the apps number them; then Starling's own:
+    /// bit 40, `fromBridge` Nostr carriers (0x28), which the apps do not sync
+    /// (they drop bits they do not know: iOS's `SyncTypeFlags.decode`, Android's mask).
     public static let bits: [(MessageType, Int)] = [
         (.announce, 0), (.message, 1), (.leave, 2), (.noiseHandshake, 3), (.noiseEncrypted, 4), (.fragment, 5),
         (.requestSync, 6), (.fileTransfer, 7), (.boardPost, 8), (.prekeyBundle, 9), (.groupMessage, 10),
+        (.nostrCarrier, 40),
     ]
     /// What a request without the TLV asks for.
     public static let `default` = SyncTypes([.announce, .message])

@@ -654,6 +654,36 @@ extension InProcessNodes {
         #expect([bob, dave].map { Self.posts(net, $0).count } == shown)
     }
 
+    /// A carrier a node missed (its link was down while the mesh flooded it)
+    /// comes to it by sync (Starling's type bit 40) once the link is back, once;
+    /// the control: a node that does not sync never gets it.
+    @Test func aMissedCarrierIsRepairedBySync() throws {
+        for syncs in [true, false] {
+            let net = EmbeddedNetwork()
+            let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+            let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
+            let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+            let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4) }
+            let bob = net.addNode("bob"), dave = net.addNode("dave") { if !syncs { $0.router.sync = nil } }
+            net.connect(alice, gateA)
+            net.connect(gateB, bob)
+            net.connect(bob, dave)
+            net.run(for: 3_000)
+            for g in [gateA, gateB] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+            net.disconnect(bob, dave)
+            try net.on(alice) { try $0.sendPublic("across, while dave was away", now: $1) }
+            net.run(for: 1_000)
+            for e in net.published[gateA].map(\.event) where e.kind == 20_000 { net.on(gateB) { $0.bridgeFromRelay(e, now: $1) } }
+            net.run(for: 5_000)
+            #expect(InProcessNodes.BridgeNodeTests.bridged(net, bob).map { $0.text } == ["across, while dave was away"])
+            #expect(InProcessNodes.BridgeNodeTests.bridged(net, dave).isEmpty, "dave's link was down")
+            net.connect(bob, dave)
+            net.run(for: 40_000)
+            #expect(InProcessNodes.BridgeNodeTests.bridged(net, dave).map { $0.text } == (syncs ? ["across, while dave was away"] : []), "syncs: \(syncs)")
+            #expect(InProcessNodes.BridgeNodeTests.bridged(net, bob).count == 1, "bob shows it once")
+        }
+    }
+
     /// A blocked author's notice that crossed a bridge is not shown: the bridge
     /// puts it on mesh B's board under its own ID, so the block goes by the
     /// author's signing key (pinned when erin met alice). It stays on the board
