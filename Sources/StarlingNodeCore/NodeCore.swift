@@ -427,7 +427,7 @@ public struct NodeCore: Sendable {
     /// Courier drops online (a bridge's): drop events taken from the relays
     /// (512), envelopes posted (512, by their seal's hash), our own waiting for
     /// a relay (20, the oldest out), and the recipient tags followed.
-    private var dropEventsTaken = BoundedIDs(512)
+    private var dropEventsTaken = BoundedIDs(4_096)
     private var dropsPosted = BoundedIDs(512)
     /// `fromBridge` carriers shown here or sent by our bridge, offered to sync
     /// (``carriersKeptForSync``, ``carrierSyncLifetime``), oldest first.
@@ -436,7 +436,7 @@ public struct NodeCore: Sendable {
     /// A carrier's event is shown only within 15 minutes of its time: no use syncing it after.
     static let carrierSyncLifetime: UInt64 = 900_000
     /// Seals (their SHA-256) handed to the courier mailbox, or that came from it.
-    private var dropsMailboxed = BoundedIDs(512)
+    private var dropsMailboxed = BoundedIDs(4_096)
     private var dropsToPost: [CourierEnvelope] = []
     private var dropTagsFollowed: [String] = []
     /// Orders the peers whose drops we follow (see ``followDrops(now:)``).

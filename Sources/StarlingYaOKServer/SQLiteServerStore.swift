@@ -387,21 +387,32 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: The courier mailbox
 
-    /// One transaction: the same seal held is answered as held; past the tag's
-    /// share its oldest goes; past the total, the expired go, then it is refused.
+    /// One transaction: one held already is answered as held (with the later
+    /// expiry); past the tag's share its oldest go; past the total, the expired,
+    /// then the oldest of all.
     public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
         try await db.write { db in
             let id = Data(drop.dropID.bytes), tag = Data(drop.tag.bytes)
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM drops WHERE drop_id = ?", arguments: [id]) == true { return .stored(new: false) }
-            let ofTag = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops WHERE tag = ?", arguments: [tag]) ?? 0
-            if ofTag >= limits.perTag {
-                try db.execute(sql: "DELETE FROM drops WHERE seq = (SELECT MIN(seq) FROM drops WHERE tag = ?)", arguments: [tag])
-            } else if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 >= limits.total {
-                try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(drop.receivedAt)])
-                guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 < limits.total else { return .serverFull }
+            if let held = try Int64.fetchOne(db, sql: "SELECT expires_at FROM drops WHERE drop_id = ?", arguments: [id]) {
+                if Int64(clamping: drop.expiresAt) > held {
+                    try db.execute(sql: "UPDATE drops SET envelope = ?, expires_at = ? WHERE drop_id = ?",
+                                   arguments: [Data(drop.envelope), Int64(clamping: drop.expiresAt), id])
+                }
+                return .stored(new: false)
+            }
+            try db.execute(sql: """
+                DELETE FROM drops WHERE tag = ? AND seq NOT IN (SELECT seq FROM drops WHERE tag = ? ORDER BY seq DESC LIMIT ?)
+                """, arguments: [tag, tag, max(0, limits.perTag - 1)])
+            if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 >= limits.total {
+                try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(clamping: drop.receivedAt)])
+                let n = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0
+                if n >= limits.total {
+                    try db.execute(sql: "DELETE FROM drops WHERE seq IN (SELECT seq FROM drops ORDER BY seq LIMIT ?)",
+                                   arguments: [n - limits.total + 1])
+                }
             }
             try db.execute(sql: "INSERT INTO drops (drop_id, tag, envelope, expires_at, received_at) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [id, tag, Data(drop.envelope), Int64(drop.expiresAt), Int64(drop.receivedAt)])
+                           arguments: [id, tag, Data(drop.envelope), Int64(clamping: drop.expiresAt), Int64(clamping: drop.receivedAt)])
             return .stored(new: true)
         }
     }
@@ -411,7 +422,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         return try await db.read { db in
             let marks = Array(repeating: "?", count: tags.count).joined(separator: ", ")
             var arguments: [any DatabaseValueConvertible] = tags.map { Data($0.bytes) }
-            arguments += [Int64(after), Int64(now), limit]
+            arguments += [Int64(clamping: after), Int64(clamping: now), limit]
             return try Row.fetchAll(db, sql: """
                 SELECT seq, drop_id, tag, envelope, expires_at, received_at FROM drops
                 WHERE tag IN (\(marks)) AND seq > ? AND expires_at > ? ORDER BY seq LIMIT ?
@@ -425,7 +436,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     public func expireDrops(at now: UInt64) async throws -> Int {
         try await db.write { db in
-            try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(now)])
+            try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(clamping: now)])
             return db.changesCount
         }
     }

@@ -72,8 +72,9 @@ public actor YaOKServer {
     private func housekeep() async {
         let now = Self.now()
         core.tick(now: now)
-        _ = try? await store.expire(before: now.saturatingSubtract(core.configuration.limits.maxAge))
-        _ = try? await store.expireDrops(at: now) // each fetch leaves expired drops out meanwhile
+        // A failure is counted and tried again at the next round (30 s): nothing is lost, the tables are only longer.
+        do { _ = try await store.expire(before: now.saturatingSubtract(core.configuration.limits.maxAge)) } catch { storeFailures += 1 }
+        do { _ = try await store.expireDrops(at: now) } catch { storeFailures += 1 } // each fetch leaves expired drops out meanwhile
     }
 
     private func perform(_ steps: [Core.Step]) {

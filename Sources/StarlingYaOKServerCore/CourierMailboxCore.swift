@@ -3,9 +3,10 @@ import StarlingWire
 
 /// The courier mailbox's names (docs/PROTOCOL.md "The courier mailbox").
 public enum CourierMailbox {
-    /// A drop's ID: the first 16 bytes of the SHA-256 of its seal.
+    /// A drop's ID: the first 16 bytes of the SHA-256 of its recipient tag
+    /// and seal (a courier that copied the seal cannot take its place under another tag).
     public static func dropID(of envelope: CourierEnvelope) -> Bytes16 {
-        Bytes16(Array(SHA256.hash(data: envelope.ciphertext)).prefix(16))!
+        Bytes16(Array(SHA256.hash(data: envelope.recipientTag + envelope.ciphertext)).prefix(16))!
     }
 }
 
@@ -13,11 +14,14 @@ public enum CourierMailbox {
 /// recipient tags to follow, datagrams and the time in; datagrams to the
 /// server and what came of them out. The runtime owns the socket.
 ///
-/// It proves its address (DROP_HELLO, the cookie back), posts each drop
-/// until DROP_TAKEN (2 s, doubling, at most 60 s apart, 8 tries), and
-/// fetches the followed tags every ``Configuration/fetchEvery`` and at once
-/// when they change, page by page as DROP_END says. Bounds: 64 drops waiting
-/// (the oldest goes), 51 tags, one fetch at a time (10 s without its end: done).
+/// It proves its address (DROP_HELLO, the cookie back; at most one hello
+/// every 2 s), posts each drop until DROP_TAKEN (2 s, doubling, at most 60 s
+/// apart, 8 tries), and fetches the followed tags every
+/// ``Configuration/fetchEvery`` and at once when they change, page by page as
+/// DROP_END says, from where the last round ended (from 0 when the tags
+/// change). Bounds: 64 drops waiting (the oldest goes), 51 tags, one fetch at
+/// a time (10 s without its end: done), 100 pages a round; a drop it did not
+/// ask for (another tag, behind the cursor) is not taken.
 public struct CourierMailboxCore: Sendable {
     public struct Configuration: Sendable {
         public var fetchEvery: UInt64 = 30_000
@@ -42,7 +46,7 @@ public struct CourierMailboxCore: Sendable {
 
     struct Pending: Sendable {
         var id: Bytes16
-        var packet: [UInt8]
+        var envelope: [UInt8]
         var tries = 0
         var nextAt: UInt64 = 0
     }
@@ -54,8 +58,12 @@ public struct CourierMailboxCore: Sendable {
     private var pending: [Pending] = []
     private var tags: [Bytes16] = []
     private var tagsChanged = false
-    /// The fetch under way: the cursor it started from, and when.
+    /// The fetch under way: the cursor its page started from, and when.
     private var fetching: (after: UInt64, since: UInt64)?
+    /// Where the next round starts: the last sequence number a round reached.
+    private var cursor: UInt64 = 0
+    private var pagesThisRound = 0
+    public static let maxPagesARound = 100
     private var lastFetch: UInt64?
     private var transfer: UInt32 = .random(in: 0...UInt32.max)
     private var reassembler = ServerReassembler<Int>()
@@ -74,7 +82,7 @@ public struct CourierMailboxCore: Sendable {
         let id = CourierMailbox.dropID(of: e)
         guard !pending.contains(where: { $0.id == id }) else { return [] }
         if pending.count >= configuration.maxPending { pending.removeFirst() }
-        pending.append(Pending(id: id, packet: ServerPacket.drop(envelope: bytes).encode()))
+        pending.append(Pending(id: id, envelope: bytes))
         return tick(now: now)
     }
 
@@ -84,6 +92,7 @@ public struct CourierMailboxCore: Sendable {
         guard Array(t) != tags else { return [] }
         tags = Array(t)
         tagsChanged = true
+        cursor = 0 // a new peer's drops may be older than where we were
         return tick(now: now)
     }
 
@@ -102,7 +111,7 @@ public struct CourierMailboxCore: Sendable {
             pending[i].tries += 1
             let gap = min(configuration.firstRetry << UInt64(min(pending[i].tries - 1, 16)), configuration.maxRetryGap)
             pending[i].nextAt = now + gap
-            out += datagrams(pending[i].packet)
+            out += datagrams(.drop(cookie: cookie, envelope: pending[i].envelope))
         }
         let givenUp = pending.filter { $0.tries >= configuration.maxTries && $0.nextAt <= now }
         pending.removeAll { $0.tries >= configuration.maxTries && $0.nextAt <= now }
@@ -110,7 +119,8 @@ public struct CourierMailboxCore: Sendable {
         if let f = fetching, now >= f.since + configuration.fetchTimeout { fetching = nil; lastFetch = now }
         if fetching == nil, !tags.isEmpty, tagsChanged || lastFetch.map({ now >= $0 + configuration.fetchEvery }) ?? true {
             tagsChanged = false
-            out += fetch(after: 0, now: now)
+            pagesThisRound = 0
+            out += fetch(after: cursor, now: now)
         }
         return out
     }
@@ -133,13 +143,15 @@ public struct CourierMailboxCore: Sendable {
         }
         switch packet {
         case let .dropCookie(c, isReady):
-            cookie = c
             if isReady {
+                cookie = c
                 guard !ready else { return [] }
                 ready = true
                 return tick(now: now)
             }
-            ready = false
+            // Sent back once a cookie (a repeated answer, or one a forger sent, waits for the 2 s hello).
+            guard !ready, c != cookie || lastHello.map({ now >= $0 + configuration.firstRetry }) ?? true else { return [] }
+            cookie = c
             lastHello = now
             return datagrams(.dropHello(cookie: c))
         case let .dropTaken(id, _):
@@ -150,30 +162,36 @@ public struct CourierMailboxCore: Sendable {
         case let .rejected(why, id):
             switch why {
             case .unprovenAddress:
+                guard ready else { return [] } // proving already: one hello chain at a time
                 ready = false
-                cookie = Bytes16(high: 0, low: 0)
-                lastHello = nil
                 fetching = nil
                 for i in pending.indices { pending[i].nextAt = 0 }
-                return tick(now: now)
+                return tick(now: now) // the hello with the cookie we have: the server answers with its own
             case .rateLimited, .serverFull, .storageFailed:
-                return [] // tried again at its time
+                // A fetch refused ends the round where it got to (the cursor kept); a drop is tried again at its time.
+                if id == nil, fetching != nil {
+                    fetching = nil
+                    lastFetch = now
+                }
+                return []
             default:
                 guard let id, let i = pending.firstIndex(where: { $0.id == id.value }) else { return [] }
                 pending.remove(at: i)
                 return [.notTaken(id.value, why)]
             }
-        case let .dropDelivery(_, bytes):
-            guard fetching != nil else { return [] }
-            guard let e = try? CourierEnvelope(decoding: bytes[...]) else { return [] }
+        case let .dropDelivery(sequence, bytes):
+            guard let f = fetching, sequence > f.after, let e = try? CourierEnvelope(decoding: bytes[...]),
+                  let tag = Bytes16(e.recipientTag), tags.contains(tag) else { return [] }
             fetched += 1
             return [.drop(e)]
         case let .dropEnd(_, last, more):
             guard let f = fetching else { return [] }
             fetching = nil
             lastFetch = now
-            // Only forward: a server saying "more" without moving on ends the round (no endless paging).
-            return more && last > f.after ? fetch(after: last, now: now) : []
+            if last > f.after { cursor = max(cursor, last) }
+            // Only forward, and 100 pages a round: a server saying "more" without moving on ends the round.
+            pagesThisRound += 1
+            return more && last > f.after && pagesThisRound < Self.maxPagesARound ? fetch(after: last, now: now) : []
         default:
             return []
         }
@@ -181,7 +199,7 @@ public struct CourierMailboxCore: Sendable {
 
     private mutating func fetch(after: UInt64, now: UInt64) -> [Output] {
         fetching = (after, now)
-        return datagrams(.dropFetch(after: after, tags: tags))
+        return datagrams(.dropFetch(cookie: cookie, after: after, tags: tags))
     }
 
     private mutating func datagrams(_ packet: ServerPacket) -> [Output] { datagrams(packet.encode()) }

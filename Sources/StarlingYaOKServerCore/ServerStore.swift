@@ -136,7 +136,7 @@ public actor InMemoryServerStore: ServerStore {
 /// arrival number (0 in a drop not stored yet): DROP_FETCH's cursor.
 public struct StoredDrop: Hashable, Sendable {
     public var sequence: UInt64
-    /// The first 16 bytes of the SHA-256 of its seal: the same seal twice is one drop.
+    /// The first 16 bytes of the SHA-256 of its tag and seal: the same twice is one drop.
     public var dropID: Bytes16
     public var tag: Bytes16
     /// The envelope as the server re-encoded it (copies 1).
@@ -157,16 +157,15 @@ public struct StoredDrop: Hashable, Sendable {
 
 /// What the store did with a drop.
 public enum DropOutcome: Hashable, Sendable {
-    /// Committed; `new` false: the same seal was held already (kept as it was).
+    /// Committed; `new` false: it was held already (with the later of the two
+    /// expiries: a copy expiring sooner cannot cut the real one short).
     case stored(new: Bool)
-    /// The mailbox holds ``DropLimits/total`` drops that have not expired.
-    case serverFull
 }
 
-/// The mailbox's bounds: drops a recipient tag (the oldest of the tag goes
-/// for a new one: anyone who heard a peer's announce can compute its tags,
-/// so a flood must not shut the real drops out for a day), and in all (then
-/// new ones are refused until some expire; each lives a day at most).
+/// The mailbox's bounds: drops a recipient tag, and in all. Past either the
+/// oldest goes for a new one (of the tag; of all, after the expired): anyone
+/// who heard a peer's announce can compute its tags, so a flood must not shut
+/// the real drops out for a day; it has to go on to push them out.
 public struct DropLimits: Hashable, Sendable {
     public var perTag = 32
     public var total = 10_000
@@ -175,13 +174,15 @@ public struct DropLimits: Hashable, Sendable {
 
 extension InMemoryServerStore {
     public func putDrop(_ drop: StoredDrop, limits: DropLimits) -> DropOutcome {
-        if drops.contains(where: { $0.dropID == drop.dropID }) { return .stored(new: false) }
+        if let i = drops.firstIndex(where: { $0.dropID == drop.dropID }) {
+            if drop.expiresAt > drops[i].expiresAt { (drops[i].envelope, drops[i].expiresAt) = (drop.envelope, drop.expiresAt) }
+            return .stored(new: false)
+        }
         let ofTag = drops.indices.filter { drops[$0].tag == drop.tag }
-        if ofTag.count >= limits.perTag, let oldest = ofTag.first {
-            drops.remove(at: oldest)
-        } else if drops.count >= limits.total {
+        if ofTag.count >= limits.perTag { for i in ofTag.prefix(ofTag.count - limits.perTag + 1).reversed() { drops.remove(at: i) } }
+        if drops.count >= limits.total {
             drops.removeAll { $0.expiresAt <= drop.receivedAt }
-            guard drops.count < limits.total else { return .serverFull }
+            if drops.count >= limits.total { drops.removeFirst(drops.count - limits.total + 1) }
         }
         dropSequence += 1
         var kept = drop

@@ -87,6 +87,9 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         /// DROPs a second from one address, and the burst.
         public var dropRate: Double = 2
         public var dropBurst: Double = 20
+        /// DROPs a second the server takes in all (each is a synced write), and the burst.
+        public var dropsPerSecond: Double = 50
+        public var dropsBurst: Double = 100
         /// DROP_FETCHes a second from one address (the pages of one fetch
         /// included), and the burst.
         public var dropFetchRate: Double = 2
@@ -188,6 +191,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     }()
     @usableFromInline var dropBuckets: [Address: Bucket] = [:]
     @usableFromInline var dropFetchBuckets: [Address: Bucket] = [:]
+    @usableFromInline var dropsInAll: [Int: Bucket] = [:]
     @usableFromInline var _counters = Counters()
     public var counters: Counters { _counters }
 
@@ -290,10 +294,10 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
                                                 payload: payload, receivedAt: now), from: address)]
         case let .dropHello(cookie):
             return dropHello(cookie, from: address, now: now)
-        case let .drop(bytes):
-            return drop(bytes, from: address, now: now)
-        case let .dropFetch(after, tags):
-            guard isProven(address, now: now) else { return reject(.unprovenAddress, nil, to: address) }
+        case let .drop(cookie, bytes):
+            return drop(bytes, cookie: cookie, from: address, now: now)
+        case let .dropFetch(cookie, after, tags):
+            guard isProven(address, cookie: cookie, now: now) else { return reject(.unprovenAddress, nil, to: address) }
             guard Self.take(&dropFetchBuckets, address, rate: configuration.dropFetchRate, burst: configuration.dropFetchBurst, now: now,
                            cap: configuration.maxBuckets) else {
                 _counters.rateLimited += 1
@@ -309,29 +313,36 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     // MARK: The courier mailbox
 
     /// Whether `address` sent back its cookie and has not been quiet past
-    /// the proof's timeout (each call from it keeps it).
+    /// the proof's timeout (each call from it keeps it); with `cookie`, also
+    /// that the packet carries it (a forged source does not know it).
     @usableFromInline
-    mutating func isProven(_ address: Address, now: UInt64) -> Bool {
-        guard var p = dropProofs[address], p.proven, now < p.lastSeen + configuration.dropProofTimeout else { return false }
+    mutating func isProven(_ address: Address, cookie: Bytes16? = nil, now: UInt64) -> Bool {
+        guard var p = dropProofs[address], p.proven, now < p.lastSeen + configuration.dropProofTimeout,
+              cookie == nil || cookie == p.cookie else { return false }
         p.lastSeen = now
         dropProofs[address] = p
         return true
     }
 
     /// DROP_HELLO: its cookie back (within the timeout) proves the address;
-    /// anything else gets a fresh cookie. The answer (23 bytes) is smaller
-    /// than the question (38), so a forged source gains nothing.
+    /// another gets the address's cookie again (with its standing: a forged
+    /// hello neither replaces a cookie nor ends a proof), and an address
+    /// without one (or whose cookie lapsed) a fresh cookie. The answer (23
+    /// bytes) is smaller than the question (38), so a forged source gains nothing.
     @usableFromInline
     mutating func dropHello(_ cookie: Bytes16, from address: Address, now: UInt64) -> [Step] {
-        if var p = dropProofs[address], p.cookie == cookie, now < max(p.issuedAt, p.lastSeen) + configuration.dropProofTimeout {
+        if var p = dropProofs[address], now < max(p.issuedAt, p.lastSeen) + configuration.dropProofTimeout {
+            guard p.cookie == cookie else { return send(.dropCookie(cookie: p.cookie, ready: p.proven), to: address) }
             p.proven = true
             p.lastSeen = now
             dropProofs[address] = p
             return send(.dropCookie(cookie: cookie, ready: true), to: address)
         }
         if dropProofs[address] == nil, dropProofs.count >= configuration.maxDropAddresses {
+            // The lapsed go; if most are live (a flood of new addresses), all go, so that
+            // this costs O(1) a hello amortised (clients then say DROP_HELLO again).
             dropProofs = dropProofs.filter { now < $0.value.lastSeen + configuration.dropProofTimeout }
-            if dropProofs.count >= configuration.maxDropAddresses { dropProofs.removeAll(keepingCapacity: true) }
+            if dropProofs.count >= configuration.maxDropAddresses * 3 / 4 { dropProofs.removeAll(keepingCapacity: true) }
         }
         var rng = SystemRandomNumberGenerator()
         let fresh = Bytes16(high: rng.next(), low: rng.next())
@@ -342,14 +353,15 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     /// A DROP from a proven address: an envelope that reads, not expired,
     /// expiring within a day; kept under its recipient tag with copies 1.
     @usableFromInline
-    mutating func drop(_ bytes: [UInt8], from address: Address, now: UInt64) -> [Step] {
-        guard isProven(address, now: now) else { return reject(.unprovenAddress, nil, to: address) }
+    mutating func drop(_ bytes: [UInt8], cookie: Bytes16, from address: Address, now: UInt64) -> [Step] {
+        guard isProven(address, cookie: cookie, now: now) else { return reject(.unprovenAddress, nil, to: address) }
         guard var envelope = try? CourierEnvelope(decoding: bytes[...]), let tag = Bytes16(envelope.recipientTag) else {
             return reject(.malformed, nil, to: address)
         }
         let id = CourierMailbox.dropID(of: envelope)
         guard Self.take(&dropBuckets, address, rate: configuration.dropRate, burst: configuration.dropBurst, now: now,
-                       cap: configuration.maxBuckets) else {
+                       cap: configuration.maxBuckets),
+              Self.take(&dropsInAll, 0, rate: configuration.dropsPerSecond, burst: configuration.dropsBurst, now: now, cap: 1) else {
             _counters.rateLimited += 1
             return reject(.rateLimited, UserID(id), to: address)
         }
@@ -361,15 +373,11 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         return [.putDrop(StoredDrop(dropID: id, tag: tag, envelope: canonical, expiresAt: envelope.expiry, receivedAt: now), from: address)]
     }
 
-    /// A DROP's fate in the store: DROP_TAKEN, or REJECTED 07.
+    /// A DROP's fate in the store: DROP_TAKEN.
     public mutating func dropPut(_ drop: StoredDrop, _ outcome: DropOutcome, from address: Address) -> [Step] {
-        switch outcome {
-        case let .stored(new):
-            if new { _counters.dropsIn += 1 }
-            return send(.dropTaken(dropID: drop.dropID, new: new), to: address)
-        case .serverFull:
-            return reject(.serverFull, UserID(drop.dropID), to: address)
-        }
+        guard case let .stored(new) = outcome else { return [] }
+        if new { _counters.dropsIn += 1 }
+        return send(.dropTaken(dropID: drop.dropID, new: new), to: address)
     }
 
     /// A DROP the store could not keep: REJECTED 0C, and its sender retries.

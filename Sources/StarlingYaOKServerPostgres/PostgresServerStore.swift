@@ -378,37 +378,42 @@ public final class PostgresServerStore: ServerStore, Sendable {
     // MARK: The courier mailbox
 
     /// One transaction, drop writers of every server one at a time (an
-    /// advisory lock), so that the tag's share and the total hold across servers.
+    /// advisory lock, taken before the sequence moves: sequence numbers follow
+    /// the commits), so that the tag's share and the total hold across servers.
     public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
         try await bounded("a drop") { client in try await client.withTransaction(logger: self.logger) { c in
             try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
             let id = Self.buffer(drop.dropID.bytes), tag = Self.buffer(drop.tag.bytes)
-            var held = false
-            for try await _ in try await c.query("SELECT 1 FROM relay_drops WHERE drop_id = \(id)", logger: self.logger).decode(Int32.self) {
-                held = true
+            let expires = Int64(clamping: drop.expiresAt), received = Int64(clamping: drop.receivedAt)
+            var held: Int64?
+            for try await e in try await c.query("SELECT expires_at FROM relay_drops WHERE drop_id = \(id)", logger: self.logger)
+                .decode(Int64.self) { held = e }
+            if let held {
+                if expires > held {
+                    try await c.query("""
+                        UPDATE relay_drops SET envelope = \(Self.buffer(drop.envelope)), expires_at = \(expires) WHERE drop_id = \(id)
+                        """, logger: self.logger)
+                }
+                return .stored(new: false)
             }
-            if held { return .stored(new: false) }
-            var ofTag = 0, total = 0
-            for try await (t, a) in try await c.query("""
-                SELECT (SELECT count(*) FROM relay_drops WHERE tag = \(tag)), (SELECT count(*) FROM relay_drops)
-                """, logger: self.logger).decode((Int64, Int64).self) {
-                ofTag = Int(t)
-                total = Int(a)
-            }
-            if ofTag >= limits.perTag {
-                try await c.query("""
-                    DELETE FROM relay_drops WHERE seq = (SELECT min(seq) FROM relay_drops WHERE tag = \(tag))
-                    """, logger: self.logger)
-            } else if total >= limits.total {
-                var gone = 0
-                for try await n in try await c.query("""
-                    WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(drop.receivedAt)) RETURNING 1) SELECT count(*) FROM removed
-                    """, logger: self.logger).decode(Int64.self) { gone = Int(n) }
-                guard total - gone < limits.total else { return .serverFull }
+            try await c.query("""
+                DELETE FROM relay_drops WHERE tag = \(tag)
+                AND seq NOT IN (SELECT seq FROM relay_drops WHERE tag = \(tag) ORDER BY seq DESC LIMIT \(Int64(max(0, limits.perTag - 1))))
+                """, logger: self.logger)
+            var total = 0
+            for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
+            if total >= limits.total {
+                try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(received)", logger: self.logger)
+                for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
+                if total >= limits.total {
+                    try await c.query("""
+                        DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total - limits.total + 1)))
+                        """, logger: self.logger)
+                }
             }
             try await c.query("""
                 INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
-                VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(Int64(drop.expiresAt)), \(Int64(drop.receivedAt)))
+                VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(expires), \(received))
                 """, logger: self.logger)
             return .stored(new: true)
         } }
@@ -421,7 +426,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
             var out: [StoredDrop] = []
             for try await (seq, id, tag, envelope, expires, received) in try await client.query("""
                 SELECT seq, drop_id, tag, envelope, expires_at, received_at FROM relay_drops
-                WHERE tag = ANY(\(buffers)) AND seq > \(Int64(after)) AND expires_at > \(Int64(now)) ORDER BY seq LIMIT \(Int64(limit))
+                WHERE tag = ANY(\(buffers)) AND seq > \(Int64(clamping: after)) AND expires_at > \(Int64(clamping: now)) ORDER BY seq LIMIT \(Int64(limit))
                 """, logger: self.logger).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer, Int64, Int64).self) {
                 guard let id = Bytes16(Self.bytes(id)), let tag = Bytes16(Self.bytes(tag)) else { continue }
                 out.append(StoredDrop(sequence: UInt64(seq), dropID: id, tag: tag, envelope: Self.bytes(envelope),
@@ -435,7 +440,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
         try await bounded("a drop expiry") { client in
             var n = 0
             for try await removed in try await client.query("""
-                WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(now)) RETURNING 1) SELECT count(*) FROM removed
+                WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(clamping: now)) RETURNING 1) SELECT count(*) FROM removed
                 """, logger: self.logger).decode(Int64.self) { n = Int(removed) }
             return n
         }

@@ -26,20 +26,36 @@ import Testing
         // A tag's share: the fourth pushes out the tag's oldest.
         #expect(try await store.putDrop(drop(4, tag: 1), limits: limits) == .stored(new: true))
         #expect(try await store.drops(for: [a], after: 0, notExpiredAt: 200, limit: 10).map(\.dropID.high) == [2, 3, 4], "\(name)")
-        // The total: 5, then refused, unless some have expired.
+        // The same drop again with a later expiry keeps the later (a copy cannot cut it short); an earlier one changes nothing.
+        var later = drop(4, tag: 1, expires: 12_000)
+        later.envelope = [4, 9, 9]
+        #expect(try await store.putDrop(later, limits: limits) == .stored(new: false))
+        #expect(try await store.putDrop(drop(4, tag: 1, expires: 50), limits: limits) == .stored(new: false))
+        let four = try await store.drops(for: [a], after: 0, notExpiredAt: 11_000, limit: 10)
+        #expect(four.map(\.dropID.high) == [4] && four.first?.envelope == [4, 9, 9] && four.first?.expiresAt == 12_000, "\(name)")
+        // The total: 5; then the expired go, then the oldest of all.
         #expect(try await store.putDrop(drop(5, tag: 2, expires: 500), limits: limits) == .stored(new: true))
         #expect(try await store.putDrop(drop(6, tag: 2), limits: limits) == .stored(new: true))
-        #expect(try await store.putDrop(drop(7, tag: 3), limits: limits) == .serverFull, "\(name)")
         #expect(try await store.putDrop(drop(7, tag: 3, at: 600), limits: limits) == .stored(new: true), "\(name): the expired one made room")
+        #expect(try await store.dropCount() == 5)
+        #expect(try await store.putDrop(drop(8, tag: 3, at: 700), limits: limits) == .stored(new: true), "\(name): the oldest of all made room")
         #expect(try await store.dropCount() == 5)
         // Several tags, a cursor, a limit; expired ones left out.
         let all = try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 700, limit: 10)
-        #expect(all.map(\.dropID.high) == [2, 3, 4, 6, 7], "\(name)")
+        #expect(all.map(\.dropID.high) == [3, 4, 6, 7, 8], "\(name)")
         let page = try await store.drops(for: [a, b, c], after: all[1].sequence, notExpiredAt: 700, limit: 2)
-        #expect(page.map(\.dropID.high) == [4, 6], "\(name)")
+        #expect(page.map(\.dropID.high) == [6, 7], "\(name)")
+        #expect(try await store.drops(for: [a, b, c], after: UInt64.max, notExpiredAt: 700, limit: 10).isEmpty, "\(name): a cursor past any")
         #expect(try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 20_000, limit: 10).isEmpty, "\(name): expired are not given")
         #expect(try await store.expireDrops(at: 20_000) == 5, "\(name)")
         #expect(try await store.dropCount() == 0)
+        // A share lowered since: the tag comes down to it at its next drop.
+        for n in 20..<26 { _ = try await store.putDrop(drop(UInt64(n), tag: 5), limits: DropLimits()) }
+        var small = DropLimits()
+        small.perTag = 2
+        _ = try await store.putDrop(drop(30, tag: 5), limits: small)
+        #expect(try await store.drops(for: [Bytes16([UInt8](repeating: 5, count: 16))!], after: 0, notExpiredAt: 0, limit: 10)
+            .map(\.dropID.high) == [25, 30], "\(name)")
     }
 
     @Test func everyStoreKeepsTheSameRules() async throws {

@@ -15,6 +15,13 @@ import Testing
 
     static func tag(_ n: UInt8) -> Bytes16 { Bytes16([UInt8](repeating: n, count: 16))! }
 
+    /// The cookie the server holds for `address` (asked as a client would: its answer to a hello).
+    static func cookie(_ h: ServerHarness, at address: Int) async -> Bytes16? {
+        await h.receive(ServerPacket.dropHello(cookie: Bytes16(high: 0, low: 0)).encode(), from: address)
+        guard case let .dropCookie(c, _)? = await h.take(address).last else { return nil }
+        return c
+    }
+
     /// Carries `outputs`' datagrams from a client at `address` to the server and
     /// the answers back, until nothing more is sent (at most 200 rounds);
     /// everything else the client said.
@@ -62,22 +69,31 @@ import Testing
         // The control: a tag nobody left anything for brings nothing.
         var dave = CourierMailboxCore()
         #expect(await Self.pump(h, &dave, at: 4, dave.follow([Self.tag(2)], now: now)).isEmpty)
-        // Fetched again every 30 s (the drops stay for whoever turns up).
+        // Fetched again every 30 s, from where the last round got to: what was left since comes, not the rest again.
+        let third = Self.envelope(tag: 9, now: now)
+        _ = await Self.pump(h, &alice, at: 1, alice.post(third, now: now))
         await h.advance(30_000)
-        #expect(await Self.pump(h, &bob, at: 2, bob.tick(now: now + 30_000)).count == 2)
+        var three = third
+        three.copies = 1
+        #expect(await Self.pump(h, &bob, at: 2, bob.tick(now: now + 30_000)) == [.drop(three)])
+        // The drops stay for whoever turns up: a newcomer gets all three.
+        var erin = CourierMailboxCore()
+        #expect(await Self.pump(h, &erin, at: 5, erin.follow([Self.tag(1), Self.tag(9)], now: now + 30_000)).count == 3)
     }
 
     @Test func anAddressThatHasNotProvenItselfGetsNothingButACookie() async throws {
         let h = ServerHarness()
         let now = await h.now
         let e = Self.envelope(now: now)
-        let drop = ServerPacket.drop(envelope: try e.encoded()).encode()
-        await h.receive(drop, from: 9)
-        await h.receive(ServerPacket.dropFetch(after: 0, tags: [Self.tag(1)]).encode(), from: 9)
+        let zero = Bytes16(high: 0, low: 0)
+        await h.receive(ServerPacket.drop(cookie: zero, envelope: try e.encoded()).encode(), from: 9)
+        await h.receive(ServerPacket.dropFetch(cookie: zero, after: 0, tags: [Self.tag(1)]).encode(), from: 9)
         #expect(await h.take(9) == [.rejected(.unprovenAddress, messageID: nil), .rejected(.unprovenAddress, messageID: nil)])
         // Chunks from it are not reassembled, nor answered.
-        let big = ServerPacket.drop(envelope: try Self.envelope(size: 5_000, now: now).encoded()).encode()
-        for d in try #require(ServerChunk.datagrams(big, transferID: 1)) { await h.receive(d, from: 9) }
+        let bigEnvelope = try Self.envelope(size: 5_000, now: now).encoded()
+        for d in try #require(ServerChunk.datagrams(ServerPacket.drop(cookie: zero, envelope: bigEnvelope).encode(), transferID: 1)) {
+            await h.receive(d, from: 9)
+        }
         #expect(await h.take(9).isEmpty)
         // A cookie it never got proves nothing.
         await h.receive(ServerPacket.dropHello(cookie: Self.tag(5)).encode(), from: 9)
@@ -85,13 +101,24 @@ import Testing
         // A forged source (another address) bringing that cookie back proves nothing either.
         await h.receive(ServerPacket.dropHello(cookie: cookie).encode(), from: 10)
         guard case .dropCookie(_, false)? = await h.take(10).first else { Issue.record("proven from elsewhere"); return }
-        // The control: it brings its cookie back, and the same DROP and chunks are taken.
+        // The control: it brings its cookie back, and the DROP and chunks that carry it are taken.
         await h.receive(ServerPacket.dropHello(cookie: cookie).encode(), from: 9)
         #expect(await h.take(9) == [.dropCookie(cookie: cookie, ready: true)])
+        let drop = ServerPacket.drop(cookie: cookie, envelope: try e.encoded()).encode()
         await h.receive(drop, from: 9)
-        for d in try #require(ServerChunk.datagrams(big, transferID: 2)) { await h.receive(d, from: 9) }
+        for d in try #require(ServerChunk.datagrams(ServerPacket.drop(cookie: cookie, envelope: bigEnvelope).encode(), transferID: 2)) {
+            await h.receive(d, from: 9)
+        }
         #expect(await h.take(9).count == 2)
         #expect(try await h.store.dropCount() == 2)
+        // A forger naming the proven address does not know its cookie: its fetch gets nothing sent there but a REJECTED.
+        await h.receive(ServerPacket.dropFetch(cookie: Self.tag(7), after: 0, tags: [Self.tag(1)]).encode(), from: 9)
+        #expect(await h.take(9) == [.rejected(.unprovenAddress, messageID: nil)])
+        // Nor does a forged hello replace the cookie or end the proof: the address's own packets still go through.
+        await h.receive(ServerPacket.dropHello(cookie: Self.tag(8)).encode(), from: 9)
+        #expect(await h.take(9) == [.dropCookie(cookie: cookie, ready: true)])
+        await h.receive(ServerPacket.dropFetch(cookie: cookie, after: 0, tags: [Self.tag(1)]).encode(), from: 9)
+        #expect(await h.take(9).last == .dropEnd(count: 2, last: 2, more: false))
         // Five quiet minutes and the proof lapses; the client core proves itself again and its drop goes through.
         await h.advance(300_001)
         await h.receive(drop, from: 9)
@@ -118,21 +145,29 @@ import Testing
         for e in flood { _ = await Self.pump(h, &client, at: 1, client.post(e, now: now)) }
         let held = try await h.store.drops(for: [Self.tag(1)], after: 0, notExpiredAt: now, limit: 100)
         #expect(held.count == 32 && held.map(\.dropID) == flood.suffix(32).map { CourierMailbox.dropID(of: $0) })
-        // In all, 40: the 41st is refused (07) until some expire.
-        for i in 0..<8 { _ = await Self.pump(h, &client, at: 1, client.post(Self.envelope(tag: UInt8(2 + i), expiresIn: 60_000, now: now), now: now)) }
+        // In all, 40: the 41st pushes out the oldest of all (a flood has to go on to keep real drops out).
+        let eight = (0..<8).map { i in Self.envelope(tag: UInt8(2 + i), expiresIn: 60_000, now: now) }
+        for e in eight { _ = await Self.pump(h, &client, at: 1, client.post(e, now: now)) }
         #expect(try await h.store.dropCount() == 40)
-        let refusedEnvelope = Self.envelope(tag: 20, now: now)
-        await h.receive(ServerPacket.drop(envelope: try refusedEnvelope.encoded()).encode(), from: 1)
-        #expect(await h.take(1) == [.rejected(.serverFull, messageID: UserID(CourierMailbox.dropID(of: refusedEnvelope)))])
+        let cookie = try #require(await Self.cookie(h, at: 1))
+        let next = Self.envelope(tag: 20, now: now)
+        await h.receive(ServerPacket.drop(cookie: cookie, envelope: try next.encoded()).encode(), from: 1)
+        #expect(await h.take(1) == [.dropTaken(dropID: CourierMailbox.dropID(of: next), new: true)])
+        #expect(try await h.store.dropCount() == 40)
+        #expect(try await h.store.drops(for: [Self.tag(1)], after: 0, notExpiredAt: now, limit: 100).count == 31, "the tag's oldest went")
+        // The expired go before anyone else's.
         await h.advance(60_001)
-        await h.receive(ServerPacket.drop(envelope: try refusedEnvelope.encoded()).encode(), from: 1)
-        #expect(await h.take(1) == [.dropTaken(dropID: CourierMailbox.dropID(of: refusedEnvelope), new: true)])
+        let after = Self.envelope(tag: 21, now: await h.now)
+        await h.receive(ServerPacket.drop(cookie: cookie, envelope: try after.encoded()).encode(), from: 1)
+        _ = await h.take(1)
+        let heldNow = try await h.store.dropCount(), ofTag1 = try await h.store.drops(for: [Self.tag(1)], after: 0, notExpiredAt: now, limit: 100)
+        #expect(heldNow == 33 && ofTag1.count == 31)
         // Expired, or expiring more than a day ahead: 11; not an envelope: 09.
         let later = await h.now
         let expired = Self.envelope(expiresIn: 0, now: later), far = Self.envelope(expiresIn: 2 * 86_400_000, now: later)
-        await h.receive(ServerPacket.drop(envelope: try expired.encoded()).encode(), from: 1)
-        await h.receive(ServerPacket.drop(envelope: try far.encoded()).encode(), from: 1)
-        await h.receive(ServerPacket.drop(envelope: [1, 2, 3]).encode(), from: 1)
+        await h.receive(ServerPacket.drop(cookie: cookie, envelope: try expired.encoded()).encode(), from: 1)
+        await h.receive(ServerPacket.drop(cookie: cookie, envelope: try far.encoded()).encode(), from: 1)
+        await h.receive(ServerPacket.drop(cookie: cookie, envelope: [UInt8](repeating: 0xFF, count: 40)).encode(), from: 1)
         #expect(await h.take(1) == [.rejected(.dropExpiry, messageID: UserID(CourierMailbox.dropID(of: expired))),
                                     .rejected(.dropExpiry, messageID: UserID(CourierMailbox.dropID(of: far))),
                                     .rejected(.malformed, messageID: nil)])
@@ -150,12 +185,13 @@ import Testing
         // 20 at once, then 2 a second: the 21st at once is refused (08) and tried again later by the client.
         var answers: [ServerPacket] = []
         let many = (0..<25).map { _ in Self.envelope(tag: 3, size: 30, now: now) }
-        for e in many.prefix(21) { await h.receive(ServerPacket.drop(envelope: try e.encoded()).encode(), from: 1) }
+        let cookie = try #require(await Self.cookie(h, at: 1))
+        for e in many.prefix(21) { await h.receive(ServerPacket.drop(cookie: cookie, envelope: try e.encoded()).encode(), from: 1) }
         answers = await h.take(1)
         #expect(answers.filter { if case .dropTaken = $0 { true } else { false } }.count == 20)
         #expect(answers.last == .rejected(.rateLimited, messageID: UserID(CourierMailbox.dropID(of: many[20]))))
         await h.advance(3_000)
-        for e in many.suffix(5) { await h.receive(ServerPacket.drop(envelope: try e.encoded()).encode(), from: 1) }
+        for e in many.suffix(5) { await h.receive(ServerPacket.drop(cookie: cookie, envelope: try e.encoded()).encode(), from: 1) }
         _ = await h.take(1)
         #expect(try await h.store.dropCount() == 26 - 1 - 1 + 1) // 20, then 6 tokens in 3 s: 5 taken; the 21st not
         // A fetch of 25 comes in pages of 10 (DROP_END says more), all of them, in order.
@@ -170,7 +206,7 @@ import Testing
     @Test func aFetchPagesOnlyForward() throws {
         func fetches(_ outputs: [CourierMailboxCore.Output]) -> [UInt64] {
             outputs.compactMap {
-                guard case let .send(b) = $0, case let .dropFetch(after, _)? = try? ServerPacket.decode(b, .toServer) else { return nil }
+                guard case let .send(b) = $0, case let .dropFetch(_, after, _)? = try? ServerPacket.decode(b, .toServer) else { return nil }
                 return after
             }
         }
@@ -181,7 +217,13 @@ import Testing
         #expect(fetches(client.receive(ServerPacket.dropEnd(count: 10, last: 12, more: true).encode(), now: 2)) == [12])
         #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 12, more: true).encode(), now: 3)).isEmpty)
         #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 40, more: true).encode(), now: 4)).isEmpty, "no fetch under way")
-        #expect(fetches(client.tick(now: 30_003)) == [0], "the next round, from the start")
+        #expect(fetches(client.tick(now: 30_003)) == [12], "the next round from where the last got to")
+        #expect(fetches(client.receive(ServerPacket.rejected(.rateLimited, messageID: nil).encode(), now: 30_004)).isEmpty, "refused: the round ends")
+        #expect(fetches(client.follow([Self.tag(1), Self.tag(3)], now: 30_005)) == [0], "new tags: from the start")
+        // What it did not ask for is not taken: another tag, or behind the page's cursor.
+        let other = Self.envelope(tag: 9, now: 0), mine = Self.envelope(tag: 3, now: 0)
+        #expect(client.receive(ServerPacket.dropDelivery(sequence: 5, envelope: try other.encoded()).encode(), now: 30_006).isEmpty)
+        #expect(client.receive(ServerPacket.dropDelivery(sequence: 6, envelope: try mine.encoded()).encode(), now: 30_006) == [.drop(mine)])
     }
 
     @Test func aDropTheServerNeverAnswersIsTriedEightTimesThenGivenUp() {

@@ -74,9 +74,9 @@ func documentHex(_ name: String) throws -> String {
         let examples: [(String, ServerPacket, ServerPacket.Direction)] = [
             ("mailbox-hello", .dropHello(cookie: Bytes16(high: 0, low: 0)), .toServer),
             ("mailbox-cookie", .dropCookie(cookie: cookie, ready: true), .toClient),
-            ("mailbox-drop", .drop(envelope: bytes), .toServer),
+            ("mailbox-drop", .drop(cookie: cookie, envelope: bytes), .toServer),
             ("mailbox-taken", .dropTaken(dropID: CourierMailbox.dropID(of: envelope), new: true), .toClient),
-            ("mailbox-fetch", .dropFetch(after: 0, tags: [Bytes16(tag)!]), .toServer),
+            ("mailbox-fetch", .dropFetch(cookie: cookie, after: 0, tags: [Bytes16(tag)!]), .toServer),
             ("mailbox-delivery", .dropDelivery(sequence: 7, envelope: bytes), .toClient),
             ("mailbox-end", .dropEnd(count: 1, last: 7, more: false), .toClient),
         ]
@@ -93,15 +93,21 @@ func documentHex(_ name: String) throws -> String {
         // DROP_HELLO is larger than its answer (no amplification by a forged source).
         #expect(ServerPacket.dropHello(cookie: cookie).encode().count > ServerPacket.dropCookie(cookie: cookie, ready: false).encode().count)
         // Strict: a DROP_FETCH of no tags or 52, an envelope past the largest, flags other than 0 or 1.
-        var none = ServerPacket.dropFetch(after: 0, tags: [Bytes16(tag)!]).encode()
-        none[14] = 0
-        #expect(throws: WireError.self) { try ServerPacket.decode(Array(none.prefix(15)), .toServer) }
-        var many = ServerPacket.dropFetch(after: 0, tags: [Bytes16(tag)!]).encode()
-        many[14] = 52
+        var none = ServerPacket.dropFetch(cookie: cookie, after: 0, tags: [Bytes16(tag)!]).encode()
+        none[30] = 0
+        #expect(throws: WireError.self) { try ServerPacket.decode(Array(none.prefix(31)), .toServer) }
+        var many = ServerPacket.dropFetch(cookie: cookie, after: 0, tags: [Bytes16(tag)!]).encode()
+        many[30] = 52
         #expect(throws: WireError.self) { try ServerPacket.decode(many + [UInt8](repeating: 0, count: 51 * 16), .toServer) }
         let largest = [UInt8](repeating: 1, count: ServerPacket.maxDropEnvelope)
-        #expect(try ServerPacket.decode(ServerPacket.drop(envelope: largest).encode(), .toServer) == .drop(envelope: largest))
-        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.drop(envelope: largest + [1]).encode(), .toServer) }
+        #expect(try ServerPacket.decode(ServerPacket.drop(cookie: cookie, envelope: largest).encode(), .toServer) == .drop(cookie: cookie, envelope: largest))
+        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.drop(cookie: cookie, envelope: largest + [1]).encode(), .toServer) }
+        // The smallest envelope is 34 bytes: a DROP is never smaller than the REJECTED it may get (no amplification).
+        let smallest = [UInt8](repeating: 1, count: ServerPacket.minDropEnvelope)
+        #expect(try ServerPacket.decode(ServerPacket.drop(cookie: cookie, envelope: smallest).encode(), .toServer) == .drop(cookie: cookie, envelope: smallest))
+        #expect(throws: WireError.self) { try ServerPacket.decode(ServerPacket.drop(cookie: cookie, envelope: Array(smallest.dropLast())).encode(), .toServer) }
+        #expect(ServerPacket.drop(cookie: cookie, envelope: smallest).encode().count > ServerPacket.rejected(.unprovenAddress, messageID: nil).encode().count)
+        #expect(ServerPacket.minDropEnvelope == (try CourierEnvelope(recipientTag: tag, expiry: 1, ciphertext: [1]).encoded().count))
         var ready = ServerPacket.dropCookie(cookie: cookie, ready: true).encode()
         ready[22] = 2
         #expect(throws: WireError.self) { try ServerPacket.decode(ready, .toClient) }

@@ -51,18 +51,19 @@ public enum ServerPacket: Hashable, Sendable {
     /// DROP_COOKIE 0x31: the cookie to send back in DROP_HELLO; `ready`: this
     /// address is proven (DROP, DROP_FETCH and CHUNKs are taken from it).
     case dropCookie(cookie: Bytes16, ready: Bool)
-    /// DROP 0x32 to the server: a courier envelope (docs/PROTOCOL.md
-    /// "Courier drops (0x04)") to keep for its recipient tag until its expiry.
-    case drop(envelope: [UInt8])
+    /// DROP 0x32 to the server: the address's cookie, and a courier envelope
+    /// (docs/PROTOCOL.md "Courier drops (0x04)") to keep for its recipient tag
+    /// until its expiry.
+    case drop(cookie: Bytes16, envelope: [UInt8])
     /// DROP 0x32 from the server: a drop a DROP_FETCH asked for, with the
     /// server's sequence number (the cursor for the next DROP_FETCH).
     case dropDelivery(sequence: UInt64, envelope: [UInt8])
     /// DROP_TAKEN 0x33: the drop is committed (`new` false: it was held
     /// already); its ID is the first 16 bytes of the SHA-256 of its seal.
     case dropTaken(dropID: Bytes16, new: Bool)
-    /// DROP_FETCH 0x34: the drops for these recipient tags (1 … 51) with a
-    /// sequence number above `after`, oldest first.
-    case dropFetch(after: UInt64, tags: [Bytes16])
+    /// DROP_FETCH 0x34: with the address's cookie, the drops for these
+    /// recipient tags (1 … 51) with a sequence number above `after`, oldest first.
+    case dropFetch(cookie: Bytes16, after: UInt64, tags: [Bytes16])
     /// DROP_END 0x35: after the DROPs answering a DROP_FETCH: how many were
     /// just sent, the last one's sequence number (`after` when none), and
     /// whether more wait behind them.
@@ -84,6 +85,8 @@ public enum ServerPacket: Hashable, Sendable {
     /// The largest envelope a DROP carries: every TLV of an envelope with the
     /// largest seal (``CourierEnvelope/maxCiphertext``).
     public static let maxDropEnvelope = 3 + 16 + 3 + 8 + 3 + CourierEnvelope.maxCiphertext + 3 + 1 + 3 + 4
+    /// The smallest: a tag, an expiry and a one-byte seal.
+    public static let minDropEnvelope = 3 + 16 + 3 + 8 + 3 + 1
 
     public var type: UInt8 {
         switch self {
@@ -113,7 +116,7 @@ public enum ServerPacket: Hashable, Sendable {
         var out: [UInt8] = []
         switch self {
         case let .message(_, _, payload, _): out.reserveCapacity(64 + payload.count)
-        case let .drop(envelope), let .dropDelivery(_, envelope): out.reserveCapacity(16 + envelope.count)
+        case let .drop(_, envelope), let .dropDelivery(_, envelope): out.reserveCapacity(32 + envelope.count)
         default: out.reserveCapacity(128)
         }
         out += Self.magic
@@ -166,7 +169,8 @@ public enum ServerPacket: Hashable, Sendable {
         case let .dropCookie(cookie, ready):
             put(cookie)
             out.append(ready ? 1 : 0)
-        case let .drop(envelope):
+        case let .drop(cookie, envelope):
+            put(cookie)
             out += envelope
         case let .dropDelivery(sequence, envelope):
             out.appendBE(sequence)
@@ -174,7 +178,8 @@ public enum ServerPacket: Hashable, Sendable {
         case let .dropTaken(id, new):
             put(id)
             out.append(new ? 1 : 0)
-        case let .dropFetch(after, tags):
+        case let .dropFetch(cookie, after, tags):
+            put(cookie)
             out.appendBE(after)
             out.append(UInt8(min(tags.count, Self.maxDropTags)))
             for t in tags.prefix(Self.maxDropTags) { put(t) }
@@ -276,16 +281,17 @@ public enum ServerPacket: Hashable, Sendable {
             guard ready <= 1 else { throw WireError(.invalidValue("ready is 0 or 1"), field: "ready", offset: 22) }
             packet = .dropCookie(cookie: cookie, ready: ready == 1)
         case (0x32, .toServer):
+            let cookie = Bytes16(try r.slice(16, "cookie"))!
             let envelope = Array(r.rest)
-            guard (1...maxDropEnvelope).contains(envelope.count) else {
-                throw WireError(.lengthOutOfRange(declared: envelope.count, limit: maxDropEnvelope), field: "envelope", offset: 6)
+            guard (minDropEnvelope...maxDropEnvelope).contains(envelope.count) else {
+                throw WireError(.lengthOutOfRange(declared: envelope.count, limit: maxDropEnvelope), field: "envelope", offset: 22)
             }
             r = ByteReader([])
-            packet = .drop(envelope: envelope)
+            packet = .drop(cookie: cookie, envelope: envelope)
         case (0x32, .toClient):
             let sequence = try r.u64("sequence")
             let envelope = Array(r.rest)
-            guard (1...maxDropEnvelope).contains(envelope.count) else {
+            guard (minDropEnvelope...maxDropEnvelope).contains(envelope.count) else {
                 throw WireError(.lengthOutOfRange(declared: envelope.count, limit: maxDropEnvelope), field: "envelope", offset: 14)
             }
             r = ByteReader([])
@@ -296,14 +302,15 @@ public enum ServerPacket: Hashable, Sendable {
             guard new <= 1 else { throw WireError(.invalidValue("new is 0 or 1"), field: "new", offset: 22) }
             packet = .dropTaken(dropID: id, new: new == 1)
         case (0x34, .toServer):
+            let cookie = Bytes16(try r.slice(16, "cookie"))!
             let after = try r.u64("after")
             let count = Int(try r.u8("count"))
             guard (1...maxDropTags).contains(count) else {
-                throw WireError(.lengthOutOfRange(declared: count, limit: maxDropTags), field: "count", offset: 14)
+                throw WireError(.lengthOutOfRange(declared: count, limit: maxDropTags), field: "count", offset: 30)
             }
             var tags: [Bytes16] = []
             for _ in 0..<count { tags.append(Bytes16(try r.slice(16, "tag"))!) }
-            packet = .dropFetch(after: after, tags: tags)
+            packet = .dropFetch(cookie: cookie, after: after, tags: tags)
         case (0x35, .toClient):
             let more = try r.u8("more")
             guard more <= 1 else { throw WireError(.invalidValue("more is 0 or 1"), field: "more", offset: 6) }
