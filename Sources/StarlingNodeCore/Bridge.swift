@@ -68,6 +68,10 @@ public struct BridgeCore: Sendable {
         public var queued = 20
         public var downlinkPerMinute = 20
         public var pendingDownlinks = 30
+        /// With other bridges in the mesh, each whose peer ID is below ours adds
+        /// this to our hold-off (3 at most): the first sends, the others hear its
+        /// carrier and yield, and still send if it never comes.
+        public var holdOffPerBridgeAhead: UInt64 = 3_000
         public var trackedIDs = 512
         public var trackedDepositors = 512
         /// Radio messages remembered (their stable IDs), so that their bridged copies are not shown.

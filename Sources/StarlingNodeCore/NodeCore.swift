@@ -1745,7 +1745,12 @@ public struct NodeCore: Sendable {
     /// it is one to show, and carried into the mesh after a short hold-off.
     public mutating func bridgeFromRelay(_ event: NostrEvent, now: Millis) {
         guard bridge.cell != nil else { return }
-        let jitter = 200 + rng.next() % 1_301
+        // Two bridges of one mesh both got it from the relays: the one with the lowest peer ID goes first,
+        // the others wait longer for its carrier (and yield), so that the mesh carries it once.
+        let ahead = present.entries.filter {
+            $0.key != peerID && $0.key.rawValue < peerID.rawValue && $0.value.info.capabilities?.contains(.bridge) == true
+        }.count
+        let jitter = 200 + rng.next() % 1_301 + UInt64(min(ahead, 3)) * configuration.bridgeLimits.holdOffPerBridgeAhead
         if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter), !fromBlocked(m) { emit(.bridgedMessage(m)) }
     }
 

@@ -654,6 +654,36 @@ extension InProcessNodes {
         #expect([bob, dave].map { Self.posts(net, $0).count } == shown)
     }
 
+    /// Two bridges in one mesh, five hops apart, both get every event from the
+    /// relays at once: the one with the lower peer ID sends each carrier, the
+    /// other hears it and yields, so the mesh carries each event once; the
+    /// control: with no extra hold-off some events go down twice.
+    @Test func twoBridgesOfOneMeshCarryEachEventOnce() throws {
+        var twice: [Int] = []
+        for holdOff: UInt64 in [3_000, 0] {
+            let net = EmbeddedNetwork(seed: 7)
+            let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+            let g1 = net.addNode("g1") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(4); $0.bridgeLimits.holdOffPerBridgeAhead = holdOff }
+            let middle = (0..<4).map { net.addNode("n\($0)") }
+            let g2 = net.addNode("g2") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(6); $0.bridgeLimits.holdOffPerBridgeAhead = holdOff }
+            let chain = [g1] + middle + [g2]
+            for (a, b) in zip(chain, chain.dropFirst()) { net.connect(a, b, latency: 150) }
+            net.run(for: 5_000)
+            for g in [g1, g2] { net.on(g) { $0.nostrRelays(up: true, now: $1) } }
+            for i in 0..<15 {
+                let e = try BridgeTests.event("line \(i)", key: .random(), at: net.now, sender: String(format: "%016x", i + 1), ms: net.now + UInt64(i))
+                for g in [g1, g2] { net.on(g) { $0.bridgeFromRelay(e, now: $1) } }
+                net.run(for: 4_000)
+            }
+            net.run(for: 10_000)
+            let sent = [g1, g2].map { g in net.on(g) { c, _ in c.bridgeDownlinked } }
+            twice.append(sent.reduce(0, +) - 15)
+            for n in middle { #expect(InProcessNodes.BridgeNodeTests.bridged(net, n).count == 15, "each shown once") }
+            if holdOff > 0 { #expect(sent.reduce(0, +) == 15, "\(sent)") }
+        }
+        #expect(twice[0] == 0 && twice[1] > 0, "extra carriers with and without the hold-off: \(twice)")
+    }
+
     /// A carrier a node missed (its link was down while the mesh flooded it)
     /// comes to it by sync (Starling's type bit 40) once the link is back, once;
     /// the control: a node that does not sync never gets it.
