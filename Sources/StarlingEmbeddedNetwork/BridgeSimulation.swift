@@ -71,6 +71,10 @@ public struct BridgeSimulation: Sendable {
         public var framesReceived: Int
         public var meshMeanFramesSent: Double
         public var meshMeanFramesReceived: Double
+        /// The other bridges of its mesh whose announces it holds (0: out of their TTL's reach).
+        public var otherBridgesKnown: Int
+        /// `fromBridge` carriers it sent.
+        public var carriersSent: Int
     }
 
     /// A random geometric graph of `n` nodes (unit square) of about `degree` links each,
@@ -180,7 +184,9 @@ public struct BridgeSimulation: Sendable {
             return BridgeLoad(node: net.nodes[g].nickname, eventsIn: eventsIn[g] ?? 0, eventsPublished: net.published[g].count,
                               framesSent: net.framesSent[g] ?? 0, framesReceived: net.framesReceived[g] ?? 0,
                               meshMeanFramesSent: Double(mesh.map { net.framesSent[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
-                              meshMeanFramesReceived: Double(mesh.map { net.framesReceived[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count))
+                              meshMeanFramesReceived: Double(mesh.map { net.framesReceived[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
+                              otherBridgesKnown: net.nodes[g].peers.values.filter { $0.capabilities?.contains(.bridge) == true }.count,
+                              carriersSent: net.nodes[g].bridgeDownlinked)
         }
         let carriersFromB = bridgeIndices.map { net.nodes[b[$0]].bridgeDownlinked }.reduce(0, +)
         let depositsAtA = bridgeIndices.map { i in net.published[a[i]].filter { $0.event.kind == 20_000 }.count }.reduce(0, +)

@@ -105,6 +105,21 @@ struct NodeSession {
         if let client = courierMailbox {
             await client.start()
             Task { for await e in client.drops { await node.dropFromMailbox(e) } }
+            // Said once when the mailbox does not answer (a person would otherwise think drops go there), and once when it does again.
+            Task {
+                var said = false
+                for _ in 0..<1_000_000 {
+                    try? await Task.sleep(for: .seconds(30))
+                    let ready = await client.isReady
+                    if !ready, !said {
+                        StandardError.write(Data("starling: the courier mailbox at \(client.server) does not answer; drops still go to couriers, and to it once it answers\n".utf8))
+                        said = true
+                    } else if ready, said {
+                        StandardError.write(Data("starling: the courier mailbox at \(client.server) answers now\n".utf8))
+                        said = false
+                    }
+                }
+            }
         }
         let store = try StoreAccess.open(directory: ids.directory.url, identity: node.identity)
         var c = MessengerCore.Configuration()

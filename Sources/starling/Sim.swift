@@ -162,7 +162,8 @@ struct Sim: ParsableCommand {
                            "carrierFramesPerMessage": r.carrierFramesPerMessage,
                            "bridgeLoad": r.bridgeLoad.map { l -> [String: Any] in
                                ["node": l.node, "eventsIn": l.eventsIn, "eventsPublished": l.eventsPublished, "framesSent": l.framesSent,
-                                "framesReceived": l.framesReceived, "meshMeanFramesSent": l.meshMeanFramesSent, "meshMeanFramesReceived": l.meshMeanFramesReceived]
+                                "framesReceived": l.framesReceived, "meshMeanFramesSent": l.meshMeanFramesSent, "meshMeanFramesReceived": l.meshMeanFramesReceived,
+                                "otherBridgesKnown": l.otherBridgesKnown, "carriersSent": l.carriersSent]
                            }]
                       }])
             return
@@ -175,12 +176,12 @@ struct Sim: ParsableCommand {
                   + (r.medianLatency.map { "\($0) ms" } ?? "-"))
         }
         print("\nthe bridges' load (the whole run, all packets; a mean node of its mesh in brackets)")
-        print("relay ms  bridge  events in  published  frames sent        frames received")
+        print("relay ms  bridge  events in  published  frames sent        frames received  carriers sent  other bridges known")
         for r in results {
             for l in r.bridgeLoad {
                 print(String(format: "%8d  ", Int(r.relayLatency)) + l.node.padding(toLength: 6, withPad: " ", startingAt: 0)
-                      + String(format: "  %9d  %9d  %6d (%6.0f)  %6d (%6.0f)", l.eventsIn, l.eventsPublished,
-                               l.framesSent, l.meshMeanFramesSent, l.framesReceived, l.meshMeanFramesReceived))
+                      + String(format: "  %9d  %9d  %6d (%6.0f)  %6d (%6.0f)  %13d  %19d", l.eventsIn, l.eventsPublished,
+                               l.framesSent, l.meshMeanFramesSent, l.framesReceived, l.meshMeanFramesReceived, l.carriersSent, l.otherBridgesKnown))
             }
         }
         if let plot { print("\nplot: \(plot)") }
