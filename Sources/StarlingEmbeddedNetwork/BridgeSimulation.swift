@@ -71,8 +71,9 @@ public struct BridgeSimulation: Sendable {
         public var framesReceived: Int
         public var meshMeanFramesSent: Double
         public var meshMeanFramesReceived: Double
-        /// The other bridges of its mesh whose announces it holds (0: out of their TTL's reach).
+        /// The other bridges of its mesh whose announces it holds, and the hops to the nearest (nil: none).
         public var otherBridgesKnown: Int
+        public var nearestOtherBridgeHops: Int?
         /// `fromBridge` carriers it sent.
         public var carriersSent: Int
     }
@@ -186,6 +187,7 @@ public struct BridgeSimulation: Sendable {
                               meshMeanFramesSent: Double(mesh.map { net.framesSent[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
                               meshMeanFramesReceived: Double(mesh.map { net.framesReceived[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
                               otherBridgesKnown: net.nodes[g].peers.values.filter { $0.capabilities?.contains(.bridge) == true }.count,
+                              nearestOtherBridgeHops: net.nodes[g].peers.values.filter { $0.capabilities?.contains(.bridge) == true }.map(\.hops).min(),
                               carriersSent: net.nodes[g].bridgeDownlinked)
         }
         let carriersFromB = bridgeIndices.map { net.nodes[b[$0]].bridgeDownlinked }.reduce(0, +)

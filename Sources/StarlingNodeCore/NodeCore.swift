@@ -429,6 +429,10 @@ public struct NodeCore: Sendable {
     /// a relay (20, the oldest out), and the recipient tags followed.
     private var dropEventsTaken = BoundedIDs(4_096)
     private var dropsPosted = BoundedIDs(512)
+    /// Deletions of our crossed notices made while no bridge was near: they
+    /// cross when one is (``tombstonesWaitingToCross``, the oldest going).
+    private var tombstonesToCross: [BoardPacket] = []
+    static let tombstonesWaitingToCross = 32
     /// `fromBridge` carriers shown here or sent by our bridge, offered to sync
     /// (``carriersKeptForSync``, ``carrierSyncLifetime``), oldest first.
     private var carriersForSync: [Packet] = []
@@ -1707,7 +1711,12 @@ public struct NodeCore: Sendable {
         guard BridgeCore.mayCross(b) else { return }
         guard let target = crossingTarget else {
             if case .tombstone = b, bridge.crossedOut(b.postID, author: b.authorKey) {
-                emit(.notice("your notice is deleted here, but it had crossed to other meshes and no bridge is near now: delete it there when one is"))
+                // It follows its post when a bridge is near again (checked every second; kept while the node runs).
+                if !tombstonesToCross.contains(b) {
+                    if tombstonesToCross.count >= Self.tombstonesWaitingToCross { tombstonesToCross.removeFirst() }
+                    tombstonesToCross.append(b)
+                }
+                emit(.notice("your notice is deleted here; it had crossed to other meshes, and its deletion follows it there when a bridge is near"))
             }
             return
         }
@@ -1750,7 +1759,9 @@ public struct NodeCore: Sendable {
         let ahead = present.entries.filter {
             $0.key != peerID && $0.key.rawValue < peerID.rawValue && $0.value.info.capabilities?.contains(.bridge) == true
         }.count
-        let jitter = 200 + rng.next() % 1_301 + UInt64(min(ahead, 3)) * configuration.bridgeLimits.holdOffPerBridgeAhead
+        // (Board entries need not wait: a board takes a post once, whoever brings it.)
+        let extra = event.kind == MeshBridge.boardKind ? 0 : UInt64(min(ahead, 3)) * configuration.bridgeLimits.holdOffPerBridgeAhead
+        let jitter = 200 + rng.next() % 1_301 + extra
         if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter), !fromBlocked(m) { emit(.bridgedMessage(m)) }
     }
 
@@ -1836,6 +1847,11 @@ public struct NodeCore: Sendable {
         sessions.expire(now: now)
         let w = wall(now)
         askForCarriers()
+        if !tombstonesToCross.isEmpty, crossingTarget != nil {
+            let waiting = tombstonesToCross
+            tombstonesToCross = []
+            for t in waiting { crossBoard(t, now: now) }
+        }
         if let oldest = carriersForSync.first, oldest.timestamp + Self.carrierSyncLifetime < w {
             carriersForSync.removeAll { $0.timestamp + Self.carrierSyncLifetime < w }
             router.provide(.nostrCarrier, packets: carriersForSync) // past their time they leave the round
@@ -2139,6 +2155,8 @@ public struct NodeCore: Sendable {
             "gateway.queue": gateway.queue.count,
             "gateway.pending": gateway.pending.count,
             "node.carriersForSync": carriersForSync.count,
+            "node.tombstonesToCross": tombstonesToCross.count,
+            "node.dropsMailboxed": dropsMailboxed.count,
             "gateway.depositors": gateway.sizes["gateway.depositors"] ?? 0,
             "gateway.heardIDs": gateway.sizes["gateway.heardIDs"] ?? 0,
             "gateway.shown": gateway.sizes["gateway.shown"] ?? 0,

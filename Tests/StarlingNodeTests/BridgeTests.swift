@@ -684,6 +684,33 @@ extension InProcessNodes {
         #expect(twice[0] == 0 && twice[1] > 0, "extra carriers with and without the hold-off: \(twice)")
     }
 
+    /// Alice deletes her crossed notice while no bridge is near: she is told
+    /// its deletion follows, and it does when the bridge is back (not before).
+    @Test func aDeletionMadeAwayFromABridgeFollowsItsPostLater() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        net.connect(alice, gateA)
+        net.run(for: 3_000)
+        net.on(gateA) { $0.nostrRelays(up: true, now: $1) }
+        let post = try net.on(alice) { try $0.postToBoard("the well is dry", now: $1) }
+        net.run(for: 1_000)
+        let tombstones = {
+            net.published[gateA].filter { u in if case .tombstone = MeshBridge.boardPacket(of: u.event) { true } else { false } }.count
+        }
+        #expect(net.published[gateA].contains { MeshBridge.boardPacket(of: $0.event) != nil } && tombstones() == 0)
+        net.disconnect(alice, gateA)
+        net.run(for: 70_000) // gateA's announce is forgotten
+        try net.on(alice) { try $0.deleteBoardPost(post.postID, now: $1) }
+        net.run(for: 5_000)
+        #expect(net.events[alice].contains { if case let .notice(t) = $0 { t.contains("follows it there when a bridge is near") } else { false } })
+        #expect(tombstones() == 0, "no bridge near: nothing crossed yet")
+        net.connect(alice, gateA)
+        net.run(for: 10_000)
+        #expect(tombstones() == 1, "the deletion followed once the bridge was back")
+    }
+
     /// A carrier a node missed (its link was down while the mesh flooded it)
     /// comes to it by sync (Starling's type bit 40) once the link is back, once;
     /// the control: a node that does not sync never gets it.
@@ -958,19 +985,20 @@ extension InProcessNodes {
         #expect(net.nodes[gate].tableSizes["node.dropsToPost"] == 0 && net.published[gate].filter { $0.event.kind == 1_401 }.count >= 20)
         for i in 0..<600 { _ = try net.on(gate) { try $0.sendDrop("posted \(i)", toNoiseKey: away, now: $1) } }
         #expect(net.nodes[gate].tableSizes["node.dropsPosted"] == 512)
-        // Drops for the gate itself, from the relays: each taken once, 512 remembered.
+        // Drops for the gate itself, from the relays: each taken once, 4,096 remembered.
         let me = net.nodes[gate].identity.noisePublicKey
         let day = CourierSeal.epochDay(unixSeconds: net.now / 1_000)
         let sender = Identity.generate()
-        for i in 0..<600 {
+        for i in 0..<4_200 {
+            if i > 0, i % 700 == 0 { net.run(for: 60_001) } // within the 720 signature checks a minute
             let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: "m\(i)", content: "for the gate \(i)")).encoded()
             let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: me, day: day), expiry: net.now + 3_600_000,
                                            ciphertext: try CourierSeal.seal(payload, from: sender.noiseKey, to: me, prekeyID: nil))
             let event = try #require(CourierDrop.event(envelope, now: Int64(net.now / 1_000)))
             net.on(gate) { $0.dropFromRelay(event, now: $1) }
         }
-        #expect(net.nodes[gate].tableSizes["node.dropEventsTaken"] == 512)
-        #expect(net.events[gate].filter { if case .dropOpened = $0 { true } else { false } }.count == 600)
+        #expect(net.nodes[gate].tableSizes["node.dropEventsTaken"] == 4_096)
+        #expect(net.events[gate].filter { if case .dropOpened = $0 { true } else { false } }.count == 4_200)
     }
 }
 
