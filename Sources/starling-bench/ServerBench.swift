@@ -325,11 +325,13 @@ enum ServerBench {
             return queued[head..<head + n].map { (recipient, $0) }
         }
         for _ in 0..<4 { let b = batch(500); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
-        func time(_ label: String, operations: Int = 500, rounds: Int = 40, _ body: () -> Void) {
+        @discardableResult
+        func time(_ label: String, operations: Int = 500, rounds: Int = 40, _ body: () -> Void) -> Double {
             let t0 = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<rounds { body() }
             let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6 / Double(rounds)
             print("  \(label): \(format2(ms)) ms a commit (\(format1(ms * 1_000 / Double(operations))) µs an operation)")
+            return ms
         }
         time("500 MSGs") { let b = batch(500); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
         time("500 ACKs") { let a = acks(500); _ = blocking { try await store.remove(a) } }
@@ -337,7 +339,35 @@ enum ServerBench {
             let b = batch(500), a = acks(500)
             _ = blocking { try await store.commit(b, limits: fixedLimits, removing: a) }
         }
-        time("one MSG", operations: 1) { let b = batch(1); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
+        let oneMSG = time("one MSG", operations: 1) { let b = batch(1); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
+        // The courier mailbox: one DROP is its own synced write (not grouped), beside one MSG's commit;
+        // a DROP_FETCH's read (51 tags, 11 drops) with 10,000 drops held, beside one POLL's read.
+        let tags = (0..<51).map { _ in Bytes16(high: .random(in: 0...UInt64.max), low: .random(in: 0...UInt64.max)) }
+        var n: UInt64 = 0
+        func drop(_ tag: Bytes16) -> StoredDrop {
+            n += 1
+            return StoredDrop(dropID: Bytes16(high: n, low: .random(in: 0...UInt64.max)), tag: tag, envelope: [UInt8](repeating: 7, count: 1_024),
+                              expiresAt: UInt64.max / 2, receivedAt: 1)
+        }
+        var dropLimits = DropLimits()
+        dropLimits.total = 10_000
+        let fixedDropLimits = dropLimits
+        for i in 0..<10_000 {
+            let d = drop(i % 4 == 0 ? tags[i % 51] : Bytes16(high: UInt64(i), low: 9))
+            _ = blocking { try await store.putDrop(d, limits: fixedDropLimits) }
+        }
+        let oneDROP = time("one DROP (1 KiB envelope, 10,000 held)", operations: 1) {
+            let d = drop(tags[Int(n % 51)])
+            _ = blocking { try await store.putDrop(d, limits: fixedDropLimits) }
+        }
+        print("  ratio: one DROP / one MSG = \(format2(oneDROP / oneMSG))×")
+        let fetch = time("a DROP_FETCH's read (51 tags, 11 drops)", operations: 1, rounds: 200) {
+            _ = blocking { try await store.drops(for: tags, after: 0, notExpiredAt: 2, limit: 11) }
+        }
+        let poll = time("a POLL's read (11 messages)", operations: 1, rounds: 200) {
+            _ = blocking { try await store.fetch(recipient, limit: 11) }
+        }
+        print("  ratio: a DROP_FETCH's read / a POLL's read = \(format2(fetch / poll))×")
     }
 
     /// The store's memory with 100,000 messages queued, on a fresh file with

@@ -711,6 +711,32 @@ extension InProcessNodes {
         #expect(tombstones() == 1, "the deletion followed once the bridge was back")
     }
 
+    /// The carriers a node offers to sync hold 200 at most, however many
+    /// come (240 over 12 minutes here, all fresh), the oldest going; past 15
+    /// minutes they leave the round.
+    @Test func theCarriersOfferedToSyncHoldTheirBound() throws {
+        let net = EmbeddedNetwork()
+        let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = [UInt8](repeating: 4, count: 32) }
+        let bob = net.addNode("bob")
+        net.connect(gateB, bob)
+        net.run(for: 3_000)
+        net.on(gateB) { $0.nostrRelays(up: true, now: $1) }
+        var most = 0
+        for minute in 0..<12 {
+            for i in 0..<20 {
+                let n = minute * 20 + i
+                let e = try BridgeTests.event("line \(n)", key: .random(), at: net.now, sender: String(format: "%016x", n + 1), ms: net.now + UInt64(n))
+                net.on(gateB) { $0.bridgeFromRelay(e, now: $1) }
+                net.run(for: 3_000)
+                most = max(most, net.nodes[bob].tableSizes["node.carriersForSync"] ?? 0)
+            }
+        }
+        #expect(InProcessNodes.BridgeNodeTests.bridged(net, bob).count == 240, "every one shown (20 a minute)")
+        #expect(most == 200 && net.nodes[bob].tableSizes["node.carriersForSync"] == 200)
+        net.run(for: 16 * 60_000)
+        #expect(net.nodes[bob].tableSizes["node.carriersForSync"] == 0, "past 15 minutes they leave the round")
+    }
+
     /// A carrier a node missed (its link was down while the mesh flooded it)
     /// comes to it by sync (Starling's type bit 40) once the link is back, once;
     /// the control: a node that does not sync never gets it.

@@ -82,12 +82,13 @@ import Testing
         // Examples named crypto-… are checked by StarlingCryptoTests, hello by StarlingTransportTests,
         // stately-… by StarlingStatelyTests, yaok-… by StarlingYaOKTests (they need keys),
         // bulk-… by StarlingBulkTests (the sealing), board-…, prekey-… and group-… by StarlingCryptoTests (signed),
-        // nostr-carrier by StarlingNodeTests' GatewayTests and bridge-… by its BridgeTests (signed Nostr events).
+        // nostr-carrier by StarlingNodeTests' GatewayTests and bridge-… by its BridgeTests (signed Nostr events),
+        // mailbox-… by StarlingYaOKServerTests' ServerPacketTests.
         for (name, bytes) in Self.examples where !name.hasPrefix("crypto-") && !name.hasPrefix("stately-")
             && !name.hasPrefix("yaok-") && !name.hasPrefix("bulk-") && !name.hasPrefix("board-") && !name.hasPrefix("prekey-")
             && !name.hasPrefix("group-") && name != "announce-v2" && name != "vouch-batch"
             && !name.hasPrefix("courier-") && name != "hello" && name != "nostr-carrier"
-            && !name.hasPrefix("bridge-") {
+            && !name.hasPrefix("bridge-") && !name.hasPrefix("mailbox-") {
             let want = try #require(expected[name], "example \(name) in docs/PROTOCOL.md has no check")
             #expect(bytes == want, "example \(name): doc \(bytes.hexString) ≠ code \(want.hexString)")
         }
