@@ -172,7 +172,7 @@ import Testing
         let bobFirst = try CourierProcessTests.listen("bob", bobDir, peers: [portA])
         defer { bobFirst.stop() }
         #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "dropGateA" } != nil, "\(bobFirst.text)")
-        let hello = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "--linger", "60", "hello bob"])
+        let hello = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "hello bob"])
         #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
         bobFirst.stop()
         #expect(await bobFirst.waitForExit(seconds: 15) != nil)

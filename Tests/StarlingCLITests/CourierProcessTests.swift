@@ -28,7 +28,7 @@ import Glibc
         let bobFirst = try Self.listen("bob", bobDir)
         defer { bobFirst.stop() }
         let bobPort = try await MeshProcessTests.port(of: bobFirst)
-        let hello = try await Self.send(aliceDir, peer: bobPort, ["--to", "bob", "--linger", "60", "hello bob"])
+        let hello = try await Self.send(aliceDir, peer: bobPort, ["--to", "bob", "hello bob"])
         #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
         #expect(await bobFirst.waitFor { $0["text"] as? String == "hello bob" } != nil, "\(bobFirst.text)")
         bobFirst.stop()
@@ -121,8 +121,9 @@ import Glibc
             if !met { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(met, "the daemon knows bob")
-        // A first message opens a Noise session: on a loaded machine its receipt can take more than the default 10 s.
-        let hello = try await StarlingProcess.run(["send", "--data-dir", aliceDir, "--to", "bob", "--linger", "60", "hello bob"])
+        // A first message opens a Noise session: on a loaded machine its receipt can take more than the default 10 s
+        // (send lingers for the read receipt too, which listen never sends: 30 s keeps it within the 60 s a run may take).
+        let hello = try await StarlingProcess.run(["send", "--data-dir", aliceDir, "--to", "bob", "--linger", "30", "hello bob"])
         #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
         kill(bobFirst.process.processIdentifier, SIGTERM)
         #expect(await bobFirst.waitForExit(seconds: 15) == 0)
