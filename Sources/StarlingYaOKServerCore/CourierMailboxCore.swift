@@ -78,8 +78,9 @@ public struct CourierMailboxCore: Sendable {
     public mutating func post(_ envelope: CourierEnvelope, now: UInt64) -> [Output] {
         var e = envelope
         e.copies = 1
-        guard let bytes = try? e.encoded() else { return [] }
         let id = CourierMailbox.dropID(of: e)
+        // An envelope that does not encode (a seal past 16 KiB) is said, not dropped in silence.
+        guard let bytes = try? e.encoded() else { return [.notTaken(id, .malformed)] }
         guard !pending.contains(where: { $0.id == id }) else { return [] }
         if pending.count >= configuration.maxPending { pending.removeFirst() }
         pending.append(Pending(id: id, envelope: bytes))

@@ -226,6 +226,15 @@ import Testing
         #expect(client.receive(ServerPacket.dropDelivery(sequence: 6, envelope: try mine.encoded()).encode(), now: 30_006) == [.drop(mine)])
     }
 
+    /// A drop that cannot be encoded (a seal past 16 KiB) is said as not taken; the control, a small one, waits to be sent.
+    @Test func aDropThatCannotBeEncodedIsSaidNotDropped() {
+        var client = CourierMailboxCore()
+        let big = Self.envelope(size: CourierEnvelope.maxCiphertext + 1, now: 0)
+        #expect(client.post(big, now: 0) == [.notTaken(CourierMailbox.dropID(of: big), .malformed)] && client.waiting == 0)
+        _ = client.post(Self.envelope(now: 0), now: 0)
+        #expect(client.waiting == 1)
+    }
+
     @Test func aDropTheServerNeverAnswersIsTriedEightTimesThenGivenUp() {
         var client = CourierMailboxCore()
         var sent = 0
