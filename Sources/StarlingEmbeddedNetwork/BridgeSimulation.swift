@@ -71,9 +71,13 @@ public struct BridgeSimulation: Sendable {
         public var framesReceived: Int
         public var meshMeanFramesSent: Double
         public var meshMeanFramesReceived: Double
-        /// The other bridges of its mesh whose announces it holds, and the hops to the nearest (nil: none).
+        /// The other bridges of its mesh whose announces it holds, and the hops to the nearest (nil: none)
+        /// as its peer table says (an announce that came only through gossip sync counts 2: docs/NODE.md).
         public var otherBridgesKnown: Int
         public var nearestOtherBridgeHops: Int?
+        /// The hops to the nearest other bridge of its mesh in the simulated graph (nil: none). Past the
+        /// carriers' TTL of 7, the other bridge's carriers cannot reach it by flooding, and it cannot yield.
+        public var otherBridgeDistance: Int?
         /// `fromBridge` carriers it sent.
         public var carriersSent: Int
     }
@@ -97,6 +101,24 @@ public struct BridgeSimulation: Sendable {
         return edges.sorted { ($0[0], $0[1]) < ($1[0], $1[1]) }.map { ($0[0], $0[1]) }
     }
 
+    /// Hops from `source` to every node it reaches over `edges` (breadth first).
+    static func distances(from source: Int, edges: [(Int, Int)], nodes: Int) -> [Int?] {
+        var adjacent = [[Int]](repeating: [], count: nodes)
+        for (x, y) in edges { adjacent[x].append(y); adjacent[y].append(x) }
+        var distance = [Int?](repeating: nil, count: nodes)
+        distance[source] = 0
+        var queue = [source], head = 0
+        while head < queue.count {
+            let n = queue[head]
+            head += 1
+            for m in adjacent[n] where distance[m] == nil {
+                distance[m] = (distance[n] ?? 0) + 1
+                queue.append(m)
+            }
+        }
+        return distance
+    }
+
     public func run(progress: ((Double) -> Void)? = nil) -> Result {
         var rng = SeededGenerator(seed: seed)
         let net = EmbeddedNetwork(seed: seed)
@@ -117,10 +139,11 @@ public struct BridgeSimulation: Sendable {
                 if !gossipSync { c.router.sync = nil }
             }
         }
+        var graphs: [[(Int, Int)]] = []
         for mesh in [a, b] {
-            for (x, y) in Self.topology(nodesPerMesh, degree: meanDegree, rng: &rng) {
-                net.connect(mesh[x], mesh[y], latency: linkLatency, loss: loss)
-            }
+            let edges = Self.topology(nodesPerMesh, degree: meanDegree, rng: &rng)
+            for (x, y) in edges { net.connect(mesh[x], mesh[y], latency: linkLatency, loss: loss) }
+            graphs.append(edges)
         }
         let gates = bridgeIndices.map { a[$0] } + bridgeIndices.map { b[$0] }
         net.run(for: 25_000) // announces: everyone knows the bridges
@@ -182,12 +205,15 @@ public struct BridgeSimulation: Sendable {
         let carrierFrames = Double(b.map { net.framesSentByType[$0]?[MessageType.nostrCarrier.rawValue] ?? 0 }.reduce(0, +))
         let load = gates.map { g in
             let mesh = a.contains(g) ? a : b
+            let index = mesh.firstIndex(of: g) ?? 0
+            let distance = Self.distances(from: index, edges: graphs[a.contains(g) ? 0 : 1], nodes: nodesPerMesh)
             return BridgeLoad(node: net.nodes[g].nickname, eventsIn: eventsIn[g] ?? 0, eventsPublished: net.published[g].count,
                               framesSent: net.framesSent[g] ?? 0, framesReceived: net.framesReceived[g] ?? 0,
                               meshMeanFramesSent: Double(mesh.map { net.framesSent[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
                               meshMeanFramesReceived: Double(mesh.map { net.framesReceived[$0] ?? 0 }.reduce(0, +)) / Double(mesh.count),
                               otherBridgesKnown: net.nodes[g].peers.values.filter { $0.capabilities?.contains(.bridge) == true }.count,
                               nearestOtherBridgeHops: net.nodes[g].peers.values.filter { $0.capabilities?.contains(.bridge) == true }.map(\.hops).min(),
+                              otherBridgeDistance: bridgeIndices.filter { $0 != index }.compactMap { distance[$0] }.min(),
                               carriersSent: net.nodes[g].bridgeDownlinked)
         }
         let carriersFromB = bridgeIndices.map { net.nodes[b[$0]].bridgeDownlinked }.reduce(0, +)

@@ -383,8 +383,9 @@ public actor MeshNode {
 
     // MARK: The bridge's memory on disk
 
-    /// The bridge's memory last written (its change counter), and when: at most every 30 s, and at the stop.
-    private var bridgeSaved = (changes: 0, at: Millis(0))
+    /// The bridge's memory last written (its change counter, that of the deletions waiting to cross),
+    /// and when: at most every 30 s, at once when a deletion waits or left, and at the stop.
+    private var bridgeSaved = (changes: 0, deletions: 0, at: Millis(0))
     /// A file past this is not read (2,048 IDs of 7 sets: under 1 MiB).
     static let maxBridgeMemoryBytes = 4 << 20
 
@@ -404,7 +405,7 @@ public actor MeshNode {
             }
             guard filled <= Self.maxBridgeMemoryBytes else { throw CocoaError(.fileReadTooLarge) }
             core.restoreBridgeMemory(try JSONDecoder().decode(BridgeCore.Memory.self, from: Data(bytes[..<filled])))
-            bridgeSaved = (core.bridgeMemoryChanges, readClock())
+            bridgeSaved = (core.bridgeMemoryChanges, core.deletionsToCrossChanges, readClock())
         } catch {
             continuation.yield(.rejected(Rejection(.transport,
                 "the bridge's memory in \(url.path) cannot be read (\(error.localizedDescription)): it starts afresh, and may show the last 15 minutes again")))
@@ -414,13 +415,14 @@ public actor MeshNode {
     private func saveBridgeMemory(force: Bool) {
         guard let url = options.bridgeMemoryFile, core.bridgeMemoryChanges != bridgeSaved.changes else { return }
         let now = readClock()
-        guard force || now >= bridgeSaved.at + 30_000, let memory = core.bridgeMemory else { return }
+        guard force || now >= bridgeSaved.at + 30_000 || core.deletionsToCrossChanges != bridgeSaved.deletions,
+              let memory = core.bridgeMemory else { return }
         do {
             try BoardFile.writeWhole([UInt8](try JSONEncoder().encode(memory)), to: url)
-            bridgeSaved = (core.bridgeMemoryChanges, now)
+            bridgeSaved = (core.bridgeMemoryChanges, core.deletionsToCrossChanges, now)
         } catch {
             // Said once per change; it is written again at the next one.
-            bridgeSaved = (core.bridgeMemoryChanges, now)
+            bridgeSaved = (core.bridgeMemoryChanges, core.deletionsToCrossChanges, now)
             continuation.yield(.rejected(Rejection(.transport, "the bridge's memory could not be kept in \(url.path) (\(error.localizedDescription)): free some disk")))
         }
     }

@@ -203,6 +203,9 @@ public struct BridgeCore: Sendable {
         public var heardOnMesh: [String] = []
         public var boardOut: [String] = []
         public var boardIn: [String] = []
+        /// Deletions of our crossed board notices made while no bridge was near
+        /// (each the tombstone's 0x23 payload in hex), sent when one is: kept by the node, not the bridge.
+        public var deletionsToCross: [String] = []
         public init() {}
 
         /// A set missing from the file (one written before it existed) is empty.
@@ -215,6 +218,7 @@ public struct BridgeCore: Sendable {
             heardOnMesh = try c.decodeIfPresent([String].self, forKey: .heardOnMesh) ?? []
             boardOut = try c.decodeIfPresent([String].self, forKey: .boardOut) ?? []
             boardIn = try c.decodeIfPresent([String].self, forKey: .boardIn) ?? []
+            deletionsToCross = try c.decodeIfPresent([String].self, forKey: .deletionsToCross) ?? []
         }
     }
 

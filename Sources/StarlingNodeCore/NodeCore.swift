@@ -1664,13 +1664,29 @@ public struct NodeCore: Sendable {
 
     /// What our bridge remembers across a restart (nil: no bridge here), and a
     /// counter that moves when it changes (to know when to write it).
-    public var bridgeMemory: BridgeCore.Memory? { bridge.cell == nil ? nil : bridge.memory() }
-    public var bridgeMemoryChanges: Int { bridge.memoryChanges }
+    /// A node whose lines cross (``Configuration/crossesBridges``) keeps it too:
+    /// what of its own crossed (its board notices) and the deletions waiting for a bridge.
+    public var bridgeMemory: BridgeCore.Memory? {
+        guard bridge.cell != nil || configuration.crossesBridges else { return nil }
+        var m = bridge.memory()
+        m.deletionsToCross = tombstonesToCross.map { $0.encoded().hexString }
+        return m
+    }
+    public var bridgeMemoryChanges: Int { bridge.memoryChanges + deletionsToCrossChanges }
+    /// Moves when the deletions waiting to cross change: the node writes the memory at once then
+    /// (a deletion a person made is not left to the next 30 s).
+    public private(set) var deletionsToCrossChanges = 0
 
-    /// Takes back what our bridge remembered before a restart.
+    /// Takes back what our bridge (or our crossing) remembered before a restart.
     public mutating func restoreBridgeMemory(_ m: BridgeCore.Memory) {
-        guard bridge.cell != nil else { return }
+        guard bridge.cell != nil || configuration.crossesBridges else { return }
         bridge.remember(m)
+        // Only tombstones (a post is never held here), at most as many as wait while the node runs.
+        for hex in m.deletionsToCross.suffix(Self.tombstonesWaitingToCross) {
+            guard let bytes = try? [UInt8](hex: hex), let b = try? BoardPacket(decoding: bytes[...]), case .tombstone = b,
+                  !tombstonesToCross.contains(b) else { continue }
+            tombstonesToCross.append(b)
+        }
     }
 
     /// The nearest reachable peer whose verified announce says bridge (bit 7)
@@ -1715,6 +1731,7 @@ public struct NodeCore: Sendable {
                 if !tombstonesToCross.contains(b) {
                     if tombstonesToCross.count >= Self.tombstonesWaitingToCross { tombstonesToCross.removeFirst() }
                     tombstonesToCross.append(b)
+                    deletionsToCrossChanges += 1
                 }
                 emit(.notice("your notice is deleted here; it had crossed to other meshes, and its deletion follows it there when a bridge is near"))
             }
@@ -1850,6 +1867,7 @@ public struct NodeCore: Sendable {
         if !tombstonesToCross.isEmpty, crossingTarget != nil {
             let waiting = tombstonesToCross
             tombstonesToCross = []
+            deletionsToCrossChanges += 1
             for t in waiting { crossBoard(t, now: now) }
         }
         if let oldest = carriersForSync.first, oldest.timestamp + Self.carrierSyncLifetime < w {

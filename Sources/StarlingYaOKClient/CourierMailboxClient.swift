@@ -90,15 +90,7 @@ public actor CourierMailboxClient {
 extension Bytes16 {
     /// From 32 hex digits.
     init?(hex: String) {
-        guard hex.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        var i = hex.startIndex
-        while i < hex.endIndex {
-            let j = hex.index(i, offsetBy: 2)
-            guard let b = UInt8(hex[i..<j], radix: 16) else { return nil }
-            bytes.append(b)
-            i = j
-        }
+        guard hex.utf8.count == 32, let bytes = try? [UInt8](hex: hex), bytes.count == 16 else { return nil }
         self.init(bytes)
     }
 }

@@ -163,7 +163,8 @@ struct Sim: ParsableCommand {
                            "bridgeLoad": r.bridgeLoad.map { l -> [String: Any] in
                                ["node": l.node, "eventsIn": l.eventsIn, "eventsPublished": l.eventsPublished, "framesSent": l.framesSent,
                                 "framesReceived": l.framesReceived, "meshMeanFramesSent": l.meshMeanFramesSent, "meshMeanFramesReceived": l.meshMeanFramesReceived,
-                                "otherBridgesKnown": l.otherBridgesKnown, "nearestOtherBridgeHops": l.nearestOtherBridgeHops ?? -1, "carriersSent": l.carriersSent]
+                                "otherBridgesKnown": l.otherBridgesKnown, "nearestOtherBridgeHops": l.nearestOtherBridgeHops ?? -1,
+                                "otherBridgeDistance": l.otherBridgeDistance ?? -1, "carriersSent": l.carriersSent]
                            }]
                       }])
             return
@@ -176,13 +177,14 @@ struct Sim: ParsableCommand {
                   + (r.medianLatency.map { "\($0) ms" } ?? "-"))
         }
         print("\nthe bridges' load (the whole run, all packets; a mean node of its mesh in brackets)")
-        print("relay ms  bridge  events in  published  frames sent        frames received  carriers sent  other bridges known (hops)")
+        print("relay ms  bridge  events in  published  frames sent        frames received  carriers sent  other bridges known (hops)  nearest in the graph")
         for r in results {
             for l in r.bridgeLoad {
                 print(String(format: "%8d  ", Int(r.relayLatency)) + l.node.padding(toLength: 6, withPad: " ", startingAt: 0)
                       + String(format: "  %9d  %9d  %6d (%6.0f)  %6d (%6.0f)  %13d  %19d", l.eventsIn, l.eventsPublished,
                                l.framesSent, l.meshMeanFramesSent, l.framesReceived, l.meshMeanFramesReceived, l.carriersSent, l.otherBridgesKnown)
-                      + (l.nearestOtherBridgeHops.map { " (\($0))" } ?? ""))
+                      + (l.nearestOtherBridgeHops.map { " (\($0))" } ?? "")
+                      + (l.otherBridgeDistance.map { "  \($0) hops" } ?? ""))
             }
         }
         if let plot { print("\nplot: \(plot)") }

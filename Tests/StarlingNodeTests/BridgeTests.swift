@@ -684,9 +684,8 @@ extension InProcessNodes {
         #expect(twice[0] == 0 && twice[1] > 0, "extra carriers with and without the hold-off: \(twice)")
     }
 
-    /// Alice deletes her crossed notice while no bridge is near: she is told
-    /// its deletion follows, and it does when the bridge is back (not before).
-    @Test func aDeletionMadeAwayFromABridgeFollowsItsPostLater() throws {
+    /// Alice's notice crossed through gateA; then gateA went out of reach (its announce forgotten).
+    static func aCrossedNoticeAwayFromItsBridge() throws -> (net: EmbeddedNetwork, alice: Int, gateA: Int, post: BoardPost, tombstones: () -> Int) {
         let net = EmbeddedNetwork()
         let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
         let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1) }
@@ -702,6 +701,13 @@ extension InProcessNodes {
         #expect(net.published[gateA].contains { MeshBridge.boardPacket(of: $0.event) != nil } && tombstones() == 0)
         net.disconnect(alice, gateA)
         net.run(for: 70_000) // gateA's announce is forgotten
+        return (net, alice, gateA, post, tombstones)
+    }
+
+    /// Alice deletes her crossed notice while no bridge is near: she is told
+    /// its deletion follows, and it does when the bridge is back (not before).
+    @Test func aDeletionMadeAwayFromABridgeFollowsItsPostLater() throws {
+        let (net, alice, gateA, post, tombstones) = try Self.aCrossedNoticeAwayFromItsBridge()
         try net.on(alice) { try $0.deleteBoardPost(post.postID, now: $1) }
         net.run(for: 5_000)
         #expect(net.events[alice].contains { if case let .notice(t) = $0 { t.contains("follows it there when a bridge is near") } else { false } })
@@ -709,6 +715,29 @@ extension InProcessNodes {
         net.connect(alice, gateA)
         net.run(for: 10_000)
         #expect(tombstones() == 1, "the deletion followed once the bridge was back")
+    }
+
+    /// The deletion waiting for a bridge is in the memory the node writes (at
+    /// once): across a restart it still follows its post. The control: the same
+    /// restart without the memory leaves it behind.
+    @Test func aWaitingDeletionOutlivesARestart() throws {
+        for keepsMemory in [true, false] {
+            let (net, alice, gateA, post, tombstones) = try Self.aCrossedNoticeAwayFromItsBridge()
+            let before = net.nodes[alice].deletionsToCrossChanges
+            try net.on(alice) { try $0.deleteBoardPost(post.postID, now: $1) }
+            #expect(net.nodes[alice].deletionsToCrossChanges > before, "a deletion waiting is a change to write at once")
+            // As the node writes and reads it: JSON.
+            let memory = try #require(net.nodes[alice].bridgeMemory)
+            #expect(memory.deletionsToCross.count == 1 && !memory.boardOut.isEmpty)
+            let kept = try JSONDecoder().decode(BridgeCore.Memory.self, from: JSONEncoder().encode(memory))
+            net.restart(alice)
+            if keepsMemory { net.on(alice) { core, _ in core.restoreBridgeMemory(kept) } }
+            #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == (keepsMemory ? 1 : 0))
+            net.connect(alice, gateA)
+            net.run(for: 10_000)
+            #expect(tombstones() == (keepsMemory ? 1 : 0), "kept: \(keepsMemory)")
+            #expect(net.nodes[alice].bridgeMemory?.deletionsToCross == [], "sent: no longer waiting")
+        }
     }
 
     /// The carriers a node offers to sync hold 200 at most, however many
@@ -1049,6 +1078,7 @@ extension InProcessNodes {
         // The load: each bridge took the relay's events (both bridges' own, presence too) and sent frames.
         #expect(r.bridgeLoad.map(\.node) == ["a0", "b0"] && r.bridgeLoad.allSatisfy { $0.eventsIn >= 3 && $0.framesSent > 0 }, "\(r)")
         #expect(r.bridgeLoad[0].eventsPublished >= 3 && r.bridgeLoad[0].meshMeanFramesSent > 0, "\(r)")
+        #expect(r.bridgeLoad.allSatisfy { $0.otherBridgeDistance == nil }, "\(r)") // no other bridge in its mesh
     }
 
     /// Two bridges in each mesh: still once each, none back, and the deposits split between mesh A's two.
@@ -1062,6 +1092,11 @@ extension InProcessNodes {
         let r = s.run()
         #expect(r.delivery == 1 && r.duplicates == 0 && r.echoes == 0, "\(r)")
         #expect(r.depositsAtA == 3 && r.bridgeLoad.map(\.node) == ["a0", "a5", "b0", "b5"], "\(r)")
+        // The graph's distance between a mesh's two bridges, the same both ways; within the carriers'
+        // TTL the second bridge hears the first one's carrier and yields: mesh B carries each message once.
+        let d = r.bridgeLoad.map(\.otherBridgeDistance)
+        #expect(d[0] == d[1] && d[2] == d[3] && d.allSatisfy { ($0 ?? 0) >= 1 && ($0 ?? 0) <= 6 }, "\(d)")
+        #expect(r.carriersFromB == 3, "\(r)")
     }
 }
 }
