@@ -37,13 +37,7 @@ public actor CourierMailboxClient {
     public var counts: (posted: Int, fetched: Int) { (core.posted, core.fetched) }
 
     public func start() {
-        let datagrams = socket.datagrams(maxSize: ServerPacket.maxDatagram + 1)
-        tasks.append(Task { [weak self] in
-            for await (from, bytes) in datagrams {
-                guard let self else { return }
-                await self.received(bytes, from: from)
-            }
-        })
+        tasks.append(receiving(from: server, on: socket) { $0.received($1) })
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
@@ -68,8 +62,7 @@ public actor CourierMailboxClient {
         perform(core.follow(hexTags.compactMap { Bytes16(hex: $0) }, now: time.now()))
     }
 
-    private func received(_ bytes: [UInt8], from: UDPAddress) {
-        guard from == server else { return } // only the server speaks for the server
+    private func received(_ bytes: [UInt8]) {
         perform(core.receive(bytes, now: time.now()))
     }
 

@@ -43,13 +43,7 @@ public actor YaOKClient {
     /// Registers and runs until ``stop()``.
     public func start() {
         perform(core.start(now: readClock()))
-        let datagrams = socket.datagrams(maxSize: ServerPacket.maxDatagram + 1)
-        tasks.append(Task { [weak self] in
-            for await (from, bytes) in datagrams {
-                guard let self else { return }
-                await self.received(bytes, from: from)
-            }
-        })
+        tasks.append(receiving(from: server, on: socket) { $0.received($1) })
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
@@ -89,8 +83,7 @@ public actor YaOKClient {
         perform(core.poll(now: readClock()))
     }
 
-    private func received(_ bytes: [UInt8], from: UDPAddress) {
-        guard from == server else { return } // only the server speaks for the server
+    private func received(_ bytes: [UInt8]) {
         perform(core.receive(bytes, now: readClock()))
         nudge()
     }
