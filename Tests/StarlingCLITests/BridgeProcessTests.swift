@@ -165,34 +165,9 @@ import Testing
         let cellB = try #require(Geohash.neighbours(of: "u4pruy").last)
         let gateA = try Self.bridge("dropGateA", "u4pruy", relayPort, proxyPort), gateB = try Self.bridge("dropGateB", cellB, relayPort, proxyPort)
         defer { gateA.stop(); gateB.stop() }
-        let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
-        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
-        defer { for d in [aliceDir, bobDir] { try? FileManager.default.removeItem(atPath: d) } }
-
-        let bobFirst = try CourierProcessTests.listen("bob", bobDir, peers: [portA])
-        defer { bobFirst.stop() }
-        #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "dropGateA" } != nil, "\(bobFirst.text)")
-        let hello = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "hello bob"])
-        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
-        bobFirst.stop()
-        #expect(await bobFirst.waitForExit(seconds: 15) != nil)
-
-        let dropped = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "--wait", "3", "meet me at the mill"])
-        #expect(dropped.status == 0 && dropped.stdout.contains("courier drop"), "\(dropped.stdout)\(dropped.stderr)")
-        var posted = false
-        for _ in 0..<60 where !posted {
-            posted = try await Self.storedKinds(db).contains(1_401)
-            if !posted { try await Task.sleep(for: .milliseconds(500)) }
-        }
-        #expect(posted, "gateA posted the drop: \(gateA.text)")
-
-        let bob = try CourierProcessTests.listen("bob", bobDir, peers: [portB])
-        defer { bob.stop() }
-        let got = await bob.waitFor(seconds: 60) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "meet me at the mill" }
-        #expect(got?["via"] as? String == "courier", "\(bob.text)\n\(gateB.text)")
-        try await Task.sleep(for: .seconds(2))
-        #expect(bob.text.components(separatedBy: "\"meet me at the mill\"").count == 2, "once: \(bob.text)")
-        #expect(!gateB.text.contains("meet me at the mill"), "gateB only carried it: \(gateB.text)")
+        try await CourierProcessTests.aDropReachesBobInTheOtherMesh(gateA: gateA, nameA: "dropGateA", gateB: gateB, seconds: 60,
+                                                                    nothingYet: { try await !Self.storedKinds(db).contains(1_401) },
+                                                                    stored: { try await Self.storedKinds(db).contains(1_401) })
     }
 
     /// Board notices cross too, and stay on the relays for the days they

@@ -149,3 +149,46 @@ import Glibc
         #expect(got?["via"] as? String == "courier" && got?["nickname"] as? String == "alice", "\(bob.text)")
     }
 }
+
+extension CourierProcessTests {
+    /// The courier drop across two meshes that never meet: bob meets alice
+    /// in mesh A (through `gateA`, announced as `nameA`), so that she keeps
+    /// his Noise key; he leaves; her next line to him becomes a courier drop,
+    /// which `stored` must see leave mesh A (`nothingYet` holds before it);
+    /// bob then joins mesh B through `gateB` and gets it once, by courier,
+    /// gateB only carrying it.
+    static func aDropReachesBobInTheOtherMesh(gateA: LiveProcess, nameA: String, gateB: LiveProcess, seconds: Double,
+                                              nothingYet: () async throws -> Bool, stored: () async throws -> Bool,
+                                              sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
+        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
+        defer { for d in [aliceDir, bobDir] { try? FileManager.default.removeItem(atPath: d) } }
+
+        let bobFirst = try listen("bob", bobDir, peers: [portA])
+        defer { bobFirst.stop() }
+        #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == nameA } != nil, "\(bobFirst.text)",
+                sourceLocation: sourceLocation)
+        let hello = try await send(aliceDir, peer: portA, ["--to", "bob", "hello bob"])
+        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)", sourceLocation: sourceLocation)
+        bobFirst.stop()
+        #expect(await bobFirst.waitForExit(seconds: 15) != nil, sourceLocation: sourceLocation)
+        #expect(try await nothingYet(), "nothing has left mesh A yet", sourceLocation: sourceLocation)
+
+        let dropped = try await send(aliceDir, peer: portA, ["--to", "bob", "--wait", "3", "meet me at the mill"])
+        #expect(dropped.status == 0 && dropped.stdout.contains("courier drop"), "\(dropped.stdout)\(dropped.stderr)", sourceLocation: sourceLocation)
+        var left = false
+        for _ in 0..<120 where !left {
+            left = try await stored()
+            if !left { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(left, "gateA passed the drop on: \(gateA.text)", sourceLocation: sourceLocation)
+
+        let bob = try listen("bob", bobDir, peers: [portB])
+        defer { bob.stop() }
+        let got = await bob.waitFor(seconds: seconds) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "meet me at the mill" }
+        #expect(got?["via"] as? String == "courier", "\(bob.text)\n\(gateB.text)", sourceLocation: sourceLocation)
+        try await Task.sleep(for: .seconds(2))
+        #expect(bob.text.components(separatedBy: "\"meet me at the mill\"").count == 2, "once: \(bob.text)", sourceLocation: sourceLocation)
+        #expect(!gateB.text.contains("meet me at the mill"), "gateB only carried it: \(gateB.text)", sourceLocation: sourceLocation)
+    }
+}

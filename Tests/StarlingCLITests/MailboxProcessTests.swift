@@ -37,35 +37,10 @@ import Testing
         defer { server.stop() }
         let gateA = try Self.gate("mailGateA", mailbox: serverPort), gateB = try Self.gate("mailGateB", mailbox: serverPort)
         defer { gateA.stop(); gateB.stop() }
-        let (portA, portB) = (try await MeshProcessTests.port(of: gateA), try await MeshProcessTests.port(of: gateB))
-        let aliceDir = MeshProcessTests.dataDir(), bobDir = MeshProcessTests.dataDir()
-        defer { for d in [aliceDir, bobDir, dbDir] { try? FileManager.default.removeItem(atPath: d) } }
-
-        let bobFirst = try CourierProcessTests.listen("bob", bobDir, peers: [portA])
-        defer { bobFirst.stop() }
-        #expect(await bobFirst.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "mailGateA" } != nil, "\(bobFirst.text)")
-        let hello = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "hello bob"])
-        #expect(hello.status == 0, "\(hello.stdout)\(hello.stderr)")
-        bobFirst.stop()
-        #expect(await bobFirst.waitForExit(seconds: 15) != nil)
-        #expect(try await Self.heldDrops(db) == 0, "nothing at the mailbox yet")
-
-        let dropped = try await CourierProcessTests.send(aliceDir, peer: portA, ["--to", "bob", "--wait", "3", "meet me at the mill"])
-        #expect(dropped.status == 0 && dropped.stdout.contains("courier drop"), "\(dropped.stdout)\(dropped.stderr)")
-        var held = 0
-        for _ in 0..<120 where held == 0 {
-            held = try await Self.heldDrops(db)
-            if held == 0 { try await Task.sleep(for: .milliseconds(500)) }
-        }
-        #expect(held == 1, "gateA left the drop at the mailbox: \(gateA.text)")
-
-        let bob = try CourierProcessTests.listen("bob", bobDir, peers: [portB])
-        defer { bob.stop() }
-        let got = await bob.waitFor(seconds: 90) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "meet me at the mill" }
-        #expect(got?["via"] as? String == "courier", "\(bob.text)\n\(gateB.text)")
-        try await Task.sleep(for: .seconds(2))
-        #expect(bob.text.components(separatedBy: "\"meet me at the mill\"").count == 2, "once: \(bob.text)")
-        #expect(!gateB.text.contains("meet me at the mill"), "gateB only carried it: \(gateB.text)")
+        defer { try? FileManager.default.removeItem(atPath: dbDir) }
+        try await CourierProcessTests.aDropReachesBobInTheOtherMesh(gateA: gateA, nameA: "mailGateA", gateB: gateB, seconds: 90,
+                                                                    nothingYet: { try await Self.heldDrops(db) == 0 },
+                                                                    stored: { try await Self.heldDrops(db) == 1 })
         #expect(!gateA.text.contains("\"mailGateB\"") && !gateB.text.contains("\"mailGateA\""), "the meshes never met")
     }
 }
