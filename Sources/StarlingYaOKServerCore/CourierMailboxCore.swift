@@ -19,9 +19,11 @@ public enum CourierMailbox {
 /// apart, 8 tries), and fetches the followed tags every
 /// ``Configuration/fetchEvery`` and at once when they change, page by page as
 /// DROP_END says, from where the last round ended (from 0 when the tags
-/// change). Bounds: 64 drops waiting (the oldest goes), 51 tags, one fetch at
-/// a time (10 s without its end: done), 100 pages a round; a drop it did not
-/// ask for (another tag, behind the cursor) is not taken.
+/// change, and every ``Configuration/sweepEvery``); the cursor moves only past
+/// a whole page (every drop its DROP_END counts came). Bounds: 64 drops waiting
+/// (the oldest goes), 51 tags, one fetch at a time (10 s without its end: done),
+/// 100 pages a round; a drop it did not ask for (another tag, behind the cursor)
+/// is not taken.
 public struct CourierMailboxCore: Sendable {
     public struct Configuration: Sendable {
         public var fetchEvery: UInt64 = 30_000
@@ -31,6 +33,10 @@ public struct CourierMailboxCore: Sendable {
         public var maxTries = 8
         /// A fetch whose DROP_END has not come in this long is taken as done (UDP lost it).
         public var fetchTimeout: UInt64 = 10_000
+        /// A round starts from 0 again this long after the last one that did:
+        /// a server that started afresh (its sequence numbers from 1 again), or a
+        /// cursor a forger led astray, costs at most this long.
+        public var sweepEvery: UInt64 = 600_000
         public init() {}
     }
 
@@ -58,10 +64,13 @@ public struct CourierMailboxCore: Sendable {
     private var pending: [Pending] = []
     private var tags: [Bytes16] = []
     private var tagsChanged = false
-    /// The fetch under way: the cursor its page started from, and when.
-    private var fetching: (after: UInt64, since: UInt64)?
-    /// Where the next round starts: the last sequence number a round reached.
+    /// The fetch under way: the cursor its page started from, when, and the
+    /// sequence numbers of the drops its page brought so far (10 at most a page).
+    private var fetching: (after: UInt64, since: UInt64, got: Set<UInt64>)?
+    /// Where the next round starts: the last sequence number a whole page reached.
     private var cursor: UInt64 = 0
+    /// When a round last started from 0.
+    private var lastSweep: UInt64?
     private var pagesThisRound = 0
     public static let maxPagesARound = 100
     private var lastFetch: UInt64?
@@ -94,6 +103,7 @@ public struct CourierMailboxCore: Sendable {
         tags = Array(t)
         tagsChanged = true
         cursor = 0 // a new peer's drops may be older than where we were
+        lastSweep = now
         return tick(now: now)
     }
 
@@ -121,6 +131,10 @@ public struct CourierMailboxCore: Sendable {
         if fetching == nil, !tags.isEmpty, tagsChanged || lastFetch.map({ now >= $0 + configuration.fetchEvery }) ?? true {
             tagsChanged = false
             pagesThisRound = 0
+            if lastSweep.map({ now >= $0 + configuration.sweepEvery }) ?? true {
+                cursor = 0
+                lastSweep = now
+            }
             out += fetch(after: cursor, now: now)
         }
         return out
@@ -181,15 +195,22 @@ public struct CourierMailboxCore: Sendable {
                 return [.notTaken(id.value, why)]
             }
         case let .dropDelivery(sequence, bytes):
-            guard let f = fetching, sequence > f.after, let e = try? CourierEnvelope(decoding: bytes[...]),
+            guard var f = fetching, sequence > f.after, f.got.count < Int(UInt8.max), let e = try? CourierEnvelope(decoding: bytes[...]),
                   let tag = Bytes16(e.recipientTag), tags.contains(tag) else { return [] }
+            f.got.insert(sequence)
+            fetching = f
             fetched += 1
             return [.drop(e)]
-        case let .dropEnd(_, last, more):
+        case let .dropEnd(count, last, more):
             guard let f = fetching else { return [] }
             fetching = nil
             lastFetch = now
-            if last > f.after { cursor = max(cursor, last) }
+            // The cursor moves only past a whole page: every drop DROP_END counts came, the last its
+            // last (none: `last` is `after`). A page short of one lost on the way is asked for again
+            // next round, and a forged DROP_END cannot move the cursor past drops that never came.
+            let whole = f.got.count == Int(count) && last == (f.got.max() ?? f.after)
+            guard whole else { return [] }
+            cursor = max(cursor, last)
             // Only forward, and 100 pages a round: a server saying "more" without moving on ends the round.
             pagesThisRound += 1
             return more && last > f.after && pagesThisRound < Self.maxPagesARound ? fetch(after: last, now: now) : []
@@ -199,7 +220,7 @@ public struct CourierMailboxCore: Sendable {
     }
 
     private mutating func fetch(after: UInt64, now: UInt64) -> [Output] {
-        fetching = (after, now)
+        fetching = (after, now, [])
         return datagrams(.dropFetch(cookie: cookie, after: after, tags: tags))
     }
 

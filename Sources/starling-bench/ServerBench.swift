@@ -155,6 +155,101 @@ enum ServerBench {
         }
     }
 
+    /// A courier mailbox client that speaks the packets directly: it proves
+    /// its address (DROP_HELLO twice), then leaves drops (DROP) and counts
+    /// DROP_TAKEN answers with their latency.
+    final class DropSender: @unchecked Sendable {
+        let socket: UDPSocket
+        let lock = NSLock()
+        var cookie: Bytes16?
+        var proven = false
+        var sentAt: [Bytes16: UInt64] = [:]
+        var latencies: [Double] = []
+        var taken = 0
+        var refused = 0
+
+        init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
+
+        func start() -> Task<Void, Never> {
+            let stream = socket.datagramBatches(maxSize: 2_048)
+            return Task {
+                for await batch in stream {
+                    for (_, bytes) in batch { self.take(bytes) }
+                }
+            }
+        }
+
+        func take(_ bytes: [UInt8]) {
+            guard let p = try? ServerPacket.decode(bytes, .toClient) else { return }
+            switch p {
+            case let .dropCookie(c, ready): lock.withLock { cookie = c; proven = ready }
+            case let .dropTaken(id, _):
+                let now = DispatchTime.now().uptimeNanoseconds
+                lock.withLock {
+                    taken += 1
+                    if let t = sentAt.removeValue(forKey: id) { latencies.append(Double(now - t) / 1e6) }
+                }
+            case .rejected: lock.withLock { refused += 1 }
+            default: break
+            }
+        }
+
+        func prove(port: UInt16) async -> Bool {
+            for _ in 0..<50 {
+                let c = lock.withLock { cookie } ?? Bytes16(high: 0, low: 0)
+                _ = socket.send(ServerPacket.dropHello(cookie: c).encode(), to: .loopback(port))
+                try? await Task.sleep(for: .milliseconds(20))
+                if lock.withLock({ proven }) { return true }
+            }
+            return false
+        }
+    }
+
+    /// DROPs stored and answered DROP_TAKEN a second, flat out (4 proven
+    /// addresses, 64 unanswered each, 3 s; each drop 1 KiB of seal under
+    /// its own recipient tag), beside the MSGs of the same run: each DROP is
+    /// a synced write of its own (no group commit), which the server's 50 a
+    /// second in all is set against.
+    static func dropsFlatOut(server: YaOKServer, messages: Double) async {
+        guard let senders = try? (0..<4).map({ _ in try DropSender() }) else { return print("  drops: no socket") }
+        let readers = senders.map { $0.start() }
+        defer { for r in readers { r.cancel() } }
+        for s in senders { guard await s.prove(port: server.port) else { return print("  drops: an address was not proven") } }
+        var n: UInt64 = 0
+        let expiry = UInt64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+        let prefix = UInt64.random(in: 0...UInt64.max)
+        func send(_ s: DropSender) {
+            n += 1
+            let tag = Bytes16(high: prefix, low: n)
+            let envelope = CourierEnvelope(recipientTag: tag.bytes, expiry: expiry, ciphertext: [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: 1_024))
+            guard let bytes = try? envelope.encoded(), let cookie = s.lock.withLock({ s.cookie }) else { return }
+            let id = CourierMailbox.dropID(of: envelope)
+            s.lock.withLock { s.sentAt[id] = DispatchTime.now().uptimeNanoseconds }
+            _ = s.socket.send(ServerPacket.drop(cookie: cookie, envelope: bytes).encode(), to: .loopback(server.port))
+        }
+        let start = Date()
+        var sent = senders.map { _ in 0 }
+        while Date().timeIntervalSince(start) < 3 {
+            var idle = true
+            for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.taken + s.refused }) < 64 {
+                send(s)
+                sent[i] += 1
+                idle = false
+            }
+            if idle { try? await Task.sleep(for: .microseconds(100)) }
+        }
+        try? await Task.sleep(for: .milliseconds(300))
+        let elapsed = Date().timeIntervalSince(start)
+        let taken = senders.map { s in s.lock.withLock { s.taken } }.reduce(0, +)
+        let refused = senders.map { s in s.lock.withLock { s.refused } }.reduce(0, +)
+        let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
+        func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
+        let rate = Double(taken) / elapsed
+        print("  courier mailbox, DROPs flat out: \(Int(rate)) drops/s stored and answered DROP_TAKEN (\(taken) in \(format1(elapsed)) s, \(refused) refused); "
+              + "p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
+        print("    vs MSG flat out: \(format2(rate / max(1, messages)))×; the server's cap of 50 DROPs/s in all is \(format2(50 / max(1, rate)))× of it")
+    }
+
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var n = 0
@@ -180,6 +275,12 @@ enum ServerBench {
         config.perAddressBurst = 10_000_000
         config.perUserRate = 10_000_000
         config.perUserBurst = 10_000_000
+        // The courier mailbox's limits out of the way too (its own rates are what the run compares them with).
+        config.dropRate = 10_000_000
+        config.dropBurst = 10_000_000
+        config.dropsPerSecond = 10_000_000
+        config.dropsBurst = 10_000_000
+        config.dropLimits.total = 1_000_000
         let configuration = config
         return blocking {
             let server = try YaOKServer(store: store, bind: .loopback(0), configuration: configuration)
@@ -238,6 +339,7 @@ enum ServerBench {
             }
             let rate = await flatOut("flat out")
             print("  vs UDP echo: \(format2(rate / max(1, echo)))× (goal ≥ 0.5×)")
+            await dropsFlatOut(server: server, messages: rate)
 
             /// Offers `offered` messages/s for 2 s (to `recipient`, or the away
             /// one); prints what was answered, p50/p99 and commit durations.

@@ -201,29 +201,89 @@ import Testing
         #expect(reader.fetched == 25)
     }
 
+    static func fetches(_ outputs: [CourierMailboxCore.Output]) -> [UInt64] {
+        outputs.compactMap {
+            guard case let .send(b) = $0, case let .dropFetch(_, after, _)? = try? ServerPacket.decode(b, .toServer) else { return nil }
+            return after
+        }
+    }
+
+    /// A client proven by a forged-free exchange, following `tags`, its first fetch (from 0) under way.
+    static func provenClient(following tags: [Bytes16]) -> CourierMailboxCore {
+        var client = CourierMailboxCore()
+        _ = client.tick(now: 0)
+        _ = client.follow(tags, now: 0)
+        #expect(fetches(client.receive(ServerPacket.dropCookie(cookie: tag(2), ready: true).encode(), now: 1)) == [0])
+        return client
+    }
+
+    /// The page's drops as the server sends them, at these sequence numbers.
+    static func deliver(_ client: inout CourierMailboxCore, _ sequences: [UInt64], tag t: UInt8 = 1, now: UInt64) throws -> Int {
+        var got = 0
+        for s in sequences {
+            got += client.receive(ServerPacket.dropDelivery(sequence: s, envelope: try envelope(tag: t, now: 0).encoded()).encode(), now: now).count
+        }
+        return got
+    }
+
     /// A server (or a forger) saying "more" without moving the cursor on ends
     /// the round: no endless paging. The control: one that moves on is followed.
     @Test func aFetchPagesOnlyForward() throws {
-        func fetches(_ outputs: [CourierMailboxCore.Output]) -> [UInt64] {
-            outputs.compactMap {
-                guard case let .send(b) = $0, case let .dropFetch(_, after, _)? = try? ServerPacket.decode(b, .toServer) else { return nil }
-                return after
-            }
-        }
-        var client = CourierMailboxCore()
-        _ = client.tick(now: 0)
-        #expect(fetches(client.follow([Self.tag(1)], now: 0)).isEmpty, "not proven yet")
-        #expect(fetches(client.receive(ServerPacket.dropCookie(cookie: Self.tag(2), ready: true).encode(), now: 1)) == [0])
-        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 10, last: 12, more: true).encode(), now: 2)) == [12])
-        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 12, more: true).encode(), now: 3)).isEmpty)
-        #expect(fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 40, more: true).encode(), now: 4)).isEmpty, "no fetch under way")
-        #expect(fetches(client.tick(now: 30_003)) == [12], "the next round from where the last got to")
-        #expect(fetches(client.receive(ServerPacket.rejected(.rateLimited, messageID: nil).encode(), now: 30_004)).isEmpty, "refused: the round ends")
-        #expect(fetches(client.follow([Self.tag(1), Self.tag(3)], now: 30_005)) == [0], "new tags: from the start")
+        var client = Self.provenClient(following: [Self.tag(1)])
+        #expect(try Self.deliver(&client, Array(3...12), now: 2) == 10)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 10, last: 12, more: true).encode(), now: 2)) == [12])
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 12, more: true).encode(), now: 3)).isEmpty)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 0, last: 40, more: true).encode(), now: 4)).isEmpty, "no fetch under way")
+        #expect(Self.fetches(client.tick(now: 30_003)) == [12], "the next round from where the last got to")
+        #expect(Self.fetches(client.receive(ServerPacket.rejected(.rateLimited, messageID: nil).encode(), now: 30_004)).isEmpty, "refused: the round ends")
+        #expect(Self.fetches(client.follow([Self.tag(1), Self.tag(3)], now: 30_005)) == [0], "new tags: from the start")
         // What it did not ask for is not taken: another tag, or behind the page's cursor.
         let other = Self.envelope(tag: 9, now: 0), mine = Self.envelope(tag: 3, now: 0)
         #expect(client.receive(ServerPacket.dropDelivery(sequence: 5, envelope: try other.encoded()).encode(), now: 30_006).isEmpty)
         #expect(client.receive(ServerPacket.dropDelivery(sequence: 6, envelope: try mine.encoded()).encode(), now: 30_006) == [.drop(mine)])
+    }
+
+    /// A forged DROP_END (from anyone who can send as the server on the LAN)
+    /// naming a far sequence number cannot move the cursor: it only ends the
+    /// round, and the next starts where the last whole page got to. So does
+    /// a page one of whose drops was lost on the way: it is asked for again.
+    /// The control: a whole page moves the cursor.
+    @Test func theCursorMovesOnlyPastAWholePage() throws {
+        var client = Self.provenClient(following: [Self.tag(1)])
+        #expect(try Self.deliver(&client, [4, 5], now: 2) == 2)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 2, last: 5, more: true).encode(), now: 2)) == [5], "whole: on from 5")
+        // The forgery: no drops, the end of the world.
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 0, last: .max, more: false).encode(), now: 3)).isEmpty)
+        #expect(Self.fetches(client.tick(now: 30_003)) == [5], "the cursor stayed at 5")
+        // One forged drop far ahead, then its DROP_END: the count does not match what came (1 of 2).
+        #expect(try Self.deliver(&client, [1_000_000], now: 30_004) == 1)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 2, last: 1_000_000, more: true).encode(), now: 30_004)).isEmpty)
+        #expect(Self.fetches(client.tick(now: 60_005)) == [5])
+        // A real page with a drop lost on the way (7 of 6, 7, 8 missing): asked for again, and then whole.
+        #expect(try Self.deliver(&client, [6, 8], now: 60_006) == 2)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 3, last: 8, more: false).encode(), now: 60_006)).isEmpty)
+        #expect(Self.fetches(client.tick(now: 90_007)) == [5], "asked for again")
+        #expect(try Self.deliver(&client, [6, 7, 8], now: 90_008) == 3)
+        #expect(Self.fetches(client.receive(ServerPacket.dropEnd(count: 3, last: 8, more: false).encode(), now: 90_008)).isEmpty)
+        #expect(Self.fetches(client.tick(now: 120_009)) == [8], "whole: the cursor moved")
+    }
+
+    /// Every 10 minutes a round starts from 0 again: a server that started
+    /// afresh (its numbers from 1) is read again. The control: rounds before
+    /// that go on from the cursor.
+    @Test func aRoundStartsFromTheBeginningEveryTenMinutes() throws {
+        var client = Self.provenClient(following: [Self.tag(1)])
+        #expect(try Self.deliver(&client, [40], now: 2) == 1)
+        _ = client.receive(ServerPacket.dropEnd(count: 1, last: 40, more: false).encode(), now: 2)
+        var now: UInt64 = 2
+        var afters: [UInt64] = []
+        while now < 700_000 {
+            now += 30_001
+            let f = Self.fetches(client.tick(now: now))
+            afters += f
+            if !f.isEmpty { _ = client.receive(ServerPacket.dropEnd(count: 0, last: f[0], more: false).encode(), now: now) }
+        }
+        #expect(afters.prefix(19).allSatisfy { $0 == 40 } && afters.contains(0), "\(afters)")
     }
 
     /// A drop that cannot be encoded (a seal past 16 KiB) is said as not taken; the control, a small one, waits to be sent.
