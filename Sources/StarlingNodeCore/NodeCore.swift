@@ -1681,10 +1681,10 @@ public struct NodeCore: Sendable {
     public mutating func restoreBridgeMemory(_ m: BridgeCore.Memory) {
         guard bridge.cell != nil || configuration.crossesBridges else { return }
         bridge.remember(m)
-        // Only tombstones (a post is never held here), at most as many as wait while the node runs.
+        // Only our own tombstones (a post is never held here), the last as many as wait while the node runs.
         for hex in m.deletionsToCross.suffix(Self.tombstonesWaitingToCross) {
             guard let bytes = try? [UInt8](hex: hex), let b = try? BoardPacket(decoding: bytes[...]), case .tombstone = b,
-                  !tombstonesToCross.contains(b) else { continue }
+                  b.authorKey == identity.signingPublicKey, !tombstonesToCross.contains(b) else { continue }
             tombstonesToCross.append(b)
         }
     }

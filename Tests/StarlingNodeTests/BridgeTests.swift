@@ -740,6 +740,49 @@ extension InProcessNodes {
         }
     }
 
+    /// Deletions waiting for a bridge hold 32 at most, the oldest going,
+    /// however many a person makes while away (40 here), in the node and in
+    /// the memory it writes; a memory file holding more is read up to 32.
+    @Test func theDeletionsWaitingToCrossHoldTheirBound() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1); $0.board?.maxPostsPerAuthor = 50 }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        net.connect(alice, gateA)
+        net.run(for: 3_000)
+        net.on(gateA) { $0.nostrRelays(up: true, now: $1) }
+        var posts: [BoardPost] = []
+        for i in 0..<40 {
+            posts.append(try net.on(alice) { try $0.postToBoard("notice \(i)", now: $1) })
+            net.run(for: 500)
+        }
+        net.disconnect(alice, gateA)
+        net.run(for: 70_000)
+        for p in posts { try net.on(alice) { try $0.deleteBoardPost(p.postID, now: $1) } }
+        #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 32)
+        let memory = try #require(net.nodes[alice].bridgeMemory)
+        let waiting = try memory.deletionsToCross.map { hex -> [UInt8] in try BoardPacket(decoding: try [UInt8](hex: hex)[...]).postID }
+        #expect(waiting == posts.suffix(32).map(\.postID), "the newest 32, the oldest 8 gone")
+        // A memory file with more (written by hand, or by another version) is read up to its bound.
+        var more = memory
+        let tombstone = { (key: Curve25519.Signing.PrivateKey) -> String in
+            var t = BoardTombstone(postID: (0..<16).map { _ in UInt8.random(in: 0...255) }, authorKey: [], deletedAt: 1)
+            try? BoardSigning.sign(&t, with: key)
+            return BoardPacket.tombstone(t).encoded().hexString
+        }
+        let others = (0..<8).map { _ in tombstone(net.nodes[alice].identity.signingKey) }
+        more.deletionsToCross = memory.deletionsToCross + others
+        net.restart(alice)
+        net.on(alice) { core, _ in core.restoreBridgeMemory(more) }
+        #expect(net.nodes[alice].bridgeMemory?.deletionsToCross == Array(more.deletionsToCross.suffix(32)), "the last 32")
+        // What is not a tombstone of ours is not taken (the last 32 entries read, 28 of them good).
+        more.deletionsToCross = memory.deletionsToCross + ["not hex", "00", BoardPacket.post(posts[0]).encoded().hexString,
+                                                           tombstone(Curve25519.Signing.PrivateKey())]
+        net.restart(alice)
+        net.on(alice) { core, _ in core.restoreBridgeMemory(more) }
+        #expect(net.nodes[alice].bridgeMemory?.deletionsToCross == Array(memory.deletionsToCross.suffix(28)))
+    }
+
     /// The carriers a node offers to sync hold 200 at most, however many
     /// come (240 over 12 minutes here, all fresh), the oldest going; past 15
     /// minutes they leave the round.
