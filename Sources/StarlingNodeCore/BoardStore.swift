@@ -1,3 +1,4 @@
+import StarlingCrypto
 import StarlingWire
 
 /// The mesh board a node keeps (docs/PROTOCOL.md, "Board (0x23)"): the signed
@@ -79,6 +80,9 @@ public struct BoardStore: Sendable {
         public var heardAt: UInt64
         /// A tombstone's end (posts end at their expiry).
         public var retainUntil: UInt64?
+        /// A post whose packet its author did not sign: another node put it on
+        /// this mesh's board, which only a mesh bridge does (it came across one).
+        public var carriedByAnother = false
     }
 
     struct Key: Hashable, Sendable {
@@ -112,7 +116,9 @@ public struct BoardStore: Sendable {
             }
             if tombstones[key] != nil { return .rejected("its author deleted it") }
             if posts[key] != nil { return .duplicate }
-            posts[key] = Entry(packet: packet, board: board, heardAt: now)
+            // (Checked once, when kept: a signed packet whose signature is not the author's.)
+            let carried = packet.signature != nil && !PacketSigning.isValid(packet, publicKey: post.authorKey)
+            posts[key] = Entry(packet: packet, board: board, heardAt: now, carriedByAnother: carried)
             evict(author: post.authorKey)
             return .accepted
         case let .tombstone(t):
@@ -182,6 +188,11 @@ public struct BoardStore: Sendable {
         for k in ended { tombstones[k] = nil }
         let gone = Set(ended)
         orphans.removeAll { gone.contains($0) }
+    }
+
+    /// Whether the post held came in a packet its author did not sign (``Entry/carriedByAnother``).
+    public func cameAcross(_ post: BoardPost) -> Bool {
+        posts[Key(postID: post.postID, author: post.authorKey)]?.carriedByAnother == true
     }
 
     /// The live posts, urgent first, then the newest made first.

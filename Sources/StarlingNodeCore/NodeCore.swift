@@ -895,7 +895,8 @@ public struct NodeCore: Sendable {
     public func boardEntry(_ post: BoardPost) -> BoardEntry {
         if post.authorKey == identity.signingPublicKey { return BoardEntry(post: post, author: configuration.nickname, ours: true) }
         let author = present.entries.values.filter { $0.info.signingKey == post.authorKey }.map(\.info.nickname).min()
-        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post))
+        // Across a bridge: our bridge took it from the relays, or a bridge here put it on the board (its packet is not its author's).
+        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post) || board?.cameAcross(post) == true)
     }
 
     /// What the board holds, as the packets that carried it (to keep on disk).

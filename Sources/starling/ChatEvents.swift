@@ -235,7 +235,7 @@ extension ChatScreen {
             if let screen {
                 let by = entry.shownName
                 screen.append(.init(time: FullScreen.clock(post.createdAt), nick: "board",
-                                    text: "<\(by)> " + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : ""),
+                                    text: "<\(by)> " + (entry.crossed ? "(across a bridge) " : "") + Self.lines(post.content) + (post.isUrgent ? " (urgent)" : ""),
                                     highlight: post.isUrgent), to: ChatBuffers.publicName)
             } else {
                 say("[\(Self.clock())] \(line)")

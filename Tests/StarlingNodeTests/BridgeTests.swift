@@ -630,6 +630,21 @@ extension InProcessNodes {
         let atB = Self.posts(net, gateB) + Self.posts(net, gateB2)
         #expect(atB.contains { $0.crossed }, "\(atB)")
         #expect(Self.posts(net, bob).first { $0.post.content == "water at the school" }?.shownName.hasPrefix("alice? ") == true)
+        // Every node of mesh B shows them as crossed (their packets are a bridge's, not their authors'), as they
+        // came and in its list, and after a restart from the board on disk; the control: bob's own notice is not.
+        _ = try net.on(bob) { try $0.postToBoard("bob's notice", now: $1) }
+        net.run(for: 1_000)
+        for n in [bob, dave] {
+            let came = Self.posts(net, n).filter { $0.post.content != "bob's notice" }
+            #expect(came.count == 2 && came.allSatisfy(\.crossed), "\(net.nodes[n].nickname): \(came)")
+            let listed = net.on(n) { c, now in c.boardPosts(now: now) }
+            #expect(listed.filter(\.crossed).map(\.post.content).sorted() == ["the bridge's own notice", "water at the school"], "\(listed)")
+            #expect(listed.contains { $0.post.content == "bob's notice" && !$0.crossed })
+        }
+        let kept = net.on(dave) { c, now in c.boardPackets(now: now) }
+        net.restart(dave)
+        #expect(net.on(dave) { c, now in c.restoreBoard(kept, now: now) } == 3)
+        #expect(net.on(dave) { c, now in c.boardPosts(now: now).filter(\.crossed).count } == 2)
         // Mesh A: nothing comes back; mesh B publishes none of it.
         #expect(Self.posts(net, alice).map(\.post.content).sorted() == ["carol's notice stays home", "the bridge's own notice"])
         for g in [gateB, gateB2] { #expect(net.published[g].allSatisfy { $0.event.kind == 20_001 }) }
@@ -645,7 +660,7 @@ extension InProcessNodes {
         net.run(for: 3_000)
         for n in [bob, dave] {
             #expect(Self.deleted(net, n) == [alicePost.postID], "\(net.nodes[n].nickname)")
-            #expect(net.on(n) { c, now in c.boardPosts(now: now).map(\.post.content) } == ["the bridge's own notice"])
+            #expect(net.on(n) { c, now in c.boardPosts(now: now).map(\.post.content) }.sorted() == ["bob's notice", "the bridge's own notice"])
         }
         // The relays send everything again: nothing new anywhere.
         let shown = [bob, dave].map { Self.posts(net, $0).count }
