@@ -658,11 +658,16 @@ public struct NodeCore: Sendable {
     }
 
     /// What a person reads as said by a peer must be signed by that peer's key:
-    /// public messages, leaves and file transfers, whatever their recipient.
-    /// One from a sender with no verified announce goes into `queue` (to wait
-    /// for it) when one is given.
+    /// public messages, leaves and file transfers, whatever their recipient; so
+    /// must a carrier deposited with us (our gateway or bridge publishes it for
+    /// its depositor). One from a sender with no verified announce goes into
+    /// `queue` (to wait for it) when one is given: a deposit can overtake its
+    /// depositor's announce when we have just come up beside it.
     private mutating func signatureHolds(_ packet: Packet, queue: (bytes: [UInt8], link: LinkID, now: Millis)?) -> Bool {
-        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer || packet.type == .voiceFrame else { return true }
+        let deposit = packet.type == .nostrCarrier && packet.recipientID == peerID
+        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer || packet.type == .voiceFrame || deposit else {
+            return true
+        }
         guard let card = present[packet.senderID]?.info else {
             if let q = queue, packet.signature != nil, links.contains(q.link), canAwait(packet, on: q.link) {
                 awaitingAnnounce.append((packet, q.bytes, q.link, q.now))

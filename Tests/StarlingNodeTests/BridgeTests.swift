@@ -755,6 +755,70 @@ extension InProcessNodes {
         }
     }
 
+    /// A bridge that starts afresh beside alice (her link was up all along, so
+    /// she has no reason to announce, and her next announce is a minute off)
+    /// knows nothing of her: her deletion waiting for it (handed over while its
+    /// relays are not up yet), and a line she says at once, reach its relays
+    /// all the same. (Tried by hand after one such deletion did not cross.)
+    @Test func aBridgeThatStartsAfreshBesideUsTakesWhatWeSendItAtOnce() throws {
+        let net = EmbeddedNetwork()
+        let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1); $0.announceInterval = 60_000 }
+        let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
+        net.connect(alice, gateA)
+        net.run(for: 3_000)
+        net.on(gateA) { $0.nostrRelays(up: true, now: $1) }
+        let post = try net.on(alice) { try $0.postToBoard("the well is dry", now: $1) }
+        net.run(for: 1_000)
+        // gateA goes on as a node without a bridge; alice deletes her notice, which waits.
+        net.restart(gateA) { $0.bridge = nil }
+        net.run(for: 3_000)
+        try net.on(alice) { try $0.deleteBoardPost(post.postID, now: $1) }
+        net.run(for: 2_000)
+        #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 1)
+        // It starts afresh as a bridge: it announces; alice's link never went down.
+        net.restart(gateA) { $0.bridge = BridgeTests.cell }
+        net.run(for: 3_000)
+        #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 0, "handed to gateA, whose relays are not up yet")
+        net.on(gateA) { $0.nostrRelays(up: true, now: $1) }
+        net.run(for: 1_500)
+        try net.on(alice) { try $0.sendPublic("the road north is open", now: $1) }
+        net.run(for: 5_000)
+        let kinds = net.published[gateA].map(\.event.kind)
+        #expect(kinds.filter { $0 == 1_402 }.count == 2, "the post, then its deletion: \(kinds)")
+        #expect(kinds.filter { $0 == 20_000 }.count == 1, "the line: \(kinds)")
+        #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 0)
+    }
+
+    /// A deposit that overtakes its depositor's announce (the bridge had not
+    /// heard of alice yet) waits for it, 2 s at most, as a public message
+    /// does: taken when the announce comes; the control, never announced, is
+    /// refused (counted), and nothing is published for it.
+    @Test func aDepositThatComesBeforeItsAnnounceWaitsForIt() throws {
+        for announces in [true, false] {
+            let net = EmbeddedNetwork()
+            let gate = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = [UInt8](repeating: 3, count: 32) }
+            net.run(for: 1_000)
+            net.on(gate) { $0.nostrRelays(up: true, now: $1) }
+            let raw = net.openRawLink(to: gate)
+            let alice = Identity.generate()
+            let key = MeshBridge.identity(seed: [UInt8](repeating: 1, count: 32), cell: BridgeTests.cell)
+            let e = try #require(MeshBridge.message("the road north is open", nickname: "alice", cell: BridgeTests.cell,
+                                                    senderIDHex: alice.peerID.description, timestampMs: net.now, key: key,
+                                                    now: Int64(net.now / 1_000)))
+            var deposit = Packet(type: .nostrCarrier, ttl: 7, timestamp: net.now, senderID: alice.peerID, recipientID: net.nodes[gate].peerID,
+                                 payload: try BridgeTests.carrier(e, .toBridge).encoded())
+            try PacketSigning.sign(&deposit, with: alice.signingKey)
+            let refusedBefore = net.nodes[gate].refusals.unverifiable
+            net.inject(try deposit.encoded(), on: raw)
+            net.run(for: 300)
+            if announces { net.inject(try Announcement.make(identity: alice, nickname: "alice", timestamp: net.now).encoded(), on: raw) }
+            net.run(for: 3_000)
+            #expect(net.published[gate].contains { $0.event.id == e.id } == announces, "announced: \(announces)")
+            if !announces { #expect(net.nodes[gate].refusals.unverifiable == refusedBefore + 1) }
+        }
+    }
+
     /// Deletions waiting for a bridge hold 32 at most, the oldest going,
     /// however many a person makes while away (40 here), in the node and in
     /// the memory it writes; a memory file holding more is read up to 32.

@@ -281,8 +281,8 @@ extension InProcessNodes {
         #expect(try net.on(alice) { try $0.sendViaGateway(e, geohash: GatewayTests.geohash, now: $1) } == nil)
         net.on(alice) { c, _ in c.unblock(gateKey) }
 
-        // A deposit signed by mallory's key under alice's ID: refused; counted.
-        let before = net.nodes[gate].refusals.carriers
+        // A deposit signed by mallory's key under alice's ID: refused as forged (before the gateway sees it); counted.
+        let before = net.nodes[gate].refusals.forged
         let forged = try GatewayTests.event("forged deposit", key: key, at: net.now)
         var p = Packet(type: .nostrCarrier, ttl: 7, timestamp: net.now, senderID: net.nodes[alice].peerID, recipientID: net.nodes[gate].peerID,
                        payload: try GatewayTests.carrier(forged).encoded())
@@ -290,7 +290,7 @@ extension InProcessNodes {
         let raw = net.openRawLink(to: gate)
         net.inject(try p.encoded(), on: raw)
         net.run(for: 500)
-        #expect(net.nodes[gate].refusals.carriers == before + 1)
+        #expect(net.nodes[gate].refusals.forged == before + 1)
         #expect(!net.published[gate].contains { $0.event == forged })
 
         // Down: two events of the channel (one sent twice), another channel's never.
