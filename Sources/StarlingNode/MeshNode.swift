@@ -386,6 +386,7 @@ public actor MeshNode {
     /// The bridge's memory last written (its change counter, that of the deletions waiting to cross),
     /// and when: at most every 30 s, at once when a deletion waits or left, and at the stop.
     private var bridgeSaved = (changes: 0, deletions: 0, at: Millis(0))
+    private var bridgeSaveFailing = false
     /// A file past this is not read (2,048 IDs of 7 sets: under 1 MiB).
     static let maxBridgeMemoryBytes = 4 << 20
 
@@ -415,15 +416,20 @@ public actor MeshNode {
     private func saveBridgeMemory(force: Bool) {
         guard let url = options.bridgeMemoryFile, core.bridgeMemoryChanges != bridgeSaved.changes else { return }
         let now = readClock()
-        guard force || now >= bridgeSaved.at + 30_000 || core.deletionsToCrossChanges != bridgeSaved.deletions,
-              let memory = core.bridgeMemory else { return }
+        // A deletion waiting or gone is written at once (then, after a failed write, every 5 s).
+        let deletions = core.deletionsToCrossChanges != bridgeSaved.deletions && now >= bridgeSaved.at + (bridgeSaveFailing ? 5_000 : 0)
+        guard force || now >= bridgeSaved.at + 30_000 || deletions, let memory = core.bridgeMemory else { return }
         do {
             try BoardFile.writeWhole([UInt8](try JSONEncoder().encode(memory)), to: url)
             bridgeSaved = (core.bridgeMemoryChanges, core.deletionsToCrossChanges, now)
+            bridgeSaveFailing = false
         } catch {
-            // Said once per change; it is written again at the next one.
-            bridgeSaved = (core.bridgeMemoryChanges, core.deletionsToCrossChanges, now)
-            continuation.yield(.rejected(Rejection(.transport, "the bridge's memory could not be kept in \(url.path) (\(error.localizedDescription)): free some disk")))
+            // Not taken as written: tried again (30 s; 5 s while a deletion waits), said once until a write works.
+            bridgeSaved.at = now
+            if !bridgeSaveFailing {
+                continuation.yield(.rejected(Rejection(.transport, "the bridge's memory could not be kept in \(url.path) (\(error.localizedDescription)): free some disk")))
+            }
+            bridgeSaveFailing = true
         }
     }
 

@@ -231,6 +231,16 @@ public struct BridgeCore: Sendable {
             + boardOut.inserted + boardIn.inserted
     }
 
+    /// Moves when the board entries that crossed out change (all a node that only crosses keeps).
+    public var boardOutChanges: Int { boardOut.inserted }
+
+    /// What a node that only crosses keeps: its board entries that crossed out.
+    public func crossingMemory() -> Memory {
+        var m = Memory()
+        m.boardOut = boardOut.recent(Self.memoryKept)
+        return m
+    }
+
     public func memory() -> Memory {
         var m = Memory()
         m.taken = receivedIDs.recent(Self.memoryKept)

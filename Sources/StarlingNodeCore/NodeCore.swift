@@ -433,6 +433,14 @@ public struct NodeCore: Sendable {
     /// cross when one is (``tombstonesWaitingToCross``, the oldest going).
     private var tombstonesToCross: [BoardPacket] = []
     static let tombstonesWaitingToCross = 32
+    /// They go one every 15 s (a bridge takes 10 deposits a minute of a
+    /// depositor, and queues 5 while its relays are down), each after our
+    /// announce has followed the bridge's appearance (it must know us to take one).
+    static let tombstoneCrossingGap: Millis = 15_000
+    private var lastTombstoneCrossed: Millis?
+    /// The bridge peer our lines cross through, and since when (nil: none): a
+    /// new one gets our announce at once, so that it can check our deposits.
+    private var crossingPeer: (peer: PeerID, since: Millis)?
     /// `fromBridge` carriers shown here or sent by our bridge, offered to sync
     /// (``carriersKeptForSync``, ``carrierSyncLifetime``), oldest first.
     private var carriersForSync: [Packet] = []
@@ -1672,13 +1680,15 @@ public struct NodeCore: Sendable {
     /// counter that moves when it changes (to know when to write it).
     /// A node whose lines cross (``Configuration/crossesBridges``) keeps it too:
     /// what of its own crossed (its board notices) and the deletions waiting for a bridge.
+    /// (A node that only crosses keeps what of its own crossed and the deletions waiting:
+    /// not the sets a bridge keeps, which every public message heard would move.)
     public var bridgeMemory: BridgeCore.Memory? {
         guard bridge.cell != nil || configuration.crossesBridges else { return nil }
-        var m = bridge.memory()
+        var m = bridge.cell != nil ? bridge.memory() : bridge.crossingMemory()
         m.deletionsToCross = tombstonesToCross.map { $0.encoded().hexString }
         return m
     }
-    public var bridgeMemoryChanges: Int { bridge.memoryChanges + deletionsToCrossChanges }
+    public var bridgeMemoryChanges: Int { (bridge.cell != nil ? bridge.memoryChanges : bridge.boardOutChanges) + deletionsToCrossChanges }
     /// Moves when the deletions waiting to cross change: the node writes the memory at once then
     /// (a deletion a person made is not left to the next 30 s).
     public private(set) var deletionsToCrossChanges = 0
@@ -1704,6 +1714,20 @@ public struct NodeCore: Sendable {
         }
         .min { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) }
         .map { ($0.key, $0.value.info.bridgeGeohash ?? "") }
+    }
+
+    /// A bridge peer we cross through that is new (it appeared, or another took
+    /// its place) may have started after our last announce, and a deposit from
+    /// a sender it does not know waits only 2 s: we announce at once (at most
+    /// once a second).
+    private mutating func noteCrossingPeer(now: Millis) {
+        guard configuration.crossesBridges, bridge.cell == nil, configuration.bridgeSeed != nil, let peer = bridgePeer?.peer else {
+            crossingPeer = nil
+            return
+        }
+        guard crossingPeer?.peer != peer else { return }
+        crossingPeer = (peer, now)
+        if now >= (lastAnnounce ?? 0) + 1_000 { announce(now: now) }
     }
 
     /// Where what we write crosses to other meshes: our own bridge (peer nil),
@@ -1733,7 +1757,7 @@ public struct NodeCore: Sendable {
         guard BridgeCore.mayCross(b) else { return }
         guard let target = crossingTarget else {
             if case .tombstone = b, bridge.crossedOut(b.postID, author: b.authorKey) {
-                // It follows its post when a bridge is near again (checked every second; kept while the node runs).
+                // It follows its post when a bridge is near again (checked every second; kept across restarts in the bridge memory).
                 if !tombstonesToCross.contains(b) {
                     if tombstonesToCross.count >= Self.tombstonesWaitingToCross { tombstonesToCross.removeFirst() }
                     tombstonesToCross.append(b)
@@ -1870,11 +1894,13 @@ public struct NodeCore: Sendable {
         sessions.expire(now: now)
         let w = wall(now)
         askForCarriers()
-        if !tombstonesToCross.isEmpty, crossingTarget != nil {
-            let waiting = tombstonesToCross
-            tombstonesToCross = []
+        noteCrossingPeer(now: now)
+        if !tombstonesToCross.isEmpty, crossingTarget != nil, crossingPeer.map({ (lastAnnounce ?? 0) >= $0.since }) ?? true,
+           lastTombstoneCrossed.map({ now >= $0 + Self.tombstoneCrossingGap }) ?? true {
+            let t = tombstonesToCross.removeFirst()
+            lastTombstoneCrossed = now
             deletionsToCrossChanges += 1
-            for t in waiting { crossBoard(t, now: now) }
+            crossBoard(t, now: now)
         }
         if let oldest = carriersForSync.first, oldest.timestamp + Self.carrierSyncLifetime < w {
             carriersForSync.removeAll { $0.timestamp + Self.carrierSyncLifetime < w }

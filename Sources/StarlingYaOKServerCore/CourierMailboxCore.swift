@@ -20,7 +20,8 @@ public enum CourierMailbox {
 /// ``Configuration/fetchEvery`` and at once when they change, page by page as
 /// DROP_END says, from where the last round ended (from 0 when the tags
 /// change, and every ``Configuration/sweepEvery``); the cursor moves only past
-/// a whole page (every drop its DROP_END counts came). Bounds: 64 drops waiting
+/// a whole page (every drop its DROP_END counts came), or, for a page short
+/// three times running, as far as its drops came. Bounds: 64 drops waiting
 /// (the oldest goes), 51 tags, one fetch at a time (10 s without its end: done),
 /// 100 pages a round; a drop it did not ask for (another tag, behind the cursor)
 /// is not taken.
@@ -35,8 +36,12 @@ public struct CourierMailboxCore: Sendable {
         public var fetchTimeout: UInt64 = 10_000
         /// A round starts from 0 again this long after the last one that did:
         /// a server that started afresh (its sequence numbers from 1 again), or a
-        /// cursor a forger led astray, costs at most this long.
-        public var sweepEvery: UInt64 = 600_000
+        /// cursor a forger led astray, costs at most this long (each such round
+        /// brings again what the tags hold: kept rare).
+        public var sweepEvery: UInt64 = 1_800_000
+        /// A page that does not come whole this many times running (a DROP
+        /// lost each time, on a lossy link) is passed as far as its drops came.
+        public var wholePageTries = 3
         public init() {}
     }
 
@@ -64,9 +69,19 @@ public struct CourierMailboxCore: Sendable {
     private var pending: [Pending] = []
     private var tags: [Bytes16] = []
     private var tagsChanged = false
-    /// The fetch under way: the cursor its page started from, when, and the
-    /// sequence numbers of the drops its page brought so far (10 at most a page).
-    private var fetching: (after: UInt64, since: UInt64, got: Set<UInt64>)?
+    /// The fetch under way: the cursor its page started from, when, the
+    /// sequence numbers of the drops its page brought so far (10 a page from
+    /// the server), and whether the tags changed since it was asked (stale: its
+    /// end moves nothing, and the round starts again from 0).
+    struct Fetch: Sendable {
+        var after: UInt64
+        var since: UInt64
+        var got: Set<UInt64> = []
+        var stale = false
+    }
+    private var fetching: Fetch?
+    /// The page that last came short, and how many times running.
+    private var shortPage: (after: UInt64, times: Int)?
     /// Where the next round starts: the last sequence number a whole page reached.
     private var cursor: UInt64 = 0
     /// When a round last started from 0.
@@ -104,6 +119,7 @@ public struct CourierMailboxCore: Sendable {
         tagsChanged = true
         cursor = 0 // a new peer's drops may be older than where we were
         lastSweep = now
+        fetching?.stale = true // its end must not move the cursor past the new peer's drops
         return tick(now: now)
     }
 
@@ -205,11 +221,22 @@ public struct CourierMailboxCore: Sendable {
             guard let f = fetching else { return [] }
             fetching = nil
             lastFetch = now
+            if f.stale { return tick(now: now) } // the tags changed: a round from 0, now
             // The cursor moves only past a whole page: every drop DROP_END counts came, the last its
             // last (none: `last` is `after`). A page short of one lost on the way is asked for again
             // next round, and a forged DROP_END cannot move the cursor past drops that never came.
             let whole = f.got.count == Int(count) && last == (f.got.max() ?? f.after)
-            guard whole else { return [] }
+            guard whole else {
+                // Short again and again (a lossy link): passed as far as its drops came, no further.
+                let times = shortPage?.after == f.after ? (shortPage?.times ?? 0) + 1 : 1
+                shortPage = (f.after, times)
+                if times >= configuration.wholePageTries, let reached = f.got.max() {
+                    cursor = max(cursor, reached)
+                    shortPage = nil
+                }
+                return []
+            }
+            shortPage = nil
             cursor = max(cursor, last)
             // Only forward, and 100 pages a round: a server saying "more" without moving on ends the round.
             pagesThisRound += 1
@@ -220,7 +247,7 @@ public struct CourierMailboxCore: Sendable {
     }
 
     private mutating func fetch(after: UInt64, now: UInt64) -> [Output] {
-        fetching = (after, now, [])
+        fetching = Fetch(after: after, since: now)
         return datagrams(.dropFetch(cookie: cookie, after: after, tags: tags))
     }
 

@@ -760,12 +760,19 @@ extension InProcessNodes {
     /// knows nothing of her: her deletion waiting for it (handed over while its
     /// relays are not up yet), and a line she says at once, reach its relays
     /// all the same. (Tried by hand after one such deletion did not cross.)
-    @Test func aBridgeThatStartsAfreshBesideUsTakesWhatWeSendItAtOnce() throws {
+    @Test(arguments: [false, true]) func aBridgeThatStartsAfreshBesideUsTakesWhatWeSendItAtOnce(twoHops: Bool) throws {
         let net = EmbeddedNetwork()
         let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
         let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1); $0.announceInterval = 60_000 }
         let gateA = net.addNode("gateA") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = seed(3) }
-        net.connect(alice, gateA)
+        // Two hops: carol between them, who keeps alice's announce (gateA gets it from her sync only after 5 s).
+        if twoHops {
+            let carol = net.addNode("carol")
+            net.connect(alice, carol)
+            net.connect(carol, gateA)
+        } else {
+            net.connect(alice, gateA)
+        }
         net.run(for: 3_000)
         net.on(gateA) { $0.nostrRelays(up: true, now: $1) }
         let post = try net.on(alice) { try $0.postToBoard("the well is dry", now: $1) }
@@ -776,7 +783,7 @@ extension InProcessNodes {
         try net.on(alice) { try $0.deleteBoardPost(post.postID, now: $1) }
         net.run(for: 2_000)
         #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 1)
-        // It starts afresh as a bridge: it announces; alice's link never went down.
+        // It starts afresh as a bridge: it announces; alice's link never went down. She announces at once.
         net.restart(gateA) { $0.bridge = BridgeTests.cell }
         net.run(for: 3_000)
         #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 0, "handed to gateA, whose relays are not up yet")
@@ -860,6 +867,15 @@ extension InProcessNodes {
         net.restart(alice)
         net.on(alice) { core, _ in core.restoreBridgeMemory(more) }
         #expect(net.nodes[alice].bridgeMemory?.deletionsToCross == Array(memory.deletionsToCross.suffix(28)))
+        // The bridge is back: they cross one every 15 s (under its 10 deposits a minute of one depositor), every one.
+        let tombstones = {
+            net.published[gateA].filter { u in if case .tombstone = MeshBridge.boardPacket(of: u.event) { true } else { false } }.count
+        }
+        net.connect(alice, gateA)
+        net.run(for: 60_000)
+        #expect((3...5).contains(tombstones()), "\(tombstones()) in the first minute")
+        net.run(for: 7 * 60_000)
+        #expect(tombstones() == 28 && net.nodes[alice].tableSizes["node.tombstonesToCross"] == 0)
     }
 
     /// The carriers a node offers to sync hold 200 at most, however many
