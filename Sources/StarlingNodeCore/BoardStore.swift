@@ -115,7 +115,13 @@ public struct BoardStore: Sendable {
                 return .rejected("it lives past 7 days from now")
             }
             if tombstones[key] != nil { return .rejected("its author deleted it") }
-            if posts[key] != nil { return .duplicate }
+            if let held = posts[key] {
+                // Its author's own packet after a bridge's copy: the author is here, it did not only cross.
+                if held.carriedByAnother, packet.signature != nil, PacketSigning.isValid(packet, publicKey: post.authorKey) {
+                    posts[key]?.carriedByAnother = false
+                }
+                return .duplicate
+            }
             // (Checked once, when kept: a signed packet whose signature is not the author's.)
             let carried = packet.signature != nil && !PacketSigning.isValid(packet, publicKey: post.authorKey)
             posts[key] = Entry(packet: packet, board: board, heardAt: now, carriedByAnother: carried)

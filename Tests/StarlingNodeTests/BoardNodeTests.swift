@@ -169,6 +169,36 @@ extension InProcessNodes {
         #expect(net.nodes[victim].tableSizes["node.boardTombstones"] == 100)
     }
 
+    /// A post whose packet another key signed came across a bridge; one its
+    /// author signed did not, nor does one unsigned (nothing to tell). The
+    /// author's own packet after a bridge's copy takes the mark away (the
+    /// author is here); another bridge's copy does not.
+    @Test func aPostCarriedByAnotherIsMarkedUntilItsAuthorsOwnComes() throws {
+        let now: UInt64 = 1_700_000_000_000
+        let author = Curve25519.Signing.PrivateKey(), bridge = Curve25519.Signing.PrivateKey()
+        let id = (0..<16).map { UInt8($0) }
+        func post(_ signer: Curve25519.Signing.PrivateKey?, at stamp: UInt64, postID: [UInt8] = id) throws -> (Packet, BoardPacket, BoardPost) {
+            var p = try Self.packet(author, sender: PeerID(hex: "0102030405060708")!, postID: postID, created: now, at: stamp)
+            if let signer { try PacketSigning.sign(&p, with: signer) }
+            let b = try BoardPacket(decoding: p.payload[...])
+            guard case let .post(bp) = b else { throw WireError(.invalidValue("not a post"), field: "board", offset: 0) }
+            return (p, b, bp)
+        }
+        var store = BoardStore()
+        let (viaBridge, b, thePost) = try post(bridge, at: now)
+        #expect(store.ingest(viaBridge, b, now: now) == .accepted && store.cameAcross(thePost))
+        let (again, b2, _) = try post(Curve25519.Signing.PrivateKey(), at: now + 1)
+        #expect(store.ingest(again, b2, now: now) == .duplicate && store.cameAcross(thePost), "another bridge's copy")
+        let (own, b3, _) = try post(author, at: now + 2)
+        #expect(store.ingest(own, b3, now: now) == .duplicate && !store.cameAcross(thePost), "its author's own")
+        // The controls: kept first from its author, or unsigned: not marked.
+        var other = BoardStore()
+        let (first, b4, p4) = try post(author, at: now)
+        #expect(other.ingest(first, b4, now: now) == .accepted && !other.cameAcross(p4))
+        let (unsigned, b5, p5) = try post(nil, at: now, postID: (16..<32).map { UInt8($0) })
+        #expect(other.ingest(unsigned, b5, now: now) == .accepted && !other.cameAcross(p5))
+    }
+
     @Test func theStoreKeepsIOSRules() throws {
         let now: UInt64 = 1_700_000_000_000
         let sender = PeerID(hex: "0102030405060708")!
