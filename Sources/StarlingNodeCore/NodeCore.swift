@@ -1718,17 +1718,22 @@ public struct NodeCore: Sendable {
 
     /// A bridge peer we cross through that is new (it appeared, or another took
     /// its place) may have started after our last announce, and a deposit from
-    /// a sender it does not know waits only 2 s: we announce at once (at most
-    /// once a second).
+    /// a sender it does not know waits only 2 s: we announce at once (such extra
+    /// announces at most one every 10 s, so that bridges coming and going cannot
+    /// make us flood announces; one held back goes when it may).
     private mutating func noteCrossingPeer(now: Millis) {
         guard configuration.crossesBridges, bridge.cell == nil, configuration.bridgeSeed != nil, let peer = bridgePeer?.peer else {
             crossingPeer = nil
             return
         }
-        guard crossingPeer?.peer != peer else { return }
-        crossingPeer = (peer, now)
-        if now >= (lastAnnounce ?? 0) + 1_000 { announce(now: now) }
+        if crossingPeer?.peer != peer { crossingPeer = (peer, now) }
+        // Owed while our last announce is older than its appearance; paid when the rate lets us.
+        if let c = crossingPeer, (lastAnnounce ?? 0) < c.since, lastCrossingAnnounce.map({ now >= $0 + 10_000 }) ?? true {
+            lastCrossingAnnounce = now
+            announce(now: now)
+        }
     }
+    private var lastCrossingAnnounce: Millis?
 
     /// Where what we write crosses to other meshes: our own bridge (peer nil),
     /// or, with ``Configuration/crossesBridges``, the nearest bridge peer; nil: it does not cross.
