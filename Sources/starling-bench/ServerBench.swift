@@ -97,7 +97,7 @@ enum ServerBench {
     // MARK: The relay
 
     /// Senders that speak the packets directly (one socket each).
-    final class Sender: @unchecked Sendable {
+    final class Sender: AnswerReader, @unchecked Sendable {
         let socket: UDPSocket
         let id = UserID.random()
         let key = Curve25519.Signing.PrivateKey()
@@ -113,14 +113,6 @@ enum ServerBench {
 
         init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
 
-        func start() -> Task<Void, Never> {
-            let stream = socket.datagramBatches(maxSize: 2_048)
-            return Task {
-                for await batch in stream {
-                    for (_, bytes) in batch { self.take(bytes) }
-                }
-            }
-        }
 
         /// An answer from the server: a token, or a QUEUED with its latency.
         func take(_ bytes: [UInt8]) {
@@ -158,7 +150,7 @@ enum ServerBench {
     /// A courier mailbox client that speaks the packets directly: it proves
     /// its address (DROP_HELLO twice), then leaves drops (DROP) and counts
     /// DROP_TAKEN answers with their latency.
-    final class DropSender: @unchecked Sendable {
+    final class DropSender: AnswerReader, @unchecked Sendable {
         let socket: UDPSocket
         let lock = NSLock()
         var cookie: Bytes16?
@@ -170,14 +162,6 @@ enum ServerBench {
 
         init() throws { socket = try UDPSocket(bindTo: .loopback(0)) }
 
-        func start() -> Task<Void, Never> {
-            let stream = socket.datagramBatches(maxSize: 2_048)
-            return Task {
-                for await batch in stream {
-                    for (_, bytes) in batch { self.take(bytes) }
-                }
-            }
-        }
 
         func take(_ bytes: [UInt8]) {
             guard let p = try? ServerPacket.decode(bytes, .toClient) else { return }
@@ -248,6 +232,12 @@ enum ServerBench {
         print("  courier mailbox, DROPs flat out: \(Int(rate)) drops/s stored and answered DROP_TAKEN (\(taken) in \(format1(elapsed)) s, \(refused) refused); "
               + "p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
         print("    vs MSG flat out: \(format2(rate / max(1, messages)))×; the server's cap of 50 DROPs/s in all is \(format2(50 / max(1, rate)))× of it")
+    }
+
+    /// A load generator's socket whose answers go to `take` as they come (read in batches).
+    protocol AnswerReader: AnyObject, Sendable {
+        var socket: UDPSocket { get }
+        func take(_ bytes: [UInt8])
     }
 
     final class Counter: @unchecked Sendable {
@@ -583,5 +573,16 @@ final class BenchPostgres: @unchecked Sendable {
             usleep(50_000)
         }
         return -1
+    }
+}
+
+extension ServerBench.AnswerReader {
+    func start() -> Task<Void, Never> {
+        let stream = socket.datagramBatches(maxSize: 2_048)
+        return Task {
+            for await batch in stream {
+                for (_, bytes) in batch { self.take(bytes) }
+            }
+        }
     }
 }
