@@ -1726,7 +1726,14 @@ public struct NodeCore: Sendable {
             crossingPeer = nil
             return
         }
-        if crossingPeer?.peer != peer { crossingPeer = (peer, now) }
+        // A bridge next to us whose announce stops naming us (it names fewer than 10, so it would) has started
+        // afresh or lost us: it cannot check our deposits until it has our announce, which is owed again.
+        var knowsUs = true
+        if present[peer]?.hops == 1, let named = router.routes.neighbors(of: peer), named.count < Announce.maxNeighbors {
+            knowsUs = named.contains(peerID)
+        }
+        if crossingPeer?.peer != peer || (crossingPeerKnewUs && !knowsUs) { crossingPeer = (peer, now) }
+        crossingPeerKnewUs = knowsUs
         // Owed while our last announce is older than its appearance; paid when the rate lets us.
         if let c = crossingPeer, (lastAnnounce ?? 0) < c.since, lastCrossingAnnounce.map({ now >= $0 + 10_000 }) ?? true {
             lastCrossingAnnounce = now
@@ -1734,6 +1741,7 @@ public struct NodeCore: Sendable {
         }
     }
     private var lastCrossingAnnounce: Millis?
+    private var crossingPeerKnewUs = false
 
     /// Where what we write crosses to other meshes: our own bridge (peer nil),
     /// or, with ``Configuration/crossesBridges``, the nearest bridge peer; nil: it does not cross.

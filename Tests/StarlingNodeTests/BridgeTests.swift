@@ -797,6 +797,46 @@ extension InProcessNodes {
         #expect(net.nodes[alice].tableSizes["node.tombstonesToCross"] == 0)
     }
 
+    /// A bridge next to alice that restarts within its 60 s of presence (she
+    /// never saw it go) announces naming nobody: it does not know her, so a
+    /// line she says would wait for an announce of hers that is a minute off
+    /// (seen by hand: a line 3 s after a bridge's restart did not cross).
+    /// She announces at once. The control: its announces that name her cost
+    /// nothing; and such extra announces come at most one every 10 s.
+    @Test func aBridgeThatNoLongerNamesUsGetsOurAnnounce() throws {
+        let net = EmbeddedNetwork()
+        let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = [UInt8](repeating: 1, count: 32); $0.announceInterval = 60_000 }
+        net.run(for: 1_000)
+        let raw = net.openRawLink(to: alice)
+        let gate = Identity.generate()
+        let me = net.nodes[alice].peerID
+        func gateAnnounces(naming: [PeerID]) throws {
+            net.inject(try Announcement.make(identity: gate, nickname: "gateA", timestamp: net.now, directNeighbors: naming,
+                                             capabilities: Capabilities.bridge.rawValue, bridgeGeohash: BridgeTests.cell).encoded(), on: raw)
+        }
+        let announces = { net.transmissions[alice]?[MessageType.announce.rawValue] ?? 0 }
+        let first = announces()
+        try gateAnnounces(naming: [me])
+        net.run(for: 1_500)
+        #expect(announces() == first + 1, "a new bridge peer: one at once")
+        for _ in 0..<3 {
+            net.run(for: 5_000)
+            try gateAnnounces(naming: [me])
+        }
+        net.run(for: 1_500)
+        #expect(announces() == first + 1, "named: nothing more")
+        try gateAnnounces(naming: []) // it started afresh
+        net.run(for: 1_500)
+        #expect(announces() == first + 2, "no longer named: one at once")
+        try gateAnnounces(naming: [me])
+        net.run(for: 500)
+        try gateAnnounces(naming: [])
+        net.run(for: 1_500)
+        #expect(announces() == first + 2, "within 10 s of the last: held back")
+        net.run(for: 8_000)
+        #expect(announces() == first + 3, "then it goes")
+    }
+
     /// A deposit that overtakes its depositor's announce (the bridge had not
     /// heard of alice yet) waits for it, 2 s at most, as a public message
     /// does: taken when the announce comes; the control, never announced, is
