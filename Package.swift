@@ -300,7 +300,7 @@ let targets: [Target] = [
             "StarlingWire",
             .product(name: "Crypto", package: "swift-crypto"),
         ],
-        resources: [.copy("Regressions"), .copy("gcs_vectors.json")]
+        resources: [.copy("Regressions"), .copy("gcs_vectors.json"), .copy("ios_compression_vectors.json")]
     ),
     .testTarget(
         name: "StarlingCryptoTests",

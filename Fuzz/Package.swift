@@ -6,7 +6,7 @@ import PackageDescription
 // Each entry point has no `main`; libFuzzer provides it at link time.
 let fuzzers = [
     "fuzz-packet", "fuzz-announce", "fuzz-fragment", "fuzz-file-transfer",
-    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset", "fuzz-router", "fuzz-yaok", "fuzz-yaok-server", "fuzz-bulk",
+    "fuzz-request-sync", "fuzz-noise-payload", "fuzz-reassembler", "fuzz-noise-session", "fuzz-state", "fuzz-wifiset", "fuzz-router", "fuzz-yaok", "fuzz-yaok-server", "fuzz-bulk", "fuzz-ios-reencode",
 ]
 
 let package = Package(

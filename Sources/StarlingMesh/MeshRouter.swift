@@ -595,7 +595,7 @@ public struct MeshRouter: Sendable {
         let request = RequestSync(filter: gossip?.filter(spread: syncRound % 64, streams: Set(ids)) ?? GCSFilter(p: 7, m: 0, data: []),
                                   types: SyncTypes([.fragment]), fragmentIDs: Array(ids))
         guard let payload = try? request.encoded() else { return [] }
-        var packet = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
+        var packet = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload)
         signer?(&packet)
         guard let bytes = try? Self.wireBytes(packet) else { return [] }
         _ = dedup.insert(PacketID(packet).high, now: now)
@@ -653,7 +653,7 @@ public struct MeshRouter: Sendable {
     /// counted, and marked as ours so that an echo is not taken. A filter
     /// larger than a link's frame goes in fragments (TTL 0: never relayed).
     private mutating func sendSyncRequest(payload: [UInt8], from me: PeerID, on links: [LinkID], now: Millis) -> [Action] {
-        var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload, compress: false)
+        var request = Packet(type: .requestSync, ttl: 0, timestamp: wallTime(now, offset: wallClockOffset), senderID: me, payload: payload)
         signer?(&request)
         guard let bytes = try? Self.wireBytes(request) else { return [] }
         _ = dedup.insert(PacketID(request).high, now: now)

@@ -864,7 +864,7 @@ public struct NodeCore: Sendable {
             try sendNoise(.unknown(type: NoisePayload.Kind.voiceFrame, body: burst.encoded()), to: peer, now: now, fresh: true)
             return
         }
-        var packet = Packet(type: .voiceFrame, ttl: 7, timestamp: wall(now), senderID: peerID, payload: burst.encoded(), compress: false)
+        var packet = Packet(type: .voiceFrame, ttl: 7, timestamp: wall(now), senderID: peerID, payload: burst.encoded())
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
     }
@@ -1298,7 +1298,7 @@ public struct NodeCore: Sendable {
         prekeysChanged = false
         var bundle = p.bundle(noiseStaticKey: identity.noisePublicKey)
         guard !bundle.prekeys.isEmpty, (try? PrekeySigning.sign(&bundle, with: identity.signingKey)) != nil else { return }
-        var packet = Packet(type: .prekeyBundle, ttl: 7, timestamp: wall(now), senderID: peerID, payload: bundle.encoded(), compress: false)
+        var packet = Packet(type: .prekeyBundle, ttl: 7, timestamp: wall(now), senderID: peerID, payload: bundle.encoded())
         guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil else { return }
         _ = prekeys.take(bundle, packet: packet, now: wall(now))
         router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now)))
@@ -1362,8 +1362,7 @@ public struct NodeCore: Sendable {
     }
 
     private mutating func depositDrop(_ e: CourierEnvelope, with peer: PeerID, now: Millis) throws {
-        var packet = Packet(type: .courierEnvelope, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: try e.encoded(),
-                            compress: false)
+        var packet = Packet(type: .courierEnvelope, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: try e.encoded())
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
     }

@@ -2,12 +2,21 @@ import CZlib
 
 /// Raw DEFLATE (RFC 1951, no zlib header) of packet payloads, through Debian's zlib.
 ///
-/// The rules are the deployed apps': a payload is tried only when it has at least
-/// 100 bytes and its distinct-byte ratio (distinct byte values / min(count, 256))
-/// is below 0.9, and the result is used only when it is smaller than the input.
+/// The rule is bitchat iOS's, exactly, because an iPhone verifies a signed packet
+/// by encoding the payload it decoded again (`toBinaryDataForSigning()`): its
+/// signature holds only if the iPhone's encoder makes the bytes we signed.
+/// A payload is tried only when it has at least 100 bytes and its distinct-byte
+/// ratio (distinct byte values / min(count, 256)) is below 0.9; it is deflated
+/// as Apple's `COMPRESSION_ZLIB` does (zlib level 5, window 15 bits, memLevel 8,
+/// default strategy); the result is used when it is shorter than the payload,
+/// the original-size prefix not counted (so a packet may grow by up to 1 byte
+/// in v1 and 3 in v2: iOS does the same). docs/PROTOCOL.md, "Compression".
 public enum Compression {
     public static let threshold = 100
     public static let maximumRatio = 50_000
+    /// Apple's `COMPRESSION_ZLIB` is zlib's encoder at level 5 (Android's
+    /// `Deflater` uses 6, but Android verifies with the bytes that came).
+    public static let level: Int32 = 5
 
     /// Whether a payload should be tried at all.
     public static func isWorthTrying(_ payload: [UInt8]) -> Bool {
@@ -35,7 +44,7 @@ public enum Compression {
     }
 
     /// Raw DEFLATE of `input`, or nil when zlib fails.
-    public static func deflate(_ input: [UInt8], level: Int32 = 6) -> [UInt8]? {
+    public static func deflate(_ input: [UInt8], level: Int32 = Compression.level) -> [UInt8]? {
         var stream = z_stream()
         guard deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY,
                             ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
@@ -56,11 +65,10 @@ public enum Compression {
         return output
     }
 
-    /// The deflated payload when compressing pays off under the rules above.
-    /// "Smaller" counts the original-size prefix (`prefixSize`, 2 in v1 and 4 in
-    /// v2) that compressed payloads carry, so compression never grows a packet.
-    public static func compressIfUseful(_ payload: [UInt8], prefixSize: Int = 0) -> [UInt8]? {
-        guard isWorthTrying(payload), let out = deflate(payload), out.count + prefixSize < payload.count else {
+    /// The deflated payload when compressing pays off under the rule above:
+    /// shorter than the payload, the original-size prefix not counted.
+    public static func compressIfUseful(_ payload: [UInt8]) -> [UInt8]? {
+        guard isWorthTrying(payload), let out = deflate(payload), out.count < payload.count else {
             return nil
         }
         return out

@@ -198,6 +198,18 @@ public enum Dissector {
                 DissectedField("data", .bytes(rs.filter.data)),
                 DissectedField("elements", .number(UInt64(rs.filter.values().count)), note: "decoded from the filter"),
             ]
+            if let t = rs.types {
+                let known = SyncTypes.bits.filter { t.rawValue & (1 << UInt64($0.1)) != 0 }.map { $0.0.name ?? "0x" + String($0.0.rawValue, radix: 16) }
+                let knownBits = SyncTypes.bits.reduce(UInt64(0)) { $0 | 1 << UInt64($1.1) }
+                let other = (0..<64).filter { t.rawValue & ~knownBits & (1 << UInt64($0)) != 0 }.map { "bit \($0)" }
+                c.append(DissectedField("types", .number(t.rawValue), note: (known + other).joined(separator: ", ")))
+            } else {
+                c.append(DissectedField("types", .none, note: "absent: announce, message"))
+            }
+            if let since = rs.since { c.append(DissectedField("since", .number(since), note: iso8601(millis: since))) }
+            if let ids = rs.fragmentIDs {
+                c.append(DissectedField("fragmentIDs", .list(ids.map { PeerID(rawValue: $0).description })))
+            }
             c += rs.unknown.map(unknownField)
             return DissectedField("requestSync", .number(count), note: "bytes", children: c)
         case .fileTransfer:
@@ -216,7 +228,20 @@ public enum Dissector {
                 DissectedField("nonce", .bytes(Array(body.prefix(8)))),
                 DissectedField("originTTL", .number(UInt64(body[8])), note: "hops \(max(0, Int(body[8]) - Int(packet.ttl) + 1))"),
             ])
-        case .courierEnvelope, .boardPost, .prekeyBundle, .groupMessage, .nostrCarrier:
+        case .boardPost:
+            return board(try BoardPacket(decoding: body[...]), count: count)
+        case .announceV2:
+            let a = try AnnounceV2(decoding: body[...])
+            var c = [
+                DissectedField("epoch", .number(UInt64(a.epoch)), note: iso8601(millis: UInt64(a.epoch) * 3_600_000)),
+                DissectedField("tags", .list(a.tags.map(\.hexString)), note: "8 slots; unused ones random"),
+            ]
+            if let caps = a.capabilities {
+                c.append(DissectedField("capabilities", .number(caps), note: Capabilities(rawValue: caps).names.joined(separator: ", ")))
+            }
+            if let g = a.bridgeGeohash { c.append(DissectedField("bridgeGeohash", .text(g))) }
+            return DissectedField("announceV2", .number(count), note: "bytes, unsigned", children: c)
+        case .courierEnvelope, .prekeyBundle, .groupMessage, .nostrCarrier:
             let names = tlv16Names[packet.type] ?? [:]
             let entries = try tlv16(body, field: packet.type.name!, errorBase: errorBase)
             return DissectedField(packet.type.name!, .number(count), note: "bytes", children: entries.map { t, v in
@@ -247,13 +272,38 @@ public enum Dissector {
         }
     }
 
+    static func board(_ b: BoardPacket, count: UInt64) -> DissectedField {
+        switch b {
+        case let .post(p):
+            return DissectedField("boardPost", .number(count), note: "bytes", children: [
+                DissectedField("kind", .number(1), note: "post"),
+                DissectedField("postID", .bytes(p.postID)),
+                DissectedField("geohash", .text(p.geohash), note: p.geohash.isEmpty ? "the mesh's own board" : nil),
+                DissectedField("content", .text(p.content)),
+                DissectedField("authorKey", .bytes(p.authorKey)),
+                DissectedField("nickname", .text(p.nickname)),
+                DissectedField("createdAt", .number(p.createdAt), note: iso8601(millis: p.createdAt)),
+                DissectedField("expiresAt", .number(p.expiresAt), note: iso8601(millis: p.expiresAt)),
+                DissectedField("flags", .number(UInt64(p.flags)), note: p.isUrgent ? "urgent" : nil),
+                DissectedField("signature", .bytes(p.signature), note: "Ed25519 by authorKey"),
+            ])
+        case let .tombstone(t):
+            return DissectedField("boardPost", .number(count), note: "bytes", children: [
+                DissectedField("kind", .number(2), note: "tombstone"),
+                DissectedField("postID", .bytes(t.postID)),
+                DissectedField("authorKey", .bytes(t.authorKey)),
+                DissectedField("deletedAt", .number(t.deletedAt), note: iso8601(millis: t.deletedAt)),
+                DissectedField("signature", .bytes(t.signature), note: "Ed25519 by authorKey"),
+            ])
+        }
+    }
+
     /// The TLV names of the 2026 types (docs/PROTOCOL.md; from the apps' sources).
     static let tlv16Names: [MessageType: [UInt8: String]] = [
         .courierEnvelope: [0x01: "recipientTag", 0x02: "expiry", 0x03: "ciphertext", 0x04: "copies", 0x05: "prekeyID"],
         .prekeyBundle: [0x01: "noiseStaticKey", 0x02: "prekeys", 0x03: "generatedAt", 0x04: "signature"],
         .groupMessage: [0x01: "groupID", 0x02: "epoch", 0x03: "nonce", 0x04: "ciphertext"],
         .nostrCarrier: [0x01: "direction", 0x02: "geohash", 0x03: "eventJSON"],
-        .boardPost: [0x01: "kind"],
     ]
 
     /// TLVs of u8 type and u16 big-endian length, to the end of `body`.

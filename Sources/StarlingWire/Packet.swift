@@ -111,7 +111,7 @@ public struct Packet: Hashable, Sendable {
         payload = bytes
         let representable = version == 1 ? bytes.count <= Int(UInt16.max) : bytes.count <= Int(UInt32.max)
         compressedPayload = compress && representable
-            ? Compression.compressIfUseful(bytes, prefixSize: version == 2 ? 4 : 2) : nil
+            ? Compression.compressIfUseful(bytes) : nil
     }
 
     public var isBroadcast: Bool { recipientID == nil || recipientID == .broadcast }

@@ -46,6 +46,9 @@ import Testing
             "routed-v2": GoldenVectorTests.routedV2,
             "compressed-v1": try Packet(type: .message, ttl: 7, timestamp: sampleTime, senderID: aliceID,
                                         payload: GoldenVectorTests.bitchatText).encoded(),
+            "compressed-ios-rule": try Packet(type: .message, ttl: 7, timestamp: sampleTime, senderID: aliceID,
+                                              payload: IOSCompressionTests.vectors.vectors.first { $0.name == "key139_saving2" }
+                                                  .map { try [UInt8](hex: $0.text_hex) } ?? []).encoded(),
             "padded-noise-frame": try frame.encoded(padded: true),
             "signing-preimage": try preimageSource.signingPreimage(),
             "packet-id": PacketID(try Packet(decoding: GoldenVectorTests.publicMessage)).bytes,
@@ -104,7 +107,7 @@ import Testing
     }
 
     @Test func packetExamplesDecode() throws {
-        for name in ["public-message", "signed-broadcast", "routed-v2", "compressed-v1", "padded-noise-frame", "signing-preimage"] {
+        for name in ["public-message", "signed-broadcast", "routed-v2", "compressed-v1", "compressed-ios-rule", "padded-noise-frame", "signing-preimage"] {
             let bytes = try #require(Self.examples[name])
             #expect(throws: Never.self, "\(name)") { try Packet(decoding: bytes) }
         }

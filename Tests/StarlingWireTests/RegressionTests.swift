@@ -69,6 +69,12 @@ import Testing
             }
         case "state":
             if let s = try? StatePacket(decoding: bytes) { #expect(try StatePacket(decoding: s.encoded()) == s) }
+        case "ios-reencode":
+            let payload = Array(bytes.prefix(4_096))
+            if !payload.isEmpty {
+                let p = Packet(type: .message, ttl: 7, timestamp: sampleTime, senderID: aliceID, payload: payload)
+                #expect(try p.signingPreimage() == IOSCompressionTests.iosSigningBytes(try Packet(decoding: p.encoded())))
+            }
         default:
             Issue.record("unknown regression folder \(decoder)")
         }

@@ -6,7 +6,13 @@ import StarlingWire
 /// (``Packet/signingPreimage()``).
 public enum PacketSigning {
     /// Signs `packet` in place (replacing any signature).
+    ///
+    /// The payload is first put in the form an iPhone makes of it (compressed
+    /// exactly when ``Compression`` says so): bitchat iOS verifies a signature
+    /// by encoding the payload it decoded again, so a packet signed in any other
+    /// form is dropped there. docs/PROTOCOL.md, "Compression".
     public static func sign(_ packet: inout Packet, with key: Curve25519.Signing.PrivateKey) throws {
+        packet.setPayload(packet.payload)
         packet.signature = nil
         let preimage = try packet.signingPreimage()
         let raw = try key.signature(for: preimage)
