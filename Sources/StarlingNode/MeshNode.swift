@@ -129,8 +129,7 @@ public actor MeshNode {
     private var hasRun = false
     private var stopping: Task<Void, Never>?
     private var runDeadline: Millis?
-    private var timer: Task<Void, Never>?
-    private var wakeAt: Millis?
+    private var timer = DeadlineTimer()
     private var lastPowerReading: Millis = 0
     private let stopped: AsyncStream<Void>
     private let stoppedContinuation: AsyncStream<Void>.Continuation
@@ -138,7 +137,7 @@ public actor MeshNode {
     public private(set) var wakeUps = 0
     /// When the node will next wake by itself (node time: ms, the wall clock at
     /// its start going on at a monotonic pace), if it is running.
-    public var scheduledWake: Millis? { timer == nil ? nil : wakeAt }
+    public var scheduledWake: Millis? { timer.wakeAt }
 
     public init(identity: Identity, options: Options, logger: Logger = Logger(label: "starling.node")) throws {
         self.identity = identity
@@ -262,8 +261,7 @@ public actor MeshNode {
             return
         }
         running = false
-        timer?.cancel()
-        timer = nil
+        timer.cancel()
         saveBoard(force: true)
         saveBridgeMemory(force: true)
         let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation, bulk = bulkServer
@@ -285,22 +283,11 @@ public actor MeshNode {
         guard running else { return }
         var next = min(core.nextDeadline ?? .max, lastPowerReading + 60_000)
         if let runDeadline { next = min(next, runDeadline) }
-        if timer != nil, let wakeAt, wakeAt <= next { return }
-        timer?.cancel()
-        wakeAt = next
-        let now = readClock()
-        let delay = next > now ? next - now : 0
-        timer = Task { [weak self] in
-            if delay > 0 {
-                do { try await Task.sleep(for: .milliseconds(delay)) } catch { return }
-            }
-            await self?.wake()
-        }
+        timer.arm(at: next, now: readClock()) { [weak self] in await self?.wake() }
     }
 
     private func wake() async {
-        timer = nil
-        wakeAt = nil
+        timer.fired()
         guard running else { return }
         wakeUps += 1
         let now = readClock()

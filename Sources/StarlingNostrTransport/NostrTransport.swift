@@ -171,8 +171,7 @@ extension NostrTransport {
         let logger: Logger
         private var writers: [String: AsyncStream<String>.Continuation] = [:]
         private var tasks: [Task<Void, Never>] = []
-        private var timer: Task<Void, Never>?
-        private var wakeAt: Millis?
+        private var timer = DeadlineTimer()
         private var running = false
         /// The last thing said about each relay.
         private var lastNotice: [String: String] = [:]
@@ -251,8 +250,7 @@ extension NostrTransport {
             running = false
             for t in tasks { t.cancel() }
             tasks = []
-            timer?.cancel()
-            timer = nil
+            timer.cancel()
             for w in writers.values { w.finish() }
             writers = [:]
         }
@@ -328,21 +326,12 @@ extension NostrTransport {
         }
 
         private func rearm() {
-            guard running, let next = core.nextDeadline else { return }
-            if timer != nil, let wakeAt, wakeAt <= next { return }
-            timer?.cancel()
-            wakeAt = next
-            let now = readClock()
-            let delay = next > now ? next - now : 0
-            timer = Task { [weak self] in
-                do { try await Task.sleep(for: .milliseconds(delay)) } catch { return }
-                await self?.wake()
-            }
+            guard running else { return }
+            timer.arm(at: core.nextDeadline, now: readClock()) { [weak self] in await self?.wake() }
         }
 
         private func wake() {
-            timer = nil
-            wakeAt = nil
+            timer.fired()
             core.tick(now: readClock())
             flush()
         }

@@ -4,7 +4,8 @@ import StarlingWire
 import StarlingYaOKServerCore
 
 /// The courier mailbox's runtime on a node: a UDP socket to one relay
-/// server and ``CourierMailboxCore``, ticked every 250 ms and at each datagram.
+/// server and ``CourierMailboxCore``, ticked at its next deadline
+/// (``DeadlineTimer``) and at each datagram.
 /// What a fetch brings comes out of ``drops``; what became of the posted
 /// drops out of ``outcomes``.
 public actor CourierMailboxClient {
@@ -21,6 +22,8 @@ public actor CourierMailboxClient {
     private let socket: UDPSocket
     private var core: CourierMailboxCore
     private var tasks: [Task<Void, Never>] = []
+    private var timer = DeadlineTimer()
+    private var running = false
     private let time = NodeTime()
 
     public init(server: UDPAddress, configuration: CourierMailboxCore.Configuration = .init()) throws {
@@ -37,17 +40,14 @@ public actor CourierMailboxClient {
     public var counts: (posted: Int, fetched: Int) { (core.posted, core.fetched) }
 
     public func start() {
+        running = true
         tasks.append(receiving(from: server, on: socket) { $0.received($1) })
-        tasks.append(Task { [weak self] in
-            while !Task.isCancelled {
-                guard let self else { return }
-                await self.tick()
-                try? await Task.sleep(for: .milliseconds(250))
-            }
-        })
+        tick()
     }
 
     public func stop() {
+        running = false
+        timer.cancel()
         for t in tasks { t.cancel() }
         tasks = []
         socket.close()
@@ -66,7 +66,10 @@ public actor CourierMailboxClient {
         perform(core.receive(bytes, now: time.now()))
     }
 
-    private func tick() { perform(core.tick(now: time.now())) }
+    private func tick() {
+        timer.fired()
+        perform(core.tick(now: time.now()))
+    }
 
     private func perform(_ outputs: [CourierMailboxCore.Output]) {
         for o in outputs {
@@ -77,6 +80,8 @@ public actor CourierMailboxClient {
             case let .notTaken(id, why): outcomeSink.yield(.notTaken(id, why))
             }
         }
+        guard running else { return }
+        timer.arm(at: core.nextDeadline(), now: time.now()) { [weak self] in await self?.tick() }
     }
 }
 

@@ -4,9 +4,9 @@ import StarlingTransport
 import StarlingWire
 import StarlingYaOKServerCore
 
-/// The relay client's runtime: a UDP socket to one server, the protocol core
+/// The Ya OK client's runtime: a UDP socket to one server, the protocol core
 /// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
-/// retry), at most 5 s at a time, or until a datagram comes.
+/// retry; ``DeadlineTimer``), at most 5 s at a time, or until a datagram comes.
 public actor YaOKClient {
     public typealias Event = YaOKClientCore.Event
 
@@ -17,7 +17,8 @@ public actor YaOKClient {
     private let socket: UDPSocket
     private var core: YaOKClientCore
     private var tasks: [Task<Void, Never>] = []
-    private var wake: CheckedContinuation<Void, Never>?
+    private var timer = DeadlineTimer()
+    private var running = false
 
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
                 configuration: YaOKClientCore.Configuration = .init()) throws {
@@ -42,15 +43,9 @@ public actor YaOKClient {
 
     /// Registers and runs until ``stop()``.
     public func start() {
+        running = true
         perform(core.start(now: readClock()))
         tasks.append(receiving(from: server, on: socket) { $0.received($1) })
-        tasks.append(Task { [weak self] in
-            while !Task.isCancelled {
-                guard let self else { return }
-                await self.sleepUntilDue()
-                await self.tick()
-            }
-        })
     }
 
     /// Says BYE (the session ends at the server), then stops.
@@ -60,9 +55,10 @@ public actor YaOKClient {
     }
 
     public func stop() {
+        running = false
         for t in tasks { t.cancel() }
         tasks = []
-        nudge()
+        timer.cancel()
         socket.close()
         continuation.finish()
     }
@@ -71,7 +67,6 @@ public actor YaOKClient {
     /// (queued, rejected or failed).
     public func send(sealed payload: [UInt8]) throws {
         perform(try core.send(sealed: payload, now: readClock()))
-        nudge()
     }
 
     /// The message is stored: the server may drop it.
@@ -85,43 +80,19 @@ public actor YaOKClient {
 
     private func received(_ bytes: [UInt8]) {
         perform(core.receive(bytes, now: readClock()))
-        nudge()
     }
 
     private func tick() {
+        timer.fired()
         perform(core.tick(now: readClock()))
     }
 
-    private func sleepUntilDue() async {
+    /// The core's deadline may have moved: the timer follows it (5 s at most,
+    /// so that a wall-clock step is read within 5 s).
+    private func rearm() {
+        guard running else { return }
         let now = readClock()
-        let due = core.nextDeadline
-        guard due > now else { return }
-        let wait = min(due - now, 5_000)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: .milliseconds(wait)) }
-            group.addTask { await self.waitForNudge() }
-            await group.next()
-            group.cancelAll()
-            self.nudge() // ends the waiting child (or lets it pass when it starts)
-        }
-    }
-
-    private var nudged = false
-
-    private func waitForNudge() async {
-        // A nudge that came before the wait counts (it is not lost).
-        if nudged { nudged = false; return }
-        await withCheckedContinuation { wake = $0 }
-    }
-
-    /// The deadline may have moved: the sleeper looks again.
-    private func nudge() {
-        if let wake {
-            wake.resume()
-            self.wake = nil
-        } else {
-            nudged = true
-        }
+        timer.arm(at: min(core.nextDeadline, now + 5_000), now: now) { [weak self] in await self?.tick() }
     }
 
     private func perform(_ steps: [YaOKClientCore.Step]) {
@@ -131,5 +102,6 @@ public actor YaOKClient {
             case let .event(e): continuation.yield(e)
             }
         }
+        rearm()
     }
 }

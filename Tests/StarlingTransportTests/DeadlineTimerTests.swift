@@ -1,0 +1,75 @@
+import Foundation
+import StarlingTransport
+import Testing
+
+/// The one timer every runtime keeps for its core (``DeadlineTimer``).
+@Suite struct DeadlineTimerTests {
+    /// A runtime with a fake core whose deadline the test sets.
+    actor Runtime {
+        var timer = DeadlineTimer()
+        var fires = 0
+        var deadline: UInt64?
+        /// Whether the core's deadline stays where it was after a tick (a stuck core).
+        var sticky = true
+        func unstick() { sticky = false }
+        let start = ContinuousClock.now
+        var now: UInt64 {
+            let d = (ContinuousClock.now - start).components
+            return UInt64(d.seconds) * 1_000 + UInt64(d.attoseconds / 1_000_000_000_000_000)
+        }
+
+        func set(_ d: UInt64?) { deadline = d; rearm() }
+        func rearm() { timer.arm(at: deadline, now: now) { [weak self] in await self?.wake() } }
+        func wake() {
+            timer.fired()
+            fires += 1
+            if !sticky { deadline = nil }
+            rearm()
+        }
+        func cancel() { timer.cancel() }
+        var immediate: Int { timer.immediateFires }
+    }
+
+    static func waitUntil(_ seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return await condition()
+    }
+
+    @Test func firesOnceAtTheDeadlineAndNotWithout() async throws {
+        let r = Runtime()
+        await r.set(nil)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await r.fires == 0, "nothing due: no fire")
+        await r.set(await r.now + 20)
+        #expect(await Self.waitUntil { await r.fires >= 1 })
+        // The deadline did not move: it is in the past now, so the core is ticked again at once...
+        // ...and a core whose deadline never moves is held to 10 ms between fires after 64 in a row.
+        try await Task.sleep(for: .milliseconds(500))
+        let fires = await r.fires
+        #expect(fires < 64 + 60, "a stuck deadline fired \(fires) times in 0.5 s")
+        #expect(await r.immediate >= 64)
+        // A deadline in the future ends the run of immediate fires.
+        await r.set(await r.now + 60_000)
+        try await Task.sleep(for: .milliseconds(30)) // lets a fire already on its way land
+        let settled = await r.fires
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await r.fires == settled, "a deadline a minute away fired early")
+        await r.cancel()
+    }
+
+    @Test func anEarlierDeadlineReplacesALaterOneAndCancelStops() async throws {
+        let r = Runtime()
+        await r.unstick()
+        await r.set(await r.now + 60_000)
+        await r.set(await r.now + 10)
+        #expect(await Self.waitUntil(2) { await r.fires == 1 }, "the earlier deadline fired")
+        await r.set(await r.now + 100)
+        await r.cancel()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await r.fires == 1, "cancelled: no fire")
+    }
+}
