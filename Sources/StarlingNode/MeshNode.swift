@@ -515,6 +515,7 @@ public actor MeshNode {
                     forgetKept(answer.transferID)
                     continuation.yield(.rejected(Rejection(.fileRefused, peer: from, "\(from) declined the file: \(DisplayText.clean(answer.reason))")))
                     continuation.yield(.failed(messageID: Self.bulkTransferID(answer.transferID), to: from))
+                    closeBulkServerIfIdle()
                 }
             }
         }
@@ -522,50 +523,29 @@ public actor MeshNode {
 
     // MARK: Bulk transfers
 
+    /// At start: offers of the last run that can still be served are served
+    /// again (their listener opens on the port they name); otherwise the
+    /// listener opens with the first offer (``sendFile(at:mimeType:to:)``)
+    /// and closes when no offer waits. Receiving needs no listener.
     private func startBulk() async {
         guard let bulk = options.bulk, options.downloads != nil else { return }
-        let keeper = bulk.keptOffers.map(KeptOffers.init(directory:))
-        var o = BulkServer.Options()
-        o.host = bulk.host
-        o.pace = bulk.pace
-        // The port of the last run first (the offers kept name it), then any.
-        var ports = [bulk.port]
-        if bulk.port == 0, let last = keeper?.lastPort { ports.insert(last, at: 0) }
-        var server: BulkServer?
-        var failure = ""
-        for port in ports where server == nil {
-            o.port = port
-            let s = BulkServer(options: o)
+        if let keeper = bulk.keptOffers.map(KeptOffers.init(directory:)) {
             do {
-                try await s.start()
-                server = s
-            } catch {
-                failure = "\(error)"
-            }
-        }
-        guard let server else {
-            continuation.yield(.rejected(Rejection(.transport, "large files: cannot listen on \(bulk.host):\(bulk.port): \(failure)")))
-            return
-        }
-        bulkServer = server
-        let events = server.events
-        Task { [weak self] in
-            for await e in events { await self?.bulkServerEvent(e) }
-        }
-        if let keeper {
-            do {
-                try keeper.remember(port: await server.port)
                 let (records, removed) = try keeper.load()
                 if !removed.isEmpty { logger.notice("removed offers that can no longer be served", metadata: ["files": "\(removed)"]) }
-                for r in records {
-                    guard let peer = PeerID(hex: r.peer) else { continue }
-                    await server.keep(r.offer, r.file)
-                    bulkOffers[r.offer.transferID] = (peer, r.offer)
-                    kept[r.offer.transferID] = r
-                }
-                if await server.port != ports[0], !records.isEmpty {
-                    logger.warning("the large-file port of the last run is taken: offers made then cannot resume until sent again",
-                                   metadata: ["port": "\(ports[0])"])
+                if !records.isEmpty, let server = await openBulkServer() {
+                    for r in records {
+                        guard let peer = PeerID(hex: r.peer) else { continue }
+                        await server.keep(r.offer, r.file)
+                        bulkOffers[r.offer.transferID] = (peer, r.offer)
+                        kept[r.offer.transferID] = r
+                        resumedAtStart.insert(r.offer.transferID)
+                    }
+                    if let last = keeper.lastPort, await server.port != last {
+                        logger.warning("the large-file port of the last run is taken: offers made then cannot resume until sent again",
+                                       metadata: ["port": "\(last)"])
+                    }
+                    closeBulkServerIfIdle()
                 }
             } catch {
                 logger.error("offers of the last run cannot be served again", metadata: ["directory": "\(keeper.directory.path)", "error": "\(error)"])
@@ -587,6 +567,69 @@ public actor MeshNode {
         }
     }
 
+    /// The large-file listener, opened when an offer needs it: the port of
+    /// the last run first (offers kept from then name it), then the one
+    /// configured (0: any). nil when it cannot listen (said as a rejection).
+    private func openBulkServer() async -> BulkServer? {
+        if let bulkServer { return bulkServer }
+        guard let bulk = options.bulk else { return nil }
+        let keeper = bulk.keptOffers.map(KeptOffers.init(directory:))
+        var o = BulkServer.Options()
+        o.host = bulk.host
+        o.pace = bulk.pace
+        var ports = [bulk.port]
+        if bulk.port == 0, let last = keeper?.lastPort { ports.insert(last, at: 0) }
+        var failure = ""
+        for port in ports {
+            o.port = port
+            let s = BulkServer(options: o)
+            do {
+                try await s.start()
+            } catch {
+                failure = "\(error)"
+                continue
+            }
+            if let bulkServer { // another call opened one meanwhile
+                await s.stop()
+                return bulkServer
+            }
+            bulkServer = s
+            let events = s.events
+            Task { [weak self] in
+                for await e in events { await self?.bulkServerEvent(e, from: s) }
+            }
+            if let keeper {
+                do { try keeper.remember(port: await s.port) } catch {
+                    logger.warning("the large-file port could not be kept for after a restart", metadata: ["error": "\(error)"])
+                }
+            }
+            bulkListens += 1
+            return s
+        }
+        continuation.yield(.rejected(Rejection(.transport, "large files: cannot listen on \(bulk.host):\(bulk.port): \(failure)")))
+        return nil
+    }
+
+    /// No offer waits: the listener closes (the next offer opens it again).
+    private func closeBulkServerIfIdle() {
+        guard bulkOffers.isEmpty, let server = bulkServer else { return }
+        bulkServer = nil
+        Task { await server.stop() }
+    }
+
+    /// Whether the large-file listener is open now (it is while an offer waits).
+    public var isListeningForBulk: Bool { bulkServer != nil }
+    /// Times the large-file listener opened in this run.
+    public private(set) var bulkListens = 0
+    /// Offers an earlier run kept that this run served again (transfer IDs).
+    private var resumedAtStart: Set<[UInt8]> = []
+    /// Those of them the receiver saved in this run, and when.
+    private var finishedAtStart: [(record: KeptOffers.Record, at: ContinuousClock.Instant)] = []
+
+    /// Transfers that ``sendFile(at:mimeType:to:)`` offered again rather than
+    /// anew (the same file to the same peer, unchanged: the receiver resumes).
+    public private(set) var resumedTransfers: Set<String> = []
+
     /// The transfer ID of an offer as the faces see it (its receipts and events name it).
     public nonisolated static func bulkTransferID(_ id: [UInt8]) -> String { id.map { String(format: "%02x", $0) }.joined() }
 
@@ -606,21 +649,28 @@ public actor MeshNode {
 
     /// A transfer ended: its kept offer goes.
     private func forgetKept(_ id: [UInt8]) {
-        guard kept.removeValue(forKey: id) != nil, let dir = options.bulk?.keptOffers else { return }
+        guard let record = kept.removeValue(forKey: id), let dir = options.bulk?.keptOffers else { return }
+        if resumedAtStart.contains(id) {
+            // Offered by an earlier run and finished in this one: the same file sent again
+            // now (that run's command again) is this transfer, not a new one.
+            finishedAtStart.append((record, ContinuousClock.now))
+            if finishedAtStart.count > 64 { finishedAtStart.removeFirst() }
+        }
         do { try KeptOffers(directory: dir).forget(id) } catch {
             // Served once more after a restart at worst; the next start removes it after a week.
             logger.warning("an ended offer could not be forgotten", metadata: ["error": "\(error)"])
         }
     }
 
-    private func bulkServerEvent(_ e: BulkServer.Event) {
+    private func bulkServerEvent(_ e: BulkServer.Event, from server: BulkServer) {
+        guard server === bulkServer else { return } // a listener closed since
         switch e {
         case let .saved(id):
             guard let o = bulkOffers.removeValue(forKey: id) else { return }
-            let server = bulkServer
-            Task { await server?.withdraw(id) }
+            Task { await server.withdraw(id) }
             forgetKept(id)
             continuation.yield(.delivered(messageID: Self.bulkTransferID(id), by: o.peer))
+            closeBulkServerIfIdle()
         case let .interrupted(id, reason):
             logger.info("bulk transfer interrupted", metadata: ["transfer": "\(Self.bulkTransferID(id))", "reason": "\(reason)"])
         case let .refused(reason):
@@ -633,7 +683,7 @@ public actor MeshNode {
                 continuation.yield(.failed(messageID: Self.bulkTransferID(id), to: o.peer))
             }
             bulkOffers.removeAll()
-            continuation.yield(.rejected(Rejection(.transport, "large files: the listener stopped (\(reason)); files offered cannot be fetched, restart the node to send large files again")))
+            continuation.yield(.rejected(Rejection(.transport, "large files: the listener stopped (\(reason)); files offered cannot be fetched: send them again")))
         case let .progress(id, acked, _):
             guard let o = bulkOffers[id] else { return }
             let sent = min(o.offer.size, UInt64(acked) * UInt64(o.offer.chunkSize))
@@ -663,8 +713,9 @@ public actor MeshNode {
             }
             freeifaddrs(first)
         }
-        let sorted = ips.filter { !$0.hasPrefix("127.") } + ips.filter { $0.hasPrefix("127.") }
-        return Array(Set(sorted).sorted { (sorted.firstIndex(of: $0) ?? 0) < (sorted.firstIndex(of: $1) ?? 0) }.prefix(BulkOffer.maxAddresses))
+        var seen = Set<String>()
+        let sorted = (ips.filter { !$0.hasPrefix("127.") } + ips.filter { $0.hasPrefix("127.") }).filter { seen.insert($0).inserted }
+        return sorted.prefix(BulkOffer.maxAddresses).map { "\($0):\(port)" }
     }
 
     /// Sends a file from disk: over the mesh when it fits, else offered over
@@ -678,28 +729,47 @@ public actor MeshNode {
                 tooLarge = e
             }
         }
-        guard let server = bulkServer else {
+        guard options.bulk != nil, options.downloads != nil else {
             if let tooLarge { throw tooLarge }
             throw BulkUnavailable(peer: peer, bytes: size, off: true)
         }
         guard core.peers[peer]?.capabilities?.contains(.wifiBulk) == true else {
             throw BulkUnavailable(peer: peer, bytes: size, off: false)
         }
+        guard let server = await openBulkServer() else {
+            throw BulkUnavailable(peer: peer, bytes: size, off: true)
+        }
         // The same file to the same peer, unchanged since it was offered: the
         // same offer again (its receiver resumes from what its disk holds).
         let stamp = try KeptOffers.stamp(url)
-        if let again = kept.values.first(where: { $0.file.standardizedFileURL == url.standardizedFileURL && $0.peer == peer.description
-                                                  && $0.size == stamp.size && $0.modified == stamp.modified }) {
+        let path = url.absoluteURL.standardizedFileURL.path
+        func same(_ r: KeptOffers.Record) -> Bool {
+            r.file.absoluteURL.standardizedFileURL.path == path && r.peer == peer.description && r.size == stamp.size && r.modified == stamp.modified
+        }
+        // Resumed at start and saved since (within 10 minutes): already there.
+        if let done = finishedAtStart.last(where: { same($0.record) && ContinuousClock.now - $0.at < .seconds(600) }) {
+            let id = Self.bulkTransferID(done.record.offer.transferID)
+            resumedTransfers.insert(id)
+            closeBulkServerIfIdle()
+            return id
+        }
+        if let again = kept.values.first(where: same) {
             bulkOffers[again.offer.transferID] = (peer, again.offer)
             await server.keep(again.offer, again.file)
+            let id = Self.bulkTransferID(again.offer.transferID)
+            resumedTransfers.insert(id)
             _ = try command { try $0.sendBulkOffer(again.offer, to: peer, now: $1) }
-            return Self.bulkTransferID(again.offer.transferID)
+            return id
         }
         let port = await server.port
-        let offer = try await server.offer(url, mimeType: mimeType, addresses: advertised(port: port))
+        let offer: BulkOffer
+        do { offer = try await server.offer(url, mimeType: mimeType, addresses: advertised(port: port)) } catch {
+            closeBulkServerIfIdle()
+            throw error
+        }
         bulkOffers[offer.transferID] = (peer, offer)
         if let dir = options.bulk?.keptOffers {
-            let record = KeptOffers.Record(offer: offer, file: url.standardizedFileURL, peer: peer.description, size: stamp.size, modified: stamp.modified)
+            let record = KeptOffers.Record(offer: offer, file: URL(fileURLWithPath: path), peer: peer.description, size: stamp.size, modified: stamp.modified)
             do {
                 try KeptOffers(directory: dir).keep(record)
                 kept[offer.transferID] = record
@@ -719,7 +789,7 @@ public actor MeshNode {
         /// Large files over the network are off here (no download directory, or not asked for).
         public var off: Bool
         public var description: String {
-            off ? "file too large for the mesh (\(bytes) bytes), and large files over the network are off here"
+            off ? "file too large for the mesh (\(bytes) bytes), and large files over the network are off here (--no-bulk, or no listener: see docs/BULK.md)"
                 : "file too large for the mesh (\(bytes) bytes), and \(peer) takes no large files over the network (no wifiBulk in its announce)"
         }
     }

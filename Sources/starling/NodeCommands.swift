@@ -44,12 +44,13 @@ struct NodeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Also leave courier drops at this relay server's courier mailbox (UDP, over the LAN in a blackout), and fetch those for us and the peers one hop away to hand over.",
                                valueName: "HOST:PORT"))
     var courierMailbox: String?
-    @Flag(help: "Carry files too large for the mesh over the local network (TCP, sealed end to end), and take them: announced as wifiBulk.")
-    var bulk = false
-    @Option(help: "With --bulk: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"
-    @Option(help: "With --bulk: the TCP port (default: any free one).") var bulkPort = 0
-    @Option(help: "With --bulk: take files up to this many MiB without asking; chat and the daemon ask about larger ones, listen declines them.") var acceptUpTo = 1024
-    @Option(help: "With --bulk: send at most this many MiB a second (default: as fast as the network takes).") var bulkRate: Double?
+    @Flag(inversion: .prefixedNo,
+          help: "Carry files too large for the mesh over the local network (TCP, sealed end to end; the port is open only while an offer waits), and take them: announced as wifiBulk. On unless --no-bulk.")
+    var bulk = true
+    @Option(help: "Large files: the address to listen on (default: every address; 127.0.0.1 keeps it on this machine).") var bulkHost = "0.0.0.0"
+    @Option(help: "Large files: the TCP port (default: any free one).") var bulkPort = 0
+    @Option(help: "Large files: take files up to this many MiB without asking; chat and the daemon ask about larger ones, listen declines them.") var acceptUpTo = 1024
+    @Option(help: "Large files: send at most this many MiB a second (default: as fast as the network takes).") var bulkRate: Double?
 
     /// The shapes of the options, before anything is opened or bound.
     func validate() throws {
@@ -367,7 +368,7 @@ struct Send: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Argument(help: "The message.") var text: String?
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
-    @Option(help: "Send this file to --to instead of a message: over the mesh when it fits, else over the local network (both sides with --bulk).")
+    @Option(help: "Send this file to --to instead of a message: over the mesh when it fits (1 MiB), else over the local network (unless either side has --no-bulk).")
     var file: String?
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
     var server: String?
@@ -635,6 +636,15 @@ struct Send: AsyncParsableCommand {
         let wait = self.wait ?? (node.announceInterval + 2), linger = self.linger ?? 600
         let runner = Task { await n.run(until: UInt64(start.timeIntervalSince1970 * 1000) + UInt64((wait + linger + 5) * 1000)) }
         let taking = Task { await messenger.run() }
+        // Ctrl-C: the node stops (an offer made is kept: the same command again resumes it).
+        let signals = SignalWatch([SIGINT, SIGTERM]) {
+            Task {
+                await n.stop()
+                StandardError.write(Data("! interrupted: \(url.lastPathComponent) is not sent yet; the same command again goes on from where the transfer is\n".utf8))
+                Glibc.exit(130)
+            }
+        }
+        defer { signals.cancel() }
         let done = Watch()
         let events = Task {
             for await event in messenger.events {
@@ -667,9 +677,13 @@ struct Send: AsyncParsableCommand {
             await runner.value
             throw RuntimeFailure("\(error)")
         }
+        let resumed = await n.resumedTransfers.contains(id)
         if json {
-            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id], options: [.sortedKeys])
+            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id, "resumed": resumed],
+                                                  options: [.sortedKeys])
             StandardOutput.write(data + Data("\n".utf8))
+        } else if resumed {
+            StandardOutput.write(Data("* resuming \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)), offered before: \(to) goes on from what it has)\n".utf8))
         } else {
             StandardOutput.write(Data("* sending \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)))\n".utf8))
         }

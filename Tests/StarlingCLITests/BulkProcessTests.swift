@@ -88,13 +88,106 @@ import Glibc
                 "nothing partial left")
     }
 
-    /// A node without --bulk is told in words, not given a broken file.
+    /// A network namespace of its own with only loopback up: nodes started as
+    /// README shows them (loopback discovery, no --peer) meet there and nowhere else.
+    final class Namespace {
+        let name: String
+        init(_ prefix: String) throws {
+            name = "\(prefix)\(getpid() % 100_000)\(Int.random(in: 0..<1_000))"
+            try Self.ip("netns", "add", name)
+            try Self.ip("-n", name, "link", "set", "lo", "up")
+        }
+        deinit { try? Self.ip("netns", "del", name) }
+        static func ip(_ args: String...) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            p.arguments = args
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw POSIXError(.EPERM) }
+        }
+        /// `starling ARGS` in the namespace, in `directory` (relative paths as a person types them).
+        func starling(_ arguments: [String], in directory: String) throws -> LiveProcess {
+            let quoted = ([StarlingProcess.executable.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            let p = LiveProcess.unstarted(["/usr/sbin/ip", "netns", "exec", name, "/bin/sh", "-c",
+                                           "cd '\(directory)' && exec " + quoted.joined(separator: " ")])
+            try p.start()
+            return p
+        }
+    }
+
+    /// Issue 52, item 2: with no flag at all, as README and BULK.md show it,
+    /// 100 MB cross (the offer names an address with its port; before, it had
+    /// none and bob tried five times in vain). The sender's port is open only
+    /// while the offer waits: closed before and after.
+    @Test func aHundredMegabytesCrossWithTheDefaults() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-defaults")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let digest = try await Self.file(dir + "/big.bin", megabytes: 100)
+        let ns = try Namespace("stBulk")
+        let bob = try ns.starling(["listen", "--name", "bob", "--data-dir", "bob", "--json"], in: dir)
+        defer { bob.stop() }
+        #expect(await bob.waitFor(seconds: 60) { $0["event"] as? String == "started" } != nil, "\(bob.text)")
+        let alice = try ns.starling(["send", "--name", "alice", "--data-dir", "alice", "--to", "bob", "--file", "big.bin"], in: dir)
+        defer { alice.stop() }
+        let saved = try #require(await bob.waitFor(seconds: 240) { $0["event"] as? String == "fileReceived" },
+                                 "alice:\n\(alice.text)\nbob:\n\(bob.text.suffix(2_000))")
+        #expect(try await Self.sha256(try #require(saved["path"] as? String)) == digest)
+        #expect(await alice.waitForExit(seconds: 60) == 0, "\(alice.text)")
+        #expect(alice.text.contains("* bob saved big.bin"), "\(alice.text)")
+        // One copy, and no listener left behind: bob never listened (he only received).
+        let incoming = try FileManager.default.contentsOfDirectory(atPath: dir + "/bob/files/incoming").filter { !$0.hasPrefix(".") }
+        #expect(incoming == ["big.bin"], "\(incoming)")
+        let listening = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/sbin/ip"),
+                                                      ["netns", "exec", ns.name, "ss", "-tlnH"])
+        #expect(listening.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "a TCP port is still open: \(listening.stdout)")
+    }
+
+    /// Issue 52, item 3: Ctrl-C in the middle, then the very same command
+    /// again (a relative path, as typed): the same transfer goes on, bob keeps
+    /// one copy, and the second run says it resumed. Before, the path was
+    /// compared as typed against the absolute one kept, a new transfer went
+    /// whole beside the old one, and bob had `big.bin` and `big (2).bin`.
+    @Test func ctrlCThenTheSameSendAgainLeavesOneCopy() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("bulk-again")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let digest = try await Self.file(dir + "/big.bin", megabytes: 30)
+        let ns = try Namespace("stAgain")
+        let bob = try ns.starling(["listen", "--name", "bob", "--data-dir", "bob", "--json"], in: dir)
+        defer { bob.stop() }
+        #expect(await bob.waitFor(seconds: 60) { $0["event"] as? String == "started" } != nil, "\(bob.text)")
+        // --bulk-rate: slow enough to cut in the middle on any machine (the same command both times).
+        let command = ["send", "--name", "alice", "--data-dir", "alice", "--bulk-rate", "8", "--to", "bob", "--file", "big.bin"]
+        let first = try ns.starling(command, in: dir)
+        defer { first.stop() }
+        let cut = await bob.waitFor(seconds: 120) { $0["event"] as? String == "fileProgress" && ($0["received"] as? Int ?? 0) >= 6_000_000 }
+        try #require(cut != nil, "alice:\n\(first.text)\nbob:\n\(bob.text.suffix(2_000))")
+        kill(first.process.processIdentifier, SIGINT)
+        #expect(await first.waitForExit(seconds: 30) != nil, "Ctrl-C ends send")
+        let second = try ns.starling(command, in: dir)
+        defer { second.stop() }
+        let saved = try #require(await bob.waitFor(seconds: 180) { $0["event"] as? String == "fileReceived" },
+                                 "alice again:\n\(second.text.suffix(2_000))\nbob:\n\(bob.text.suffix(3_000))")
+        #expect(try await Self.sha256(try #require(saved["path"] as? String)) == digest)
+        #expect(await second.waitForExit(seconds: 60) == 0, "\(second.text)")
+        #expect(second.text.contains("* resuming big.bin to bob"), "\(second.text)")
+        #expect(first.text.contains("* sending big.bin to bob"), "the control: the first run sent anew: \(first.text)")
+        // Bob saved one file, once; nothing is offered twice.
+        try await Task.sleep(for: .seconds(2)) // a second transfer would have started by now
+        let incoming = try FileManager.default.contentsOfDirectory(atPath: dir + "/bob/files/incoming").filter { !$0.hasPrefix(".") }
+        #expect(incoming == ["big.bin"], "\(incoming)")
+        #expect(bob.events.filter { $0["event"] as? String == "fileReceived" }.count == 1)
+    }
+
+    /// A node with --no-bulk is told in words, not given a broken file.
     @Test func aFileTooLargeForTheMeshToANodeWithoutBulkIsRefusedInWords() async throws {
         let dir = ContactCommandTests.temporaryDirectory("bulk-off")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         _ = try await Self.file(dir + "/big.bin", megabytes: 2)
         let receiver = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "carol", "--data-dir", dir + "/carol",
-                                        "--duration", "60", "--announce-interval", "1"])
+                                        "--duration", "60", "--announce-interval", "1", "--no-bulk"])
         defer { receiver.stop() }
         let port = try await MeshProcessTests.port(of: receiver)
         let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "dave",
