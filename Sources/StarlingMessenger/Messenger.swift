@@ -185,6 +185,7 @@ public actor Messenger {
                 case let .trust(t): try store.setTrust(t)
                 case let .contact(c): try store.updateContact(c)
                 case let .conversation(c): try store.setConversation(c)
+                case let .mergeConversation(old, new): try store.mergeConversation(old, into: new)
                 case let .pin(f, key): try store.setPin(fingerprint: f.hex, signingKey: key, at: Self.now)
                 case .groups:
                     let kept = await node.groupStates.map { GroupRecord(groupID: $0.groupID, state: $0.encoded()) }
@@ -262,6 +263,7 @@ public actor Messenger {
         var contents = MessengerCore.StoreContents()
         do {
             try NostrContactsFile.migrate(from: directory, into: store, now: Self.now)
+            try FavoritesFile.migrate(from: directory, into: store, now: Self.now)
             contents.contacts = try store.contacts()
             contents.trust = try store.trust()
             contents.pins = try store.pins().compactMap { hex, key in Fingerprint(hex: hex).map { ($0, key) } }
@@ -296,6 +298,8 @@ public actor Messenger {
     }
 
     public var isStoreOpen: Bool { store != nil }
+    /// This person's Nostr public key (npub), which a contact on a NIP-17 client writes to.
+    public var npub: String? { core.configuration.npub }
     public var trustKnown: Bool { core.trustKnown }
     /// Our messages waiting for a route, from memory (no store read).
     public var pendingCount: Int { core.pendingCount }
@@ -594,6 +598,31 @@ public enum NostrContactsFile {
             t.updatedAt = now
             try store.setTrust(t)
         }
+        try FileManager.default.removeItem(at: file)
+    }
+}
+
+/// The favourites file of earlier versions (`favorites`: a fingerprint a line,
+/// in clear beside the encrypted store: a person's closest contacts for
+/// anyone who takes the disk). Moved into the store's trust records (the
+/// store holds favourites since), then overwritten and removed.
+public enum FavoritesFile {
+    public static let name = "favorites"
+
+    public static func migrate(from directory: URL, into store: YaOKStore, now: Double) throws {
+        let file = directory.appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: file.path) else { return }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for line in text.split(whereSeparator: \.isNewline) {
+            guard let f = Fingerprint(hex: line.trimmingCharacters(in: .whitespaces).lowercased()) else { continue }
+            var t = try store.trust(fingerprint: f.hex) ?? TrustRecord(fingerprint: f.hex, updatedAt: now)
+            guard !t.favorite else { continue }
+            t.favorite = true
+            t.updatedAt = now
+            try store.setTrust(t)
+        }
+        let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        if size > 0 { try Data(repeating: 0, count: size).write(to: file) }
         try FileManager.default.removeItem(at: file)
     }
 }

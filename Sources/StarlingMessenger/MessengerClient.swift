@@ -97,8 +97,11 @@ public struct NodeSummary: Sendable, Hashable {
     /// Whether location channels (Nostr) can be joined.
     public var nostr: Bool
     public var udpPort: UInt16?
+    /// This person's Nostr public key: a contact on Amethyst or 0xchat writes to it.
+    public var npub: String?
     public init(peerID: PeerID, fingerprint: Fingerprint, nickname: String, peers: Int, sessions: Int, storeOpen: Bool, trustKnown: Bool,
-                pending: Int?, server: String?, nostr: Bool, udpPort: UInt16?) {
+                pending: Int?, server: String?, nostr: Bool, udpPort: UInt16?, npub: String? = nil) {
+        self.npub = npub
         self.peerID = peerID
         self.fingerprint = fingerprint
         self.nickname = nickname
@@ -229,7 +232,7 @@ public struct LocalMessengerClient: MessengerClient {
         return NodeSummary(peerID: node.identity.peerID, fingerprint: node.identity.fingerprint, nickname: await node.currentNickname,
                            peers: await node.peers.count, sessions: await node.sessionCount, storeOpen: await m.isStoreOpen,
                            trustKnown: await m.trustKnown, pending: pending, server: m.server?.name, nostr: m.nostr != nil,
-                           udpPort: await node.port)
+                           udpPort: await node.port, npub: await m.npub)
     }
 
     public func peers() async throws -> [PeerView] {
@@ -339,15 +342,10 @@ public struct LocalMessengerClient: MessengerClient {
         }
     }
 
-    /// Decides, and keeps the favourites in the identity store (they are
-    /// held for across runs before the store opens).
+    /// Decides. Favourites are trust records in the encrypted store, as every
+    /// decision about another person is (nothing about them outside it).
     public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws {
         await messenger.decide(change, about: fingerprint, nickname: nickname)
-        if change == .favourite || change == .unfavourite {
-            do { try identityStore.setFavorites(await node.favoriteFingerprints) } catch {
-                throw MessengerClientError(.failed, "favourites not saved: \(error)")
-            }
-        }
     }
 
     public func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool {

@@ -95,6 +95,9 @@ public struct MessengerCore: Sendable {
         /// A receipt for one of our messages no longer among the conversation's
         /// recent ones in memory: the store moves it up to `state` (never down).
         case receipt(UserID, conversation: UserID, MessageState, at: Double)
+        /// One person, one conversation: the messages of the first conversation
+        /// move to the second, and the first's record goes.
+        case mergeConversation(UserID, into: UserID)
     }
 
     /// What the store holds when it opens.
@@ -393,6 +396,7 @@ public struct MessengerCore: Sendable {
         }
         for r in contacts.values {
             guard let card = r.card else { continue }
+            mergePeerConversation(into: card) // kept apart by an earlier version
             command(.pin(card.signingKey, for: card.meshFingerprint))
             if r.blocked { command(.block(card.meshFingerprint)) }
             if r.favorite { command(.setFavorite(card.meshFingerprint, true)) }
@@ -454,6 +458,8 @@ public struct MessengerCore: Sendable {
             emit(.notSaved("a trust decision was not stored (\(reason)): it holds until this program stops; try again"))
         case .conversation, .pin:
             emit(.notSaved("the store did not take a change (\(reason))"))
+        case .mergeConversation:
+            emit(.notSaved("a contact's earlier messages were not moved into their conversation (\(reason)); they move at the next start"))
         case .groups:
             emit(.notSaved("your groups were not stored (\(reason)): they hold until this program stops; free space and change one to store them"))
         }
@@ -953,9 +959,31 @@ public struct MessengerCore: Sendable {
         contacts[card.userID] = record
         command(.pin(card.signingKey, for: card.meshFingerprint))
         if configuration.server != nil { effects.append(.mailbox(.serverContact(card.meshFingerprint.peerID, card: card.bytes))) }
-        // What was said before they were a contact stays where it was kept.
-        if peerConversations[old] != nil, recent[card.userID] == nil { recent[card.userID] = [] }
+        _ = old
+        mergePeerConversation(into: card)
+        if recent[card.userID] == nil { recent[card.userID] = [] }
         sendWaiting(now: now)
+    }
+
+    /// One person, one conversation, whatever way they are known: the
+    /// conversation kept for their mesh key before they were a contact merges
+    /// into their card's, history and all (issue 52: the page listed bob
+    /// twice, the relay's messages under one, the mesh's under the other).
+    private mutating func mergePeerConversation(into card: ContactCard) {
+        let old = Self.conversationID(for: card.meshFingerprint), new = card.userID
+        guard old != new, peerConversations[old] != nil || recent[old] != nil else { return }
+        let moved = (recent.removeValue(forKey: old) ?? []).map { m -> MessageRecord in
+            var m = m
+            m.contact = new
+            return m
+        }
+        var merged = recent[new] ?? []
+        for m in moved where !merged.contains(where: { $0.id == m.id }) { merged.append(m) }
+        merged.sort { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
+        recent[new] = Array(merged.suffix(configuration.recentPerConversation))
+        for m in moved where m.outgoing { if let t = m.transportID { index(t, new) } }
+        peerConversations[old] = nil
+        write(.mergeConversation(old, into: new))
     }
 }
 

@@ -205,6 +205,7 @@ public enum APIJSON {
         if let p = s.udpPort { o["udpPort"] = Int(p) }
         if let p = s.pending { o["pending"] = p }
         if let server = s.server { o["server"] = server }
+        if let npub = s.npub { o["npub"] = npub }
         return o
     }
 

@@ -92,7 +92,7 @@ extension APIJSON {
                            peers: try f.int("peers"), sessions: try f.int("sessions"), storeOpen: try f.bool("storeOpen"),
                            trustKnown: try f.bool("trustKnown"), pending: f.o["pending"] == nil ? nil : try f.int("pending"),
                            server: f.optionalString("server"), nostr: f.o["nostr"] as? Bool ?? false,
-                           udpPort: f.o["udpPort"] == nil ? nil : UInt16(exactly: try f.int("udpPort")))
+                           udpPort: f.o["udpPort"] == nil ? nil : UInt16(exactly: try f.int("udpPort")), npub: f.optionalString("npub"))
     }
 
     public static func readPeer(_ any: Any?) throws -> PeerView {

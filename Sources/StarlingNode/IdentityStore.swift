@@ -8,6 +8,11 @@ public struct IdentityStore: Sendable {
     public enum Error: Swift.Error, CustomStringConvertible {
         case insecurePermissions(path: String, mode: Int)
         case keyFile(KeyFile.Error)
+        /// The key file is damaged (not a passphrase problem): where, and what to do.
+        case damagedKeyFile(path: String, KeyFile.Error)
+        /// The Ya OK user ID file holds no user ID: replacing it would make this
+        /// person someone else to every contact.
+        case damagedUserID(path: String)
         case invalidNickname
 
         public var description: String {
@@ -15,6 +20,10 @@ public struct IdentityStore: Sendable {
             case let .insecurePermissions(path, mode):
                 "\(path) has permissions \(String(mode, radix: 8)); it must be readable by its owner only (chmod 600)"
             case let .keyFile(e): e.description
+            case let .damagedKeyFile(path, e):
+                "\(path): \(e). This is your identity: put back a copy from a backup (`starling restore`), or move the file away to start as someone new"
+            case let .damagedUserID(path):
+                "\(path) holds no user ID (it is damaged). It says who you are to your Ya OK contacts: put back a copy from a backup (`starling restore`); a new one would make you a stranger to them. To start as someone new, move it away"
             case .invalidNickname: "a nickname has 1 to 255 bytes of UTF-8 (it travels in an announce TLV)"
             }
         }
@@ -32,19 +41,27 @@ public struct IdentityStore: Sendable {
     public var nicknameFile: URL { directory.file("nickname") }
     /// The Ya OK user ID (a UUID v4 as text), made once.
     public var userIDFile: URL { directory.file("user-id") }
-    /// Favourites: one fingerprint (64 hex digits) per line.
+    /// Favourites of earlier versions: one fingerprint (64 hex digits) per
+    /// line. Read until the encrypted store takes them in (``favorites()``),
+    /// never written any more.
     public var favoritesFile: URL { directory.file("favorites") }
 
-    /// The stored favourites; lines that are not fingerprints are skipped.
+    /// The favourites an earlier version left in clear; lines that are not fingerprints are skipped.
     public func favorites() -> Set<Fingerprint> {
         guard let text = try? String(contentsOf: favoritesFile, encoding: .utf8) else { return [] }
         return Set(text.split(whereSeparator: \.isNewline).compactMap { Fingerprint(hex: $0.trimmingCharacters(in: .whitespaces)) })
     }
 
-    public func setFavorites(_ favorites: Set<Fingerprint>) throws {
+    /// Writes a small file of this person's, readable by its owner only.
+    func writePrivate(_ text: String, to file: URL) throws {
         try directory.create()
-        let text = favorites.map(\.hex).sorted().map { $0 + "\n" }.joined()
-        try Data(text.utf8).write(to: favoritesFile, options: .atomic)
+        try Data(text.utf8).write(to: file, options: .atomic)
+        chmod(file.path, 0o600)
+    }
+
+    /// The nickname and user-ID files of earlier versions were 0644: made 0600.
+    public func tightenPermissions() {
+        for f in [nicknameFile, userIDFile] where FileManager.default.fileExists(atPath: f.path) { chmod(f.path, 0o600) }
     }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: keyFile.path) }
@@ -70,7 +87,10 @@ public struct IdentityStore: Sendable {
         do {
             return try KeyFile.decode([UInt8](try Data(contentsOf: keyFile)), passphrase: passphrase)
         } catch let e as KeyFile.Error {
-            throw Error.keyFile(e)
+            switch e {
+            case .notAKeyFile, .unsupportedVersion, .corrupt: throw Error.damagedKeyFile(path: keyFile.path, e)
+            case .passphraseRequired, .wrongPassphrase: throw Error.keyFile(e)
+            }
         }
     }
 
@@ -103,19 +123,20 @@ public struct IdentityStore: Sendable {
 
     public func setNickname(_ name: String) throws {
         guard !name.isEmpty, name.utf8.count <= 255 else { throw Error.invalidNickname }
-        try directory.create()
-        try Data((name + "\n").utf8).write(to: nicknameFile, options: .atomic)
+        try writePrivate(name + "\n", to: nicknameFile)
     }
 
     /// The Ya OK user ID, created (a random UUID v4) and kept on first use.
     public func userID() throws -> UserID {
-        if let data = try? Data(contentsOf: userIDFile),
-           let id = UserID(string: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) {
+        if FileManager.default.fileExists(atPath: userIDFile.path) {
+            let data = try Data(contentsOf: userIDFile)
+            guard let id = UserID(string: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw Error.damagedUserID(path: userIDFile.path)
+            }
             return id
         }
-        try directory.create()
         let id = UserID.random()
-        try Data((id.description + "\n").utf8).write(to: userIDFile, options: .atomic)
+        try writePrivate(id.description + "\n", to: userIDFile)
         return id
     }
 

@@ -974,7 +974,17 @@ public actor MeshNode {
             if FileManager.default.fileExists(atPath: target.path) {
                 target = downloads.appendingPathComponent("\(file.transferID.prefix(8))-\(file.name)")
             }
-            try Data(file.content).write(to: target, options: .withoutOverwriting)
+            // One rule for every received file, small or large: readable by its owner only (0600).
+            let fd = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) // never over another file
+            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            do {
+                try handle.write(contentsOf: Data(file.content))
+                try handle.synchronize()
+            } catch {
+                try? FileManager.default.removeItem(at: target) // nothing half-written is left to look received
+                throw error
+            }
             core.stored(file.transferID, now: readClock()) // its receipt: the file is on disk
             continuation.yield(.fileReceived(from: file.from, name: file.name, size: file.content.count, path: target.path,
                                              transferID: file.transferID))
@@ -999,6 +1009,7 @@ public actor MeshNode {
             try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
             let target = downloads.appendingPathComponent(name)
             try Data(note.adts).write(to: target) // the same burst again (a retried note) replaces its file
+            chmod(target.path, 0o600) // as every received file
             continuation.yield(.voiceNote(from: note.from, path: target.path, durationMillis: note.durationMillis, isPrivate: note.isPrivate))
         } catch {
             continuation.yield(.rejected(Rejection(.fileNotSaved, peer: note.from,

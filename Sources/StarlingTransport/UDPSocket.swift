@@ -40,6 +40,48 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(host: address.s_addr, port: port)
     }
 
+    /// "HOST:PORT" as a person writes it: a host name or a dotted IPv4 address,
+    /// and a port 1–65535. Nothing is looked up (see ``resolving(_:)``).
+    public static func hostAndPort(_ text: String) -> (host: String, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
+        let host = String(text[..<colon])
+        // A DNS name: labels of letters, digits and hyphens (or an IPv4 address, which is such a name too).
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard !host.isEmpty, host.utf8.count <= 253, labels.allSatisfy({ label in
+            !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
+                && label.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }
+        }) else { return nil }
+        return (host, port)
+    }
+
+    /// Why a "HOST:PORT" gives no address.
+    public struct ResolutionError: Swift.Error, CustomStringConvertible {
+        public var text: String
+        public var reason: String
+        public var description: String { "\(text): \(reason)" }
+    }
+
+    /// From "HOST:PORT" with a dotted IPv4 host or a host name, looked up now
+    /// (getaddrinfo: /etc/hosts, DNS) for its first IPv4 address.
+    public static func resolving(_ text: String) throws(ResolutionError) -> UDPAddress {
+        if let literal = UDPAddress(text) { return literal }
+        guard let (host, port) = hostAndPort(text) else {
+            throw ResolutionError(text: text, reason: "expected HOST:PORT (a host name or an IPv4 address, and a port)")
+        }
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = datagramSocket
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        defer { if let list { freeaddrinfo(list) } }
+        guard status == 0, let first = list, let sa = first.pointee.ai_addr else {
+            let why = status == 0 ? "no IPv4 address" : String(cString: gai_strerror(status))
+            throw ResolutionError(text: text, reason: "cannot find \(host) (\(why)); check the name, or give the IPv4 address")
+        }
+        let v4 = UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in.self).pointee
+        return UDPAddress(host: v4.sin_addr.s_addr, port: port)
+    }
+
     public var description: String {
         var address = in_addr(s_addr: host)
         var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))

@@ -313,6 +313,38 @@ public final class YaOKStore: Sendable {
     }
 
     /// Every kept conversation with a peer who is not a contact.
+    /// One person, one conversation: every message of conversation `old`
+    /// moves to `new` (re-sealed under its new row), and `old`'s record goes,
+    /// in one transaction. A message already in `new` (the same ID) is kept
+    /// once. Returns how many moved.
+    @discardableResult
+    public func mergeConversation(_ old: UserID, into new: UserID) throws -> Int {
+        guard old != new else { return 0 }
+        return try queue.write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, lookup, pending, data FROM messages WHERE conversation = ?",
+                                        arguments: [Data(self.conversationLookup(old))])
+            var moved = 0
+            let encoder = JSONEncoder()
+            for row in rows {
+                var m = try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages", row: Array(row["lookup"] as Data))
+                guard m.contact == old else { continue } // the clear column only finds rows
+                m.contact = new
+                let lookup = self.messageLookup(m.id, contact: new)
+                let data = self.cipher.seal(try encoder.encode(m), table: "messages", row: lookup)
+                // The row keeps its place (its id: the order of arrival); a copy already in `new` wins.
+                if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messages WHERE lookup = ?", arguments: [Data(lookup)]) ?? 0 > 0 {
+                    try db.execute(sql: "DELETE FROM messages WHERE id = ?", arguments: [row["id"] as Int64])
+                } else {
+                    try db.execute(sql: "UPDATE messages SET lookup = ?, conversation = ?, data = ? WHERE id = ?",
+                                   arguments: [Data(lookup), Data(self.conversationLookup(new)), Data(data), row["id"] as Int64])
+                    moved += 1
+                }
+            }
+            try db.execute(sql: "DELETE FROM conversations WHERE lookup = ?", arguments: [Data(self.conversationRecordLookup(old))])
+            return moved
+        }
+    }
+
     public func conversations() throws -> [ConversationRecord] {
         try queue.read { db in
             try Row.fetchAll(db, sql: "SELECT lookup, data FROM conversations").map { row in

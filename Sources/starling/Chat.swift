@@ -13,7 +13,7 @@ import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
 
-struct Chat: AsyncParsableCommand {
+struct Chat: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "Chat on the mesh: public messages, and private ones encrypted end to end.",
         discussion: """
@@ -29,10 +29,13 @@ struct Chat: AsyncParsableCommand {
     var plain = false
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): contacts who are not on the mesh are reached through it.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s (a device in the background).") var background = false
 
-    func validate() throws {
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+    mutating func validate() throws {
+        takeRelayAlias()
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
     }
 
     func run() async throws {
@@ -466,7 +469,7 @@ actor ChatScreen {
     func indent(_ s: String) -> String { s.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n") }
 }
 
-struct Relay: AsyncParsableCommand {
+struct Relay: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "Relay for the mesh without a chat screen (for a Raspberry Pi in a window)."
     )
@@ -474,10 +477,13 @@ struct Relay: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): also take what it holds for this node's user.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
 
-    func validate() throws {
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+    mutating func validate() throws {
+        takeRelayAlias()
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
     }
 
     func run() async throws {

@@ -91,11 +91,14 @@ extension ChatScreen {
     func listContacts() async {
         await refreshMe()
         guard me.storeOpen else { say("! the store is locked (/unlock)"); return }
-        let all = await ask([]) { try await client.contacts() }.filter { $0.kind == .card } // `starling contact add` may have run meanwhile
+        // Every contact, as the start line counts them: cards, Nostr-only contacts, favourites
+        // (`starling contact add` may have run meanwhile).
+        let all = await ask([]) { try await client.contacts() }
         if all.isEmpty { say("* no contacts: add one with `starling contact add yaok://…`") }
         let here = Set(await peerTable().values.map(\.fingerprint))
         for c in all {
-            let marks = (c.verified ? " ✓" : "") + (c.favorite ? " ★" : "") + (c.blocked ? " (blocked)" : "")
+            let kind = switch c.kind { case .card: ""; case .nostr: " (Nostr only)"; case .favourite: " (a favourite from the mesh)" }
+            let marks = (c.verified ? " ✓" : "") + (c.favorite ? " ★" : "") + (c.blocked ? " (blocked)" : "") + kind
             let route = routes[c.conversation].map { " · last reached via \($0 == "mesh" ? "the mesh" : Self.way($0))" } ?? ""
             say("  \(DisplayText.clean(c.name))\(marks)  \(here.contains(c.fingerprint) ? "here" : "away")\(route)")
         }

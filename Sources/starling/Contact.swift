@@ -275,10 +275,20 @@ struct Contact: ParsableCommand {
         @OptionGroup var options: Options
         @Argument(help: "The contact's name (or the start of their user ID).")
         var name: String
+        @Flag(help: "Do not ask.")
+        var yes = false
 
         func run() throws {
             let store = try StoreAccess(dataDir: options.dataDir).open()
             let (_, card) = try resolve(name, in: store)
+            if !yes {
+                // The conversation goes with them: asked, as restore and reset ask.
+                guard isatty(STDIN_FILENO) == 1 else {
+                    throw RuntimeFailure("removing \(card.displayName) deletes your conversation with them too: confirm with --yes")
+                }
+                print("Remove \(card.displayName) and your conversation with them? [y/N] ", terminator: "")
+                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
+            }
             try store.removeContact(card.userID)
             print("removed \(card.displayName)")
         }

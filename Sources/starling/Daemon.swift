@@ -10,7 +10,7 @@ import StarlingWebClient
 
 /// `starling daemon`: one node and its messenger for a data directory, until
 /// SIGTERM, with the local API every face can use (docs/API.md).
-struct Daemon: AsyncParsableCommand {
+struct Daemon: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "Run the node and its messenger for a data directory, with a local API for every face (chat, send, listen, scripts).",
         discussion: """
@@ -23,11 +23,14 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): contacts who are not on the mesh are reached through it.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
     @Option(help: "The API's TCP port on 127.0.0.1 (default: a free one, written to api.json).") var apiPort: Int = 0
 
-    func validate() throws {
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+    mutating func validate() throws {
+        takeRelayAlias()
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
     }
 
@@ -90,7 +93,7 @@ struct Daemon: AsyncParsableCommand {
 
 /// `starling web`: the messenger in a browser, served by the daemon of the
 /// data directory (started here when none runs).
-struct Web: AsyncParsableCommand {
+struct Web: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "The messenger in your browser: the daemon of the data directory serves the page (one is started when none runs); open the link it prints.",
         discussion: """
@@ -102,12 +105,15 @@ struct Web: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`), when a daemon is started here.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
     @Option(help: "The API's TCP port on 127.0.0.1 when a daemon is started here (default: a free one).") var apiPort: Int = 0
     @Flag(help: "Open the link in the desktop's browser (xdg-open).") var open = false
 
-    func validate() throws {
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+    mutating func validate() throws {
+        takeRelayAlias()
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
     }
 

@@ -4,6 +4,7 @@ import StarlingCrypto
 import StarlingNode
 import StarlingWire
 import StarlingYaOK
+import StarlingNostr
 
 struct Id: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,6 +49,8 @@ struct Id: ParsableCommand {
         if let name { try store.setNickname(name) }
         let nickname = store.nickname(or: identity)
         let sealed = try store.isSealed()
+        // The Nostr key (made on first use, as every node does): a contact on a NIP-17 client writes to its npub.
+        let npub = Bech32.npub(try NostrKeyFile.loadOrCreate(store.directory.url).publicKey)
         if json {
             let object: [String: Any] = [
                 "nickname": nickname,
@@ -58,6 +61,7 @@ struct Id: ParsableCommand {
                 "keyFile": store.keyFile.path,
                 "sealed": sealed,
                 "created": created,
+                "npub": npub,
             ]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
@@ -76,6 +80,8 @@ struct Id: ParsableCommand {
                 print("card:        \(groupedHex(card.fingerprint))")
                 print("             (your Ya OK contact card's, which `contact qr` carries; with a contact, compare the safety number: `contact verify`)")
             }
+            print("npub:        \(npub)")
+            print("             (your Nostr key: someone on Amethyst or 0xchat adds it and writes to you; over Nostr with --nostr)")
             print("key file:    \(store.keyFile.path)\(sealed ? " (sealed)" : "")")
         }
     }

@@ -61,6 +61,9 @@ struct NodeOptions: ParsableArguments {
         for hex in favorite where Fingerprint(hex: hex.lowercased()) == nil {
             throw ValidationError("--favorite \(hex): expected 64 hex digits")
         }
+        if let courierMailbox, UDPAddress.hostAndPort(courierMailbox) == nil {
+            throw ValidationError("--courier-mailbox \(courierMailbox): expected HOST:PORT (a host name or an IPv4 address, and a port)")
+        }
         if !(0...65_535).contains(bulkPort) { throw ValidationError("--bulk-port \(bulkPort): 0 … 65535") }
         if acceptUpTo < 0 { throw ValidationError("--accept-up-to \(acceptUpTo): a number of MiB, 0 or more") }
         if let bulkRate, !(bulkRate > 0) { throw ValidationError("--bulk-rate \(bulkRate): a number of MiB a second, more than 0") }
@@ -69,6 +72,7 @@ struct NodeOptions: ParsableArguments {
     func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
+        store.tightenPermissions()
         try UserError.writableDirectory(store.directory)
         do {
             runningNodeLock = try DirectoryLock(store.directory)
@@ -307,7 +311,7 @@ struct EventPrinter: Sendable {
     }
 }
 
-struct Listen: AsyncParsableCommand {
+struct Listen: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "Join the mesh (UDP; Bluetooth LE with --ble) and print what arrives (relaying for others meanwhile).",
         discussion: """
@@ -321,6 +325,8 @@ struct Listen: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): register, and take what it holds for us.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s (a device in the background).") var background = false
     @Flag(help: "Send read receipts for private messages as they are printed (the reader is a person).") var markRead = false
     @Option(name: .customLong("channel"), parsing: .singleValue,
@@ -328,8 +334,9 @@ struct Listen: AsyncParsableCommand {
                                valueName: "GEOHASH"))
     var channels: [String] = []
 
-    func validate() throws {
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+    mutating func validate() throws {
+        takeRelayAlias()
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
         for g in channels where !NostrCarrier.isValidGeohash(g.lowercased()) {
             throw ValidationError("--channel \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
         }
@@ -361,7 +368,7 @@ struct Listen: AsyncParsableCommand {
     }
 }
 
-struct Send: AsyncParsableCommand {
+struct Send: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
         abstract: "Join the mesh, send one message (to everyone, or privately with --to), and leave."
     )
@@ -372,6 +379,8 @@ struct Send: AsyncParsableCommand {
     var file: String?
     @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
     var server: String?
+    /// The old name of --server, kept for scripts: it works, and says the new one.
+    @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Send to everyone (the default without --to).") var `public` = false
     @Flag(help: "Post the message on the mesh's board (signed, kept by every node and synced to newcomers) instead.") var board = false
     @Option(name: .customLong("to-group"),
@@ -380,7 +389,8 @@ struct Send: AsyncParsableCommand {
     @Flag(help: "With --board: mark the post urgent (shown first).") var urgent = false
     @Option(help: "With --board: days the post lives, 1 to 7.") var days: Int = 1
 
-    func validate() throws {
+    mutating func validate() throws {
+        takeRelayAlias()
         if `public` && to != nil { throw ValidationError("--public and --to exclude each other") }
         if board && (to != nil || file != nil || `public`) { throw ValidationError("--board posts to everyone: not with --to, --file or --public") }
         if toGroup != nil && (to != nil || file != nil || `public` || board) {
@@ -394,7 +404,7 @@ struct Send: AsyncParsableCommand {
         } else if text == nil {
             throw ValidationError("Missing expected argument '<text>' (or --file FILE)")
         }
-        if let server, UDPAddress(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT with an IPv4 host") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?
@@ -412,6 +422,22 @@ struct Send: AsyncParsableCommand {
     }
 
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
+
+    /// What a one-shot `send` prints: its own message's way and receipts, and
+    /// what went wrong. Nothing the mesh replays (issue 52: three replayed
+    /// public messages and board posts came before the sending).
+    static func concernsASend(_ event: MessengerEvent) -> Bool {
+        switch event {
+        case .sent, .progress, .carried, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
+        case let .node(e):
+            switch e {
+            case .delivered, .sentOffMesh, .failed, .held, .read, .dropDeposited, .notice, .fileSent, .fileSending: return true
+            case let .rejected(r): return r.kind == .fileRefused || r.kind == .transport
+            default: return false
+            }
+        default: return false
+        }
+    }
 
     func run() async throws {
         // A daemon runs for this data directory: through its API (it is the node).
@@ -442,21 +468,19 @@ struct Send: AsyncParsableCommand {
         let runner = Task { await n.run(until: deadline) }
         let taking = Task { await messenger.run() }
         let watch = Watch()
-        let quiet = !json
         let events = Task {
             for await event in messenger.events {
                 if case let .carried(_, record, couriers) = event, let id = record.transportID { await watch.carry(id, couriers) }
                 if case let .progress(conversation, record) = event, let id = record.transportID, let state = record.progress?.state {
                     await watch.moved(id, state, via: record.transport)
-                    // Our message's way and receipts, as the node events they stand for.
-                    if json, let peer = await messenger.peer(of: conversation) {
+                    // Our message's way and receipts, as the node events they stand for (plain and JSON).
+                    if let peer = await messenger.peer(of: conversation) {
                         for e in await watch.newly(id, state, via: record.transport, peer: peer) { printer.print(e) }
                     }
                 }
-                // A one-shot sender prints what concerns it, not the mesh's comings and goings.
-                if quiet { switch event { case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state),
-                                               .node(.stateExpired), .diagnostic: continue
-                                          default: break } }
+                // A one-shot sender prints what it did, never what the mesh replays to it
+                // (others' messages, board posts, comings and goings).
+                guard Self.concernsASend(event) else { continue }
                 await printer.print(event, messenger: messenger)
             }
         }
@@ -721,11 +745,11 @@ struct Send: AsyncParsableCommand {
         }
         if case let .queued(online)? = said {
             line("* queued at the relay \(server?.client.server.description ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
-                 ["event": "queued", "via": "relay", "messageID": id, "online": online])
+                 ["event": "queued", "via": "yaok-server", "messageID": id, "online": online])
         }
         switch outcome {
         case .delivered?, .read?:
-            line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), ["event": "delivered", "via": said == nil ? "mesh" : "relay", "messageID": id])
+            line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), ["event": "delivered", "via": said == nil ? "mesh" : "yaok-server", "messageID": id])
         case .queued?:
             break // said above
         case let .kept(why)?:

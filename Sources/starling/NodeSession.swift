@@ -80,9 +80,8 @@ struct NodeSession {
                 }
             }
             if let mailbox = o.courierMailbox {
-                guard let address = UDPAddress(mailbox) else {
-                    throw ValidationError("--courier-mailbox \(mailbox): expected HOST:PORT with an IPv4 host")
-                }
+                let address: UDPAddress
+                do { address = try UDPAddress.resolving(mailbox) } catch { throw RuntimeFailure("--courier-mailbox \(error)") }
                 let client = try CourierMailboxClient(server: address)
                 options.core.courierMailbox = true
                 options.mailboxPoster = { e in Task { await client.post(e) } }
@@ -93,8 +92,9 @@ struct NodeSession {
                 }
                 courierMailbox = client
             }
-            if let address = chosen.server {
-                guard let address = UDPAddress(address) else { throw ValidationError("--server \(address): expected HOST:PORT with an IPv4 host") }
+            if let text = chosen.server {
+                let address: UDPAddress
+                do { address = try UDPAddress.resolving(text) } catch { throw RuntimeFailure("the Ya OK server \(error)") }
                 let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
                                              configuration: background ? .background : .init())
                 let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID())

@@ -152,3 +152,18 @@ final class OnceFlag: @unchecked Sendable {
     func set() -> Bool { lock.withLock { defer { done = true }; return !done } }
 }
 
+
+/// Commands with `--server`, whose old name `--relay` (before "relay" came to
+/// mean mesh forwarding only) still works for scripts, and says the new one.
+protocol ServerAlias {
+    var server: String? { get set }
+    var relayAlias: String? { get }
+}
+
+extension ServerAlias {
+    mutating func takeRelayAlias() {
+        guard let relayAlias else { return }
+        StandardError.write(Data("starling: --relay is now --server (the Ya OK server, HOST:PORT); --relay still works for now\n".utf8))
+        if server == nil { server = relayAlias }
+    }
+}

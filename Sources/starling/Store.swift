@@ -93,7 +93,9 @@ struct StoreAccess {
             return env
         }
         guard isatty(STDIN_FILENO) == 1, let first = getpass(prompt).map({ String(cString: $0) }) else {
-            throw RuntimeFailure("the store is locked: run in a terminal, or set \(environment)")
+            // Asking for a new secret is not a locked store: say what is asked for.
+            throw RuntimeFailure(confirm ? "no terminal to type the \(prompt.prefix { $0 != "(" && $0 != ":" }.trimmingCharacters(in: .whitespaces).lowercased()) in: run in a terminal, or set \(environment) to it"
+                                         : "the store is locked: run in a terminal, or set \(environment)")
         }
         try check(first)
         if confirm {
@@ -218,8 +220,8 @@ struct Pin: ParsableCommand {
         Without a PIN the store's key is sealed with the identity's key file. A PIN \
         keeps out someone at the keyboard: 5 wrong PINs lock for 30 s. It does not \
         keep out someone who copies the files (a 6-digit PIN can be guessed offline \
-        in hours): use --passphrase for that. The new secret is asked for twice, or \
-        read from STARLING_NEW_PIN; the current one from STARLING_PIN.
+        in hours): use --passphrase for that. The new PIN or passphrase is asked for \
+        twice, or read from STARLING_NEW_PIN (either); the current one from STARLING_PIN.
         """)
 
     @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")

@@ -70,7 +70,11 @@ import Testing
         #expect(cut.status != 0 && cut.status != 3, "a format error, not a security warning")
         #expect(cut.stderr.contains("not a valid contact code") && !cut.stderr.contains("SECURITY"))
 
-        #expect(try await StarlingProcess.run(["contact", "remove", "--data-dir", alice, "bob"]).status == 0)
+        // Removing asks (the conversation goes too): without a terminal, --yes is needed, and nothing is removed.
+        let asked = try await StarlingProcess.run(["contact", "remove", "--data-dir", alice, "bob"])
+        #expect(asked.status == 1 && asked.stderr.contains("confirm with --yes"), "\(asked.stderr)")
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).stdout.contains("bob"))
+        #expect(try await StarlingProcess.run(["contact", "remove", "--data-dir", alice, "--yes", "bob"]).status == 0)
         #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", alice]).stdout.contains("no contacts yet"))
     }
 

@@ -43,6 +43,11 @@ import Glibc
         let owner = APIClient(host: host, port: port, token: token)
         let status = try #require(try await owner.get("/v1/status") as? [String: Any])
         #expect(status["nickname"] as? String == "alice" && status["storeOpen"] as? Bool == true, "\(status)")
+        // Issue 52, item 7: our npub, the one `starling id` shows for the same data directory.
+        let npub = try #require(status["npub"] as? String, "\(status)")
+        #expect(npub.hasPrefix("npub1"))
+        let id = try ContactCommandTests.json(try await StarlingProcess.run(["id", "--data-dir", dir, "--json"]).stdout)
+        #expect(id["npub"] as? String == npub)
         // Without it, or with another, 401 before any routing (a path that does not exist too).
         for client in [APIClient(host: host, port: port, token: ""), APIClient(host: host, port: port, token: String(repeating: "0", count: 64))] {
             #expect(try await client.raw(.GET, "/v1/status").status == 401)

@@ -85,6 +85,37 @@ import Glibc
         #expect(none.stderr.contains("nobody not found within 1 s") && none.stderr.contains("--wait"), "\(none.stderr)")
     }
 
+    /// Issue 52, item 9: a one-shot `send` prints what it did, not what the
+    /// mesh replays to it. Bob holds public lines and a board post from before
+    /// (gossip sync hands them to every newcomer); alice's `send --to carol`
+    /// prints her delivery, and none of them — in plain text and in JSON.
+    @Test func aOneShotSendPrintsWhatItDidAndNothingReplayed() async throws {
+        let (bob, carol, bobPort) = try await Self.line()
+        defer { bob.stop(); carol.stop() }
+        let before = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "dave", "--data-dir", Self.dataDir(),
+                                                    "--peer", "127.0.0.1:\(bobPort)", "a line from before"])
+        #expect(before.status == 0, "\(before.stderr)")
+        let posted = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "dave", "--data-dir", Self.dataDir(),
+                                                    "--peer", "127.0.0.1:\(bobPort)", "--board", "a notice from before"])
+        #expect(posted.status == 0, "\(posted.stderr)")
+        #expect(await bob.waitFor { $0["event"] as? String == "message" && $0["text"] as? String == "a line from before" } != nil)
+        // The control: a newcomer that listens is handed the board post (it is there to replay).
+        let newcomer = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--name", "erin", "--data-dir", Self.dataDir(),
+                                        "--peer", "127.0.0.1:\(bobPort)", "--duration", "60", "--announce-interval", "1"])
+        defer { newcomer.stop() }
+        #expect(await newcomer.waitForText("a notice from before", seconds: 30), "\(newcomer.text)")
+        for json in [false, true] {
+            let r = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", Self.dataDir(),
+                                                   "--peer", "127.0.0.1:\(bobPort)", "--to", "carol", "--linger", "3"] + (json ? ["--json"] : [])
+                                                  + ["psst \(json)"])
+            #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+            #expect(r.stdout.contains("delivered"), "json \(json): \(r.stdout)")
+            for replayed in ["a line from before", "a notice from before", "history"] {
+                #expect(!r.stdout.contains(replayed), "json \(json): a send printed what the mesh replayed: \(r.stdout)")
+            }
+        }
+    }
+
     @Test func publicMessageCrossesALineOfThreeProcesses() async throws {
         let (bob, carol, bobPort) = try await Self.line()
         defer { bob.stop(); carol.stop() }
@@ -338,7 +369,7 @@ import Glibc
         defer { alice.stop() }
         #expect(await alice.waitForText("carol joined (2 hops)"), "\(alice.text)")
         alice.type("/who") // each peer with what its announce says it can do
-        #expect(await alice.waitForText("2 hops  can: prekeys, groups, board, meshDiagnostics, privateMedia"), "\(alice.text)")
+        #expect(await alice.waitForText("2 hops  can: prekeys, wifiBulk, groups, board, meshDiagnostics, privateMedia"), "\(alice.text)")
         alice.type("/msg carol before the outage")
         #expect(await alice.waitForText("to carol: delivered"))
 

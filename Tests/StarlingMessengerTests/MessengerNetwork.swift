@@ -33,6 +33,12 @@ final class MessengerNetwork {
             case let .trust(t): trust[t.fingerprint] = t
             case let .contact(c): if let card = c.card { contacts[card.userID] = c }
             case let .conversation(c): conversations[c.id] = c
+            case let .mergeConversation(old, new):
+                for var m in messages.removeValue(forKey: old) ?? [] where !(messages[new] ?? []).contains(where: { $0.id == m.id }) {
+                    m.contact = new
+                    messages[new, default: []].append(m)
+                }
+                conversations[old] = nil
             case let .pin(f, key): pins[f] = key
             case .groups: break // read from the node by the runner (as Messenger reads MeshNode)
             case let .receipt(id, conversation, state, at):

@@ -130,6 +130,45 @@ import StarlingYaOKStore
         #expect(m.messengers[0].peerConversations[c] != nil)
     }
 
+    /// Issue 52, item 4: one person, one conversation. Alice and bob talked
+    /// on the mesh; then alice adds bob's card. The earlier lines move into
+    /// the card's conversation (in memory and in the store), the peer's own
+    /// conversation goes, and what comes next lands there too — also after a
+    /// restart, and for a store an earlier version left with both.
+    @Test func aPersonKnownOnTheMeshAndByCardIsOneConversation() throws {
+        let m = Self.three()
+        _ = try Self.talk(m, 0, to: 1, "before the card")
+        m.run(2_000)
+        _ = try Self.talk(m, 1, to: 0, "reply before the card")
+        m.run(2_000)
+        let meshConversation = m.conversation(0, with: 1)
+        #expect((m.stores[0].messages[meshConversation] ?? []).count == 2, "the control: kept under the peer's conversation")
+        let bobCard = try ContactCard(identity: m.net.nodes[1].identity, userID: .random(), displayName: "bob")
+        m.messengers[0].contactAdded(ContactRecord(card: bobCard, addedAt: m.seconds), now: m.seconds)
+        m.stores[0].contacts[bobCard.userID] = ContactRecord(card: bobCard, addedAt: m.seconds)
+        m.apply(0)
+        #expect(m.messengers[0].peerConversations[meshConversation] == nil)
+        #expect((m.messengers[0].recent[bobCard.userID] ?? []).map(\.text) == ["before the card", "reply before the card"])
+        #expect(m.stores[0].messages[meshConversation] == nil && m.stores[0].conversations[meshConversation] == nil)
+        #expect((m.stores[0].messages[bobCard.userID] ?? []).count == 2)
+        _ = try Self.talk(m, 1, to: 0, "after the card")
+        m.run(2_000)
+        #expect(m.messengers[0].conversation(withPeer: m.net.nodes[1].peerID, now: m.seconds) == bobCard.userID)
+        #expect((m.messengers[0].recent[bobCard.userID] ?? []).map(\.text).last == "after the card")
+        m.restart(0)
+        #expect((m.messengers[0].recent[bobCard.userID] ?? []).map(\.text) == ["before the card", "reply before the card", "after the card"])
+        #expect(m.messengers[0].contacts.count == 1 && m.messengers[0].peerConversations[meshConversation] == nil)
+        // A store an earlier version left with both: merged when it opens.
+        m.stores[0].messages[meshConversation] = [MessageRecord(id: .random(), contact: meshConversation, outgoing: false, text: "left apart",
+                                                                timestamp: 1, recordedAt: 1, transport: "mesh")]
+        m.stores[0].conversations[meshConversation] = ConversationRecord(id: meshConversation, fingerprint: m.net.nodes[1].identity.fingerprint.hex,
+                                                                         nickname: "bob", updatedAt: 1)
+        m.restart(0)
+        m.apply(0)
+        #expect(m.stores[0].messages[meshConversation] == nil, "merged at open")
+        #expect((m.stores[0].messages[bobCard.userID] ?? []).contains { $0.text == "left apart" })
+    }
+
     @Test func aContactAwayIsQueuedAndSentWhenTheyAppear() throws {
         let m = MessengerNetwork()
         m.add("alice")

@@ -196,10 +196,11 @@ extension InProcessNodes {
         }
         net.run(for: 1_000)
         let text = String(repeating: "the bridge on the east road is out; ", count: 12)
-        var message = Packet(type: .message, ttl: 7, timestamp: net.now, senderID: alice.peerID, payload: Array(text.utf8), compress: false)
-        try PacketSigning.sign(&message, with: alice.signingKey)
-        // TTL 0: nobody relays them, so each node has only what it was given.
-        let fragments = try Fragmenter.fragment(message, chunkSize: 200, fragmentID: 0x5EED, maxFragments: 16).map { f -> [UInt8] in
+        var message = Packet(type: .message, ttl: 7, timestamp: net.now, senderID: alice.peerID, payload: Array(text.utf8))
+        try PacketSigning.sign(&message, with: alice.signingKey) // compressed, as an iPhone would re-encode it
+        // TTL 0: nobody relays them, so each node has only what it was given. Three pieces, whatever DEFLATE made of it.
+        let chunk = (try message.encoded().count + 2) / 3
+        let fragments = try Fragmenter.fragment(message, chunkSize: chunk, fragmentID: 0x5EED, maxFragments: 16).map { f -> [UInt8] in
             var f = f
             f.ttl = 0
             return try f.encoded()

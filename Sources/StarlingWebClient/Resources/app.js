@@ -308,6 +308,8 @@ async function showCard() {
     // Our own daemon's picture, shown as an image (never inserted as markup).
     document.getElementById("qr").src = "data:image/svg+xml;base64," + btoa(card.qrSVG);
     document.getElementById("qr").title = card.uri;
+    const me = await api("/v1/status");
+    document.getElementById("my-npub").textContent = me.npub || "(none)";
   } catch (e) { say(e.message); }
 }
 

@@ -1,0 +1,82 @@
+import Foundation
+import StarlingTestSupport
+import Testing
+
+/// Issue 52's smaller findings, each as a person met it: what the command
+/// says, and that it says what to do.
+@Suite(.usesProcesses) struct NewcomerFindingsTests {
+    /// `--relay` was renamed `--server`: old scripts still work, and are told
+    /// the new name (not "Did you mean '--lan'?").
+    @Test func theOldRelayFlagStillWorksAndSaysTheNewName() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("relay-alias")
+        let r = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--data-dir", dir, "--wait", "1",
+                                               "--relay", "127.0.0.1:9", "--to", "nobody", "hi"])
+        #expect(r.stderr.contains("--relay is now --server"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Did you mean"), "\(r.stderr)")
+        #expect(r.stderr.contains("nobody not found"), "it ran: \(r.stderr)")
+        // The alias is the option itself: a bad value is refused as --server's would be.
+        let bad = try await StarlingProcess.run(["listen", "--data-dir", dir, "--relay", "nowhere"])
+        #expect(bad.status == 64 && bad.stderr.contains("--server nowhere"), "\(bad.status) \(bad.stderr)")
+        // It stays out of the help.
+        let help = try await StarlingProcess.run(["send", "--help"])
+        #expect(help.stdout.contains("--server <") && !help.stdout.contains("--relay <"), "\(help.stdout)")
+    }
+
+    /// Your own npub: `starling id` shows it (a contact on a NIP-17 client
+    /// needs it to write first), the same at every run, another for another person.
+    @Test func idShowsOurNpub() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("npub")
+        let first = try ContactCommandTests.json(try await StarlingProcess.run(["id", "--data-dir", dir, "--name", "alice", "--json"]).stdout)
+        let npub = try #require(first["npub"] as? String)
+        #expect(npub.hasPrefix("npub1") && npub.count == 63, "\(npub)")
+        let plain = try await StarlingProcess.run(["id", "--data-dir", dir])
+        #expect(plain.stdout.contains("npub:        \(npub)"), "\(plain.stdout)")
+        let other = try ContactCommandTests.json(try await StarlingProcess.run(["id", "--data-dir", ContactCommandTests.temporaryDirectory("npub2"), "--json"]).stdout)
+        #expect(other["npub"] as? String != npub, "the control: another person, another key")
+    }
+
+    /// A damaged identity.key: the path and what to do, not only "not a Starling key file".
+    @Test func aDamagedKeyFileIsNamedWithWhatToDo() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("damaged-key")
+        #expect(try await StarlingProcess.run(["id", "--data-dir", dir, "--name", "alice"]).status == 0)
+        let key = dir + "/identity.key"
+        try Data("this is not a key".utf8).write(to: URL(fileURLWithPath: key))
+        chmod(key, 0o600)
+        let r = try await StarlingProcess.run(["id", "--data-dir", dir])
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains(key) && r.stderr.contains("backup") && r.stderr.contains("move the file away"), "\(r.stderr)")
+    }
+
+    /// A damaged user-id file is refused, never silently replaced: a new ID
+    /// would make this person a stranger to every Ya OK contact.
+    @Test func aDamagedUserIDIsRefusedNotReplaced() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("damaged-user-id")
+        let card = try await StarlingProcess.run(["contact", "qr", "--data-dir", dir, "--json"])
+        #expect(card.status == 0, "\(card.stderr)")
+        let file = dir + "/user-id"
+        let original = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(!original.isEmpty)
+        // The control: read again, the same ID.
+        let again = try await StarlingProcess.run(["contact", "qr", "--data-dir", dir, "--json"])
+        #expect(try ContactCommandTests.json(again.stdout)["uri"] as? String == ContactCommandTests.json(card.stdout)["uri"] as? String)
+        try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: file))
+        let r = try await StarlingProcess.run(["contact", "qr", "--data-dir", dir, "--json"])
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains(file) && r.stderr.contains("stranger"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "garbage\n", "the file was replaced")
+    }
+
+    /// `pin --passphrase` without a terminal on an unlocked store asks for a
+    /// new passphrase: it must not say the store is locked.
+    @Test func aNewPassphraseWithoutATerminalIsAskedForAsSuch() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("pin-no-tty")
+        #expect(try await StarlingProcess.run(["contact", "qr", "--data-dir", dir]).status == 0)
+        let r = try await StarlingProcess.run(["pin", "--passphrase", "--data-dir", dir])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("new passphrase") && r.stderr.contains("STARLING_NEW_PIN"), "\(r.stderr)")
+        #expect(!r.stderr.contains("locked"), "\(r.stderr)")
+        // The control: given in the variable, it is set.
+        let set = try await StarlingProcess.run(["pin", "--passphrase", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "a long enough passphrase"])
+        #expect(set.status == 0, "\(set.stderr)")
+    }
+}
