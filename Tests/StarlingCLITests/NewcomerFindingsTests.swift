@@ -22,6 +22,23 @@ import Testing
         #expect(help.stdout.contains("--server <") && !help.stdout.contains("--relay <"), "\(help.stdout)")
     }
 
+    /// `--server` takes a host name, as README shows it: a node registers with
+    /// a relay server named (here) by a name /etc/hosts knows.
+    @Test func theServerIsReachedByItsName() async throws {
+        let dbDir = ContactCommandTests.temporaryDirectory("server-by-name")
+        try FileManager.default.createDirectory(atPath: dbDir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dbDir) }
+        let (server, port) = try await ServerProcessTests.server(db: dbDir + "/relay.sqlite")
+        defer { server.stop() }
+        let node = try LiveProcess(["listen", "--json", "--no-discovery", "--port", "0", "--duration", "30",
+                                    "--data-dir", ContactCommandTests.temporaryDirectory("by-name"), "--server", "LOCALHOST:\(port)"])
+        defer { node.stop() }
+        #expect(await node.waitForText("registered with the Ya OK server 127.0.0.1:\(port)", seconds: 60), "\(node.text)")
+        // A name that is no host name is a usage error (64), said with what is expected.
+        let bad = try await StarlingProcess.run(["listen", "--data-dir", dbDir, "--server", "bad_host:1"])
+        #expect(bad.status == 64 && bad.stderr.contains("a host name or an IPv4 address"), "\(bad.stderr)")
+    }
+
     /// Your own npub: `starling id` shows it (a contact on a NIP-17 client
     /// needs it to write first), the same at every run, another for another person.
     @Test func idShowsOurNpub() async throws {

@@ -74,3 +74,22 @@ import Testing
         #expect(await r.fires == 1, "cancelled: no fire")
     }
 }
+
+/// "HOST:PORT" with a host name (issue 52: README's `--server relay.example.org:41641`
+/// was refused as "expected an IPv4 host"). Only names this machine knows
+/// without asking the network are looked up here (/etc/hosts).
+@Suite struct HostNameTests {
+    @Test func aHostNameIsLookedUpAndAnAddressStaysAnAddress() throws {
+        // Upper case: not the "localhost" shortcut, so getaddrinfo answers (from /etc/hosts).
+        let named = try UDPAddress.resolving("LOCALHOST:41641")
+        #expect(named == UDPAddress.loopback(41641))
+        #expect(try UDPAddress.resolving("192.168.1.20:7878").description == "192.168.1.20:7878")
+        #expect(UDPAddress.hostAndPort("relay.example.org:41641")?.host == "relay.example.org")
+        #expect(UDPAddress.hostAndPort("relay.example.org:41641")?.port == 41641)
+        // Refused before any lookup: no port, port 0, a character no host name has, an empty label.
+        for bad in ["relay.example.org", "relay.example.org:0", "bad_host:1", "a..b:1", ":1", "host:65536"] {
+            #expect(UDPAddress.hostAndPort(bad) == nil, "\(bad)")
+            #expect(throws: UDPAddress.ResolutionError.self, "\(bad)") { try UDPAddress.resolving(bad) }
+        }
+    }
+}
