@@ -297,6 +297,14 @@ public actor Messenger {
         try closing?.close()
     }
 
+    /// A file handed to the node for `peer`: kept in their conversation's history.
+    @discardableResult
+    public func fileSent(_ attachment: FileAttachment, to peer: PeerID) async -> MessageRecord? {
+        let record = core.fileSent(attachment, to: peer, now: Self.now)
+        await carryOut()
+        return record
+    }
+
     public var isStoreOpen: Bool { store != nil }
     /// This person's Nostr public key (npub), which a contact on a NIP-17 client writes to.
     public var npub: String? { core.configuration.npub }
@@ -540,14 +548,11 @@ public actor Messenger {
 
     /// A conversation's messages, oldest first: from the store when it is open
     /// (with what was said before the peer became a contact), else those in memory.
-    public func history(_ conversation: UserID, limit: Int = 200) throws -> [MessageRecord] {
+    public func history(_ named: UserID, limit: Int = 200) throws -> [MessageRecord] {
+        let conversation = core.current(named) // one merged into a contact's: theirs
         guard let store else { return core.recent[conversation] ?? [] }
-        var all = try store.conversation(with: conversation, limit: limit)
-        if let card = core.contacts[conversation]?.card {
-            let before = MessengerCore.conversationID(for: card.meshFingerprint)
-            all += try store.conversation(with: before, limit: limit)
-        }
-        return Array(all.sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }.suffix(limit))
+        // (A contact's earlier mesh conversation is merged into theirs when the store opens.)
+        return try store.conversation(with: conversation, limit: limit)
     }
 }
 

@@ -318,16 +318,23 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func sendFile(at url: URL, to peer: PeerID) async throws -> String {
         guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here: files go over the mesh only") }
-        do { return try await node.sendFile(at: url, to: peer) } catch {
+        let id: String
+        do { id = try await node.sendFile(at: url, to: peer) } catch {
             throw MessengerClientError(.badRequest, "\(error)")
         }
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+        await messenger.fileSent(FileAttachment(name: url.lastPathComponent, size: size, transferID: id), to: peer)
+        return id
     }
 
     public func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String {
         guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here: files go over the mesh only") }
-        do { return try await node.sendFile(name: name, mimeType: nil, content: content, to: peer) } catch {
+        let id: String
+        do { id = try await node.sendFile(name: name, mimeType: nil, content: content, to: peer) } catch {
             throw MessengerClientError(.badRequest, "\(error)")
         }
+        await messenger.fileSent(FileAttachment(name: name, size: content.count, transferID: id), to: peer)
+        return id
     }
 
     public func markSeen(_ conversation: UserID, through last: UserID?) async throws {

@@ -535,6 +535,9 @@ public struct MessengerCore: Sendable {
             }
         case let .privateMessage(from, nickname, text, messageID, hops, via):
             receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
+        case let .fileReceived(from, name, size, path, transferID):
+            receiveFile(from: from, attachment: FileAttachment(name: name, size: size, transferID: transferID, path: path), now: now)
+            emit(.node(event))
         case let .dropOpened(from, hex, key, nickname, text, messageID, hops):
             // The seal proved the sender's key: its fingerprint, whether or not the sender is here.
             guard let f = Fingerprint(hex: hex), Fingerprint(noiseStaticKey: key) == f, !isBlocked(f) else { return }
@@ -559,7 +562,10 @@ public struct MessengerCore: Sendable {
                 try? p.move(to: .sent, at: now)
             }
         case let .held(id, _):
+            if record(id)?.file != nil { emit(.node(event)); return } // a file is not queued again as text
             progress(id, now: now) { p in try? p.move(to: .retrying, at: now) }
+        case let .fileSent(id, _, _):
+            progress(id, now: now) { p in try? p.move(to: .sent, at: now) }
         case let .failed(id, _):
             failed(id, now: now)
         case let .favorited(by, nickname, on, npub):
@@ -636,6 +642,55 @@ public struct MessengerCore: Sendable {
         emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via))
     }
 
+    /// A file received: kept in its sender's conversation's history (once).
+    private mutating func receiveFile(from: PeerID, attachment: FileAttachment, now: Double) {
+        guard let f = fingerprint(ofPeer: from) else { return }
+        let conversation = conversation(for: f)
+        keepConversation(conversation, fingerprint: f, nickname: displayName(from), now: now)
+        let id = UserID(bytes: BLAKE3.hash(Array("incoming file".utf8) + f.bytes + Array(attachment.transferID.utf8), byteCount: 16))!
+        guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
+        var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: attachment.name, timestamp: UInt64(now * 1000),
+                                   recordedAt: now, transport: "mesh", transportID: attachment.transferID)
+        record.file = attachment
+        remember(record)
+        write(.insertMessage(record))
+    }
+
+    /// Receipts for IDs no record holds yet (a file's transfer can be
+    /// delivered before the face that sent it records it): the newest 256.
+    private var earlyReceipts: [String: MessageState] = [:]
+    private var earlyOrder: [String] = []
+
+    private mutating func earlyReceipt(_ id: String, _ state: MessageState) {
+        if earlyReceipts[id] == nil {
+            earlyOrder.append(id)
+            if earlyOrder.count > 256 { earlyReceipts[earlyOrder.removeFirst()] = nil }
+        }
+        earlyReceipts[id] = max(earlyReceipts[id] ?? state, state)
+    }
+
+    /// A file we handed to the node for `peer`: kept in their conversation's
+    /// history, sent; its receipts (the transfer's) move it as a message's do.
+    public mutating func fileSent(_ attachment: FileAttachment, to peer: PeerID, now: Double) -> MessageRecord? {
+        guard let conversation = conversation(withPeer: peer, now: now) else { return nil }
+        var progress = MessageProgress(at: now)
+        for state in [MessageState.encrypting, .routing, .sending] { try? progress.move(to: state, at: now) }
+        var record = MessageRecord(id: Self.recordID(attachment.transferID), contact: conversation, outgoing: true, text: attachment.name,
+                                   timestamp: UInt64(now * 1000), recordedAt: now, progress: progress, transport: "mesh",
+                                   transportID: attachment.transferID)
+        record.file = attachment
+        if let early = earlyReceipts.removeValue(forKey: attachment.transferID) {
+            earlyOrder.removeAll { $0 == attachment.transferID }
+            try? record.progress?.move(to: .sent, at: now)
+            record.progress?.receipt(early, at: now)
+        }
+        index(attachment.transferID, conversation)
+        remember(record)
+        write(.insertMessage(record))
+        emit(.sent(conversation: conversation, record: record))
+        return record
+    }
+
     private mutating func progress(_ transportID: String, now: Double, via: String? = nil, receipt: MessageState? = nil,
                                    _ change: (inout MessageProgress) -> Void) {
         guard var r = record(transportID), r.progress != nil else {
@@ -646,11 +701,14 @@ public struct MessengerCore: Sendable {
                 return
             }
             if let event = passing { emit(.node(event)) } // a file's, or a notice's: the face's to show
+            if let receipt { earlyReceipt(transportID, receipt) }
             return
         }
         let before = r.progress!.state
         change(&r.progress!)
         if let via { r.transport = via }
+        // A file's events are the faces' to show as before (its bar, "delivered: ID"), besides its record's progress.
+        if r.file != nil, let event = passing { emit(.node(event)) }
         guard r.progress!.state != before || via != nil else { return }
         remember(r)
         write(.updateMessage(r))
@@ -664,7 +722,9 @@ public struct MessengerCore: Sendable {
             if let event = passing { emit(.node(event)) }
             return
         }
-        let keeps = fingerprint(of: r.contact).map { contact(for: $0) != nil || isFavorite($0) } ?? false
+        if r.file != nil, let event = passing { emit(.node(event)) }
+        // A file is not queued again as text: its transfer failed, said so (sending it again is the person's).
+        let keeps = r.file == nil && (fingerprint(of: r.contact).map { contact(for: $0) != nil || isFavorite($0) } ?? false)
         try? r.progress!.move(to: .retrying, at: now)
         if !keeps { try? r.progress!.move(to: .failed, at: now) }
         r.transport = nil
@@ -795,7 +855,8 @@ public struct MessengerCore: Sendable {
     /// Sends a private message in a conversation: recorded, then handed to
     /// the best route there is now, or queued until there is one.
     @discardableResult
-    public mutating func send(_ text: String, to conversation: UserID, now: Double) throws(SendError) -> MessageRecord {
+    public mutating func send(_ text: String, to named: UserID, now: Double) throws(SendError) -> MessageRecord {
+        let conversation = current(named)
         guard !text.isEmpty else { throw .empty }
         let bytes = text.utf8.count
         guard bytes <= SealedMessageBytes.maxTextBytes else { throw .tooLong(bytes, limit: SealedMessageBytes.maxTextBytes) }
@@ -983,8 +1044,16 @@ public struct MessengerCore: Sendable {
         recent[new] = Array(merged.suffix(configuration.recentPerConversation))
         for m in moved where m.outgoing { if let t = m.transportID { index(t, new) } }
         peerConversations[old] = nil
+        if mergedInto.count >= 1_024, let any = mergedInto.keys.first { mergedInto[any] = nil }
+        mergedInto[old] = new
         write(.mergeConversation(old, into: new))
     }
+
+    /// Conversations merged into another (a face may still name the old one): the newest 1,024.
+    private var mergedInto: [UserID: UserID] = [:]
+
+    /// The conversation an ID names now: itself, or the one it merged into.
+    public func current(_ conversation: UserID) -> UserID { mergedInto[conversation] ?? conversation }
 }
 
 extension MessengerCore.TrustChange: Equatable {}

@@ -135,7 +135,8 @@ public struct APIClient: Sendable {
                     }
                     continuation.finish()
                 } catch {
-                    continuation.finish(throwing: error)
+                    // The consumer's own cancel ends the stream cleanly; anything else is an error.
+                    if Task.isCancelled { continuation.finish() } else { continuation.finish(throwing: error) }
                 }
             }
             continuation.onTermination = { _ in task.cancel() }

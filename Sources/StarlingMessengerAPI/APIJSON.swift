@@ -28,6 +28,12 @@ public enum APIJSON {
         if let p = m.progress { o["state"] = p.state.rawValue }
         if !m.outgoing { o["read"] = m.readAt != nil }
         if let a = m.author { o["author"] = a }
+        if let file = m.file {
+            var fo: Object = ["name": file.name, "size": file.size, "transferID": file.transferID]
+            if let t = file.mimeType { fo["mimeType"] = t }
+            if let p = file.path { fo["path"] = p }
+            o["file"] = fo
+        }
         return o
     }
 

@@ -72,6 +72,11 @@ extension APIJSON {
         }
         if f.o["read"] as? Bool == true { m.readAt = m.recordedAt }
         m.author = f.optionalString("author")
+        if f.o["file"] != nil {
+            let file = try Fields(f.o["file"])
+            m.file = FileAttachment(name: try file.string("name"), size: try file.int("size"), mimeType: file.optionalString("mimeType"),
+                                    transferID: try file.string("transferID"), path: file.optionalString("path"))
+        }
         return m
     }
 

@@ -102,6 +102,9 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     /// it came (`name? 03a107bf` when only claimed); nil in a private
     /// conversation (its peer is the author) and in records kept before.
     public var author: String?
+    /// A file sent or received in this conversation (its text is the file's
+    /// name); nil for a text message and in records kept before.
+    public var file: FileAttachment?
 
     public init(id: UserID, contact: UserID, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double,
                 progress: MessageProgress? = nil, transport: String? = nil, transportID: String? = nil) {
@@ -122,6 +125,26 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     public var isPending: Bool {
         guard outgoing, let state = progress?.state else { return false }
         return state == .composing || state == .encrypting || state == .routing || state == .retrying
+    }
+}
+
+/// A file in a conversation's history: what it was, which transfer carried
+/// it, and where the received copy was saved.
+public struct FileAttachment: Codable, Hashable, Sendable {
+    public var name: String
+    public var size: Int
+    public var mimeType: String?
+    /// The transfer's ID (its receipts name it).
+    public var transferID: String
+    /// Received files: where the copy was saved.
+    public var path: String?
+
+    public init(name: String, size: Int, mimeType: String? = nil, transferID: String, path: String? = nil) {
+        self.name = name
+        self.size = size
+        self.mimeType = mimeType
+        self.transferID = transferID
+        self.path = path
     }
 }
 

@@ -78,7 +78,9 @@ extension ChatScreen {
             let when = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
             let who = m.outgoing ? "you → \(shown)" : m.author.map { "\($0) → \(shown)" } ?? "\(shown) → you"
             let mark = m.progress.map { "  \($0.state.mark)" } ?? ""
-            say("  [\(when)] <\(DisplayText.clean(who))> \(DisplayText.clean(m.text))\(mark)")
+            let body = m.file.map { "file \(DisplayText.clean($0.name)) (\(ByteCountFormatter.string(fromByteCount: Int64($0.size), countStyle: .file)))"
+                + ($0.path.map { " saved to \(DisplayText.clean($0))" } ?? "") } ?? DisplayText.clean(m.text)
+            say("  [\(when)] <\(DisplayText.clean(who))> \(body)\(mark)")
         }
         // Read now: the person has the conversation in front of them.
         if let newest = messages.last(where: { !$0.outgoing }) {

@@ -701,6 +701,9 @@ struct Send: AsyncParsableCommand, ServerAlias {
             await runner.value
             throw RuntimeFailure("\(error)")
         }
+        // Kept in the conversation's history, as every face keeps a file it sent.
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+        await messenger.fileSent(FileAttachment(name: url.lastPathComponent, size: size, transferID: id), to: peer)
         let resumed = await n.resumedTransfers.contains(id)
         if json {
             let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id, "resumed": resumed],
@@ -878,7 +881,9 @@ extension Send {
         if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text, "messageID": messageID])) }
         let watch = Task {
             var reached: Set<String> = []
-            for try await data in api.events(since: since) {
+            // The linger's end cancels this wait: what was reached by then stands (issue 52: a delivered
+            // receipt that came was lost when the cancelled stream threw, and the message looked undelivered).
+            do { for try await data in api.events(since: since) {
                 guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
                 if o["event"] as? String == "carried", (o["message"] as? [String: Any])?["messageID"] as? String == messageID,
                    let n = o["couriers"] as? Int {
@@ -899,11 +904,13 @@ extension Send {
                     }
                 }
                 if reached.contains("read") { return reached }
+            } } catch {
+                // Cancelled by the linger's end, or the stream broke: keep what we reached.
             }
             return reached
         }
         let timer = Task { try? await Task.sleep(for: .seconds(linger)); watch.cancel() }
-        let result = (try? await watch.value) ?? []
+        let result = await watch.value
         timer.cancel()
         if !result.contains("delivered"), !result.contains("carried") { throw NotDelivered(to: to, seconds: linger) }
     }

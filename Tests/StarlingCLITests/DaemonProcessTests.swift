@@ -114,6 +114,55 @@ import Glibc
                 "\(conversations)")
     }
 
+    /// Issue 52, item 6: a file is part of the conversation's history, on both
+    /// sides, after a restart too (before, `/history` and the page lost it).
+    @Test func filesAreInTheHistoryOnBothSidesAcrossARestart() async throws {
+        let (a, b) = (ContactCommandTests.temporaryDirectory("history-alice"), ContactCommandTests.temporaryDirectory("history-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        var bobDaemon = try Self.daemon(b, name: "bob")
+        defer { bobDaemon.stop() }
+        let (bobURL, bobToken, _) = try await Self.info(b, bobDaemon)
+        var bob = APIClient(host: try #require(bobURL.host), port: try #require(bobURL.port), token: bobToken)
+        let bobUDP = UInt16(try #require((try await bob.get("/v1/status") as? [String: Any])?["udpPort"] as? Int))
+        try FileManager.default.createDirectory(atPath: a, withIntermediateDirectories: true)
+        let file = a + "/notes.txt"
+        try Data(repeating: 0x41, count: 50_000).write(to: URL(fileURLWithPath: file))
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "alice", "--data-dir", a,
+                                                  "--peer", "127.0.0.1:\(bobUDP)", "--announce-interval", "1", "--to", "bob", "--file", file])
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        func fileEntries(_ client: APIClient) async throws -> [[String: Any]] {
+            var out: [[String: Any]] = []
+            for c in try #require(try await client.get("/v1/conversations") as? [[String: Any]]) {
+                let id = try #require(c["id"] as? String)
+                let messages = try #require(try await client.get("/v1/conversations/\(id)/messages") as? [[String: Any]])
+                out += messages.filter { $0["file"] != nil }
+            }
+            return out
+        }
+        let received = try await fileEntries(bob)
+        #expect(received.count == 1, "\(received)")
+        let f = try #require(received.first?["file"] as? [String: Any])
+        #expect(f["name"] as? String == "notes.txt" && f["size"] as? Int == 50_000 && (f["path"] as? String)?.hasSuffix("notes.txt") == true)
+        #expect(received.first?["outgoing"] as? Bool == false)
+        // Bob's daemon again: still there.
+        bobDaemon.stop()
+        _ = await bobDaemon.waitForExit(seconds: 30)
+        bobDaemon = try Self.daemon(b, name: "bob")
+        let (url2, token2, _) = try await Self.info(b, bobDaemon)
+        bob = APIClient(host: try #require(url2.host), port: try #require(url2.port), token: token2)
+        #expect(try await fileEntries(bob).count == 1, "after a restart")
+        // Alice's side (her store, read through a daemon of hers): sent and delivered.
+        let aliceDaemon = try Self.daemon(a, name: "alice")
+        defer { aliceDaemon.stop() }
+        let (aURL, aToken, _) = try await Self.info(a, aliceDaemon)
+        let alice = APIClient(host: try #require(aURL.host), port: try #require(aURL.port), token: aToken)
+        let ours = try await fileEntries(alice)
+        #expect(ours.count == 1 && ours.first?["outgoing"] as? Bool == true, "\(ours)")
+        #expect(ours.first?["state"] as? String == "delivered", "\(ours)")
+        // The control: text messages are no files.
+        #expect(ours.allSatisfy { ($0["file"] as? [String: Any])?["transferID"] as? String != nil })
+    }
+
     /// `kill -9` of a daemon while hundreds of private messages arrive: after a
     /// restart its store opens (the integrity check runs at every open) and holds
     /// every message whose receipt went out before the kill (a receipt goes only

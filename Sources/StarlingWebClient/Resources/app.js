@@ -77,11 +77,18 @@ function list(key) {
 
 // A private message (ours or theirs) as the page keeps it.
 function fromRecord(m, nickname) {
-  return {
+  const r = {
     key: m.id, id: m.id, messageID: m.messageID, time: m.timestamp, own: m.outgoing, text: m.text,
     who: m.outgoing ? (state.me ? state.me.nickname : "you") : (nickname || conversationName(m.conversation)),
     state: m.outgoing ? m.state : undefined, via: m.via && m.via !== "mesh" ? m.via : undefined,
   };
+  // A file in the history: the same line its live events make (keyed by its transfer).
+  if (m.file) {
+    r.key = m.file.transferID;
+    r.text = `file ${m.file.name} (${m.file.size} bytes)`;
+    r.file = { transferID: m.file.transferID, name: m.file.name, saved: !m.outgoing && !!m.file.path };
+  }
+  return r;
 }
 
 function conversationName(id) {
@@ -652,11 +659,15 @@ function take(e) {
       break;
     }
     case "sent":
-    case "progress":
+    case "progress": {
       if (!state.conversations.has(e.conversation)) refreshConversations();
-      upsert(e.conversation, fromRecord(e.message));
+      const r = fromRecord(e.message);
+      // A file's live line keeps its bar and buttons: its record moves only its state.
+      if (e.message.file && list(e.conversation).some((x) => x.key === r.key)) delete r.file;
+      upsert(e.conversation, r);
       if (state.current === e.conversation) renderMessages();
       break;
+    }
     case "peer":
       // (A rename comes as a peer event: the conversations' names follow.)
       refreshPeople().then(refreshMesh).then(refreshConversations);
@@ -814,9 +825,20 @@ async function refreshPeople() {
 }
 
 async function refreshConversations() {
-  try {
-    for (const c of await api("/v1/conversations")) state.conversations.set(c.id, Object.assign(state.conversations.get(c.id) || {}, c));
-  } catch (e) { return; }
+  let fresh;
+  try { fresh = await api("/v1/conversations"); } catch (e) { return; }
+  for (const c of fresh) state.conversations.set(c.id, Object.assign(state.conversations.get(c.id) || {}, c));
+  // One person, one conversation: a peer's conversation merged into their contact's (same key) goes,
+  // and the page follows it there (its history came along).
+  const ids = new Set(fresh.map((c) => c.id));
+  for (const [id, c] of [...state.conversations]) {
+    if (ids.has(id) || id === MESH || id.startsWith("#") || !c.fingerprint) continue;
+    const into = fresh.find((n) => n.fingerprint === c.fingerprint);
+    if (!into) continue;
+    state.conversations.delete(id);
+    state.messages.delete(id);
+    if (state.current === id) await open(into.id);
+  }
   renderConversations();
 }
 
