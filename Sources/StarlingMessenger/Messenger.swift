@@ -644,9 +644,10 @@ public enum NostrContacts {
         return Fingerprint(noiseStaticKey: Array("starling nostr contact".utf8) + publicKey)
     }
 
-    /// The trust record of a new Nostr-only contact.
+    /// The trust record of a new Nostr-only contact: our favourite; whether
+    /// they favour us is not known (they never said so: issue 52).
     public static func record(npub: String, name: String, now: Double) throws -> TrustRecord {
         TrustRecord(fingerprint: try key(npub: npub).hex, nickname: name, favorite: true, updatedAt: now, npub: npub,
-                    nostrVariant: GiftWrap.Variant.standard.rawValue, favoritesUs: true)
+                    nostrVariant: GiftWrap.Variant.standard.rawValue, favoritesUs: nil)
     }
 }

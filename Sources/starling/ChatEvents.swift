@@ -43,6 +43,8 @@ extension ChatScreen {
             }
             if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
         case let .sent(conversation, record):
+            // A file has its own line (its bar), made when it was sent: its record is the history's.
+            if record.file != nil { return }
             // A line of ours to a group is shown in its window by /group say (or the window's input).
             if await ask([], { try await client.groups() }).contains(where: { MessengerCore.conversationID(forGroup: $0.groupID) == conversation }) {
                 return

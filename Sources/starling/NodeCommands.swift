@@ -431,7 +431,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         case .sent, .progress, .carried, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
         case let .node(e):
             switch e {
-            case .delivered, .sentOffMesh, .failed, .held, .read, .dropDeposited, .notice, .fileSent, .fileSending: return true
+            case .started, .delivered, .sentOffMesh, .failed, .held, .read, .dropDeposited, .notice, .fileSent, .fileSending: return true
             case let .rejected(r): return r.kind == .fileRefused || r.kind == .transport
             default: return false
             }

@@ -118,5 +118,8 @@ import StarlingYaOKStore
         #expect(list.map(\.name) == ["bob", "carol"]) // dave is only blocked: a decision, not a contact
         #expect(list[0].kind == .card && list[0].verified && list[0].favorite && list[0].npub != nil && list[0].conversation == card.userID)
         #expect(list[1].kind == .nostr && list[1].nostrVariant == "standard" && list[1].favorite && list[1].card == nil)
+        // Added by npub: our favourite, and nothing claimed of them (they never said they favour us).
+        #expect(!list[1].favoritesUs && list[0].favoritesUs == false)
+        #expect(try NostrContacts.record(npub: carolNpub, name: "carol", now: 1).favoritesUs == nil)
     }
 }
