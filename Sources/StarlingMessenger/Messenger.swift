@@ -5,6 +5,7 @@ import StarlingNode
 import StarlingNodeCore
 import StarlingNostr
 import StarlingNostrTransport
+import StarlingTransport
 import StarlingYaOKClient
 import StarlingWire
 import StarlingYaOK
@@ -75,13 +76,8 @@ public actor Messenger {
                 for await up in registrations { await self?.serverChanged(up) }
             }
         }
-        // The messenger's clock: history bursts that went quiet are given to the faces.
-        let clock = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                await self?.tick()
-            }
-        }
+        // The messenger's clock (history bursts that went quiet are given to the faces)
+        // runs only while a burst waits: an idle messenger never wakes (``armClock()``).
         // Location channels (Nostr), given to the faces as they come; a gateway's
         // channels also to the node, which carries their events into the mesh.
         let channels = Task { [weak self, nostr, continuation, node, gatewayChannels, bridgeCell] in
@@ -123,16 +119,31 @@ public actor Messenger {
         for await event in node.events {
             await take(event)
         }
-        clock.cancel()
+        clockTimer.cancel()
         relaysWatch.cancel()
         channels.cancel()
         continuation.finish()
     }
 
     private func tick() async {
+        clockTimer.fired()
         guard core.wantsTick else { return }
         core.tick(now: Self.now)
         await carryOut()
+    }
+
+    private var clockTimer = DeadlineTimer()
+    private let clockStart = ContinuousClock.now
+    private var clockMillis: UInt64 {
+        let d = (ContinuousClock.now - clockStart).components
+        return UInt64(d.seconds) * 1_000 + UInt64(d.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// While a history burst waits, a look every 250 ms; otherwise no timer at all.
+    private func armClock() {
+        guard core.wantsTick else { return }
+        let now = clockMillis
+        clockTimer.arm(at: now + 250, now: now) { [weak self] in await self?.tick() }
     }
 
     private func serverChanged(_ up: Bool) async {
@@ -166,6 +177,7 @@ public actor Messenger {
             for effect in effects { await apply(effect) }
             effects = core.takeEffects()
         }
+        armClock()
     }
 
     private func apply(_ effect: MessengerCore.Effect) async {
@@ -519,6 +531,8 @@ public actor Messenger {
     public var trust: [Fingerprint: TrustRecord] { core.trust }
     public var peerConversations: [ConversationRecord] { Array(core.peerConversations.values) }
     public func name(of conversation: UserID) -> String { core.name(of: conversation) }
+    /// What a face calls a peer (their nickname, also after they left).
+    public func displayName(ofPeer peer: PeerID) -> String { core.displayName(peer) }
     public func fingerprint(of conversation: UserID) -> Fingerprint? { core.fingerprint(of: conversation) }
     /// The Noise static key a courier drop for this conversation is sealed to, when known.
     public func noiseKey(of conversation: UserID) -> [UInt8]? { core.noiseKey(of: conversation) }

@@ -505,6 +505,7 @@ public struct MessengerCore: Sendable {
         defer { passing = nil }
         switch event {
         case let .peer(id, nickname, hops):
+            rememberName(id, nickname)
             emit(.peerJoined(id, nickname: nickname, hops: hops))
             if let f = peers[id]?.fingerprint {
                 let key = peers[id]?.noiseKey.flatMap { Fingerprint(noiseStaticKey: $0) == f ? $0 : nil }
@@ -608,14 +609,27 @@ public struct MessengerCore: Sendable {
         return contacts[id] != nil || peerConversations[id] != nil ? id : nil
     }
 
-    private func displayName(_ peer: PeerID) -> String {
+    /// Nicknames peers announced, kept after they leave (a face says "alice
+    /// left", not her peer ID): the newest 4,096.
+    private var lastNames: [PeerID: String] = [:]
+    private var lastNameOrder: [PeerID] = []
+
+    private mutating func rememberName(_ peer: PeerID, _ nickname: String) {
+        if lastNames.updateValue(nickname, forKey: peer) == nil {
+            lastNameOrder.append(peer)
+            if lastNameOrder.count > 4_096 { lastNames[lastNameOrder.removeFirst()] = nil }
+        }
+    }
+
+    /// What a face calls a peer: their nickname here, a contact's or trusted name, the last they announced, else their ID.
+    public func displayName(_ peer: PeerID) -> String {
         if let info = peers[peer] { return info.nickname }
         if let f = fingerprint(ofPeer: peer) {
             if let c = contact(for: f)?.card { return c.displayName }
             if let n = trust[f]?.nickname { return n }
             if let r = peerConversations[Self.conversationID(for: f)] { return r.nickname }
         }
-        return peer.description
+        return lastNames[peer] ?? peer.description
     }
 
     private mutating func receivePrivate(from: PeerID, fingerprint known: Fingerprint? = nil, noiseKey: [UInt8]? = nil, nickname: String?,

@@ -189,7 +189,9 @@ struct EventPrinter: Sendable {
                 print(.privateMessage(from: from, nickname: name, text: record.text, messageID: id, hops: hops, via: via))
             }
         case let .peerJoined(peer, nickname, hops): print(.peer(peer, nickname: nickname, hops: hops))
-        case let .peerLeft(peer): print(.left(peer))
+        case let .peerLeft(peer):
+            // Words name the person, as their join did; JSON keeps the peer ID.
+            if json { print(.left(peer)) } else { say("* \(DisplayText.clean(await messenger.displayName(ofPeer: peer))) (\(peer)) left") }
         case let .sessionEstablished(peer, _):
             if let f = await messenger.fingerprint(ofPeer: peer) { print(.sessionEstablished(peer, fingerprint: f.hex)) }
         case let .favorited(by, name, on, npub, _): print(.favorited(by: by, nickname: name, on: on, npub: npub))
@@ -265,11 +267,11 @@ struct EventPrinter: Sendable {
             case let .started(port, peerID, nickname): line = "* \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? "")
             case let .linkUp(a): line = "* link up: \(a)"
             case let .linkDown(a): line = "* link down: \(a)"
-            case let .peer(id, nickname, hops): line = "* \(nickname) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
+            case let .peer(id, nickname, hops): line = "* \(DisplayText.clean(nickname)) (\(id)) is here, \(hops) hop\(hops == 1 ? "" : "s") away"
             case let .message(from, nickname, text, hops, _, history):
-                line = "<\(nickname ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(Self.lines(text))"
-            case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(Self.lines(text))"
-            case let .dropOpened(from, _, _, nickname, text, _, _): line = "<\(nickname ?? from.description) → you> (via courier) \(Self.lines(text))"
+                line = "<\(nickname.map(DisplayText.clean) ?? from.description)>\(history ? " (history)" : hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "") \(Self.lines(text))"
+            case let .privateMessage(from, nickname, text, _, _, via): line = "<\(nickname.map(DisplayText.clean) ?? from.description) → you>\(via.map { " (via \($0))" } ?? "") \(Self.lines(text))"
+            case let .dropOpened(from, _, _, nickname, text, _, _): line = "<\(nickname.map(DisplayText.clean) ?? from.description) → you> (via courier) \(Self.lines(text))"
             case let .dropDeposited(id, to, couriers):
                 line = couriers == 0 ? "* message \(id) to \(to) waits: no neighbour here to carry it"
                     : "* message \(id) to \(to) left with \(couriers) courier\(couriers == 1 ? "" : "s") (a courier drop: handed on if they meet them within 24 h)"

@@ -39,6 +39,27 @@ import Testing
         #expect(bad.status == 64 && bad.stderr.contains("a host name or an IPv4 address"), "\(bad.stderr)")
     }
 
+    /// `listen` in words names a peer by nickname when they go, as when they
+    /// came (it said their ID), and a stranger's nickname reaches the terminal
+    /// cleaned of controls.
+    @Test func listenNamesPeopleAndCleansTheirNames() async throws {
+        let bob = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--name", "bob", "--duration", "60", "--announce-interval", "1",
+                                   "--data-dir", ContactCommandTests.temporaryDirectory("names-bob")])
+        defer { bob.stop() }
+        #expect(await bob.waitForText("* bob ("), "\(bob.text)")
+        let port = try #require(bob.text.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) }, "\(bob.text)")
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "mal\u{1B}[2Jlory", "--announce-interval", "1",
+                                                  "--data-dir", ContactCommandTests.temporaryDirectory("names-mallory"),
+                                                  "--peer", "127.0.0.1:\(port)", "hello"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(await bob.waitForText("<mal[2Jlory> hello"), "\(bob.text)")
+        #expect(await bob.waitForText("* mal[2Jlory ("), "the join names them: \(bob.text)")
+        #expect(await bob.waitForText(") left"), "\(bob.text)")
+        let left = try #require(bob.text.split(separator: "\n").first { $0.hasSuffix(") left") })
+        #expect(left.hasPrefix("* mal[2Jlory ("), "the leave names them too: \(left)")
+        #expect(!bob.text.contains("\u{1B}"), "no escape reached the terminal")
+    }
+
     /// Your own npub: `starling id` shows it (a contact on a NIP-17 client
     /// needs it to write first), the same at every run, another for another person.
     @Test func idShowsOurNpub() async throws {
