@@ -365,6 +365,12 @@ public actor Messenger {
         await carryOut()
     }
 
+    /// One message seen, and no other (a face that prints them one by one).
+    public func markSeen(_ conversation: UserID, only id: UserID) async {
+        core.markSeen(conversation, only: id, now: Self.now)
+        await carryOut()
+    }
+
     public func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async {
         core.decide(change, about: fingerprint, nickname: nickname, now: Self.now)
         await carryOut()

@@ -978,6 +978,17 @@ public struct MessengerCore: Sendable {
         }
     }
 
+    /// One message seen (a face that prints messages one by one, `listen
+    /// --mark-read`): its read receipt, and no other's.
+    public mutating func markSeen(_ conversation: UserID, only id: UserID, now: Double) {
+        guard let f = fingerprint(of: conversation), !isBlocked(f),
+              var m = (recent[conversation] ?? []).first(where: { $0.id == id }), !m.outgoing, m.readAt == nil else { return }
+        m.readAt = now
+        remember(m)
+        write(.updateMessage(m))
+        if let t = m.transportID { command(.sendReadReceipt(t, to: peer(for: f))) }
+    }
+
     public enum TrustChange: String, Sendable, CaseIterable { case block, unblock, favourite, unfavourite, verify, unverify }
 
     /// A trust decision about a mesh peer (and its contact, when it is one).

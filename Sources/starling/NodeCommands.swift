@@ -363,7 +363,8 @@ struct Listen: AsyncParsableCommand, ServerAlias {
         let taking = Task { await messenger.run() }
         for await event in messenger.events {
             await printer.print(event, messenger: messenger)
-            if seen, case let .privateMessage(conversation, _, _, _, _, _) = event { await messenger.markSeen(conversation) }
+            // Read as printed: this message's receipt, not those of messages an earlier run printed unmarked.
+            if seen, case let .privateMessage(conversation, record, _, _, _, _) = event { await messenger.markSeen(conversation, only: record.id) }
         }
         await running
         await taking.value

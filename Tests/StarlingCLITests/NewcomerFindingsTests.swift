@@ -60,6 +60,45 @@ import Testing
         #expect(!bob.text.contains("\u{1B}"), "no escape reached the terminal")
     }
 
+    /// `listen --mark-read` sends read receipts "as they are printed": for the
+    /// messages it prints, not for those an earlier run printed unmarked.
+    @Test func markReadMarksOnlyWhatItPrints() async throws {
+        let alice = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "alice", "--announce-interval", "1",
+                                     "--data-dir", ContactCommandTests.temporaryDirectory("markread-alice")])
+        defer { alice.stop() }
+        #expect(await alice.waitForText("on 127.0.0.1:"), "\(alice.text)")
+        let port = try #require(alice.text.components(separatedBy: "on 127.0.0.1:").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let bobDir = ContactCommandTests.temporaryDirectory("markread-bob")
+        func bob(_ markRead: Bool) throws -> LiveProcess {
+            try LiveProcess(["listen", "--json", "--no-discovery", "--port", "0", "--name", "bob", "--announce-interval", "1", "--duration", "90",
+                             "--data-dir", bobDir, "--peer", "127.0.0.1:\(port)"] + (markRead ? ["--mark-read"] : []))
+        }
+        let first = try bob(false)
+        #expect(await alice.waitForText("bob joined"), "\(alice.text)")
+        alice.type("/msg bob one")
+        alice.type("/msg bob two")
+        #expect(await first.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "two" } != nil, "\(first.text)")
+        let until = Date().addingTimeInterval(60)
+        while alice.text.components(separatedBy: "to bob: delivered").count < 3, Date() < until { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(alice.text.components(separatedBy: "to bob: delivered").count == 3, "\(alice.text)")
+        #expect(!alice.text.contains("to bob: read"), "not read: bob's first run does not mark")
+        first.stop()
+        _ = await first.waitForExit(seconds: 30)
+        let second = try bob(true)
+        defer { second.stop() }
+        // Bob's second arrival (his first left the text "bob joined" already).
+        let back = Date().addingTimeInterval(60)
+        while alice.text.components(separatedBy: "bob joined").count < 3, Date() < back { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(alice.text.components(separatedBy: "bob joined").count == 3, "\(alice.text)")
+        alice.type("/msg bob three")
+        #expect(await second.waitFor(seconds: 60) { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "three" } != nil,
+                "bob:\n\(second.text)\nalice:\n\(alice.text)")
+        // The control: the message it printed is read.
+        #expect(await alice.waitForText("to bob: read"), "\(alice.text)")
+        try await Task.sleep(for: .seconds(3)) // receipts for one and two would have come by now
+        #expect(alice.text.components(separatedBy: "to bob: read").count == 2, "only three was read: \(alice.text)")
+    }
+
     /// Your own npub: `starling id` shows it (a contact on a NIP-17 client
     /// needs it to write first), the same at every run, another for another person.
     @Test func idShowsOurNpub() async throws {
