@@ -426,6 +426,9 @@ struct Send: AsyncParsableCommand, ServerAlias {
 
     static func format(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(s) }
 
+    /// How long a one-shot send waits for a read receipt once its message is delivered.
+    static let readGrace = 3.0
+
     /// What a one-shot `send` prints: its own message's way and receipts, and
     /// what went wrong. Nothing the mesh replays (issue 52: three replayed
     /// public messages and board posts came before the sending).
@@ -565,10 +568,17 @@ struct Send: AsyncParsableCommand, ServerAlias {
             // Until it is delivered and read (or queued at the server), or the linger ends: the
             // read receipt follows the delivered one, and a sender that left first would miss it.
             let until = Date().addingTimeInterval(contact != nil && sent?.transport != "mesh" ? max(linger, wait) : linger)
+            var deliveredAt: Date?
             while Date() < until {
                 outcome = await watch.outcome(messageID)
                 if outcome == .read || (contact != nil && outcome != nil && outcome != .delivered) { break }
                 if contact != nil, outcome == .delivered { break }
+                // Delivered: the read receipt of someone looking comes at once; nobody is kept
+                // waiting (and seeing us linger) for one that may never come.
+                if outcome == .delivered, overNostr == nil {
+                    if deliveredAt == nil { deliveredAt = Date() }
+                    if let deliveredAt, Date().timeIntervalSince(deliveredAt) > Self.readGrace { break }
+                }
                 if away != nil, await watch.carried[messageID] != nil { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
