@@ -124,6 +124,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         /// Sessions ended because a push went unanswered (``Configuration/pushTimeout``).
         public var deadPushes = 0
         public var undecodable = 0
+        /// Datagrams dropped unanswered by the per-address limit (a limit that answers REJECTED 08 counts as a rejection).
         public var rateLimited = 0
         /// Drops committed new, drops sent in answers to DROP_FETCH.
         public var dropsIn = 0
@@ -258,7 +259,6 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             guard Self.take(&registerBuckets, address, rate: 1, burst: 5, now: now, cap: configuration.maxBuckets),
                   Self.take(&globalRegister, 0, rate: configuration.registrationsPerSecond,
                             burst: configuration.registrationsPerSecond * 2, now: now, cap: 1) else {
-                _counters.rateLimited += 1
                 return reject(.rateLimited, nil, to: address)
             }
             if let last = lastRegistration[r.userID], r.timestamp <= last { return reject(.replayed, nil, to: address) }
@@ -286,7 +286,6 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             }
             guard Self.take(&userBuckets, sender, rate: configuration.perUserRate, burst: configuration.perUserBurst, now: now,
                            cap: configuration.maxBuckets) else {
-                _counters.rateLimited += 1
                 return reject(.rateLimited, sealed.messageID, to: address)
             }
             _counters.messagesIn += 1
@@ -300,7 +299,6 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
             guard isProven(address, cookie: cookie, now: now) else { return reject(.unprovenAddress, nil, to: address) }
             guard Self.take(&dropFetchBuckets, address, rate: configuration.dropFetchRate, burst: configuration.dropFetchBurst, now: now,
                            cap: configuration.maxBuckets) else {
-                _counters.rateLimited += 1
                 return reject(.rateLimited, nil, to: address)
             }
             // One more than the batch: whether more wait is said in DROP_END.
@@ -362,7 +360,6 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         guard Self.take(&dropBuckets, address, rate: configuration.dropRate, burst: configuration.dropBurst, now: now,
                        cap: configuration.maxBuckets),
               Self.take(&dropsInAll, 0, rate: configuration.dropsPerSecond, burst: configuration.dropsBurst, now: now, cap: 1) else {
-            _counters.rateLimited += 1
             return reject(.rateLimited, UserID(id), to: address)
         }
         guard !envelope.isExpired(at: now), envelope.expiry <= now + configuration.dropMaxLifetime else {

@@ -94,11 +94,12 @@ import Glibc
         let name: String
         init(_ prefix: String) throws {
             name = "\(prefix)\(getpid() % 100_000)\(Int.random(in: 0..<1_000))"
-            try Self.ip("netns", "add", name)
-            try Self.ip("-n", name, "link", "set", "lo", "up")
+            try Self.ip(["netns", "add", name])
+            try Self.ip(["-n", name, "link", "set", "lo", "up"])
         }
-        deinit { try? Self.ip("netns", "del", name) }
-        static func ip(_ args: String...) throws {
+        deinit { try? Self.ip(["netns", "del", name]) }
+        /// `ip ARGS` (iproute2), which must succeed.
+        static func ip(_ args: [String]) throws {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             p.arguments = args

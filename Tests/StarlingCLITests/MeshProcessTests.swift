@@ -471,23 +471,16 @@ import Glibc
     @Test func lanDiscoveryAcrossTwoNetworkNamespaces() async throws {
         let tag = String(getpid() % 100_000)
         let (a, b) = ("stA\(tag)", "stB\(tag)")
-        func ip(_ args: String...) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            p.arguments = args
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw POSIXError(.EPERM) }
-        }
-        defer { try? ip("netns", "del", a); try? ip("netns", "del", b) }
-        try ip("netns", "add", a)
-        try ip("netns", "add", b)
-        try ip("link", "add", "veA\(tag)", "netns", a, "type", "veth", "peer", "name", "veB\(tag)", "netns", b)
+        let ip = BulkProcessTests.Namespace.ip
+        defer { try? ip(["netns", "del", a]); try? ip(["netns", "del", b]) }
+        try ip(["netns", "add", a])
+        try ip(["netns", "add", b])
+        try ip(["link", "add", "veA\(tag)", "netns", a, "type", "veth", "peer", "name", "veB\(tag)", "netns", b])
         for (ns, dev, addr) in [(a, "veA\(tag)", "10.247.0.1/24"), (b, "veB\(tag)", "10.247.0.2/24")] {
-            try ip("-n", ns, "link", "set", "lo", "up")
-            try ip("-n", ns, "addr", "add", addr, "dev", dev)
-            try ip("-n", ns, "link", "set", dev, "up")
-            try ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", dev)
+            try ip(["-n", ns, "link", "set", "lo", "up"])
+            try ip(["-n", ns, "addr", "add", addr, "dev", dev])
+            try ip(["-n", ns, "link", "set", dev, "up"])
+            try ip(["-n", ns, "route", "add", "224.0.0.0/4", "dev", dev])
         }
         func node(_ ns: String, _ name: String) throws -> LiveProcess {
             let p = LiveProcess.unstarted(["/usr/sbin/ip", "netns", "exec", ns, StarlingProcess.executable.path,

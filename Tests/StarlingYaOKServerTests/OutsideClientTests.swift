@@ -95,6 +95,9 @@ import Testing
         }
         #expect(answers.prefix(5).allSatisfy { if case .registered = $0 { true } else { false } })
         #expect(answers.last == .rejected(.rateLimited, messageID: nil))
+        // Answered REJECTED 08: a rejection, not a drop (`_dropped_total` counts what got no answer).
+        let counters = await h.core.counters
+        #expect(counters.rejections[.rateLimited] == 1 && counters.rateLimited == 0, "\(counters)")
     }
 
     /// Every REJECTED of a MSG names the message when its ID could be read,
