@@ -322,6 +322,7 @@ public struct LocalMessengerClient: MessengerClient {
         do { id = try await node.sendFile(at: url, to: peer) } catch {
             throw MessengerClientError(.badRequest, "\(error)")
         }
+        // (The node read its size to choose the way; a size unreadable now is recorded as 0, the file went.)
         let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
         await messenger.fileSent(FileAttachment(name: url.lastPathComponent, size: size, transferID: id), to: peer)
         return id

@@ -628,7 +628,15 @@ public actor MeshNode {
 
     /// Transfers that ``sendFile(at:mimeType:to:)`` offered again rather than
     /// anew (the same file to the same peer, unchanged: the receiver resumes).
+    /// (The newest 256.)
     public private(set) var resumedTransfers: Set<String> = []
+    private var resumedOrder: [String] = []
+
+    private func noteResumed(_ id: String) {
+        guard resumedTransfers.insert(id).inserted else { return }
+        resumedOrder.append(id)
+        if resumedOrder.count > 256 { resumedTransfers.remove(resumedOrder.removeFirst()) }
+    }
 
     /// The transfer ID of an offer as the faces see it (its receipts and events name it).
     public nonisolated static func bulkTransferID(_ id: [UInt8]) -> String { id.map { String(format: "%02x", $0) }.joined() }
@@ -749,7 +757,7 @@ public actor MeshNode {
         // Resumed at start and saved since (within 10 minutes): already there.
         if let done = finishedAtStart.last(where: { same($0.record) && ContinuousClock.now - $0.at < .seconds(600) }) {
             let id = Self.bulkTransferID(done.record.offer.transferID)
-            resumedTransfers.insert(id)
+            noteResumed(id)
             closeBulkServerIfIdle()
             return id
         }
@@ -757,7 +765,7 @@ public actor MeshNode {
             bulkOffers[again.offer.transferID] = (peer, again.offer)
             await server.keep(again.offer, again.file)
             let id = Self.bulkTransferID(again.offer.transferID)
-            resumedTransfers.insert(id)
+            noteResumed(id)
             _ = try command { try $0.sendBulkOffer(again.offer, to: peer, now: $1) }
             return id
         }

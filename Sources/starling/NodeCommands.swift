@@ -709,14 +709,12 @@ struct Send: AsyncParsableCommand, ServerAlias {
         }
         try await Task.sleep(for: .milliseconds(300)) // our announce (and its wifiBulk) reaches them
         let id: String
-        do { id = try await n.sendFile(at: url, to: peer) } catch {
+        // Through the messenger, as every face sends a file: it keeps the file in the conversation's history.
+        do { id = try await session.client.sendFile(at: url, to: peer) } catch {
             await n.stop()
             await runner.value
             throw RuntimeFailure("\(error)")
         }
-        // Kept in the conversation's history, as every face keeps a file it sent.
-        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-        await messenger.fileSent(FileAttachment(name: url.lastPathComponent, size: size, transferID: id), to: peer)
         let resumed = await n.resumedTransfers.contains(id)
         if json {
             let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id, "resumed": resumed],

@@ -107,6 +107,13 @@ import Glibc
             p.waitUntilExit()
             guard p.terminationStatus == 0 else { throw POSIXError(.EPERM) }
         }
+        /// The TCP ports listening in the namespace (`ss`, which must run).
+        func listeningTCP() async throws -> String {
+            let r = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/sbin/ip"), ["netns", "exec", name, "ss", "-tlnH"])
+            #expect(r.status == 0, "ss: \(r.stderr)")
+            return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
         /// `starling ARGS` in the namespace, in `directory` (relative paths as a person types them).
         func starling(_ arguments: [String], in directory: String) throws -> LiveProcess {
             let quoted = ([StarlingProcess.executable.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
@@ -140,9 +147,8 @@ import Glibc
         // One copy, and no listener left behind: bob never listened (he only received).
         let incoming = try FileManager.default.contentsOfDirectory(atPath: dir + "/bob/files/incoming").filter { !$0.hasPrefix(".") }
         #expect(incoming == ["big.bin"], "\(incoming)")
-        let listening = try await StarlingProcess.run(executable: URL(fileURLWithPath: "/usr/sbin/ip"),
-                                                      ["netns", "exec", ns.name, "ss", "-tlnH"])
-        #expect(listening.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "a TCP port is still open: \(listening.stdout)")
+        let listening = try await ns.listeningTCP()
+        #expect(listening.isEmpty, "a TCP port is still open: \(listening)")
     }
 
     /// Issue 52, item 3: Ctrl-C in the middle, then the very same command
@@ -165,6 +171,8 @@ import Glibc
         defer { first.stop() }
         let cut = await bob.waitFor(seconds: 120) { $0["event"] as? String == "fileProgress" && ($0["received"] as? Int ?? 0) >= 6_000_000 }
         try #require(cut != nil, "alice:\n\(first.text)\nbob:\n\(bob.text.suffix(2_000))")
+        // The control of the defaults test's "no port left open": while the offer waits, alice listens.
+        #expect(!(try await ns.listeningTCP()).isEmpty, "alice's listener is open while her offer waits")
         kill(first.process.processIdentifier, SIGINT)
         #expect(await first.waitForExit(seconds: 30) != nil, "Ctrl-C ends send")
         let second = try ns.starling(command, in: dir)
