@@ -176,6 +176,11 @@ try:
         "bob is a contact with a safety number")
     check(number is not None and len(number.split(" ")) == 16, "bob added from his QR picture, safety number %r" % number)
     check(alice.execute_script("return document.getElementById('qr').naturalWidth") > 0, "alice's own QR code is shown")
+    npub = wait(alice, lambda d: d.execute_script("const n = document.getElementById('my-npub'); return n && n.textContent.startsWith('npub1') ? n.textContent : null"),
+                "alice's npub is shown")
+    check(npub is not None and len(npub) == 63, "alice's own npub is shown: %r" % npub)
+    check(alice.execute_script("const n = document.getElementById('my-npub'); return n.getBoundingClientRect().right <= n.parentElement.getBoundingClientRect().right + 1"),
+          "the npub wraps inside its panel (it ran out of the sidebar)")
     shot(alice, "web-contacts.png")
 
     # An SOS: raised on alice's page, a banner on bob's that cannot be missed; cleared.
