@@ -567,12 +567,16 @@ struct Send: AsyncParsableCommand, ServerAlias {
         if let messageID, let recipient {
             // Until it is delivered and read (or queued at the server), or the linger ends: the
             // read receipt follows the delivered one, and a sender that left first would miss it.
-            let until = Date().addingTimeInterval(contact != nil && sent?.transport != "mesh" ? max(linger, wait) : linger)
+            // An explicit --linger is the time to wait for the receipts, past QUEUED (issue 52: `send
+            // --server --linger 6` left at QUEUED); without it a contact's message ends at the server's word.
+            let lingers = self.linger != nil
+            let until = Date().addingTimeInterval(contact != nil && sent?.transport != "mesh" && !lingers ? max(linger, wait) : linger)
             var deliveredAt: Date?
             while Date() < until {
                 outcome = await watch.outcome(messageID)
-                if outcome == .read || (contact != nil && outcome != nil && outcome != .delivered) { break }
-                if contact != nil, outcome == .delivered { break }
+                if outcome == .read { break }
+                if contact != nil, case .kept? = outcome { break }
+                if contact != nil, !lingers, outcome != nil { break }
                 // Delivered: the read receipt of someone looking comes at once; nobody is kept
                 // waiting (and seeing us linger) for one that may never come.
                 if outcome == .delivered, overNostr == nil {
@@ -764,6 +768,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         switch outcome {
         case .delivered?, .read?:
             line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), ["event": "delivered", "via": said == nil ? "mesh" : "yaok-server", "messageID": id])
+            if outcome == .read { line("* read by \(name)", ["event": "read", "messageID": id]) }
         case .queued?:
             break // said above
         case let .kept(why)?:

@@ -111,6 +111,43 @@ import Glibc
         #expect(!answer.stdout.contains("online"), "\(answer.stdout)")
     }
 
+    /// `send --server --linger 6` waits the six seconds for the receipts past
+    /// QUEUED (issue 52 item 11: it left at QUEUED); without --linger it leaves
+    /// at the server's word, as README shows.
+    @Test func anExplicitLingerWaitsPastQueuedForTheReceipts() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-linger") + ".sqlite"
+        let (server, port) = try await Self.server(db: db)
+        defer { server.stop() }
+        let (alice, bob) = try await Self.pair()
+        let online = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--mark-read", "--data-dir", bob,
+                                      "--server", "127.0.0.1:\(port)", "--duration", "90"])
+        defer { online.stop() }
+        #expect(await online.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(online.text)")
+        func lingering(_ text: String) async throws -> (StarlingProcess.Result, Duration) {
+            let started = ContinuousClock.now
+            let r = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--announce-interval", "1", "--data-dir", alice,
+                                                   "--server", "127.0.0.1:\(port)", "--to", "bob", "--wait", "15", "--linger", "6", text])
+            return (r, ContinuousClock.now - started)
+        }
+        // --linger 6: the delivered and read receipts come back through the server.
+        let (read, _) = try await lingering("and wait")
+        #expect(read.status == 0, "\(read.stdout)\(read.stderr)")
+        #expect(read.stdout.contains("queued at the relay 127.0.0.1:\(port) for bob (online: sent on at once)"), "\(read.stdout)")
+        #expect(read.stdout.contains("* delivered to bob"), "\(read.stdout)")
+        #expect(read.stdout.contains("* read by bob"), "\(read.stdout)")
+        // Bob away: --linger 6 waits its six seconds for a receipt; without it, out at QUEUED.
+        online.stop()
+        let (queued, waited) = try await lingering("while away")
+        #expect(queued.status == 0, "\(queued.stdout)\(queued.stderr)")
+        #expect(queued.stdout.contains("(they get it when they poll)") && !queued.stdout.contains("delivered"), "\(queued.stdout)")
+        #expect(waited >= .seconds(6), "left after \(waited)")
+        let started = ContinuousClock.now
+        let plain = try await Self.send(alice, relay: port, to: "bob", "quick")
+        let quick = ContinuousClock.now - started
+        #expect(plain.status == 0 && plain.stdout.contains("(they get it when they poll)"), "\(plain.stdout)\(plain.stderr)")
+        #expect(quick < waited, "without --linger \(quick), with --linger 6 \(waited)")
+    }
+
     /// Nobody registered under that name: the relay refuses at once, and the
     /// message is kept (exit 1), said in words.
     @Test func aRecipientTheRelayDoesNotKnowIsRefusedAndTheMessageKept() async throws {
