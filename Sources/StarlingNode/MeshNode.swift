@@ -738,8 +738,8 @@ public actor MeshNode {
             }
         }
         guard options.bulk != nil, options.downloads != nil else {
-            if let tooLarge { throw tooLarge }
-            throw BulkUnavailable(peer: peer, bytes: size, off: true)
+            // Said with the way to send it (issue 52: "file too large" never said how).
+            throw BulkUnavailable(peer: peer, bytes: size, off: true, meshLimit: tooLarge?.limit)
         }
         guard core.peers[peer]?.capabilities?.contains(.wifiBulk) == true else {
             throw BulkUnavailable(peer: peer, bytes: size, off: false)
@@ -796,9 +796,18 @@ public actor MeshNode {
         public var bytes: UInt64
         /// Large files over the network are off here (no download directory, or not asked for).
         public var off: Bool
+        /// The largest file the mesh's links carry now, when known.
+        public var meshLimit: Int?
+        public init(peer: PeerID, bytes: UInt64, off: Bool, meshLimit: Int? = nil) {
+            self.peer = peer
+            self.bytes = bytes
+            self.off = off
+            self.meshLimit = meshLimit
+        }
         public var description: String {
-            off ? "file too large for the mesh (\(bytes) bytes), and large files over the network are off here (--no-bulk, or no listener: see docs/BULK.md)"
-                : "file too large for the mesh (\(bytes) bytes), and \(peer) takes no large files over the network (no wifiBulk in its announce)"
+            let tooLarge = "file too large for the mesh (\(bytes) bytes" + (meshLimit.map { "; at most \($0)" } ?? "") + ")"
+            return off ? tooLarge + ", and large files over the network are off here: start without --no-bulk to offer it over the local network (docs/BULK.md)"
+                : tooLarge + ", and \(peer) takes no large files over the network (no wifiBulk in its announce: it runs with --no-bulk or an old app)"
         }
     }
 

@@ -1970,11 +1970,27 @@ public struct NodeCore: Sendable {
     /// Sends a signed public message to everyone.
     /// `nearbyOnly`: this line stays on the radio, whatever crosses otherwise (iOS's per-message opt-out).
     public mutating func sendPublic(_ text: String, nearbyOnly: Bool = false, now: Millis) throws {
+        guard !text.isEmpty else { throw PublicTextError.empty }
+        guard text.utf8.count <= Self.publicTextLimit else { throw PublicTextError.tooLong(text.utf8.count) }
         var packet = Packet(type: .message, ttl: 7, timestamp: wall(now), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
         bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: peerID.description, timestampMs: packet.timestamp, content: text))
         if !nearbyOnly { crossBridges(text, timestamp: packet.timestamp, now: now) }
+    }
+
+    /// The most a public message carries: iOS's limit (`InputValidator.Limits.maxMessageLength`),
+    /// in UTF-8 bytes, so that every message we send an iPhone would send too (docs/MESSENGER.md, limits).
+    public static let publicTextLimit = 60_000
+
+    public enum PublicTextError: Error, Hashable, Sendable, CustomStringConvertible {
+        case empty, tooLong(Int)
+        public var description: String {
+            switch self {
+            case .empty: "an empty message is not sent"
+            case let .tooLong(n): "the message is \(n) bytes; at most \(NodeCore.publicTextLimit) go in a public message"
+            }
+        }
     }
 
     /// Sends a private message, end-to-end encrypted with Noise (a handshake

@@ -204,6 +204,13 @@ import Glibc
                                                   "--to", "carol", "--file", dir + "/big.bin"])
         #expect(sent.status == 1, "\(sent.stdout)\(sent.stderr)")
         #expect((sent.stdout + sent.stderr).contains("takes no large files over the network"), "\(sent.stdout)\(sent.stderr)")
+        // The sender with --no-bulk: told how large files go (issue 52 item 10: "file too large" said nothing more).
+        let off = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--peer", "127.0.0.1:\(port)", "--name", "dave",
+                                                 "--data-dir", dir + "/dave", "--no-bulk", "--announce-interval", "1",
+                                                 "--to", "carol", "--file", dir + "/big.bin"])
+        #expect(off.status == 1, "\(off.stdout)\(off.stderr)")
+        #expect(off.stderr.contains("file too large for the mesh (2097152 bytes"), "\(off.stderr)")
+        #expect(off.stderr.contains("start without --no-bulk to offer it over the local network (docs/BULK.md)"), "\(off.stderr)")
     }
 
     /// Through daemons: `send --file` streams the file to the daemon, which

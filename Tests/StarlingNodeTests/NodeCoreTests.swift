@@ -66,6 +66,22 @@ extension InProcessNodes {
         #expect(Self.messages(net, 0).isEmpty) // not echoed back to its sender
     }
 
+    /// One documented limit for a public message (docs/MESSENGER.md): iOS's 60,000
+    /// bytes crosses whole; one byte more is refused in words, never cut (issue 52:
+    /// 20,003 bytes went while a private text stopped at 10,240, documented nowhere).
+    @Test func aPublicMessageIsAtMostIOSsSixtyThousandBytes() throws {
+        let net = Self.line()
+        net.run(for: 500)
+        let longest = String(repeating: "é", count: NodeCore.publicTextLimit / 2)
+        #expect(longest.utf8.count == 60_000)
+        try net.on(0) { try $0.sendPublic(longest, now: $1) }
+        net.run(for: 3_000)
+        #expect(Self.messages(net, 2) == [longest])
+        #expect(throws: NodeCore.PublicTextError.tooLong(60_001)) { try net.on(0) { try $0.sendPublic(longest + "!", now: $1) } }
+        #expect(throws: NodeCore.PublicTextError.empty) { try net.on(0) { try $0.sendPublic("", now: $1) } }
+        #expect("\(NodeCore.PublicTextError.tooLong(60_001))" == "the message is 60001 bytes; at most 60000 go in a public message")
+    }
+
     /// What gossip sync replays is history: marked so, one hop (the neighbour
     /// that held it, not "via 7 relays" from its TTL of 0), and our own
     /// messages from before a restart come back as ours.
