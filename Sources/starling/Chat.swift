@@ -273,7 +273,8 @@ actor ChatScreen {
         if !groups.isEmpty {
             say("* in \(groups.count) group\(groups.count == 1 ? "" : "s"): " + groups.map { "&" + DisplayText.clean($0.name) }.joined(separator: ", ")
                 + (screen == nil ? " (/group say NAME TEXT)" : " (a window each)"))
-            for g in groups { screen?.open(Self.groupWindow(g.name)) }
+            // Behind #mesh (issue 52: after a restart the chat opened on a group's window).
+            for g in groups { screen?.openBehind(Self.groupWindow(g.name)) }
         }
         if !me.storeOpen { say("* the store is locked: /unlock opens it") }
     }

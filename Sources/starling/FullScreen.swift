@@ -86,6 +86,8 @@ final class FullScreen: @unchecked Sendable {
     func expectSecret() { locked { secretInput = true } }
 
     func open(_ window: String) { locked { if let i = buffers.open(window) { buffers.select(i) } } }
+    /// Opens a window without going to it (the groups at start: the chat opens on #mesh).
+    func openBehind(_ window: String) { locked { _ = buffers.open(window) } }
     func select(_ number: Int) { locked { buffers.select(number - 1) } }
     func closeCurrent() { locked { buffers.close(buffers.current) } }
     func clearCurrent() { locked { buffers = ChatBuffers.clearing(buffers) } }

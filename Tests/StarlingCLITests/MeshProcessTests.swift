@@ -273,6 +273,18 @@ import Glibc
         let unknown = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--data-dir", aliceDir, "--wait", "1",
                                                      "--to-group", "nosuch", "x"])
         #expect(unknown.status == 1 && unknown.stderr.contains("no group nosuch"), "\(unknown.stderr)")
+        // Alice's full-screen chat after the restart opens on #mesh, the group's window behind it
+        // (issue 52 item 10: it opened on the group's).
+        try Tmux.require()
+        let tmux = Tmux()
+        defer { tmux.stop() }
+        try tmux.start("alice", [StarlingProcess.executable.path, "chat", "--no-discovery", "--port", "0", "--announce-interval", "1",
+                                 "--data-dir", aliceDir, "--peer", "127.0.0.1:\(bobPort)"], environment: ["TERM": "screen"])
+        #expect(await tmux.waitForScreen("alice", "in 1 group: &crew (a window each)"), "\(tmux.screen("alice"))")
+        #expect(await tmux.waitForScreen("alice", "1:*#mesh 2:&crew"), "\(tmux.screen("alice"))")
+        #expect(tmux.screen("alice").contains("[#mesh]"), "\(tmux.screen("alice"))")
+        try tmux.keys("alice", "M-2") // the control: the group's window is there, and shows its name when chosen
+        #expect(await tmux.waitForScreen("alice", "[&crew]"), "\(tmux.screen("alice"))")
     }
 
     /// The board outlives a restart: a listener that took a post and was
