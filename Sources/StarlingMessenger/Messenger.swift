@@ -432,13 +432,26 @@ public actor Messenger {
         public var unread: Int
         public var fingerprint: Fingerprint?
         public var last: MessageRecord?
-        public init(id: UserID, name: String, unread: Int, fingerprint: Fingerprint?, last: MessageRecord?) {
+        /// A group's conversation: the group (its messages are sent to the group, not to a person).
+        public var group: GroupSummary?
+        public init(id: UserID, name: String, unread: Int, fingerprint: Fingerprint?, last: MessageRecord?, group: GroupSummary? = nil) {
             self.id = id
             self.name = name
             self.unread = unread
             self.fingerprint = fingerprint
             self.last = last
+            self.group = group
         }
+    }
+
+    /// Every conversation: people's (``conversations``) and the groups' this node is in,
+    /// the most recent first (issue 52: the page had no groups, `/v1/conversations` left them out).
+    public func conversations(groups: [GroupSummary]) -> [Summary] {
+        let kept = groups.map { g in
+            let id = MessengerCore.conversationID(forGroup: g.groupID)
+            return Summary(id: id, name: g.name, unread: core.unreadCount(id), fingerprint: nil, last: core.recent[id]?.last, group: g)
+        }
+        return (conversations + kept).sorted { ($0.last?.recordedAt ?? 0, $0.name) > ($1.last?.recordedAt ?? 0, $1.name) }
     }
 
     /// Every conversation kept (contacts' and peers'), the most recent first.

@@ -268,7 +268,7 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func trust() async throws -> [Fingerprint: TrustRecord] { await messenger.trust }
 
-    public func conversations() async throws -> [Messenger.Summary] { await messenger.conversations }
+    public func conversations() async throws -> [Messenger.Summary] { await messenger.conversations(groups: await node.groups) }
 
     public func conversation(_ id: UserID) async throws -> Messenger.Summary {
         let m = messenger

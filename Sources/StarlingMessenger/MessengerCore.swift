@@ -963,7 +963,9 @@ public struct MessengerCore: Sendable {
     /// ID); what arrived after it is not read yet (another face may have
     /// been told of it first). A `through` this core does not hold marks nothing.
     public mutating func markSeen(_ conversation: UserID, through last: UserID? = nil, now: Double) {
-        guard let f = fingerprint(of: conversation), !isBlocked(f) else { return }
+        // A group's conversation has no one key: read here, and no receipts (groups have none).
+        let f = fingerprint(of: conversation)
+        if let f, isBlocked(f) { return }
         let list = recent[conversation] ?? []
         var bound = Double.infinity
         if let last {
@@ -974,7 +976,7 @@ public struct MessengerCore: Sendable {
             m.readAt = now
             remember(m)
             write(.updateMessage(m))
-            if let t = m.transportID { command(.sendReadReceipt(t, to: peer(for: f))) }
+            if let f, let t = m.transportID { command(.sendReadReceipt(t, to: peer(for: f))) }
         }
     }
 

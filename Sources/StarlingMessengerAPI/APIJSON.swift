@@ -259,9 +259,10 @@ public enum APIJSON {
     }
 
     public static func conversation(_ c: Messenger.Summary) -> Object {
-        var o: Object = ["id": c.id.description, "name": c.name, "unread": c.unread]
+        var o: Object = ["id": c.id.description, "name": c.name, "unread": c.unread, "kind": c.group == nil ? "person" : "group"]
         if let f = c.fingerprint { o["fingerprint"] = f.hex }
         if let last = c.last { o["last"] = message(last) }
+        if let g = c.group { o["group"] = group(g) }
         return o
     }
 

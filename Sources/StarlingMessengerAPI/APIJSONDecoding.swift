@@ -128,7 +128,8 @@ extension APIJSON {
         let f = try Fields(any)
         return Messenger.Summary(id: try f.userID("id"), name: try f.string("name"), unread: try f.int("unread"),
                                  fingerprint: f.o["fingerprint"] == nil ? nil : try f.fingerprint("fingerprint"),
-                                 last: f.o["last"] == nil ? nil : try readMessage(f.o["last"]))
+                                 last: f.o["last"] == nil ? nil : try readMessage(f.o["last"]),
+                                 group: f.o["group"] == nil ? nil : try readGroup(f.o["group"] as Any))
     }
 
     public static func readPeerState(_ any: Any?) throws -> StatelyEngine.PeerState {

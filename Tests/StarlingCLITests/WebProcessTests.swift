@@ -57,7 +57,7 @@ import Testing
                                                   [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr], seconds: 240)
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
-        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png"] {
+        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png", "web-group.png", "web-narrow.png"] {
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }

@@ -78,6 +78,13 @@ try:
     stranger.get(alice_link.split("#")[0] + "#token=" + "0" * 64)
     alert = wait(stranger, lambda d: d.find_element(By.ID, "alert").text, "a wrong token is said")
     check(alert is not None and "token" in alert, "a wrong token is refused in words: %r" % alert)
+    header = wait(stranger, lambda d: (lambda t: t if t.startswith("not connected") else None)(d.find_element(By.ID, "me").text),
+                  "the header says it is not connected")
+    check(header is not None and "token" in header, "the header leaves 'connecting…' for why: %r" % header)
+    # The banner can be dismissed (it stayed for good).
+    stranger.find_element(By.ID, "alert-close").click()
+    check(wait(stranger, lambda d: not d.find_element(By.ID, "alert").is_displayed(), "the banner goes when dismissed") is not None,
+          "the error banner is dismissed by its button")
     shot(stranger, "web-wrong-token.png")
 
     alice.get(alice_link)
@@ -113,6 +120,49 @@ try:
         check(wait(alice, lambda d: "read" in state(d), "alice sees read") is not None, "alice's page shows read once bob opened it")
     shot(alice, "web-private.png")
     shot(bob, "web-private-bob.png")
+
+    # A group from alice's page with bob in it: listed on both pages, messages both ways with their
+    # authors, the roster shown, and back after bob's page is loaded again (issue 52 item 5: no groups).
+    alice.execute_script("document.getElementById('groups-panel').open = true")
+    alice.find_element(By.ID, "group-name").send_keys("crew")
+    alice.find_element(By.ID, "group-members").send_keys("bob")
+    alice.find_element(By.CSS_SELECTOR, "#new-group button[type=submit]").click()
+    check(wait(alice, lambda d: d.find_element(By.ID, "title").text == "crew", "alice's page opens the group") is not None,
+          "alice made the group crew on her page")
+    roster = alice.execute_script("return [...document.querySelectorAll('#group-roster li')].map(l => l.textContent)")
+    check(any(r.startswith("alice (made it)") for r in roster) and any(r.startswith("bob") for r in roster), "the roster: %r" % roster)
+    listed = wait(bob, lambda d: [b for b in buttons(d, "#conversations button") if b.startswith("crew (group of 2)")], "bob's page lists crew")
+    check(bool(listed), "bob's page lists the group he was added to: %r" % buttons(bob, "#conversations button"))
+    type_message(alice, "hello crew")
+    said = wait(bob, lambda d: [b for b in buttons(d, "#conversations button") if b.startswith("crew (group of 2), 1 unread")], "bob's page counts it")
+    check(bool(said), "bob's page counts the group's message unread: %r" % buttons(bob, "#conversations button"))
+    press(bob, "#conversations button", "crew")
+    line = wait(bob, lambda d: [m for m in messages(d) if "hello crew" in m], "bob reads the group's message")
+    check(bool(line) and "alice" in line[0], "bob's page shows the group's message with its author: %r" % (line,))
+    type_message(bob, "crew, bob here")
+    line = wait(alice, lambda d: [m for m in messages(d) if "crew, bob here" in m], "alice reads bob's answer")
+    check(bool(line) and "bob" in line[0], "alice's page shows bob's answer in the group: %r" % (line,))
+    check(not [m for m in messages(alice) if "psst" in m], "the group's lines are its own (not the private conversation's)")
+    shot(alice, "web-group.png")
+    # The control: a group with someone who is not here is refused in words, in the banner.
+    alice.find_element(By.ID, "group-name").send_keys("ghosts")
+    alice.find_element(By.ID, "group-members").send_keys("nobody-here")
+    alice.find_element(By.CSS_SELECTOR, "#new-group button[type=submit]").click()
+    refusal = wait(alice, lambda d: d.find_element(By.ID, "alert-text").text, "a group with someone not here is refused")
+    check(refusal is not None and "nobody-here is not here" in refusal, "refused in words: %r" % refusal)
+    alice.find_element(By.ID, "group-name").clear()
+    alice.find_element(By.ID, "group-members").clear()
+    # Bob's page loaded again: the group and its history come back from his daemon.
+    bob.refresh()
+    wait(bob, lambda d: any(b.startswith("crew (group of 2)") for b in buttons(d, "#conversations button")), "crew after a reload")
+    press(bob, "#conversations button", "crew")
+    again = wait(bob, lambda d: (lambda l: l if len(l) == 2 else None)([m for m in messages(d) if "hello crew" in m or "crew, bob here" in m]),
+                 "the group's history after a reload")
+    check(bool(again) and "alice" in again[0], "the group's history after a reload, authors named: %r" % (again,))
+    # Back where the file checks start: each in the other's conversation.
+    press(bob, "#conversations button", "alice")
+    press(alice, "#conversations button", "bob")
+    wait(alice, lambda d: d.find_element(By.ID, "title").text == "bob", "alice is back with bob")
 
     # A file (a picture), from alice's page to bob's: delivered, shown inline there,
     # with a progress bar on both sides (bob's as its fragments arrive: each bar drawn is noted).
@@ -253,6 +303,29 @@ try:
     saved = bob.execute_script("return fetch('/v1/settings', {headers: {Authorization: 'Bearer ' + state.token}}).then(r => r.json())")
     check(saved["saved"]["server"] == "127.0.0.1:7878" and saved["restartNeeded"], "the daemon kept it: %r" % saved)
     shot(bob, "web-settings.png")
+
+    # A narrow window (400 px): the sidebar folds behind a button, nothing is wider than the window,
+    # "Send a file" is whole; the menu opens the list and a conversation closes it.
+    bob.set_window_size(400, 700)
+    wide = lambda d: d.execute_script("return document.documentElement.scrollWidth")
+    check(wait(bob, lambda d: wide(d) <= 400, "nothing wider than 400 px") is not None, "at 400 px nothing runs out of the window: %r" % wide(bob))
+    label = bob.find_element(By.ID, "file-label")
+    check(label.is_displayed() and bob.execute_script("const r = arguments[0].getBoundingClientRect(); return r.right <= window.innerWidth && r.left >= 0", label),
+          "at 400 px 'Send a file' is whole")
+    check(not bob.find_element(By.ID, "sidebar").is_displayed() and bob.find_element(By.ID, "menu").is_displayed(), "the sidebar folds behind its button")
+    bob.find_element(By.ID, "menu").click()
+    check(wait(bob, lambda d: d.find_element(By.ID, "sidebar").is_displayed(), "the menu opens the list") is not None, "the menu opens the sidebar")
+    shot(bob, "web-narrow-menu.png")
+    press(bob, "#conversations button", "crew")
+    check(wait(bob, lambda d: d.find_element(By.ID, "message").is_displayed() and not d.find_element(By.ID, "sidebar").is_displayed(),
+               "choosing a conversation shows it") is not None, "a conversation chosen at 400 px takes the screen")
+    shot(bob, "web-narrow.png")
+    bob.set_window_size(1100, 700)
+    press(bob, "#conversations button", "#mesh")
+    # Buttons look like buttons: a border on each form's button (Rename, Post, Set, Add).
+    borders = bob.execute_script("return ['#rename button', '#notice-form button', '#state-form button', '#add-contact button']"
+                                 ".map(s => getComputedStyle(document.querySelector(s)).borderTopStyle)")
+    check(all(b == "solid" for b in borders), "the forms' buttons have borders: %r" % borders)
 
     # Every control has a name a screen reader can say.
     unnamed = bob.execute_script("""return [...document.querySelectorAll('button, input, select, textarea, a')].filter(e => {

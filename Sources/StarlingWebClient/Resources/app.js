@@ -53,10 +53,11 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// One line that says what went wrong and what to do; the person can dismiss it,
+// and the next thing that works takes it away.
 function say(text) {
-  const a = document.getElementById("alert");
-  a.textContent = text;
-  a.hidden = !text;
+  document.getElementById("alert-text").textContent = text;
+  document.getElementById("alert").hidden = !text;
 }
 
 function clock(ms) {
@@ -78,8 +79,9 @@ function list(key) {
 // A private message (ours or theirs) as the page keeps it.
 function fromRecord(m, nickname) {
   const r = {
-    key: m.id, id: m.id, messageID: m.messageID, time: m.timestamp, own: m.outgoing, text: m.text,
-    who: m.outgoing ? (state.me ? state.me.nickname : "you") : (nickname || conversationName(m.conversation)),
+    // (A group's messages are keyed by their message ID: the live event names no record.)
+    key: isGroup(m.conversation) && m.messageID ? m.messageID : m.id, id: m.id, messageID: m.messageID, time: m.timestamp, own: m.outgoing, text: m.text,
+    who: m.outgoing ? (state.me ? state.me.nickname : "you") : (m.author || nickname || conversationName(m.conversation)),
     state: m.outgoing ? m.state : undefined, via: m.via && m.via !== "mesh" ? m.via : undefined,
   };
   // A file in the history: the same line its live events make (keyed by its transfer).
@@ -89,6 +91,16 @@ function fromRecord(m, nickname) {
     r.file = { transferID: m.file.transferID, name: m.file.name, saved: !m.outgoing && !!m.file.path };
   }
   return r;
+}
+
+function isGroup(id) {
+  const c = state.conversations.get(id);
+  return !!(c && c.kind === "group");
+}
+
+function groupConversation(groupID) {
+  for (const c of state.conversations.values()) if (c.group && c.group.groupID === groupID) return c;
+  return null;
 }
 
 function conversationName(id) {
@@ -125,11 +137,14 @@ function renderConversations() {
   for (const c of items) {
     const label = c.id === MESH ? "#mesh" : c.name;
     const unread = c.id === state.current ? 0 : (c.unread || 0);
+    const kind = c.group ? `group of ${c.group.members.length}` : null;
+    const named = kind ? `${label} (${kind})` : label;
     const b = el("button", {
       type: "button", "aria-current": c.id === state.current ? "true" : "false",
-      "aria-label": unread ? `${label}, ${unread} unread` : label,
+      "aria-label": unread ? `${named}, ${unread} unread` : named,
       on: { click: () => open(c.id) },
-    }, el("span", { text: label }), unread ? el("span", { class: "badge", "aria-hidden": "true", text: String(unread) }) : null);
+    }, el("span", { text: label }), unread ? el("span", { class: "badge", "aria-hidden": "true", text: String(unread) }) : null,
+       kind ? el("small", { class: "kind", text: kind }) : null);
     ul.append(el("li", {}, b));
   }
 }
@@ -357,6 +372,7 @@ function renderMessages() {
   const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
   ol.replaceChildren();
   document.getElementById("title").textContent = state.current === MESH ? "#mesh" : conversationName(state.current);
+  renderGroupBar();
   for (const m of list(state.current)) ol.append(messageItem(m));
   if (atEnd) ol.scrollTop = ol.scrollHeight;
   seen();
@@ -388,6 +404,58 @@ function messageItem(m) {
     }
     return li;
   }
+}
+
+// MARK: Groups (docs/PROTOCOL.md, "Groups": sealed for their members; no receipts)
+
+function renderGroupBar() {
+  const c = state.conversations.get(state.current), bar = document.getElementById("group-bar");
+  bar.hidden = !(c && c.group);
+  if (bar.hidden) return;
+  const g = c.group, ours = state.me && g.creator === state.me.fingerprint;
+  const roster = document.getElementById("group-roster");
+  roster.replaceChildren();
+  for (const m of g.members) {
+    const li = el("li", {}, el("span", { text: m.nickname + (m.fingerprint === g.creator ? " (made it)" : "") }));
+    if (ours && m.fingerprint !== g.creator) {
+      li.append(el("button", { type: "button", text: "remove", "aria-label": `Remove ${m.nickname} from ${g.name}`,
+                               on: { click: () => groupCall(`/v1/groups/${g.groupID}/members/${encodeURIComponent(m.nickname)}`, undefined, "DELETE") } }));
+    }
+    roster.append(li);
+  }
+  document.getElementById("invite").hidden = !ours;
+}
+
+async function groupCall(path, body, method) {
+  try { await api(path, body, method); say(""); } catch (e) { say(e.message); }
+  await refreshConversations();
+  renderMessages();
+}
+
+async function makeGroup() {
+  const name = document.getElementById("group-name").value.trim();
+  const members = document.getElementById("group-members").value.split(",").map((s) => s.trim()).filter((s) => s);
+  if (!name) { say("a group needs a name"); return; }
+  try {
+    const g = await api("/v1/groups", { name, members });
+    document.getElementById("group-name").value = "";
+    document.getElementById("group-members").value = "";
+    say("");
+    await refreshConversations();
+    const c = groupConversation(g.groupID);
+    if (c) await open(c.id);
+  } catch (e) { say(e.message); }
+}
+
+async function takeGroupMessage(e) {
+  let c = groupConversation(e.groupID);
+  if (!c) { await refreshConversations(); c = groupConversation(e.groupID); }
+  if (!c) return;
+  upsert(c.id, { key: e.messageID, time: e.timestamp, who: e.nickname, text: e.text, hops: e.hops });
+  list(c.id).sort((a, b) => a.time - b.time);
+  if (state.current !== c.id) c.unread = (c.unread || 0) + 1;
+  notify(`${e.nickname} in ${c.name}`, e.text);
+  render();
 }
 
 // MARK: Files
@@ -582,8 +650,14 @@ function render() {
 
 // MARK: Doing
 
+function showMenu(on) {
+  document.body.classList.toggle("menu-open", on);
+  document.getElementById("menu").setAttribute("aria-expanded", on ? "true" : "false");
+}
+
 async function open(id) {
   state.current = id;
+  showMenu(false);
   if (id !== MESH && !id.startsWith("#")) {
     try {
       const history = await api(`/v1/conversations/${id}/messages?limit=200`);
@@ -607,13 +681,15 @@ async function message(peer) {
 let seenThrough = new Map();
 async function seen() {
   if (state.current === MESH || state.current.startsWith("#") || document.visibilityState !== "visible") return;
-  const incoming = list(state.current).filter((m) => !m.own && m.id);
+  const group = isGroup(state.current);
+  // (A group's live lines name no record: seen through the newest line, all of it.)
+  const incoming = list(state.current).filter((m) => !m.own && (m.id || group));
   const last = incoming[incoming.length - 1];
-  if (!last || seenThrough.get(state.current) === last.id) return;
-  seenThrough.set(state.current, last.id);
+  if (!last || seenThrough.get(state.current) === last.key) return;
+  seenThrough.set(state.current, last.key);
   const c = state.conversations.get(state.current);
   if (c) c.unread = 0;
-  try { await api(`/v1/conversations/${state.current}/seen`, { through: last.id }); } catch (e) { say(e.message); }
+  try { await api(`/v1/conversations/${state.current}/seen`, group ? {} : { through: last.id }); } catch (e) { say(e.message); }
 }
 
 async function send(text) {
@@ -623,6 +699,10 @@ async function send(text) {
     if (conversation && conversation.channel) {
       await api(`/v1/channels/${encodeURIComponent(conversation.channel)}/messages`, { text });
       upsert(state.current, { key: "own-" + Date.now() + Math.random(), time: Date.now(), who: state.me.nickname, text, own: true });
+      renderMessages();
+    } else if (conversation && conversation.group) {
+      const m = await api(`/v1/groups/${conversation.group.groupID}/messages`, { text });
+      upsert(state.current, fromRecord(m));
       renderMessages();
     } else if (state.current === MESH) {
       await api("/v1/public", { text });
@@ -658,6 +738,13 @@ function take(e) {
       render();
       break;
     }
+    case "groupMessage":
+      takeGroupMessage(e);
+      break;
+    case "group":
+      // Joined, left, a member in or out: the list and the roster follow.
+      refreshConversations().then(() => { if (!state.conversations.has(state.current)) open(MESH); else renderMessages(); });
+      break;
     case "sent":
     case "progress": {
       if (!state.conversations.has(e.conversation)) refreshConversations();
@@ -796,7 +883,13 @@ async function refreshMe() {
       `Running now: Ya OK server ${state.me.server ? "on" : "none"}, Nostr ${state.me.nostr ? "on" : "off"}.`;
     return true;
   } catch (e) {
-    if (e instanceof Refused && e.status === 401) say("This page needs the link `starling web` printed (its token is missing or wrong).");
+    // The header says it too (it stayed on "connecting…").
+    if (e instanceof Refused && e.status === 401) {
+      document.getElementById("me").textContent = "not connected: the link's token is missing or wrong";
+      say("This page needs the link `starling web` printed (its token is missing or wrong).");
+    } else {
+      document.getElementById("me").textContent = "not connected: the daemon is not answering";
+    }
     return false;
   }
 }
@@ -832,6 +925,12 @@ async function refreshConversations() {
   // and the page follows it there (its history came along).
   const ids = new Set(fresh.map((c) => c.id));
   for (const [id, c] of [...state.conversations]) {
+    // A group we left (or were removed from) goes from the list.
+    if (c.kind === "group" && !ids.has(id)) {
+      state.conversations.delete(id);
+      if (state.current === id) await open(MESH);
+      continue;
+    }
     if (ids.has(id) || id === MESH || id.startsWith("#") || !c.fingerprint) continue;
     const into = fresh.find((n) => n.fingerprint === c.fingerprint);
     if (!into) continue;
@@ -843,8 +942,14 @@ async function refreshConversations() {
 }
 
 async function start() {
+  document.getElementById("alert-close").addEventListener("click", () => say(""));
+  document.getElementById("menu").addEventListener("click", () => showMenu(!document.body.classList.contains("menu-open")));
   state.token = readToken();
-  if (!state.token) { say("This page needs the link `starling web` printed (it carries the token)."); return; }
+  if (!state.token) {
+    document.getElementById("me").textContent = "not connected: the link carries no token";
+    say("This page needs the link `starling web` printed (it carries the token).");
+    return;
+  }
   if (!(await refreshMe())) return;
   state.lastSeq = state.me.events;
   await Promise.all([refreshPeople(), refreshConversations()]);
@@ -858,6 +963,18 @@ async function start() {
   document.getElementById("sos").addEventListener("click", () => setState(document.getElementById("sos").textContent.startsWith("Clear") ? "clear" : "sos"));
   document.getElementById("add-contact").addEventListener("submit", (ev) => { ev.preventDefault(); addContact(); });
   document.getElementById("notice-form").addEventListener("submit", (ev) => { ev.preventDefault(); postNotice(); });
+  document.getElementById("new-group").addEventListener("submit", (ev) => { ev.preventDefault(); makeGroup(); });
+  document.getElementById("invite").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const c = state.conversations.get(state.current), who = document.getElementById("invite-name").value.trim();
+    if (!c || !c.group || !who) return;
+    document.getElementById("invite-name").value = "";
+    groupCall(`/v1/groups/${c.group.groupID}/members`, { nickname: who });
+  });
+  document.getElementById("leave-group").addEventListener("click", () => {
+    const c = state.conversations.get(state.current);
+    if (c && c.group && confirm(`Leave ${c.group.name}? Its messages stop coming here.`)) groupCall(`/v1/groups/${c.group.groupID}`, undefined, "DELETE");
+  });
   document.getElementById("unlock").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const box = document.getElementById("secret");
