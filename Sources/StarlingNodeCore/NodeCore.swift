@@ -1999,10 +1999,15 @@ public struct NodeCore: Sendable {
     public mutating func sendPrivate(_ text: String, to peer: PeerID, messageID: String? = nil, now: Millis) throws -> String {
         let id = messageID ?? newMessageID()
         try sendTracked(.privateMessage(PrivateMessage(messageID: id, content: text)), id: id, to: peer, now: now)
-        unread[id] = peer
-        unreadOrder.append(id)
-        if unreadOrder.count > 10_000 { unread[unreadOrder.removeFirst()] = nil }
+        awaitRead(id, from: peer)
         return id
+    }
+
+    /// A read receipt for `id` counts once, and only from `peer` (messages and
+    /// files alike: issue 52, a file's "read" was dropped). The newest 10,000.
+    private mutating func awaitRead(_ id: String, from peer: PeerID) {
+        if unread.updateValue(peer, forKey: id) == nil { unreadOrder.append(id) }
+        if unreadOrder.count > 10_000 { unread[unreadOrder.removeFirst()] = nil }
     }
 
     /// Sends a file privately (end-to-end encrypted, fragmented on the way).
@@ -2020,6 +2025,7 @@ public struct NodeCore: Sendable {
         guard size <= largest else { throw FileTooLarge(bytes: content.count, limit: max(0, content.count - (size - largest))) }
         let id = sha256Hex(try file.encoded())
         try sendTracked(.privateFile(file), id: id, to: peer, now: now)
+        awaitRead(id, from: peer)
         return id
     }
 
@@ -2044,6 +2050,8 @@ public struct NodeCore: Sendable {
     public mutating func sendBulkOffer(_ offer: BulkOffer, to peer: PeerID, now: Millis) throws -> String {
         let id = Self.bulkID(offer.transferID)
         try sendTracked(.bulkOffer(offer), id: id, to: peer, now: now)
+        // The receiver's read receipt names the transfer (its file's ID), not the offer's tracking ID.
+        awaitRead(offer.transferID.map { String(format: "%02x", $0) }.joined(), from: peer)
         return id
     }
 

@@ -312,6 +312,32 @@ extension InProcessNodes {
         #expect(sent.count == 1 && sent.first == total && (total ?? 0) > 100, "\(sent) \(String(describing: total))")
     }
 
+    /// A file turns "read" when its receiver has seen it (issue 52 item 6: files
+    /// stayed delivered): the receipt counts from the receiver, once; the same
+    /// receipt from anyone else counts for nothing (the control beside it).
+    @Test func aFileIsReadOnlyWhenItsReceiverSaysSo() throws {
+        let net = EmbeddedNetwork()
+        let a = net.addNode("alice"), b = net.addNode("bob"), c = net.addNode("carol")
+        net.connect(a, b)
+        net.connect(a, c)
+        net.run(for: 1_000)
+        let bob = net.nodes[b].peerID, alice = net.nodes[a].peerID
+        let id = try net.on(a) { try $0.sendFile(name: "map.png", mimeType: "image/png", content: Array(repeating: 7, count: 3_000), to: bob, now: $1) }
+        net.run(for: 3_000)
+        #expect(net.savedFiles[b].first?.transferID == id)
+        func reads() -> Int { net.events[a].filter { if case .read(id, _) = $0 { true } else { false } }.count }
+        #expect(reads() == 0)
+        // Carol claims to have read it: nothing.
+        try net.on(c) { try $0.sendReadReceipt(id, to: alice, now: $1) }
+        net.run(for: 2_000)
+        #expect(reads() == 0)
+        // Bob has seen it: read, once (twice said, once counted).
+        try net.on(b) { try $0.sendReadReceipt(id, to: alice, now: $1) }
+        try net.on(b) { try $0.sendReadReceipt(id, to: alice, now: $1) }
+        net.run(for: 2_000)
+        #expect(reads() == 1, "\(net.events[a])")
+    }
+
     /// The same file sent twice arrives twice (the issue saw the second
     /// stop at 99%).
     @Test func theSameFileTwiceArrivesTwice() throws {

@@ -181,6 +181,10 @@ try:
     bars = bob.execute_script("return window.barsSeen")
     check(any(b.startswith("receiving") for b in bars), "bob's page drew a bar while the file arrived: %r" % bars[:5])
     check(bool(bob.execute_script("return [...document.querySelectorAll('#messages a.save')].length")), "and can be saved")
+    # Seen on bob's page: alice's file turns read (issue 52 item 6: files stayed delivered).
+    file_states = lambda d: d.execute_script("const li = [...document.querySelectorAll('#messages li.own')].find(l => l.textContent.includes('file bob-qr.png'));"
+                                             "return li ? [...li.querySelectorAll('.state')].map(s => s.getAttribute('aria-label')) : []")
+    check(wait(alice, lambda d: "read" in file_states(d), "alice's file turns read") is not None, "the file is read once bob's page showed it: %r" % file_states(alice))
     shot(bob, "web-file.png")
 
     # A large file (2 MiB, above bob's --accept-up-to 1): streamed from alice's page to

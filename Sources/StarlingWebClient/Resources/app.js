@@ -681,15 +681,14 @@ async function message(peer) {
 let seenThrough = new Map();
 async function seen() {
   if (state.current === MESH || state.current.startsWith("#") || document.visibilityState !== "visible") return;
-  const group = isGroup(state.current);
-  // (A group's live lines name no record: seen through the newest line, all of it.)
-  const incoming = list(state.current).filter((m) => !m.own && (m.id || group));
+  // (A group's lines and a file that came live name no record: seen through the newest, all of it.)
+  const incoming = list(state.current).filter((m) => !m.own && (m.id || m.file || isGroup(state.current)));
   const last = incoming[incoming.length - 1];
   if (!last || seenThrough.get(state.current) === last.key) return;
   seenThrough.set(state.current, last.key);
   const c = state.conversations.get(state.current);
   if (c) c.unread = 0;
-  try { await api(`/v1/conversations/${state.current}/seen`, group ? {} : { through: last.id }); } catch (e) { say(e.message); }
+  try { await api(`/v1/conversations/${state.current}/seen`, last.id ? { through: last.id } : {}); } catch (e) { say(e.message); }
 }
 
 async function send(text) {
