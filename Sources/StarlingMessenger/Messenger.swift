@@ -95,6 +95,10 @@ public actor Messenger {
                     await node.dropFromRelay(event)
                     continue
                 }
+                if case let .request(m) = e {
+                    await self?.strangerWrote(m)
+                    continue
+                }
                 if case let .message(m) = e, let event = m.event, gatewayChannels.contains(m.geohash) {
                     await node.gatewayDownlink(event, geohash: m.geohash)
                 }
@@ -255,6 +259,8 @@ public actor Messenger {
             await nostr?.setContact(peer, publicKey: key, variant: GiftWrap.Variant(rawValue: variant) ?? .bitchat)
         case let .mailbox(.serverContact(peer, bytes)):
             await server?.setContact(peer, card: bytes.flatMap { try? ContactCard(bytes: $0) })
+        case let .mailbox(.nostrOpened(ids)):
+            await nostr?.markOpened(ids)
         }
     }
 
@@ -472,6 +478,31 @@ public actor Messenger {
         core.contactAdded(record, now: Self.now)
         await carryOut()
         return record
+    }
+
+    // MARK: Strangers' requests over Nostr (Requests.swift)
+
+    func strangerWrote(_ m: NostrClientCore.StrangerMessage) async {
+        core.strangerWrote(m, now: Self.now)
+        await carryOut()
+    }
+
+    func requestsNow() -> [StrangerRequest] {
+        core.requests.expire(now: Self.now)
+        return core.requests.all
+    }
+
+    func findRequest(_ who: String) -> StrangerRequest? { core.requests.find(who) }
+
+    func answered(_ change: (inout MessengerCore) -> Void) async {
+        change(&core)
+        await carryOut()
+    }
+
+    func storeTrust(_ t: TrustRecord) throws {
+        guard let store else { throw StoreError.locked }
+        try store.setTrust(t)
+        core.trustRecordAdded(t)
     }
 
     /// Adds a contact known by an npub alone (standard NIP-17 over Nostr).

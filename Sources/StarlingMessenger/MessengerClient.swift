@@ -49,6 +49,12 @@ public protocol MessengerClient: Sendable {
     func leaveGroup(_ group: String) async throws
     /// Sends to a group; the record kept in the group's conversation.
     func sendToGroup(_ group: String, text: String) async throws -> MessageRecord
+    /// Strangers' messages over Nostr waiting for an answer, the most recent first (docs/NOSTR.md, "Requests").
+    func requests() async throws -> [StrangerRequest]
+    /// Accepts a request (by npub): a contact named `name`, its messages in their conversation.
+    func acceptRequest(_ npub: String, name: String) async throws
+    /// Blocks a request's sender (by npub): nothing from them is shown again.
+    func blockRequest(_ npub: String) async throws
     /// A file, privately; its transfer ID (its receipts and `fileSent` name it).
     func sendFile(name: String, content: [UInt8], to peer: PeerID) async throws -> String
     /// A file from disk: over the mesh when it fits, else offered over the

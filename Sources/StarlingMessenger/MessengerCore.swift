@@ -80,6 +80,8 @@ public struct MessengerCore: Sendable {
         case nostrContact(PeerID, npub: String?, variant: String)
         /// The Ya OK server reaches this peer as this contact (nil: no longer).
         case serverContact(PeerID, card: [UInt8]?)
+        /// These gift wraps were answered (a request accepted or blocked): kept as opened.
+        case nostrOpened([String])
     }
 
     public enum StoreWrite: Sendable, Equatable {
@@ -128,7 +130,9 @@ public struct MessengerCore: Sendable {
     private var held: [(NodeEvent, [PeerID: NodeCore.PeerInfo])] = []
     public private(set) var heldDropped = 0
     private var heldWrites: [StoreWrite] = []
-    private var effects: [Effect] = []
+    var effects: [Effect] = []
+    /// Strangers' messages over Nostr, waiting for the person's answer (``StrangerRequests``).
+    public internal(set) var requests = StrangerRequests()
 
     /// Contacts (Ya OK cards), by conversation ID (their user ID).
     public private(set) var contacts: [UserID: ContactRecord] = [:]
@@ -191,7 +195,7 @@ public struct MessengerCore: Sendable {
         return effects
     }
 
-    private mutating func emit(_ event: MessengerEvent) { effects.append(.event(event)) }
+    mutating func emit(_ event: MessengerEvent) { effects.append(.event(event)) }
     private mutating func command(_ c: NodeCommand) { effects.append(.node(c)) }
 
     private mutating func write(_ w: StoreWrite) {
@@ -654,6 +658,11 @@ public struct MessengerCore: Sendable {
         remember(record)
         write(.insertMessage(record))
         emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via))
+    }
+
+    /// A message over Nostr from a key proved by its seal (an accepted request's).
+    mutating func receiveFromNostr(fingerprint f: Fingerprint, nickname: String, text: String, messageID: String, now: Double) {
+        receivePrivate(from: f.peerID, fingerprint: f, nickname: nickname, text: text, messageID: messageID, hops: 1, via: "nostr", now: now)
     }
 
     /// A file received: kept in its sender's conversation's history (once).

@@ -47,6 +47,9 @@ public enum MessengerEvent: Sendable {
     /// A location channel (a geohash over Nostr, as the apps run them): a
     /// message, someone's presence, or a line of ours that did not go.
     case channel(NostrTransport.ChannelEvent)
+    /// Someone who is not a contact wrote over Nostr: their request as it is now (its newest
+    /// message last), for the person to accept or block (docs/NOSTR.md, "Requests").
+    case request(StrangerRequest)
     /// Everything else the node said, for the face to render as it is
     /// (public messages, files, Stately, pongs, links): already filtered for blocks.
     case node(NodeEvent)

@@ -198,10 +198,24 @@ public enum APIJSON {
                 return [["event": "channelPresence", "geohash": geohash, "publicKey": key]]
             case let .failed(why):
                 return [["event": "channelFailed", "reason": why]]
-            case .bridge, .drop:
-                return [] // the node's bridge takes these; a face sees what it shows (bridgedMessage)
+            case .bridge, .drop, .request:
+                return [] // the node's bridge and the messenger take these; a face sees what they show
             }
+        case let .request(r):
+            var o = request(r)
+            o["event"] = "request"
+            if let newest = r.messages.last {
+                o["text"] = newest.text
+                o["createdAt"] = Int(newest.createdAt)
+            }
+            return [o]
         }
+    }
+
+    /// A stranger's request over Nostr: who (npub and key) and what they wrote, oldest first.
+    public static func request(_ r: StrangerRequest) -> Object {
+        ["npub": r.npub, "publicKey": r.publicKey, "firstAt": r.firstAt, "lastAt": r.lastAt,
+         "messages": r.messages.map { ["text": $0.text, "createdAt": Int($0.createdAt), "wrapID": $0.wrapID] as Object }]
     }
 
     public static func summary(_ s: NodeSummary, events: UInt64) -> Object {

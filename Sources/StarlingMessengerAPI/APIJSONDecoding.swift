@@ -124,6 +124,19 @@ extension APIJSON {
         return t
     }
 
+    public static func readRequest(_ any: Any?) throws -> StrangerRequest {
+        let f = try Fields(any)
+        guard let list = f.o["messages"] as? [Any] else { throw Unreadable("messages") }
+        let key = try f.string("publicKey")
+        let messages = try list.map { item -> NostrClientCore.StrangerMessage in
+            let m = try Fields(item)
+            return NostrClientCore.StrangerMessage(publicKey: key, text: try m.string("text"), createdAt: Int64(try m.int("createdAt")),
+                                                   wrapID: try m.string("wrapID"))
+        }
+        return StrangerRequest(publicKey: key, npub: try f.string("npub"), messages: messages, firstAt: try f.double("firstAt"),
+                               lastAt: try f.double("lastAt"))
+    }
+
     public static func readConversation(_ any: Any?) throws -> Messenger.Summary {
         let f = try Fields(any)
         return Messenger.Summary(id: try f.userID("id"), name: try f.string("name"), unread: try f.int("unread"),

@@ -155,6 +155,16 @@ public struct APIMessengerClient: MessengerClient {
 
     public func leaveGroup(_ group: String) async throws { try await delete("/v1/groups/\(Self.escaped(group))") }
 
+    public func requests() async throws -> [StrangerRequest] {
+        try ((try await get("/v1/requests")) as? [Any] ?? []).map(APIJSON.readRequest)
+    }
+
+    public func acceptRequest(_ npub: String, name: String) async throws {
+        _ = try await post("/v1/requests/\(Self.escaped(npub))/accept", ["name": name])
+    }
+
+    public func blockRequest(_ npub: String) async throws { _ = try await post("/v1/requests/\(Self.escaped(npub))/block") }
+
     public func sendToGroup(_ group: String, text: String) async throws -> MessageRecord {
         try APIJSON.readMessage(try await post("/v1/groups/\(Self.escaped(group))/messages", ["text": text]))
     }

@@ -506,6 +506,19 @@ public final class APIServer: Sendable {
             let body = try await request.decode(as: Say.self, context: context), group = try Self.named(context, "group")
             return Self.json(APIJSON.message(try await Self.call { try await c.sendToGroup(group, text: body.text) }), status: .created)
         }
+        // Strangers' messages over Nostr, waiting for an answer (docs/NOSTR.md, "Requests").
+        v1.get("requests") { _, _ in Self.json(try await Self.call { try await c.requests() }.map(APIJSON.request)) }
+        v1.post("requests/:npub/accept") { request, context in
+            struct Accept: Decodable { var name: String }
+            let body = try await request.decode(as: Accept.self, context: context), npub = try Self.named(context, "npub")
+            try await Self.call { try await c.acceptRequest(npub, name: body.name) }
+            return Self.json(["accepted": npub])
+        }
+        v1.post("requests/:npub/block") { _, context in
+            let npub = try Self.named(context, "npub")
+            try await Self.call { try await c.blockRequest(npub) }
+            return Self.json(["blocked": npub])
+        }
         v1.get("board") { _, _ in
             Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
         }

@@ -67,7 +67,32 @@ public struct NostrClientCore: Sendable {
         case bridgeEvent(NostrEvent)
         /// A courier drop (kind 1401) for a recipient tag followed (``followDrops(tags:now:)``), unchecked.
         case dropEvent(NostrEvent)
+        /// A private message from someone who is not a contact (their seal's key proved it is
+        /// theirs): a request the person may accept or block. Its wrap is not kept as opened,
+        /// so relays bring it again after a restart until the person answers (``markOpened``).
+        case request(StrangerMessage)
     }
+
+    /// A private message from a key that is no contact of ours (docs/NOSTR.md, "Requests").
+    public struct StrangerMessage: Hashable, Sendable {
+        /// Their x-only key, hex (the seal's signer).
+        public var publicKey: String
+        public var text: String
+        /// The rumor's time (Unix seconds).
+        public var createdAt: Int64
+        /// The gift wrap's ID: names the message, and is kept as opened once answered.
+        public var wrapID: String
+        public var npub: String { Bech32.npub((try? [UInt8](hex: publicKey)) ?? []) }
+        public init(publicKey: String, text: String, createdAt: Int64, wrapID: String) {
+            self.publicKey = publicKey
+            self.text = text
+            self.createdAt = createdAt
+            self.wrapID = wrapID
+        }
+    }
+
+    /// The longest text a stranger's request carries (a location channel's limit); longer is refused.
+    public static let maxRequestText = 4_096
 
     /// A location channel's message: who (the geohash identity's key, hex, and
     /// the nickname it gave), what, when (Unix seconds).
@@ -494,6 +519,26 @@ public struct NostrClientCore: Sendable {
 
     // MARK: Receiving
 
+    /// Someone who is not a contact wrote: a request, if it is text of a sane size and
+    /// age (the rest is refused and kept as opened, never shown).
+    private mutating func stranger(_ opened: GiftWrap.Opened, wrapID: String, now seconds: Int64) {
+        statistics.strangers += 1
+        let npub = Bech32.npub((try? [UInt8](hex: opened.sender)) ?? [])
+        let age = seconds - opened.createdAt
+        var text: String?
+        if !opened.content.hasPrefix(EmbeddedPacket.prefix) {
+            text = opened.content // standard NIP-17 (Amethyst, 0xchat …)
+        } else if case let .privateMessage(m)?? = try? EmbeddedPacket.decode(opened.content)?.payload {
+            text = m.content // a bitchat app's private message
+        }
+        guard let text, !text.isEmpty, text.utf8.count <= Self.maxRequestText, age >= -configuration.skew, age <= configuration.rumorMaxAge else {
+            outbox.append(.rejected("a private message from \(npub), not a contact, that is no text to show (or too long, or too old): refused"))
+            outbox.append(.opened(wrapID: wrapID))
+            return
+        }
+        outbox.append(.request(StrangerMessage(publicKey: opened.sender, text: text, createdAt: opened.createdAt, wrapID: wrapID)))
+    }
+
     private mutating func open(_ wrap: NostrEvent, relay: String, now: Millis) {
         statistics.received += 1
         // The cheap checks first; the ID is remembered only once the signature
@@ -520,13 +565,12 @@ public struct NostrClientCore: Sendable {
             return
         }
         _ = seenWraps.insert(wrap.id)
-        // Kept after what it carried is out (a crash in between shows it twice, never loses it).
-        defer { outbox.append(.opened(wrapID: wrap.id)) }
         guard let peer = byKey[opened.sender] else {
-            statistics.strangers += 1
-            outbox.append(.rejected("a private message from \(Bech32.npub((try? [UInt8](hex: opened.sender)) ?? [])), not a favourite: not shown"))
+            stranger(opened, wrapID: wrap.id, now: seconds)
             return
         }
+        // Kept after what it carried is out (a crash in between shows it twice, never loses it).
+        defer { outbox.append(.opened(wrapID: wrap.id)) }
         let age = seconds - opened.createdAt
         guard age >= -configuration.skew, age <= configuration.rumorMaxAge else {
             statistics.stale += 1

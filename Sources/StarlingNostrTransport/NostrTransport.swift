@@ -66,6 +66,8 @@ public final class NostrTransport: MailboxTransport, Sendable {
         case bridge(NostrEvent)
         /// A courier drop for a recipient tag followed (``followDrops(tags:)``), unchecked.
         case drop(NostrEvent)
+        /// A private message from someone who is not a contact: a request (docs/NOSTR.md, "Requests").
+        case request(NostrClientCore.StrangerMessage)
     }
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
@@ -132,6 +134,10 @@ public final class NostrTransport: MailboxTransport, Sendable {
     }
 
     /// Follows a mesh bridge's cells on every relay (its events come as ``ChannelEvent/bridge(_:)``).
+    /// Keeps these gift wraps as opened (a request answered: accepted or blocked), so
+    /// that relays' copies are not shown again after a restart.
+    public func markOpened(_ wrapIDs: [String]) async { await pool.markOpened(wrapIDs) }
+
     public func followBridge(cells: [String]) async {
         await pool.followBridge(cells: cells)
     }
@@ -194,6 +200,8 @@ extension NostrTransport {
         /// Keeps a taken wrap's ID on disk, before its payload goes to the node.
         /// A write that fails is logged: the ID is still deduplicated in memory,
         /// so the cost is at most one message shown again after a restart.
+        func markOpened(_ ids: [String]) { for id in ids { remember(id) } }
+
         private func remember(_ id: String) {
             guard let file = options.openedFile else { return }
             let capacity = options.core.dedupCapacity
@@ -316,6 +324,7 @@ extension NostrTransport {
                 case let .presence(g, key): channels.yield(.presence(geohash: g, publicKey: key))
                 case let .bridgeEvent(e): channels.yield(.bridge(e))
                 case let .dropEvent(e): channels.yield(.drop(e))
+                case let .request(m): channels.yield(.request(m))
                 case let .rejected(why):
                     logger.info("nostr: refused", metadata: ["why": "\(why)"])
                 case let .opened(id):

@@ -398,8 +398,8 @@ actor ChatScreen {
             } else {
                 say("[\(Self.clock(UInt64(m.createdAt) * 1000))] <\(nick) @#\(m.geohash)> \(DisplayText.clean(m.text))")
             }
-        case .presence, .bridge, .drop:
-            break // a bridge's events are the node's to check: shown as bridgedMessage
+        case .presence, .bridge, .drop, .request:
+            break // a bridge's events are the node's to check (shown as bridgedMessage); requests come as .request
         case let .failed(why):
             say("! a location channel message was not sent: \(why)")
         }

@@ -61,6 +61,26 @@ extension ChatScreen {
             await board(Array(words.dropFirst()))
         case "/group", "/g":
             await group(Array(words.dropFirst()))
+        case "/accept" where words.count > 1 && words[1].hasPrefix("npub1"):
+            // A stranger's request over Nostr (a file offer is named otherwise).
+            guard words.count == 3 else { say("usage: /accept NPUB NAME (the name they get here)"); return true }
+            do {
+                try await client.acceptRequest(words[1], name: words[2])
+                say("* \(DisplayText.clean(words[2])) (\(words[1].prefix(16))…) is a contact: /msg \(DisplayText.clean(words[2])) TEXT answers over Nostr")
+            } catch { say("! \(error)") }
+        case "/block" where words.count > 1 && words[1].hasPrefix("npub1"):
+            do {
+                try await client.blockRequest(words[1])
+                say("* \(words[1].prefix(16))… blocked: nothing from them is shown")
+            } catch { say("! \(error)") }
+        case "/requests":
+            let waiting = await ask([]) { try await client.requests() }
+            if waiting.isEmpty { say("* no requests: nobody who is not a contact has written over Nostr") }
+            for r in waiting {
+                say("* \(r.npub), \(r.messages.count) message\(r.messages.count == 1 ? "" : "s"):")
+                for m in r.messages { say("    \(DisplayText.clean(m.text))") }
+            }
+            if !waiting.isEmpty { say("  /accept NPUB NAME makes one a contact; /block NPUB refuses them") }
         case "/accept", "/decline":
             await answerOffer(accept: words[0] == "/accept", words.count > 1 ? words[1...].joined(separator: " ") : nil)
         case "/status":

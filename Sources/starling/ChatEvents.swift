@@ -96,9 +96,20 @@ extension ChatScreen {
             await showHistory(burst)
         case let .channel(e):
             showChannel(e)
+        case let .request(r):
+            showRequest(r)
         case let .node(e):
             await show(e)
         }
+    }
+
+    /// A stranger's message over Nostr: shown as a request, with what to do about it.
+    func showRequest(_ r: StrangerRequest) {
+        guard let m = r.messages.last else { return }
+        let first = r.messages.count == 1
+        say("* \(r.npub) (not a contact) writes over Nostr: \(DisplayText.clean(m.text))"
+            + (first ? "\n  /accept \(r.npub) NAME makes them a contact (their messages go to your conversation); /block \(r.npub) refuses them"
+                     : "  (\(r.messages.count) waiting; /requests)"))
     }
 
     /// Our message, shown in its conversation with its first mark.

@@ -18,7 +18,7 @@ final class FullScreen: @unchecked Sendable {
         let window: String
     }
 
-    static let commands = ["/msg", "/query", "/win", "/close", "/who", "/send", "/files", "/accept", "/decline", "/verify", "/block", "/unblock",
+    static let commands = ["/msg", "/query", "/win", "/close", "/who", "/send", "/files", "/accept", "/decline", "/requests", "/verify", "/block", "/unblock",
                            "/fav", "/unfav", "/nick", "/status", "/stats", "/ping", "/contacts", "/history", "/lock", "/group", "/board",
                            "/unlock", "/clear", "/help", "/leave", "/quit", "/panic"]
 

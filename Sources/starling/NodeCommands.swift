@@ -209,6 +209,17 @@ struct EventPrinter: Sendable {
                 say("* \(name) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), "
                     + "who hand it on if they meet \(name) within 24 h; it waits here too, and goes directly when \(name) is here")
             }
+        case let .request(r):
+            guard let m = r.messages.last else { return }
+            if json {
+                let o: [String: Any] = ["event": "request", "npub": r.npub, "publicKey": r.publicKey, "text": m.text,
+                                        "createdAt": Int(m.createdAt), "waiting": r.messages.count]
+                let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
+                StandardOutput.write(data + Data("\n".utf8))
+            } else {
+                say("* \(r.npub) (not a contact) writes over Nostr: \(DisplayText.clean(m.text)) "
+                    + "(`starling contact add \(r.npub) --name NAME`, or /accept in `starling chat`)")
+            }
         case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress, .channel:
             return
         }

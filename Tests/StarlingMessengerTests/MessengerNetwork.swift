@@ -141,6 +141,9 @@ final class MessengerNetwork {
                 net.on(i) { $0.setOffMeshRoute(peer, via: "nostr", reachable: npub != nil, now: $1) }
             case .mailbox(.serverContact):
                 break
+            case let .mailbox(.nostrOpened(ids)):
+                while nostrOpened.count <= i { nostrOpened.append([]) }
+                nostrOpened[i] += ids
             case let .node(c):
                 while commands.count <= i { commands.append([]) }
                 commands[i].append(c)
@@ -184,6 +187,8 @@ final class MessengerNetwork {
 
     /// The node commands the messenger gave (every one since the start).
     var commands: [[MessengerCore.NodeCommand]] = []
+    /// Gift wraps each messenger said to keep as opened (requests answered).
+    var nostrOpened: [[String]] = []
 
     func state(_ i: Int, of id: UserID) -> MessageState? {
         stores[i].messages.values.flatMap { $0 }.first { $0.id == id }?.progress?.state

@@ -220,6 +220,43 @@ struct Pair {
         #expect(restarted.statistics.duplicates == 1 && !restarted.takeOutputs().contains { if case .received = $0 { true } else { false } })
     }
 
+    /// A stranger's text (standard NIP-17, or a bitchat app's) is a request:
+    /// handed on, and not kept as opened (relays bring it again after a restart
+    /// until the person answers); a contact's is received and kept (the control);
+    /// a stranger's text too long or too old is refused and kept as opened.
+    @Test func aStrangersTextIsARequestNotKeptAsOpened() throws {
+        var pair = try Pair()
+        pair.cores[1].relayUp(pair.url, now: pair.now)
+        _ = pair.cores[1].takeOutputs()
+        let carol = Secp256k1.PrivateKey.random()
+        let seconds = Int64(pair.now / 1000)
+        let plain = try GiftWrap.wrap("hello from Amethyst", from: carol, to: pair.cores[1].publicKeyHex, variant: .standard, now: seconds)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(plain.json)]", from: pair.url, now: pair.now)
+        var outs = pair.cores[1].takeOutputs()
+        #expect(outs == [.request(.init(publicKey: carol.publicKey.hexString, text: "hello from Amethyst", createdAt: outs.compactMap {
+            if case let .request(m) = $0 { m.createdAt } else { nil } }.first ?? 0, wrapID: plain.id))], "\(outs)")
+        #expect(!outs.contains(.opened(wrapID: plain.id)))
+        #expect(pair.cores[1].statistics.strangers == 1)
+        // A bitchat app's private message from a stranger: its text.
+        let embedded = try EmbeddedPacket.encode(.init(senderID: PeerID(bytes: [9, 9, 9, 9, 9, 9, 9, 9])!, recipientID: pair.cores[1].meshPeerID,
+                                                       timestamp: UInt64(pair.now), payload: .privateMessage(PrivateMessage(messageID: "M1", content: "from an app"))))
+        let app = try GiftWrap.wrap(embedded, from: carol, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: seconds)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(app.json)]", from: pair.url, now: pair.now)
+        outs = pair.cores[1].takeOutputs()
+        #expect(outs.contains { if case let .request(m) = $0 { m.text == "from an app" && m.wrapID == app.id } else { false } }, "\(outs)")
+        // Too long: refused, and kept as opened (never shown, never brought again).
+        let long = try GiftWrap.wrap(String(repeating: "x", count: NostrClientCore.maxRequestText + 1), from: carol,
+                                     to: pair.cores[1].publicKeyHex, variant: .standard, now: seconds)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(long.json)]", from: pair.url, now: pair.now)
+        outs = pair.cores[1].takeOutputs()
+        #expect(outs.contains(.opened(wrapID: long.id)) && !outs.contains { if case .request = $0 { true } else { false } }, "\(outs)")
+        // The control: a contact's message is received and kept as opened.
+        let real = try GiftWrap.wrap("from a contact", from: pair.cores[0].key, to: pair.cores[1].publicKeyHex, variant: .bitchat, now: seconds)
+        pair.cores[1].receive("[\"EVENT\",\"starling-dm\",\(real.json)]", from: pair.url, now: pair.now)
+        outs = pair.cores[1].takeOutputs()
+        #expect(outs.contains(.opened(wrapID: real.id)) && outs.contains { if case .received = $0 { true } else { false } }, "\(outs)")
+    }
+
     @Test func sendsWaitForARelayThenFailWithWordsAndRefusalsFailToo() throws {
         var pair = try Pair()
         let msg = NoisePayload.privateMessage(PrivateMessage(messageID: "Q", content: "queued"))
