@@ -1,4 +1,5 @@
 import Foundation
+import StarlingMessengerAPI
 import StarlingNostr
 import StarlingWire
 import StarlingTestSupport
@@ -312,6 +313,85 @@ import Glibc
         let alicePublic = try Secp256k1.PrivateKey(bytes: try [UInt8](hex: aliceKey)).publicKey.hexString
         #expect(message["sender"] as? String == alicePublic, "\(message)")
         #expect(inbox.count == 1, "\(inbox)")
+    }
+
+    /// A stranger who writes to our npub (nostr-sdk, as Amethyst would) is a
+    /// request on the page (issue 52 item 7: opened and dropped without a
+    /// trace): carol accepted under a name (her message in her conversation),
+    /// mallory blocked (never shown again, and carol's next message is, the
+    /// control); after a restart nothing answered comes back, and dave, who
+    /// was not answered, does.
+    @Test func aStrangersMessageIsARequestToAcceptOrBlockOnThePage() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps --test")
+        let (relay, relayPort, _) = try await Self.relay()
+        defer { relay.stop() }
+        let (proxy, proxyPort) = try await Self.socks()
+        defer { proxy.stop() }
+        let nostr = ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"]
+        let dir = ContactCommandTests.temporaryDirectory("web-requests")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var ann = try WebProcessTests.web(dir, name: "ann", nostr)
+        defer { ann.stop() }
+        var link = try await WebProcessTests.link(ann)
+        func api(_ link: String) throws -> APIClient {
+            let base = try #require(URL(string: String(link.prefix { $0 != "#" })))
+            return APIClient(host: try #require(base.host), port: try #require(base.port), token: String(try #require(link.split(separator: "=").last)))
+        }
+        let status = try #require(try await api(link).get("/v1/status") as? [String: Any])
+        let annKey = try Bech32.publicKey(npub: try #require(status["npub"] as? String)).hexString
+        func write(_ secret: Secp256k1.PrivateKey, _ text: String) async throws {
+            let request = try JSONSerialization.data(withJSONObject: ["op": "publish", "secret": secret.bytes.hexString, "to": annKey,
+                                                                      "content": text, "relay": "ws://127.0.0.1:\(relayPort)"])
+            let out = try await PythonEnvironment.run("nostr_reference.py", input: request + Data("\n".utf8))
+            #expect(out.contains("\"accepted\": true"), "\(out)")
+        }
+        func requests(_ link: String) async throws -> [String] {
+            ((try await api(link).get("/v1/requests")) as? [[String: Any]] ?? []).compactMap { $0["npub"] as? String }
+        }
+        let carol = Secp256k1.PrivateKey.random(), mallory = Secp256k1.PrivateKey.random(), dave = Secp256k1.PrivateKey.random()
+        let (carolNpub, malloryNpub, daveNpub) = (Bech32.npub(carol.publicKey), Bech32.npub(mallory.publicKey), Bech32.npub(dave.publicKey))
+        try await write(carol, "hello ann, carol here")
+        try await write(mallory, "click here")
+        var waiting: [String] = []
+        for _ in 0..<300 where Set(waiting) != [carolNpub, malloryNpub] {
+            waiting = try await requests(link)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(Set(waiting) == [carolNpub, malloryNpub], "\(waiting)\n\(ann.text.suffix(2_000))")
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let page = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_requests.py").path,
+                                                   [link, carolNpub, malloryNpub, shots.appendingPathComponent("web-requests.png").path], seconds: 180)
+        #expect(page.contains("ok   her message is in her conversation") && !page.contains("FAIL"), "\(page)")
+        // Mallory again, then carol (a contact now) and dave: carol's is shown, dave's is a request, mallory's nothing.
+        try await write(mallory, "click here, again")
+        try await write(carol, "carol's second")
+        try await write(dave, "dave, unanswered")
+        let conversations = { () async throws -> [[String: Any]] in (try await api(link).get("/v1/conversations")) as? [[String: Any]] ?? [] }
+        var carolsConversation: String?
+        var now: [String] = []
+        for _ in 0..<300 where carolsConversation == nil || !now.contains(daveNpub) {
+            carolsConversation = try await conversations().first { $0["name"] as? String == "carol" && (($0["last"] as? [String: Any])?["text"] as? String) == "carol's second" }?["id"] as? String
+            now = try await requests(link)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(carolsConversation != nil, "carol's second message, in her conversation")
+        #expect(now == [daveNpub], "mallory is blocked: \(now)")
+        // A restart: what was answered stays answered; dave's request comes back from the relay.
+        ann.stop()
+        #expect(await ann.waitForExit(seconds: 30) != nil)
+        ann = try WebProcessTests.web(dir, name: "ann", nostr)
+        link = try await WebProcessTests.link(ann)
+        now = []
+        for _ in 0..<300 where now != [daveNpub] {
+            now = (try? await requests(link)) ?? []
+            if now == [daveNpub] { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(now == [daveNpub], "after a restart: \(now)")
+        let id = try #require(carolsConversation)
+        let history = (try await api(link).get("/v1/conversations/\(id)/messages")) as? [[String: Any]] ?? []
+        #expect(history.compactMap { $0["text"] as? String } == ["hello ann, carol here", "carol's second"], "each once: \(history)")
     }
 
     /// Issue 41, the gateway's downlink with real parts: ben speaks in

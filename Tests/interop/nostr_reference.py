@@ -6,6 +6,9 @@ Reads JSON lines on stdin, writes one JSON line per request:
   {"op": "wrap", "secret": HEX, "to": HEX, "content": STR}    -> {"wrap": EVENT_JSON}
   {"op": "inbox", "secret": HEX, "db": PATH}                   -> {"messages": [{"sender", "content", "kind"}]}
      (every gift wrap a nostr-relay stored in its SQLite database that these keys open)
+  {"op": "publish", "secret": HEX, "to": HEX, "content": STR, "relay": WS_URL}
+                                                               -> {"id": WRAP_ID, "accepted": BOOL}
+     (a standard NIP-17 message, as Amethyst or 0xchat send one, published to the relay on loopback)
 """
 import json
 import sqlite3
@@ -34,6 +37,13 @@ for line in sys.stdin:
             rumor = gift.rumor()
             opened.append({"sender": gift.sender().to_hex(), "content": rumor.content(), "kind": rumor.kind().as_u16()})
         print(json.dumps({"messages": opened}))
+    elif req["op"] == "publish":
+        from websockets.sync.client import connect
+        event = n.nip17_make_private_msg(keys, n.PublicKey.parse(req["to"]), req["content"])
+        with connect(req["relay"], open_timeout=10, close_timeout=2) as ws:
+            ws.send(json.dumps(["EVENT", json.loads(event.as_json())]))
+            answer = json.loads(ws.recv(timeout=10))
+        print(json.dumps({"id": event.id().to_hex(), "accepted": bool(answer[0] == "OK" and answer[2])}))
     elif req["op"] == "wrap":
         event = n.nip17_make_private_msg(keys, n.PublicKey.parse(req["to"]), req["content"])
         print(json.dumps({"wrap": event.as_json()}))

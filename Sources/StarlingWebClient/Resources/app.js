@@ -458,6 +458,38 @@ async function takeGroupMessage(e) {
   render();
 }
 
+// MARK: Requests (strangers over Nostr; docs/NOSTR.md, "Requests")
+
+async function refreshRequests() {
+  let waiting;
+  try { waiting = await api("/v1/requests"); } catch (e) { return; }
+  const ul = document.getElementById("requests");
+  ul.replaceChildren();
+  document.getElementById("requests-panel").hidden = !waiting.length;
+  for (const r of waiting) {
+    const short = r.npub.slice(0, 16) + "…";
+    const name = el("input", { autocomplete: "off", spellcheck: "false", "aria-label": `A name for ${short}`, placeholder: "a name for them" });
+    const li = el("li", { class: "request" },
+      el("code", { text: short, title: r.npub }),
+      el("ul", {}, ...r.messages.map((m) => el("li", { text: m.text }))),
+      el("form", { class: "request-actions", on: { submit: (ev) => { ev.preventDefault(); answerRequest(r.npub, name.value.trim()); } } },
+        name,
+        el("button", { type: "submit", text: "Accept", "aria-label": `Accept ${short}` }),
+        el("button", { type: "button", class: "danger", text: "Block", "aria-label": `Block ${short}`, on: { click: () => answerRequest(r.npub, null) } })));
+    ul.append(li);
+  }
+}
+
+async function answerRequest(npub, name) {
+  if (name === "") { say("give them a name first (it is how they are shown here)"); return; }
+  try {
+    await api(`/v1/requests/${encodeURIComponent(npub)}/${name === null ? "block" : "accept"}`, name === null ? {} : { name });
+    say("");
+  } catch (e) { say(e.message); }
+  await refreshRequests();
+  await refreshConversations();
+}
+
 // MARK: Files
 
 function renderFile(li, m) {
@@ -739,6 +771,10 @@ function take(e) {
     }
     case "groupMessage":
       takeGroupMessage(e);
+      break;
+    case "request":
+      notify(`A message from ${e.npub.slice(0, 16)}… (not a contact)`, e.text);
+      refreshRequests();
       break;
     case "group":
       // Joined, left, a member in or out: the list and the roster follow.
@@ -1026,6 +1062,7 @@ async function start() {
   refreshStately();
   refreshNotices();
   refreshContacts();
+  refreshRequests();
   showCard();
   follow();
   // States age out without an event of their own for each: the board is read again every 10 s.
