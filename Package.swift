@@ -219,7 +219,7 @@ let targets: [Target] = [
         name: "StarlingMessengerAPI",
         dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
-                       .product(name: "Hummingbird", package: "hummingbird"),
+                       .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                        .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -234,22 +234,21 @@ public final class APIServer: Sendable {
         try Uploads.clear(configuration.directory.appendingPathComponent("files/outgoing"), keeping: uploads.keptAtStart)
         let router = makeRouter()
         let info = infoPath, token = configuration.token, socket = socketPath, bound = self.bound
-        let tcp = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: configuration.port),
-                                                                   serverName: "starling"),
-                              onServerRunning: { channel in
-                                  let port = channel.localAddress?.port ?? 0
-                                  do {
-                                      try Self.writeInfo(path: info, port: port, socket: socket, token: token)
-                                  } catch {
-                                      logger.error("api.json could not be written: \(error)")
-                                  }
-                                  await bound.set(port)
-                              }, logger: logger)
-        let unix = Application(router: makeRouter(), configuration: .init(address: .unixDomainSocket(path: socket), serverName: "starling"),
-                               onServerRunning: { _ in
-                                   // Only this user may connect.
-                                   chmod(socket, 0o600)
-                               }, logger: logger)
+        let tcp = QuietHTTPService(responder: router.buildResponder(), address: .hostname("127.0.0.1", port: configuration.port),
+                                   serverName: "starling", logger: logger) { channel in
+            let port = channel.localAddress?.port ?? 0
+            do {
+                try Self.writeInfo(path: info, port: port, socket: socket, token: token)
+            } catch {
+                logger.error("api.json could not be written: \(error)")
+            }
+            await bound.set(port)
+        }
+        let unix = QuietHTTPService(responder: makeRouter().buildResponder(), address: .unixDomainSocket(path: socket),
+                                    serverName: "starling", logger: logger) { _ in
+            // Only this user may connect.
+            chmod(socket, 0o600)
+        }
         return [tcp, unix]
     }
 

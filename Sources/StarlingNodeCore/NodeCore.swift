@@ -556,6 +556,7 @@ public struct NodeCore: Sendable {
         router.linkUp(link, maxFrame: maxFrame ?? configuration.maxFrame, now: now)
         performStately(stately.linkUp(link))
         announce(now: now)
+        nextHousekeeping = min(nextHousekeeping, now + configuration.housekeepingInterval)
     }
 
     /// A link went down (the transport says so).
@@ -1896,7 +1897,8 @@ public struct NodeCore: Sendable {
         if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
         if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
-            nextHousekeeping = now + configuration.housekeepingInterval
+            // Alone (no link), the chores wait 5 times longer: an idle node wakes less (issue 52).
+            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 5 : 1)
             housekeeping(now: now)
         }
         if now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }

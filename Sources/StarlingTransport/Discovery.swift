@@ -17,6 +17,8 @@ public enum Discovery {
     public static let magic: [UInt8] = Array("SHLO".utf8)
     public static let version: UInt8 = 1
     public static let helloInterval: UInt64 = 2_000
+    /// A node with no link says hello on the rendezvous ports every this many intervals (16 s).
+    public static let idleHelloEvery = 8
 
     /// "SHLO" ‖ version 0x01 ‖ peer ID (8 bytes) = 13 bytes.
     public static func hello(from peer: PeerID) -> [UInt8] {

@@ -122,11 +122,14 @@ public final class UDPTransport: Transport, @unchecked Sendable {
                     self.handle(bytes, from: from)
                 }
             },
-            // Hellos: now, then every 2 s.
+            // Hellos: now, then every 2 s; alone (no link), the rendezvous ports' only every
+            // 8th time (16 s): a newcomer's own hellos find us, and our answer goes at once (admit).
             Task { [weak self] in
+                var tick = 0
                 while !Task.isCancelled {
                     guard let self else { return }
-                    self.sendHellos()
+                    self.sendHellos(rendezvous: tick % Discovery.idleHelloEvery == 0 || self.linkCount > 0)
+                    tick += 1
                     try? await Task.sleep(for: .milliseconds(Discovery.helloInterval))
                 }
             },
@@ -142,9 +145,9 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         lock.withLock { self.tasks = tasks }
     }
 
-    private func sendHellos() {
+    private func sendHellos(rendezvous: Bool = true) {
         let hello = Discovery.hello(from: localPeer)
-        if options.discovery {
+        if options.discovery, rendezvous {
             for p in Discovery.rendezvousPorts where p != port { socket.send(hello, to: .loopback(p)) }
         }
         for a in options.peers { socket.send(hello, to: a) }
@@ -176,7 +179,12 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         switch Channel.of(bytes) {
         case .hello:
             guard let from = Discovery.parseHello(bytes), from != localPeer else { return } // our own, looped back
-            if let key = admit(address) { continuation.yield(.heard(key)) }
+            let known = isLinked(address) != nil
+            if let key = admit(address) {
+                continuation.yield(.heard(key))
+                // A newcomer: answered at once, whatever our pace while alone.
+                if !known { socket.send(Discovery.hello(from: localPeer), to: address) }
+            }
         case .stately:
             let packet = Channel.statelyPacket(bytes)
             guard let key = isLinked(address) ?? ((try? StatePacket(decoding: packet)) != nil ? admit(address) : nil) else {
