@@ -496,20 +496,22 @@ struct Relay: AsyncParsableCommand, ServerAlias {
         let runner = Task { await n.run(until: deadline) }
         let messenger = session.messenger
         let taking = Task { await messenger.run() }
+        // Each line as it happens, unbuffered (a relay's output is a pipe or a journal more often than a terminal).
+        func say(_ line: String) { StandardOutput.write(Data((line + "\n").utf8)) }
         for await event in messenger.events {
             switch event {
-            case let .node(.notice(text)): print(text)
-            case let .node(.started(port, peerID, nickname)): print("relaying as \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
-            case let .node(.linkUp(a)): print("link up \(a)")
-            case let .node(.linkDown(a)): print("link down \(a)")
-            case let .notSaved(text), let .warning(text): print("! \(text)")
+            case let .node(.notice(text)): say(text)
+            case let .node(.started(port, peerID, nickname)): say("relaying as \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? ""))
+            case let .node(.linkUp(a)): say("link up \(a)")
+            case let .node(.linkDown(a)): say("link down \(a)")
+            case let .notSaved(text), let .warning(text): say("! \(text)")
             default: break
             }
         }
         await runner.value
         await taking.value
         let s = await n.statistics
-        print("relayed \(s.relaysExecuted) of \(s.received) packets; \(s.duplicatesBlocked) duplicates blocked")
+        say("relayed \(s.relaysExecuted) of \(s.received) packets; \(s.duplicatesBlocked) duplicates blocked")
     }
 }
 

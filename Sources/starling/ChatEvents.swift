@@ -241,7 +241,8 @@ extension ChatScreen {
                 if mention { screen.ring() }
             } else {
                 let line = "[\(Self.clock())] <\(await display(from))>\(via) \(clean)"
-                say(mention ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
+                // A bell and bold only for a terminal: plain lines to a pipe or a file stay plain.
+                say(mention && isatty(STDOUT_FILENO) == 1 ? "\u{7}\u{1B}[1m\(line)\u{1B}[0m" : line)
             }
         case let .boardPost(entry, _, _):
             let post = entry.post, line = EventPrinter.boardLine(entry)

@@ -1,0 +1,372 @@
+import Foundation
+import StarlingTestSupport
+import StarlingWire
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// README.md as a test (issue 52, "the README as a test"): each example that
+/// runs on one machine is read from README.md and run as written, in a network
+/// namespace of its own with a home directory per person, so that README cannot
+/// drift from the program again. What is substituted, and only that:
+///
+/// - `scripts/run` is the built `starling` (RunScriptTests checks that
+///   `scripts/run` runs it), put first on PATH as `starling`;
+/// - placeholders a reader fills in (`3f1c…(64 hex digits)`, `yaok://…`,
+///   `npub1…`, `K7QF2M9X`) get the value the other person printed;
+/// - `relay.example.org` is the namespace's own hosts entry for 127.0.0.1;
+/// - a command README leaves running (`&`, "until Ctrl-C") is stopped by the test;
+/// - a question README answers at a terminal ("y marks bob ✓", restore's) is
+///   answered with `--yes` (the test has no terminal), a PIN by `STARLING_NEW_PIN`.
+///
+/// Output README shows is compared line by line, loosely where it is the
+/// machine's (hex, numbers, paths: ``Readme/matches(_:_:)``).
+enum Readme {
+    static let text: String = {
+        (try? String(contentsOf: PythonEnvironment.root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
+    }()
+
+    /// The lines of the fenced block holding `needle` (empty when none does: the test says so).
+    static func block(containing needle: String) -> [String] {
+        var blocks: [[String]] = [], current: [String]?
+        for line in text.components(separatedBy: "\n") {
+            if line.hasPrefix("```") {
+                if let c = current { blocks.append(c); current = nil } else { current = [] }
+            } else if current != nil {
+                current!.append(line)
+            }
+        }
+        return blocks.first { $0.contains { $0.contains(needle) } } ?? []
+    }
+
+    /// A `$ ` line's command: its comment cut, continuation lines joined, `scripts/run` the command.
+    static func commands(_ block: [String]) -> [String] {
+        var out: [String] = [], pending: String?
+        for line in block {
+            var l = line
+            if pending != nil { l = pending! + " " + l.trimmingCharacters(in: .whitespaces); pending = nil } else {
+                guard l.hasPrefix("$ ") else { continue }
+                l.removeFirst(2)
+            }
+            if l.hasSuffix("\\") { pending = String(l.dropLast()).trimmingCharacters(in: .whitespaces); continue }
+            out.append(uncommented(l).replacingOccurrences(of: "scripts/run ", with: "starling "))
+        }
+        return out
+    }
+
+    /// The command with its trailing `# comment` (two spaces or more before it) cut, outside quotes.
+    static func uncommented(_ line: String) -> String {
+        var quote: Character?, spaces = 0, cut = line.endIndex
+        for i in line.indices {
+            let c = line[i]
+            if let q = quote { if c == q { quote = nil } ; spaces = 0; continue }
+            if c == "'" || c == "\"" { quote = c; spaces = 0; continue }
+            if c == "#", spaces >= 2 { cut = i; break }
+            spaces = c == " " ? spaces + 1 : 0
+        }
+        return String(line[..<cut]).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The output README shows after the `$ ` line holding `needle`, up to the next `$ ` line.
+    static func shown(after needle: String, in block: [String]) -> [String] {
+        guard let i = block.firstIndex(where: { $0.hasPrefix("$ ") && $0.contains(needle) }) else { return [] }
+        return Array(block[(i + 1)...].prefix { !$0.hasPrefix("$ ") }).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+    }
+
+    /// Whether an output line is what README shows: literally, except hex runs (6 or
+    /// more), numbers and `…` (anything), and README's home `/home/you` for ours.
+    static func matches(_ shown: String, _ actual: String, home: String) -> Bool {
+        var pattern = "^"
+        var i = shown.startIndex
+        let s = shown.replacingOccurrences(of: "/home/you", with: home)
+        i = s.startIndex
+        while i < s.endIndex {
+            let rest = s[i...]
+            if rest.hasPrefix("…") { pattern += ".*"; i = s.index(after: i); continue }
+            // A key printed in groups of four hex digits, or a bech32 npub.
+            let atWordStart = i == s.startIndex || s[s.index(before: i)] == " "
+            if atWordStart, let run = rest.prefixMatch(of: /[0-9a-f]{4}(?= |$)/) {
+                pattern += "[0-9a-f]{4}"
+                i = run.range.upperBound
+                continue
+            }
+            if atWordStart, let run = rest.prefixMatch(of: /npub1[02-9ac-hj-np-z]{58}/) {
+                pattern += "npub1[02-9ac-hj-np-z]{58}"
+                i = run.range.upperBound
+                continue
+            }
+            if let run = rest.prefixMatch(of: /[0-9a-f]{6,}/) {
+                pattern += "[0-9a-f]+"
+                i = run.range.upperBound
+                continue
+            }
+            if let run = rest.prefixMatch(of: /[0-9]+/) {
+                pattern += "[0-9]+"
+                i = run.range.upperBound
+                continue
+            }
+            pattern += NSRegularExpression.escapedPattern(for: String(s[i]))
+            i = s.index(after: i)
+        }
+        pattern += "$"
+        return actual.range(of: pattern, options: .regularExpression) != nil
+    }
+
+    /// Every line README shows appears in `output`, in order.
+    static func showsAsREADME(_ shown: [String], _ output: String, home: String) -> [String] {
+        var lines = output.components(separatedBy: "\n")[...]
+        var missing: [String] = []
+        for s in shown {
+            if let i = lines.firstIndex(where: { matches(s, $0, home: home) }) { lines = lines[(i + 1)...] } else { missing.append(s) }
+        }
+        return missing
+    }
+}
+
+/// One README example's world: a network namespace with loopback up, a home per
+/// person, `starling` first on PATH, and the hosts file README's names need.
+final class ReadmeWorld: @unchecked Sendable {
+    let namespace: BulkProcessTests.Namespace
+    let root: String
+    let bin: String
+
+    init(_ name: String) throws {
+        namespace = try BulkProcessTests.Namespace(name)
+        root = ContactCommandTests.temporaryDirectory("readme-\(name)")
+        bin = root + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bin + "/starling", withDestinationPath: StarlingProcess.executable.path)
+        // README's server name, for this namespace only (ip netns exec bind-mounts it over /etc/hosts).
+        let etc = "/etc/netns/\(namespace.name)"
+        try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+        try "127.0.0.1 localhost relay.example.org\n".write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace.name)")
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// A person's home (made on first use): README's `~`, and `~/.local/share/starling` in it.
+    func home(_ person: String) -> String {
+        let h = root + "/" + person
+        try? FileManager.default.createDirectory(atPath: h, withIntermediateDirectories: true)
+        return h
+    }
+
+    private func argv(_ command: String, as person: String, environment: [String: String]) -> [String] {
+        let env = ["HOME=\(home(person))", "PATH=\(bin):/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"]
+            + environment.map { "\($0.key)=\($0.value)" }.sorted()
+        return ["/usr/sbin/ip", "netns", "exec", namespace.name, "/usr/bin/env", "-i"] + env
+            + ["/bin/bash", "-c", "cd \"$HOME\" && " + command]
+    }
+
+    /// Runs a command line as `person` (in their home) to its end.
+    func run(_ command: String, as person: String, environment: [String: String] = [:], input: String? = nil,
+             seconds: Double = 60) async throws -> StarlingProcess.Result {
+        let a = argv(command, as: person, environment: environment)
+        return try await StarlingProcess.run(executable: URL(fileURLWithPath: a[0]), Array(a.dropFirst()), stdin: input.map { Data($0.utf8) },
+                                             seconds: seconds)
+    }
+
+    /// Starts a command line as `person` that runs until stopped (README's `&`, or a window of its own).
+    func start(_ command: String, as person: String, environment: [String: String] = [:]) throws -> LiveProcess {
+        let p = LiveProcess.unstarted(argv("exec " + command, as: person, environment: environment))
+        try p.start()
+        return p
+    }
+}
+
+@Suite(.serialized, .usesProcesses) struct ReadmeTests {
+    /// "Show (and on first run create) this node's identity": `id --name alice`
+    /// prints what README shows; `id --seal` seals it; `id --json` is for scripts.
+    @Test func theIdentityExample() async throws {
+        let block = Readme.block(containing: "run id --name alice")
+        let commands = Readme.commands(block)
+        #expect(commands == ["starling id --name alice", "starling id --seal", "starling id --json"], "README's id block changed: \(commands)")
+        guard commands.count == 3 else { return }
+        let world = try ReadmeWorld("rmid")
+        let home = world.home("alice")
+        let first = try await world.run(commands[0], as: "alice")
+        #expect(first.status == 0, "\(first.stderr)")
+        let shown = Readme.shown(after: "id --name alice", in: block)
+        #expect(shown.count >= 8, "README shows the output: \(shown)")
+        let missing = Readme.showsAsREADME(shown, first.stdout + first.stderr, home: home)
+        #expect(missing.isEmpty, "README shows lines `id --name alice` does not print: \(missing)\n--- printed:\n\(first.stdout)\(first.stderr)")
+        let passphrase = ["STARLING_PASSPHRASE": "a long passphrase"]
+        let sealed = try await world.run(commands[1], as: "alice", environment: passphrase)
+        #expect(sealed.status == 0, "\(sealed.stdout)\(sealed.stderr)")
+        let json = try await world.run(commands[2], as: "alice", environment: passphrase)
+        let object = try ContactCommandTests.json(json.stdout)
+        #expect(object["sealed"] as? Bool == true && object["nickname"] as? String == "alice", "\(json.stdout)\(json.stderr)")
+        // The control: without the passphrase a sealed key is refused, in words.
+        let refused = try await world.run(commands[2], as: "alice")
+        #expect(refused.status == 1 && refused.stderr.contains("passphrase"), "\(refused.stdout)\(refused.stderr)")
+    }
+
+    /// "Decode a packet": the four `inspect` lines, the first one's output as README shows it, byte for byte.
+    @Test func theInspectExamples() async throws {
+        let block = Readme.block(containing: "run inspect 0102070000019aaaac26")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 4, "\(commands)")
+        guard commands.count == 4 else { return }
+        let world = try ReadmeWorld("rmins")
+        let home = world.home("you")
+        let hex = String(commands[0].split(separator: " ").last ?? "")
+        // capture.bin: the same packet as bytes (what `xxd -p capture.bin` reads back).
+        try Data(try [UInt8](hex: hex)).write(to: URL(fileURLWithPath: home + "/capture.bin"))
+        let text = try await world.run(commands[0], as: "you")
+        let shown = Readme.shown(after: "inspect 0102070000019aaaac26", in: block)
+        #expect(text.status == 0 && text.stdout.components(separatedBy: "\n").filter { !$0.isEmpty } == shown,
+                "README shows:\n\(shown.joined(separator: "\n"))\nprinted:\n\(text.stdout)\(text.stderr)")
+        let json = try await world.run(commands[1], as: "you")
+        let decoded = try ContactCommandTests.json(json.stdout)
+        #expect(json.status == 0 && (decoded["packet"] as? [String: Any])?["message"] as? String == "hello", "\(json.stdout)\(json.stderr)")
+        let binary = try await world.run(commands[2], as: "you")
+        #expect(binary.status == 0 && binary.stdout == text.stdout, "\(binary.stdout)\(binary.stderr)")
+        let plaintext = try await world.run(commands[3], as: "you")
+        #expect(plaintext.status == 0 && plaintext.stdout.contains("\"hi\""), "\(plaintext.stdout)\(plaintext.stderr)")
+        // "Malformed input names the field and the offset": README's example, as shown.
+        let bad = Readme.block(containing: "run inspect 0102070000019aaaac2600000005a1b2\n")
+        let badBlock = bad.isEmpty ? Readme.block(containing: "malformed packet") : bad
+        let badCommands = Readme.commands(badBlock)
+        #expect(badCommands.count == 1, "\(badCommands)")
+        if let c = badCommands.first {
+            let r = try await world.run(c, as: "you")
+            let expected = Readme.shown(after: "inspect", in: badBlock)
+            #expect(r.status == 1 && r.stderr.components(separatedBy: "\n").filter { !$0.isEmpty } == expected, "\(expected) vs \(r.stderr)")
+        }
+    }
+
+    /// The matcher's own controls: machine values match loosely, words do not.
+    @Test func theMatcherIsLooseOnlyWhereTheMachineDecides() {
+        #expect(Readme.matches("fingerprint: d786 db92 2a17 4d6a", "fingerprint: f4f7 1025 ed43 2e96", home: "/h"))
+        #expect(Readme.matches("* you are alice (447062c1a447544b) on 127.0.0.1:47371", "* you are alice (0123456789abcdef) on 127.0.0.1:47372", home: "/h"))
+        #expect(Readme.matches("key file:    /home/you/.local/x", "key file:    /h/.local/x", home: "/h"))
+        #expect(!Readme.matches("nickname:    alice", "nickname:    bob", home: "/h"))
+        #expect(!Readme.matches("* bob joined (direct)", "* bob joined (2 hops)", home: "/h"))
+        #expect(Readme.uncommented("starling send --to bob \"a  # b\"   # the comment") == "starling send --to bob \"a  # b\"")
+    }
+
+    /// The plain chat: two windows (README's terminal 1 and 2), the lines typed as
+    /// README types them, and what README shows alice's window print.
+    @Test func theChatExample() async throws {
+        let block = Readme.block(containing: "--name alice --data-dir /tmp/alice")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 2, "\(commands)")
+        guard commands.count == 2 else { return }
+        let world = try ReadmeWorld("rmchat")
+        // (/tmp/bob and /tmp/alice: this example's own, not the machine's.)
+        let own = { (c: String) in c.replacingOccurrences(of: "/tmp/", with: world.root + "/tmp-") }
+        let bob = try world.start(own(commands[0]), as: "bob")
+        defer { bob.stop() }
+        #expect(await bob.waitForText("* you are bob"), "\(bob.text)")
+        try Data(repeating: 0xAB, count: 30_000).write(to: URL(fileURLWithPath: world.home("alice") + "/photo.jpg"))
+        let alice = try world.start(own(commands[1]), as: "alice")
+        defer { alice.stop() }
+        let shown = Readme.shown(after: "--name alice --data-dir /tmp/alice", in: block)
+        let typed = shown.filter { $0.contains("←") }.map { String($0[..<$0.range(of: "←")!.lowerBound]).trimmingCharacters(in: .whitespaces) }
+        #expect(typed == ["hello bob", "/msg bob psst", "/send bob ~/photo.jpg"], "README's typed lines: \(typed)")
+        let printed = shown.filter { !$0.contains("←") && !$0.hasPrefix("/who") }
+        #expect(await alice.waitForText("* bob joined (direct)"), "\(alice.text)")
+        for line in typed {
+            alice.type(line)
+            if line.hasPrefix("/msg") { #expect(await alice.waitForText("· to bob: read", seconds: 60), "\(alice.text)") }
+        }
+        #expect(await bob.waitForText("<alice> hello bob"), "\(bob.text)")
+        #expect(await bob.waitForText("photo.jpg", seconds: 60) && bob.text.contains("saved to"), "\(bob.text)")
+        let missing = Readme.showsAsREADME(printed, alice.text, home: world.home("alice"))
+        #expect(missing.isEmpty, "README shows lines alice's window did not print: \(missing)\n--- printed:\n\(alice.text)")
+    }
+
+    /// The board: a post from the command line, seen by a listener as README's grep shows.
+    @Test func theBoardExample() async throws {
+        let block = Readme.block(containing: "send --board --urgent --days 2")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 2, "\(commands)")
+        guard commands.count == 2 else { return }
+        let world = try ReadmeWorld("rmboard")
+        _ = try await world.run("starling id --name bob", as: "bob")
+        // (grep prints when the listen ends: README's Ctrl-C, here after 12 s.)
+        let listener = try world.start("timeout -s INT 12 " + commands[1], as: "bob")
+        defer { listener.stop() }
+        try await Task.sleep(for: .seconds(1)) // (bob's node up before alice comes: she posts once and goes)
+        let posted = try await world.run(commands[0], as: "alice", seconds: 60)
+        #expect(posted.status == 0 && posted.stdout.contains("* posted on the board for 2 days: water at gate 2"), "\(posted.stdout)\(posted.stderr)")
+        #expect(await listener.waitForText("\"text\":\"water at gate 2\"", seconds: 40), "\(listener.text)")
+        #expect(listener.text.contains("\"urgent\":true") && listener.text.contains("\"event\":\"board\""), "\(listener.text)")
+    }
+
+    /// Everyday commands: `listen --json` and `send --to bob "text"` meet with no
+    /// configuration; `relay` relays; `relay --favorite` takes the fingerprint `id --json` prints.
+    @Test func theListenSendAndRelayExample() async throws {
+        let block = Readme.block(containing: "run send --to bob \"text\"")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 4, "\(commands)")
+        guard commands.count == 4 else { return }
+        let world = try ReadmeWorld("rmsend")
+        let made = try await world.run("starling id --name bob --json", as: "bob")
+        let bobFingerprint = try #require(try ContactCommandTests.json(made.stdout)["fingerprint"] as? String)
+        let bob = try world.start(commands[0], as: "bob")
+        defer { bob.stop() }
+        #expect(await bob.waitFor { $0["event"] as? String == "started" } != nil, "\(bob.text)")
+        let relay = try world.start(commands[2], as: "relay")
+        defer { relay.stop() }
+        #expect(await relay.waitForText("relaying as"), "\(relay.text)")
+        let sent = try await world.run(commands[1], as: "alice", seconds: 60)
+        #expect(sent.status == 0 && sent.stdout.contains("delivered"), "\(sent.stdout)\(sent.stderr)")
+        #expect(await bob.waitFor { $0["event"] as? String == "privateMessage" && $0["text"] as? String == "text" } != nil, "\(bob.text)")
+        // `relay --favorite 3f1c…(64 hex digits)`: bob's fingerprint, as `id --json` printed it.
+        let favourite = commands[3].replacingOccurrences(of: #"3f1c…\(64 hex digits\)"#, with: bobFingerprint, options: .regularExpression)
+        #expect(favourite != commands[3], "README's placeholder changed: \(commands[3])")
+        relay.stop()
+        let keeper = try world.start(favourite, as: "relay")
+        defer { keeper.stop() }
+        #expect(await keeper.waitForText("relaying as"), "\(keeper.text)")
+        #expect(keeper.process.isRunning, "\(keeper.text)")
+    }
+
+    /// Contacts: the card as text and as a picture, added both ways, an npub,
+    /// the safety number confirmed, the list, a PIN, a backup and a restore.
+    @Test func theContactsExample() async throws {
+        let block = Readme.block(containing: "run contact qr --png me.png")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 8, "\(commands)")
+        guard commands.count == 8 else { return }
+        let world = try ReadmeWorld("rmcontact")
+        for who in ["alice", "bob", "carol"] { _ = try await world.run("starling id --name \(who)", as: who) }
+        let qr = try await world.run(commands[0], as: "bob")
+        let link = try #require(qr.stdout.split(separator: "\n").map(String.init).first { $0.contains("yaok://contact?") }?
+            .split(separator: " ").first { $0.hasPrefix("yaok://") }, "\(qr.stdout)")
+        let png = try await world.run(commands[1], as: "bob")
+        #expect(png.status == 0 && FileManager.default.fileExists(atPath: world.home("bob") + "/me.png"), "\(png.stdout)\(png.stderr)")
+        // `contact add 'yaok://…'` with bob's link; the comment's `--image bob.png` with his picture.
+        let add = commands[2].replacingOccurrences(of: #"'yaok://contact\?v=1&d=[^']*'"#, with: "'\(link)'", options: .regularExpression)
+        #expect(add != commands[2])
+        let added = try await world.run(add, as: "alice")
+        #expect(added.status == 0 && Readme.showsAsREADME(Readme.shown(after: "contact add 'yaok", in: block), added.stdout, home: "").isEmpty,
+                "\(added.stdout)\(added.stderr)")
+        try FileManager.default.copyItem(atPath: world.home("bob") + "/me.png", toPath: world.home("dave") + "/bob.png")
+        _ = try await world.run("starling id --name dave", as: "dave")
+        let byImage = try await world.run("starling contact add --image bob.png", as: "dave")
+        #expect(byImage.status == 0 && byImage.stdout.contains("added bob"), "\(byImage.stdout)\(byImage.stderr)")
+        let carol = try ContactCommandTests.json(try await world.run("starling id --json", as: "carol").stdout)
+        let npub = try #require(carol["npub"] as? String)
+        let byNpub = try await world.run(commands[3].replacingOccurrences(of: "npub1…", with: npub), as: "alice")
+        #expect(byNpub.status == 0 && byNpub.stdout.contains("carol"), "\(byNpub.stdout)\(byNpub.stderr)")
+        // `contact verify bob`: "y marks bob ✓" at a terminal; here, with no terminal, --yes says it.
+        let verified = try await world.run(commands[4] + " --yes", as: "alice")
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        let list = try await world.run(commands[5], as: "alice")
+        let missing = Readme.showsAsREADME(Readme.shown(after: "contact list", in: block), list.stdout, home: "")
+        #expect(missing.isEmpty, "README shows: \(missing)\n--- printed:\n\(list.stdout)")
+        let pin = try await world.run(commands[6], as: "alice", environment: ["STARLING_NEW_PIN": "482913"])
+        #expect(pin.status == 0, "\(pin.stdout)\(pin.stderr)")
+        // `backup; restore`: restore asks before it replaces the store; with no terminal, --yes.
+        let backup = try await world.run(commands[7] + " --yes", as: "alice", environment: ["STARLING_PIN": "482913"])
+        #expect(backup.status == 0 && backup.stdout.contains("backed up to"), "\(backup.stdout)\(backup.stderr)")
+        let after = try await world.run(commands[5], as: "alice", environment: ["STARLING_PIN": "482913"])
+        #expect(after.stdout.contains("bob ✓") && after.stdout.contains("carol"), "the contacts after the restore: \(after.stdout)\(after.stderr)")
+    }
+}
