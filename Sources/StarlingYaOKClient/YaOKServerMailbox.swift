@@ -94,7 +94,12 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
     let identity: Identity
     let userID: UserID
 
-    public init(client: YaOKClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName) {
+    /// The server as the person named it: "relay.example.org:41641 (203.0.113.7:41641)" for a
+    /// host name, the address alone for an address.
+    public let shownAs: String
+
+    public init(client: YaOKClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName, shownAs: String? = nil) {
+        self.shownAs = shownAs ?? client.server.description
         self.client = client
         self.identity = identity
         self.userID = userID
@@ -183,7 +188,7 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
         switch event {
         case .registered:
             for peer in await state.setRegistered(true) { continuation.yield(.reachable(peer, true)) }
-            continuation.yield(.notice("registered with the Ya OK server \(client.server)"))
+            continuation.yield(.notice("registered with the Ya OK server \(shownAs)"))
             registrationsContinuation.yield(true)
         case let .queued(id, online):
             if let t = await state.ticket(id) {
@@ -204,11 +209,11 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
             continuation.yield(.notice("the Ya OK server: \(why)"))
         case .lost:
             for peer in await state.setRegistered(false) { continuation.yield(.reachable(peer, false)) }
-            continuation.yield(.notice("lost the Ya OK server \(client.server): no answer for \(Self.seconds(client.configuration.lostAfter + client.configuration.lastPingWait)) s; "
+            continuation.yield(.notice("lost the Ya OK server \(shownAs): no answer for \(Self.seconds(client.configuration.lostAfter + client.configuration.lastPingWait)) s; "
                                        + "registering again (messages wait for it)"))
             registrationsContinuation.yield(false)
         case .unreachable:
-            continuation.yield(.notice("the Ya OK server \(client.server) does not answer: trying again, at most a minute apart "
+            continuation.yield(.notice("the Ya OK server \(shownAs) does not answer: trying again, at most a minute apart "
                                        + "(is it running, and is the address right?)"))
         case .relayReceipt:
             break // the recipient's own sealed delivered receipt says more, and is what counts

@@ -773,7 +773,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
             }
         }
         if case let .queued(online)? = said {
-            line("* queued at the relay \(server?.client.server.description ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
+            line("* queued at the relay \(server?.shownAs ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
                  ["event": "queued", "via": "yaok-server", "messageID": id, "online": online])
         }
         switch outcome {
@@ -787,7 +787,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
             throw ExitCode(1)
         case nil:
             let why = server == nil ? "\(name) is not on the mesh and no --server was given"
-                                    : "the relay \(server!.client.server) did not answer within \(Self.format(max(linger ?? 10, wait ?? 0))) s"
+                                    : "the relay \(server!.shownAs) did not answer within \(Self.format(max(linger ?? 10, wait ?? 0))) s"
             line("! \(why); the message is kept and sent again later", ["event": "kept", "reason": why, "messageID": id])
             throw ExitCode(1)
         }

@@ -97,7 +97,8 @@ struct NodeSession {
                 do { address = try UDPAddress.resolving(text) } catch { throw RuntimeFailure("the Ya OK server \(error)") }
                 let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
                                              configuration: background ? .background : .init())
-                let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID())
+                let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID(),
+                                          shownAs: UDPAddress(text) != nil ? address.description : "\(text) (\(address))")
                 options.mailboxes.append(s)
                 server = s
             }

@@ -33,7 +33,7 @@ import Testing
         let node = try LiveProcess(["listen", "--json", "--no-discovery", "--port", "0", "--duration", "30",
                                     "--data-dir", ContactCommandTests.temporaryDirectory("by-name"), "--server", "LOCALHOST:\(port)"])
         defer { node.stop() }
-        #expect(await node.waitForText("registered with the Ya OK server 127.0.0.1:\(port)", seconds: 60), "\(node.text)")
+        #expect(await node.waitForText("registered with the Ya OK server LOCALHOST:\(port) (127.0.0.1:\(port))", seconds: 60), "\(node.text)")
         // A name that is no host name is a usage error (64), said with what is expected.
         let bad = try await StarlingProcess.run(["listen", "--data-dir", dbDir, "--server", "bad_host:1"])
         #expect(bad.status == 64 && bad.stderr.contains("a host name or an IPv4 address"), "\(bad.stderr)")

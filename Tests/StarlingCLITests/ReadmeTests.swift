@@ -369,4 +369,111 @@ final class ReadmeWorld: @unchecked Sendable {
         let after = try await world.run(commands[5], as: "alice", environment: ["STARLING_PIN": "482913"])
         #expect(after.stdout.contains("bob ✓") && after.stdout.contains("carol"), "the contacts after the restore: \(after.stdout)\(after.stderr)")
     }
+
+    /// The value of `key=` in README's ini block holding `needle`, with the
+    /// machine's paths made this example's (`/usr/local/bin/starling`, `%h/bin/starling`
+    /// are the built one; `/var/lib/starling` a directory of the example's).
+    static func execStart(_ needle: String, _ world: ReadmeWorld) -> String? {
+        Readme.block(containing: needle).first { $0.hasPrefix("ExecStart=") }.map {
+            String($0.dropFirst("ExecStart=".count))
+                .replacingOccurrences(of: "/usr/local/bin/starling", with: "starling")
+                .replacingOccurrences(of: "%h/bin/starling", with: "starling")
+                .replacingOccurrences(of: "/var/lib/starling", with: world.home("operator") + "/var")
+        }
+    }
+
+    /// Two people who are each other's contacts (README's contacts block, done before).
+    static func contacts(_ world: ReadmeWorld, _ a: String, _ b: String) async throws {
+        for who in [a, b] { _ = try await world.run("starling id --name \(who)", as: who) }
+        for (from, to) in [(a, b), (b, a)] {
+            let card = try ContactCommandTests.json(try await world.run("starling contact qr --json", as: from).stdout)
+            let uri = try #require(card["uri"] as? String)
+            let added = try await world.run("starling contact add '\(uri)'", as: to)
+            #expect(added.status == 0, "\(added.stdout)\(added.stderr)")
+        }
+    }
+
+    /// The Ya OK server: run as README's unit runs it (with its metrics), bob
+    /// registers once, alice's message waits for him at `relay.example.org` (the
+    /// namespace's name for 127.0.0.1), and bob takes it when he listens again.
+    @Test func theServerExample() async throws {
+        let block = Readme.block(containing: "send --server relay.example.org:41641")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 3, "\(commands)")
+        guard commands.count == 3 else { return }
+        let world = try ReadmeWorld("rmsrv")
+        try FileManager.default.createDirectory(atPath: world.home("operator") + "/var", withIntermediateDirectories: true)
+        let unit = try #require(Self.execStart("Ya OK relay server", world), "README's relay-server unit")
+        let server = try world.start(unit, as: "operator")
+        defer { server.stop() }
+        #expect(await server.waitForText("relay server on 0.0.0.0:41641"), "\(server.text)")
+        try await Self.contacts(world, "alice", "bob")
+        // Bob registers once ("bob runs with --server once … to register").
+        let first = try world.start(commands[1], as: "bob")
+        #expect(await first.waitForText("registered with the Ya OK server relay.example.org:41641 (127.0.0.1:41641)", seconds: 60), "\(first.text)")
+        first.stop()
+        let sent = try await world.run(commands[0], as: "alice", seconds: 90)
+        let shownSent = Readme.shown(after: "send --server relay.example.org", in: block)
+        #expect(sent.status == 0 && Readme.showsAsREADME(shownSent, sent.stdout, home: "").isEmpty,
+                "README shows \(shownSent)\n--- printed:\n\(sent.stdout)\(sent.stderr)")
+        let back = try world.start(commands[1], as: "bob")
+        defer { back.stop() }
+        let shownTaken = Readme.shown(after: "listen --server relay.example.org", in: block)
+        #expect(shownTaken.count == 1)
+        if let line = shownTaken.first { #expect(await back.waitForText(line, seconds: 60), "\(back.text)") }
+        let metrics = try await world.run("curl -s http://127.0.0.1:9464/metrics", as: "operator")
+        #expect(metrics.stdout.contains("starling_relay_"), "\(metrics.stdout.prefix(500))\(metrics.stderr)")
+    }
+
+    /// The daemon: `daemon --name alice &`, then `send`, `listen --json` and the curl
+    /// line through it, word for word; a user unit's ExecStart stops within its 10 s.
+    @Test func theDaemonExample() async throws {
+        let block = Readme.block(containing: "run daemon --name alice &")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 5, "\(commands)")
+        guard commands.count == 5 else { return }
+        let world = try ReadmeWorld("rmdaemon")
+        _ = try await world.run("starling id --name bob", as: "bob")
+        let bob = try world.start("starling listen --json", as: "bob")
+        defer { bob.stop() }
+        #expect(commands[0].hasSuffix(" &"))
+        let daemon = try world.start(String(commands[0].dropLast(2)), as: "alice")
+        defer { daemon.stop() }
+        let shown = Readme.shown(after: "daemon --name alice &", in: block)
+        #expect(await daemon.waitForText("daemon: alice"), "\(daemon.text)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(Readme.showsAsREADME(shown, daemon.text, home: "").isEmpty, "README shows \(shown)\n--- printed:\n\(daemon.text)")
+        let events = try world.start("timeout -s INT 30 " + commands[3], as: "alice")
+        defer { events.stop() }
+        let sent = try await world.run(commands[2], as: "alice", seconds: 60)
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(await bob.waitFor { $0["text"] as? String == "through the daemon" } != nil, "\(bob.text)")
+        #expect(await events.waitFor { $0["seq"] != nil } != nil, "the daemon's events, resumable: \(events.text)")
+        let curl = try await world.run(commands[4], as: "alice")
+        let list = try JSONSerialization.jsonObject(with: Data(curl.stdout.utf8)) as? [[String: Any]]
+        #expect(list?.contains { $0["name"] as? String == "bob" } == true, "\(curl.stdout)\(curl.stderr)")
+        // The user unit: a daemon of its own, stopped by SIGTERM within TimeoutStopSec=10.
+        let unit = try #require(Self.execStart("Starling node and messenger", world))
+        let pi = try world.start(unit, as: "pi")
+        #expect(await pi.waitForText("daemon: kitchen-pi"), "\(pi.text)")
+        kill(pi.process.processIdentifier, SIGTERM)
+        #expect(await pi.waitForExit(seconds: 10) != nil, "\(pi.text)")
+    }
+
+    /// `starling web --name alice` prints the link README shows, and the page answers at it.
+    @Test func theWebExample() async throws {
+        let block = Readme.block(containing: "run web --name alice")
+        let commands = Readme.commands(block)
+        #expect(commands == ["starling web --name alice"], "\(commands)")
+        let world = try ReadmeWorld("rmweb")
+        let web = try world.start(commands[0], as: "alice")
+        defer { web.stop() }
+        #expect(await web.waitForText("web: open http://127.0.0.1:"), "\(web.text)")
+        try await Task.sleep(for: .milliseconds(300))
+        let shown = Readme.shown(after: "run web --name alice", in: block)
+        #expect(Readme.showsAsREADME(shown, web.text, home: "").isEmpty, "README shows \(shown)\n--- printed:\n\(web.text)")
+        let link = try #require(web.text.split(separator: "\n").first { $0.hasPrefix("web: open ") }.map { String($0.dropFirst("web: open ".count)) })
+        let page = try await world.run("curl -s -o /dev/null -w '%{http_code}' '\(link.prefix { $0 != "#" })'", as: "alice")
+        #expect(page.stdout == "200", "\(page.stdout)\(page.stderr)")
+    }
 }
