@@ -476,4 +476,119 @@ final class ReadmeWorld: @unchecked Sendable {
         let page = try await world.run("curl -s -o /dev/null -w '%{http_code}' '\(link.prefix { $0 != "#" })'", as: "alice")
         #expect(page.stdout == "200", "\(page.stdout)\(page.stderr)")
     }
+
+    /// Stately: a state set, watched, an SOS raised and cleared by typing "clear",
+    /// and a family's state read only with the family's --group (the control: the family).
+    @Test func theStatusExample() async throws {
+        let block = Readme.block(containing: "run status set working")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 4, "\(commands)")
+        guard commands.count == 4 else { return }
+        let world = try ReadmeWorld("rmstatus")
+        for who in ["alice", "carol", "dave", "erin", "fay"] { _ = try await world.run("starling id --name \(who)", as: who) }
+        let watch = try world.start(commands[2], as: "carol")
+        defer { watch.stop() }
+        let family = try world.start(commands[2] + " --group \"our family\"", as: "fay")
+        defer { family.stop() }
+        let working = try world.start(commands[0], as: "alice")
+        defer { working.stop() }
+        #expect(await working.waitForText("Working"), "\(working.text)")
+        #expect(await watch.waitForText("alice"), "\(watch.text)")
+        #expect(watch.text.contains("working") || watch.text.contains("Working"), "\(watch.text)")
+        let sos = try world.start(commands[1], as: "dave")
+        defer { sos.stop() }
+        #expect(await watch.waitForText("SOS"), "\(watch.text)")
+        sos.type("clear")
+        #expect(await sos.waitForText("* SOS cleared"), "\(sos.text)")
+        #expect(await sos.waitForExit(seconds: 30) == 0, "\(sos.text)")
+        let busy = try world.start(commands[3], as: "erin")
+        defer { busy.stop() }
+        #expect(await family.waitForText("erin", seconds: 30) && family.text.lowercased().contains("busy"), "the family reads it: \(family.text)")
+        try await Task.sleep(for: .seconds(2))
+        #expect(!watch.text.contains("erin"), "only the family reads it: \(watch.text)")
+    }
+
+    /// WiFiSet: README's networks file, a secured device, a scan, a provisioning
+    /// with the code the device printed and the password asked for, the status after.
+    @Test func theWiFiExample() async throws {
+        let block = Readme.block(containing: "run wifi device --networks networks.json")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 4, "\(commands)")
+        guard commands.count == 4 else { return }
+        let networks = Readme.block(containing: "\"password\": \"correct horse\"")
+        #expect(networks.count == 4, "README's networks file: \(networks)")
+        let world = try ReadmeWorld("rmwifi")
+        for who in ["device", "phone"] {
+            try networks.joined(separator: "\n").write(toFile: world.home(who) + "/networks.json", atomically: true, encoding: .utf8)
+        }
+        let device = try world.start(commands[0], as: "device")
+        defer { device.stop() }
+        #expect(await device.waitForText("* proof of possession: "), "\(device.text)")
+        let code = try #require(device.text.split(separator: "\n").first { $0.hasPrefix("* proof of possession: ") }?
+            .dropFirst("* proof of possession: ".count).prefix(8))
+        let scan = try await world.run(commands[1], as: "phone")
+        #expect(scan.status == 0 && scan.stdout.contains("Home") && scan.stdout.contains("Cafe"), "\(scan.stdout)\(scan.stderr)")
+        // `--pop K7QF2M9X`: the code this device printed; "asks the password": given as README's file has it.
+        let provision = commands[2].replacingOccurrences(of: "K7QF2M9X", with: String(code))
+        #expect(provision != commands[2], "README's code placeholder changed: \(commands[2])")
+        let joined = try await world.run(provision, as: "phone", environment: ["STARLING_WIFI_PASSWORD": "correct horse"])
+        #expect(joined.status == 0 && joined.stdout.contains("connected to Home"), "\(joined.stdout)\(joined.stderr)")
+        let status = try await world.run(commands[3], as: "phone")
+        #expect(status.stdout.contains("connected to Home"), "\(status.stdout)\(status.stderr)")
+        // The control: the wrong password is refused, and the device keeps Home.
+        let wrong = try await world.run(provision, as: "phone", environment: ["STARLING_WIFI_PASSWORD": "wrong horse"])
+        #expect(wrong.status == 1 && wrong.stdout.contains("keeping Home, which worked"), "\(wrong.stdout)\(wrong.stderr)")
+    }
+
+    /// Groups: made in the chat with bob and carol, a line, dave invited and removed
+    /// (as README's chat commands), then `send --to-group` and the listener's grep.
+    @Test func theGroupsExample() async throws {
+        let block = Readme.block(containing: "/group create crew bob carol")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 2, "\(commands)")
+        guard commands.count == 2 else { return }
+        let typed = block.filter { !$0.hasPrefix("$ ") }.flatMap { line -> [String] in
+            let said = line.range(of: "←").map { String(line[..<$0.lowerBound]) } ?? line
+            return said.components(separatedBy: "    /").map { ($0.hasPrefix("/") ? $0 : "/" + $0).trimmingCharacters(in: .whitespaces) }
+        }.filter { $0.count > 1 }
+        #expect(typed == ["/group create crew bob carol", "/group say crew meet at the bridge", "/group invite crew dave",
+                          "/group remove crew dave", "/group leave crew"], "README's group lines: \(typed)")
+        guard typed.count == 5 else { return }
+        let world = try ReadmeWorld("rmgroup")
+        for who in ["alice", "bob", "carol", "dave"] { _ = try await world.run("starling id --name \(who)", as: who) }
+        let members = try ["bob", "carol", "dave"].map { try world.start("starling listen --json", as: $0) }
+        defer { for m in members { m.stop() } }
+        let alice = try world.start("starling chat --plain", as: "alice")
+        defer { alice.stop() }
+        #expect(await alice.waitForText("dave joined"), "\(alice.text)")
+        alice.type(typed[0])
+        #expect(await alice.waitForText("you made crew: alice, bob, carol"), "\(alice.text)")
+        alice.type(typed[1])
+        #expect(await members[0].waitFor { $0["event"] as? String == "groupMessage" && $0["text"] as? String == "meet at the bridge" } != nil, "\(members[0].text)")
+        alice.type(typed[2])
+        #expect(await alice.waitForText("dave invited to crew"), "\(alice.text)")
+        alice.type(typed[3])
+        #expect(await alice.waitForText("dave removed from crew"), "\(alice.text)")
+        alice.type("/quit")
+        #expect(await alice.waitForExit(seconds: 30) == 0, "\(alice.text)")
+        // bob's listen becomes README's grep, for as long as the send takes (README's Ctrl-C: here 15 s).
+        members[0].stop()
+        let grep = try world.start("timeout -s INT 15 " + commands[1], as: "bob")
+        defer { grep.stop() }
+        try await Task.sleep(for: .seconds(1))
+        let sent = try await world.run(commands[0], as: "alice", seconds: 60)
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(await members[1].waitFor { $0["event"] as? String == "groupMessage" && $0["text"] as? String == "from the command line" } != nil,
+                "carol: \(members[1].text)")
+        #expect(await grep.waitForExit(seconds: 30) != nil)
+        #expect(grep.text.contains("\"event\":\"groupMessage\"") && grep.text.contains("\"text\":\"from the command line\"")
+                && grep.text.contains("\"group\":\"crew\""), "bob's grep: \(grep.text)")
+        // And leaving: alice's chat again, /group leave crew.
+        let again = try world.start("starling chat --plain", as: "alice")
+        defer { again.stop() }
+        #expect(await again.waitForText("in 1 group"), "\(again.text)")
+        again.type(typed[4])
+        again.type("/group")
+        #expect(await again.waitForText("you are in no group"), "\(again.text)")
+    }
 }
