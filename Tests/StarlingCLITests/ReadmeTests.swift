@@ -591,4 +591,55 @@ final class ReadmeWorld: @unchecked Sendable {
         again.type("/group")
         #expect(await again.waitForText("you are in no group"), "\(again.text)")
     }
+
+    /// Files: bob `listen`s, alice sends ~/maps/region.mbtiles (5 MB here: too large
+    /// for the mesh, so over the network with no flag); a chat with `--accept-up-to 50`
+    /// asks about a larger one, and `/accept` takes it.
+    @Test func theFilesExample() async throws {
+        let block = Readme.block(containing: "send --to bob --file ~/maps/region.mbtiles")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 3, "\(commands)")
+        guard commands.count == 3 else { return }
+        let world = try ReadmeWorld("rmfiles")
+        for who in ["alice", "bob"] { _ = try await world.run("starling id --name \(who)", as: who) }
+        try FileManager.default.createDirectory(atPath: world.home("alice") + "/maps", withIntermediateDirectories: true)
+        var bytes = [UInt8](repeating: 0, count: 5_000_000)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 7) }
+        try Data(bytes).write(to: URL(fileURLWithPath: world.home("alice") + "/maps/region.mbtiles"))
+        let bob = try world.start(commands[0], as: "bob")
+        defer { bob.stop() }
+        #expect(await bob.waitForText("bob"), "\(bob.text)")
+        let sent = try await world.run(commands[1], as: "alice", seconds: 120)
+        #expect(sent.status == 0 && sent.stdout.contains("bob saved region.mbtiles"), "\(sent.stdout)\(sent.stderr)")
+        let saved = world.home("bob") + "/.local/share/starling/files/incoming/region.mbtiles"
+        #expect(FileManager.default.contents(atPath: saved) == Data(bytes), "the same bytes at \(saved)")
+        bob.stop()
+        // `chat --accept-up-to 50`: a 51 MiB file is asked about; /accept takes it.
+        let chat = try world.start(commands[2], as: "bob")
+        defer { chat.stop() }
+        #expect(await chat.waitForText("* you are bob"), "\(chat.text)")
+        try Data(count: 51 << 20).write(to: URL(fileURLWithPath: world.home("alice") + "/maps/large.bin"))
+        let large = Task { try await world.run("starling send --to bob --file ~/maps/large.bin", as: "alice", seconds: 120) }
+        #expect(await chat.waitForText("offers large.bin", seconds: 60), "\(chat.text)")
+        chat.type("/accept")
+        let done = try await large.value
+        #expect(done.status == 0 && done.stdout.contains("bob saved large.bin"), "\(done.stdout)\(done.stderr)\n\(chat.text.suffix(800))")
+    }
+
+    /// The simulator lines that take seconds (the two scenarios README runs on 100 and
+    /// 300 nodes take minutes on a debug build: SimCommandTests runs them smaller).
+    @Test func theSimulatorExamples() async throws {
+        let block = Readme.block(containing: "run sim --nodes 300 --degree 8 --loss 0.05")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 6, "\(commands)")
+        let world = try ReadmeWorld("rmsim")
+        // README runs them from the repository (its docs/scenarios).
+        _ = try await world.run("ln -s '\(PythonEnvironment.root.appendingPathComponent("docs").path)' docs", as: "you")
+        for command in commands where !command.contains("--scenario") {
+            let r = try await world.run(command, as: "you", seconds: 240)
+            #expect(r.status == 0 && !r.stdout.isEmpty, "\(command): \(r.stdout.suffix(300))\(r.stderr)")
+            if command.contains("--plot mesh.svg") { #expect(FileManager.default.fileExists(atPath: world.home("you") + "/mesh.svg")) }
+            if command.contains("--json") { #expect((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) != nil, "\(r.stdout.prefix(300))") }
+        }
+    }
 }
