@@ -642,4 +642,24 @@ final class ReadmeWorld: @unchecked Sendable {
             if command.contains("--json") { #expect((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) != nil, "\(r.stdout.prefix(300))") }
         }
     }
+
+    /// Bluetooth LE: the chat on the first adapter and a relay on another, over
+    /// bluezoo (BlueZ's D-Bus API, two virtual adapters), as written: loopback discovery
+    /// links them too, and the relay's `link up ble …` says the Bluetooth link is there.
+    @Test func theBluetoothExample() async throws {
+        let block = Readme.block(containing: "run relay --ble --adapter hci1")
+        let commands = Readme.commands(block)
+        #expect(commands.count == 2, "\(commands)")
+        guard commands.count == 2 else { return }
+        let zoo = try await MockBlueZ.started(adapters: 2)
+        let world = try ReadmeWorld("rmble")
+        let bus = ["DBUS_SYSTEM_BUS_ADDRESS": zoo.bus.address]
+        let relay = try world.start(commands[1], as: "pi", environment: bus)
+        defer { relay.stop() }
+        #expect(await relay.waitForText("relaying as"), "\(relay.text)")
+        let alice = try world.start(commands[0], as: "alice", environment: bus)
+        defer { alice.stop() }
+        #expect(await alice.waitForText("joined (direct)", seconds: 60), "alice:\n\(alice.text)\nrelay:\n\(relay.text)\nbluezoo:\n\(zoo.logText.suffix(2_000))")
+        #expect(await relay.waitForText("link up ble "), "\(relay.text)")
+    }
 }
