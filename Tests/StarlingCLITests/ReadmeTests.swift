@@ -662,4 +662,21 @@ final class ReadmeWorld: @unchecked Sendable {
         #expect(await alice.waitForText("joined (direct)", seconds: 60), "alice:\n\(alice.text)\nrelay:\n\(relay.text)\nbluezoo:\n\(zoo.logText.suffix(2_000))")
         #expect(await relay.waitForText("link up ble "), "\(relay.text)")
     }
+
+    /// The tree README draws: every folder and document it names is there, and every
+    /// module under Sources/ is named (a newcomer finds each room from README).
+    @Test func theLayoutREADMEDrawsIsTheTree() throws {
+        let block = Readme.block(containing: "Sources/StarlingWire/   bytes only")
+        let named = block.filter { !$0.hasPrefix(" ") }.compactMap { $0.split(separator: " ").first.map(String.init) }
+            .filter { $0.contains("/") || $0.hasSuffix(".md") }
+        #expect(named.count > 30, "\(named)")
+        let root = PythonEnvironment.root
+        for path in named {
+            #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path), "README names \(path), which is not there")
+        }
+        let modules = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources").path)
+            .filter { !$0.hasPrefix("C") || $0 == "CZlib" }
+        let unnamed = modules.filter { m in !named.contains { $0 == "Sources/\(m)/" } }
+        #expect(unnamed.isEmpty, "modules README's layout does not name: \(unnamed.sorted())")
+    }
 }
