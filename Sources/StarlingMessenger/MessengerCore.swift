@@ -135,7 +135,25 @@ public struct MessengerCore: Sendable {
     public internal(set) var requests = StrangerRequests()
 
     /// Contacts (Ya OK cards), by conversation ID (their user ID).
-    public private(set) var contacts: [UserID: ContactRecord] = [:]
+    public private(set) var contacts: [UserID: ContactRecord] = [:] {
+        didSet { reindexContacts(from: oldValue) }
+    }
+    /// Each contact's card, verified once when it came in (``ContactRecord/card``
+    /// verifies the signature on every read: a lookup by key over every contact cost a
+    /// signature check each, for every message; 1,100 contacts took minutes to add).
+    private var contactCards: [UserID: ContactCard] = [:]
+    private var contactByKey: [Fingerprint: UserID] = [:]
+
+    private mutating func reindexContacts(from old: [UserID: ContactRecord]) {
+        for id in old.keys where contacts[id] == nil {
+            if let f = contactCards.removeValue(forKey: id)?.meshFingerprint, contactByKey[f] == id { contactByKey[f] = nil }
+        }
+        for (id, r) in contacts where contactCards[id] == nil || old[id]?.cardBytes != r.cardBytes {
+            if let f = contactCards[id]?.meshFingerprint, contactByKey[f] == id { contactByKey[f] = nil }
+            contactCards[id] = r.card
+            if let f = contactCards[id]?.meshFingerprint { contactByKey[f] = id }
+        }
+    }
     /// Trust decisions and Nostr keys about mesh peers, by fingerprint.
     public private(set) var trust: [Fingerprint: TrustRecord] = [:]
     /// Conversations with peers who are not contacts, by ID.
@@ -231,19 +249,19 @@ public struct MessengerCore: Sendable {
 
     /// The contact whose card carries this Noise key.
     public func contact(for fingerprint: Fingerprint) -> ContactRecord? {
-        contacts.values.first { $0.card?.meshFingerprint == fingerprint }
+        contactByKey[fingerprint].flatMap { contacts[$0] }
     }
 
     /// The conversation a mesh peer's messages go in: its contact's, or its own.
     public func conversation(for fingerprint: Fingerprint) -> UserID {
-        contact(for: fingerprint)?.card?.userID ?? Self.conversationID(for: fingerprint)
+        contactByKey[fingerprint] ?? Self.conversationID(for: fingerprint)
     }
 
     /// The Noise static key of a conversation's peer, when known: its
     /// contact card's, or the one its conversation kept (each checked against
     /// the fingerprint it must hash to).
     public func noiseKey(of conversation: UserID) -> [UInt8]? {
-        if let card = contacts[conversation]?.card { return card.agreementKey }
+        if let card = contactCards[conversation] { return card.agreementKey }
         guard let r = peerConversations[conversation], let key = r.noiseKey, let f = Fingerprint(hex: r.fingerprint),
               Fingerprint(noiseStaticKey: key) == f else { return nil }
         return key
@@ -251,7 +269,7 @@ public struct MessengerCore: Sendable {
 
     /// The Noise key of a conversation.
     public func fingerprint(of conversation: UserID) -> Fingerprint? {
-        if let card = contacts[conversation]?.card { return card.meshFingerprint }
+        if let card = contactCards[conversation] { return card.meshFingerprint }
         return peerConversations[conversation].flatMap { Fingerprint(hex: $0.fingerprint) }
     }
 
@@ -265,13 +283,13 @@ public struct MessengerCore: Sendable {
     /// The fingerprint of a peer: its verified announce, else the session it opened.
     public func fingerprint(ofPeer peer: PeerID) -> Fingerprint? {
         peers[peer]?.fingerprint ?? sessions[peer] ?? trust.keys.first { $0.peerID == peer }
-            ?? contacts.values.compactMap(\.card?.meshFingerprint).first { $0.peerID == peer }
+            ?? contactByKey.keys.first { $0.peerID == peer }
             ?? peerConversations.values.compactMap { Fingerprint(hex: $0.fingerprint) }.first { $0.peerID == peer }
     }
 
     /// A conversation's name as shown: the contact's, the peer's announce, what was kept.
     public func name(of conversation: UserID) -> String {
-        if let card = contacts[conversation]?.card { return card.displayName }
+        if let card = contactCards[conversation] { return card.displayName }
         if let f = fingerprint(of: conversation), let info = peers.values.first(where: { $0.fingerprint == f }) { return info.nickname }
         if let r = peerConversations[conversation] { return r.nickname }
         return conversation.description.prefix(8).description
@@ -629,7 +647,7 @@ public struct MessengerCore: Sendable {
     public func displayName(_ peer: PeerID) -> String {
         if let info = peers[peer] { return info.nickname }
         if let f = fingerprint(ofPeer: peer) {
-            if let c = contact(for: f)?.card { return c.displayName }
+            if let c = contactByKey[f].flatMap({ contactCards[$0] }) { return c.displayName }
             if let n = trust[f]?.nickname { return n }
             if let r = peerConversations[Self.conversationID(for: f)] { return r.nickname }
         }
@@ -1144,8 +1162,8 @@ extension MessengerCore {
     public var contactList: [Contact] {
         var out: [Contact] = []
         var seen: Set<Fingerprint> = []
-        for r in contacts.values {
-            guard let card = r.card else { continue }
+        for id in contacts.keys {
+            guard let card = contactCards[id] else { continue }
             let f = card.meshFingerprint
             seen.insert(f)
             let t = trust[f]
