@@ -6,7 +6,7 @@ import StarlingTransport
 /// Kept in `settings.json` in the data directory (0600), read when a node
 /// starts on that directory; options given on the command line win over it.
 public struct NodeSettings: Codable, Sendable, Equatable {
-    /// The Ya OK server, HOST:PORT (a host name or an IPv4 address), or nil: none.
+    /// The Ya OK server, HOST:PORT (a host name, an IPv4 address or an IPv6 one in brackets), or nil: none.
     public var server: String?
     /// Mutual favourites out of mesh range are reached over Nostr.
     public var nostr: Bool
@@ -30,7 +30,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     /// Throws ``Invalid`` for an address that cannot be used.
     public func validate() throws {
         if let server, UDPAddress.hostAndPort(server) == nil {
-            throw Invalid(description: "server \(server): expected HOST:PORT (a host name or an IPv4 address), for example 192.168.1.20:7878")
+            throw Invalid(description: "server \(server): expected HOST:PORT (a host name, an IPv4 address or an IPv6 one in brackets), for example 192.168.1.20:7878")
         }
         let parts = proxy.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 253, let port = Int(parts[1]), (1...65_535).contains(port) else {

@@ -10,16 +10,35 @@ private let datagramSocket = SOCK_DGRAM
 private func closeDescriptor(_ fd: Int32) { _ = Darwin.close(fd) }
 #endif
 
-/// An IPv4 address and port.
+/// An IPv4 address and port; or an IPv6 one, for the servers a node talks
+/// to (the Ya OK server, the courier mailbox): the mesh's links are IPv4.
 public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
-    /// Host address in network byte order, as `in_addr.s_addr` holds it.
+    /// Host address in network byte order, as `in_addr.s_addr` holds it (0 for IPv6).
     public var host: UInt32
     public var port: UInt16
+    /// An IPv6 address's 16 bytes; nil for IPv4. An IPv4-mapped one (::ffff:a.b.c.d) is kept as IPv4.
+    public private(set) var ipv6: [UInt8]?
 
     public init(host: UInt32, port: UInt16) {
         self.host = host
         self.port = port
+        ipv6 = nil
     }
+
+    public init(ipv6 bytes: [UInt8], port: UInt16) {
+        precondition(bytes.count == 16)
+        self.port = port
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            host = UInt32(bytes[12]) | UInt32(bytes[13]) << 8 | UInt32(bytes[14]) << 16 | UInt32(bytes[15]) << 24
+            ipv6 = nil
+        } else {
+            host = 0
+            ipv6 = bytes
+        }
+    }
+
+    /// Every IPv6 interface (::), which takes IPv4 too (dual stack).
+    public static func anyIPv6(_ port: UInt16) -> UDPAddress { UDPAddress(ipv6: [UInt8](repeating: 0, count: 16), port: port) }
 
     public static func loopback(_ port: UInt16) -> UDPAddress {
         UDPAddress(host: inet_addr("127.0.0.1"), port: port)
@@ -30,8 +49,17 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         UDPAddress(host: 0, port: port)
     }
 
-    /// From "HOST:PORT" with a dotted IPv4 host ("localhost" means 127.0.0.1).
+    /// From "HOST:PORT" with a dotted IPv4 host ("localhost" means 127.0.0.1), or
+    /// "[IPv6]:PORT" with an IPv6 literal in brackets ("[::1]:41641").
     public init?(_ text: String) {
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            let inside = String(text[text.index(after: text.startIndex)..<close]), rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":"), let port = UInt16(rest.dropFirst()) else { return nil }
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, inside, &address) == 1 else { return nil }
+            self.init(ipv6: withUnsafeBytes(of: &address) { Array($0) }, port: port)
+            return
+        }
         let parts = text.split(separator: ":")
         guard parts.count == 2, let port = UInt16(parts[1]) else { return nil }
         let host = parts[0] == "localhost" ? "127.0.0.1" : String(parts[0])
@@ -40,9 +68,14 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(host: address.s_addr, port: port)
     }
 
-    /// "HOST:PORT" as a person writes it: a host name or a dotted IPv4 address,
-    /// and a port 1–65535. Nothing is looked up (see ``resolving(_:)``).
+    /// "HOST:PORT" as a person writes it: a host name, a dotted IPv4 address or an
+    /// IPv6 one in brackets, and a port 1–65535. Nothing is looked up (see ``resolving(_:)``).
     public static func hostAndPort(_ text: String) -> (host: String, port: UInt16)? {
+        if text.hasPrefix("[") {
+            guard let literal = UDPAddress(text), literal.ipv6 != nil || text.contains("::ffff:"), literal.port > 0,
+                  let close = text.firstIndex(of: "]") else { return nil }
+            return (String(text[text.index(after: text.startIndex)..<close]), literal.port)
+        }
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
         let host = String(text[..<colon])
         // A DNS name: labels of letters, digits and hyphens (or an IPv4 address, which is such a name too).
@@ -61,28 +94,46 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         public var description: String { "\(text): \(reason)" }
     }
 
-    /// From "HOST:PORT" with a dotted IPv4 host or a host name, looked up now
-    /// (getaddrinfo: /etc/hosts, DNS) for its first IPv4 address.
+    /// What ``hostAndPort(_:)`` takes, in words (for a refusal).
+    public static let expected = "expected HOST:PORT (a host name, an IPv4 address or an IPv6 one in brackets as [::1]:41641, and a port)"
+
+    /// From "HOST:PORT" with an address or a host name, looked up now (getaddrinfo:
+    /// /etc/hosts, DNS): its first IPv4 address, else its first IPv6 one.
     public static func resolving(_ text: String) throws(ResolutionError) -> UDPAddress {
         if let literal = UDPAddress(text) { return literal }
-        guard let (host, port) = hostAndPort(text) else {
-            throw ResolutionError(text: text, reason: "expected HOST:PORT (a host name or an IPv4 address, and a port)")
-        }
+        guard let (host, port) = hostAndPort(text) else { throw ResolutionError(text: text, reason: expected) }
         var hints = addrinfo()
-        hints.ai_family = AF_INET
+        hints.ai_family = AF_UNSPEC
         hints.ai_socktype = datagramSocket
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         defer { if let list { freeaddrinfo(list) } }
-        guard status == 0, let first = list, let sa = first.pointee.ai_addr else {
-            let why = status == 0 ? "no IPv4 address" : String(cString: gai_strerror(status))
-            throw ResolutionError(text: text, reason: "cannot find \(host) (\(why)); check the name, or give the IPv4 address")
+        var v4: UDPAddress?, v6: UDPAddress?
+        var next = status == 0 ? list : nil
+        while let entry = next {
+            if let sa = entry.pointee.ai_addr {
+                if entry.pointee.ai_family == AF_INET, v4 == nil {
+                    v4 = UDPAddress(host: UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in.self).pointee.sin_addr.s_addr, port: port)
+                } else if entry.pointee.ai_family == AF_INET6, v6 == nil {
+                    var a = UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_addr
+                    v6 = UDPAddress(ipv6: withUnsafeBytes(of: &a) { Array($0) }, port: port)
+                }
+            }
+            next = entry.pointee.ai_next
         }
-        let v4 = UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in.self).pointee
-        return UDPAddress(host: v4.sin_addr.s_addr, port: port)
+        guard let found = v4 ?? v6 else {
+            let why = status == 0 ? "no address" : String(cString: gai_strerror(status))
+            throw ResolutionError(text: text, reason: "cannot find \(host) (\(why)); check the name, or give the address")
+        }
+        return found
     }
 
     public var description: String {
+        if var bytes = ipv6 {
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            _ = bytes.withUnsafeMutableBytes { inet_ntop(AF_INET6, $0.baseAddress, &buffer, socklen_t(INET6_ADDRSTRLEN)) }
+            return "[" + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "]:\(port)"
+        }
         var address = in_addr(s_addr: host)
         var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
         inet_ntop(AF_INET, &address, &buffer, socklen_t(INET_ADDRSTRLEN))
@@ -105,32 +156,38 @@ public final class UDPSocket: @unchecked Sendable {
 
     private let fd: Int32
     public let localPort: UInt16
+    /// AF_INET, or AF_INET6 for a socket bound to an IPv6 address (dual stack: IPv4 peers as mapped addresses).
+    private let family: Int32
     private let queue = DispatchQueue(label: "starling.udp")
     private var source: DispatchSourceRead?
 
     /// Binds to `address` (port 0: the system picks one). `reuseAddress` lets
     /// several processes bind one multicast port.
     public init(bindTo address: UDPAddress, reuseAddress: Bool = false) throws {
-        let descriptor = socket(AF_INET, datagramSocket, 0)
+        let family = address.ipv6 == nil ? AF_INET : AF_INET6
+        self.family = family
+        let descriptor = socket(family, datagramSocket, 0)
         guard descriptor >= 0 else { throw Error.system("socket", errno) }
         if reuseAddress {
             var one: Int32 = 1
             setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         }
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_port = address.port.bigEndian
-        sa.sin_addr.s_addr = address.host
-        let bound = withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        if family == AF_INET6 {
+            var zero: Int32 = 0
+            setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var storage = Self.socketAddress(address, family: family)
+        let bindLength = Self.length(family)
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, bindLength) }
         }
         guard bound == 0 else {
             let code = errno
             closeDescriptor(descriptor)
             throw Error.system("bind \(address)", code)
         }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        var actual = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &actual) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
@@ -141,7 +198,49 @@ public final class UDPSocket: @unchecked Sendable {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         fd = descriptor
-        localPort = UInt16(bigEndian: actual.sin_port)
+        localPort = Self.address(actual)?.port ?? address.port
+    }
+
+    private static func length(_ family: Int32) -> socklen_t {
+        socklen_t(family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+    }
+
+    /// `address` as a socket address of `family` (an IPv4 one mapped into IPv6 for an IPv6 socket).
+    private static func socketAddress(_ address: UDPAddress, family: Int32) -> sockaddr_storage {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if family == AF_INET6 {
+                var sa = sockaddr_in6()
+                sa.sin6_family = sa_family_t(AF_INET6)
+                sa.sin6_port = address.port.bigEndian
+                let bytes = address.ipv6 ?? ([UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + withUnsafeBytes(of: address.host) { Array($0) })
+                withUnsafeMutableBytes(of: &sa.sin6_addr) { $0.copyBytes(from: bytes) }
+                withUnsafeBytes(of: sa) { raw.copyMemory(from: $0) }
+            } else {
+                var sa = sockaddr_in()
+                sa.sin_family = sa_family_t(AF_INET)
+                sa.sin_port = address.port.bigEndian
+                sa.sin_addr.s_addr = address.host
+                withUnsafeBytes(of: sa) { raw.copyMemory(from: $0) }
+            }
+        }
+        return storage
+    }
+
+    /// A socket address read from the kernel, as a ``UDPAddress`` (a mapped IPv4 one as IPv4).
+    private static func address(_ storage: sockaddr_storage) -> UDPAddress? {
+        withUnsafeBytes(of: storage) { raw in
+            switch Int32(storage.ss_family) {
+            case AF_INET:
+                let sa = raw.load(as: sockaddr_in.self)
+                return UDPAddress(host: sa.sin_addr.s_addr, port: UInt16(bigEndian: sa.sin_port))
+            case AF_INET6:
+                var sa = raw.load(as: sockaddr_in6.self)
+                return UDPAddress(ipv6: withUnsafeBytes(of: &sa.sin6_addr) { Array($0) }, port: UInt16(bigEndian: sa.sin6_port))
+            default:
+                return nil
+            }
+        }
     }
 
     deinit { close() }
@@ -157,14 +256,13 @@ public final class UDPSocket: @unchecked Sendable {
     /// Sends one datagram; errors (a peer gone, a full buffer) drop it, as radio loss would.
     @discardableResult
     public func send(_ bytes: [UInt8], to address: UDPAddress) -> Bool {
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_port = address.port.bigEndian
-        sa.sin_addr.s_addr = address.host
+        guard family == AF_INET6 || address.ipv6 == nil else { return false } // an IPv6 peer needs an IPv6 socket
+        var sa = Self.socketAddress(address, family: family)
+        let length = Self.length(family)
         let sent = bytes.withUnsafeBytes { buf in
             withUnsafePointer(to: &sa) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buf.baseAddress, buf.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    sendto(fd, buf.baseAddress, buf.count, 0, $0, length)
                 }
             }
         }
@@ -243,17 +341,19 @@ public final class UDPSocket: @unchecked Sendable {
     /// One datagram into `buffer`: its source and length (which may exceed
     /// the buffer's when the kernel had more); nil when none waits.
     private static func receive(_ fd: Int32, into buffer: inout [UInt8]) -> (UDPAddress, Int)? {
-        var from = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let n = buffer.withUnsafeMutableBytes { buf in
-            withUnsafeMutablePointer(to: &from) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(fd, buf.baseAddress, buf.count, 0, $0, &length)
+        while true {
+            var from = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let n = buffer.withUnsafeMutableBytes { buf in
+                withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, buf.baseAddress, buf.count, 0, $0, &length)
+                    }
                 }
             }
+            guard n >= 0 else { return nil }
+            if let address = address(from) { return (address, n) } // (another family's: skipped)
         }
-        guard n >= 0 else { return nil }
-        return (UDPAddress(host: from.sin_addr.s_addr, port: UInt16(bigEndian: from.sin_port)), n)
     }
 
     private var closed = false

@@ -28,7 +28,7 @@ public actor CourierMailboxClient {
 
     public init(server: UDPAddress, configuration: CourierMailboxCore.Configuration = .init()) throws {
         self.server = server
-        socket = try UDPSocket(bindTo: .any(0))
+        socket = try UDPSocket(bindTo: server.ipv6 == nil ? .any(0) : .anyIPv6(0))
         core = CourierMailboxCore(configuration: configuration)
         (drops, dropSink) = AsyncStream.makeStream(of: CourierEnvelope.self, bufferingPolicy: .bufferingNewest(1_000))
         (outcomes, outcomeSink) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingNewest(1_000))

@@ -23,7 +23,7 @@ public actor YaOKClient {
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
                 configuration: YaOKClientCore.Configuration = .init()) throws {
         self.server = server
-        socket = try UDPSocket(bindTo: .any(0))
+        socket = try UDPSocket(bindTo: server.ipv6 == nil ? .any(0) : .anyIPv6(0))
         self.configuration = configuration
         core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))

@@ -26,7 +26,8 @@ extension ChatScreen {
             say("* unlocked" + (stored > 0 ? "; \(stored) change\(stored == 1 ? "" : "s") from meanwhile stored" : ""))
             await refreshScreen()
         case let .privateMessage(conversation, record, from, _, hops, via):
-            await showJoins(only: from)
+            // (No join line for it: the message names its sender in their own window, and a
+            // one-shot `send` that comes and goes leaves no trace in #mesh, as README says.)
             let shownVia = via.map { " (via \(Self.way($0)))" } ?? (hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "")
             let name = await display(from)
             if let screen {

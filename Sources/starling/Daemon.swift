@@ -30,7 +30,7 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
     }
 
@@ -113,7 +113,7 @@ struct Web: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
     }
 

@@ -54,7 +54,7 @@ struct NodeOptions: ParsableArguments {
 
     /// The shapes of the options, before anything is opened or bound.
     func validate() throws {
-        for p in peer where UDPAddress(p) == nil { throw ValidationError("--peer \(p): expected HOST:PORT with an IPv4 host") }
+        for p in peer where UDPAddress(p).map({ $0.ipv6 != nil }) ?? true { throw ValidationError("--peer \(p): expected HOST:PORT with an IPv4 host (the mesh's links are IPv4)") }
         if let powerMode, PowerMode(name: powerMode) == nil {
             throw ValidationError("--power-mode \(powerMode): one of \(PowerMode.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -62,7 +62,7 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--favorite \(hex): expected 64 hex digits")
         }
         if let courierMailbox, UDPAddress.hostAndPort(courierMailbox) == nil {
-            throw ValidationError("--courier-mailbox \(courierMailbox): expected HOST:PORT (a host name or an IPv4 address, and a port)")
+            throw ValidationError("--courier-mailbox \(courierMailbox): \(UDPAddress.expected)")
         }
         if !(0...65_535).contains(bulkPort) { throw ValidationError("--bulk-port \(bulkPort): 0 … 65535") }
         if acceptUpTo < 0 { throw ValidationError("--accept-up-to \(acceptUpTo): a number of MiB, 0 or more") }
@@ -90,7 +90,7 @@ struct NodeOptions: ParsableArguments {
         udp.discovery = !noDiscovery
         udp.lan = lan
         udp.peers = try peer.map {
-            guard let a = UDPAddress($0) else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host") }
+            guard let a = UDPAddress($0), a.ipv6 == nil else { throw ValidationError("--peer \($0): expected HOST:PORT with an IPv4 host (the mesh's links are IPv4)") }
             return a
         }
         options.udp = udp

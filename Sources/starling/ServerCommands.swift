@@ -25,7 +25,12 @@ struct YaOKServerCommand: AsyncParsableCommand {
         """
     )
     @Option(help: "UDP port.") var port: UInt16 = 41_641
-    @Option(help: "Address to listen on (0.0.0.0: every interface).") var bind = "0.0.0.0"
+    @Option(help: "Address to listen on (0.0.0.0: every interface; an IPv6 one, :: for every interface, takes IPv4 too).") var bind = "0.0.0.0"
+
+    /// `--bind` and a port as an address: IPv4 dotted, or IPv6 (written bare, as ::1).
+    static func address(_ bind: String, _ port: UInt16) -> UDPAddress? {
+        bind.contains(":") ? UDPAddress("[\(bind)]:\(port)") : UDPAddress("\(bind):\(port)")
+    }
     @Option(help: "The SQLite database (default: relay-server.sqlite in the data directory).") var db: String?
     @Option(help: "Keep the queues in PostgreSQL instead (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): several servers, one population.")
     var postgres: String?
@@ -45,7 +50,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         guard ratePerUser.isFinite, ratePerUser >= 1 else { throw ValidationError("--rate-per-user must be at least 1") }
         guard maxPerUser >= 1, maxTotal >= 1 else { throw ValidationError("--max-per-user and --max-total must be at least 1") }
         guard maxDrops >= 1, dropsPerTag >= 1 else { throw ValidationError("--max-drops and --drops-per-tag must be at least 1") }
-        guard UDPAddress("\(bind):\(port)") != nil else { throw ValidationError("--bind \(bind): expected an IPv4 address") }
+        guard Self.address(bind, port) != nil else { throw ValidationError("--bind \(bind): expected an IPv4 address, or an IPv6 one (:: for every interface)") }
         if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
         if let metrics {
             let parts = metrics.split(separator: ":")
@@ -57,7 +62,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let directory = DataDirectory(explicit: dataDir)
-        guard let host = UDPAddress("\(bind):\(port)") else { throw ValidationError("--bind \(bind): expected an IPv4 address") }
+        guard let host = Self.address(bind, port) else { throw ValidationError("--bind \(bind): expected an IPv4 address, or an IPv6 one (:: for every interface)") }
         if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
         let store: any ServerStore
         let path: String
@@ -109,7 +114,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         }
         let line = json
             ? String(decoding: (try? JSONSerialization.data(withJSONObject: started, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
-            : "* relay server on \(bind):\(server.port), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
+            : "* relay server on \(Self.address(bind, server.port)?.description ?? bind), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
         StandardOutput.write(Data((line + "\n").utf8))
         let running = Task { await server.run() }
         if let duration {

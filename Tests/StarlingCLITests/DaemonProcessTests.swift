@@ -502,6 +502,12 @@ import Glibc
         let (url, token, _) = try await DaemonProcessTests.info(bobDir, bob)
         let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
         #expect(await alice.waitFor { $0["event"] as? String == "peer" && $0["nickname"] as? String == "bob" } != nil, "\(alice.text)")
+        // And bob has heard alice's announce (each side's comes in its own time).
+        for _ in 0..<300 {
+            let peers = try await api.get("/v1/peers") as? [[String: Any]] ?? []
+            if peers.contains(where: { $0["nickname"] as? String == "alice" }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         func state(_ text: String) async throws -> String? {
             let list = try #require(try await api.get("/v1/conversations") as? [[String: Any]])
             guard let c = list.first(where: { $0["name"] as? String == "alice" })?["id"] as? String else { return nil }

@@ -148,6 +148,40 @@ import Glibc
         #expect(quick < waited, "without --linger \(quick), with --linger 6 \(waited)")
     }
 
+    /// The Ya OK server over IPv6 (issue 52 item 8): `relay-server --bind ::1`, and
+    /// `--server [::1]:PORT` on both sides; then a host name that has only an IPv6
+    /// address (the namespace's hosts file), as a person's DNS would give it.
+    @Test func theServerOverIPv6ByLiteralAndByName() async throws {
+        let db = ContactCommandTests.temporaryDirectory("relay-v6") + ".sqlite"
+        let p = try LiveProcess(["relay-server", "--bind", "::1", "--port", "0", "--db", db, "--json", "--duration", "120"])
+        defer { p.stop() }
+        let started = try #require(await p.waitFor { $0["event"] as? String == "started" }, "\(p.text)")
+        let port = UInt16(try #require(started["port"] as? Int))
+        let (alice, bob) = try await Self.pair()
+        func listen() throws -> LiveProcess {
+            try LiveProcess(["listen", "--no-discovery", "--port", "0", "--json", "--data-dir", bob, "--server", "[::1]:\(port)", "--duration", "60"])
+        }
+        let first = try listen()
+        #expect(await first.waitFor { ($0["text"] as? String) == "registered with the Ya OK server [::1]:\(port)" } != nil, "\(first.text)")
+        first.stop()
+        let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--announce-interval", "1", "--data-dir", alice,
+                                                  "--server", "[::1]:\(port)", "--to", "bob", "--wait", "15", "over IPv6"])
+        #expect(sent.status == 0 && sent.stdout.contains("queued at the relay [::1]:\(port) for bob"), "\(sent.stdout)\(sent.stderr)")
+        let back = try listen()
+        defer { back.stop() }
+        #expect(await back.waitFor { $0["text"] as? String == "over IPv6" } != nil, "\(back.text)")
+        back.stop()
+        // A name with an IPv6 address only, in a namespace of its own (its hosts file says so).
+        let world = try ReadmeWorld("v6name")
+        try "::1 relay6.example.org\n".write(toFile: "/etc/netns/\(world.namespace.name)/hosts", atomically: true, encoding: .utf8)
+        let inside = try world.start("starling relay-server --bind :: --port 41641 --db server.sqlite", as: "operator")
+        defer { inside.stop() }
+        #expect(await inside.waitForText("relay server on [::]:41641"), "\(inside.text)")
+        let named = try world.start("starling listen --server relay6.example.org:41641", as: "bob")
+        defer { named.stop() }
+        #expect(await named.waitForText("registered with the Ya OK server relay6.example.org:41641 ([::1]:41641)", seconds: 60), "\(named.text)")
+    }
+
     /// Nobody registered under that name: the relay refuses at once, and the
     /// message is kept (exit 1), said in words.
     @Test func aRecipientTheRelayDoesNotKnowIsRefusedAndTheMessageKept() async throws {

@@ -93,3 +93,45 @@ import Testing
         }
     }
 }
+
+/// IPv6 for the servers a node talks to (issue 52 item 8: `[::1]:41641` was
+/// refused): literals in brackets, a dual-stack socket that hears IPv4 peers as
+/// IPv4, and the mesh's IPv4 sockets refusing to send to an IPv6 address.
+@Suite struct IPv6AddressTests {
+    @Test func literalsInBracketsParseAndPrintBack() throws {
+        let one = try #require(UDPAddress("[::1]:41641"))
+        #expect(one.ipv6 == [UInt8](repeating: 0, count: 15) + [1] && one.port == 41641)
+        #expect(one.description == "[::1]:41641")
+        #expect(UDPAddress("[2001:db8::7]:9")?.description == "[2001:db8::7]:9")
+        #expect(UDPAddress("[::ffff:127.0.0.1]:5") == UDPAddress.loopback(5), "a mapped IPv4 address is IPv4")
+        #expect(UDPAddress.hostAndPort("[::1]:41641")?.host == "::1")
+        #expect(try UDPAddress.resolving("[::1]:41641") == one)
+        for bad in ["::1:41641", "[::1]", "[::1]:", "[::g]:1", "[::1]:0", "[::1]x:1"] {
+            #expect(UDPAddress.hostAndPort(bad) == nil, "\(bad)")
+        }
+        // The control: IPv4 as before.
+        #expect(UDPAddress("127.0.0.1:7")?.ipv6 == nil && UDPAddress("127.0.0.1:7")?.description == "127.0.0.1:7")
+    }
+
+    @Test func aDualStackSocketHearsAndAnswersIPv4AndIPv6() async throws {
+        let server = try UDPSocket(bindTo: .anyIPv6(0))
+        defer { server.close() }
+        let v4 = try UDPSocket(bindTo: .loopback(0)), v6 = try UDPSocket(bindTo: try #require(UDPAddress("[::1]:0")))
+        defer { v4.close(); v6.close() }
+        let heard = server.datagrams()
+        #expect(v4.send([1], to: .loopback(server.localPort)))
+        #expect(v6.send([2], to: try #require(UDPAddress("[::1]:\(server.localPort)"))))
+        var from: [UInt8: UDPAddress] = [:]
+        for await (address, bytes) in heard {
+            from[bytes[0]] = address
+            if from.count == 2 { break }
+        }
+        #expect(from[1] == .loopback(v4.localPort), "an IPv4 peer is heard as IPv4: \(String(describing: from[1]))")
+        #expect(from[2]?.description == "[::1]:\(v6.localPort)", "\(String(describing: from[2]))")
+        // Answered both ways; the IPv4 socket cannot send to an IPv6 address (the mesh's links stay IPv4).
+        let answers = v4.datagrams()
+        #expect(server.send([3], to: try #require(from[1])))
+        for await (_, bytes) in answers { #expect(bytes == [3]); break }
+        #expect(!v4.send([4], to: try #require(from[2])))
+    }
+}
