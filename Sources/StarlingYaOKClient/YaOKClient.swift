@@ -10,19 +10,34 @@ import StarlingYaOKServerCore
 public actor YaOKClient {
     public typealias Event = YaOKClientCore.Event
 
+    /// The address the server had when the client was made.
     public nonisolated let server: UDPAddress
     public nonisolated let configuration: YaOKClientCore.Configuration
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
-    private let socket: UDPSocket
+    private var socket: UDPSocket
+    private var receiver: Task<Void, Never>?
     private var core: YaOKClientCore
-    private var tasks: [Task<Void, Never>] = []
     private var timer = DeadlineTimer()
     private var running = false
+    /// The host name the server was given by, looked up again when the server stops
+    /// answering (issue 52: a server that moved was waited for at its old address).
+    private let name: String?
+    private let lookup: @Sendable (String) -> UDPAddress?
+    /// Where the server is now (the name's latest address).
+    public private(set) var address: UDPAddress
+    private var lastLookup: UInt64?
+    private var lookingUp = false
+    /// The least time between two lookups of the name (while the server does not answer).
+    public static let lookupInterval: UInt64 = 30_000
 
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
-                configuration: YaOKClientCore.Configuration = .init()) throws {
+                configuration: YaOKClientCore.Configuration = .init(), name: String? = nil,
+                lookup: @escaping @Sendable (String) -> UDPAddress? = { try? UDPAddress.resolving($0) }) throws {
         self.server = server
+        address = server
+        self.name = name
+        self.lookup = lookup
         socket = try UDPSocket(bindTo: server.ipv6 == nil ? .any(0) : .anyIPv6(0))
         self.configuration = configuration
         core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
@@ -45,7 +60,45 @@ public actor YaOKClient {
     public func start() {
         running = true
         perform(core.start(now: readClock()))
-        tasks.append(receiving(from: server, on: socket) { $0.received($1) })
+        listen()
+    }
+
+    /// Reads the socket: the server's datagrams (from where it is now) go to the core.
+    private func listen() {
+        receiver?.cancel()
+        receiver = receiving(on: socket) { client, from, bytes in
+            guard from == client.address else { return } // only the server speaks for the server
+            client.received(bytes)
+        }
+    }
+
+    /// The server stopped answering: its name is looked up again (at most every 30 s,
+    /// off the actor: getaddrinfo blocks), and a new address is used from then on.
+    private func lookUpAgain() {
+        guard let name, !lookingUp, running else { return }
+        let now = readClock()
+        if let last = lastLookup, now < last + Self.lookupInterval { return }
+        lastLookup = now
+        lookingUp = true
+        let lookup = self.lookup
+        Task.detached { [weak self] in
+            let found = lookup(name)
+            await self?.lookedUp(found)
+        }
+    }
+
+    private func lookedUp(_ found: UDPAddress?) {
+        lookingUp = false
+        guard running, let found, found != address else { return }
+        if (found.ipv6 == nil) != (address.ipv6 == nil) {
+            // The other family: a socket of that family.
+            guard let fresh = try? UDPSocket(bindTo: found.ipv6 == nil ? .any(0) : .anyIPv6(0)) else { return }
+            socket.close()
+            socket = fresh
+        }
+        address = found
+        listen()
+        perform(core.poll(now: readClock())) // (registering, if it must, at the new address)
     }
 
     /// Says BYE (the session ends at the server), then stops.
@@ -56,8 +109,8 @@ public actor YaOKClient {
 
     public func stop() {
         running = false
-        for t in tasks { t.cancel() }
-        tasks = []
+        receiver?.cancel()
+        receiver = nil
         timer.cancel()
         socket.close()
         continuation.finish()
@@ -85,6 +138,8 @@ public actor YaOKClient {
     private func tick() {
         timer.fired()
         perform(core.tick(now: readClock()))
+        // Unregistered and unanswered: the name may point elsewhere now.
+        if name != nil, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
     }
 
     /// The core's deadline may have moved: the timer follows it (5 s at most,
@@ -98,8 +153,10 @@ public actor YaOKClient {
     private func perform(_ steps: [YaOKClientCore.Step]) {
         for step in steps {
             switch step {
-            case let .send(bytes): _ = socket.send(bytes, to: server)
-            case let .event(e): continuation.yield(e)
+            case let .send(bytes): _ = socket.send(bytes, to: address)
+            case let .event(e):
+                continuation.yield(e)
+                if e == .lost || e == .unreachable { lookUpAgain() }
             }
         }
         rearm()

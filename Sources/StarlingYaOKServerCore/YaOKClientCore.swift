@@ -92,6 +92,8 @@ public struct YaOKClientCore: Sendable {
     /// When the server last sent anything we could read.
     private var lastHeard: UInt64 = 0
     private var unanswered = 0
+    /// REGISTERs sent since the server last answered (a runtime looks its name up again when it stays silent).
+    public var unansweredRegistrationCount: Int { unanswered }
     private var outageSaid = false
     private var registerAt: UInt64 = 0
     private var registerBackoff: UInt64

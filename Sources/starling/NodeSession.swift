@@ -95,8 +95,9 @@ struct NodeSession {
             if let text = chosen.server {
                 let address: UDPAddress
                 do { address = try UDPAddress.resolving(text) } catch { throw RuntimeFailure("the Ya OK server \(error)") }
+                // A host name is looked up again when the server stops answering (it may have moved).
                 let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
-                                             configuration: background ? .background : .init())
+                                             configuration: background ? .background : .init(), name: UDPAddress(text) == nil ? text : nil)
                 let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID(),
                                           shownAs: UDPAddress(text) != nil ? address.description : "\(text) (\(address))")
                 options.mailboxes.append(s)

@@ -133,6 +133,50 @@ final class AnswerBox: @unchecked Sendable {
         return condition()
     }
 
+    /// A server known by name that moves (issue 52 item 8: re-resolve on failure):
+    /// it stops answering at its old address, the name now says another, and the
+    /// client registers there without a restart. The control: while the first
+    /// answers, the name is not looked up again.
+    @Test func aServerThatMovesIsFoundAgainByItsName() async throws {
+        let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
+        let serving = Task { await first.run() }
+        let second = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
+        let servingSecond = Task { await second.run() }
+        defer { servingSecond.cancel() }
+        final class Name: @unchecked Sendable {
+            let lock = NSLock()
+            var address: UDPAddress
+            var lookups = 0
+            init(_ a: UDPAddress) { address = a }
+            func lookUp() -> UDPAddress { lock.withLock { lookups += 1; return address } }
+        }
+        let dns = Name(.loopback(first.port))
+        var configuration = YaOKClientCore.Configuration()
+        configuration.pingInterval = 500
+        configuration.pollInterval = 500
+        configuration.lostAfter = 3_000
+        configuration.lastPingWait = 1_000
+        let me = ServerUser()
+        let client = try YaOKClient(server: .loopback(first.port), userID: me.id, signingKey: me.identity.signingKey,
+                                    configuration: configuration, name: "relay.test:41641", lookup: { _ in dns.lookUp() })
+        let registered = Notices()
+        let reader = Task { for await e in client.events { if e == .registered { registered.add(true) } } }
+        defer { reader.cancel() }
+        await client.start()
+        #expect(await Self.waitFor(seconds: 60) { registered.registrations.count == 1 })
+        try await Task.sleep(for: .seconds(4))
+        #expect(dns.lock.withLock { dns.lookups } == 0, "answered: not looked up")
+        // It moves: the old address is silent, the name says the new one.
+        await first.stop()
+        serving.cancel()
+        dns.lock.withLock { dns.address = .loopback(second.port) }
+        #expect(await Self.waitFor(seconds: 60) { registered.registrations.count >= 2 }, "registered again")
+        #expect(await client.address == .loopback(second.port))
+        #expect(await client.isRegistered)
+        await client.stop()
+        await second.stop()
+    }
+
     @Test func aServerThatStopsIsSaidLostAndIsRegisteredWithAgainWhenBack() async throws {
         let store = InMemoryServerStore()
         let first = try YaOKServer(store: store, bind: .loopback(0))
