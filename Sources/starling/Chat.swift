@@ -35,7 +35,7 @@ struct Chat: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
     }
 
     func run() async throws {
@@ -484,7 +484,7 @@ struct Relay: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
     }
 
     func run() async throws {

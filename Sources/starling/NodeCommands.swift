@@ -349,7 +349,7 @@ struct Listen: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
         for g in channels where !NostrCarrier.isValidGeohash(g.lowercased()) {
             throw ValidationError("--channel \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
         }
@@ -418,7 +418,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         } else if text == nil {
             throw ValidationError("Missing expected argument '<text>' (or --file FILE)")
         }
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): expected HOST:PORT (a host name or an IPv4 address, and a port)") }
+        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?

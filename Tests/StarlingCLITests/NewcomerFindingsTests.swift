@@ -36,7 +36,7 @@ import Testing
         #expect(await node.waitForText("registered with the Ya OK server LOCALHOST:\(port) (127.0.0.1:\(port))", seconds: 60), "\(node.text)")
         // A name that is no host name is a usage error (64), said with what is expected.
         let bad = try await StarlingProcess.run(["listen", "--data-dir", dbDir, "--server", "bad_host:1"])
-        #expect(bad.status == 64 && bad.stderr.contains("a host name or an IPv4 address"), "\(bad.stderr)")
+        #expect(bad.status == 64 && bad.stderr.contains("a host name, an IPv4 address or an IPv6 one in brackets"), "\(bad.stderr)")
     }
 
     /// `listen` in words names a peer by nickname when they go, as when they
