@@ -240,6 +240,9 @@ extension ChatScreen {
               /files            files received, and where they are
               /accept [ID|NAME], /decline [ID|NAME]  a large file offered over the network (the newest
                                 when none is named); files up to --accept-up-to are taken without asking
+              /requests         strangers' messages over Nostr, waiting for your answer
+              /accept NPUB NAME, /block NPUB   make one a contact named NAME (their messages go to
+                                your conversation), or refuse them for good
               /board            the mesh's board: signed posts every node keeps up to 7 days
               /board post TEXT, /board urgent TEXT, /board delete ID   post (for a day), or delete yours
               /group            your private groups (as the apps make them: at most 16, sealed for members)

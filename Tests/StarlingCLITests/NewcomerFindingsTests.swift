@@ -156,4 +156,13 @@ import Testing
         let set = try await StarlingProcess.run(["pin", "--passphrase", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "a long enough passphrase"])
         #expect(set.status == 0, "\(set.stderr)")
     }
+
+    /// The chat's /help names every way to answer a stranger's request (a person's
+    /// pass found /requests and /accept NPUB NAME missing from it); /board is the control.
+    @Test func theChatsHelpNamesTheRequestCommands() async throws {
+        let r = try await StarlingProcess.run(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "helpful",
+                                               "--data-dir", ContactCommandTests.temporaryDirectory("help")], stdin: Data("/help\n/quit\n".utf8))
+        #expect(r.stdout.contains("/board") && r.stdout.contains("/requests") && r.stdout.contains("/accept NPUB NAME, /block NPUB"),
+                "\(r.stdout)\(r.stderr)")
+    }
 }
