@@ -184,8 +184,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theIdentityExample() async throws {
         let block = Readme.block(containing: "run id --name alice")
         let commands = Readme.commands(block)
-        #expect(commands == ["starling id --name alice", "starling id --seal", "starling id --json"], "README's id block changed: \(commands)")
-        guard commands.count == 3 else { return }
+        try #require(commands == ["starling id --name alice", "starling id --seal", "starling id --json"], "README's id block changed: \(commands)")
         let world = try ReadmeWorld("rmid")
         let home = world.home("alice")
         let first = try await world.run(commands[0], as: "alice")
@@ -209,8 +208,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theInspectExamples() async throws {
         let block = Readme.block(containing: "run inspect 0102070000019aaaac26")
         let commands = Readme.commands(block)
-        #expect(commands.count == 4, "\(commands)")
-        guard commands.count == 4 else { return }
+        try #require(commands.count == 4, "\(commands)")
         let world = try ReadmeWorld("rmins")
         let home = world.home("you")
         let hex = String(commands[0].split(separator: " ").last ?? "")
@@ -254,8 +252,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theChatExample() async throws {
         let block = Readme.block(containing: "--name alice --data-dir /tmp/alice")
         let commands = Readme.commands(block)
-        #expect(commands.count == 2, "\(commands)")
-        guard commands.count == 2 else { return }
+        try #require(commands.count == 2, "\(commands)")
         let world = try ReadmeWorld("rmchat")
         // (/tmp/bob and /tmp/alice: this example's own, not the machine's.)
         let own = { (c: String) in c.replacingOccurrences(of: "/tmp/", with: world.root + "/tmp-") }
@@ -284,8 +281,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theBoardExample() async throws {
         let block = Readme.block(containing: "send --board --urgent --days 2")
         let commands = Readme.commands(block)
-        #expect(commands.count == 2, "\(commands)")
-        guard commands.count == 2 else { return }
+        try #require(commands.count == 2, "\(commands)")
         let world = try ReadmeWorld("rmboard")
         _ = try await world.run("starling id --name bob", as: "bob")
         // (grep prints when the listen ends: README's Ctrl-C, here after 12 s.)
@@ -303,8 +299,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theListenSendAndRelayExample() async throws {
         let block = Readme.block(containing: "run send --to bob \"text\"")
         let commands = Readme.commands(block)
-        #expect(commands.count == 4, "\(commands)")
-        guard commands.count == 4 else { return }
+        try #require(commands.count == 4, "\(commands)")
         let world = try ReadmeWorld("rmsend")
         let made = try await world.run("starling id --name bob --json", as: "bob")
         let bobFingerprint = try #require(try ContactCommandTests.json(made.stdout)["fingerprint"] as? String)
@@ -332,8 +327,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theContactsExample() async throws {
         let block = Readme.block(containing: "run contact qr --png me.png")
         let commands = Readme.commands(block)
-        #expect(commands.count == 8, "\(commands)")
-        guard commands.count == 8 else { return }
+        try #require(commands.count == 8, "\(commands)")
         let world = try ReadmeWorld("rmcontact")
         for who in ["alice", "bob", "carol"] { _ = try await world.run("starling id --name \(who)", as: who) }
         let qr = try await world.run(commands[0], as: "bob")
@@ -399,8 +393,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theServerExample() async throws {
         let block = Readme.block(containing: "send --server relay.example.org:41641")
         let commands = Readme.commands(block)
-        #expect(commands.count == 3, "\(commands)")
-        guard commands.count == 3 else { return }
+        try #require(commands.count == 3, "\(commands)")
         let world = try ReadmeWorld("rmsrv")
         try FileManager.default.createDirectory(atPath: world.home("operator") + "/var", withIntermediateDirectories: true)
         let unit = try #require(Self.execStart("Ya OK relay server", world), "README's relay-server unit")
@@ -430,8 +423,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theDaemonExample() async throws {
         let block = Readme.block(containing: "run daemon --name alice &")
         let commands = Readme.commands(block)
-        #expect(commands.count == 5, "\(commands)")
-        guard commands.count == 5 else { return }
+        try #require(commands.count == 5, "\(commands)")
         let world = try ReadmeWorld("rmdaemon")
         _ = try await world.run("starling id --name bob", as: "bob")
         let bob = try world.start("starling listen --json", as: "bob")
@@ -482,8 +474,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theStatusExample() async throws {
         let block = Readme.block(containing: "run status set working")
         let commands = Readme.commands(block)
-        #expect(commands.count == 4, "\(commands)")
-        guard commands.count == 4 else { return }
+        try #require(commands.count == 4, "\(commands)")
         let world = try ReadmeWorld("rmstatus")
         for who in ["alice", "carol", "dave", "erin", "fay"] { _ = try await world.run("starling id --name \(who)", as: who) }
         let watch = try world.start(commands[2], as: "carol")
@@ -513,8 +504,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theWiFiExample() async throws {
         let block = Readme.block(containing: "run wifi device --networks networks.json")
         let commands = Readme.commands(block)
-        #expect(commands.count == 4, "\(commands)")
-        guard commands.count == 4 else { return }
+        try #require(commands.count == 4, "\(commands)")
         let networks = Readme.block(containing: "\"password\": \"correct horse\"")
         #expect(networks.count == 4, "README's networks file: \(networks)")
         let world = try ReadmeWorld("rmwifi")
@@ -545,15 +535,13 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theGroupsExample() async throws {
         let block = Readme.block(containing: "/group create crew bob carol")
         let commands = Readme.commands(block)
-        #expect(commands.count == 2, "\(commands)")
-        guard commands.count == 2 else { return }
+        try #require(commands.count == 2, "\(commands)")
         let typed = block.filter { !$0.hasPrefix("$ ") }.flatMap { line -> [String] in
             let said = line.range(of: "←").map { String(line[..<$0.lowerBound]) } ?? line
             return said.components(separatedBy: "    /").map { ($0.hasPrefix("/") ? $0 : "/" + $0).trimmingCharacters(in: .whitespaces) }
         }.filter { $0.count > 1 }
-        #expect(typed == ["/group create crew bob carol", "/group say crew meet at the bridge", "/group invite crew dave",
-                          "/group remove crew dave", "/group leave crew"], "README's group lines: \(typed)")
-        guard typed.count == 5 else { return }
+        try #require(typed == ["/group create crew bob carol", "/group say crew meet at the bridge", "/group invite crew dave",
+                               "/group remove crew dave", "/group leave crew"], "README's group lines: \(typed)")
         let world = try ReadmeWorld("rmgroup")
         for who in ["alice", "bob", "carol", "dave"] { _ = try await world.run("starling id --name \(who)", as: who) }
         let members = try ["bob", "carol", "dave"].map { try world.start("starling listen --json", as: $0) }
@@ -598,8 +586,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theFilesExample() async throws {
         let block = Readme.block(containing: "send --to bob --file ~/maps/region.mbtiles")
         let commands = Readme.commands(block)
-        #expect(commands.count == 3, "\(commands)")
-        guard commands.count == 3 else { return }
+        try #require(commands.count == 3, "\(commands)")
         let world = try ReadmeWorld("rmfiles")
         for who in ["alice", "bob"] { _ = try await world.run("starling id --name \(who)", as: who) }
         try FileManager.default.createDirectory(atPath: world.home("alice") + "/maps", withIntermediateDirectories: true)
@@ -649,8 +636,7 @@ final class ReadmeWorld: @unchecked Sendable {
     @Test func theBluetoothExample() async throws {
         let block = Readme.block(containing: "run relay --ble --adapter hci1")
         let commands = Readme.commands(block)
-        #expect(commands.count == 2, "\(commands)")
-        guard commands.count == 2 else { return }
+        try #require(commands.count == 2, "\(commands)")
         let zoo = try await MockBlueZ.started(adapters: 2)
         let world = try ReadmeWorld("rmble")
         let bus = ["DBUS_SYSTEM_BUS_ADDRESS": zoo.bus.address]
