@@ -69,7 +69,7 @@ final class Tmux: @unchecked Sendable {
             if screen(session).contains(needle) { return true }
             try? await Task.sleep(for: .milliseconds(50))
         }
-        return false
+        return screen(session).contains(needle)
     }
 
     /// Polls until `needle` shows exactly `count` times.
@@ -79,7 +79,7 @@ final class Tmux: @unchecked Sendable {
             if screen(session).components(separatedBy: needle).count - 1 == count { return true }
             try? await Task.sleep(for: .milliseconds(50))
         }
-        return false
+        return screen(session).components(separatedBy: needle).count - 1 == count
     }
 
     /// Polls until the session's program has ended (and the session with it).

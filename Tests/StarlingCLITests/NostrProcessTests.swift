@@ -36,6 +36,7 @@ import Glibc
             try #require(process.process.isRunning, "exited: \(process.text)")
             try await Task.sleep(for: .milliseconds(50))
         }
+        if accepts(port) { return }
         Issue.record("nothing listens on \(port) after 90 s: \(process.text)")
         throw CancellationError()
     }
