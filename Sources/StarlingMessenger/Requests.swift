@@ -91,7 +91,9 @@ extension MessengerCore {
     /// conversation (the contact's trust record is the runtime's to add first).
     @discardableResult
     public mutating func acceptRequest(_ publicKey: String, name: String, now: Double) -> StrangerRequest? {
-        guard let r = requests.take(publicKey), let f = try? NostrContacts.key(npub: r.npub) else { return nil }
+        // Taken only once its key is known good: a request is never dropped unshown.
+        guard let waiting = requests.bySender[publicKey], let f = try? NostrContacts.key(npub: waiting.npub),
+              let r = requests.take(publicKey) else { return nil }
         for m in r.messages {
             receiveFromNostr(fingerprint: f, nickname: name, text: m.text, messageID: m.wrapID, now: now)
         }

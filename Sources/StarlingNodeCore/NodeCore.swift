@@ -1878,7 +1878,8 @@ public struct NodeCore: Sendable {
 
     /// When ``tick(now:)`` must run next.
     public var nextDeadline: Millis? {
-        var deadlines = [nextHousekeeping, (lastAnnounce ?? 0) + configuration.announceInterval]
+        // Alone, no announce is due: the first link's arrival announces at once.
+        var deadlines = [nextHousekeeping] + (links.isEmpty ? [] : [(lastAnnounce ?? 0) + configuration.announceInterval])
         if let d = router.nextDeadline { deadlines.append(d) }
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
@@ -1897,11 +1898,12 @@ public struct NodeCore: Sendable {
         if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
         if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
-            // Alone (no link), the chores wait 5 times longer: an idle node wakes less (issue 52).
-            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 5 : 1)
+            // Alone (no link), the chores wait 30 times longer: an idle node wakes less (issue 52);
+            // a link's arrival brings them back within one interval.
+            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : 1)
             housekeeping(now: now)
         }
-        if now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }
+        if !links.isEmpty, now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }
     }
 
     private mutating func housekeeping(now: Millis) {

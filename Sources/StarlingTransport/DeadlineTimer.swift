@@ -1,3 +1,4 @@
+import Foundation
 /// The one timer a runtime keeps for its protocol core.
 ///
 /// Every core in Starling (the node, the Nostr client, the Ya OK client, the
@@ -37,8 +38,9 @@ public struct DeadlineTimer: Sendable {
     /// Arms the timer for `deadline` (nil: nothing due; a timer already armed
     /// stays, and fires harmlessly). `fire` runs after the delay unless the
     /// timer is cancelled or re-armed earlier first; it must call ``fired()``.
-    public mutating func arm(at deadline: UInt64?, now: UInt64, fire: @escaping @Sendable () async -> Void) {
+    public mutating func arm(at deadline: UInt64?, now: UInt64, file: String = #fileID, line: Int = #line, fire: @escaping @Sendable () async -> Void) {
         guard let deadline else { return }
+        if ProcessInfo.processInfo.environment["TIMERDEBUG"] != nil { FileHandle.standardError.write("TIMER \(file):\(line) in \(Int64(deadline) - Int64(now)) ms armed=\(task != nil)\n".data(using: .utf8)!) }
         if task != nil, let wakeAt, wakeAt <= deadline { return }
         task?.cancel()
         var delay = deadline > now ? deadline - now : 0

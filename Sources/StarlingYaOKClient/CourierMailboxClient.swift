@@ -7,9 +7,15 @@ import StarlingYaOKServerCore
 /// server and ``CourierMailboxCore``, ticked at its next deadline
 /// (``DeadlineTimer``) and at each datagram.
 /// What a fetch brings comes out of ``drops``; what became of the posted
-/// drops out of ``outcomes``.
+/// drops out of ``outcomes``; whether the server answers (said once an
+/// outage) out of ``answering``. A server given by a host name is looked up
+/// again when it stops answering (``ServerName``).
 public actor CourierMailboxClient {
+    /// The address the server had when the client was made.
     public nonisolated let server: UDPAddress
+    /// Where the server is now (the name's latest address).
+    public private(set) var address: UDPAddress
+    private var name: ServerName
     /// Envelopes a fetch brought (the newest 1,000 kept when nobody reads).
     public nonisolated let drops: AsyncStream<CourierEnvelope>
     public enum Outcome: Hashable, Sendable {
@@ -17,8 +23,11 @@ public actor CourierMailboxClient {
         case notTaken(Bytes16, ServerRejection?)
     }
     public nonisolated let outcomes: AsyncStream<Outcome>
+    /// False when the server stopped answering (or never did), true when it answers again after that.
+    public nonisolated let answering: AsyncStream<Bool>
     private let dropSink: AsyncStream<CourierEnvelope>.Continuation
     private let outcomeSink: AsyncStream<Outcome>.Continuation
+    private let answeringSink: AsyncStream<Bool>.Continuation
     private let socket: UDPSocket
     private var core: CourierMailboxCore
     private var tasks: [Task<Void, Never>] = []
@@ -26,12 +35,17 @@ public actor CourierMailboxClient {
     private var running = false
     private let time = NodeTime()
 
-    public init(server: UDPAddress, configuration: CourierMailboxCore.Configuration = .init()) throws {
+    /// `name`: the host name `server` was found by (looked up again when it stops answering).
+    public init(server: UDPAddress, configuration: CourierMailboxCore.Configuration = .init(), name: String? = nil,
+                lookup: @escaping @Sendable (String) -> UDPAddress? = { try? UDPAddress.resolving($0) }) throws {
         self.server = server
-        socket = try UDPSocket(bindTo: server.ipv6 == nil ? .any(0) : .anyIPv6(0))
+        address = server
+        self.name = ServerName(name, lookup: lookup)
+        socket = try .forServer()
         core = CourierMailboxCore(configuration: configuration)
         (drops, dropSink) = AsyncStream.makeStream(of: CourierEnvelope.self, bufferingPolicy: .bufferingNewest(1_000))
         (outcomes, outcomeSink) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingNewest(1_000))
+        (answering, answeringSink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
     }
 
     /// Whether the server has taken this address as proven.
@@ -41,7 +55,10 @@ public actor CourierMailboxClient {
 
     public func start() {
         running = true
-        tasks.append(receiving(from: server, on: socket) { $0.received($1) })
+        tasks.append(receiving(on: socket) { client, from, bytes in
+            guard from == client.address else { return } // only the server speaks for the server
+            client.received(bytes)
+        })
         tick()
     }
 
@@ -53,6 +70,7 @@ public actor CourierMailboxClient {
         socket.close()
         dropSink.finish()
         outcomeSink.finish()
+        answeringSink.finish()
     }
 
     public func post(_ envelope: CourierEnvelope) { perform(core.post(envelope, now: time.now())) }
@@ -69,19 +87,43 @@ public actor CourierMailboxClient {
     private func tick() {
         timer.fired()
         perform(core.tick(now: time.now()))
+        // Still not answering: the name may point elsewhere now (at most every 30 s).
+        if !core.ready, core.outageSaid { lookUpAgain() }
     }
 
     private func perform(_ outputs: [CourierMailboxCore.Output]) {
         for o in outputs {
             switch o {
-            case let .send(bytes): _ = socket.send(bytes, to: server)
+            case let .send(bytes): _ = socket.send(bytes, to: address)
             case let .drop(e): dropSink.yield(e)
             case let .taken(id): outcomeSink.yield(.taken(id))
             case let .notTaken(id, why): outcomeSink.yield(.notTaken(id, why))
+            case let .answering(yes):
+                answeringSink.yield(yes)
+                if !yes { lookUpAgain() }
             }
         }
         guard running else { return }
         timer.arm(at: core.nextDeadline(), now: time.now()) { [weak self] in await self?.tick() }
+    }
+}
+
+extension CourierMailboxClient {
+    /// The server stopped answering: its name is looked up again (off the actor).
+    private func lookUpAgain() {
+        guard running, let text = name.begin(now: time.now()) else { return }
+        let lookup = name.lookup
+        Task.detached { [weak self] in
+            let found = lookup(text)
+            await self?.lookedUp(found)
+        }
+    }
+
+    /// The name's address now: used from here on, proven there anew.
+    private func lookedUp(_ found: UDPAddress?) {
+        name.end()
+        guard running else { return }
+        if let found, found != address { address = found }
     }
 }
 

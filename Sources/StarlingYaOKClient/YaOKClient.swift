@@ -6,7 +6,8 @@ import StarlingYaOKServerCore
 
 /// The Ya OK client's runtime: a UDP socket to one server, the protocol core
 /// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
-/// retry; ``DeadlineTimer``), at most 5 s at a time, or until a datagram comes.
+/// retry; ``DeadlineTimer``) or until a datagram comes. A server given by a
+/// host name is looked up again when it stops answering (``ServerName``).
 public actor YaOKClient {
     public typealias Event = YaOKClientCore.Event
 
@@ -15,30 +16,24 @@ public actor YaOKClient {
     public nonisolated let configuration: YaOKClientCore.Configuration
     public nonisolated let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
-    private var socket: UDPSocket
+    private let socket: UDPSocket
     private var receiver: Task<Void, Never>?
     private var core: YaOKClientCore
     private var timer = DeadlineTimer()
     private var running = false
-    /// The host name the server was given by, looked up again when the server stops
-    /// answering (issue 52: a server that moved was waited for at its old address).
-    private let name: String?
-    private let lookup: @Sendable (String) -> UDPAddress?
+    private var name: ServerName
     /// Where the server is now (the name's latest address).
     public private(set) var address: UDPAddress
-    private var lastLookup: UInt64?
-    private var lookingUp = false
     /// The least time between two lookups of the name (while the server does not answer).
-    public static let lookupInterval: UInt64 = 30_000
+    public static let lookupInterval = ServerName.interval
 
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
                 configuration: YaOKClientCore.Configuration = .init(), name: String? = nil,
                 lookup: @escaping @Sendable (String) -> UDPAddress? = { try? UDPAddress.resolving($0) }) throws {
         self.server = server
         address = server
-        self.name = name
-        self.lookup = lookup
-        socket = try UDPSocket(bindTo: server.ipv6 == nil ? .any(0) : .anyIPv6(0))
+        self.name = ServerName(name, lookup: lookup)
+        socket = try .forServer()
         self.configuration = configuration
         core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
@@ -65,7 +60,6 @@ public actor YaOKClient {
 
     /// Reads the socket: the server's datagrams (from where it is now) go to the core.
     private func listen() {
-        receiver?.cancel()
         receiver = receiving(on: socket) { client, from, bytes in
             guard from == client.address else { return } // only the server speaks for the server
             client.received(bytes)
@@ -75,29 +69,19 @@ public actor YaOKClient {
     /// The server stopped answering: its name is looked up again (at most every 30 s,
     /// off the actor: getaddrinfo blocks), and a new address is used from then on.
     private func lookUpAgain() {
-        guard let name, !lookingUp, running else { return }
-        let now = readClock()
-        if let last = lastLookup, now < last + Self.lookupInterval { return }
-        lastLookup = now
-        lookingUp = true
-        let lookup = self.lookup
+        guard running, let text = name.begin(now: readClock()) else { return }
+        let lookup = name.lookup
         Task.detached { [weak self] in
-            let found = lookup(name)
+            let found = lookup(text)
             await self?.lookedUp(found)
         }
     }
 
+    /// The name's address now: used from here on (the socket is dual stack: either family).
     private func lookedUp(_ found: UDPAddress?) {
-        lookingUp = false
+        name.end()
         guard running, let found, found != address else { return }
-        if (found.ipv6 == nil) != (address.ipv6 == nil) {
-            // The other family: a socket of that family.
-            guard let fresh = try? UDPSocket(bindTo: found.ipv6 == nil ? .any(0) : .anyIPv6(0)) else { return }
-            socket.close()
-            socket = fresh
-        }
         address = found
-        listen()
         perform(core.poll(now: readClock())) // (registering, if it must, at the new address)
     }
 
@@ -139,15 +123,15 @@ public actor YaOKClient {
         timer.fired()
         perform(core.tick(now: readClock()))
         // Unregistered and unanswered: the name may point elsewhere now.
-        if name != nil, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
+        if name.name != nil, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
     }
 
-    /// The core's deadline may have moved: the timer follows it (5 s at most,
-    /// so that a wall-clock step is read within 5 s).
+    /// The core's deadline may have moved: the timer follows it. (The wall
+    /// clock's offset is read with every reading of the clock, so a step
+    /// needs no wake of its own: a REGISTER's timestamp reads it then.)
     private func rearm() {
         guard running else { return }
-        let now = readClock()
-        timer.arm(at: min(core.nextDeadline, now + 5_000), now: now) { [weak self] in await self?.tick() }
+        timer.arm(at: core.nextDeadline, now: readClock()) { [weak self] in await self?.tick() }
     }
 
     private func perform(_ steps: [YaOKClientCore.Step]) {

@@ -14,8 +14,8 @@ public enum CourierMailbox {
 /// recipient tags to follow, datagrams and the time in; datagrams to the
 /// server and what came of them out. The runtime owns the socket.
 ///
-/// It proves its address (DROP_HELLO, the cookie back; at most one hello
-/// every 2 s), posts each drop until DROP_TAKEN (2 s, doubling, at most 60 s
+/// It proves its address (DROP_HELLO, the cookie back; hellos 2 s apart,
+/// doubling to 60 s while unanswered), posts each drop until DROP_TAKEN (2 s, doubling, at most 60 s
 /// apart, 8 tries), and fetches the followed tags every
 /// ``Configuration/fetchEvery`` and at once when they change, page by page as
 /// DROP_END says, from where the last round ended (from 0 when the tags
@@ -25,6 +25,12 @@ public enum CourierMailbox {
 /// (the oldest goes), 51 tags, one fetch at a time (10 s without its end: done),
 /// 100 pages a round; a drop it did not ask for (another tag, behind the cursor)
 /// is not taken.
+///
+/// Whether the server answers is said once an outage (``Output/answering(_:)``):
+/// not answering after three hellos unanswered, or, proven, after
+/// ``Configuration/lostAfter`` of silence since something was asked of it
+/// (then it proves its address again: a server that restarted forgot it);
+/// answering again once it proves the address anew.
 public struct CourierMailboxCore: Sendable {
     public struct Configuration: Sendable {
         public var fetchEvery: UInt64 = 30_000
@@ -42,6 +48,11 @@ public struct CourierMailboxCore: Sendable {
         /// A page that does not come whole this many times running (a DROP
         /// lost each time, on a lossy link) is passed as far as its drops came.
         public var wholePageTries = 3
+        /// Proven, asked something (a fetch, a drop), and nothing from the
+        /// server for this long (three fetch rounds): the server is taken as lost.
+        public var lostAfter: UInt64 = 90_000
+        /// Hellos unanswered before the server is said not to answer.
+        public var unansweredHellos = 3
         public init() {}
     }
 
@@ -53,6 +64,9 @@ public struct CourierMailboxCore: Sendable {
         case taken(Bytes16)
         /// The server refused the drop for good, or it was tried `maxTries` times.
         case notTaken(Bytes16, ServerRejection?)
+        /// Whether the server answers, said once an outage: false when it stopped
+        /// (or never started), true when it answers again after that.
+        case answering(Bool)
     }
 
     struct Pending: Sendable {
@@ -66,6 +80,13 @@ public struct CourierMailboxCore: Sendable {
     private var cookie = Bytes16(high: 0, low: 0)
     public private(set) var ready = false
     private var lastHello: UInt64?
+    /// The wait before the next hello while unanswered (2 s, doubling to 60 s).
+    private var helloGap: UInt64
+    private var unanswered = 0
+    /// Said not answering (and not yet answering again).
+    public private(set) var outageSaid = false
+    /// Since when something asked of the server waits for its first word (nil: nothing waits).
+    private var awaitingSince: UInt64?
     private var pending: [Pending] = []
     private var tags: [Bytes16] = []
     private var tagsChanged = false
@@ -94,7 +115,10 @@ public struct CourierMailboxCore: Sendable {
     /// Drops posted and taken, drops a fetch brought (for the metrics and tests).
     public private(set) var posted = 0, fetched = 0
 
-    public init(configuration: Configuration = .init()) { self.configuration = configuration }
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        helloGap = configuration.firstRetry
+    }
 
     public var waiting: Int { pending.count }
 
@@ -126,10 +150,29 @@ public struct CourierMailboxCore: Sendable {
     /// What is due: the hello, drops to (re)send, a fetch.
     public mutating func tick(now: UInt64) -> [Output] {
         var out: [Output] = []
+        if ready, let since = awaitingSince, now >= since + configuration.lostAfter {
+            // Silent for too long: lost. Proven again from the start (a restarted server forgot us).
+            ready = false
+            fetching = nil
+            awaitingSince = nil
+            for i in pending.indices { pending[i].nextAt = 0 }
+            lastHello = nil
+            unanswered = configuration.unansweredHellos
+            if !outageSaid {
+                outageSaid = true
+                out.append(.answering(false))
+            }
+        }
         guard ready else {
-            if lastHello.map({ now >= $0 + configuration.firstRetry }) ?? true {
+            if lastHello.map({ now >= $0 + helloGap }) ?? true {
+                if lastHello != nil { helloGap = min(helloGap * 2, configuration.maxRetryGap) }
                 lastHello = now
-                out += datagrams(.dropHello(cookie: cookie))
+                unanswered += 1
+                if unanswered > configuration.unansweredHellos, !outageSaid {
+                    outageSaid = true
+                    out.append(.answering(false))
+                }
+                out += datagrams(.dropHello(cookie: cookie), now: now)
             }
             return out
         }
@@ -138,7 +181,7 @@ public struct CourierMailboxCore: Sendable {
             pending[i].tries += 1
             let gap = min(configuration.firstRetry << UInt64(min(pending[i].tries - 1, 16)), configuration.maxRetryGap)
             pending[i].nextAt = now + gap
-            out += datagrams(.drop(cookie: cookie, envelope: pending[i].envelope))
+            out += datagrams(.drop(cookie: cookie, envelope: pending[i].envelope), now: now)
         }
         let givenUp = pending.filter { $0.tries >= configuration.maxTries && $0.nextAt <= now }
         pending.removeAll { $0.tries >= configuration.maxTries && $0.nextAt <= now }
@@ -158,8 +201,9 @@ public struct CourierMailboxCore: Sendable {
 
     /// When ``tick(now:)`` has something next.
     public func nextDeadline() -> UInt64? {
-        guard ready else { return (lastHello ?? 0) + configuration.firstRetry }
+        guard ready else { return (lastHello ?? 0) + helloGap }
         var next = pending.map(\.nextAt).min()
+        if let since = awaitingSince { next = min(next ?? .max, since + configuration.lostAfter) }
         if let f = fetching { next = min(next ?? .max, f.since + configuration.fetchTimeout) }
         else if !tags.isEmpty { next = min(next ?? .max, (lastFetch ?? 0) + configuration.fetchEvery) }
         return next
@@ -172,19 +216,28 @@ public struct CourierMailboxCore: Sendable {
             if case .chunk = inner { return [] }
             packet = inner
         }
+        // The server spoke: nothing waits for it now, and hellos start again from 2 s.
+        awaitingSince = nil
+        unanswered = 0
+        helloGap = configuration.firstRetry
         switch packet {
         case let .dropCookie(c, isReady):
             if isReady {
                 cookie = c
                 guard !ready else { return [] }
                 ready = true
-                return tick(now: now)
+                var out: [Output] = []
+                if outageSaid {
+                    outageSaid = false
+                    out.append(.answering(true))
+                }
+                return out + tick(now: now)
             }
             // Sent back once a cookie (a repeated answer, or one a forger sent, waits for the 2 s hello).
             guard !ready, c != cookie || lastHello.map({ now >= $0 + configuration.firstRetry }) ?? true else { return [] }
             cookie = c
             lastHello = now
-            return datagrams(.dropHello(cookie: c))
+            return datagrams(.dropHello(cookie: c), now: now)
         case let .dropTaken(id, _):
             guard let i = pending.firstIndex(where: { $0.id == id }) else { return [] }
             pending.remove(at: i)
@@ -248,12 +301,13 @@ public struct CourierMailboxCore: Sendable {
 
     private mutating func fetch(after: UInt64, now: UInt64) -> [Output] {
         fetching = Fetch(after: after, since: now)
-        return datagrams(.dropFetch(cookie: cookie, after: after, tags: tags))
+        return datagrams(.dropFetch(cookie: cookie, after: after, tags: tags), now: now)
     }
 
-    private mutating func datagrams(_ packet: ServerPacket) -> [Output] { datagrams(packet.encode()) }
-
-    private mutating func datagrams(_ bytes: [UInt8]) -> [Output] {
+    /// A packet for the server (in chunks if it must): from now on an answer is awaited.
+    private mutating func datagrams(_ packet: ServerPacket, now: UInt64) -> [Output] {
+        if awaitingSince == nil { awaitingSince = now }
+        let bytes = packet.encode()
         transfer &+= 1
         return (ServerChunk.datagrams(bytes, transferID: transfer) ?? []).map { .send($0) }
     }

@@ -82,7 +82,7 @@ struct NodeSession {
             if let mailbox = o.courierMailbox {
                 let address: UDPAddress
                 do { address = try UDPAddress.resolving(mailbox) } catch { throw RuntimeFailure("--courier-mailbox \(error)") }
-                let client = try CourierMailboxClient(server: address)
+                let client = try CourierMailboxClient(server: address, name: UDPAddress(mailbox) == nil ? mailbox : nil)
                 options.core.courierMailbox = true
                 options.mailboxPoster = { e in Task { await client.post(e) } }
                 let nostrFollower = options.dropFollower
@@ -109,17 +109,10 @@ struct NodeSession {
             Task { for await e in client.drops { await node.dropFromMailbox(e) } }
             // Said once when the mailbox does not answer (a person would otherwise think drops go there), and once when it does again.
             Task {
-                var said = false
-                for _ in 0..<1_000_000 {
-                    try? await Task.sleep(for: .seconds(30))
-                    let ready = await client.isReady
-                    if !ready, !said {
-                        StandardError.write(Data("starling: the courier mailbox at \(client.server) does not answer; drops still go to couriers, and to it once it answers\n".utf8))
-                        said = true
-                    } else if ready, said {
-                        StandardError.write(Data("starling: the courier mailbox at \(client.server) answers now\n".utf8))
-                        said = false
-                    }
+                for await answers in client.answering {
+                    let at = await client.address
+                    StandardError.write(Data((answers ? "starling: the courier mailbox at \(at) answers now\n"
+                        : "starling: the courier mailbox at \(at) does not answer; drops still go to couriers, and to it once it answers\n").utf8))
                 }
             }
         }

@@ -313,20 +313,81 @@ import Testing
         #expect(client.waiting == 1)
     }
 
-    @Test func aDropTheServerNeverAnswersIsTriedEightTimesThenGivenUp() {
-        var client = CourierMailboxCore()
-        var sent = 0
+    /// What a client's outputs hold: drops sent, hellos sent, and everything it said.
+    static func count(_ outputs: [CourierMailboxCore.Output]) -> (drops: Int, hellos: Int, said: [CourierMailboxCore.Output]) {
+        var drops = 0, hellos = 0
         var said: [CourierMailboxCore.Output] = []
+        for o in outputs {
+            guard case let .send(bytes) = o else { said.append(o); continue }
+            switch try? ServerPacket.decode(bytes, .toServer) {
+            case .drop?: drops += 1
+            case .dropHello?: hellos += 1
+            default: break
+            }
+        }
+        return (drops, hellos, said)
+    }
+
+    /// Proven, then the server falls silent with a drop waiting: the drop goes
+    /// at 0, 2, 6, 14, 30 and 62 s; at 90 s of silence the server is taken as
+    /// lost (said once), the drop waits, and hellos back off to one a minute.
+    /// When the server answers again: said once, and the drop goes at once.
+    @Test func aServerThatFallsSilentIsSaidLostOnceAndTheDropWaitsForIt() {
+        var client = CourierMailboxCore()
         _ = client.tick(now: 0)
-        // Proven (as if the server said so).
         _ = client.receive(ServerPacket.dropCookie(cookie: Self.tag(1), ready: true).encode(), now: 0)
         let e = Self.envelope(now: 0)
-        for o in client.post(e, now: 0) { if case .send = o { sent += 1 } }
+        var drops = Self.count(client.post(e, now: 0)).drops, hellos = 0
+        var said: [CourierMailboxCore.Output] = [], wakes = 0
         var t: UInt64 = 0
         while t < 600_000 {
-            t += 500
-            for o in client.tick(now: t) { if case .send = o { sent += 1 } else { said.append(o) } }
+            t = max(t + 1, client.nextDeadline() ?? 600_000)
+            wakes += 1
+            let c = Self.count(client.tick(now: t))
+            drops += c.drops
+            hellos += c.hellos
+            said += c.said
         }
-        #expect(sent == 8 && said == [.notTaken(CourierMailbox.dropID(of: e), nil)] && client.waiting == 0)
+        #expect(drops == 6 && said == [.answering(false)] && client.waiting == 1 && !client.ready, "\(drops) \(said)")
+        // Hellos from 90 s: 2, 4, 8, 16, 32 s apart, then a minute: about 13 in the 510 s, not 255.
+        #expect((10...15).contains(hellos) && wakes < 30, "\(hellos) hellos, \(wakes) wakes")
+        // Back: the cookie answered as proven.
+        let back = client.receive(ServerPacket.dropCookie(cookie: Self.tag(2), ready: true).encode(), now: t)
+        let c = Self.count(back)
+        #expect(c.said == [.answering(true)] && c.drops == 1 && client.ready, "\(back)")
+        // A server that answers is never said lost (the control): the drop taken, fetches answered for 10 minutes.
+        _ = client.receive(ServerPacket.dropTaken(dropID: CourierMailbox.dropID(of: e), new: true).encode(), now: t)
+        _ = client.follow([Self.tag(1)], now: t)
+        let start = t
+        var later: [CourierMailboxCore.Output] = []
+        while t < start + 600_000 {
+            t = max(t + 1, client.nextDeadline() ?? start + 600_000)
+            for o in client.tick(now: t) {
+                if case let .send(bytes) = o, case let .dropFetch(_, after, _)? = try? ServerPacket.decode(bytes, .toServer) {
+                    later += client.receive(ServerPacket.dropEnd(count: 0, last: after, more: false).encode(), now: t)
+                } else if case .send = o {} else { later.append(o) }
+            }
+        }
+        #expect(later.isEmpty && client.ready && client.waiting == 0, "\(later)")
+    }
+
+    /// A server that never answers: said not answering after three hellos,
+    /// once; the hellos back off (2 s doubling to a minute). The control: one
+    /// that answers the first hello is never said so.
+    @Test func aServerThatNeverAnswersIsSaidOnceAndAskedLessAndLess() {
+        var client = CourierMailboxCore()
+        var hellos = 0, said: [CourierMailboxCore.Output] = []
+        var t: UInt64 = 0
+        while t < 600_000 {
+            let c = Self.count(client.tick(now: t))
+            hellos += c.hellos
+            said += c.said
+            t = max(t + 1, client.nextDeadline() ?? 600_000)
+        }
+        #expect(said == [.answering(false)] && (12...16).contains(hellos), "\(hellos) \(said)")
+        var answered = CourierMailboxCore()
+        var out = answered.tick(now: 0)
+        out += answered.receive(ServerPacket.dropCookie(cookie: Self.tag(1), ready: true).encode(), now: 0)
+        #expect(Self.count(out).said.isEmpty && answered.ready)
     }
 }

@@ -124,32 +124,74 @@ final class AnswerBox: @unchecked Sendable {
         var registrations: [Bool] { lock.withLock { states } }
     }
 
-    static func waitFor(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    static func waitFor(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
-            if condition() { return true }
+            if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return condition()
+        return await condition()
     }
 
     /// A server known by name that moves (issue 52 item 8: re-resolve on failure):
     /// it stops answering at its old address, the name now says another, and the
     /// client registers there without a restart. The control: while the first
     /// answers, the name is not looked up again.
+    /// A host name's address, as a test's resolver says it (and how often it was asked).
+    final class Name: @unchecked Sendable {
+        let lock = NSLock()
+        var address: UDPAddress
+        var lookups = 0
+        init(_ a: UDPAddress) { address = a }
+        func lookUp() -> UDPAddress { lock.withLock { lookups += 1; return address } }
+        func move(to a: UDPAddress) { lock.withLock { address = a } }
+        var count: Int { lock.withLock { lookups } }
+    }
+
+    /// The courier mailbox moves as the Ya OK server does: silent at its old
+    /// address, said not answering once, found again by its name, said answering,
+    /// and a drop posted then is taken there.
+    @Test func aCourierMailboxThatMovesIsFoundAgainByItsName() async throws {
+        let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
+        let serving = Task { await first.run() }
+        let secondStore = InMemoryServerStore()
+        let second = try YaOKServer(store: secondStore, bind: .loopback(0))
+        let servingSecond = Task { await second.run() }
+        defer { servingSecond.cancel() }
+        let dns = Name(.loopback(first.port))
+        var configuration = CourierMailboxCore.Configuration()
+        configuration.fetchEvery = 500
+        configuration.fetchTimeout = 500
+        configuration.lostAfter = 3_000
+        let client = try CourierMailboxClient(server: .loopback(first.port), configuration: configuration,
+                                              name: "mailbox.test:41641", lookup: { _ in dns.lookUp() })
+        let said = Notices()
+        let readers = [Task { for await up in client.answering { said.add(up) } },
+                       Task { for await o in client.outcomes { if case .taken = o { said.add("taken") } } }]
+        defer { for r in readers { r.cancel() } }
+        await client.start()
+        await client.follow(hexTags: [String(repeating: "ab", count: 16)])
+        #expect(await Self.waitFor(seconds: 60) { await client.isReady })
+        try await Task.sleep(for: .seconds(4))
+        #expect(dns.count == 0 && said.registrations.isEmpty, "answered: not looked up, nothing said")
+        await first.stop()
+        serving.cancel()
+        dns.move(to: .loopback(second.port))
+        #expect(await Self.waitFor(seconds: 60) { said.registrations == [false, true] }, "\(said.registrations)")
+        #expect(await client.address == .loopback(second.port) && dns.count >= 1)
+        await client.post(CourierMailboxTests.envelope(now: UInt64(Date().timeIntervalSince1970 * 1000)))
+        #expect(await Self.waitFor(seconds: 60) { said.all.contains("taken") }, "\(said.all)")
+        #expect(await secondStore.dropCount() == 1)
+        await client.stop()
+        await second.stop()
+    }
+
     @Test func aServerThatMovesIsFoundAgainByItsName() async throws {
         let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
         let serving = Task { await first.run() }
         let second = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
         let servingSecond = Task { await second.run() }
         defer { servingSecond.cancel() }
-        final class Name: @unchecked Sendable {
-            let lock = NSLock()
-            var address: UDPAddress
-            var lookups = 0
-            init(_ a: UDPAddress) { address = a }
-            func lookUp() -> UDPAddress { lock.withLock { lookups += 1; return address } }
-        }
         let dns = Name(.loopback(first.port))
         var configuration = YaOKClientCore.Configuration()
         configuration.pingInterval = 500
