@@ -259,7 +259,9 @@ public struct MeshRouter: Sendable {
     public mutating func noteMalformed() { statistics.malformed += 1 }
     public var nextDeadline: Millis? {
         let stall = configuration.stalledFragments.flatMap { reassembler.nextStall(stall: $0.stall) }.map { max($0, streamCheckAfter) }
-        return ([deadlines.min?.at, nextSync, syncDue.values.min(), stall] + nextRounds).compactMap { $0 }.min()
+        // With no link, no sync round is due (a link's arrival asks at once, syncDue).
+        let rounds = neighborhood.links.isEmpty ? [] : [nextSync] + nextRounds
+        return ([deadlines.min?.at, syncDue.values.min(), stall] + rounds).compactMap { $0 }.min()
     }
 
     /// Packets kept for gossip sync, and what they cost (GossipStore.bytes).

@@ -556,7 +556,7 @@ public struct NodeCore: Sendable {
         router.linkUp(link, maxFrame: maxFrame ?? configuration.maxFrame, now: now)
         performStately(stately.linkUp(link))
         announce(now: now)
-        nextHousekeeping = min(nextHousekeeping, now + configuration.housekeepingInterval)
+        choresSoon(now: now)
     }
 
     /// A link went down (the transport says so).
@@ -680,6 +680,7 @@ public struct NodeCore: Sendable {
         guard let card = present[packet.senderID]?.info else {
             if let q = queue, packet.signature != nil, links.contains(q.link), canAwait(packet, on: q.link) {
                 awaitingAnnounce.append((packet, q.bytes, q.link, q.now))
+                choresSoon(now: q.now)
             } else {
                 refusals.unverifiable += 1
             }
@@ -1898,12 +1899,17 @@ public struct NodeCore: Sendable {
         if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
         if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
-            // Alone (no link), the chores wait 30 times longer: an idle node wakes less (issue 52);
-            // a link's arrival brings them back within one interval.
-            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : 1)
             housekeeping(now: now)
+            // Alone (no link), the chores wait 30 intervals: an idle node wakes less (issue 52).
+            // A link's arrival, a handshake or a packet waiting for its announce brings them back.
+            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : 1)
         }
         if !links.isEmpty, now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }
+    }
+
+    /// Something now waits on the chores (a handshake to retry, a packet for its announce): within one interval.
+    private mutating func choresSoon(now: Millis) {
+        nextHousekeeping = min(nextHousekeeping, now + configuration.housekeepingInterval)
     }
 
     private mutating func housekeeping(now: Millis) {
@@ -2461,6 +2467,7 @@ public struct NodeCore: Sendable {
     private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
         let m1 = try sessions.initiateHandshake(with: peer, now: now)
         handshakeStarted[peer] = now
+        choresSoon(now: now)
         perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: wall(now)), now: now), now: now)
     }
 

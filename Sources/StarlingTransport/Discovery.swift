@@ -8,8 +8,9 @@ import StarlingWire
 /// Finding other Starling processes on this machine without configuration.
 ///
 /// A node binds the first free port of 47370–47385 on 127.0.0.1 (unless told a
-/// port), and every 2 s sends a hello datagram to each of those ports and to
-/// its explicit peers. Whoever receives a hello links the sender's address.
+/// port), and sends a hello datagram to each of those ports and to its explicit
+/// peers at once, then every 16 s (every 2 s to a peer not linked yet); a hello
+/// is answered at once. Whoever receives a hello links the sender's address.
 /// A hello starts with "SHLO": 0x53 is no bitchat version, so a hello can never
 /// be taken for a packet (see docs/PROTOCOL.md, "UDP transport").
 public enum Discovery {
@@ -17,7 +18,7 @@ public enum Discovery {
     public static let magic: [UInt8] = Array("SHLO".utf8)
     public static let version: UInt8 = 1
     public static let helloInterval: UInt64 = 2_000
-    /// A node with no link says hello on the rendezvous ports every this many intervals (16 s).
+    /// Hellos on the rendezvous ports and to linked peers every this many intervals (16 s).
     public static let idleHelloEvery = 8
 
     /// "SHLO" ‖ version 0x01 ‖ peer ID (8 bytes) = 13 bytes.

@@ -47,6 +47,9 @@ public final class UDPTransport: Transport, @unchecked Sendable {
     private var refusedCount = 0
     private var throttledCount = 0
     private var buckets: [UDPAddress: (tokens: Double, at: ContinuousClock.Instant)] = [:]
+    /// When we last said hello to an address (a hello from it is answered unless we just did:
+    /// two nodes never answer each other's answers). Pruned past 2 s; at most 256.
+    private var saidHello: [UDPAddress: ContinuousClock.Instant] = [:]
 
     /// Binds the socket now, so that the port is known before ``start()``.
     public init(localPeer: PeerID, options: Options) throws {
@@ -122,15 +125,19 @@ public final class UDPTransport: Transport, @unchecked Sendable {
                     self.handle(bytes, from: from)
                 }
             },
-            // Hellos: now, then every 2 s; alone (no link), the rendezvous ports' only every
-            // 8th time (16 s): a newcomer's own hellos find us, and our answer goes at once (admit).
+            // Hellos: now, then every 16 s on the rendezvous ports and to linked peers (a
+            // newcomer's own hellos find us, and our answer goes at once); every 2 s while an
+            // explicit peer is not linked yet, or the LAN (opt-in) has found nobody.
             Task { [weak self] in
-                var tick = 0
+                let slow = Duration.milliseconds(Discovery.helloInterval * UInt64(Discovery.idleHelloEvery))
+                var lastRendezvous: ContinuousClock.Instant?
                 while !Task.isCancelled {
                     guard let self else { return }
-                    self.sendHellos(rendezvous: tick % Discovery.idleHelloEvery == 0 || self.linkCount > 0)
-                    tick += 1
-                    try? await Task.sleep(for: .milliseconds(Discovery.helloInterval))
+                    let now = ContinuousClock.now
+                    let rendezvous = lastRendezvous.map { now - $0 >= slow - .milliseconds(100) } ?? true
+                    if rendezvous { lastRendezvous = now }
+                    let waiting = self.sendHellos(rendezvous: rendezvous)
+                    try? await Task.sleep(for: waiting ? .milliseconds(Discovery.helloInterval) : slow)
                 }
             },
         ] + (lanSocket.map { lan in
@@ -145,13 +152,35 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         lock.withLock { self.tasks = tasks }
     }
 
-    private func sendHellos(rendezvous: Bool = true) {
+    /// Says hello where it is due; whether something still waits for an answer
+    /// (an explicit peer not linked, or the LAN with no link): then the next round is in 2 s.
+    private func sendHellos(rendezvous: Bool) -> Bool {
         let hello = Discovery.hello(from: localPeer)
+        var to: [UDPAddress] = []
         if options.discovery, rendezvous {
-            for p in Discovery.rendezvousPorts where p != port { socket.send(hello, to: .loopback(p)) }
+            to += Discovery.rendezvousPorts.filter { $0 != port }.map { .loopback($0) }
         }
-        for a in options.peers { socket.send(hello, to: a) }
-        if options.lan { socket.send(hello, to: Discovery.lanGroup) }
+        let unlinked = options.peers.filter { isLinked($0) == nil }
+        to += rendezvous ? options.peers : unlinked
+        let alone = linkCount == 0
+        if options.lan, rendezvous || alone { to.append(Discovery.lanGroup) }
+        for a in to { sayHello(hello, to: a) }
+        return !unlinked.isEmpty || (options.lan && alone)
+    }
+
+    private func sayHello(_ hello: [UInt8], to address: UDPAddress) {
+        let now = ContinuousClock.now
+        lock.withLock {
+            if saidHello.count >= 256 { saidHello = saidHello.filter { now - $0.value < .seconds(2) } }
+            if saidHello[address] != nil || saidHello.count < 256 { saidHello[address] = now }
+        }
+        socket.send(hello, to: address)
+    }
+
+    /// Whether we said hello to `address` within the last 2 s.
+    private func saidHelloLately(to address: UDPAddress) -> Bool {
+        let now = ContinuousClock.now
+        return lock.withLock { saidHello[address].map { now - $0 < .seconds(2) } ?? false }
     }
 
     /// Links an address (if there is room); returns its key, nil when full.
@@ -179,11 +208,11 @@ public final class UDPTransport: Transport, @unchecked Sendable {
         switch Channel.of(bytes) {
         case .hello:
             guard let from = Discovery.parseHello(bytes), from != localPeer else { return } // our own, looped back
-            let known = isLinked(address) != nil
             if let key = admit(address) {
                 continuation.yield(.heard(key))
-                // A newcomer: answered at once, whatever our pace while alone.
-                if !known { socket.send(Discovery.hello(from: localPeer), to: address) }
+                // Answered at once (a newcomer, or a peer that restarted on its old port),
+                // unless we said hello to it within 2 s (its hello is then our answer).
+                if !saidHelloLately(to: address) { sayHello(Discovery.hello(from: localPeer), to: address) }
             }
         case .stately:
             let packet = Channel.statelyPacket(bytes)
