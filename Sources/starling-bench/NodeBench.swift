@@ -45,6 +45,20 @@ enum NodeBench {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU seconds a process's live threads have run, in nanoseconds' precision
+    /// (the sum of /proc/PID/task/*/schedstat; a thread that ended meanwhile is
+    /// not counted: ``cpuSeconds(pid:)``, to the clock tick, is shown beside it).
+    static func runSeconds(pid: Int32) -> Double? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var ns: UInt64 = 0
+        for t in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
+                  let first = text.split(separator: " ").first, let v = UInt64(first) else { continue }
+            ns += v
+        }
+        return Double(ns) / 1e9
+    }
+
     /// What the node runtime used to do when idle: wake every 10 ms (measured
     /// here, in the same run, as the baseline).
     static func pollLoop(seconds: Double) async {
@@ -111,18 +125,22 @@ enum NodeBench {
         // Start-up (key files, sockets, registering, connecting) is not idling: measure from 5 s in.
         try await Task.sleep(for: .seconds(5))
         let measured = [relay, all, daemon, poll]
-        let before = measured.map { cpuSeconds(pid: $0.processIdentifier) }
+        let before = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runBefore = measured.map { runSeconds(pid: $0.processIdentifier) }
         try await Task.sleep(for: .seconds(seconds))
-        let after = measured.map { cpuSeconds(pid: $0.processIdentifier) }
-        guard let used = zip(after, before).map({ a, b in a.flatMap { a in b.map { a - $0 } } }) as? [Double] else {
+        let after = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runAfter = measured.map { runSeconds(pid: $0.processIdentifier) }
+        guard let ticks = zip(after, before).map({ a, b in a.flatMap { a in b.map { a - $0 } } }) as? [Double],
+              let used = zip(runAfter, runBefore).map({ a, b in a.flatMap { a in b.map { a - $0 } } }) as? [Double] else {
             print("  idle: could not read /proc"); return
         }
         let share = used.map { $0 / seconds * 100 }
-        print("\nIdle over \(Int(seconds)) s (off-mesh: \(transports)):")
-        print("  relay:                     \(format2(used[0])) s of CPU = \(format3(share[0]))% of a core   (goal ≤ 0.1%)")
-        print("  relay, every transport on: \(format2(used[1])) s of CPU = \(format3(share[1]))% of a core   (goal ≤ 0.1%; was 150% with a Ya OK server)")
-        print("  daemon, every transport on: \(format2(used[2])) s of CPU = \(format3(share[2]))% of a core  (goal ≤ 0.1%)")
-        print("  10 ms poll loop:           \(format2(used[3])) s of CPU = \(format3(share[3]))% of a core   (the old runtime's wake pattern, measured now)")
+        func line(_ i: Int) -> String {
+            "\(format3(used[i])) s of CPU = \(format3(share[i]))% of a core (to the tick: \(format2(ticks[i])) s)"
+        }
+        print("\nIdle over \(Int(seconds)) s, the three nodes linked on loopback (off-mesh: \(transports)):")
+        print("  relay:                      \(line(0))   (goal ≤ 0.1%)")
+        print("  relay, every transport on:  \(line(1))   (goal ≤ 0.1%; was 150% with a Ya OK server)")
+        print("  daemon, every transport on: \(line(2))   (goal ≤ 0.1%)")
+        print("  10 ms poll loop:            \(line(3))   (the old runtime's wake pattern, measured now)")
         if share[3] > 0 {
             print("  ÷ poll loop: relay \(format2(share[0] / share[3]))×, every transport \(format2(share[1] / share[3]))×, daemon \(format2(share[2] / share[3]))×")
         }
