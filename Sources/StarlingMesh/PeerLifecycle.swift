@@ -52,6 +52,9 @@ public struct PeerTable<Info: Sendable>: Sendable {
     @discardableResult
     public mutating func left(_ peer: PeerID) -> Entry? { entries.removeValue(forKey: peer) }
 
+    /// When the next peer's announce grows too old (nil: nobody here).
+    public var nextExpiry: Millis? { entries.values.map(\.lastAnnounce).min().map { $0 + announceLifetime + 1 } }
+
     /// Removes and returns the peers whose last announce is too old.
     public mutating func expire(now: Millis) -> [PeerID] {
         let gone = entries.filter { now > $0.value.lastAnnounce && now - $0.value.lastAnnounce > announceLifetime }.map(\.key)
@@ -87,6 +90,11 @@ public struct LinkWatch<Address: Hashable & Sendable>: Sendable {
     public mutating func heard(_ a: Address, now: Millis) { links[a]?.lastHeard = now }
     public mutating func announced(_ a: Address) { links[a]?.announced = true }
     public mutating func down(_ a: Address) { links[a] = nil }
+
+    /// When ``check(now:)`` next has a link to drop, unless it is heard first (nil: no link).
+    public var nextCheck: Millis? {
+        links.values.map { $0.announced ? $0.lastHeard + silenceLimit + 1 : min($0.upAt + announceDeadline, $0.lastHeard + silenceLimit) + 1 }.min()
+    }
 
     /// Links to drop now, and why.
     public mutating func check(now: Millis) -> [(Address, Reason)] {

@@ -138,6 +138,8 @@ public actor MeshNode {
     /// When the node will next wake by itself (node time: ms, the wall clock at
     /// its start going on at a monotonic pace), if it is running.
     public var scheduledWake: Millis? { timer.wakeAt }
+    /// When the core has something to do next (the timer may be armed earlier: it fires harmlessly then).
+    public var coreDeadline: Millis? { core.nextDeadline }
 
     public init(identity: Identity, options: Options, logger: Logger = Logger(label: "starling.node")) throws {
         self.identity = identity

@@ -69,6 +69,9 @@ public struct CourierStore: Sendable {
 
     public mutating func prune(now: UInt64) { held.removeAll { $0.envelope.isExpired(at: now) } }
 
+    /// When the next envelope held expires (wall-clock milliseconds; nil: none held).
+    public var nextExpiry: UInt64? { held.map(\.envelope.expiry).min() }
+
     /// The envelopes for a peer who is here (by its Noise key's candidate
     /// tags): removed, to be handed over.
     public mutating func handOver(to noiseKey: [UInt8], now: UInt64) -> [Held] {

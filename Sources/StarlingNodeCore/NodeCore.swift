@@ -1900,11 +1900,25 @@ public struct NodeCore: Sendable {
         if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
             housekeeping(now: now)
-            // Alone (no link), the chores wait 30 intervals: an idle node wakes less (issue 52).
-            // A link's arrival, a handshake or a packet waiting for its announce brings them back.
-            nextHousekeeping = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : 1)
+            nextHousekeeping = choresDeadline(now: now)
         }
         if !links.isEmpty, now >= (lastAnnounce ?? 0) + configuration.announceInterval { announce(now: now) }
+    }
+
+    /// When the chores run next: every interval while a handshake or an announce
+    /// is awaited; otherwise every 5, alone (no link) every 30 (an idle node wakes
+    /// less, issue 52), and at once when a timed table has something due (a peer's
+    /// announce too old, a link silent, a handshake timed out, an envelope expired).
+    /// A link's arrival, a handshake or a packet waiting for its announce brings them back sooner.
+    private func choresDeadline(now: Millis) -> Millis {
+        let waits = !handshakeStarted.isEmpty || !awaitingAnnounce.isEmpty
+        let pace = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : waits ? 1 : 5)
+        let w = wall(now)
+        let courierDue = courier.nextExpiry.map { $0 > w ? now + ($0 - w) : now }
+        // An announce owed to a bridge next to us goes when the rate lets it.
+        let owed = crossingPeer.flatMap { c in (lastAnnounce ?? 0) < c.since ? (lastCrossingAnnounce ?? now) + 10_000 : nil }
+        let due = [present.nextExpiry, watch.nextCheck, sessions.nextExpiry, courierDue, owed].compactMap { $0 }.min()
+        return max(now + 1, min(pace, due ?? .max))
     }
 
     /// Something now waits on the chores (a handshake to retry, a packet for its announce): within one interval.
@@ -2581,7 +2595,10 @@ public struct NodeCore: Sendable {
                     emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
                 }
                 if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+                // A bridge's announce may owe it ours (noteCrossingPeer): the chores look right after it, not 5 s on.
+                if configuration.crossesBridges, a.bridgeGeohash != nil { nextHousekeeping = min(nextHousekeeping, now + 1) }
                 if previous == nil {
+                    followDrops(now: now) // a newcomer's drops are followed at once, not at the next chores
                     followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
                     resendGroupStates(to: sender, fingerprint: card.fingerprint, now: now)
                 } else if tracker.isHolding(for: sender) {

@@ -178,6 +178,9 @@ public struct SessionManager: Sendable {
         held[peer] = nil
     }
 
+    /// When ``expire(now:)`` next forgets a handshake (nil: none under way).
+    public var nextExpiry: UInt64? { handshakeStartedAt.values.min().map { $0 + configuration.handshakeTimeoutMillis + 1 } }
+
     /// Forgets handshakes that did not complete in time, and rate-limit
     /// records older than a minute. Run it now and then (the node does, every second).
     public mutating func expire(now: UInt64) {
