@@ -16,9 +16,11 @@ public struct ChatBuffers: Sendable {
         public var highlight: Bool
         /// Ours: never counted unread.
         public var own: Bool
+        /// From the history, read before: shown, never counted unread.
+        public var seen: Bool
 
         public init(time: String, nick: String? = nil, text: String, messageID: String? = nil, mark: String? = nil,
-                    highlight: Bool = false, own: Bool = false) {
+                    highlight: Bool = false, own: Bool = false, seen: Bool = false) {
             self.time = time
             self.nick = nick
             self.text = text
@@ -26,6 +28,7 @@ public struct ChatBuffers: Sendable {
             self.mark = mark
             self.highlight = highlight
             self.own = own
+            self.seen = seen
         }
     }
 
@@ -106,7 +109,7 @@ public struct ChatBuffers: Sendable {
             buffers[i].dropped += extra
         }
         if i != current {
-            if line.nick != nil, !line.own { buffers[i].unread += 1 }
+            if line.nick != nil, !line.own, !line.seen { buffers[i].unread += 1 }
             if line.highlight { buffers[i].highlighted = true }
         } else if buffers[i].scroll > 0 {
             buffers[i].scroll += 1 // reading back: the view stays where it is

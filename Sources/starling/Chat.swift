@@ -276,6 +276,13 @@ actor ChatScreen {
             // Behind #mesh (issue 52: after a restart the chat opened on a group's window).
             for g in groups { screen?.openBehind(Self.groupWindow(g.name)) }
         }
+        // What came while no face was open: each conversation with unread messages gets its
+        // window behind #mesh, with its latest lines (read once the person opens it).
+        if screen != nil, me.storeOpen {
+            for c in await ask([], { try await client.conversations() }) where c.unread > 0 && c.group == nil {
+                await fillWindow(c.id, await window(for: c.id))
+            }
+        }
         if !me.storeOpen { say("* the store is locked: /unlock opens it") }
     }
 
@@ -327,7 +334,14 @@ actor ChatScreen {
             switch words[0] {
             case "/query", "/q":
                 guard words.count == 2 else { say("usage: /query NICK"); return true }
-                screen.open(words[1].trimmingCharacters(in: .whitespaces))
+                let name = words[1].trimmingCharacters(in: .whitespaces)
+                let fresh = !screen.hasWindow(name)
+                screen.open(name)
+                // A new window shows the conversation's latest lines (issue 52: it opened empty after a restart).
+                if fresh, let c = await conversation(named: name, quietly: true) {
+                    await fillWindow(c, name)
+                    await markSeen(c)
+                }
                 await refreshScreen()
                 return true
             case "/win", "/w":

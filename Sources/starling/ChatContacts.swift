@@ -11,8 +11,13 @@ extension ChatScreen {
     /// The conversation a typed name means (the messenger's ``Messenger/resolve(_:)``:
     /// a contact, `NAME#0a1b`, a peer here, `bob#fde2`, a Nostr contact, a
     /// conversation kept from before). Says why when there is no single answer.
-    func conversation(named name: String) async -> UserID? {
-        switch await ask(Messenger.Resolution.none, { try await client.resolve(name) }) {
+    func conversation(named name: String, quietly: Bool = false) async -> UserID? {
+        let found = await ask(Messenger.Resolution.none, { try await client.resolve(name) })
+        if quietly {
+            if case let .conversation(id) = found { return id }
+            return nil
+        }
+        switch found {
         case let .conversation(id):
             return id
         case let .ambiguous(names):
@@ -62,6 +67,26 @@ extension ChatScreen {
         }
         say("! \(matches.count) peers are called \(name): \(labels.joined(separator: ", ")); say which, e.g. \(DisplayText.clean(name))#\(sorted[0].description.prefix(4))")
         return nil
+    }
+
+    /// A conversation's latest lines (20) in its window, oldest first: ours with
+    /// their marks, theirs unread counted (and highlighted) only when not read yet.
+    func fillWindow(_ conversation: UserID, _ w: String) async {
+        guard let screen, let messages = await ask(nil, { try await client.history(conversation, limit: 20) }), !messages.isEmpty else { return }
+        let name = await name(of: conversation)
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm"
+        for m in messages {
+            let time = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
+            let body = m.file.map { "file \(DisplayText.clean($0.name))" } ?? Self.lines(m.text)
+            if m.outgoing {
+                screen.append(.init(time: time, nick: "you", text: body, messageID: m.transportID, mark: m.progress.map { $0.state.mark }, own: true), to: w)
+            } else {
+                let unread = m.readAt == nil
+                screen.append(.init(time: time, nick: DisplayText.clean(m.author ?? name), text: body, highlight: unread, seen: !unread), to: w)
+                shown(m, in: conversation)
+            }
+        }
     }
 
     /// /history NAME: the conversation, oldest first, each with its mark.

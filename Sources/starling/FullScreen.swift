@@ -89,6 +89,7 @@ final class FullScreen: @unchecked Sendable {
     /// Opens a window without going to it (the groups at start: the chat opens on #mesh).
     func openBehind(_ window: String) { locked { _ = buffers.open(window) } }
     func select(_ number: Int) { locked { buffers.select(number - 1) } }
+    func hasWindow(_ name: String) -> Bool { locked { buffers.index(of: name) != nil } }
     func closeCurrent() { locked { buffers.close(buffers.current) } }
     func clearCurrent() { locked { buffers = ChatBuffers.clearing(buffers) } }
     var windowInView: String { locked { buffers.currentBuffer.name } }

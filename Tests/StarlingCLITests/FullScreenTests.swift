@@ -217,6 +217,41 @@ final class Tmux: @unchecked Sendable {
         #expect(await tmux.waitForScreen("bob", "<dave> a quick word"), "\(tmux.screen("bob"))")
     }
 
+    /// What came while no face was open is found when one opens (seen in a
+    /// person's pass: after the daemon's restart the chat showed #mesh only,
+    /// and `/query bob` an empty window). The conversation with unread
+    /// messages has its window behind #mesh, counted unread, with its lines;
+    /// `/query` opens a window with the latest lines, counted read.
+    @Test func whatCameWhileNoFaceWasOpenIsInItsWindow() async throws {
+        try Tmux.require()
+        let relay = try MeshProcessTests.node("relay", duration: 180)
+        defer { relay.stop() }
+        let port = try await MeshProcessTests.port(of: relay)
+        let aliceData = MeshProcessTests.dataDir()
+        let daemon = try DaemonProcessTests.daemon(aliceData, name: "alice", peer: port)
+        defer { daemon.stop() }
+        #expect(await daemon.waitForText("daemon: "), "\(daemon.text)")
+        let send = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--name", "bob", "--data-dir",
+                                                  MeshProcessTests.dataDir(), "--peer", "127.0.0.1:\(port)", "--wait", "60",
+                                                  "--to", "alice", "while no face was open"])
+        #expect(send.status == 0 && send.stdout.contains("delivered"), "\(send.stdout)\n\(send.stderr)")
+        let tmux = Tmux()
+        defer { tmux.stop() }
+        try tmux.start("alice", [StarlingProcess.executable.path, "chat", "--data-dir", aliceData], environment: ["TERM": "screen"])
+        #expect(await tmux.waitForScreen("alice", "2:bob(1)"), "its window, behind #mesh, unread: \(tmux.screen("alice"))")
+        #expect(!tmux.screen("alice").contains("while no face was open"), "not in #mesh (the control): \(tmux.screen("alice"))")
+        try tmux.keys("alice", "M-2")
+        #expect(await tmux.waitForScreen("alice", "<bob> while no face was open"), "\(tmux.screen("alice"))")
+        // Closed, then asked for again: the latest lines, counted read.
+        try tmux.type("alice", "/close")
+        try tmux.keys("alice", "Enter")
+        #expect(await tmux.waitForScreen("alice", "[1:*#mesh]"), "\(tmux.screen("alice"))")
+        try tmux.type("alice", "/query bob")
+        try tmux.keys("alice", "Enter")
+        #expect(await tmux.waitForScreen("alice", "<bob> while no face was open"), "\(tmux.screen("alice"))")
+        #expect(await tmux.waitForScreen("alice", "2:*bob]"), "in view, nothing unread: \(tmux.screen("alice"))")
+    }
+
     @Test func editingCompletionPasteWindowsAndReceipts() async throws {
         try Tmux.require()
         let relay = try MeshProcessTests.node("relay")
