@@ -239,6 +239,7 @@ public final class APIServer: Sendable {
             let port = channel.localAddress?.port ?? 0
             do {
                 try Self.writeInfo(path: info, port: port, socket: socket, token: token)
+                try Self.keep(port: port, in: URL(fileURLWithPath: info).deletingLastPathComponent())
             } catch {
                 logger.error("api.json could not be written: \(error)")
             }
@@ -266,6 +267,35 @@ public final class APIServer: Sendable {
         let token = newToken()
         try writePrivately(path: path, bytes: Array(token.utf8))
         return token
+    }
+
+    /// The port kept in `api-port` from the last run, if 127.0.0.1 has it free
+    /// now (0: none kept, or taken: a free one is picked).
+    public static func keptPort(in directory: URL) -> Int {
+        guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent("api-port").path),
+              let port = UInt16(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), port >= 1_024,
+              isFree(port) else { return 0 }
+        return Int(port)
+    }
+
+    static func keep(port: Int, in directory: URL) throws {
+        try writePrivately(path: directory.appendingPathComponent("api-port").path, bytes: Array("\(port)\n".utf8))
+    }
+
+    /// Whether a TCP socket can bind 127.0.0.1:`port` now.
+    static func isFree(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var one: Int32 = 1 // as the server's own socket: a past run's connections waiting out TIME_WAIT do not count
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     /// `api.json`, 0600: where the API is and the token it wants.

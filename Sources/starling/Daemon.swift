@@ -43,7 +43,10 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
                       ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
         let session = try await NodeSession.start(node, server: server, background: background, asks: true)
         var c = APIServer.Configuration(directory: session.directory)
-        c.port = apiPort
+        // The port of the last run when none is given and it is free: with the kept
+        // token, the page's link stays good across a restart (seen in a person's pass:
+        // the open page went dead when `web` came back on another port).
+        c.port = apiPort != 0 ? apiPort : APIServer.keptPort(in: session.directory)
         c.settings = session.settings
         c.setOnCommandLine = session.setOnCommandLine
         c.keptOffers = await session.node.options.bulk?.keptOffers

@@ -29,6 +29,40 @@ import Glibc
         try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) & 0o777
     }
 
+    /// A page's link stays good across a restart: the same token and, when it
+    /// is free, the same port (seen in a person's pass: `web` came back on
+    /// another port and the open page went dead). The control: a port taken
+    /// meanwhile gives way to a free one, and the daemon starts.
+    @Test func aRestartKeepsThePortWhenItIsFree() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("daemon-port")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var d = try Self.daemon(dir, name: "alice")
+        let first = try await Self.info(dir, d)
+        d.stop()
+        d = try Self.daemon(dir, name: "alice")
+        let second = try await Self.info(dir, d)
+        #expect(second.url == first.url && second.token == first.token, "\(first.url) then \(second.url)")
+        d.stop()
+        // Taken by someone else now.
+        let port = try #require(first.url.port)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(bound == 0 && listen(fd, 1) == 0)
+        d = try Self.daemon(dir, name: "alice")
+        defer { d.stop() }
+        let third = try await Self.info(dir, d)
+        #expect(third.url.port != port && third.token == first.token, "\(third.url)")
+        let status = try await APIClient(host: "127.0.0.1", port: try #require(third.url.port), token: third.token).get("/v1/status") as? [String: Any]
+        #expect(status?["nickname"] as? String == "alice")
+    }
+
     @Test func theAPIAnswersOnlyItsOwnerAndTheDaemonStopsOnTime() async throws {
         let dir = ContactCommandTests.temporaryDirectory("daemon")
         defer { try? FileManager.default.removeItem(atPath: dir) }
