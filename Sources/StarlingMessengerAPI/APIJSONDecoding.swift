@@ -194,6 +194,8 @@ extension APIJSON {
                                                                     createdAt: Int64(try f.int("createdAt")), eventID: f.optionalString("eventID") ?? "")))
         case "channelPresence": return .channel(.presence(geohash: try f.string("geohash"), publicKey: try f.string("publicKey")))
         case "channelFailed": return .channel(.failed(try f.string("reason")))
+        // A stranger's request (as GET /v1/requests lists them; the newest text beside it is the same as its last).
+        case "request": return .request(try readRequest(f.o))
         default:
             let data = try JSONSerialization.data(withJSONObject: f.o)
             let node: NodeEvent

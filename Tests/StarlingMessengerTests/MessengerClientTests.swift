@@ -116,6 +116,10 @@ import StarlingYaOKStore
             .channel(.message(.init(geohash: "u4pru", publicKey: "ab", nickname: "ann", text: "hey", createdAt: 9, eventID: "e1"))),
             .channel(.presence(geohash: "u4pru", publicKey: "ab")), .channel(.failed("no relay took it")),
             .node(.pong(from: Self.b, rttMillis: 3, hops: 1)), .node(.rejected(Rejection(.transport, "adapter off"))),
+            // (A stranger's request was read as a node event, failed, and was dropped: the chat through a daemon never saw one.)
+            .request(StrangerRequest(publicKey: String(repeating: "ab", count: 32), npub: "npub1abc",
+                                     messages: [.init(publicKey: String(repeating: "ab", count: 32), text: "hello?", createdAt: 1_795_000_000, wrapID: "w1")],
+                                     firstAt: 1_795_000_000.5, lastAt: 1_795_000_001.5)),
         ]
         for e in events {
             let written = APIJSON.events(e)
