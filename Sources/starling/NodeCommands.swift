@@ -220,7 +220,16 @@ struct EventPrinter: Sendable {
                 say("* \(r.npub) (not a contact) writes over Nostr: \(DisplayText.clean(m.text)) "
                     + "(`starling contact add \(r.npub) --name NAME`, or /accept in `starling chat`)")
             }
-        case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress, .channel:
+        case let .channel(c):
+            // A location channel `--channel` follows over Nostr: the daemon's objects, or a line.
+            if json {
+                for o in APIJSON.events(event) { StandardOutput.write(APIJSON.data(o) + Data("\n".utf8)) }
+            } else if case let .message(m) = c {
+                say(ChannelText.line(geohash: m.geohash, nickname: m.nickname, publicKey: m.publicKey, text: m.text))
+            } else if case let .failed(why) = c {
+                say("! #\(why)")
+            }
+        case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
             return
         }
     }
@@ -1013,6 +1022,13 @@ enum APIJSONText {
 }
 
 /// The daemon's events as words, for `listen` without --json.
+/// A location channel's line, in words: where, who (their nickname and key's first digits), what.
+enum ChannelText {
+    static func line(geohash: String, nickname: String?, publicKey: String, text: String) -> String {
+        "<\(EventPrinter.lines(nickname ?? "anon"))#\(publicKey.prefix(4))@#\(EventPrinter.lines(geohash))> \(EventPrinter.lines(text))"
+    }
+}
+
 enum DaemonText {
     static func line(_ o: [String: Any]) -> String? {
         let clean = { (s: Any?) in EventPrinter.lines((s as? String) ?? "") }
@@ -1030,6 +1046,10 @@ enum DaemonText {
         case "delivered"?: return "* delivered: \(clean(o["messageID"]))"
         case "failed"?: return "! \(clean(o["messageID"])) was not delivered"
         case "rejected"?: return "! \(clean(o["reason"]))"
+        case "channelMessage"?:
+            return ChannelText.line(geohash: (o["geohash"] as? String) ?? "", nickname: o["nickname"] as? String,
+                                    publicKey: (o["publicKey"] as? String) ?? "", text: (o["text"] as? String) ?? "")
+        case "channelFailed"?: return "! #\(clean(o["reason"]))"
         default: return nil
         }
     }

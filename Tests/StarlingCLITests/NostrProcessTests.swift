@@ -469,6 +469,11 @@ import Glibc
         }
         let ann = try chat("ann"), ben = try chat("ben")
         defer { ann.stop(); ben.stop() }
+        // `listen --channel` prints the channel's lines as the daemon's stream has them (it printed none).
+        let cal = try LiveProcess(["listen", "--json", "--port", "0", "--name", "cal", "--duration", "90", "--data-dir",
+                                   ContactCommandTests.temporaryDirectory("cal"), "--channel", "u4pruyd"]
+                                  + Self.nostr(relayPort: relayPort, proxyPort: proxyPort))
+        defer { cal.stop() }
         for c in [ann, ben] {
             #expect(await c.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(c.text)")
             c.type("/join #u4pruyd")
@@ -477,6 +482,8 @@ import Glibc
         ann.type("who is near the station?")
         #expect(await ben.waitForText("<ann#"), "\(ben.text)")
         #expect(ben.text.contains("@#u4pruyd> who is near the station?"), "\(ben.text)")
+        let heard = await cal.waitFor { $0["event"] as? String == "channelMessage" && $0["text"] as? String == "who is near the station?" }
+        #expect(heard?["geohash"] as? String == "u4pruyd" && heard?["nickname"] as? String == "ann", "\(cal.text)")
         ben.type("by the north gate")
         #expect(await ann.waitForText("@#u4pruyd> by the north gate"), "\(ann.text)")
         // Back to the mesh: a line no longer goes to the channel.
