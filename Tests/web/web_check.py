@@ -114,9 +114,12 @@ try:
     unread = wait(bob, lambda d: any(b.startswith("alice, 1 unread") for b in buttons(d, "#conversations button")),
                   "bob's page counts it unread")
     shot(bob, "web-unread.png")
+    check(bob.title == "(1) Starling", "bob's tab counts it: %r" % bob.title)
+    check(alice.title == "Starling", "alice's tab counts nothing (the control): %r" % alice.title)
     if unread:
         press(bob, "#conversations button", "alice, 1 unread")
         check(wait(bob, lambda d: any("psst, bob" in m for m in messages(d)), "bob reads it") is not None, "bob's page shows the message")
+        check(wait(bob, lambda d: d.title == "Starling", "bob's tab count goes once he opens it") is not None, "bob's tab: %r" % bob.title)
         check(wait(alice, lambda d: "read" in state(d), "alice sees read") is not None, "alice's page shows read once bob opened it")
     shot(alice, "web-private.png")
     shot(bob, "web-private-bob.png")

@@ -147,6 +147,9 @@ function renderConversations() {
        kind ? el("small", { class: "kind", text: kind }) : null);
     ul.append(el("li", {}, b));
   }
+  // The tab says how many wait unread, so a background tab is noticed (issue 56).
+  const waiting = items.reduce((n, c) => n + (c.id === state.current ? 0 : (c.unread || 0)), 0);
+  document.title = waiting ? `(${waiting}) Starling` : "Starling";
 }
 
 function renderPeople() {
