@@ -112,11 +112,7 @@ extension CourierMailboxClient {
     /// The server stopped answering: its name is looked up again (off the actor).
     private func lookUpAgain() {
         guard running, let text = name.begin(now: time.now()) else { return }
-        let lookup = name.lookup
-        Task.detached { [weak self] in
-            let found = lookup(text)
-            await self?.lookedUp(found)
-        }
+        name.resolve(text) { [weak self] in await self?.lookedUp($0) }
     }
 
     /// The name's address now: used from here on, proven there anew.

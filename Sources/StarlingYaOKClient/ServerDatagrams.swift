@@ -52,4 +52,10 @@ struct ServerName: Sendable {
     }
 
     mutating func end() { underWay = false }
+
+    /// Looks `text` up off the caller's actor (getaddrinfo blocks), then hands the answer to `then`.
+    func resolve(_ text: String, then: @escaping @Sendable (UDPAddress?) async -> Void) {
+        let lookup = self.lookup
+        Task.detached { await then(lookup(text)) }
+    }
 }

@@ -70,11 +70,7 @@ public actor YaOKClient {
     /// off the actor: getaddrinfo blocks), and a new address is used from then on.
     private func lookUpAgain() {
         guard running, let text = name.begin(now: readClock()) else { return }
-        let lookup = name.lookup
-        Task.detached { [weak self] in
-            let found = lookup(text)
-            await self?.lookedUp(found)
-        }
+        name.resolve(text) { [weak self] in await self?.lookedUp($0) }
     }
 
     /// The name's address now: used from here on (the socket is dual stack: either family).

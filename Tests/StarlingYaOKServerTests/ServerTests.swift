@@ -148,15 +148,20 @@ final class AnswerBox: @unchecked Sendable {
         var count: Int { lock.withLock { lookups } }
     }
 
+    /// Two servers running on loopback: the first to stop, the second to move to.
+    static func twoServers(_ secondStore: InMemoryServerStore = InMemoryServerStore()) throws
+        -> (first: YaOKServer, serving: Task<Void, Never>, second: YaOKServer, servingSecond: Task<Void, Never>) {
+        let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
+        let second = try YaOKServer(store: secondStore, bind: .loopback(0))
+        return (first, Task { await first.run() }, second, Task { await second.run() })
+    }
+
     /// The courier mailbox moves as the Ya OK server does: silent at its old
     /// address, said not answering once, found again by its name, said answering,
     /// and a drop posted then is taken there.
     @Test func aCourierMailboxThatMovesIsFoundAgainByItsName() async throws {
-        let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
-        let serving = Task { await first.run() }
         let secondStore = InMemoryServerStore()
-        let second = try YaOKServer(store: secondStore, bind: .loopback(0))
-        let servingSecond = Task { await second.run() }
+        let (first, serving, second, servingSecond) = try Self.twoServers(secondStore)
         defer { servingSecond.cancel() }
         let dns = Name(.loopback(first.port))
         var configuration = CourierMailboxCore.Configuration()
@@ -187,10 +192,7 @@ final class AnswerBox: @unchecked Sendable {
     }
 
     @Test func aServerThatMovesIsFoundAgainByItsName() async throws {
-        let first = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
-        let serving = Task { await first.run() }
-        let second = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
-        let servingSecond = Task { await second.run() }
+        let (first, serving, second, servingSecond) = try Self.twoServers()
         defer { servingSecond.cancel() }
         let dns = Name(.loopback(first.port))
         var configuration = YaOKClientCore.Configuration()
