@@ -181,6 +181,10 @@ actor ChatScreen {
     /// and are shown after its line (64 at most).
     var sendsInFlight = 0
     var fileEventsMeanwhile: [MeshNode.Event] = []
+    /// The messenger's progress, kept the same way while a /send is in flight: the same
+    /// file sent twice has one transfer ID, and a receipt shown before the second line
+    /// existed marked the first only (the second stayed "queued").
+    var progressMeanwhile: [(UserID, MessageRecord)] = []
     /// Which way each conversation was last reached.
     var routes: [UserID: String] = [:]
     /// Joins not shown yet (256 at most; more are shown at once).

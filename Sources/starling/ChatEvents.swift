@@ -55,6 +55,10 @@ extension ChatScreen {
             let name = await name(of: conversation)
             say("* \(name) is here: sending \(count) waiting message\(count == 1 ? "" : "s")")
         case let .progress(conversation, record):
+            if sendsInFlight > 0 {
+                if progressMeanwhile.count < 256 { progressMeanwhile.append((conversation, record)) }
+                return
+            }
             await showProgress(conversation, record)
         case let .carried(conversation, record, couriers):
             guard let id = record.transportID else { return }
@@ -202,6 +206,10 @@ extension ChatScreen {
     func showFileEventsMeanwhile() async {
         while sendsInFlight == 0, !fileEventsMeanwhile.isEmpty {
             await show(fileEventsMeanwhile.removeFirst())
+        }
+        while sendsInFlight == 0, !progressMeanwhile.isEmpty {
+            let (c, r) = progressMeanwhile.removeFirst()
+            await showProgress(c, r)
         }
     }
 
