@@ -212,12 +212,15 @@ let targets: [Target] = [
         name: "StarlingWebClient",
         resources: [.copy("Resources")]
     ),
+    // The API's contract: its objects and events as plain Codable values, no
+    // I/O and no dependency (what an app that talks to a daemon imports).
+    .target(name: "StarlingAPIContract"),
     // The messenger's local API (the daemon's): versioned JSON over HTTP on
     // 127.0.0.1 and a Unix socket, a bearer token, a resumable event stream;
     // and the client the command line uses to reach a running daemon.
     .target(
         name: "StarlingMessengerAPI",
-        dependencies: ["StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
+        dependencies: ["StarlingAPIContract", "StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
                        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -255,6 +258,7 @@ let targets: [Target] = [
             "StarlingNostrTransport",
             "StarlingMessenger",
             "StarlingMessengerAPI",
+            "StarlingAPIContract",
             "StarlingEmbeddedNetwork",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -273,6 +277,7 @@ let targets: [Target] = [
         dependencies: [
             "StarlingMessenger",
             "StarlingMessengerAPI",
+            "StarlingAPIContract",
             .product(name: "Logging", package: "swift-log"),
             "StarlingYaOKServerCore",
             "StarlingYaOKServer",
@@ -364,7 +369,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
+                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingAPIContract", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
                        .product(name: "Logging", package: "swift-log")]
     ),
     .testTarget(
@@ -375,7 +380,7 @@ let targets: [Target] = [
     // Runs the built `starling` binary as a user would.
     .testTarget(
         name: "StarlingCLITests",
-        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire", "StarlingMessengerAPI",
+        dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire", "StarlingMessengerAPI", "StarlingAPIContract",
                        "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
@@ -392,6 +397,7 @@ let package = Package(
         .library(name: "StarlingEmbeddedNetwork", targets: ["StarlingEmbeddedNetwork"]),
         .library(name: "StarlingMessenger", targets: ["StarlingMessenger"]),
         .library(name: "StarlingMessengerAPI", targets: ["StarlingMessengerAPI"]),
+        .library(name: "StarlingAPIContract", targets: ["StarlingAPIContract"]),
         .library(name: "StarlingNode", targets: ["StarlingNode"]),
         .library(name: "StarlingTransport", targets: ["StarlingTransport"]),
         .library(name: "StarlingBulk", targets: ["StarlingBulk"]),

@@ -554,7 +554,7 @@ public struct MessengerCore: Sendable {
             if let f = Fingerprint(hex: hex) {
                 if sessions[peer] == nil, sessions.count >= 4_096, let any = sessions.keys.first { sessions[any] = nil }
                 sessions[peer] = f
-                emit(.sessionEstablished(peer, name: displayName(peer)))
+                emit(.sessionEstablished(peer, name: displayName(peer), fingerprint: f))
             }
         case let .privateMessage(from, nickname, text, messageID, hops, via):
             receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
@@ -675,7 +675,7 @@ public struct MessengerCore: Sendable {
         record.readAt = nil
         remember(record)
         write(.insertMessage(record))
-        emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via))
+        emit(.privateMessage(conversation: conversation, record: record, from: from, name: name, hops: hops, via: via, fingerprint: f))
     }
 
     /// A message over Nostr from a key proved by its seal (an accepted request's).

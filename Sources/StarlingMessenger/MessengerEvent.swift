@@ -13,8 +13,9 @@ public enum MessengerEvent: Sendable {
     /// The store opened again after a lock; `storedMeanwhile` changes written now.
     case storeUnlocked(storedMeanwhile: Int)
     /// A private message for us, recorded in its conversation (not yet read:
-    /// ``MessengerCore/markSeen(_:now:)`` when the person sees it).
-    case privateMessage(conversation: UserID, record: MessageRecord, from: PeerID, name: String, hops: Int, via: String?)
+    /// ``MessengerCore/markSeen(_:now:)`` when the person sees it), from the
+    /// holder of `fingerprint` (its session proved it, or a courier drop's seal).
+    case privateMessage(conversation: UserID, record: MessageRecord, from: PeerID, name: String, hops: Int, via: String?, fingerprint: Fingerprint)
     /// Our private message, recorded; its `transport` says where it went
     /// ("mesh", "nostr", the server's mailbox) or nil: queued until a route appears.
     case sent(conversation: UserID, record: MessageRecord)
@@ -28,7 +29,8 @@ public enum MessengerEvent: Sendable {
     case carried(conversation: UserID, record: MessageRecord, couriers: Int)
     case peerJoined(PeerID, nickname: String, hops: Int)
     case peerLeft(PeerID)
-    case sessionEstablished(PeerID, name: String)
+    /// An encrypted session with a peer, whose key (`fingerprint`) its handshake proved.
+    case sessionEstablished(PeerID, name: String, fingerprint: Fingerprint)
     /// A peer made us a favourite, or no longer; `overNostr`: both are favourites and Nostr carries it.
     case favorited(by: PeerID, name: String, on: Bool, npub: String?, overNostr: Bool)
     case trustChanged(Fingerprint, name: String, blocked: Bool, favorite: Bool, verified: Bool)

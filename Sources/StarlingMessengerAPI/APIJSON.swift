@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import StarlingCrypto
 import StarlingMessenger
 import StarlingNode
@@ -20,21 +21,20 @@ public enum APIJSON {
         ["server": s.server.map { $0 as any Sendable } ?? NSNull(), "nostr": s.nostr, "proxy": s.proxy]
     }
 
-    public static func message(_ m: MessageRecord) -> Object {
-        var o: Object = ["id": m.id.description, "conversation": m.contact.description, "outgoing": m.outgoing, "text": m.text,
-                         "timestamp": Int(m.timestamp), "recordedAt": m.recordedAt]
-        if let t = m.transportID { o["messageID"] = t }
-        if let t = m.transport { o["via"] = t }
-        if let p = m.progress { o["state"] = p.state.rawValue }
-        if !m.outgoing { o["read"] = m.readAt != nil }
-        if let a = m.author { o["author"] = a }
-        if let file = m.file {
-            var fo: Object = ["name": file.name, "size": file.size, "transferID": file.transferID]
-            if let t = file.mimeType { fo["mimeType"] = t }
-            if let p = file.path { fo["path"] = p }
-            o["file"] = fo
+    public static func message(_ m: MessageRecord) -> Object { object(APIMessage(m)) }
+
+    /// A contract value (StarlingAPIContract) as an object, for an answer that holds it among other fields.
+    public static func object<T: Encodable>(_ value: T) -> Object {
+        guard let data = try? APIJSONCoding.data(value), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return sendable(o)
+    }
+
+    /// A contract value read from what JSONSerialization gave (an answer's part).
+    public static func decode<T: Decodable>(_ any: Any?, as type: T.Type = T.self) throws -> T {
+        guard let any, JSONSerialization.isValidJSONObject(any) else { throw Unreadable("an object") }
+        do { return try JSONDecoder().decode(T.self, from: try JSONSerialization.data(withJSONObject: any)) } catch {
+            throw Unreadable("\(T.self): \(error)")
         }
-        return o
     }
 
     /// A contact; with our card, the safety number we share with a card contact.
@@ -50,15 +50,6 @@ public enum APIJSON {
         if let n = c.npub { o["npub"] = n }
         if let v = c.nostrVariant { o["nostrVariant"] = v }
         return o
-    }
-
-    /// A node event as `listen --json` prints it.
-    public static func node(_ e: NodeEvent) -> Object {
-        let encoder = JSONEncoder()
-        guard let data = try? encoder.encode(e), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            return ["event": "unencodable"]
-        }
-        return sendable(o)
     }
 
     static func sendable(_ o: [String: Any]) -> Object {
@@ -85,57 +76,11 @@ public enum APIJSON {
         }
     }
 
-    /// The messenger's events as the event stream carries them: each one or
-    /// more objects (a history block is one object a message).
-    /// A board post: its fields, and its signature (a client may check it against authorKey).
-    static func boardPost(_ p: BoardPost) -> Object {
-        ["postID": p.postID.hexString, "authorKey": p.authorKey.hexString, "nickname": p.nickname, "text": p.content,
-         "geohash": p.geohash, "urgent": p.isUrgent, "createdAt": p.createdAt, "expiresAt": p.expiresAt, "flags": Int(p.flags),
-         "signature": p.signature.hexString]
-    }
+    /// A board post as shown: its fields (its signature, which a client may check against
+    /// authorKey), `ours`, `author` (the verified name), `shownName`, `crossed`.
+    static func boardEntry(_ e: BoardEntry) -> Object { object(APIEvent.BoardPost(e)) }
 
-    /// A board post as shown: its fields, `ours` (ours to delete), `author`
-    /// (the verified name, absent when the key is no peer's we know), `shownName`,
-    /// and `crossed` (true: it came from another mesh through our bridge; absent otherwise).
-    static func boardEntry(_ e: BoardEntry) -> Object {
-        var o = boardPost(e.post)
-        o["ours"] = e.ours
-        o["shownName"] = e.shownName
-        if let author = e.author { o["author"] = author }
-        if e.crossed { o["crossed"] = true }
-        return o
-    }
-
-    /// A private group: no key ever leaves the node.
-    static func group(_ g: GroupSummary) -> Object {
-        ["groupID": g.groupID, "name": g.name, "epoch": Int(g.epoch), "creator": g.creator,
-         "members": g.members.map { ["fingerprint": $0.fingerprint, "nickname": $0.nickname] }]
-    }
-
-    static func readGroup(_ any: Any) throws -> GroupSummary {
-        let f = try Fields(any)
-        guard let members = (any as? [String: Any])?["members"] as? [Any] else { throw Unreadable("members") }
-        return GroupSummary(groupID: try f.string("groupID"), name: try f.string("name"), epoch: UInt32(clamping: try f.int("epoch")),
-                            members: try members.map { let m = try Fields($0); return .init(fingerprint: try m.string("fingerprint"), nickname: try m.string("nickname")) },
-                            creator: try f.string("creator"))
-    }
-
-    static func readBoardEntry(_ any: Any) throws -> BoardEntry {
-        let f = try Fields(any)
-        return BoardEntry(post: try readBoardPost(any), author: (any as? [String: Any])?["author"] as? String, ours: try f.bool("ours"),
-                          crossed: (any as? [String: Any])?["crossed"] as? Bool ?? false)
-    }
-
-    static func readBoardPost(_ any: Any) throws -> BoardPost {
-        let f = try Fields(any)
-        func bytes(_ k: String) throws -> [UInt8] {
-            guard let b = try? [UInt8](hex: try f.string(k)) else { throw Unreadable(k) }
-            return b
-        }
-        return BoardPost(postID: try bytes("postID"), geohash: try f.string("geohash"), content: try f.string("text"),
-                         authorKey: try bytes("authorKey"), nickname: try f.string("nickname"), createdAt: try f.uint64("createdAt"),
-                         expiresAt: try f.uint64("expiresAt"), flags: UInt8(clamping: try f.int("flags")), signature: try bytes("signature"))
-    }
+    static func group(_ g: GroupSummary) -> Object { object(APIGroup(g)) }
 
     static func fileOffer(_ f: MeshNode.FileOffer) -> Object {
         var o: Object = ["from": f.from.description, "transferID": f.transferID, "name": f.name, "size": f.size]
@@ -143,80 +88,8 @@ public enum APIJSON {
         return o
     }
 
-    public static func events(_ e: MessengerEvent) -> [Object] {
-        switch e {
-        case let .node(n):
-            return [node(n)]
-        case let .publicHistory(burst):
-            return burst.map(node)
-        case let .privateMessage(conversation, record, from, name, hops, via):
-            var o: Object = ["event": "privateMessage", "conversation": conversation.description, "from": from.description,
-                             "nickname": name, "text": record.text, "messageID": record.transportID ?? record.id.description,
-                             "hops": hops, "message": message(record)]
-            if let via { o["via"] = via }
-            return [o]
-        case let .sent(conversation, record):
-            return [["event": "sent", "conversation": conversation.description, "message": message(record)]]
-        case let .progress(conversation, record):
-            return [["event": "progress", "conversation": conversation.description, "message": message(record)]]
-        case let .carried(conversation, record, couriers):
-            return [["event": "carried", "conversation": conversation.description, "message": message(record), "couriers": couriers]]
-        case let .sendingWaiting(conversation, count):
-            return [["event": "sendingWaiting", "conversation": conversation.description, "count": count]]
-        case let .peerJoined(peer, nickname, hops):
-            return [["event": "peer", "peerID": peer.description, "nickname": nickname, "hops": hops]]
-        case let .peerLeft(peer):
-            return [["event": "left", "peerID": peer.description]]
-        case let .sessionEstablished(peer, name):
-            return [["event": "session", "peerID": peer.description, "nickname": name]]
-        case let .favorited(by, name, on, npub, overNostr):
-            var o: Object = ["event": "favorited", "from": by.description, "nickname": name, "on": on, "overNostr": overNostr]
-            if let npub { o["npub"] = npub }
-            return [o]
-        case let .trustChanged(f, name, blocked, favorite, verified):
-            return [["event": "trust", "fingerprint": f.hex, "name": name, "blocked": blocked, "favorite": favorite, "verified": verified]]
-        case let .trustLoaded(contacts, pending):
-            return [["event": "store", "open": true, "contacts": contacts, "pending": pending]]
-        case let .storeUnlocked(stored):
-            return [["event": "store", "open": true, "storedMeanwhile": stored]]
-        case let .warning(text):
-            return [["event": "warning", "text": text]]
-        case let .notSaved(text):
-            return [["event": "notSaved", "text": text]]
-        case let .diagnostic(r):
-            var o = node(.rejected(r))
-            o["diagnostic"] = true // internals, for a log: not for a person's screen
-            return [o]
-        case let .channel(c):
-            switch c {
-            case let .message(m):
-                var o: Object = ["event": "channelMessage", "geohash": m.geohash, "publicKey": m.publicKey, "text": m.text,
-                                 "createdAt": Int(m.createdAt), "eventID": m.eventID]
-                if let n = m.nickname { o["nickname"] = n }
-                return [o]
-            case let .presence(geohash, key):
-                return [["event": "channelPresence", "geohash": geohash, "publicKey": key]]
-            case let .failed(why):
-                return [["event": "channelFailed", "reason": why]]
-            case .bridge, .drop, .request:
-                return [] // the node's bridge and the messenger take these; a face sees what they show
-            }
-        case let .request(r):
-            var o = request(r)
-            o["event"] = "request"
-            if let newest = r.messages.last {
-                o["text"] = newest.text
-                o["createdAt"] = Int(newest.createdAt)
-            }
-            return [o]
-        }
-    }
-
     /// A stranger's request over Nostr: who (npub and key) and what they wrote, oldest first.
-    public static func request(_ r: StrangerRequest) -> Object {
-        ["npub": r.npub, "publicKey": r.publicKey, "firstAt": r.firstAt, "lastAt": r.lastAt,
-         "messages": r.messages.map { ["text": $0.text, "createdAt": Int($0.createdAt), "wrapID": $0.wrapID] as Object }]
-    }
+    public static func request(_ r: StrangerRequest) -> Object { object(APIRequest(r)) }
 
     public static func summary(_ s: NodeSummary, events: UInt64) -> Object {
         var o: Object = ["peerID": s.peerID.description, "fingerprint": s.fingerprint.hex, "nickname": s.nickname, "peers": s.peers,
@@ -280,10 +153,7 @@ public enum APIJSON {
         return o
     }
 
-    public static func peerState(_ s: StatelyEngine.PeerState) -> Object {
-        ["peerID": s.senderID.description, "name": s.name, "state": s.state.rawValue, "emoji": s.state.emoji, "hops": s.hops,
-         "timestamp": Int(s.timestamp)]
-    }
+    public static func peerState(_ s: StatelyEngine.PeerState) -> Object { object(APIPeerState(s)) }
 
     public static func stately(_ v: StatelyView) -> Object {
         ["state": v.state.rawValue, "intervalMillis": Int(v.interval), "powerMode": v.powerMode, "board": v.board.map(peerState),

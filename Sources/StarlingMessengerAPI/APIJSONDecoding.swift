@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import StarlingCrypto
 import StarlingMessenger
 import StarlingNodeCore
@@ -61,24 +62,7 @@ extension APIJSON {
         }
     }
 
-    public static func readMessage(_ any: Any?) throws -> MessageRecord {
-        let f = try Fields(any)
-        var m = MessageRecord(id: try f.userID("id"), contact: try f.userID("conversation"), outgoing: try f.bool("outgoing"),
-                              text: try f.string("text"), timestamp: try f.uint64("timestamp"), recordedAt: try f.double("recordedAt"),
-                              transport: f.optionalString("via"), transportID: f.optionalString("messageID"))
-        if let s = f.optionalString("state") {
-            guard let state = MessageState(rawValue: s) else { throw Unreadable("state \(s)") }
-            m.progress = MessageProgress(reported: state, at: m.recordedAt)
-        }
-        if f.o["read"] as? Bool == true { m.readAt = m.recordedAt }
-        m.author = f.optionalString("author")
-        if f.o["file"] != nil {
-            let file = try Fields(f.o["file"])
-            m.file = FileAttachment(name: try file.string("name"), size: try file.int("size"), mimeType: file.optionalString("mimeType"),
-                                    transferID: try file.string("transferID"), path: file.optionalString("path"))
-        }
-        return m
-    }
+    public static func readMessage(_ any: Any?) throws -> MessageRecord { try decode(any, as: APIMessage.self).record() }
 
     public static func readContact(_ any: Any?) throws -> Contact {
         let f = try Fields(any)
@@ -124,33 +108,17 @@ extension APIJSON {
         return t
     }
 
-    public static func readRequest(_ any: Any?) throws -> StrangerRequest {
-        let f = try Fields(any)
-        guard let list = f.o["messages"] as? [Any] else { throw Unreadable("messages") }
-        let key = try f.string("publicKey")
-        let messages = try list.map { item -> NostrClientCore.StrangerMessage in
-            let m = try Fields(item)
-            return NostrClientCore.StrangerMessage(publicKey: key, text: try m.string("text"), createdAt: Int64(try m.int("createdAt")),
-                                                   wrapID: try m.string("wrapID"))
-        }
-        return StrangerRequest(publicKey: key, npub: try f.string("npub"), messages: messages, firstAt: try f.double("firstAt"),
-                               lastAt: try f.double("lastAt"))
-    }
+    public static func readRequest(_ any: Any?) throws -> StrangerRequest { try decode(any, as: APIRequest.self).request }
 
     public static func readConversation(_ any: Any?) throws -> Messenger.Summary {
         let f = try Fields(any)
         return Messenger.Summary(id: try f.userID("id"), name: try f.string("name"), unread: try f.int("unread"),
                                  fingerprint: f.o["fingerprint"] == nil ? nil : try f.fingerprint("fingerprint"),
                                  last: f.o["last"] == nil ? nil : try readMessage(f.o["last"]),
-                                 group: f.o["group"] == nil ? nil : try readGroup(f.o["group"] as Any))
+                                 group: f.o["group"] == nil ? nil : try decode(f.o["group"], as: APIGroup.self).summary)
     }
 
-    public static func readPeerState(_ any: Any?) throws -> StatelyEngine.PeerState {
-        let f = try Fields(any)
-        guard let state = StateKind(rawValue: try f.string("state")) else { throw Unreadable("state") }
-        return StatelyEngine.PeerState(senderID: try f.peer("peerID"), name: try f.string("name"), state: state,
-                                       timestamp: try f.uint64("timestamp"), heardAt: 0, hops: try f.int("hops"))
-    }
+    public static func readPeerState(_ any: Any?) throws -> StatelyEngine.PeerState { try decode(any, as: APIPeerState.self).peerState() }
 
     public static func readStately(_ any: Any?) throws -> StatelyView {
         let f = try Fields(any)
@@ -162,47 +130,9 @@ extension APIJSON {
     /// One event of the stream as the messenger's event it was. Events this
     /// client does not know (a newer daemon's) are nil, skipped; a `gap` is a
     /// warning in words.
-    public static func readEvent(_ any: Any?) throws -> MessengerEvent? {
-        let f = try Fields(any)
-        switch try f.string("event") {
-        case "privateMessage" where f.o["conversation"] != nil:
-            return .privateMessage(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]), from: try f.peer("from"),
-                                   name: try f.string("nickname"), hops: try f.int("hops"), via: f.optionalString("via"))
-        case "sent": return .sent(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]))
-        case "progress": return .progress(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]))
-        case "carried":
-            return .carried(conversation: try f.userID("conversation"), record: try readMessage(f.o["message"]), couriers: try f.int("couriers"))
-        case "sendingWaiting": return .sendingWaiting(conversation: try f.userID("conversation"), count: try f.int("count"))
-        case "peer": return .peerJoined(try f.peer("peerID"), nickname: try f.string("nickname"), hops: try f.int("hops"))
-        case "left": return .peerLeft(try f.peer("peerID"))
-        case "session" where f.o["nickname"] != nil: return .sessionEstablished(try f.peer("peerID"), name: try f.string("nickname"))
-        case "favorited" where f.o["overNostr"] != nil:
-            return .favorited(by: try f.peer("from"), name: try f.string("nickname"), on: try f.bool("on"), npub: f.optionalString("npub"),
-                              overNostr: try f.bool("overNostr"))
-        case "trust":
-            return .trustChanged(try f.fingerprint("fingerprint"), name: try f.string("name"), blocked: try f.bool("blocked"),
-                                 favorite: try f.bool("favorite"), verified: try f.bool("verified"))
-        case "store":
-            if f.o["storedMeanwhile"] != nil { return .storeUnlocked(storedMeanwhile: try f.int("storedMeanwhile")) }
-            return .trustLoaded(contacts: try f.int("contacts"), pending: try f.int("pending"))
-        case "warning": return .warning(try f.string("text"))
-        case "notSaved": return .notSaved(try f.string("text"))
-        case "gap": return .warning("\(f.o["missed"] ?? "some") events were missed while this client was away (the daemon keeps the last 10,000)")
-        case "channelMessage":
-            return .channel(.message(NostrClientCore.ChannelMessage(geohash: try f.string("geohash"), publicKey: try f.string("publicKey"),
-                                                                    nickname: f.optionalString("nickname"), text: try f.string("text"),
-                                                                    createdAt: Int64(try f.int("createdAt")), eventID: f.optionalString("eventID") ?? "")))
-        case "channelPresence": return .channel(.presence(geohash: try f.string("geohash"), publicKey: try f.string("publicKey")))
-        case "channelFailed": return .channel(.failed(try f.string("reason")))
-        // A stranger's request (as GET /v1/requests lists them; the newest text beside it is the same as its last).
-        case "request": return .request(try readRequest(f.o))
-        default:
-            let data = try JSONSerialization.data(withJSONObject: f.o)
-            let node: NodeEvent
-            do { node = try JSONDecoder().decode(NodeEvent.self, from: data) } catch { return nil }
-            if case let .rejected(r) = node, f.o["diagnostic"] as? Bool == true { return .diagnostic(r) }
-            if case let .message(_, _, _, _, _, history) = node, history { return .publicHistory([node]) }
-            return .node(node)
-        }
+    public static func readEvent(_ data: Data) throws -> MessengerEvent? {
+        let event: APIEvent
+        do { event = try APIEvent.decoding(data) } catch is APIEvent.Unknown { return nil }
+        return try event.messengerEvent()
     }
 }

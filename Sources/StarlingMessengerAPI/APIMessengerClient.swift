@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import StarlingCrypto
 import StarlingMessenger
 import StarlingNode
@@ -52,14 +53,17 @@ public struct APIMessengerClient: MessengerClient {
     }
 
     public func events() async throws -> AsyncThrowingStream<MessengerEvent, any Error> {
-        let since = UInt64(try APIJSON.Fields(try await get("/v1/status")).int("events"))
+        try await events(since: UInt64(try APIJSON.Fields(try await get("/v1/status")).int("events")))
+    }
+
+    /// The events after the daemon's `since`th (0: every one it still keeps, from its start).
+    public func events(since: UInt64) async throws -> AsyncThrowingStream<MessengerEvent, any Error> {
         let source = api.events(since: since)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     for try await data in source {
-                        let object = try? JSONSerialization.jsonObject(with: data)
-                        if let e = try APIJSON.readEvent(object) { continuation.yield(e) }
+                        if let e = try APIJSON.readEvent(data) { continuation.yield(e) }
                     }
                     continuation.finish()
                 } catch {
@@ -138,11 +142,11 @@ public struct APIMessengerClient: MessengerClient {
     public func sendPublic(_ text: String) async throws { _ = try await post("/v1/public", ["text": text]) }
 
     public func groups() async throws -> [GroupSummary] {
-        try ((try await get("/v1/groups")) as? [Any] ?? []).map(APIJSON.readGroup)
+        try APIJSON.decode(try await get("/v1/groups"), as: [APIGroup].self).map(\.summary)
     }
 
     public func createGroup(_ name: String, members: [String]) async throws -> GroupSummary {
-        try APIJSON.readGroup(try await post("/v1/groups", ["name": name, "members": members]))
+        try APIJSON.decode(try await post("/v1/groups", ["name": name, "members": members]), as: APIGroup.self).summary
     }
 
     public func inviteToGroup(_ group: String, member nickname: String) async throws {
@@ -170,11 +174,11 @@ public struct APIMessengerClient: MessengerClient {
     }
 
     public func boardPosts() async throws -> [BoardEntry] {
-        try ((try await get("/v1/board")) as? [Any] ?? []).map(APIJSON.readBoardEntry)
+        try APIJSON.decode(try await get("/v1/board"), as: [APIEvent.BoardPost].self).map { try $0.entry() }
     }
 
     public func postToBoard(_ text: String, urgent: Bool, days: Int) async throws -> BoardPost {
-        try APIJSON.readBoardPost(try await post("/v1/board", ["text": text, "urgent": urgent, "days": days]))
+        try APIJSON.decode(try await post("/v1/board", ["text": text, "urgent": urgent, "days": days]), as: APIEvent.BoardPost.self).entry().post
     }
 
     public func deleteBoardPost(_ postID: String) async throws { try await delete("/v1/board/\(postID)") }

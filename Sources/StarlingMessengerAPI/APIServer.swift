@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -113,7 +114,7 @@ public final class APIServer: Sendable {
             case let .node(.delivered(id, _)), let .node(.failed(id, _)): await uploads.ended(id)
             default: break
             }
-            for o in APIJSON.events(event) { await log.append(o) }
+            for e in APIEvent.of(event) { await log.append(e) }
         }
         await log.finish()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 
 /// The messenger's events as the API serves them: each a JSON object with a
 /// sequence number, kept in a ring of `capacity` so that a client that
@@ -25,14 +26,13 @@ public actor EventLog {
         self.maxSubscribers = maxSubscribers
     }
 
-    /// Appends an event (its JSON without "seq"; the log adds it).
+    /// Appends an event (the log gives it its "seq").
     @discardableResult
-    public func append(_ object: [String: any Sendable]) -> UInt64 {
+    public func append(_ event: APIEvent) -> UInt64 {
         lastSeq += 1
-        var o = object
-        o["seq"] = Int(lastSeq)
-        let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data(#"{"event":"unencodable","seq":\#(lastSeq)}"#.utf8)
+        // Plain strings, numbers and booleans: an encoding that fails is a bug, said in the stream.
+        let data = (try? APIJSONCoding.data(APISequencedEvent(seq: lastSeq, event: event)))
+            ?? Data(#"{"event":"warning","seq":\#(lastSeq),"text":"an event could not be written"}"#.utf8)
         let entry = Entry(seq: lastSeq, json: data)
         if entries.count < capacity {
             entries.append(entry)
@@ -73,8 +73,8 @@ public actor EventLog {
         let (stream, continuation) = AsyncStream.makeStream(of: Entry.self, bufferingPolicy: .bufferingOldest(capacity + 1))
         let (missed, backlog) = after(since)
         if missed > 0 {
-            let gap = ["event": "gap", "missed": Int(missed), "seq": Int(since + missed)] as [String: any Sendable]
-            continuation.yield(Entry(seq: since + missed, json: (try? JSONSerialization.data(withJSONObject: gap, options: [.sortedKeys])) ?? Data()))
+            let gap = APISequencedEvent(seq: since + missed, event: .gap(.init(missed: missed)))
+            continuation.yield(Entry(seq: since + missed, json: (try? APIJSONCoding.data(gap)) ?? Data()))
         }
         for e in backlog { continuation.yield(e) }
         subscribers[id] = continuation

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import Logging
 import StarlingCrypto
 import StarlingMessenger
@@ -79,8 +80,8 @@ enum APIBench {
             // B's events: seen in process at once, and logged for its API's event stream.
             Task {
                 for await e in b.messenger.events {
-                    if case let .privateMessage(_, record, _, _, _, _) = e { await inProcessArrivals.arrived(record.text) }
-                    for o in APIJSON.events(e) { await apiB.log.append(o) }
+                    if case let .privateMessage(_, record, _, _, _, _, _) = e { await inProcessArrivals.arrived(record.text) }
+                    for a in APIEvent.of(e) { await apiB.log.append(a) }
                 }
             },
         ] + servers.map { s in Task<Void, Never> { try? await s.run() } }
@@ -191,8 +192,7 @@ enum APIBench {
                         return n
                     }
                 }
-                let object: [String: any Sendable] = ["event": "message", "from": "0123456789abcdef", "nickname": "bench", "text": "an event",
-                                                      "hops": 1, "timestamp": 1]
+                let object = APIEvent.message(.init(from: "0123456789abcdef", nickname: "bench", text: "an event", hops: 1, timestamp: 1, history: nil))
                 for _ in 0..<events { await server.log.append(object) }
                 var total = 0
                 for try await n in group { total += n }

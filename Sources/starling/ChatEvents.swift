@@ -25,7 +25,7 @@ extension ChatScreen {
         case let .storeUnlocked(stored):
             say("* unlocked" + (stored > 0 ? "; \(stored) change\(stored == 1 ? "" : "s") from meanwhile stored" : ""))
             await refreshScreen()
-        case let .privateMessage(conversation, record, from, _, hops, via):
+        case let .privateMessage(conversation, record, from, _, hops, via, _):
             // (No join line for it: the message names its sender in their own window, and a
             // one-shot `send` that comes and goes leaves no trace in #mesh, as README says.)
             let shownVia = via.map { " (via \(Self.way($0)))" } ?? (hops > 1 ? " (via \(hops - 1) relay\(hops == 2 ? "" : "s"))" : "")
@@ -82,7 +82,7 @@ extension ChatScreen {
             // Came and went within the join delay: nothing to say.
             if pendingJoins.removeValue(forKey: peer) == nil { say("* \(await display(peer)) left") }
             await refreshScreen()
-        case let .sessionEstablished(peer, _):
+        case let .sessionEstablished(peer, _, _):
             say("* encrypted session with \(await display(peer))")
             await refreshScreen()
         case let .favorited(by, _, on, _, overNostr):

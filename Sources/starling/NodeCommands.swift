@@ -5,6 +5,7 @@ import StarlingMessengerAPI
 import StarlingYaOK
 import StarlingYaOKStore
 import Foundation
+import StarlingAPIContract
 import StarlingCrypto
 import StarlingMesh
 import Logging
@@ -160,15 +161,32 @@ private func keepFreedMemoryInTheHeap() {
     #endif
 }
 
-/// Prints node events, as text or one JSON object per line.
+/// Whom a peer ID or a conversation names, for lines of words: the messenger
+/// in process, or a daemon's.
+protocol EventNames: Sendable {
+    func displayName(ofPeer peer: PeerID) async -> String
+    func name(of conversation: UserID) async -> String
+}
+
+extension Messenger: EventNames {}
+
+/// A daemon's names, through its API (an ID when it does not answer).
+struct DaemonNames: EventNames {
+    let client: APIMessengerClient
+    func displayName(ofPeer peer: PeerID) async -> String {
+        if let name = try? await client.identity(ofPeer: peer)?.name { return name }
+        return (try? await client.peers().first { $0.id == peer }?.nickname) ?? peer.description
+    }
+    func name(of conversation: UserID) async -> String { (try? await client.conversation(conversation).name) ?? conversation.description }
+}
+
+/// Prints events, as words or one JSON object per line (the API's events).
 struct EventPrinter: Sendable {
     var json: Bool
 
-    /// One event as a line of JSON (its `Encodable` form, keys sorted).
-    static func json(_ event: MeshNode.Event) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"event":"unencodable"}"#
+    /// One event as a line of JSON, as the API writes it (nil: the messenger's own event stands for it).
+    static func json(_ event: MeshNode.Event) -> String? {
+        APIEvent(event).flatMap { try? $0.json() }.map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// A line of text, unbuffered.
@@ -176,71 +194,48 @@ struct EventPrinter: Sendable {
         StandardOutput.write(Data((line + "\n").utf8))
     }
 
-    /// A messenger event, as the node event it stands for (the same JSON and lines as before the messenger).
-    func print(_ event: MessengerEvent, messenger: Messenger) async {
+    /// API events as lines of JSON (every face writes the same: docs/API.md).
+    func write(_ events: [APIEvent]) {
+        for e in events {
+            guard let data = try? e.json() else { continue } // plain values: never fails
+            StandardOutput.write(data + Data("\n".utf8))
+        }
+    }
+
+    /// A messenger event: with --json, the API's events for it (the same
+    /// objects a daemon's stream carries); else a line of words, for the
+    /// events a person follows. `names` says whom a peer ID or a conversation is.
+    func print(_ event: MessengerEvent, names: any EventNames) async {
+        if json { return write(APIEvent.of(event)) }
         switch event {
         case let .node(e): print(e)
-        case let .privateMessage(conversation, record, from, name, hops, via):
-            let id = record.transportID ?? record.id.description
-            if via == "courier", let f = await messenger.fingerprint(of: conversation), let key = await messenger.noiseKey(of: conversation) {
-                // The key the seal proved, though the sender is not here.
-                print(.dropOpened(from: from, fingerprint: f.hex, noiseKey: key, nickname: name, text: record.text, messageID: id, hops: hops))
-            } else {
-                print(.privateMessage(from: from, nickname: name, text: record.text, messageID: id, hops: hops, via: via))
-            }
+        case let .privateMessage(_, record, from, name, _, via, _):
+            say("<\(DisplayText.clean(name.isEmpty ? from.description : name)) → you>\(via.map { " (via \($0))" } ?? "") \(Self.lines(record.text))")
         case let .peerJoined(peer, nickname, hops): print(.peer(peer, nickname: nickname, hops: hops))
-        case let .peerLeft(peer):
-            // Words name the person, as their join did; JSON keeps the peer ID.
-            if json { print(.left(peer)) } else { say("* \(DisplayText.clean(await messenger.displayName(ofPeer: peer))) (\(peer)) left") }
-        case let .sessionEstablished(peer, _):
-            if let f = await messenger.fingerprint(ofPeer: peer) { print(.sessionEstablished(peer, fingerprint: f.hex)) }
+        case let .peerLeft(peer): say("* \(DisplayText.clean(await names.displayName(ofPeer: peer))) (\(peer)) left")
+        case let .sessionEstablished(peer, _, f): print(.sessionEstablished(peer, fingerprint: f.hex))
         case let .favorited(by, name, on, npub, _): print(.favorited(by: by, nickname: name, on: on, npub: npub))
-        case let .warning(text): line(["event": "warning", "text": text], "! \(text)")
-        case let .notSaved(text): line(["event": "notSaved", "text": text], "! \(text)")
-        case let .diagnostic(r): if json { print(.rejected(r)) }
+        case let .warning(text), let .notSaved(text): say("! \(text)")
+        case .diagnostic: return
         case let .publicHistory(burst):
             for e in burst { print(e) } // oldest first, as the chat shows it
-        case let .carried(_, record, couriers):
-            guard let id = record.transportID, let to = await messenger.peer(of: record.contact) else { return }
-            if json {
-                print(.dropDeposited(messageID: id, to: to, couriers: couriers))
-            } else {
-                let name = DisplayText.clean(await messenger.name(of: record.contact))
-                say("* \(name) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), "
-                    + "who hand it on if they meet \(name) within 24 h; it waits here too, and goes directly when \(name) is here")
-            }
+        case let .carried(conversation, _, couriers):
+            let name = DisplayText.clean(await names.name(of: conversation))
+            say("* \(name) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), "
+                + "who hand it on if they meet \(name) within 24 h; it waits here too, and goes directly when \(name) is here")
         case let .request(r):
             guard let m = r.messages.last else { return }
-            if json {
-                let o: [String: Any] = ["event": "request", "npub": r.npub, "publicKey": r.publicKey, "text": m.text,
-                                        "createdAt": Int(m.createdAt), "waiting": r.messages.count]
-                let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
-                StandardOutput.write(data + Data("\n".utf8))
-            } else {
-                say("* \(r.npub) (not a contact) writes over Nostr: \(DisplayText.clean(m.text)) "
-                    + "(`starling contact add \(r.npub) --name NAME`, or /accept in `starling chat`)")
-            }
+            say("* \(r.npub) (not a contact) writes over Nostr: \(DisplayText.clean(m.text)) "
+                + "(`starling contact add \(r.npub) --name NAME`, or /accept in `starling chat`)")
         case let .channel(c):
-            // A location channel `--channel` follows over Nostr: the daemon's objects, or a line.
-            if json {
-                for o in APIJSON.events(event) { StandardOutput.write(APIJSON.data(o) + Data("\n".utf8)) }
-            } else if case let .message(m) = c {
+            // A location channel `--channel` follows over Nostr.
+            if case let .message(m) = c {
                 say(ChannelText.line(geohash: m.geohash, nickname: m.nickname, publicKey: m.publicKey, text: m.text))
             } else if case let .failed(why) = c {
                 say("! #\(why)")
             }
         case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
             return
-        }
-    }
-
-    /// A line of our own: JSON, or words.
-    func line(_ object: [String: String], _ text: String) {
-        if json {
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            StandardOutput.write(data + Data("\n".utf8))
-        } else {
-            say(text)
         }
     }
 
@@ -281,7 +276,8 @@ struct EventPrinter: Sendable {
     func print(_ event: MeshNode.Event) {
         let line: String
         if json {
-            line = Self.json(event)
+            guard let written = Self.json(event) else { return }
+            line = written
         } else {
             switch event {
             case let .started(port, peerID, nickname): line = "* \(nickname) (\(peerID))" + (port.map { " on 127.0.0.1:\($0)" } ?? "")
@@ -382,9 +378,9 @@ struct Listen: AsyncParsableCommand, ServerAlias {
         async let running: Void = n.run(until: deadline)
         let taking = Task { await messenger.run() }
         for await event in messenger.events {
-            await printer.print(event, messenger: messenger)
+            await printer.print(event, names: messenger)
             // Read as printed: this message's receipt, not those of messages an earlier run printed unmarked.
-            if seen, case let .privateMessage(conversation, record, _, _, _, _) = event { await messenger.markSeen(conversation, only: record.id) }
+            if seen, case let .privateMessage(conversation, record, _, _, _, _, _) = event { await messenger.markSeen(conversation, only: record.id) }
         }
         await running
         await taking.value
@@ -507,7 +503,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
                 // A one-shot sender prints what it did, never what the mesh replays to it
                 // (others' messages, board posts, comings and goings).
                 guard Self.concernsASend(event) else { continue }
-                await printer.print(event, messenger: messenger)
+                await printer.print(event, names: messenger)
             }
         }
         let outcomes = Task {
@@ -647,7 +643,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         let events = Task {
             for await event in messenger.events {
                 switch event {
-                case .node(.groupMessage), .node(.groupChanged), .notSaved, .warning: await printer.print(event, messenger: messenger)
+                case .node(.groupMessage), .node(.groupChanged), .notSaved, .warning: await printer.print(event, names: messenger)
                 default: continue
                 }
             }
@@ -721,7 +717,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
                 default:
                     break
                 }
-                await printer.print(event, messenger: messenger)
+                await printer.print(event, names: messenger)
             }
         }
         defer { events.cancel() }
@@ -854,22 +850,18 @@ struct Send: AsyncParsableCommand, ServerAlias {
 // MARK: Through a running daemon
 
 extension Listen {
-    /// The daemon's events, printed as they come (JSON lines as the daemon gives them, or words).
+    /// The daemon's events (every one it still keeps, from its start), printed
+    /// as they come: the same objects or words as `listen` in process prints.
     func listenThrough(_ api: APIClient) async throws {
         let until = duration.map { Date().addingTimeInterval($0) }
         let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
+        let client = APIMessengerClient(api), printer = EventPrinter(json: json), names = DaemonNames(client: client)
         let printing = Task {
-            for try await data in api.events(since: 0) {
-                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
-                if json {
-                    StandardOutput.write(data + Data("\n".utf8))
-                } else if let line = DaemonText.line(o) {
-                    StandardOutput.write(Data((line + "\n").utf8))
-                }
-                if seen, o["event"] as? String == "privateMessage", let c = o["conversation"] as? String,
-                   let shown = (o["message"] as? [String: Any])?["id"] as? String {
+            for try await event in try await client.events(since: 0) {
+                await printer.print(event, names: names)
+                if seen, case let .privateMessage(conversation, record, _, _, _, _, _) = event, !record.outgoing {
                     // Read through the message printed (another face may have newer ones unshown).
-                    do { _ = try await api.post("/v1/conversations/\(c)/seen", ["through": shown]) } catch {
+                    do { try await client.markSeen(conversation, through: record.id) } catch {
                         StandardOutput.write(Data("! not marked read: \(error)\n".utf8))
                     }
                 }

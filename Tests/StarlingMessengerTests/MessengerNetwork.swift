@@ -182,7 +182,7 @@ final class MessengerNetwork {
     // MARK: What a face would see
 
     func received(_ i: Int) -> [String] {
-        events[i].compactMap { if case let .privateMessage(_, r, _, _, _, _) = $0 { r.text } else { nil } }
+        events[i].compactMap { if case let .privateMessage(_, r, _, _, _, _, _) = $0 { r.text } else { nil } }
     }
 
     /// The node commands the messenger gave (every one since the start).

@@ -243,7 +243,7 @@ import StarlingYaOKStore
         m.net.connect(1, 2)
         m.run(20_000)
         #expect(m.received(2) == ["for later"])
-        let got = m.events[2].compactMap { if case let .privateMessage(conv, _, _, name, _, via) = $0 { (conv, name, via) } else { nil } }
+        let got = m.events[2].compactMap { if case let .privateMessage(conv, _, _, name, _, via, _) = $0 { (conv, name, via) } else { nil } }
         #expect(got.first?.0 == m.conversation(2, with: 0) && got.first?.1 == "alice" && got.first?.2 == "courier", "\(got)")
         // Alice meets bob: sent directly, shown once, delivered.
         m.net.connect(0, 2)

@@ -36,7 +36,7 @@ import StarlingYaOKStore
         m.apply(0)
         #expect(taken?.messages.count == 2)
         #expect(m.received(0) == ["are you at the school?", "we have water"])
-        let conversation = try #require(m.events[0].compactMap { if case let .privateMessage(c, _, _, name, _, via) = $0, name == "carol", via == "nostr" { c } else { nil } }.first)
+        let conversation = try #require(m.events[0].compactMap { if case let .privateMessage(c, _, _, name, _, via, _) = $0, name == "carol", via == "nostr" { c } else { nil } }.first)
         #expect(m.messengers[0].fingerprint(of: conversation) == (try NostrContacts.key(npub: npub)))
         #expect(m.nostrOpened[0] == [first.wrapID, second.wrapID]) // kept as opened: not shown again after a restart
         #expect(m.messengers[0].requests.all.isEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingAPIContract
 import Testing
 import StarlingCrypto
 import StarlingMessenger
@@ -20,12 +21,12 @@ import StarlingYaOKStore
 
     @Test func theEventLogSaysAGapAndNeverSkipsInSilence() async throws {
         let log = EventLog(capacity: 5)
-        for i in 0..<12 { await log.append(["event": "e", "i": i]) }
+        for i in 0..<12 { await log.append(.notice(.init(text: "e\(i)"))) }
         let stream = try #require(await log.follow(after: 0))
         var seqs: [String] = []
         for await e in stream {
             let o = try #require(try JSONSerialization.jsonObject(with: e.json) as? [String: Any])
-            seqs.append("\(o["event"] as? String ?? "?")\(o["seq"] as? Int ?? -1)")
+            seqs.append("\(o["event"] as? String == "gap" ? "gap" : "e")\(o["seq"] as? Int ?? -1)")
             if seqs.count == 6 { break }
         }
         #expect(seqs == ["gap7", "e8", "e9", "e10", "e11", "e12"])
@@ -34,7 +35,7 @@ import StarlingYaOKStore
         #expect(missed == 7 && entries.map(\.seq) == [8, 9, 10, 11, 12])
         // A follower that falls a whole ring behind is ended, not skipped.
         let slow = try #require(await log.follow(after: 12))
-        for i in 0..<7 { await log.append(["event": "late", "i": i]) }
+        for i in 0..<7 { await log.append(.notice(.init(text: "late \(i)"))) }
         var got = 0
         for await _ in slow { got += 1 }
         #expect(got == 6) // the ring's room, then the end: it reconnects and hears of the gap

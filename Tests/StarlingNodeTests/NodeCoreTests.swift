@@ -527,16 +527,6 @@ extension InProcessNodes {
         #expect(heard == 49)
         #expect(net.nodes[49].peers.count == 49)
     }
-
-    @Test func eventsEncodeAsTheJSONThatListenPrints() throws {
-        let peer = PeerID(rawValue: 0xA1B2_C3D4_E5F6_0718)
-        let event = NodeEvent.message(from: peer, nickname: nil, text: "hi", hops: 2, timestamp: 5)
-        let json = try String(decoding: JSONEncoderForTests.encode(event), as: UTF8.self)
-        #expect(json == #"{"event":"message","from":"a1b2c3d4e5f60718","hops":2,"nickname":null,"text":"hi","timestamp":5}"#)
-        let rejected = NodeEvent.rejected(Rejection(.badAnnounce, peer: peer, "announce from a1b2c3d4e5f60718: stale"))
-        #expect(try String(decoding: JSONEncoderForTests.encode(rejected), as: UTF8.self)
-            == #"{"event":"rejected","kind":"badAnnounce","peerID":"a1b2c3d4e5f60718","reason":"announce from a1b2c3d4e5f60718: stale"}"#)
-    }
 }
 }
 
