@@ -31,8 +31,8 @@ public enum NodeEvent: Sendable {
     /// A courier drop for us (0x04), opened with our key: a private message
     /// sealed one-way (Noise X) by the holder of `noiseKey` (its fingerprint
     /// `fingerprint`, which the seal proves), wherever that sender is now.
-    /// JSON: `"event": "privateMessage"` with `"via": "courier"`, the
-    /// fingerprint and the key.
+    /// The messenger says it as its `privateMessage` (`"via": "courier"`,
+    /// the sender's fingerprint).
     case dropOpened(from: PeerID, fingerprint: String, noiseKey: [UInt8], nickname: String?, text: String, messageID: String, hops: Int)
     /// Our private message for someone away, sealed as a courier drop and
     /// handed to `couriers` neighbours (0: none here to carry it), who hand

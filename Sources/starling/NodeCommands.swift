@@ -448,9 +448,10 @@ struct Send: AsyncParsableCommand, ServerAlias {
     /// What a one-shot `send` prints: its own message's way and receipts, and
     /// what went wrong. Nothing the mesh replays (issue 52: three replayed
     /// public messages and board posts came before the sending).
+    /// (Its own message's records, `sent` and `progress`, it says as the receipts they stand for.)
     static func concernsASend(_ event: MessengerEvent) -> Bool {
         switch event {
-        case .sent, .progress, .carried, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
+        case .carried, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
         case let .node(e):
             switch e {
             case .started, .delivered, .sentOffMesh, .failed, .held, .read, .dropDeposited, .notice, .fileSent, .fileSending: return true
@@ -706,7 +707,8 @@ struct Send: AsyncParsableCommand, ServerAlias {
         let events = Task {
             for await event in messenger.events {
                 switch event {
-                case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state), .node(.stateExpired), .diagnostic:
+                case .peerJoined, .peerLeft, .node(.linkUp), .node(.linkDown), .node(.message), .node(.state), .node(.stateExpired), .diagnostic,
+                     .sent, .progress: // (its own record: send says what it did in its own lines)
                     continue
                 case let .node(.delivered(id, _)):
                     await done.moved(id, .delivered, via: nil)
@@ -906,26 +908,25 @@ extension Send {
         let since = UInt64(status?["events"] as? Int ?? 0)
         let sent = try await call { try await api.post("/v1/messages", ["to": to, "text": text]) } as? [String: Any]
         guard let messageID = sent?["messageID"] as? String else { throw RuntimeFailure("the daemon did not say what it sent") }
+        let printer = EventPrinter(json: json)
         if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text, "messageID": messageID])) }
         let watch = Task {
             var reached: Set<String> = []
             // The linger's end cancels this wait: what was reached by then stands (issue 52: a delivered
             // receipt that came was lost when the cancelled stream threw, and the message looked undelivered).
             do { for try await data in api.events(since: since) {
-                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
-                if o["event"] as? String == "carried", (o["message"] as? [String: Any])?["messageID"] as? String == messageID,
-                   let n = o["couriers"] as? Int {
+                guard let event = try? APIEvent.decoding(data) else { continue } // a newer daemon's kind: not ours
+                if case let .dropDeposited(d) = event, d.messageID == messageID {
                     // Away: the daemon sealed it as a courier drop for the neighbours there (it stays queued too).
-                    if json { StandardOutput.write(APIJSONText.line(["event": "dropDeposited", "messageID": messageID, "couriers": n])) }
+                    if json { printer.write([event]) }
                     else {
-                        print("* \(to) is away: your message went as a courier drop to \(n) neighbour\(n == 1 ? "" : "s"), who hand it on if they "
+                        print("* \(to) is away: your message went as a courier drop to \(d.couriers) neighbour\(d.couriers == 1 ? "" : "s"), who hand it on if they "
                               + "meet \(to) within 24 h; it waits in the daemon too, and goes directly when \(to) is here")
                     }
                     reached.insert("carried")
                     return reached
                 }
-                guard o["event"] as? String == "progress",
-                      let m = o["message"] as? [String: Any], m["messageID"] as? String == messageID, let state = m["state"] as? String else { continue }
+                guard case let .progress(p) = event, p.message.messageID == messageID, let state = p.message.state else { continue }
                 for (name, states) in [("delivered", ["delivered", "read"]), ("read", ["read"])] where states.contains(state) {
                     if reached.insert(name).inserted, json {
                         StandardOutput.write(APIJSONText.line(["event": name, "messageID": messageID]))

@@ -440,7 +440,10 @@ final class ReadmeWorld: @unchecked Sendable {
         let sent = try await world.run(commands[2], as: "alice", seconds: 60)
         #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
         #expect(await bob.waitFor { $0["text"] as? String == "through the daemon" } != nil, "\(bob.text)")
-        #expect(await events.waitFor { $0["seq"] != nil } != nil, "the daemon's events, resumable: \(events.text)")
+        #expect(await events.waitFor { $0["event"] as? String == "started" } != nil, "the daemon's events from its start: \(events.text)")
+        #expect(await events.waitFor { $0["event"] as? String == "sent" && ($0["message"] as? [String: Any])?["text"] as? String == "through the daemon" } != nil,
+                "\(events.text)")
+        #expect(!events.events.contains { $0["seq"] != nil }, "the objects as in process (the stream's seq is the stream's): \(events.text)")
         let curl = try await world.run(commands[4], as: "alice")
         let list = try JSONSerialization.jsonObject(with: Data(curl.stdout.utf8)) as? [[String: Any]]
         #expect(list?.contains { $0["name"] as? String == "bob" } == true, "\(curl.stdout)\(curl.stderr)")
