@@ -65,66 +65,60 @@ extension APIJSON {
     public static func readMessage(_ any: Any?) throws -> MessageRecord { try decode(any, as: APIMessage.self).record() }
 
     public static func readContact(_ any: Any?) throws -> Contact {
-        let f = try Fields(any)
-        guard let kind = Contact.Kind(rawValue: try f.string("kind")) else { throw Unreadable("kind") }
-        let card = try f.optionalString("card").map { uri in
+        let c = try decode(any, as: APIContact.self)
+        guard let kind = Contact.Kind(rawValue: c.kind) else { throw Unreadable("kind \(c.kind)") }
+        let card = try c.card.map { uri in
             do { return try ContactCard(uri: uri) } catch { throw Unreadable("card") }
         }
-        return Contact(kind: kind, conversation: try f.userID("conversation"), name: try f.string("name"), fingerprint: try f.fingerprint("fingerprint"),
-                       card: card, npub: f.optionalString("npub"), nostrVariant: f.optionalString("nostrVariant"), verified: try f.bool("verified"),
-                       favorite: try f.bool("favorite"), blocked: try f.bool("blocked"), favoritesUs: try f.bool("favoritesUs"))
+        return Contact(kind: kind, conversation: try APIMessage.userID(c.conversation, "conversation"), name: c.name,
+                       fingerprint: try APIEvent.fingerprint(c.fingerprint), card: card, npub: c.npub, nostrVariant: c.nostrVariant,
+                       verified: c.verified, favorite: c.favorite, blocked: c.blocked, favoritesUs: c.favoritesUs)
     }
 
     public static func readSummary(_ any: Any?) throws -> NodeSummary {
-        let f = try Fields(any)
-        return NodeSummary(peerID: try f.peer("peerID"), fingerprint: try f.fingerprint("fingerprint"), nickname: try f.string("nickname"),
-                           peers: try f.int("peers"), sessions: try f.int("sessions"), storeOpen: try f.bool("storeOpen"),
-                           trustKnown: try f.bool("trustKnown"), pending: f.o["pending"] == nil ? nil : try f.int("pending"),
-                           server: f.optionalString("server"), nostr: f.o["nostr"] as? Bool ?? false,
-                           udpPort: f.o["udpPort"] == nil ? nil : UInt16(exactly: try f.int("udpPort")), npub: f.optionalString("npub"))
+        let s = try decode(any, as: APIStatus.self)
+        return NodeSummary(peerID: try APIEvent.peer(s.peerID), fingerprint: try APIEvent.fingerprint(s.fingerprint), nickname: s.nickname,
+                           peers: s.peers, sessions: s.sessions, storeOpen: s.storeOpen, trustKnown: s.trustKnown, pending: s.pending,
+                           server: s.server, nostr: s.nostr, udpPort: s.udpPort, npub: s.npub)
     }
 
     public static func readPeer(_ any: Any?) throws -> PeerView {
-        let f = try Fields(any)
-        return PeerView(id: try f.peer("peerID"), nickname: try f.string("nickname"), fingerprint: try f.fingerprint("fingerprint"),
-                        hops: try f.int("hops"), capabilities: f.o["capabilities"] as? [String], neighbour: try f.bool("neighbour"),
-                        blocked: try f.bool("blocked"), favorite: try f.bool("favorite"), verified: try f.bool("verified"),
-                        vouchedBy: f.o["vouchedBy"] as? [String] ?? [])
+        let p = try decode(any, as: APIPeer.self)
+        return PeerView(id: try APIEvent.peer(p.peerID), nickname: p.nickname, fingerprint: try APIEvent.fingerprint(p.fingerprint), hops: p.hops,
+                        capabilities: p.capabilities, neighbour: p.neighbour, blocked: p.blocked, favorite: p.favorite, verified: p.verified,
+                        vouchedBy: p.vouchedBy ?? [])
     }
 
     public static func readIdentity(_ any: Any?) throws -> PeerIdentity {
-        let f = try Fields(any)
-        return PeerIdentity(fingerprint: try f.fingerprint("fingerprint"), conversation: try f.userID("conversation"), name: try f.string("name"),
-                            verified: try f.bool("verified"))
+        let i = try decode(any, as: APIIdentity.self)
+        return PeerIdentity(fingerprint: try APIEvent.fingerprint(i.fingerprint), conversation: try APIMessage.userID(i.conversation, "conversation"),
+                            name: i.name, verified: i.verified)
     }
 
     public static func readTrust(_ any: Any?) throws -> TrustRecord {
-        let f = try Fields(any)
-        var t = TrustRecord(fingerprint: try f.fingerprint("fingerprint").hex, nickname: f.optionalString("nickname"), verified: try f.bool("verified"),
-                            favorite: try f.bool("favorite"), blocked: try f.bool("blocked"), updatedAt: try f.double("updatedAt"))
-        t.npub = f.optionalString("npub")
-        t.nostrVariant = f.optionalString("nostrVariant")
-        t.favoritesUs = f.o["favoritesUs"] as? Bool
-        return t
+        let t = try decode(any, as: APITrust.self)
+        var r = TrustRecord(fingerprint: try APIEvent.fingerprint(t.fingerprint).hex, nickname: t.nickname, verified: t.verified, favorite: t.favorite,
+                            blocked: t.blocked, updatedAt: t.updatedAt)
+        r.npub = t.npub
+        r.nostrVariant = t.nostrVariant
+        r.favoritesUs = t.favoritesUs
+        return r
     }
 
     public static func readRequest(_ any: Any?) throws -> StrangerRequest { try decode(any, as: APIRequest.self).request }
 
     public static func readConversation(_ any: Any?) throws -> Messenger.Summary {
-        let f = try Fields(any)
-        return Messenger.Summary(id: try f.userID("id"), name: try f.string("name"), unread: try f.int("unread"),
-                                 fingerprint: f.o["fingerprint"] == nil ? nil : try f.fingerprint("fingerprint"),
-                                 last: f.o["last"] == nil ? nil : try readMessage(f.o["last"]),
-                                 group: f.o["group"] == nil ? nil : try decode(f.o["group"], as: APIGroup.self).summary)
+        let c = try decode(any, as: APIConversation.self)
+        return Messenger.Summary(id: try APIMessage.userID(c.id, "id"), name: c.name, unread: c.unread, fingerprint: try c.fingerprint.map(APIEvent.fingerprint),
+                                 last: try c.last?.record(), group: c.group?.summary)
     }
 
     public static func readPeerState(_ any: Any?) throws -> StatelyEngine.PeerState { try decode(any, as: APIPeerState.self).peerState() }
 
     public static func readStately(_ any: Any?) throws -> StatelyView {
-        let f = try Fields(any)
-        guard let state = StateKind(rawValue: try f.string("state")) else { throw Unreadable("state") }
-        return StatelyView(state: state, interval: try f.uint64("intervalMillis"), powerMode: try f.string("powerMode"),
-                           board: try (f.o["board"] as? [Any] ?? []).map(readPeerState))
+        let v = try decode(any, as: APIStately.self)
+        guard let state = StateKind(rawValue: v.state) else { throw Unreadable("state \(v.state)") }
+        return StatelyView(state: state, interval: v.intervalMillis, powerMode: v.powerMode, board: try v.board.map { try $0.peerState() })
     }
 
     /// One event of the stream as the messenger's event it was. Events this

@@ -349,15 +349,15 @@ public final class APIServer: Sendable {
         let c = client, m = client.messenger, log = self.log, heartbeat = configuration.heartbeat
         let v1 = router.group("v1")
         v1.get("status") { _, _ in
-            Self.json(APIJSON.summary(try await Self.call { try await c.summary() }, events: await log.lastSeq))
+            try Self.answer(APIJSON.summary(try await Self.call { try await c.summary() }, events: await log.lastSeq))
         }
-        v1.get("peers") { _, _ in Self.json(try await Self.call { try await c.peers() }.map(APIJSON.peer)) }
+        v1.get("peers") { _, _ in try Self.answer(try await Self.call { try await c.peers() }.map(APIJSON.peer)) }
         v1.get("peers/:peer/identity") { _, context in
             let peer = try Self.peer(context)
             guard let i = try await Self.call({ try await c.identity(ofPeer: peer) }) else {
                 throw APIError(.notFound, "no key is known for peer \(peer)")
             }
-            return Self.json(APIJSON.identity(i))
+            return try Self.answer(APIJSON.identity(i))
         }
         v1.post("peers/:peer/ping") { _, context in
             let peer = try Self.peer(context)
@@ -366,10 +366,10 @@ public final class APIServer: Sendable {
         }
         v1.get("contacts") { _, _ in
             let ours = try await Self.call { try await c.card() }
-            return Self.json(try await Self.call { try await c.contacts() }.map { APIJSON.contact($0, ours: ours) })
+            return try Self.answer(try await Self.call { try await c.contacts() }.map { APIJSON.contact($0, ours: ours) })
         }
-        v1.get("card") { _, _ in Self.json(APIJSON.card(try await Self.call { try await c.card() })) }
-        v1.get("mesh") { _, _ in Self.json(APIJSON.mesh(try await Self.call { try await c.mesh() }, me: m.node.identity.peerID)) }
+        v1.get("card") { _, _ in try Self.answer(APIJSON.card(try await Self.call { try await c.card() })) }
+        v1.get("mesh") { _, _ in try Self.answer(APIJSON.mesh(try await Self.call { try await c.mesh() }, me: m.node.identity.peerID)) }
         v1.post("contacts") { request, context in
             struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool?; var image: String? }
             var body = try await request.decode(as: Add.self, context: context)
@@ -400,10 +400,10 @@ public final class APIServer: Sendable {
                 throw APIError(.locked, e.description)
             }
             let ours = try await Self.call { try await c.card() }
-            return Self.json(await m.contactList.map { APIJSON.contact($0, ours: ours) }, status: .created)
+            return try Self.answer(await m.contactList.map { APIJSON.contact($0, ours: ours) }, status: .created)
         }
         v1.get("trust") { _, _ in
-            Self.json(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })
+            try Self.answer(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })
         }
         v1.post("trust") { request, context in
             struct Decide: Decodable { var fingerprint: String; var change: String?; var nickname: String?; var nostrVariant: String? }
@@ -435,7 +435,7 @@ public final class APIServer: Sendable {
             case .none: throw APIError(.notFound, "no contact or peer called \(name)")
             }
         }
-        v1.get("conversations") { _, _ in Self.json(try await Self.call { try await c.conversations() }.map(APIJSON.conversation)) }
+        v1.get("conversations") { _, _ in try Self.answer(try await Self.call { try await c.conversations() }.map(APIJSON.conversation)) }
         v1.post("conversations") { request, context in
             struct Open: Decodable { var peerID: String?; var fingerprint: String? }
             let body = try await request.decode(as: Open.self, context: context)
@@ -452,16 +452,16 @@ public final class APIServer: Sendable {
             } else {
                 throw APIError(.badRequest, "give peerID or fingerprint")
             }
-            return Self.json(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
+            return try Self.answer(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
         }
         v1.get("conversations/:id") { _, context in
             let id = try Self.conversation(context)
-            return Self.json(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
+            return try Self.answer(APIJSON.conversation(try await Self.call { try await c.conversation(id) }))
         }
         v1.get("conversations/:id/messages") { request, context in
             let id = try Self.conversation(context)
             let limit = request.uri.queryParameters.get("limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
-            return Self.json(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
+            return try Self.answer(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { request, context in
             struct Seen: Decodable { var through: String? }
@@ -491,7 +491,7 @@ public final class APIServer: Sendable {
             case let .ambiguous(names): throw APIError(.conflict, "\(names.count) are called \(body.to): \(names.joined(separator: ", ")); say which")
             case .none: throw APIError(.notFound, "no contact or peer called \(body.to)")
             }
-            return Self.json(APIJSON.message(try await Self.call { try await c.send(body.text, to: id) }), status: .created)
+            return try Self.answer(APIJSON.message(try await Self.call { try await c.send(body.text, to: id) }), status: .created)
         }
         v1.post("public") { request, context in
             struct Say: Decodable { var text: String }
@@ -509,11 +509,11 @@ public final class APIServer: Sendable {
             return Self.json(["transferID": id, "size": content.count], status: .accepted)
         }
         // Private groups (docs/PROTOCOL.md, "Groups"): a group is named by its name or its ID's first digits.
-        v1.get("groups") { _, _ in Self.json(try await Self.call { try await c.groups() }.map(APIJSON.group)) }
+        v1.get("groups") { _, _ in try Self.answer(try await Self.call { try await c.groups() }.map(APIJSON.group)) }
         v1.post("groups") { request, context in
             struct Create: Decodable { var name: String; var members: [String]? }
             let body = try await request.decode(as: Create.self, context: context)
-            return Self.json(APIJSON.group(try await Self.call { try await c.createGroup(body.name, members: body.members ?? []) }), status: .created)
+            return try Self.answer(APIJSON.group(try await Self.call { try await c.createGroup(body.name, members: body.members ?? []) }), status: .created)
         }
         v1.post("groups/:group/members") { request, context in
             struct Invite: Decodable { var nickname: String }
@@ -534,10 +534,10 @@ public final class APIServer: Sendable {
         v1.post("groups/:group/messages") { request, context in
             struct Say: Decodable { var text: String }
             let body = try await request.decode(as: Say.self, context: context), group = try Self.named(context, "group")
-            return Self.json(APIJSON.message(try await Self.call { try await c.sendToGroup(group, text: body.text) }), status: .created)
+            return try Self.answer(APIJSON.message(try await Self.call { try await c.sendToGroup(group, text: body.text) }), status: .created)
         }
         // Strangers' messages over Nostr, waiting for an answer (docs/NOSTR.md, "Requests").
-        v1.get("requests") { _, _ in Self.json(try await Self.call { try await c.requests() }.map(APIJSON.request)) }
+        v1.get("requests") { _, _ in try Self.answer(try await Self.call { try await c.requests() }.map(APIJSON.request)) }
         v1.post("requests/:npub/accept") { request, context in
             struct Accept: Decodable { var name: String }
             let body = try await request.decode(as: Accept.self, context: context), npub = try Self.named(context, "npub")
@@ -550,13 +550,13 @@ public final class APIServer: Sendable {
             return Self.json(["blocked": npub])
         }
         v1.get("board") { _, _ in
-            Self.json(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
+            try Self.answer(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
         }
         v1.post("board") { request, context in
             struct Post: Decodable { var text: String; var urgent: Bool?; var days: Int? }
             let body = try await request.decode(as: Post.self, context: context)
             let post = try await Self.call { try await c.postToBoard(body.text, urgent: body.urgent ?? false, days: body.days ?? 1) }
-            return Self.json(APIJSON.boardEntry(BoardEntry(post: post, author: await c.node.currentNickname, ours: true)), status: .created)
+            return try Self.answer(APIJSON.boardEntry(BoardEntry(post: post, author: await c.node.currentNickname, ours: true)), status: .created)
         }
         v1.delete("board/:id") { _, context in
             let id = try context.parameters.require("id")
@@ -564,7 +564,7 @@ public final class APIServer: Sendable {
             return Self.json(["deleted": id])
         }
         v1.get("files/offers") { _, _ in
-            Self.json(try await Self.call { try await c.fileOffers() }.map(APIJSON.fileOffer))
+            try Self.answer(try await Self.call { try await c.fileOffers() }.map(APIJSON.fileOffer))
         }
         v1.post("files/offers/:id") { request, context in
             struct Answer: Decodable { var accept: Bool }
@@ -625,8 +625,8 @@ public final class APIServer: Sendable {
             if setOnCommandLine.contains("server") { next.server = settings.server }
             if setOnCommandLine.contains("nostr") { next.nostr = settings.nostr }
             if setOnCommandLine.contains("proxy") { next.proxy = settings.proxy }
-            return Self.json(["inEffect": APIJSON.settings(settings), "saved": saved.map(APIJSON.settings) ?? NSNull(),
-                              "setOnCommandLine": setOnCommandLine.sorted(), "restartNeeded": next != settings])
+            return try Self.answer(APISettingsAnswer(inEffect: APIJSON.settings(settings), saved: saved.map(APIJSON.settings),
+                                                     setOnCommandLine: setOnCommandLine.sorted(), restartNeeded: next != settings))
         }
         v1.get("settings") { _, _ in try settingsAnswer() }
         v1.put("settings") { request, context in
@@ -656,7 +656,7 @@ public final class APIServer: Sendable {
             try await Self.call { try await c.unlock(secret: body.secret) }
             return Self.json(["storeOpen": true])
         }
-        v1.get("stately") { _, _ in Self.json(APIJSON.stately(try await Self.call { try await c.stately() })) }
+        v1.get("stately") { _, _ in try Self.answer(APIJSON.stately(try await Self.call { try await c.stately() })) }
         v1.post("stately") { request, context in
             struct Set: Decodable { var state: String }
             let body = try await request.decode(as: Set.self, context: context)
@@ -788,6 +788,15 @@ public final class APIServer: Sendable {
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: APIJSON.data(value))))
     }
+
+    /// An answer of the contract's (StarlingAPIContract), as JSON.
+    static func answer<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        let data: Data
+        do { data = try APIJSONCoding.data(value) } catch { throw APIError(.internalServerError, "the answer could not be written: \(error)") }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
 }
 
 /// An API error: a status and one sentence, as `{"error": {"status": N, "message": "…"}}`.
@@ -800,7 +809,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
     public var headers: HTTPFields { [.contentType: "application/json"] }
     public func body(allocator: ByteBufferAllocator) -> ByteBuffer? {
-        ByteBuffer(data: APIJSON.data(["error": ["status": Int(status.code), "message": message]]))
+        ByteBuffer(data: (try? APIJSONCoding.data(APIErrorAnswer(status: Int(status.code), message: message))) ?? Data())
     }
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         Response(status: status, headers: headers, body: .init(byteBuffer: body(allocator: ByteBufferAllocator()) ?? ByteBuffer()))

@@ -384,9 +384,9 @@ import Glibc
         var (url, token, _) = try await Self.info(dir, d)
         var api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
         let first = try #require(try await api.get("/v1/settings") as? [String: Any])
-        #expect(first["saved"] is NSNull && first["restartNeeded"] as? Bool == false, "\(first)")
+        #expect(first["saved"] == nil && first["restartNeeded"] as? Bool == false, "\(first)")
         let fresh = try #require(first["inEffect"] as? [String: Any])
-        #expect(fresh["server"] is NSNull && fresh["nostr"] as? Bool == false && fresh["proxy"] as? String == "127.0.0.1:9050", "\(fresh)")
+        #expect(fresh["server"] == nil && fresh["nostr"] as? Bool == false && fresh["proxy"] as? String == "127.0.0.1:9050", "\(fresh)")
         let before = try #require(try await api.get("/v1/status") as? [String: Any])
         #expect(before["server"] == nil, "\(before)")
 

@@ -111,8 +111,8 @@ import StarlingYaOKStore
             let p = PeerView(id: Self.b, nickname: "bob", fingerprint: Self.f, hops: 2, capabilities: ["groups"], neighbour: false,
                              blocked: false, favorite: true, verified: false, vouchedBy: vouchers)
             let o = APIJSON.peer(p)
-            #expect((o["vouchedBy"] != nil) == !vouchers.isEmpty)
-            #expect(try APIJSON.readPeer(JSONSerialization.jsonObject(with: APIJSON.data(o))) == p)
+            #expect((o.vouchedBy != nil) == !vouchers.isEmpty)
+            #expect(try APIJSON.readPeer(JSONSerialization.jsonObject(with: APIJSONCoding.data(o))) == p)
         }
     }
 
