@@ -348,6 +348,15 @@ public final class APIServer: Sendable {
         }
         let c = client, m = client.messenger, log = self.log, heartbeat = configuration.heartbeat
         let v1 = router.group("v1")
+        // The API described (OpenAPI 3.1), built from the contract's types: docs/openapi.json is a copy.
+        let document = Result { try APIDocument.json() }
+        v1.get("openapi.json") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            let data: Data
+            do { data = try document.get() } catch { throw APIError(.internalServerError, "the API's description could not be written: \(error)") }
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+        }
         v1.get("status") { _, _ in
             try Self.answer(APIJSON.summary(try await Self.call { try await c.summary() }, events: await log.lastSeq))
         }
@@ -362,7 +371,7 @@ public final class APIServer: Sendable {
         v1.post("peers/:peer/ping") { _, context in
             let peer = try Self.peer(context)
             try await Self.call { try await c.ping(peer) }
-            return Self.json(["pinged": peer.description], status: .accepted)
+            return try Self.answer(APIPinged(pinged: peer.description), status: .accepted)
         }
         v1.get("contacts") { _, _ in
             let ours = try await Self.call { try await c.card() }
@@ -371,8 +380,7 @@ public final class APIServer: Sendable {
         v1.get("card") { _, _ in try Self.answer(APIJSON.card(try await Self.call { try await c.card() })) }
         v1.get("mesh") { _, _ in try Self.answer(APIJSON.mesh(try await Self.call { try await c.mesh() }, me: m.node.identity.peerID)) }
         v1.post("contacts") { request, context in
-            struct Add: Decodable { var uri: String?; var npub: String?; var name: String?; var replace: Bool?; var image: String? }
-            var body = try await request.decode(as: Add.self, context: context)
+            var body = try await request.decode(as: APIAddContact.self, context: context)
             if body.uri == nil, let image = body.image {
                 // A picture of their QR code (PNG), read here: the page needs no decoder of its own.
                 guard let png = Data(base64Encoded: image) else { throw APIError(.badRequest, "image is a PNG picture, base64") }
@@ -406,8 +414,7 @@ public final class APIServer: Sendable {
             try Self.answer(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })
         }
         v1.post("trust") { request, context in
-            struct Decide: Decodable { var fingerprint: String; var change: String?; var nickname: String?; var nostrVariant: String? }
-            let body = try await request.decode(as: Decide.self, context: context)
+            let body = try await request.decode(as: APITrustChange.self, context: context)
             guard let f = Fingerprint(hex: body.fingerprint.lowercased()) else { throw APIError(.badRequest, "a fingerprint is 64 hex digits") }
             if let v = body.nostrVariant {
                 guard let variant = GiftWrap.Variant(rawValue: v) else { throw APIError(.badRequest, "nostrVariant is bitchat or standard") }
@@ -424,21 +431,20 @@ public final class APIServer: Sendable {
             } else if body.nostrVariant == nil {
                 throw APIError(.badRequest, "give change (block, unblock, favourite, unfavourite, verify, unverify) or nostrVariant")
             }
-            return Self.json(["fingerprint": f.hex, "blocked": await m.isBlocked(f), "favorite": await m.isFavorite(f),
-                              "verified": await m.isVerified(f)])
+            return try Self.answer(APITrustState(fingerprint: f.hex, blocked: await m.isBlocked(f), favorite: await m.isFavorite(f),
+                                                 verified: await m.isVerified(f)))
         }
         v1.get("resolve") { request, _ in
             guard let name = request.uri.queryParameters.get("name"), !name.isEmpty else { throw APIError(.badRequest, "give ?name=NAME") }
             switch try await Self.call({ try await c.resolve(name) }) {
-            case let .conversation(id): return Self.json(["conversation": id.description])
-            case let .ambiguous(names): return Self.json(["ambiguous": names])
+            case let .conversation(id): return try Self.answer(APIResolution(conversation: id.description))
+            case let .ambiguous(names): return try Self.answer(APIResolution(ambiguous: names))
             case .none: throw APIError(.notFound, "no contact or peer called \(name)")
             }
         }
         v1.get("conversations") { _, _ in try Self.answer(try await Self.call { try await c.conversations() }.map(APIJSON.conversation)) }
         v1.post("conversations") { request, context in
-            struct Open: Decodable { var peerID: String?; var fingerprint: String? }
-            let body = try await request.decode(as: Open.self, context: context)
+            let body = try await request.decode(as: APIOpenConversation.self, context: context)
             let id: UserID
             if let text = body.peerID {
                 guard let peer = PeerID(hex: text) else { throw APIError(.badRequest, "a peer ID is 16 hex digits") }
@@ -464,13 +470,12 @@ public final class APIServer: Sendable {
             return try Self.answer(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { request, context in
-            struct Seen: Decodable { var through: String? }
             let id = try Self.conversation(context)
             // (No body, or {}: everything in it.)
             let bytes = try await request.body.collect(upTo: 4_096)
-            var body: Seen?
+            var body: APISeen?
             if bytes.readableBytes > 0 {
-                do { body = try JSONDecoder().decode(Seen.self, from: Data(bytes.readableBytesView)) } catch {
+                do { body = try JSONDecoder().decode(APISeen.self, from: Data(bytes.readableBytesView)) } catch {
                     throw APIError(.badRequest, "the body is {\"through\": MESSAGE_ID} or nothing")
                 }
             }
@@ -480,11 +485,10 @@ public final class APIServer: Sendable {
                 last = u
             }
             try await Self.call { try await c.markSeen(id, through: last) }
-            return Self.json(["unread": await m.unreadCount(id)])
+            return try Self.answer(APIUnread(unread: await m.unreadCount(id)))
         }
         v1.post("messages") { request, context in
-            struct Send: Decodable { var to: String; var text: String }
-            let body = try await request.decode(as: Send.self, context: context)
+            let body = try await request.decode(as: APISendMessage.self, context: context)
             let id: UserID
             switch try await Self.call({ try await c.resolve(body.to) }) {
             case let .conversation(c): id = c
@@ -494,84 +498,76 @@ public final class APIServer: Sendable {
             return try Self.answer(APIJSON.message(try await Self.call { try await c.send(body.text, to: id) }), status: .created)
         }
         v1.post("public") { request, context in
-            struct Say: Decodable { var text: String }
-            let body = try await request.decode(as: Say.self, context: context)
+            let body = try await request.decode(as: APIText.self, context: context)
             try await Self.call { try await c.sendPublic(body.text) }
-            return Self.json(["sent": true], status: .accepted)
+            return try Self.answer(APISent(sent: true), status: .accepted)
         }
         v1.post("files") { request, context in
-            struct File: Decodable { var to: String; var name: String; var content: String }
-            let body = try await request.decode(as: File.self, context: context)
+            let body = try await request.decode(as: APISendFile.self, context: context)
             guard let peer = PeerID(hex: body.to) else { throw APIError(.badRequest, "to is a peer ID (16 hex digits)") }
             guard let content = Data(base64Encoded: body.content) else { throw APIError(.badRequest, "content is base64") }
             guard !body.name.isEmpty, !body.name.contains("/") else { throw APIError(.badRequest, "name is a file name without a path") }
             let id = try await Self.call { try await c.sendFile(name: body.name, content: [UInt8](content), to: peer) }
-            return Self.json(["transferID": id, "size": content.count], status: .accepted)
+            return try Self.answer(APITransfer(transferID: id, size: content.count), status: .accepted)
         }
         // Private groups (docs/PROTOCOL.md, "Groups"): a group is named by its name or its ID's first digits.
         v1.get("groups") { _, _ in try Self.answer(try await Self.call { try await c.groups() }.map(APIJSON.group)) }
         v1.post("groups") { request, context in
-            struct Create: Decodable { var name: String; var members: [String]? }
-            let body = try await request.decode(as: Create.self, context: context)
+            let body = try await request.decode(as: APICreateGroup.self, context: context)
             return try Self.answer(APIJSON.group(try await Self.call { try await c.createGroup(body.name, members: body.members ?? []) }), status: .created)
         }
         v1.post("groups/:group/members") { request, context in
-            struct Invite: Decodable { var nickname: String }
-            let body = try await request.decode(as: Invite.self, context: context), group = try Self.named(context, "group")
+            let body = try await request.decode(as: APINickname.self, context: context), group = try Self.named(context, "group")
             try await Self.call { try await c.inviteToGroup(group, member: body.nickname) }
-            return Self.json(["invited": body.nickname])
+            return try Self.answer(APIInvited(invited: body.nickname))
         }
         v1.delete("groups/:group/members/:nickname") { _, context in
             let group = try Self.named(context, "group"), nick = try Self.named(context, "nickname")
             try await Self.call { try await c.removeFromGroup(group, member: nick) }
-            return Self.json(["removed": nick])
+            return try Self.answer(APIRemoved(removed: nick))
         }
         v1.delete("groups/:group") { _, context in
             let group = try Self.named(context, "group")
             try await Self.call { try await c.leaveGroup(group) }
-            return Self.json(["left": group])
+            return try Self.answer(APILeft(left: group))
         }
         v1.post("groups/:group/messages") { request, context in
-            struct Say: Decodable { var text: String }
-            let body = try await request.decode(as: Say.self, context: context), group = try Self.named(context, "group")
+            let body = try await request.decode(as: APIText.self, context: context), group = try Self.named(context, "group")
             return try Self.answer(APIJSON.message(try await Self.call { try await c.sendToGroup(group, text: body.text) }), status: .created)
         }
         // Strangers' messages over Nostr, waiting for an answer (docs/NOSTR.md, "Requests").
         v1.get("requests") { _, _ in try Self.answer(try await Self.call { try await c.requests() }.map(APIJSON.request)) }
         v1.post("requests/:npub/accept") { request, context in
-            struct Accept: Decodable { var name: String }
-            let body = try await request.decode(as: Accept.self, context: context), npub = try Self.named(context, "npub")
+            let body = try await request.decode(as: APIAcceptRequest.self, context: context), npub = try Self.named(context, "npub")
             try await Self.call { try await c.acceptRequest(npub, name: body.name) }
-            return Self.json(["accepted": npub])
+            return try Self.answer(APIAccepted(accepted: npub))
         }
         v1.post("requests/:npub/block") { _, context in
             let npub = try Self.named(context, "npub")
             try await Self.call { try await c.blockRequest(npub) }
-            return Self.json(["blocked": npub])
+            return try Self.answer(APIBlocked(blocked: npub))
         }
         v1.get("board") { _, _ in
             try Self.answer(try await Self.call { try await c.boardPosts() }.map(APIJSON.boardEntry))
         }
         v1.post("board") { request, context in
-            struct Post: Decodable { var text: String; var urgent: Bool?; var days: Int? }
-            let body = try await request.decode(as: Post.self, context: context)
+            let body = try await request.decode(as: APIBoardPostRequest.self, context: context)
             let post = try await Self.call { try await c.postToBoard(body.text, urgent: body.urgent ?? false, days: body.days ?? 1) }
             return try Self.answer(APIJSON.boardEntry(BoardEntry(post: post, author: await c.node.currentNickname, ours: true)), status: .created)
         }
         v1.delete("board/:id") { _, context in
             let id = try context.parameters.require("id")
             try await Self.call { try await c.deleteBoardPost(id) }
-            return Self.json(["deleted": id])
+            return try Self.answer(APIDeleted(deleted: id))
         }
         v1.get("files/offers") { _, _ in
             try Self.answer(try await Self.call { try await c.fileOffers() }.map(APIJSON.fileOffer))
         }
         v1.post("files/offers/:id") { request, context in
-            struct Answer: Decodable { var accept: Bool }
             let id = try context.parameters.require("id")
-            let body = try await request.decode(as: Answer.self, context: context)
+            let body = try await request.decode(as: APIOfferAnswer.self, context: context)
             try await Self.call { try await c.answerFileOffer(id, accept: body.accept) }
-            return Self.json(["transferID": id, "accepted": body.accept])
+            return try Self.answer(APIOfferAnswered(transferID: id, accepted: body.accept))
         }
         // A file of any size as the request's body, streamed to files/outgoing
         // (never held in memory), then sent as `send --file` sends it.
@@ -588,7 +584,7 @@ public final class APIServer: Sendable {
             do {
                 let id = try await Self.call { try await c.sendFile(at: file.url, to: peer) }
                 await uploads.sending(id, file.url)
-                return Self.json(["transferID": id, "size": file.size], status: .accepted)
+                return try Self.answer(APITransfer(transferID: id, size: file.size), status: .accepted)
             } catch {
                 try? FileManager.default.removeItem(at: file.url.deletingLastPathComponent()) // not sent: not kept
                 throw error
@@ -612,10 +608,9 @@ public final class APIServer: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: bytes)))
         }
         v1.post("nickname") { request, context in
-            struct Rename: Decodable { var nickname: String }
-            let body = try await request.decode(as: Rename.self, context: context)
+            let body = try await request.decode(as: APINickname.self, context: context)
             try await Self.call { try await c.rename(body.nickname) }
-            return Self.json(["nickname": await m.node.currentNickname])
+            return try Self.answer(APINickname(nickname: await m.node.currentNickname))
         }
         let settings = configuration.settings, setOnCommandLine = configuration.setOnCommandLine, directory = configuration.directory
         @Sendable func settingsAnswer() throws -> Response {
@@ -630,8 +625,7 @@ public final class APIServer: Sendable {
         }
         v1.get("settings") { _, _ in try settingsAnswer() }
         v1.put("settings") { request, context in
-            struct Change: Decodable { var server: String?; var nostr: Bool?; var proxy: String? }
-            let body = try await request.decode(as: Change.self, context: context)
+            let body = try await request.decode(as: APISettingsChange.self, context: context)
             var saved = try Self.savedSettings(in: directory) ?? settings
             // Absent: as saved; "server": "" or null: none.
             if let server = body.server { saved.server = server.isEmpty ? nil : server }
@@ -643,23 +637,20 @@ public final class APIServer: Sendable {
         }
         v1.get("statistics") { _, _ in
             let s = try await Self.call { try await c.statistics() }
-            let data = try JSONEncoder().encode(s)
-            return Self.json(try JSONSerialization.jsonObject(with: data))
+            return try Self.answer(s)
         }
         v1.post("store/lock") { _, _ in
             try await Self.call { try await c.lock() }
-            return Self.json(["storeOpen": false])
+            return try Self.answer(APIStoreState(storeOpen: false))
         }
         v1.post("store/unlock") { request, context in
-            struct Unlock: Decodable { var secret: String? }
-            let body = try await request.decode(as: Unlock.self, context: context)
+            let body = try await request.decode(as: APIUnlock.self, context: context)
             try await Self.call { try await c.unlock(secret: body.secret) }
-            return Self.json(["storeOpen": true])
+            return try Self.answer(APIStoreState(storeOpen: true))
         }
         v1.get("stately") { _, _ in try Self.answer(APIJSON.stately(try await Self.call { try await c.stately() })) }
         v1.post("stately") { request, context in
-            struct Set: Decodable { var state: String }
-            let body = try await request.decode(as: Set.self, context: context)
+            let body = try await request.decode(as: APIStateChange.self, context: context)
             if body.state == "clear" {
                 try await Self.call { try await c.clearSOS() }
             } else {
@@ -668,23 +659,22 @@ public final class APIServer: Sendable {
                 }
                 try await Self.call { try await c.setState(kind) }
             }
-            return Self.json(["state": await m.node.status.rawValue])
+            return try Self.answer(APIStateChange(state: await m.node.status.rawValue))
         }
         v1.post("channels/:geohash") { _, context in
             let name = try context.parameters.require("geohash")
-            return Self.json(["joined": try await Self.call { try await c.join(channel: name) }])
+            return try Self.answer(APIJoined(joined: try await Self.call { try await c.join(channel: name) }))
         }
         v1.delete("channels/:geohash") { _, context in
             let name = try context.parameters.require("geohash")
             try await Self.call { try await c.leave(channel: name) }
-            return Self.json(["left": name.lowercased()])
+            return try Self.answer(APILeft(left: name.lowercased()))
         }
         v1.post("channels/:geohash/messages") { request, context in
-            struct Say: Decodable { var text: String }
             let g = try context.parameters.require("geohash")
-            let body = try await request.decode(as: Say.self, context: context)
+            let body = try await request.decode(as: APIText.self, context: context)
             try await Self.call { try await c.say(body.text, in: g) }
-            return Self.json(["sent": true], status: .accepted)
+            return try Self.answer(APISent(sent: true), status: .accepted)
         }
         v1.get("events") { request, _ in
             // Server-sent events: each `id: SEQ` and `data: JSON`; a client resumes with
@@ -781,12 +771,6 @@ public final class APIServer: Sendable {
     /// The data directory's saved settings; a file that cannot be read is a 500 in words.
     static func savedSettings(in directory: URL) throws(APIError) -> NodeSettings? {
         do { return try NodeSettings.load(from: directory) } catch { throw APIError(.internalServerError, "\(error)") }
-    }
-
-    static func json(_ value: Any, status: HTTPResponse.Status = .ok) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: APIJSON.data(value))))
     }
 
     /// An answer of the contract's (StarlingAPIContract), as JSON.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StarlingAPIContract
 import Logging
 import ServiceLifecycle
 import StarlingMessenger
@@ -27,6 +28,8 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
     @Flag(help: "Poll the Ya OK server every 5 minutes instead of every 30 s.") var background = false
     @Option(help: "The API's TCP port on 127.0.0.1 (default: a free one, written to api.json).") var apiPort: Int = 0
+    @Flag(help: "Print the API's description (OpenAPI 3.1, as GET /v1/openapi.json serves it; docs/openapi.json) and exit.")
+    var openapi = false
 
     mutating func validate() throws {
         takeRelayAlias()
@@ -35,6 +38,10 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
     }
 
     func run() async throws {
+        if openapi {
+            do { StandardOutput.write(try APIDocument.json()) } catch { throw RuntimeFailure("the API's description could not be written: \(error)") }
+            return
+        }
         try await Self.serve(node, server: server, background: background, apiPort: apiPort) { _, _ in }
     }
 

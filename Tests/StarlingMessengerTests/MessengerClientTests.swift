@@ -57,6 +57,13 @@ import StarlingYaOKStore
             .bridgedMessage(BridgedMessage(cell: "u4pruy", eventID: String(repeating: "ab", count: 32), pubkey: String(repeating: "cd", count: 32),
                                            nickname: "alice", text: "the north road", createdAt: 1_750_000_000, radioID: "b83f94d81dcdd1b0c0048f6645995dd4", hops: 2)),
             .bridgedMessage(BridgedMessage(cell: "u4pruz", eventID: "e", pubkey: "p", nickname: nil, text: "x", createdAt: 1, radioID: nil, hops: 0)),
+            .fileSending(transferID: "T", to: b, sent: 5, total: 9), .fileOffered(from: b, transferID: "T", name: "big.iso", size: 9, mimeType: nil),
+            .fileOffered(from: b, transferID: "T", name: "a.png", size: 9, mimeType: "image/png"),
+            .boardPost(BoardEntry(post: BoardPost(postID: [1, 2], geohash: "u4pruy", content: "water", authorKey: [3], nickname: "ann", createdAt: 1, expiresAt: 2,
+                                                  flags: 1, signature: [4]), author: "ann", ours: true, crossed: true), from: b, hops: 2),
+            .boardPostDeleted(postID: [1, 2], authorKey: [3]), .voiceNote(from: b, path: "/tmp/v.aac", durationMillis: 2_500, isPrivate: true),
+            .recognized(b, fingerprint: f.hex, nickname: "bob", epoch: 7), .recognized(b, fingerprint: f.hex, nickname: nil, epoch: 8),
+            .vouched(f.hex, by: f.hex, voucherName: "carol"), .vouched(f.hex, by: f.hex, voucherName: nil),
         ]
     }
 
@@ -72,7 +79,7 @@ import StarlingYaOKStore
             default: true
             }
         }
-        #expect(Set(events.map(\.name)).count == 28) // every other kind, none forgotten
+        #expect(Set(events.map(\.name)).count == 35) // every other kind, none forgotten
         for e in events {
             let written = try Self.json(e)
             let read = try APIEvent.decoding(Data(written.utf8)).nodeEvent()
@@ -118,7 +125,8 @@ import StarlingYaOKStore
 
     static func text(_ events: [APIEvent]) throws -> [String] { try events.map { String(decoding: try $0.json(), as: UTF8.self) } }
 
-    @Test func everyMessengerEventReadsBackFromTheEventStream() throws {
+    /// One of each messenger event, with optional fields set and not.
+    static var messengerEvents: [MessengerEvent] {
         let conversation = UserID.random(), record = MessageRecord(id: UserID.random(), contact: conversation, outgoing: true, text: "hello", timestamp: 1_795_000_000_123,
                                                             recordedAt: 1_795_000_000.5, progress: MessageProgress(reported: .delivered, at: 1_795_000_000.5),
                                                             transport: "mesh", transportID: "M1")
@@ -126,7 +134,7 @@ import StarlingYaOKStore
         incoming.readAt = 3
         var groupLine = incoming
         groupLine.author = "ann? 03a107bf"
-        let events: [MessengerEvent] = [
+        return [
             .trustLoaded(contacts: 2, pending: 1), .storeUnlocked(storedMeanwhile: 4),
             .privateMessage(conversation: conversation, record: incoming, from: Self.b, name: "bob", hops: 2, via: "nostr", fingerprint: Self.f),
             .sent(conversation: conversation, record: record), .sent(conversation: conversation, record: groupLine), .sendingWaiting(conversation: conversation, count: 3),
@@ -144,6 +152,15 @@ import StarlingYaOKStore
                                      messages: [.init(publicKey: String(repeating: "ab", count: 32), text: "hello?", createdAt: 1_795_000_000, wrapID: "w1")],
                                      firstAt: 1_795_000_000.5, lastAt: 1_795_000_001.5)),
         ]
+    }
+
+    /// One of each event of the contract (node and messenger events as the API says them, and a gap).
+    static var contractSamples: [APIEvent] {
+        nodeEvents.compactMap(APIEvent.init) + messengerEvents.flatMap(APIEvent.of) + [.gap(.init(missed: 3))]
+    }
+
+    @Test func everyMessengerEventReadsBackFromTheEventStream() throws {
+        let events = Self.messengerEvents
         for e in events {
             let written = APIEvent.of(e)
             #expect(!written.isEmpty)

@@ -1,0 +1,88 @@
+import Foundation
+import StarlingAPIContract
+import StarlingMessengerAPI
+import Testing
+
+/// Issue 54: the API's contract is one definition. Its OpenAPI document is
+/// built from the contract's types; the checked-in copy is current; the
+/// daemon serves exactly the routes it lists; each event's schema says what
+/// the event's JSON holds.
+@Suite struct APIContractTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func object(_ v: JSONValue?) -> [String: JSONValue] {
+        if case let .object(o)? = v { return o }
+        return [:]
+    }
+
+    static func strings(_ v: JSONValue?) -> [String] {
+        if case let .array(a)? = v { return a.compactMap { if case let .string(s) = $0 { s } else { nil } } }
+        return []
+    }
+
+    @Test func theDocumentDescribesEveryEventAndEveryRoute() throws {
+        let doc = try APIDocument.openAPI()
+        let schemas = Self.object(doc["components"]?["schemas"])
+        let mapping = Self.object(schemas["Event"]?["discriminator"]?["mapping"])
+        #expect(mapping.keys.sorted() == APIEvent.kinds)
+        #expect(APIEvent.kinds.count == 49, "\(APIEvent.kinds)")
+        let paths = Self.object(doc["paths"])
+        #expect(paths.count == Set(APIRoute.all.map(\.path)).count)
+        // A field the type always writes is required; one it may leave out is not.
+        let message = Self.object(schemas["Event_privateMessage"])
+        let required = Self.strings(message["required"])
+        #expect(required.contains("fingerprint") && required.contains("message") && required.contains("event"), "\(required)")
+        #expect(!required.contains("via") && Self.object(message["properties"])["via"] != nil, "via is optional: \(required)")
+        let status = try APISchema.of(APIStatus.self)
+        #expect(Self.strings(status["required"]).contains("peerID") && !Self.strings(status["required"]).contains("udpPort"))
+        #expect(Self.object(status["properties"])["udpPort"]?["minimum"] == .number(0), "an unsigned field is never negative")
+        // Nested objects are described too (a conversation's last message, its file).
+        let conversation = try APISchema.of(APIConversation.self)
+        #expect(Self.object(conversation["properties"]?["last"]?["properties"])["file"]?["type"] == .string("object"))
+    }
+
+    /// docs/openapi.json is the document the daemon serves: regenerate it with
+    /// `starling daemon --openapi > docs/openapi.json` when a type changes.
+    @Test func theCheckedInDocumentIsCurrent() throws {
+        let kept = try Data(contentsOf: Self.root.appendingPathComponent("docs/openapi.json"))
+        let built = try APIDocument.json()
+        #expect(kept == built, "docs/openapi.json is stale: run `swift run starling daemon --openapi > docs/openapi.json`")
+        #expect(!built.isEmpty && built.count > 10_000, "a document of every route and event: \(built.count) bytes")
+    }
+
+    /// The router serves the routes the document lists, no more and no fewer
+    /// (read from its source: Hummingbird's router does not list them).
+    @Test func theDaemonServesExactlyTheDocumentedRoutes() throws {
+        let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/StarlingMessengerAPI/APIServer.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"v1\.(get|post|put|delete)\("([^"]+)"\)"#)
+        var served: Set<String> = []
+        for m in pattern.matches(in: source, range: NSRange(source.startIndex..., in: source)) {
+            let method = String(source[Range(m.range(at: 1), in: source)!])
+            let path = String(source[Range(m.range(at: 2), in: source)!]).split(separator: "/").map { part in
+                part.hasPrefix(":") ? "{" + part.dropFirst() + "}" : String(part)
+            }.joined(separator: "/")
+            served.insert("\(method) /v1/\(path)")
+        }
+        let documented = Set(APIRoute.all.map { "\($0.method.rawValue) \($0.path)" })
+        #expect(served.count > 40, "the source was read: \(served.count) routes")
+        #expect(served == documented, "served, not documented: \(served.subtracting(documented)); documented, not served: \(documented.subtracting(served))")
+    }
+
+    /// Every event's JSON has the fields its schema requires, and none it does not list.
+    @Test func eachEventIsWhatItsSchemaSays() throws {
+        let schemas = Self.object(try APIDocument.openAPI()["components"]?["schemas"])
+        var checked = Set<String>()
+        for event in MessengerClientTests.contractSamples {
+            let o = try #require(try JSONSerialization.jsonObject(with: try event.json()) as? [String: Any])
+            let schema = Self.object(schemas["Event_" + event.name])
+            let properties = Set(Self.object(schema["properties"]).keys), required = Set(Self.strings(schema["required"]))
+            #expect(required.isSubset(of: Set(o.keys)), "\(event.name): \(required.subtracting(o.keys)) missing")
+            #expect(Set(o.keys).isSubset(of: properties), "\(event.name): \(Set(o.keys).subtracting(properties)) not in the schema")
+            checked.insert(event.name)
+        }
+        #expect(checked == Set(APIEvent.kinds), "kinds with no sample: \(Set(APIEvent.kinds).subtracting(checked))")
+        // The control: a field the schema does not know is seen.
+        let peer = Self.object(schemas["Event_peer"])
+        #expect(!Set(Self.object(peer["properties"]).keys).contains("teleported"))
+    }
+}
