@@ -11,14 +11,17 @@ public struct APIRoute: Sendable {
     /// The answer's status when it goes well.
     public var status: Int
     public var query: [(name: String, type: String, required: Bool)]
-    /// The body's schema (JSON), when it takes one.
+    /// The body's schema (JSON), when it takes one; `bodyRequired` false: it may be left out.
     public var body: (@Sendable () throws -> JSONValue)?
+    public var bodyRequired: Bool
     /// The answer's schema and content type.
     public var answer: @Sendable () throws -> JSONValue
     public var contentType: String
 
     init(_ method: Method, _ path: String, _ summary: String, status: Int = 200, query: [(String, String, Bool)] = [],
-         body: (@Sendable () throws -> JSONValue)? = nil, answer: @escaping @Sendable () throws -> JSONValue, contentType: String = "application/json") {
+         body: (@Sendable () throws -> JSONValue)? = nil, bodyRequired: Bool = true, answer: @escaping @Sendable () throws -> JSONValue,
+         contentType: String = "application/json") {
+        self.bodyRequired = bodyRequired
         self.method = method
         self.path = path
         self.summary = summary
@@ -56,8 +59,8 @@ extension APIRoute {
         APIRoute(.get, "/v1/conversations/{id}", "One conversation", answer: schema(APIConversation.self)),
         APIRoute(.get, "/v1/conversations/{id}/messages", "A conversation's history, oldest first", query: [("limit", "integer", false)],
                  answer: list(APIMessage.self)),
-        APIRoute(.post, "/v1/conversations/{id}/seen", "The person saw the conversation (read receipts go)", body: schema(APISeen.self),
-                 answer: schema(APIUnread.self)),
+        APIRoute(.post, "/v1/conversations/{id}/seen", "The person saw the conversation (read receipts go); no body: all of it",
+                 body: schema(APISeen.self), bodyRequired: false, answer: schema(APIUnread.self)),
         APIRoute(.post, "/v1/messages", "Sends a private message", status: 201, body: schema(APISendMessage.self), answer: schema(APIMessage.self)),
         APIRoute(.post, "/v1/public", "Sends a public message", status: 202, body: schema(APIText.self), answer: schema(APISent.self)),
         APIRoute(.post, "/v1/files", "Sends a small file (base64) to a peer", status: 202, body: schema(APISendFile.self), answer: schema(APITransfer.self)),
@@ -119,7 +122,7 @@ public enum APIDocument {
             }
             if !parameters.isEmpty { op["parameters"] = .array(parameters) }
             if let body = r.body {
-                op["requestBody"] = .object(["required": .bool(true), "content": .object(["application/json": .object(["schema": try body()])])])
+                op["requestBody"] = .object(["required": .bool(r.bodyRequired), "content": .object(["application/json": .object(["schema": try body()])])])
             } else if r.path == "/v1/files/upload" {
                 op["requestBody"] = .object(["required": .bool(true),
                                              "content": .object(["application/octet-stream": .object(["schema": .object(["type": .string("string"),

@@ -136,6 +136,13 @@ public enum APISchema {
         }
     }
 
+    /// `schema`, or null.
+    static func nullable(_ schema: JSONValue) -> JSONValue {
+        guard case var .object(o) = schema, case let .string(t)? = o["type"] else { return schema }
+        o["type"] = .array([.string(t), .string("null")])
+        return .object(o)
+    }
+
     /// A value of `T` to hand back while recording (its fields' own values matter not).
     static func placeholder<T: Decodable>(_ type: T.Type, _ recorder: Recorder, record: (JSONValue) -> Void) throws -> T {
         if let s = Recorder.primitive(type) {
@@ -188,8 +195,9 @@ public enum APISchema {
 
         /// A field that may be absent: described, not required. (The protocol's own
         /// overloads for plain types would ask `decode` and make it required.)
+        /// Such a field may also be null (read as absent): the schema says so.
         private func optional<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
-            try APISchema.placeholder(type, decoder.recorder) { s in decoder.node.properties[key.stringValue] = s }
+            try APISchema.placeholder(type, decoder.recorder) { s in decoder.node.properties[key.stringValue] = APISchema.nullable(s) }
         }
 
         func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try optional(type, key) }

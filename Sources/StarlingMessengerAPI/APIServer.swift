@@ -332,7 +332,9 @@ public final class APIServer: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: OneErrorShape())
         router.add(middleware: Guard(token: configuration.token, bound: bound, open: Set(configuration.files.map(\.path))))
+        router.add(middleware: JSONBodies())
         for file in configuration.files {
             let policy = configuration.policy
             router.get(RouterPath(file.path)) { _, _ in
@@ -466,7 +468,7 @@ public final class APIServer: Sendable {
         }
         v1.get("conversations/:id/messages") { request, context in
             let id = try Self.conversation(context)
-            let limit = request.uri.queryParameters.get("limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
+            let limit = try Self.query(request, "limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
             return try Self.answer(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { request, context in
@@ -679,7 +681,7 @@ public final class APIServer: Sendable {
         v1.get("events") { request, _ in
             // Server-sent events: each `id: SEQ` and `data: JSON`; a client resumes with
             // ?since=SEQ or Last-Event-ID, and hears of a gap it cannot get back.
-            let since = request.uri.queryParameters.get("since", as: UInt64.self)
+            let since = try Self.query(request, "since", as: UInt64.self)
                 ?? request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { UInt64($0) } ?? 0
             guard let stream = await log.follow(after: since) else { throw APIError(.tooManyRequests, "too many clients follow the events") }
             var headers = HTTPFields()
@@ -773,6 +775,14 @@ public final class APIServer: Sendable {
         do { return try NodeSettings.load(from: directory) } catch { throw APIError(.internalServerError, "\(error)") }
     }
 
+    /// A query parameter: absent, or of its type (a word where a number belongs is refused, not ignored).
+    static func query<T: LosslessStringConvertible>(_ request: Request, _ name: String, as type: T.Type) throws -> T? {
+        let all = request.uri.queryParameters.getAll(name)
+        guard let text = all.first else { return nil }
+        guard all.count == 1, let value = T(String(text)) else { throw APIError(.badRequest, "\(name) is one \(T.self == Int.self || T.self == UInt64.self ? "whole number" : "value")") }
+        return value
+    }
+
     /// An answer of the contract's (StarlingAPIContract), as JSON.
     static func answer<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         var headers = HTTPFields()
@@ -787,11 +797,17 @@ public final class APIServer: Sendable {
 public struct APIError: Error, HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
     public let message: String
+    /// The methods a path takes, for a 405.
+    public var allow: String?
     public init(_ status: HTTPResponse.Status, _ message: String) {
         self.status = status
         self.message = message
     }
-    public var headers: HTTPFields { [.contentType: "application/json"] }
+    public var headers: HTTPFields {
+        var h: HTTPFields = [.contentType: "application/json"]
+        if let allow { h[HTTPField.Name("Allow")!] = allow }
+        return h
+    }
     public func body(allocator: ByteBufferAllocator) -> ByteBuffer? {
         ByteBuffer(data: (try? APIJSONCoding.data(APIErrorAnswer(status: Int(status.code), message: message))) ?? Data())
     }
@@ -803,6 +819,69 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 extension HTTPResponse.Status {
     /// 423: the store is locked.
     static let locked = HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
+}
+
+/// Every refusal in the API's one shape (`{"error": {"status", "message"}}`,
+/// docs/openapi.json): Hummingbird's own (a body that does not decode, no such
+/// route, a body too large) are said as ours. Schemathesis found the first.
+struct OneErrorShape: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let e as APIError {
+            throw e
+        } catch let e as HTTPError {
+            // A documented path with another method: 405, and what it takes.
+            if e.status == .notFound, case let methods = Self.methods(of: request.uri.path), !methods.isEmpty {
+                var refusal = APIError(.methodNotAllowed, "\(request.uri.path) takes \(methods.joined(separator: ", ")), not \(request.method)")
+                refusal.allow = methods.joined(separator: ", ")
+                throw refusal
+            }
+            throw APIError(e.status, Self.words(e, request))
+        }
+    }
+
+    /// The methods the documented routes take at `path` (a `{name}` matches any one part).
+    static func methods(of path: String) -> [String] {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        // A path written out (/v1/files/upload) is its own, not an instance of /v1/files/{id}.
+        let exact = APIRoute.all.filter { $0.path == path }
+        let matching = exact.isEmpty ? APIRoute.all.filter { route in
+            let pattern = route.path.split(separator: "/", omittingEmptySubsequences: false)
+            return pattern.count == parts.count && zip(pattern, parts).allSatisfy { $0.hasPrefix("{") ? !$1.isEmpty : $0 == $1 }
+        } : exact
+        return matching.map { $0.method.rawValue.uppercased() }
+    }
+
+    static func words(_ e: HTTPError, _ request: Request) -> String {
+        switch e.status {
+        case .badRequest:
+            // A body that does not decode: the decoder's words end with what it found.
+            let detail = (e.body ?? "").replacingOccurrences(of: "The given data was not valid input: ", with: "")
+            return "the body is not what \(request.method) \(request.uri.path) takes (docs/openapi.json)" + (detail.isEmpty ? "" : ": \(detail.prefix(300))")
+        case .notFound: return "no such call: \(request.method) \(request.uri.path) (docs/openapi.json lists them)"
+        case .contentTooLarge: return "the body is too large for \(request.uri.path)"
+        case .methodNotAllowed: return "\(request.uri.path) does not take \(request.method) (docs/openapi.json lists what it takes)"
+        default: return e.body ?? "\(e.status.code) \(e.status.reasonPhrase)"
+        }
+    }
+}
+
+/// After the token: a JSON body says so. What a cross-site form can send
+/// (text/plain, a form's encoding) is not JSON here, and is refused before a
+/// route reads it (Schemathesis found a settings change sent as text/plain taken).
+struct JSONBodies: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method == .post || request.method == .put, request.uri.path.hasPrefix("/v1/"), request.uri.path != "/v1/files/upload",
+           let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
+            throw APIError(.unsupportedMediaType, "a body here is JSON, sent with Content-Type: application/json (curl --json), not \(type)")
+        }
+        return try await next(request, context)
+    }
 }
 
 /// Before any route: the bearer token, then where the request comes from. A

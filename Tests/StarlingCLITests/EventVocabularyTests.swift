@@ -58,6 +58,7 @@ import Testing
         try await Self.carolWrites(to: try await MeshProcessTests.port(of: node), carol: carol)
         let inProcess = try await Self.scenario(node)
         node.stop()
+        let inProcessText = node.text
 
         // 2. A daemon on the same directory, and `listen --json` through it.
         let daemon = try DaemonProcessTests.daemon(alice, name: "alice")
@@ -76,9 +77,17 @@ import Testing
         }
         // The control: the comparison sees a difference where there is one (carol's name).
         #expect(inProcess["peer"] != inProcess["peer"]?.replacingOccurrences(of: "carol", with: "carla"))
-        // Each object reads as the contract's event.
+        // Each object reads as the contract's event, and is one of the OpenAPI document's
+        // (checked by openapi-schema-validator); a wrong one is refused (the control).
         for line in listener.text.split(separator: "\n") where line.hasPrefix("{") {
             #expect(throws: Never.self) { try APIEvent.decoding(Data(line.utf8)) }
         }
+        let doc = PythonEnvironment.root.appendingPathComponent("docs/openapi.json").path
+        let valid = try await PythonEnvironment.run("api_contract.py", ["events", doc], input: Data((inProcessText + listener.text).utf8))
+        #expect(valid.hasPrefix("ok: "), "\(valid)")
+        let wrong = try await StarlingProcess.run(executable: try PythonEnvironment.require(),
+                                                  [PythonEnvironment.root.appendingPathComponent("Tests/interop/api_contract.py").path, "events", doc],
+                                                  stdin: Data(#"{"event":"peer","peerID":"a1b2c3d4e5f60718","nickname":"x","hops":"two"}"#.utf8))
+        #expect(wrong.status == 1 && wrong.stdout.contains("not an Event"), "\(wrong.stdout)\(wrong.stderr)")
     }
 }

