@@ -87,3 +87,37 @@ import Testing
         #expect(!Set(Self.object(peer["properties"]).keys).contains("teleported"))
     }
 }
+
+/// The page is one more client of the contract: it renders each event kind or
+/// names it as not shown, and calls only documented routes.
+@Suite struct PageContractTests {
+    static let appJS = APIContractTests.root.appendingPathComponent("Sources/StarlingWebClient/Resources/app.js")
+
+    static func matches(_ pattern: String, in text: String) throws -> [String] {
+        let re = try NSRegularExpression(pattern: pattern)
+        return re.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } }
+    }
+
+    @Test func thePageRendersOrNamesEveryEvent() throws {
+        let js = try String(contentsOf: Self.appJS, encoding: .utf8)
+        let rendered = Set(try Self.matches(#"case "([A-Za-z]+)":"#, in: js))
+        let block = try #require(try Self.matches(#"const NOT_SHOWN = new Set\(\[([^\]]*)\]\)"#, in: js).first, "app.js names what it does not show")
+        let notShown = Set(try Self.matches(#""([A-Za-z]+)""#, in: block))
+        let kinds = Set(APIEvent.kinds)
+        #expect(kinds.subtracting(rendered).subtracting(notShown).isEmpty, "neither rendered nor named: \(kinds.subtracting(rendered).subtracting(notShown).sorted())")
+        #expect(rendered.intersection(notShown).isEmpty, "rendered and named as not shown: \(rendered.intersection(notShown))")
+        #expect(rendered.union(notShown).subtracting(kinds).isEmpty, "not events of the contract: \(rendered.union(notShown).subtracting(kinds).sorted())")
+        #expect(rendered.count > 25 && notShown.count > 5, "the page was read: \(rendered.count) rendered, \(notShown.count) not shown")
+    }
+
+    @Test func thePageCallsOnlyDocumentedRoutes() throws {
+        let js = try String(contentsOf: Self.appJS, encoding: .utf8)
+        // "/v1/…" and `/v1/…${x}…`: each ${…} a path's part, the query left out.
+        let called = try Self.matches(#"[`"](/v1/[^`"?]*)"#, in: js).map { $0.replacingOccurrences(of: #"\$\{[^}]*\}"#, with: "{x}", options: .regularExpression) }
+        #expect(called.count > 25, "\(called)")
+        let documented = APIRoute.all.map { $0.path.replacingOccurrences(of: #"\{[^}]*\}"#, with: "{x}", options: .regularExpression) }
+        for path in Set(called) where !path.hasSuffix("/") && !path.contains(" ") {
+            #expect(documented.contains(path), "the page calls \(path), which docs/openapi.json does not list")
+        }
+    }
+}

@@ -865,13 +865,25 @@ function take(e) {
       break;
     case "warning":
     case "notSaved":
+    case "notice":
       say(e.text);
+      break;
+    case "rejected":
+      if (!e.diagnostic) say(e.reason); // a transport down, a refused file: a person should know; internals are not shown
       break;
     case "store":
       refreshMe();
       break;
   }
 }
+
+// The contract's events this page does not show (yet, or on purpose): docs/openapi.json
+// lists every kind, and a test holds that each is rendered in take() or named here.
+const NOT_SHOWN = new Set([
+  "capabilities", "pinned", "started", "linkUp", "linkDown", "session", "pong", // the node's internals
+  "read", "sentOffMesh", "held", "dropDeposited", "sendingWaiting", // said by the message's own progress event
+  "channelPresence", "favorited", "recognized", "vouched", "voice", // not on the page yet (issue 56)
+]);
 
 async function follow() {
   for (let attempt = 0; ; attempt++) {
