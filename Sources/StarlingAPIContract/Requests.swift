@@ -239,3 +239,37 @@ public struct APIJoined: Codable, Hashable, Sendable {
     public var joined: String
     public init(joined: String) { self.joined = joined }
 }
+
+/// A line `send --json` writes of its own, beside the events its message
+/// causes: `sent` (what went: a message's `text` and `messageID`; a board post's
+/// `postID`; a group's `group`; a file's `file`, `transferID`, `resumed`),
+/// `queued` (at the Ya OK server: `via`, `online`), `kept` (`reason`: sent again later).
+public struct APISendLine: Codable, Hashable, Sendable {
+    public var event: String
+    public var text: String?
+    public var messageID: String?
+    public var board: Bool?
+    public var postID: String?
+    public var group: String?
+    public var file: String?
+    public var transferID: String?
+    public var resumed: Bool?
+    public var via: String?
+    public var online: Bool?
+    public var reason: String?
+    public init(event: String, text: String? = nil, messageID: String? = nil, board: Bool? = nil, postID: String? = nil, group: String? = nil,
+                file: String? = nil, transferID: String? = nil, resumed: Bool? = nil, via: String? = nil, online: Bool? = nil, reason: String? = nil) {
+        self.event = event
+        self.text = text
+        self.messageID = messageID
+        self.board = board
+        self.postID = postID
+        self.group = group
+        self.file = file
+        self.transferID = transferID
+        self.resumed = resumed
+        self.via = via
+        self.online = online
+        self.reason = reason
+    }
+}

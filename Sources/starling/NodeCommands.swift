@@ -194,6 +194,12 @@ struct EventPrinter: Sendable {
         StandardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// One of `send`'s own lines (docs/API.md).
+    func write(_ line: APISendLine) {
+        guard let data = try? APIJSONCoding.data(line) else { return } // plain values: never fails
+        StandardOutput.write(data + Data("\n".utf8))
+    }
+
     /// API events as lines of JSON (every face writes the same: docs/API.md).
     func write(_ events: [APIEvent]) {
         for e in events {
@@ -565,7 +571,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
                 throw RuntimeFailure("not posted: \(error)")
             }
             if json {
-                StandardOutput.write(APIJSONText.line(["event": "sent", "board": true, "text": post.content, "postID": post.postID.hexString]))
+                printer.write(APISendLine(event: "sent", text: post.content, board: true, postID: post.postID.hexString))
             } else {
                 print("* posted on the board for \(days) day\(days == 1 ? "" : "s"): \(post.content)")
             }
@@ -574,10 +580,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         }
         let messageID = sent?.transportID
         if json, contact == nil, !board {
-            var object: [String: Any] = ["event": "sent", "text": text]
-            if let messageID { object["messageID"] = messageID }
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            StandardOutput.write(data + Data("\n".utf8))
+            printer.write(APISendLine(event: "sent", text: text, messageID: messageID))
         }
         var outcome: Watch.Outcome?
         var serverSaid: Watch.Outcome?
@@ -671,7 +674,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
             throw RuntimeFailure("not sent: \(error)")
         }
         if json {
-            StandardOutput.write(APIJSONText.line(["event": "sent", "group": group.name, "text": text, "messageID": record.transportID ?? ""]))
+            printer.write(APISendLine(event: "sent", text: text, messageID: record.transportID, group: group.name))
         } else {
             print("* sent to \(DisplayText.clean(group.name)) (\(group.members.count) members)")
         }
@@ -739,9 +742,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         }
         let resumed = await n.resumedTransfers.contains(id)
         if json {
-            let data = try JSONSerialization.data(withJSONObject: ["event": "sent", "file": url.lastPathComponent, "transferID": id, "resumed": resumed],
-                                                  options: [.sortedKeys])
-            StandardOutput.write(data + Data("\n".utf8))
+            printer.write(APISendLine(event: "sent", file: url.lastPathComponent, transferID: id, resumed: resumed))
         } else if resumed {
             StandardOutput.write(Data("* resuming \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)), offered before: \(to) goes on from what it has)\n".utf8))
         } else {
@@ -771,31 +772,26 @@ struct Send: AsyncParsableCommand, ServerAlias {
     /// `outcome`: the furthest the message got; `said`: what the Ya OK server answered, when it was handed to it.
     func report(_ outcome: Watch.Outcome?, server said: Watch.Outcome?, to card: ContactCard, id: String, mailbox server: YaOKServerMailbox?) throws {
         let name = DisplayText.clean(card.displayName)
-        func line(_ text: String, _ fields: [String: Any]) {
-            if json {
-                let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
-                StandardOutput.write(data + Data("\n".utf8))
-            } else {
-                StandardOutput.write(Data((text + "\n").utf8))
-            }
-        }
+        let printer = EventPrinter(json: json), peer = card.meshFingerprint.peerID.description
+        func line(_ text: String, _ line: APISendLine) { if json { printer.write(line) } else { printer.say(text) } }
+        func line(_ text: String, _ event: APIEvent) { if json { printer.write([event]) } else { printer.say(text) } }
         if case let .queued(online)? = said {
             line("* queued at the relay \(server?.shownAs ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
-                 ["event": "queued", "via": "yaok-server", "messageID": id, "online": online])
+                 APISendLine(event: "queued", messageID: id, via: "yaok-server", online: online))
         }
         switch outcome {
         case .delivered?, .read?:
-            line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), ["event": "delivered", "via": said == nil ? "mesh" : "yaok-server", "messageID": id])
-            if outcome == .read { line("* read by \(name)", ["event": "read", "messageID": id]) }
+            line("* delivered to \(name)" + (said == nil ? " via the mesh" : ""), .delivered(.init(messageID: id, by: peer)))
+            if outcome == .read { line("* read by \(name)", .read(.init(messageID: id, by: peer))) }
         case .queued?:
             break // said above
         case let .kept(why)?:
-            line("! \(why); the message is kept and sent again later (`starling chat` or `listen --server`)", ["event": "kept", "reason": why, "messageID": id])
+            line("! \(why); the message is kept and sent again later (`starling chat` or `listen --server`)", APISendLine(event: "kept", messageID: id, reason: why))
             throw ExitCode(1)
         case nil:
             let why = server == nil ? "\(name) is not on the mesh and no --server was given"
                                     : "the relay \(server!.shownAs) did not answer within \(Self.format(max(linger ?? 10, wait ?? 0))) s"
-            line("! \(why); the message is kept and sent again later", ["event": "kept", "reason": why, "messageID": id])
+            line("! \(why); the message is kept and sent again later", APISendLine(event: "kept", messageID: id, reason: why))
             throw ExitCode(1)
         }
     }
@@ -882,57 +878,62 @@ extension Listen {
 }
 
 extension Send {
-    /// One message through the daemon: public, or to a name, waiting for its receipts as `send` does.
+    /// One message through the daemon: public, or to a name, waiting for its
+    /// receipts as `send` does, and saying them in the same lines.
     func sendThrough(_ api: APIClient) async throws {
         if let file, let to { return try await sendFileThrough(api, file, to: to) }
+        let client = APIMessengerClient(api), printer = EventPrinter(json: json)
         let text = self.text ?? ""
         let linger = self.linger ?? (to == nil ? 1 : 10)
         if let toGroup {
-            let o = try await call { try await api.post("/v1/groups/\(APIMessengerClient.escaped(toGroup))/messages", ["text": text]) } as? [String: Any]
-            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "group": toGroup, "text": text, "messageID": o?["messageID"] ?? ""])) }
-            else { print("* sent to \(toGroup)") }
+            let record = try await call { try await client.sendToGroup(toGroup, text: text) }
+            if json { printer.write(APISendLine(event: "sent", text: text, messageID: record.transportID, group: toGroup)) } else { print("* sent to \(toGroup)") }
             return
         }
         if board {
-            let o = try await call { try await api.post("/v1/board", ["text": text, "urgent": urgent, "days": days]) } as? [String: Any]
-            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "board": true, "text": text, "postID": o?["postID"] ?? ""])) }
+            let post = try await call { try await client.postToBoard(text, urgent: urgent, days: days) }
+            if json { printer.write(APISendLine(event: "sent", text: post.content, board: true, postID: post.postID.hexString)) }
             else { print("* posted on the board for \(days) day\(days == 1 ? "" : "s"): \(text)") }
             return
         }
         guard let to else {
-            _ = try await call { try await api.post("/v1/public", ["text": text]) }
-            if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text])) }
+            try await call { try await client.sendPublic(text) }
+            if json { printer.write(APISendLine(event: "sent", text: text)) }
             return
         }
-        let status = try await call { try await api.get("/v1/status") } as? [String: Any]
-        let since = UInt64(status?["events"] as? Int ?? 0)
-        let sent = try await call { try await api.post("/v1/messages", ["to": to, "text": text]) } as? [String: Any]
-        guard let messageID = sent?["messageID"] as? String else { throw RuntimeFailure("the daemon did not say what it sent") }
-        let printer = EventPrinter(json: json)
-        if json { StandardOutput.write(APIJSONText.line(["event": "sent", "text": text, "messageID": messageID])) }
+        let conversation: UserID
+        switch try await call({ try await client.resolve(to) }) {
+        case let .conversation(c): conversation = c
+        case let .ambiguous(names): throw RuntimeFailure("\(names.count) are called \(to): \(names.joined(separator: ", ")); say which")
+        case .none: throw RuntimeFailure("no contact or peer called \(to)")
+        }
+        let peer = try await call { try await client.conversation(conversation) }.fingerprint?.peerID ?? PeerID(rawValue: 0)
+        // Following before sending: nothing it causes is missed.
+        let events = try await call { try await client.events() }
+        let record = try await call { try await client.send(text, to: conversation) }
+        guard let messageID = record.transportID else { throw RuntimeFailure("the daemon did not say what it sent") }
+        if json { printer.write(APISendLine(event: "sent", text: text, messageID: messageID)) }
+        let said = Watch()
         let watch = Task {
             var reached: Set<String> = []
             // The linger's end cancels this wait: what was reached by then stands (issue 52: a delivered
             // receipt that came was lost when the cancelled stream threw, and the message looked undelivered).
-            do { for try await data in api.events(since: since) {
-                guard let event = try? APIEvent.decoding(data) else { continue } // a newer daemon's kind: not ours
-                if case let .dropDeposited(d) = event, d.messageID == messageID {
+            do { for try await event in events {
+                if case let .carried(_, r, couriers) = event, r.transportID == messageID {
                     // Away: the daemon sealed it as a courier drop for the neighbours there (it stays queued too).
-                    if json { printer.write([event]) }
+                    if json { printer.write(APIEvent.of(event)) }
                     else {
-                        print("* \(to) is away: your message went as a courier drop to \(d.couriers) neighbour\(d.couriers == 1 ? "" : "s"), who hand it on if they "
+                        print("* \(to) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), who hand it on if they "
                               + "meet \(to) within 24 h; it waits in the daemon too, and goes directly when \(to) is here")
                     }
                     reached.insert("carried")
                     return reached
                 }
-                guard case let .progress(p) = event, p.message.messageID == messageID, let state = p.message.state else { continue }
-                for (name, states) in [("delivered", ["delivered", "read"]), ("read", ["read"])] where states.contains(state) {
-                    if reached.insert(name).inserted, json {
-                        StandardOutput.write(APIJSONText.line(["event": name, "messageID": messageID]))
-                    }
-                }
-                if reached.contains("read") { return reached }
+                guard case let .progress(_, r) = event, r.transportID == messageID, let state = r.progress?.state else { continue }
+                // The way it went and its receipts, as the node events they stand for (as `send` in process says them).
+                for e in await said.newly(messageID, state, via: r.transport, peer: peer) { printer.print(e) }
+                if state >= .delivered, state != .failed { reached.insert("delivered") }
+                if state == .read { return reached }
             } } catch {
                 // Cancelled by the linger's end, or the stream broke: keep what we reached.
             }
@@ -949,14 +950,14 @@ extension Send {
     func sendFileThrough(_ api: APIClient, _ path: String, to: String) async throws {
         let url = URL(fileURLWithPath: path)
         guard FileManager.default.isReadableFile(atPath: url.path) else { throw RuntimeFailure("cannot read \(path)") }
+        let client = APIMessengerClient(api), printer = EventPrinter(json: json), names = DaemonNames(client: client)
         let wait = self.wait ?? (node.announceInterval + 2), linger = self.linger ?? 600
         let start = Date()
-        var peer: String?
+        var peer: PeerID?
         while peer == nil {
-            let peers = try await call { try await api.get("/v1/peers") } as? [[String: Any]] ?? []
-            let named = peers.filter { $0["nickname"] as? String == to || ($0["peerID"] as? String)?.lowercased() == to.lowercased() }
+            let named = try await call { try await client.peers() }.filter { $0.nickname == to || $0.id.description == to.lowercased() }
             if named.count > 1 { throw RuntimeFailure("\(named.count) peers are called \(to): give its peer ID (`starling peers`)") }
-            peer = named.first?["peerID"] as? String
+            peer = named.first?.id
             if peer == nil {
                 guard Date().timeIntervalSince(start) < wait else {
                     throw RuntimeFailure("\(to) not found within \(Self.format(wait)) s (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
@@ -964,29 +965,29 @@ extension Send {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-        let status = try await call { try await api.get("/v1/status") } as? [String: Any]
-        let since = UInt64(status?["events"] as? Int ?? 0)
-        let name = url.lastPathComponent.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "file"
-        let sent = try await call { try await api.upload("/v1/files/upload?to=\(peer ?? "")&name=\(name)", file: url) } as? [String: Any]
-        guard let id = sent?["transferID"] as? String else { throw RuntimeFailure("the daemon did not say what it sent") }
+        let events = try await call { try await client.events() }
+        let id = try await call { try await client.sendFile(at: url, to: peer ?? PeerID(rawValue: 0)) }
         if json {
-            StandardOutput.write(APIJSONText.line(["event": "sent", "file": url.lastPathComponent, "transferID": id]))
+            printer.write(APISendLine(event: "sent", file: url.lastPathComponent, transferID: id))
         } else {
             StandardOutput.write(Data("* sending \(url.lastPathComponent) to \(to) (transfer \(id.prefix(16)))\n".utf8))
         }
         // Its end, as the daemon's events tell it: saved (delivered), refused in words, or failed.
         let watch = Task { () throws -> String? in
-            for try await data in api.events(since: since) {
-                guard let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let event = o["event"] as? String else { continue }
-                let mine = o["transferID"] as? String == id || o["messageID"] as? String == id
-                if mine || (event == "rejected" && o["kind"] as? String == "fileRefused" && o["peerID"] as? String == peer) {
-                    if json { StandardOutput.write(APIJSONText.line(o)) } else if let line = DaemonText.line(o) { StandardOutput.write(Data((line + "\n").utf8)) }
-                }
-                switch event {
-                case "delivered" where mine: return nil
-                case "failed" where mine: return "\(url.lastPathComponent) was not delivered to \(to)"
-                case "rejected" where o["kind"] as? String == "fileRefused" && o["peerID"] as? String == peer:
-                    return o["reason"] as? String ?? "\(to) declined the file"
+            for try await event in events {
+                guard case let .node(e) = event else { continue }
+                switch e {
+                case let .fileSent(t, _, _) where t == id, let .fileSending(t, _, _, _) where t == id:
+                    await printer.print(event, names: names)
+                case let .delivered(t, _) where t == id:
+                    await printer.print(event, names: names)
+                    return nil
+                case let .failed(t, _) where t == id:
+                    await printer.print(event, names: names)
+                    return "\(url.lastPathComponent) was not delivered to \(to)"
+                case let .rejected(r) where r.kind == .fileRefused && r.peer == peer:
+                    await printer.print(event, names: names)
+                    return r.detail
                 default: continue
                 }
             }
@@ -1002,19 +1003,13 @@ extension Send {
     }
 
     /// An API call whose refusal is said as the daemon words it.
-    func call(_ body: () async throws -> Any) async throws -> Any {
-        do { return try await body() } catch let f as APIClient.Failure { throw RuntimeFailure(f.message) }
+    func call<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let f as APIClient.Failure { throw RuntimeFailure(f.message) } catch let e as MessengerClientError {
+            throw RuntimeFailure(e.description)
+        }
     }
 }
 
-/// Lines of JSON written as the command line writes its own.
-enum APIJSONText {
-    static func line(_ o: [String: Any]) -> Data {
-        ((try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()) + Data("\n".utf8)
-    }
-}
-
-/// The daemon's events as words, for `listen` without --json.
 /// A location channel's line, in words: where, who (their nickname and key's first digits), what.
 enum ChannelText {
     static func line(geohash: String, nickname: String?, publicKey: String, text: String) -> String {
@@ -1022,28 +1017,3 @@ enum ChannelText {
     }
 }
 
-enum DaemonText {
-    static func line(_ o: [String: Any]) -> String? {
-        let clean = { (s: Any?) in EventPrinter.lines((s as? String) ?? "") }
-        switch o["event"] as? String {
-        case "privateMessage"?: return "<\(clean(o["nickname"])) → you>\((o["via"] as? String).map { " (via \($0))" } ?? "") \(clean(o["text"]))"
-        case "message"?: return "<\(clean(o["nickname"] ?? o["from"]))>\(o["history"] as? Bool == true ? " (history)" : "") \(clean(o["text"]))"
-        case "peer"?: return "* \(clean(o["nickname"])) (\(o["peerID"] ?? "")) is here"
-        case "left"?: return "* \(o["peerID"] ?? "") left"
-        case "warning"?, "notSaved"?: return "! \(clean(o["text"]))"
-        case "gap"?: return "! \(o["missed"] ?? 0) events were missed (the daemon keeps the last 10,000)"
-        case "fileSending"?: return "* file \(clean(o["transferID"]).prefix(16))… on \(o["to"] ?? "")'s disk: \(o["sent"] ?? 0)/\(o["total"] ?? 0) bytes"
-        case "fileSent"?: return "* file \(clean(o["transferID"]).prefix(16))… \(o["total"] as? Int == 0 ? "offered over the network" : "sent") to \(o["to"] ?? "")"
-        case "fileOffered"?: return "* \(o["from"] ?? "") offers \(clean(o["name"])) (\(o["size"] ?? 0) bytes), transfer \(clean(o["transferID"]))"
-        case "fileReceived"?: return "* file \(clean(o["name"])) (\(o["size"] ?? 0) bytes) from \(o["from"] ?? "") saved to \(clean(o["path"]))"
-        case "delivered"?: return "* delivered: \(clean(o["messageID"]))"
-        case "failed"?: return "! \(clean(o["messageID"])) was not delivered"
-        case "rejected"?: return "! \(clean(o["reason"]))"
-        case "channelMessage"?:
-            return ChannelText.line(geohash: (o["geohash"] as? String) ?? "", nickname: o["nickname"] as? String,
-                                    publicKey: (o["publicKey"] as? String) ?? "", text: (o["text"] as? String) ?? "")
-        case "channelFailed"?: return "! #\(clean(o["reason"]))"
-        default: return nil
-        }
-    }
-}
