@@ -47,6 +47,7 @@ extension APIRoute {
         APIRoute(.get, "/v1/contacts", "The contacts", answer: list(APIContact.self)),
         APIRoute(.post, "/v1/contacts", "Adds a contact (a contact code, a picture of its QR code, or an npub)", status: 201,
                  body: schema(APIAddContact.self), answer: list(APIContact.self)),
+        APIRoute(.delete, "/v1/contacts/{id}", "Removes a contact (its conversation ID) and the conversation with them", answer: schema(APIDeleted.self)),
         APIRoute(.get, "/v1/card", "Our contact card and its QR code", answer: schema(APICard.self)),
         APIRoute(.get, "/v1/mesh", "The mesh as announces draw it", answer: schema(APIMesh.self)),
         APIRoute(.get, "/v1/trust", "Every trust decision kept", answer: list(APITrust.self)),

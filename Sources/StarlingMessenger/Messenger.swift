@@ -505,6 +505,17 @@ public actor Messenger {
         core.trustRecordAdded(t)
     }
 
+    /// Removes a card contact (by its conversation, their user ID) and the conversation with them.
+    public func removeContact(_ conversation: UserID) async throws -> Bool {
+        guard let store else { throw StoreError.locked }
+        guard core.contacts[conversation] != nil else { return false }
+        _ = try store.removeContact(conversation)
+        knownContacts = max(0, knownContacts - 1)
+        core.contactRemoved(conversation)
+        await carryOut()
+        return true
+    }
+
     /// Adds a contact known by an npub alone (standard NIP-17 over Nostr).
     public func addNostrContact(npub: String, name: String) async throws {
         guard let store else { throw StoreError.locked }

@@ -22,6 +22,12 @@ public protocol MessengerClient: Sendable {
     /// A peer the node knows only by its session (not here by announce): its key and name, when known.
     func identity(ofPeer peer: PeerID) async throws -> PeerIdentity?
     func contacts() async throws -> [Contact]
+    /// Adds a contact from their card (`replace`: one with the same user ID goes); a conflict says who is there.
+    func addContact(_ card: ContactCard, replace: Bool) async throws
+    /// Adds a contact known by an npub alone, reached over Nostr (standard NIP-17).
+    func addNostrContact(npub: String, name: String) async throws
+    /// Removes a card contact and the conversation with them.
+    func removeContact(_ conversation: UserID) async throws
     /// Every trust decision kept (also about peers who are not contacts).
     func trust() async throws -> [Fingerprint: TrustRecord]
     func conversations() async throws -> [Messenger.Summary]
@@ -273,6 +279,35 @@ public struct LocalMessengerClient: MessengerClient {
     }
 
     public func trust() async throws -> [Fingerprint: TrustRecord] { await messenger.trust }
+
+    public func addContact(_ card: ContactCard, replace: Bool) async throws {
+        guard card.meshFingerprint != node.identity.fingerprint else { throw MessengerClientError(.badRequest, "this is your own contact code") }
+        do { try await messenger.addContact(card, replace: replace) } catch let e as YaOKStore.Error {
+            if case .contactExists = e { throw MessengerClientError(.conflict, e.description) }
+            throw MessengerClientError(.failed, e.description)
+        } catch let e as Messenger.StoreError {
+            throw MessengerClientError(.locked, e.description)
+        }
+    }
+
+    public func addNostrContact(npub: String, name: String) async throws {
+        guard (try? NostrContacts.key(npub: npub)) != nil else { throw MessengerClientError(.badRequest, "not an npub: \(npub)") }
+        do { try await messenger.addNostrContact(npub: npub, name: name) } catch let e as Messenger.StoreError {
+            throw MessengerClientError(.locked, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "\(error)")
+        }
+    }
+
+    public func removeContact(_ conversation: UserID) async throws {
+        let removed: Bool
+        do { removed = try await messenger.removeContact(conversation) } catch let e as Messenger.StoreError {
+            throw MessengerClientError(.locked, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "the contact was not removed: \(error)")
+        }
+        guard removed else { throw MessengerClientError(.notFound, "no contact has the conversation \(conversation)") }
+    }
 
     public func conversations() async throws -> [Messenger.Summary] { await messenger.conversations(groups: await node.groups) }
 

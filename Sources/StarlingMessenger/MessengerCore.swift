@@ -1080,6 +1080,12 @@ public struct MessengerCore: Sendable {
         sendWaiting(now: now)
     }
 
+    /// A contact removed (the store took it out): its card and its conversation go.
+    public mutating func contactRemoved(_ id: UserID) {
+        contacts[id] = nil
+        recent[id] = nil
+    }
+
     /// One person, one conversation, whatever way they are known: the
     /// conversation kept for their mesh key before they were a contact merges
     /// into their card's, history and all (issue 52: the page listed bob

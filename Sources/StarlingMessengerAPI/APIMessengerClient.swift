@@ -92,6 +92,16 @@ public struct APIMessengerClient: MessengerClient {
         try ((try await get("/v1/contacts")) as? [Any] ?? []).map(APIJSON.readContact)
     }
 
+    public func addContact(_ card: ContactCard, replace: Bool) async throws {
+        _ = try await post("/v1/contacts", ["uri": card.uri, "replace": replace])
+    }
+
+    public func addNostrContact(npub: String, name: String) async throws {
+        _ = try await post("/v1/contacts", ["npub": npub, "name": name])
+    }
+
+    public func removeContact(_ conversation: UserID) async throws { try await delete("/v1/contacts/\(conversation)") }
+
     public func trust() async throws -> [Fingerprint: TrustRecord] {
         var out: [Fingerprint: TrustRecord] = [:]
         for t in try ((try await get("/v1/trust")) as? [Any] ?? []).map(APIJSON.readTrust) {

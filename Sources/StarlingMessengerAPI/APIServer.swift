@@ -391,26 +391,22 @@ public final class APIServer: Sendable {
                 guard let uri = found.first(where: { $0.hasPrefix("yaok://") }) else { throw APIError(.badRequest, "the QR code in the picture is not a Ya OK contact") }
                 body.uri = uri
             }
-            do {
-                if let npub = body.npub?.lowercased() {
-                    guard (try? NostrContacts.key(npub: npub)) != nil else { throw APIError(.badRequest, "not an npub: \(npub)") }
-                    try await m.addNostrContact(npub: npub, name: body.name ?? String(npub.prefix(12)) + "…")
-                } else if let uri = body.uri {
-                    let card: ContactCard
-                    do { card = try ContactCard(uri: uri) } catch { throw APIError(.badRequest, "not a contact code: \(error)") }
-                    guard card.meshFingerprint != m.node.identity.fingerprint else { throw APIError(.badRequest, "this is your own contact code") }
-                    try await m.addContact(card, replace: body.replace ?? false)
-                } else {
-                    throw APIError(.badRequest, "give uri (a yaok:// link) or npub")
-                }
-            } catch let e as YaOKStore.Error {
-                if case .contactExists = e { throw APIError(.conflict, e.description) }
-                throw APIError(.internalServerError, e.description)
-            } catch let e as Messenger.StoreError {
-                throw APIError(.locked, e.description)
+            if let npub = body.npub?.lowercased() {
+                try await Self.call { try await c.addNostrContact(npub: npub, name: body.name ?? String(npub.prefix(12)) + "…") }
+            } else if let uri = body.uri {
+                let card: ContactCard
+                do { card = try ContactCard(uri: uri) } catch { throw APIError(.badRequest, "not a contact code: \(error)") }
+                try await Self.call { try await c.addContact(card, replace: body.replace ?? false) }
+            } else {
+                throw APIError(.badRequest, "give uri (a yaok:// link) or npub")
             }
             let ours = try await Self.call { try await c.card() }
-            return try Self.answer(await m.contactList.map { APIJSON.contact($0, ours: ours) }, status: .created)
+            return try Self.answer(try await Self.call { try await c.contacts() }.map { APIJSON.contact($0, ours: ours) }, status: .created)
+        }
+        v1.delete("contacts/:id") { _, context in
+            let id = try Self.conversation(context)
+            try await Self.call { try await c.removeContact(id) }
+            return try Self.answer(APIDeleted(deleted: id.description))
         }
         v1.get("trust") { _, _ in
             try Self.answer(try await Self.call { try await c.trust() }.sorted { $0.key < $1.key }.map { APIJSON.trust($0.value) })

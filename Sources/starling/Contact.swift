@@ -10,7 +10,7 @@ import StarlingYaOK
 import StarlingYaOKStore
 
 /// Ya OK contacts: our QR code, adding a contact from theirs, safety numbers.
-struct Contact: ParsableCommand {
+struct Contact: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Ya OK contacts: show your QR code, add a contact from theirs, compare safety numbers.",
         subcommands: [QR.self, Add.self, List.self, Verify.self, Remove.self]
@@ -21,7 +21,7 @@ struct Contact: ParsableCommand {
         var dataDir: String?
     }
 
-    struct QR: ParsableCommand {
+    struct QR: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show your contact QR code (and its yaok:// link) for others to scan.")
 
@@ -33,9 +33,9 @@ struct Contact: ParsableCommand {
         @Flag(help: "Print JSON: the URI and the card's fields.")
         var json = false
 
-        func run() throws {
-            let access = try StoreAccess(dataDir: options.dataDir)
-            let card = try access.card()
+        func run() async throws {
+            let card: ContactCard
+            if let client = await options.daemon() { card = try await options.call { try await client.card() } } else { card = try StoreAccess(dataDir: options.dataDir).card() }
             let code = try QRCode(text: card.uri)
             if let png { try code.writePNG(to: png) }
             if json {
@@ -55,7 +55,7 @@ struct Contact: ParsableCommand {
         }
     }
 
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a contact from their yaok://contact link, a picture of their QR code, or their npub.",
             discussion: """
@@ -88,8 +88,12 @@ struct Contact: ParsableCommand {
             if name != nil, uri?.lowercased().hasPrefix("npub1") != true { throw ValidationError("--name is for an npub contact") }
         }
 
-        func run() throws {
-            if let npub = uri?.lowercased(), npub.hasPrefix("npub1") { return try addNostrContact(npub) }
+        func run() async throws {
+            let client = await options.daemon()
+            if let npub = uri?.lowercased(), npub.hasPrefix("npub1") {
+                if let client { return try await addNostrContact(npub, through: client) }
+                return try addNostrContact(npub)
+            }
             var text = uri ?? ""
             if let image {
                 do {
@@ -112,6 +116,7 @@ struct Contact: ParsableCommand {
             } catch {
                 throw ValidationError("\(error)")
             }
+            if let client { return try await add(card, through: client) }
             let access = try StoreAccess(dataDir: options.dataDir)
             guard card.userID != access.userID else { throw RuntimeFailure("this is your own contact code") }
             let store = try access.open()
@@ -161,7 +166,7 @@ struct Contact: ParsableCommand {
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         // (Nostr-only contacts are listed after the Ya OK ones.)
         static let configuration = CommandConfiguration(abstract: "List contacts (✓ verified, ★ favourite, ⊘ blocked).")
 
@@ -169,7 +174,8 @@ struct Contact: ParsableCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run() throws {
+        func run() async throws {
+            if let client = await options.daemon() { return try await listThrough(client) }
             let store = try StoreAccess(dataDir: options.dataDir).open()
             let contacts = try store.contacts().compactMap { record in record.card.map { (record, $0) } }
             if json {
@@ -197,7 +203,7 @@ struct Contact: ParsableCommand {
         }
     }
 
-    struct Verify: ParsableCommand {
+    struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the safety number you share with a contact, and mark them verified when it matches.",
             discussion: """
@@ -215,7 +221,8 @@ struct Contact: ParsableCommand {
         @Flag(help: "Print JSON (with a safetyNumber field); marks nothing unless --yes.")
         var json = false
 
-        func run() throws {
+        func run() async throws {
+            if let client = await options.daemon() { return try await verifyThrough(client) }
             let access = try StoreAccess(dataDir: options.dataDir)
             let store = try access.open()
             var (record, card) = try resolve(name, in: store)
@@ -269,7 +276,7 @@ struct Contact: ParsableCommand {
         }
     }
 
-    struct Remove: ParsableCommand {
+    struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a contact and your conversation with them.")
 
         @OptionGroup var options: Options
@@ -278,7 +285,8 @@ struct Contact: ParsableCommand {
         @Flag(help: "Do not ask.")
         var yes = false
 
-        func run() throws {
+        func run() async throws {
+            if let client = await options.daemon() { return try await removeThrough(client) }
             let store = try StoreAccess(dataDir: options.dataDir).open()
             let (_, card) = try resolve(name, in: store)
             if !yes {
@@ -298,15 +306,19 @@ struct Contact: ParsableCommand {
 /// One contact by name (case-insensitive) or user-ID prefix; several matches
 /// are refused and listed, never chosen silently.
 func resolve(_ name: String, in store: YaOKStore) throws -> (ContactRecord, ContactCard) {
-    let all = try store.contacts().compactMap { r in r.card.map { (r, $0) } }
-    var matches = all.filter { $0.1.displayName.lowercased() == name.lowercased() }
+    try resolve(name, among: try store.contacts().compactMap { r in r.card.map { (r, $0) } }) { $0.0.verified } favorite: { $0.0.favorite } card: { $0.1 }
+}
+
+/// The same rule over any list (a daemon's contacts too).
+func resolve<T>(_ name: String, among all: [T], verified: (T) -> Bool, favorite: (T) -> Bool, card: (T) -> ContactCard) throws -> T {
+    var matches = all.filter { card($0).displayName.lowercased() == name.lowercased() }
     if matches.isEmpty, name.count >= 4 {
-        matches = all.filter { $0.1.userID.description.hasPrefix(name.lowercased()) }
+        matches = all.filter { card($0).userID.description.hasPrefix(name.lowercased()) }
     }
     guard !matches.isEmpty else { throw RuntimeFailure("no contact named \(name): `starling contact list` shows them") }
     guard matches.count == 1 else {
-        let list = matches.map { r, c in
-            "  \(c.displayName)#\(c.userID.description.prefix(8))\(r.verified ? " ✓" : "")\(r.favorite ? "★" : "")"
+        let list = matches.map { m in
+            "  \(card(m).displayName)#\(card(m).userID.description.prefix(8))\(verified(m) ? " ✓" : "")\(favorite(m) ? "★" : "")"
         }.joined(separator: "\n")
         throw RuntimeFailure("\(matches.count) contacts are named \(name); give the start of a user ID:\n\(list)")
     }

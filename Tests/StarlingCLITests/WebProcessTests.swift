@@ -54,7 +54,7 @@ import Testing
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_check.py").path,
-                                                  [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr], seconds: 240)
+                                                  [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr, a], seconds: 240)
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
         for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png", "web-group.png", "web-narrow.png"] {

@@ -291,6 +291,19 @@ import StarlingYaOKStore
         #expect(lh.map(\.id) == rh.map(\.id) && lh.map(\.text) == rh.map(\.text) && lh.map(\.progress?.state) == rh.map(\.progress?.state))
         #expect(try await local.stately().state == (try await remote.stately().state))
         #expect(try await local.card() == (try await remote.card()))
+        // A contact added and removed through the API (as `starling contact` beside a daemon does):
+        // both ways answer the same at each step; a second add is a conflict, a second removal not found.
+        let bobCard = try await b.local.card()
+        try await remote.addContact(bobCard, replace: false)
+        #expect(try await local.contacts() == (try await remote.contacts()))
+        #expect(try await local.contacts().contains { $0.card?.userID == bobCard.userID })
+        await #expect(throws: MessengerClientError.self) { try await remote.addContact(bobCard, replace: false) }
+        do { try await remote.addContact(bobCard, replace: false) } catch let e as MessengerClientError { #expect(e.kind == .conflict, "\(e)") }
+        await #expect(throws: MessengerClientError.self) { try await remote.addContact(try await local.card(), replace: false) } // our own code
+        try await remote.removeContact(bobCard.userID)
+        #expect(try await !local.contacts().contains { $0.card?.userID == bobCard.userID })
+        #expect(try await local.contacts() == (try await remote.contacts()))
+        do { try await remote.removeContact(bobCard.userID) } catch let e as MessengerClientError { #expect(e.kind == .notFound, "\(e)") }
         let mesh = try await remote.mesh()
         #expect(mesh == (try await local.mesh()))
         #expect(mesh[a.node.identity.peerID]?.contains(bob.id) == true, "\(mesh)")

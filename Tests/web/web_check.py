@@ -2,11 +2,12 @@
 """Two people in two browsers (headless Chromium, Selenium), each on the page
 `starling web` serves from their own daemon:
 
-    web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR BOB_QR_PNG
+    web_check.py ALICE_LINK BOB_LINK STARLING ALICE_UDP_PORT SCREENSHOT_DIR BOB_QR_PNG ALICE_DIR
 
 A public message both ways; a private message whose receipt reaches "read"
 only once Bob opens it; a picture sent as a file, delivered and shown inline; Bob added as a contact from a picture of his QR code,
-with the safety number shown; an SOS raised on one page and seen as a banner
+with the safety number shown, then verified from a shell (`starling contact verify`
+through alice's daemon) and marked on her open page within a second; an SOS raised on one page and seen as a banner
 on the other; a block that takes effect; a hostile nickname shown as text (no
 element made, no script run); the mesh drawn from announces; a rename from
 the settings; a page with a wrong token refused in words. Prints one line a
@@ -28,7 +29,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from chromium import browser, messages
 
-alice_link, bob_link, starling, alice_udp, shots, bob_qr = sys.argv[1:7]
+alice_link, bob_link, starling, alice_udp, shots, bob_qr, alice_dir = sys.argv[1:8]
 failures = []
 
 
@@ -232,6 +233,22 @@ try:
         "const c = document.querySelector('#contacts code'); return c && c.getAttribute('aria-label') === 'Safety number with bob' ? c.textContent : null"),
         "bob is a contact with a safety number")
     check(number is not None and len(number.split(" ")) == 16, "bob added from his QR picture, safety number %r" % number)
+    # Verified in a shell, beside the page: the command goes through the daemon's
+    # messenger, and the open page marks bob verified at once (issue 54).
+    def contact_line(d):
+        return d.execute_script("const s = [...document.querySelectorAll('#contacts li span')].map(s => s.textContent).find(t => t.startsWith('bob')); return s || ''")
+    check(contact_line(alice) == "bob", "bob is not verified yet (the control): %r" % contact_line(alice))
+    done = subprocess.run([starling, "contact", "verify", "bob", "--yes", "--data-dir", alice_dir], capture_output=True, text=True, timeout=60)
+    ended = time.monotonic()
+    check(done.returncode == 0 and "verified" in done.stdout, "contact verify in a shell: %r %r" % (done.stdout, done.stderr))
+    shown = None
+    while time.monotonic() - ended < 30:
+        if "✓" in contact_line(alice):
+            shown = time.monotonic() - ended
+            break
+        time.sleep(0.02)
+    check(shown is not None and shown < 1.0, "bob shown verified ✓ on alice's open page %s after the shell's command"
+          % ("%.2f s" % shown if shown is not None else "never (30 s)"))
     check(alice.execute_script("return document.getElementById('qr').naturalWidth") > 0, "alice's own QR code is shown")
     npub = wait(alice, lambda d: d.execute_script("const n = document.getElementById('my-npub'); return n && n.textContent.startsWith('npub1') ? n.textContent : null"),
                 "alice's npub is shown")
