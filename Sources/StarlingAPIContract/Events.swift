@@ -66,16 +66,19 @@ public enum APIEvent: Hashable, Sendable {
     case recognized(Recognized)
     case vouched(Vouched)
 
+    /// The store opened (`contacts`, `pending`; or `storedMeanwhile` after a lock), or closed (`open` false, `reason`).
     public struct Store: Codable, Hashable, Sendable {
         public var open: Bool
         public var contacts: Int?
         public var pending: Int?
         public var storedMeanwhile: Int?
-        public init(open: Bool, contacts: Int? = nil, pending: Int? = nil, storedMeanwhile: Int? = nil) {
+        public var reason: String?
+        public init(open: Bool, contacts: Int? = nil, pending: Int? = nil, storedMeanwhile: Int? = nil, reason: String? = nil) {
             self.open = open
             self.contacts = contacts
             self.pending = pending
             self.storedMeanwhile = storedMeanwhile
+            self.reason = reason
         }
     }
 

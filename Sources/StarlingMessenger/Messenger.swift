@@ -307,12 +307,54 @@ public actor Messenger {
     }
 
     /// The store closes (locked): writes wait in memory until it opens again.
-    /// Closed whatever its handle says on closing.
-    public func lock() throws {
+    /// Closed whatever its handle says on closing; every face hears it (`reason`).
+    public func lock(reason: String = "locked") throws {
+        guard store != nil else { return }
         core.storeClosed()
         let closing = store
         store = nil
+        continuation.yield(.storeLocked(reason: reason))
         try closing?.close()
+    }
+
+    // MARK: Auto-lock (the messenger's, whichever face the person uses)
+
+    private var autoLockAfter: Double = 0
+    private var lastActivity: Double = Messenger.now
+    private var autoLock: Task<Void, Never>?
+
+    /// Closes the store after `seconds` with no activity from any face (0: never).
+    /// Only for a store with a PIN or passphrase: the key file would open it at once.
+    public func setAutoLock(after seconds: Double) {
+        autoLockAfter = max(0, seconds)
+        lastActivity = Self.now
+        autoLock?.cancel()
+        autoLock = nil
+        guard autoLockAfter > 0 else { return }
+        // One wake a period at most: it sleeps to the idle deadline, never polls.
+        autoLock = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let wait = await self?.idleLockDue() else { return }
+                try? await Task.sleep(for: .seconds(wait))
+            }
+        }
+    }
+
+    /// A person did something in a face (typed, clicked): the idle time starts again.
+    public func noteActivity() { lastActivity = Self.now }
+
+    public var autoLockSeconds: Double { autoLockAfter }
+
+    /// Locks when idle long enough; the seconds until it should look again.
+    private func idleLockDue() -> Double {
+        let due = lastActivity + autoLockAfter - Self.now
+        guard due <= 0 else { return due }
+        if store != nil {
+            do { try lock(reason: "locked after \(Int(autoLockAfter)) s idle") } catch {
+                continuation.yield(.warning("the store did not close cleanly on its auto-lock: \(error)"))
+            }
+        }
+        return autoLockAfter
     }
 
     /// A file handed to the node for `peer`: kept in their conversation's history.

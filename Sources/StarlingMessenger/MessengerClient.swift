@@ -76,6 +76,8 @@ public protocol MessengerClient: Sendable {
     func decide(_ change: MessengerCore.TrustChange, about fingerprint: Fingerprint, nickname: String?) async throws
     func setNostrVariant(_ variant: GiftWrap.Variant, for fingerprint: Fingerprint) async throws -> Bool
     func lock() async throws
+    /// A person did something in this face: the messenger's auto-lock waits again.
+    func noteActivity() async throws
     /// Opens the store with its PIN or passphrase (nil: the key file).
     func unlock(secret: String?) async throws
     func join(channel name: String) async throws -> String
@@ -404,6 +406,8 @@ public struct LocalMessengerClient: MessengerClient {
     public func lock() async throws {
         do { try await messenger.lock() } catch { throw MessengerClientError(.failed, "the store did not close cleanly: \(error)") }
     }
+
+    public func noteActivity() async throws { await messenger.noteActivity() }
 
     public func unlock(secret: String?) async throws {
         guard await !messenger.isStoreOpen else { return }

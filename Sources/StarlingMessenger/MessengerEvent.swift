@@ -12,6 +12,9 @@ public enum MessengerEvent: Sendable {
     case trustLoaded(contacts: Int, pending: Int)
     /// The store opened again after a lock; `storedMeanwhile` changes written now.
     case storeUnlocked(storedMeanwhile: Int)
+    /// The store closed (a face's lock, or the messenger's auto-lock: `reason`
+    /// says which): history is closed, messages still arrive and wait in memory.
+    case storeLocked(reason: String)
     /// A private message for us, recorded in its conversation (not yet read:
     /// ``MessengerCore/markSeen(_:now:)`` when the person sees it), from the
     /// holder of `fingerprint` (its session proved it, or a courier drop's seal).

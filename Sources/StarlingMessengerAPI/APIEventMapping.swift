@@ -129,6 +129,7 @@ extension APIEvent {
             return [.trust(Trust(fingerprint: f.hex, name: name, blocked: blocked, favorite: favorite, verified: verified))]
         case let .trustLoaded(contacts, pending): return [.store(Store(open: true, contacts: contacts, pending: pending))]
         case let .storeUnlocked(stored): return [.store(Store(open: true, storedMeanwhile: stored))]
+        case let .storeLocked(reason): return [.store(Store(open: false, reason: reason))]
         case let .warning(text): return [.warning(Words(text: text))]
         case let .notSaved(text): return [.notSaved(Words(text: text))]
         case let .diagnostic(r):
@@ -208,6 +209,7 @@ extension APIEvent {
     public func messengerEvent() throws -> MessengerEvent? {
         switch self {
         case let .store(s):
+            if !s.open { return .storeLocked(reason: s.reason ?? "locked") }
             if let n = s.storedMeanwhile { return .storeUnlocked(storedMeanwhile: n) }
             return .trustLoaded(contacts: s.contacts ?? 0, pending: s.pending ?? 0)
         case let .privateMessage(p):

@@ -244,6 +244,8 @@ public struct APIMessengerClient: MessengerClient {
 
     public func lock() async throws { _ = try await post("/v1/store/lock") }
 
+    public func noteActivity() async throws { _ = try await post("/v1/activity") }
+
     public func unlock(secret: String?) async throws {
         _ = try await post("/v1/store/unlock", secret.map { ["secret": $0] } ?? [:])
     }

@@ -641,6 +641,10 @@ public final class APIServer: Sendable {
             try await Self.call { try await c.lock() }
             return try Self.answer(APIStoreState(storeOpen: false))
         }
+        v1.post("activity") { _, _ in
+            try await Self.call { try await c.noteActivity() }
+            return try Self.answer(APIStoreState(storeOpen: await m.isStoreOpen))
+        }
         v1.post("store/unlock") { request, context in
             let body = try await request.decode(as: APIUnlock.self, context: context)
             try await Self.call { try await c.unlock(secret: body.secret) }

@@ -57,7 +57,10 @@ struct Chat: AsyncParsableCommand, ServerAlias {
             let session = try await NodeSession.start(node, server: server, background: background, asks: true)
             let n = session.node, messenger = session.messenger
             ui = ChatScreen(client: session.client, directory: session.directory, local: session, me: try await session.client.summary())
-            await ui.setLockAfter(YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true ? lockAfter : 0)
+            // The auto-lock is the messenger's (a store with a PIN or passphrase only: the key file would open it at once).
+            let lockable = YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true
+            await ui.setLockAfter(lockable ? lockAfter : 0)
+            await messenger.setAutoLock(after: lockable ? lockAfter : 0)
             events = try await session.client.events()
             runners = [Task { await n.run() }, Task { await messenger.run() }]
             localNode = n
@@ -97,13 +100,11 @@ struct Chat: AsyncParsableCommand, ServerAlias {
             }
             group.addTask {
                 // The chat's clock, bounded by its life: joins are shown after a
-                // moment, the window in view is marked seen, and the auto-lock
-                // looks at the idle time.
+                // moment, and the window in view is marked seen.
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
                     await ui.showJoins()
                     await ui.markWindowSeen()
-                    await ui.lockIfIdle()
                 }
             }
             group.addTask {
@@ -169,10 +170,10 @@ actor ChatScreen {
     var receivedFiles: [(time: String, from: String, name: String, size: Int, path: String)] = []
     /// Nicknames as announced, to tell a rename from a join.
     var knownNicknames: [PeerID: String] = [:]
-    /// Auto-lock: idle seconds before the store closes (0: never), the last
-    /// typed line, whether the next line is the secret.
+    /// The messenger's auto-lock, idle seconds (0: none here), when activity was
+    /// last told to it, whether the next line is the secret.
     var lockAfter: Double = 0
-    var lastActivity = Date()
+    var activityNoted = Date.distantPast
     var awaitingSecret = false
     /// A quit with changes not yet stored asks once.
     var quitWarned = false
@@ -362,7 +363,7 @@ actor ChatScreen {
                 return await handle(text)
             }
         }
-        lastActivity = Date()
+        await noteActivity()
         if submission.window.hasPrefix("&") {
             await groupSay(String(submission.window.dropFirst()), text)
         } else if submission.window.hasPrefix("#"), submission.window != ChatBuffers.publicName {

@@ -10,7 +10,7 @@ import StarlingYaOKStore
 extension ChatScreen {
     /// Handles one typed line; false means quit.
     func handle(_ raw: String) async -> Bool {
-        lastActivity = Date()
+        await noteActivity()
         if awaitingSecret {
             await unlock(with: raw)
             return true
@@ -94,7 +94,7 @@ extension ChatScreen {
         case "/contacts":
             await listContacts()
         case "/lock":
-            await lock(reason: "locked")
+            await lock()
         case "/unlock":
             await beginUnlock()
         case "/history":

@@ -131,25 +131,23 @@ extension ChatScreen {
         }
     }
 
-    // MARK: Auto-lock
+    // MARK: The lock (the messenger's: its auto-lock, and its event to every face)
 
     func setLockAfter(_ seconds: Double) { lockAfter = seconds }
 
-    /// Closes the store after `lockAfter` idle seconds (only a store with a
-    /// PIN or passphrase: the key file would open it again at once).
-    func lockIfIdle() async {
-        guard lockAfter > 0, Date().timeIntervalSince(lastActivity) >= lockAfter else { return }
-        await refreshMe()
-        guard me.storeOpen else { return }
-        await lock(reason: "locked after \(Int(lockAfter)) s idle")
+    /// The person did something here: the messenger's auto-lock waits again
+    /// (said at most every 5 s: through a daemon, each is a call).
+    func noteActivity() async {
+        guard Date().timeIntervalSince(activityNoted) >= 5 else { return }
+        activityNoted = Date()
+        try? await client.noteActivity() // (best effort: a daemon gone is said by its event stream)
     }
 
-    func lock(reason: String) async {
+    /// /lock: the store closes; the messenger's event says so here and in every face.
+    func lock() async {
         await refreshMe()
         guard me.storeOpen else { say("* the store is already locked"); return }
         do { try await client.lock() } catch { say("! \(error)") }
-        say("* \(reason): contacts' history is closed; messages still arrive and are kept. /unlock opens it again")
-        await refreshScreen()
     }
 
     /// /unlock: the next line is the PIN or passphrase (not echoed).

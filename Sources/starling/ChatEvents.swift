@@ -25,6 +25,11 @@ extension ChatScreen {
         case let .storeUnlocked(stored):
             say("* unlocked" + (stored > 0 ? "; \(stored) change\(stored == 1 ? "" : "s") from meanwhile stored" : ""))
             await refreshScreen()
+        case let .storeLocked(reason):
+            // Whichever face locked it, or the messenger's auto-lock: every face says so.
+            await refreshMe()
+            say("* \(DisplayText.clean(reason)): contacts' history is closed; messages still arrive and are kept. /unlock opens it again")
+            await refreshScreen()
         case let .privateMessage(conversation, record, from, _, hops, via, _):
             // (No join line for it: the message names its sender in their own window, and a
             // one-shot `send` that comes and goes leaves no trace in #mesh, as README says.)

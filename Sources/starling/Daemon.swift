@@ -8,6 +8,7 @@ import StarlingMessengerAPI
 import StarlingNode
 import StarlingTransport
 import StarlingWebClient
+import StarlingYaOKStore
 
 /// `starling daemon`: one node and its messenger for a data directory, until
 /// SIGTERM, with the local API every face can use (docs/API.md).
@@ -30,11 +31,14 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
     @Option(help: "The API's TCP port on 127.0.0.1 (default: a free one, written to api.json).") var apiPort: Int = 0
     @Flag(help: "Print the API's description (OpenAPI 3.1, as GET /v1/openapi.json serves it; docs/openapi.json) and exit.")
     var openapi = false
+    @Option(help: "Lock the encrypted store after this many seconds with no one using a face (the page, a chat), when it has a PIN or passphrase (0: never).")
+    var lockAfter: Double = 300
 
     mutating func validate() throws {
         takeRelayAlias()
         if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
+        guard lockAfter >= 0 else { throw ValidationError("--lock-after \(lockAfter): seconds, 0 or more") }
     }
 
     func run() async throws {
@@ -42,13 +46,15 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
             do { StandardOutput.write(try APIDocument.json()) } catch { throw RuntimeFailure("the API's description could not be written: \(error)") }
             return
         }
-        try await Self.serve(node, server: server, background: background, apiPort: apiPort) { _, _ in }
+        try await Self.serve(node, server: server, background: background, apiPort: apiPort, lockAfter: lockAfter) { _, _ in }
     }
 
     /// Runs the daemon until SIGTERM or SIGINT; `ready` hears the API's URL and token once it listens.
-    static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int,
+    static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int, lockAfter: Double = 300,
                       ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
         let session = try await NodeSession.start(node, server: server, background: background, asks: true)
+        // The messenger's auto-lock, for every face (a store with a PIN or passphrase: the key file would open it at once).
+        if YaOKStore.protection(in: session.directory).map({ $0 != .keyFile }) == true { await session.messenger.setAutoLock(after: lockAfter) }
         var c = APIServer.Configuration(directory: session.directory)
         // The port of the last run when none is given and it is free: with the kept
         // token, the page's link stays good across a restart (seen in a person's pass:

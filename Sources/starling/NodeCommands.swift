@@ -240,6 +240,7 @@ struct EventPrinter: Sendable {
             } else if case let .failed(why) = c {
                 say("! #\(why)")
             }
+        case let .storeLocked(reason): say("* \(reason): the store is closed (messages still arrive and wait)")
         case .trustLoaded, .storeUnlocked, .sent, .sendingWaiting, .trustChanged, .progress:
             return
         }

@@ -24,7 +24,8 @@ import Testing
         defer { d.stop(); try? FileManager.default.removeItem(atPath: dir) }
         let served = try #require(try await api.get("/v1/openapi.json") as? [String: Any])
         let kept = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.root.appendingPathComponent("docs/openapi.json"))) as? [String: Any]
-        #expect(NSDictionary(dictionary: served).isEqual(to: kept ?? [:]), "the daemon serves docs/openapi.json")
+        let same = NSDictionary(dictionary: served).isEqual(to: kept ?? [:])
+        #expect(same, "the daemon serves docs/openapi.json (regenerate it: starling daemon --openapi > docs/openapi.json)")
         let ok = try await PythonEnvironment.run("api_contract.py", ["spec", Self.root.appendingPathComponent("docs/openapi.json").path])
         #expect(ok.hasPrefix("ok: a valid OpenAPI 3.1.0 document, \(Set(APIRoute.all.map(\.path)).count) paths"), "\(ok)")
         var broken = served

@@ -82,6 +82,18 @@ final class Tmux: @unchecked Sendable {
         return screen(session).components(separatedBy: needle).count - 1 == count
     }
 
+    /// Presses `key` (a window's switch) until `needle` shows `count` times: a switch
+    /// typed before the window exists (its /send still in hand) leaves the view where it
+    /// was (seen under load: #mesh in view, the count never reached).
+    func switchUntil(_ session: String, _ key: String, _ needle: String, equals count: Int, seconds: Double = 30) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            try keys(session, key)
+            if await screenCount(session, needle, equals: count, seconds: 2) { return true }
+        }
+        return screen(session).components(separatedBy: needle).count - 1 == count
+    }
+
     /// Polls until the session's program has ended (and the session with it).
     func waitForEnd(_ session: String, seconds: Double = 30) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -163,8 +175,7 @@ final class Tmux: @unchecked Sendable {
             try tmux.type("alice", "/send bob \"\(folder.path)/my notes.txt\"")
             try tmux.keys("alice", "Enter")
         }
-        try tmux.keys("alice", "M-2")
-        #expect(await tmux.screenCount("alice", "file my notes.txt (21 bytes)  ✓✓", equals: 2), "\(tmux.screen("alice"))")
+        #expect(try await tmux.switchUntil("alice", "M-2", "file my notes.txt (21 bytes)  ✓✓", equals: 2), "\(tmux.screen("alice"))")
         try tmux.keys("bob", "M-2")
         #expect(await tmux.screenCount("bob", "file my notes.txt (21 bytes) saved to", equals: 2), "\(tmux.screen("bob"))")
 

@@ -213,6 +213,33 @@ import StarlingYaOKStore
         return try await condition()
     }
 
+    /// Issue 54, item 3: the auto-lock is the messenger's, whichever face the
+    /// person uses: activity from any face keeps the store open (the control);
+    /// idle, it closes, and every face hears it as an event (the page asks for the PIN).
+    @Test(.timeLimit(.minutes(1))) func theMessengersAutoLockClosesTheStoreForEveryFace() async throws {
+        let a = try await Self.side("ann", peers: [])
+        defer { try? FileManager.default.removeItem(at: a.directory) }
+        let locked = Task { () -> String? in
+            for await e in a.messenger.events { if case let .storeLocked(reason) = e { return reason } }
+            return nil
+        }
+        await a.messenger.setAutoLock(after: 4)
+        for _ in 0..<6 {
+            try await Task.sleep(for: .milliseconds(500))
+            try await a.local.noteActivity()
+        }
+        #expect(await a.messenger.isStoreOpen, "3 s of activity, noted every 0.5 s: still open")
+        let timeout = Task { try? await Task.sleep(for: .seconds(30)); locked.cancel() }
+        let reason = await locked.value
+        timeout.cancel()
+        #expect(reason == "locked after 4 s idle", "\(String(describing: reason))")
+        #expect(await !a.messenger.isStoreOpen)
+        // It opens again (the key file here), and a lock by a face is said the same way.
+        try await a.local.unlock(secret: nil)
+        #expect(await a.messenger.isStoreOpen)
+        await a.messenger.setAutoLock(after: 0)
+    }
+
     @Test(.timeLimit(.minutes(2))) func theAPIClientAnswersAsTheLocalClientDoes() async throws {
         let a = try await Self.side("ann", peers: [])
         let aPort = try #require(await a.node.port)

@@ -249,6 +249,27 @@ try:
         time.sleep(0.02)
     check(shown is not None and shown < 1.0, "bob shown verified ✓ on alice's open page %s after the shell's command"
           % ("%.2f s" % shown if shown is not None else "never (30 s)"))
+    # Locked from another face (as /lock in a chat through the daemon, or the messenger's
+    # auto-lock): the open page asks for the PIN at once, and its form opens the store again.
+    import urllib.request
+    base, token = alice_link.split("#")[0].rstrip("/"), alice_link.split("#token=")[1]
+    def unlock_hidden(d):
+        return d.execute_script("return document.getElementById('unlock').hidden")
+    check(unlock_hidden(alice), "no PIN is asked while the store is open (the control)")
+    urllib.request.urlopen(urllib.request.Request(base + "/v1/store/lock", data=b"{}", method="POST",
+                                                  headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"}), timeout=10).read()
+    ended, asked = time.monotonic(), None
+    while time.monotonic() - ended < 30:
+        if not unlock_hidden(alice):
+            asked = time.monotonic() - ended
+            break
+        time.sleep(0.02)
+    check(asked is not None and asked < 1.0, "locked by another face, alice's open page asks for the PIN %s after"
+          % ("%.2f s" % asked if asked is not None else "never (30 s)"))
+    check(alice.execute_script("return document.activeElement && document.activeElement.id") == "secret", "the PIN's field has the focus")
+    shot(alice, "web-locked.png")
+    alice.find_element(By.ID, "secret").send_keys(Keys.ENTER)  # the key file opens it (a PIN store takes the PIN here)
+    check(wait(alice, lambda d: unlock_hidden(d), "the store opens again from the page") is not None, "unlocked from the page")
     check(alice.execute_script("return document.getElementById('qr').naturalWidth") > 0, "alice's own QR code is shown")
     npub = wait(alice, lambda d: d.execute_script("const n = document.getElementById('my-npub'); return n && n.textContent.startsWith('npub1') ? n.textContent : null"),
                 "alice's npub is shown")

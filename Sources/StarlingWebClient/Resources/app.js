@@ -362,6 +362,15 @@ async function addContact() {
 
 // MARK: The store's lock
 
+// The messenger locks the store after a while with no one using any face: a
+// key or a click here says someone is (at most every 30 s).
+let activityNoted = 0;
+function noteActivity() {
+  if (!state.token || Date.now() - activityNoted < 30000) return;
+  activityNoted = Date.now();
+  api("/v1/activity", {}).catch(() => {});
+}
+
 async function unlock(secret) {
   try {
     await api("/v1/store/unlock", { secret });
@@ -872,7 +881,13 @@ function take(e) {
       if (!e.diagnostic) say(e.reason); // a transport down, a refused file: a person should know; internals are not shown
       break;
     case "store":
-      refreshMe();
+      // Closed by any face or by the messenger's auto-lock: the page asks for the PIN at once.
+      if (!e.open) {
+        say(`${e.reason || "locked"}: enter the PIN or passphrase to open the store`);
+        refreshMe().then(() => document.getElementById("secret").focus());
+      } else {
+        refreshMe();
+      }
       break;
   }
 }
@@ -992,6 +1007,7 @@ async function refreshConversations() {
 }
 
 async function start() {
+  for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, noteActivity, { passive: true });
   document.getElementById("alert-close").addEventListener("click", () => say(""));
   document.getElementById("menu").addEventListener("click", () => showMenu(!document.body.classList.contains("menu-open")));
   state.token = readToken();
