@@ -273,3 +273,22 @@ public struct APISendLine: Codable, Hashable, Sendable {
         self.reason = reason
     }
 }
+
+/// `PUT /v1/store/protection`: `protection` pin, passphrase or none (the key
+/// file), its `secret`, and the `current` PIN or passphrase when there is one.
+public struct APIProtectionChange: Codable, Hashable, Sendable {
+    public var protection: String
+    public var secret: String?
+    public var current: String?
+    public init(protection: String, secret: String? = nil, current: String? = nil) {
+        self.protection = protection
+        self.secret = secret
+        self.current = current
+    }
+}
+
+/// What protects the store now: pin, passphrase or none.
+public struct APIProtection: Codable, Hashable, Sendable {
+    public var protection: String
+    public init(protection: String) { self.protection = protection }
+}

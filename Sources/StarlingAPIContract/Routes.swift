@@ -88,6 +88,8 @@ extension APIRoute {
         APIRoute(.put, "/v1/settings", "Saves settings for the next start", body: schema(APISettingsChange.self), answer: schema(APISettingsAnswer.self)),
         APIRoute(.get, "/v1/statistics", "The node's counters", answer: { .object(["type": .string("object")]) }),
         APIRoute(.post, "/v1/store/lock", "Locks the store", answer: schema(APIStoreState.self)),
+        APIRoute(.put, "/v1/store/protection", "Sets a PIN or passphrase, or the key file again (the current one given)",
+                 body: schema(APIProtectionChange.self), answer: schema(APIProtection.self)),
         APIRoute(.post, "/v1/activity", "A person did something in this face: the auto-lock's idle time starts again", answer: schema(APIStoreState.self)),
         APIRoute(.post, "/v1/store/unlock", "Opens the store", body: schema(APIUnlock.self), answer: schema(APIStoreState.self)),
         APIRoute(.get, "/v1/stately", "Our Stately state and the peers'", answer: schema(APIStately.self)),

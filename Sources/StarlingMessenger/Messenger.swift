@@ -322,10 +322,13 @@ public actor Messenger {
     private var autoLockAfter: Double = 0
     private var lastActivity: Double = Messenger.now
     private var autoLock: Task<Void, Never>?
+    /// Whether the store has a PIN or passphrase (the key file would open it again at once: no auto-lock).
+    private var lockable = false
 
-    /// Closes the store after `seconds` with no activity from any face (0: never).
-    /// Only for a store with a PIN or passphrase: the key file would open it at once.
+    /// Closes the store after `seconds` with no activity from any face (0: never),
+    /// while it has a PIN or passphrase (a PIN set later counts from then).
     public func setAutoLock(after seconds: Double) {
+        lockable = YaOKStore.protection(in: directory).map { $0 != .keyFile } ?? false
         autoLockAfter = max(0, seconds)
         lastActivity = Self.now
         autoLock?.cancel()
@@ -340,6 +343,14 @@ public actor Messenger {
         }
     }
 
+    /// A new PIN, passphrase, or the key file again, given the current one (the store open).
+    public func changeProtection(from current: Keyring.Protection, to new: Keyring.Protection) throws {
+        guard let store else { throw StoreError.locked }
+        try store.changeProtection(from: current, to: new)
+        if case .keyFile = new { lockable = false } else { lockable = true }
+        lastActivity = Self.now
+    }
+
     /// A person did something in a face (typed, clicked): the idle time starts again.
     public func noteActivity() { lastActivity = Self.now }
 
@@ -349,7 +360,7 @@ public actor Messenger {
     private func idleLockDue() -> Double {
         let due = lastActivity + autoLockAfter - Self.now
         guard due <= 0 else { return due }
-        if store != nil {
+        if store != nil, lockable {
             do { try lock(reason: "locked after \(Int(autoLockAfter)) s idle") } catch {
                 continuation.yield(.warning("the store did not close cleanly on its auto-lock: \(error)"))
             }

@@ -78,6 +78,8 @@ public protocol MessengerClient: Sendable {
     func lock() async throws
     /// A person did something in this face: the messenger's auto-lock waits again.
     func noteActivity() async throws
+    /// Changes what protects the store (given the current PIN or passphrase, when it has one).
+    func changeProtection(current: String?, to new: StoreProtection) async throws
     /// Opens the store with its PIN or passphrase (nil: the key file).
     func unlock(secret: String?) async throws
     func join(channel name: String) async throws -> String
@@ -93,6 +95,22 @@ public protocol MessengerClient: Sendable {
     func stately() async throws -> StatelyView
     func setState(_ state: StateKind) async throws
     func clearSOS() async throws
+}
+
+/// What protects the store at rest: the identity's key file, a PIN (4–6 digits) or a passphrase (10 or more characters).
+public enum StoreProtection: Sendable, Hashable {
+    case keyFile
+    case pin(String)
+    case passphrase(String)
+
+    /// Its name in the API: none, pin, passphrase.
+    public var name: String {
+        switch self {
+        case .keyFile: "none"
+        case .pin: "pin"
+        case .passphrase: "passphrase"
+        }
+    }
 }
 
 /// Who this node is and what it holds now.
@@ -408,6 +426,31 @@ public struct LocalMessengerClient: MessengerClient {
     }
 
     public func noteActivity() async throws { await messenger.noteActivity() }
+
+    public func changeProtection(current: String?, to new: StoreProtection) async throws {
+        let identity = node.identity
+        let now: Keyring.Protection = switch YaOKStore.protection(in: messenger.directory) {
+        case .pin?: .pin(current ?? "")
+        case .passphrase?: .passphrase(current ?? "")
+        case nil, .keyFile?: .keyFile(identity)
+        }
+        let next: Keyring.Protection = switch new {
+        case .keyFile: .keyFile(identity)
+        case let .pin(p): .pin(p)
+        case let .passphrase(p): .passphrase(p)
+        }
+        do { try Keyring.validate(next) } catch { throw MessengerClientError(.badRequest, "\(error)") }
+        do { try await messenger.changeProtection(from: now, to: next) } catch let e as Keyring.Error {
+            switch e {
+            case .wrongSecret, .lockedOut: throw MessengerClientError(.forbidden, e.description)
+            default: throw MessengerClientError(.failed, e.description)
+            }
+        } catch let e as Messenger.StoreError {
+            throw MessengerClientError(.locked, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "the store's protection did not change: \(error)")
+        }
+    }
 
     public func unlock(secret: String?) async throws {
         guard await !messenger.isStoreOpen else { return }

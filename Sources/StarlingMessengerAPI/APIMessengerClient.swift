@@ -246,6 +246,14 @@ public struct APIMessengerClient: MessengerClient {
 
     public func noteActivity() async throws { _ = try await post("/v1/activity") }
 
+    public func changeProtection(current: String?, to new: StoreProtection) async throws {
+        var secret: String?
+        if case let .pin(s) = new { secret = s }
+        if case let .passphrase(s) = new { secret = s }
+        let body = try APIJSONCoding.data(APIProtectionChange(protection: new.name, secret: secret, current: current))
+        do { _ = try await api.request(.PUT, "/v1/store/protection", body: body) } catch { throw Self.failure(error) }
+    }
+
     public func unlock(secret: String?) async throws {
         _ = try await post("/v1/store/unlock", secret.map { ["secret": $0] } ?? [:])
     }

@@ -641,6 +641,18 @@ public final class APIServer: Sendable {
             try await Self.call { try await c.lock() }
             return try Self.answer(APIStoreState(storeOpen: false))
         }
+        v1.put("store/protection") { request, context in
+            let body = try await request.decode(as: APIProtectionChange.self, context: context)
+            let new: StoreProtection
+            switch body.protection {
+            case "none": new = .keyFile
+            case "pin": new = .pin(body.secret ?? "")
+            case "passphrase": new = .passphrase(body.secret ?? "")
+            default: throw APIError(.badRequest, "protection is pin, passphrase or none")
+            }
+            try await Self.call { try await c.changeProtection(current: body.current, to: new) }
+            return try Self.answer(APIProtection(protection: new.name))
+        }
         v1.post("activity") { _, _ in
             try await Self.call { try await c.noteActivity() }
             return try Self.answer(APIStoreState(storeOpen: await m.isStoreOpen))

@@ -60,7 +60,7 @@ struct Chat: AsyncParsableCommand, ServerAlias {
             // The auto-lock is the messenger's (a store with a PIN or passphrase only: the key file would open it at once).
             let lockable = YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true
             await ui.setLockAfter(lockable ? lockAfter : 0)
-            await messenger.setAutoLock(after: lockable ? lockAfter : 0)
+            await messenger.setAutoLock(after: lockAfter) // (it locks only while the store has a PIN or passphrase)
             events = try await session.client.events()
             runners = [Task { await n.run() }, Task { await messenger.run() }]
             localNode = n

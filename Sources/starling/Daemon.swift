@@ -8,7 +8,6 @@ import StarlingMessengerAPI
 import StarlingNode
 import StarlingTransport
 import StarlingWebClient
-import StarlingYaOKStore
 
 /// `starling daemon`: one node and its messenger for a data directory, until
 /// SIGTERM, with the local API every face can use (docs/API.md).
@@ -53,8 +52,8 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
     static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int, lockAfter: Double = 300,
                       ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
         let session = try await NodeSession.start(node, server: server, background: background, asks: true)
-        // The messenger's auto-lock, for every face (a store with a PIN or passphrase: the key file would open it at once).
-        if YaOKStore.protection(in: session.directory).map({ $0 != .keyFile }) == true { await session.messenger.setAutoLock(after: lockAfter) }
+        // The messenger's auto-lock, for every face (while the store has a PIN or passphrase: the key file would open it at once).
+        await session.messenger.setAutoLock(after: lockAfter)
         var c = APIServer.Configuration(directory: session.directory)
         // The port of the last run when none is given and it is free: with the kept
         // token, the page's link stays good across a restart (seen in a person's pass:

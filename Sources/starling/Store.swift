@@ -5,6 +5,8 @@ import StarlingNode
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
+import StarlingMessenger
+import StarlingMessengerAPI
 
 /// Opening the encrypted store from the command line: the identity (its
 /// passphrase if the key file is sealed), then the store's own secret when
@@ -213,7 +215,7 @@ struct Reset: ParsableCommand {
     }
 }
 
-struct Pin: ParsableCommand {
+struct Pin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lock the encrypted store with a PIN (4–6 digits), a passphrase, or neither.",
         discussion: """
@@ -233,7 +235,8 @@ struct Pin: ParsableCommand {
     @Flag(help: "Remove the PIN or passphrase (the key file seals the store again).")
     var remove = false
 
-    func run() throws {
+    func run() async throws {
+        if let api = await APIClient.find(directory: DataDirectory(explicit: dataDir).url) { return try await runThrough(APIMessengerClient(api)) }
         let access = try StoreAccess(dataDir: dataDir)
         let store = try access.open()
         let protection: Keyring.Protection
@@ -256,6 +259,37 @@ struct Pin: ParsableCommand {
         }
         print(remove ? "the store is sealed with the identity key (no PIN)"
               : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
+    }
+}
+
+extension Pin {
+    /// Beside a running daemon: through its messenger, which keeps the store open
+    /// and locks it after its idle time from now on (issue 54: a PIN set behind the
+    /// daemon was only taken at its next start).
+    func runThrough(_ client: APIMessengerClient) async throws {
+        let kind = YaOKStore.protection(in: DataDirectory(explicit: dataDir).url)
+        var current: String?
+        if kind == .pin || kind == .passphrase {
+            current = try StoreAccess.secret(prompt: kind == .passphrase ? "Current passphrase: " : "Current PIN: ", environment: "STARLING_PIN",
+                                             confirm: false) { _ in }
+        }
+        let new: StoreProtection
+        if remove {
+            new = .keyFile
+        } else {
+            let passphrase = self.passphrase
+            let secret = try StoreAccess.secret(prompt: passphrase ? "New passphrase (10 or more characters): " : "New PIN (4–6 digits): ",
+                                                environment: "STARLING_NEW_PIN", confirm: true) { typed in
+                do { try Keyring.validate(passphrase ? .passphrase(typed) : .pin(typed)) } catch {
+                    throw RuntimeFailure("\(error)" + (passphrase ? Passphrase.why : ""))
+                }
+            }
+            new = passphrase ? .passphrase(secret) : .pin(secret)
+        }
+        do { try await client.changeProtection(current: current, to: new) } catch let e as MessengerClientError { throw RuntimeFailure(e.description) }
+        print((remove ? "the store is sealed with the identity key (no PIN)"
+              : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
+              + " (through the daemon, which locks it when no one has used a face for a while)")
     }
 }
 

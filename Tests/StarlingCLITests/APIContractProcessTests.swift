@@ -128,3 +128,45 @@ import Testing
         #expect(unreadable.hasPrefix("HTTP/1.1 400") && unreadable.contains("the body is not what POST /v1/nickname takes"), "\(unreadable)")
     }
 }
+
+/// Issue 54, item 3: `starling pin` beside a running daemon goes through its
+/// messenger: the PIN takes effect at once (its auto-lock counts from then), an
+/// unlock needs it, and removing it stops the auto-lock again.
+@Suite(.serialized) struct StoreThroughDaemonTests {
+    @Test func aPINSetBesideTheDaemonTakesEffectAtOnce() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("pin-daemon")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let d = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "2", "--data-dir", dir])
+        defer { d.stop() }
+        let (url, token, _) = try await DaemonProcessTests.info(dir, d)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        func open() async throws -> Bool { try #require(try await api.get("/v1/status") as? [String: Any])["storeOpen"] as? Bool ?? false }
+        func waitLocked() async throws -> Bool {
+            for _ in 0..<600 {
+                if try await !open() { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return try await !open()
+        }
+        // The control: the key file alone, idle past the lock-after: still open.
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await open(), "no auto-lock without a PIN")
+
+        let set = try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "4711"])
+        #expect(set.status == 0 && set.stdout.contains("through the daemon"), "\(set.stdout)\(set.stderr)")
+        #expect(try await waitLocked(), "locked by the messenger 2 s after the PIN was set")
+        await #expect(throws: APIClient.Failure.self) { _ = try await api.post("/v1/store/unlock", ["secret": "1234"]) }
+        #expect(try await !open(), "a wrong PIN opens nothing")
+        _ = try await api.post("/v1/store/unlock", ["secret": "4711"])
+        #expect(try await open())
+
+        // Removed (with the current PIN): no auto-lock again.
+        let wrong = try await StarlingProcess.run(["pin", "--remove", "--data-dir", dir], environment: ["STARLING_PIN": "0000"])
+        #expect(wrong.status == 1 && wrong.stderr.contains("wrong PIN"), "\(wrong.stdout)\(wrong.stderr)")
+        _ = try await api.post("/v1/activity", [:])
+        let removed = try await StarlingProcess.run(["pin", "--remove", "--data-dir", dir], environment: ["STARLING_PIN": "4711"])
+        #expect(removed.status == 0 && removed.stdout.contains("no PIN"), "\(removed.stdout)\(removed.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await open(), "the key file again: no auto-lock")
+    }
+}
