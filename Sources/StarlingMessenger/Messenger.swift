@@ -669,7 +669,7 @@ public actor Messenger {
     public func isBlocked(_ f: Fingerprint) -> Bool { core.isBlocked(f) }
     public func isVerified(_ f: Fingerprint) -> Bool { core.isVerified(f) }
     public func isFavorite(_ f: Fingerprint) -> Bool { core.isFavorite(f) }
-    public func route(to f: Fingerprint) -> String? { core.route(to: f) }
+    public func route(to f: Fingerprint) -> MessageRoute? { core.route(to: f) }
     /// The peer ID that reaches a conversation's peer now.
     public func peer(of conversation: UserID) -> PeerID? { core.fingerprint(of: conversation).map { core.peer(for: $0) } }
     public func unreadCount(_ conversation: UserID) -> Int { core.unreadCount(conversation) }

@@ -315,13 +315,17 @@ public struct MessengerCore: Sendable {
     /// The most a private message carries over the mesh and Nostr (bitchat's TLV: 255 bytes).
     public static let meshTextLimit = PrivateMessage.maxFieldBytes
 
-    /// Where a message to this Noise key can go now: "mesh", a mailbox's name, or nil (queued).
-    /// A text longer than the mesh carries goes only through the Ya OK server.
-    public func route(to fingerprint: Fingerprint, bytes: Int = 0) -> String? {
+    /// Where a message to this Noise key can go now (the one rule: every face
+    /// shows what it decides), or nil: queued until a route appears. The mesh
+    /// first, then Nostr, then the Ya OK server's mailbox; a text longer than the
+    /// mesh carries goes only through the server.
+    public func route(to fingerprint: Fingerprint, bytes: Int = 0) -> MessageRoute? {
         let long = bytes > Self.meshTextLimit
-        if !long, peers.values.contains(where: { $0.fingerprint == fingerprint }) { return "mesh" }
-        if !long, configuration.nostr, nostrReachable.contains(fingerprint) { return "nostr" }
-        if let server = configuration.server, serverUp, contact(for: fingerprint) != nil, !long || !isPresent(fingerprint) { return server }
+        if !long, peers.values.contains(where: { $0.fingerprint == fingerprint }) { return .mesh }
+        if !long, configuration.nostr, nostrReachable.contains(fingerprint) { return .nostr }
+        if let server = configuration.server, serverUp, contact(for: fingerprint) != nil, !long || !isPresent(fingerprint) {
+            return MessageRoute(name: server)
+        }
         return nil
     }
 
@@ -671,7 +675,7 @@ public struct MessengerCore: Sendable {
             return
         }
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: text, timestamp: UInt64(now * 1000),
-                                   recordedAt: now, transport: via ?? "mesh", transportID: messageID)
+                                   recordedAt: now, transport: via ?? MessageRoute.mesh.name, transportID: messageID)
         record.readAt = nil
         remember(record)
         write(.insertMessage(record))
@@ -691,7 +695,7 @@ public struct MessengerCore: Sendable {
         let id = UserID(bytes: BLAKE3.hash(Array("incoming file".utf8) + f.bytes + Array(attachment.transferID.utf8), byteCount: 16))!
         guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: attachment.name, timestamp: UInt64(now * 1000),
-                                   recordedAt: now, transport: "mesh", transportID: attachment.transferID)
+                                   recordedAt: now, transport: MessageRoute.mesh.name, transportID: attachment.transferID)
         record.file = attachment
         remember(record)
         write(.insertMessage(record))
@@ -717,7 +721,7 @@ public struct MessengerCore: Sendable {
         var progress = MessageProgress(at: now)
         for state in [MessageState.encrypting, .routing, .sending] { try? progress.move(to: state, at: now) }
         var record = MessageRecord(id: Self.recordID(attachment.transferID), contact: conversation, outgoing: true, text: attachment.name,
-                                   timestamp: UInt64(now * 1000), recordedAt: now, progress: progress, transport: "mesh",
+                                   timestamp: UInt64(now * 1000), recordedAt: now, progress: progress, transport: MessageRoute.mesh.name,
                                    transportID: attachment.transferID)
         record.file = attachment
         if let early = earlyReceipts.removeValue(forKey: attachment.transferID) {
@@ -871,7 +875,7 @@ public struct MessengerCore: Sendable {
         let id = UserID(bytes: BLAKE3.hash(Array("group message".utf8) + Array(m.group.groupID.utf8) + Array(m.messageID.utf8), byteCount: 16))!
         guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: m.text, timestamp: m.timestamp, recordedAt: now,
-                                   transport: "mesh", transportID: m.messageID)
+                                   transport: MessageRoute.mesh.name, transportID: m.messageID)
         record.author = m.nickname
         remember(record)
         write(.insertMessage(record))
@@ -886,7 +890,7 @@ public struct MessengerCore: Sendable {
         var progress = MessageProgress(at: now)
         for state in [MessageState.encrypting, .routing, .sending, .sent] { try? progress.move(to: state, at: now) }
         let record = MessageRecord(id: UserID.random(), contact: conversation, outgoing: true, text: text, timestamp: UInt64(now * 1000),
-                                   recordedAt: now, progress: progress, transport: "mesh", transportID: messageID)
+                                   recordedAt: now, progress: progress, transport: MessageRoute.mesh.name, transportID: messageID)
         remember(record)
         write(.insertMessage(record))
         emit(.sent(conversation: conversation, record: record))
@@ -939,8 +943,8 @@ public struct MessengerCore: Sendable {
     private mutating func hand(_ record: inout MessageRecord, to f: Fingerprint, now: Double) {
         guard let way = route(to: f, bytes: record.text.utf8.count), let transportID = record.transportID else { return }
         if record.progress?.state == .retrying || record.progress?.state == .failed { try? record.progress?.move(to: .retrying, at: now) }
-        try? record.progress?.attempt(on: way == "mesh" ? 0 : way == "nostr" ? 1 : 2, at: now)
-        record.transport = way
+        try? record.progress?.attempt(on: way.attemptIndex, at: now)
+        record.route = way
         index(transportID, record.contact)
         command(.sendPrivate(record.text, to: peer(for: f), messageID: transportID))
         remember(record)

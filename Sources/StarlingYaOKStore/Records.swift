@@ -90,7 +90,7 @@ public struct MessageRecord: Codable, Hashable, Sendable {
     public var recordedAt: Double
     /// Outgoing messages: where they are.
     public var progress: MessageProgress?
-    /// How it came or went: "mesh", "relay" …
+    /// How it came or went, by the route's name (``route`` reads it typed).
     public var transport: String?
     /// The transport's own ID for it (a bitchat message ID), so that its
     /// receipts find it after a restart.
@@ -179,5 +179,63 @@ public struct GroupRecord: Codable, Hashable, Sendable {
         self.groupID = groupID
         self.state = state
         self.leftAtEpoch = leftAtEpoch
+    }
+}
+
+/// The way a message went or came: one type for every face to test and word
+/// (its `name` is what the store and the API keep).
+public enum MessageRoute: Hashable, Sendable, CustomStringConvertible {
+    case mesh
+    case nostr
+    /// The Ya OK server's mailbox.
+    case yaokServer
+    /// A courier drop, carried by neighbours.
+    case courier
+    /// A mailbox transport an application added, by its name.
+    case mailbox(String)
+
+    public init(name: String) {
+        switch name {
+        case "mesh": self = .mesh
+        case "nostr": self = .nostr
+        case "yaok-server": self = .yaokServer
+        case "courier": self = .courier
+        default: self = .mailbox(name)
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .mesh: "mesh"
+        case .nostr: "nostr"
+        case .yaokServer: "yaok-server"
+        case .courier: "courier"
+        case let .mailbox(n): n
+        }
+    }
+
+    /// In words, after "via".
+    public var description: String {
+        switch self {
+        case .yaokServer: "the Ya OK server"
+        default: name
+        }
+    }
+
+    /// Which attempt counter a try on it advances: the mesh, Nostr, the others.
+    public var attemptIndex: Int {
+        switch self {
+        case .mesh: 0
+        case .nostr: 1
+        default: 2
+        }
+    }
+}
+
+extension MessageRecord {
+    /// ``transport`` as a route.
+    public var route: MessageRoute? {
+        get { transport.map(MessageRoute.init(name:)) }
+        set { transport = newValue?.name }
     }
 }

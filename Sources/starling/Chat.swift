@@ -187,7 +187,7 @@ actor ChatScreen {
     /// existed marked the first only (the second stayed "queued").
     var progressMeanwhile: [(UserID, MessageRecord)] = []
     /// Which way each conversation was last reached.
-    var routes: [UserID: String] = [:]
+    var routes: [UserID: MessageRoute] = [:]
     /// Joins not shown yet (256 at most; more are shown at once).
     var pendingJoins: [PeerID: (hops: Int, at: Date)] = [:]
     /// The full-screen client, when there is one (else plain lines on stdout).

@@ -126,7 +126,7 @@ extension ChatScreen {
         for c in all {
             let kind = switch c.kind { case .card: ""; case .nostr: " (Nostr only)"; case .favourite: " (a favourite from the mesh)" }
             let marks = (c.verified ? " ✓" : "") + (c.favorite ? " ★" : "") + (c.blocked ? " (blocked)" : "") + kind
-            let route = routes[c.conversation].map { " · last reached via \($0 == "mesh" ? "the mesh" : Self.way($0))" } ?? ""
+            let route = routes[c.conversation].map { " · last reached via \($0 == .mesh ? "the mesh" : $0.description)" } ?? ""
             say("  \(DisplayText.clean(c.name))\(marks)  \(here.contains(c.fingerprint) ? "here" : "away")\(route)")
         }
     }

@@ -11,12 +11,7 @@ import StarlingYaOKStore
 /// How the chat renders what the messenger says.
 extension ChatScreen {
     /// A mailbox's name in words.
-    static func way(_ via: String) -> String {
-        switch via {
-        case "yaok-server": "the Ya OK server"
-        default: via
-        }
-    }
+    static func way(_ via: String) -> String { MessageRoute(name: via).description }
 
     func show(_ event: MessengerEvent) async {
         switch event {
@@ -47,7 +42,7 @@ extension ChatScreen {
                 shown(record, in: conversation)
                 await markSeen(conversation) // plain lines: shown to the person as they come
             }
-            if let via { routes[conversation] = via } else { routes[conversation] = "mesh" }
+            routes[conversation] = record.route ?? .mesh
         case let .sent(conversation, record):
             // A file has its own line (its bar), made when it was sent: its record is the history's.
             if record.file != nil { return }
@@ -128,11 +123,11 @@ extension ChatScreen {
         let w = await window(for: conversation)
         guard let id = record.transportID else { return }
         outgoing[id] = (name, [])
-        if let t = record.transport { routes[conversation] = t }
+        if let t = record.route { routes[conversation] = t }
         let note: String
-        switch record.transport {
-        case "mesh"?: note = screen == nil ? "sent" : "✓"
-        case let via?: note = "→ \(Self.way(via))"
+        switch record.route {
+        case .mesh?: note = screen == nil ? "sent" : "✓"
+        case let via?: note = "→ \(via)"
         case nil:
             note = me.server == nil ? "pending: not on the mesh now; sent when they appear"
                                          : "pending: not on the mesh, and the Ya OK server is not reachable now; sent when either is"
@@ -155,16 +150,16 @@ extension ChatScreen {
             guard said.insert(key).inserted else { return }
             if let screen { screen.mark(id, mark) } else { say(plain) }
         }
-        if let t = record.transport { routes[conversation] = t }
+        if let t = record.route { routes[conversation] = t }
         switch state {
         case .sending:
-            if record.transport == "mesh" { once("mesh", mark: "✓", plain: "  · to \(to): sent") }
+            if record.route == .mesh { once("mesh", mark: "✓", plain: "  · to \(to): sent") }
         case .sent:
-            if let via = record.transport, via != "mesh" {
-                if via == me.server {
-                    once("sent", mark: "✓ queued at \(Self.way(via))", plain: "  · to \(to): queued at \(Self.way(via))")
+            if let via = record.route, via != .mesh {
+                if via.name == me.server {
+                    once("sent", mark: "✓ queued at \(via)", plain: "  · to \(to): queued at \(via)")
                 } else {
-                    once("sent", mark: "→ \(Self.way(via))", plain: "  · to \(to): sent via \(Self.way(via))")
+                    once("sent", mark: "→ \(via)", plain: "  · to \(to): sent via \(via)")
                 }
             }
         case .delivered:

@@ -591,7 +591,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
             // An explicit --linger is the time to wait for the receipts, past QUEUED (issue 52: `send
             // --server --linger 6` left at QUEUED); without it a contact's message ends at the server's word.
             let lingers = self.linger != nil
-            let until = Date().addingTimeInterval(contact != nil && sent?.transport != "mesh" && !lingers ? max(linger, wait) : linger)
+            let until = Date().addingTimeInterval(contact != nil && sent?.route != .mesh && !lingers ? max(linger, wait) : linger)
             var deliveredAt: Date?
             while Date() < until {
                 outcome = await watch.outcome(messageID)
@@ -819,7 +819,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         /// The node events a move stands for, each once.
         func newly(_ id: String, _ state: MessageState, via: String?, peer: PeerID) -> [MeshNode.Event] {
             var out: [MeshNode.Event] = []
-            if let via, via != "mesh", state >= .sent, state != .failed, printed.insert("off:" + id).inserted {
+            if let via, MessageRoute(name: via) != .mesh, state >= .sent, state != .failed, printed.insert("off:" + id).inserted {
                 out.append(.sentOffMesh(messageID: id, to: peer, via: via))
             }
             if state >= .delivered, printed.insert("delivered:" + id).inserted { out.append(.delivered(messageID: id, by: peer)) }

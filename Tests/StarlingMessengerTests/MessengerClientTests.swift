@@ -223,6 +223,12 @@ import StarlingYaOKStore
             for await e in a.messenger.events { if case let .storeLocked(reason) = e { return reason } }
             return nil
         }
+        // The control first: a store sealed with the key file is not locked (it would open at once).
+        await a.messenger.setAutoLock(after: 1)
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(await a.messenger.isStoreOpen, "the key file: no auto-lock")
+        // A PIN (given through the client, as `starling pin` beside a daemon): the auto-lock counts from then.
+        try await a.local.changeProtection(current: nil, to: .pin("4711"))
         await a.messenger.setAutoLock(after: 4)
         for _ in 0..<6 {
             try await Task.sleep(for: .milliseconds(500))
@@ -234,8 +240,9 @@ import StarlingYaOKStore
         timeout.cancel()
         #expect(reason == "locked after 4 s idle", "\(String(describing: reason))")
         #expect(await !a.messenger.isStoreOpen)
-        // It opens again (the key file here), and a lock by a face is said the same way.
-        try await a.local.unlock(secret: nil)
+        // It opens again with the PIN only.
+        await #expect(throws: MessengerClientError.self) { try await a.local.unlock(secret: "1234") }
+        try await a.local.unlock(secret: "4711")
         #expect(await a.messenger.isStoreOpen)
         await a.messenger.setAutoLock(after: 0)
     }
