@@ -343,10 +343,9 @@ public actor Messenger {
         }
     }
 
-    /// A new PIN, passphrase, or the key file again, given the current one (the store open).
+    /// A new PIN, passphrase, or the key file again, given the current one (the store open or locked).
     public func changeProtection(from current: Keyring.Protection, to new: Keyring.Protection) throws {
-        guard let store else { throw StoreError.locked }
-        try store.changeProtection(from: current, to: new)
+        try YaOKStore.changeProtection(directory: directory, from: current, to: new)
         if case .keyFile = new { lockable = false } else { lockable = true }
         lastActivity = Self.now
     }

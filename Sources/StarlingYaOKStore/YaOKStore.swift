@@ -531,13 +531,13 @@ public final class YaOKStore: Sendable {
 
     /// Seals the data key under new protection (a PIN, a passphrase, or the
     /// key file again). The data itself does not change.
-    /// Changes the protection of an open store only with its current one (the
-    /// PIN's wrong attempts count toward the lockout, as at an unlock).
-    public func changeProtection(from current: Keyring.Protection, to protection: Keyring.Protection, now: Double = Date().timeIntervalSince1970,
-                                 iterations: Int = Keyring.defaultIterations) throws {
-        let file = KeyringFile(url: directory.appendingPathComponent(Self.keyringName))
-        guard try file.unlock(current, now: now) == cipher.dataKey else { throw Keyring.Error.wrongSecret(attemptsLeft: 0) }
-        try changeProtection(to: protection, iterations: iterations)
+    /// Changes a store's protection, open or closed, only with its current one
+    /// (the PIN's wrong attempts count toward the lockout, as at an unlock).
+    public static func changeProtection(directory: URL, from current: Keyring.Protection, to protection: Keyring.Protection,
+                                        now: Double = Date().timeIntervalSince1970, iterations: Int = Keyring.defaultIterations) throws {
+        let file = KeyringFile(url: directory.appendingPathComponent(keyringName))
+        let dataKey = try file.unlock(current, now: now)
+        try file.write(try Keyring.seal(dataKey, under: protection, iterations: iterations))
     }
 
     public func changeProtection(to protection: Keyring.Protection, iterations: Int = Keyring.defaultIterations) throws {

@@ -226,16 +226,25 @@ struct Contact: AsyncParsableCommand {
             let access = try StoreAccess(dataDir: options.dataDir)
             let store = try access.open()
             var (record, card) = try resolve(name, in: store)
-            let safety = SafetyNumber(try access.card(), card)
+            try await confirm(card, verified: record.verified, safety: SafetyNumber(try access.card(), card)) { verified in
+                guard record.verified != verified else { return }
+                record.verified = verified
+                try store.updateContact(record)
+            }
+        }
+
+        /// The safety number shown (or printed as JSON), compared, and the
+        /// answer marked by `mark`: in the store here, or through a daemon.
+        func confirm(_ card: ContactCard, verified: Bool, safety: SafetyNumber, mark: (Bool) async throws -> Void) async throws {
             if mismatch {
-                if record.verified { record.verified = false; try store.updateContact(record) }
+                try await mark(false)
                 return try reportMismatch(card)
             }
             if json {
-                if yes { record.verified = true; try store.updateContact(record) }
+                if yes { try await mark(true) }
                 struct Out: Encodable { let displayName: String, userID: String, safetyNumber: String, verified: Bool }
                 try printJSON(Out(displayName: card.displayName, userID: card.userID.description,
-                                  safetyNumber: safety.groups.joined(separator: " "), verified: record.verified))
+                                  safetyNumber: safety.groups.joined(separator: " "), verified: yes || verified))
                 return
             }
             print("Safety number with \(card.displayName):\n")
@@ -244,20 +253,19 @@ struct Contact: AsyncParsableCommand {
             var confirmed = yes
             if !yes {
                 guard isatty(STDIN_FILENO) == 1 else {
-                    print(record.verified ? "\(card.displayName) is verified ✓" : "not verified: compare, then run again with --yes (or --mismatch)")
+                    print(verified ? "\(card.displayName) is verified ✓" : "not verified: compare, then run again with --yes (or --mismatch)")
                     return
                 }
                 print("Does \(card.displayName)'s device show the same number? [y]es / [n]ot now / [m]ismatch: ", terminator: "")
                 let answer = readLine()?.lowercased() ?? ""
                 if answer.hasPrefix("m") {
-                    if record.verified { record.verified = false; try store.updateContact(record) }
+                    try await mark(false)
                     return try reportMismatch(card)
                 }
                 confirmed = answer.hasPrefix("y")
             }
             if confirmed {
-                record.verified = true
-                try store.updateContact(record)
+                try await mark(true)
                 print("\(card.displayName) is verified ✓")
             } else {
                 print("not verified")

@@ -103,44 +103,9 @@ extension Contact.List {
 extension Contact.Verify {
     func verifyThrough(_ client: APIMessengerClient) async throws {
         let (contact, card) = try resolve(name, among: try await cardContacts(client, options)) { $0.contact.verified } favorite: { $0.contact.favorite } card: { $0.card }
-        let safety = SafetyNumber(try await options.call { try await client.card() }, card)
-        func mark(_ verified: Bool) async throws {
+        try await confirm(card, verified: contact.verified, safety: SafetyNumber(try await options.call { try await client.card() }, card)) { verified in
             guard contact.verified != verified else { return }
             try await options.call { try await client.decide(verified ? .verify : .unverify, about: card.meshFingerprint, nickname: nil) }
-        }
-        if mismatch {
-            try await mark(false)
-            return try reportMismatch(card)
-        }
-        if json {
-            if yes { try await mark(true) }
-            struct Out: Encodable { let displayName: String, userID: String, safetyNumber: String, verified: Bool }
-            try printJSON(Out(displayName: card.displayName, userID: card.userID.description, safetyNumber: safety.groups.joined(separator: " "),
-                              verified: yes || contact.verified))
-            return
-        }
-        print("Safety number with \(card.displayName):\n")
-        print(safety.description.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-        print("")
-        var confirmed = yes
-        if !yes {
-            guard isatty(STDIN_FILENO) == 1 else {
-                print(contact.verified ? "\(card.displayName) is verified ✓" : "not verified: compare, then run again with --yes (or --mismatch)")
-                return
-            }
-            print("Does \(card.displayName)'s device show the same number? [y]es / [n]ot now / [m]ismatch: ", terminator: "")
-            let answer = readLine()?.lowercased() ?? ""
-            if answer.hasPrefix("m") {
-                try await mark(false)
-                return try reportMismatch(card)
-            }
-            confirmed = answer.hasPrefix("y")
-        }
-        if confirmed {
-            try await mark(true)
-            print("\(card.displayName) is verified ✓")
-        } else {
-            print("not verified")
         }
     }
 }
