@@ -292,3 +292,13 @@ public struct APIProtection: Codable, Hashable, Sendable {
     public var protection: String
     public init(protection: String) { self.protection = protection }
 }
+
+/// A backup made: its file, and how many are kept (7 at most).
+public struct APIBackup: Codable, Hashable, Sendable {
+    public var path: String
+    public var kept: Int
+    public init(path: String, kept: Int) {
+        self.path = path
+        self.kept = kept
+    }
+}

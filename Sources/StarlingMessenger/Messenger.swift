@@ -350,6 +350,13 @@ public actor Messenger {
         lastActivity = Self.now
     }
 
+    /// A backup of the store now (a daily one is made too; 7 kept): where, and how many are kept.
+    public func backup() throws -> (url: URL, kept: Int) {
+        guard let store else { throw StoreError.locked }
+        let url = try store.backup(now: Self.now)
+        return (url, store.backups.count)
+    }
+
     /// A person did something in a face (typed, clicked): the idle time starts again.
     public func noteActivity() { lastActivity = Self.now }
 

@@ -80,6 +80,8 @@ public protocol MessengerClient: Sendable {
     func noteActivity() async throws
     /// Changes what protects the store (given the current PIN or passphrase, when it has one).
     func changeProtection(current: String?, to new: StoreProtection) async throws
+    /// Backs the store up now: the backup's path, and how many are kept (7 at most).
+    func backup() async throws -> (path: String, kept: Int)
     /// Opens the store with its PIN or passphrase (nil: the key file).
     func unlock(secret: String?) async throws
     func join(channel name: String) async throws -> String
@@ -426,6 +428,17 @@ public struct LocalMessengerClient: MessengerClient {
     }
 
     public func noteActivity() async throws { await messenger.noteActivity() }
+
+    public func backup() async throws -> (path: String, kept: Int) {
+        do {
+            let (url, kept) = try await messenger.backup()
+            return (url.path, kept)
+        } catch let e as Messenger.StoreError {
+            throw MessengerClientError(.locked, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "the backup was not made: \(error)")
+        }
+    }
 
     public func changeProtection(current: String?, to new: StoreProtection) async throws {
         let identity = node.identity

@@ -246,6 +246,11 @@ public struct APIMessengerClient: MessengerClient {
 
     public func noteActivity() async throws { _ = try await post("/v1/activity") }
 
+    public func backup() async throws -> (path: String, kept: Int) {
+        let b = try APIJSON.decode(try await post("/v1/store/backup"), as: APIBackup.self)
+        return (b.path, b.kept)
+    }
+
     public func changeProtection(current: String?, to new: StoreProtection) async throws {
         var secret: String?
         if case let .pin(s) = new { secret = s }

@@ -21,6 +21,10 @@ import StarlingYaOKStore
 extension APIServer {
     func addStoreRoutes(_ v1: RouterGroup<BasicRequestContext>) {
         let c = client, m = client.messenger
+        v1.post("store/backup") { _, _ in
+            let (path, kept) = try await Self.call { try await c.backup() }
+            return try Self.answer(APIBackup(path: path, kept: kept))
+        }
         v1.post("store/lock") { _, _ in
             try await Self.call { try await c.lock() }
             return try Self.answer(APIStoreState(storeOpen: false))

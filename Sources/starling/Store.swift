@@ -134,14 +134,22 @@ enum UserError {
     }
 }
 
-struct Backup: ParsableCommand {
+struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Back up the encrypted store now (a daily backup is also made; 7 are kept).")
 
     @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
     var dataDir: String?
 
-    func run() throws {
+    func run() async throws {
+        if let api = await APIClient.find(directory: DataDirectory(explicit: dataDir).url) {
+            // Beside a running daemon: its messenger makes it (never a second handle on the store).
+            let made: (path: String, kept: Int)
+            do { made = try await APIMessengerClient(api).backup() } catch let e as MessengerClientError { throw RuntimeFailure(e.description) }
+            print("backed up to \(made.path) (through the daemon)")
+            print("\(made.kept) backup\(made.kept == 1 ? "" : "s") kept (7 at most)")
+            return
+        }
         let access = try StoreAccess(dataDir: dataDir)
         let store = try access.open()
         let url = try store.backup(now: Date().timeIntervalSince1970)

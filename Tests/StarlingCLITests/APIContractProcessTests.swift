@@ -171,4 +171,25 @@ import Testing
         try await Task.sleep(for: .seconds(3))
         #expect(try await open(), "the key file again: no auto-lock")
     }
+
+    /// `starling backup` beside a daemon: made by its messenger (no second handle on
+    /// the store); refused in words while the store is locked; in process without one (the control).
+    @Test func aBackupBesideTheDaemonIsItsMessengers() async throws {
+        let dir = ContactCommandTests.temporaryDirectory("backup-daemon")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let alone = try await StarlingProcess.run(["backup", "--data-dir", dir])
+        #expect(alone.status == 0 && alone.stdout.contains("backed up to") && !alone.stdout.contains("through the daemon"), "\(alone.stdout)\(alone.stderr)")
+        let d = try DaemonProcessTests.daemon(dir, name: "alice")
+        defer { d.stop() }
+        let (url, token, _) = try await DaemonProcessTests.info(dir, d)
+        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        let through = try await StarlingProcess.run(["backup", "--data-dir", dir])
+        #expect(through.status == 0 && through.stdout.contains("(through the daemon)"), "\(through.stdout)\(through.stderr)")
+        let path = try #require(through.stdout.split(separator: "\n").first?.replacingOccurrences(of: "backed up to ", with: "")
+            .replacingOccurrences(of: " (through the daemon)", with: ""))
+        #expect(FileManager.default.fileExists(atPath: path), "\(path)")
+        _ = try await api.post("/v1/store/lock", [:])
+        let locked = try await StarlingProcess.run(["backup", "--data-dir", dir])
+        #expect(locked.status == 1 && locked.stderr.contains("locked"), "\(locked.stdout)\(locked.stderr)")
+    }
 }
