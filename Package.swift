@@ -74,7 +74,7 @@ let targets: [Target] = [
         name: "StarlingWiFiSet",
         dependencies: ["StarlingWire", "StarlingCrypto"]
     ),
-    // Ya OK (seed 002) without I/O: contact cards and safety numbers, sealed
+    // Ya OK (seed 002) without I/O: contact cards and safety numbers, the messenger's records, sealed
     // store-and-forward messages, message states and retries, incidents.
     .target(
         name: "StarlingYaOK",

@@ -2,7 +2,7 @@ import StarlingCrypto
 import StarlingNode
 import StarlingNodeCore
 import StarlingWire
-import StarlingYaOKStore
+import StarlingYaOK
 
 /// Which group a person means: its name (any case) or the first digits of its
 /// ID; every face resolves the same way.

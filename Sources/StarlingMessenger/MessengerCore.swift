@@ -3,7 +3,6 @@ import StarlingMesh
 import StarlingNodeCore
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
 
 /// The messenger without I/O: what a person means by "send this to bob",
 /// "block carol", "I have read this", decided as one plain value, as

@@ -2,7 +2,7 @@ import StarlingCrypto
 import StarlingNodeCore
 import StarlingNostrTransport
 import StarlingWire
-import StarlingYaOKStore
+import StarlingYaOK
 
 /// What the messenger tells its faces. A face renders these and decides
 /// nothing: trust has been applied, names resolved, states moved.

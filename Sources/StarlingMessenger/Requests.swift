@@ -1,7 +1,7 @@
 import StarlingCrypto
 import StarlingNostr
 import StarlingNostrTransport
-import StarlingYaOKStore
+import StarlingYaOK
 
 /// Someone who is not a contact wrote over Nostr (their seal's key proved it is
 /// theirs): their messages wait here until the person accepts (they become a

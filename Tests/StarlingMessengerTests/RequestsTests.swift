@@ -4,6 +4,7 @@ import StarlingMessenger
 import StarlingNostr
 import StarlingWire
 import StarlingYaOKStore
+import StarlingYaOK
 
 /// Strangers' messages over Nostr as requests (issue 52 item 7: opened and
 /// dropped without a trace): shown as a request, accepted into a contact's

@@ -1,6 +1,5 @@
 import StarlingCrypto
 import StarlingWire
-import StarlingYaOK
 
 /// A contact: their signed card and what we decided about them.
 public struct ContactRecord: Codable, Hashable, Sendable {
