@@ -106,6 +106,11 @@ extension Contact.Verify {
         try await confirm(card, verified: contact.verified, safety: SafetyNumber(try await options.call { try await client.card() }, card)) { verified in
             guard contact.verified != verified else { return }
             try await options.call { try await client.decide(verified ? .verify : .unverify, about: card.meshFingerprint, nickname: nil) }
+            // Locked, the daemon holds the decision in memory until a face opens the store: said, so that
+            // nobody stops it meanwhile believing it kept (found in a person's pass: lost at a restart).
+            if try await !options.call({ try await client.summary() }).storeOpen {
+                StandardError.write(Data("starling: the store is locked: the daemon keeps this when a face opens it (the page, /unlock); stopped before then, it forgets it\n".utf8))
+            }
         }
     }
 }

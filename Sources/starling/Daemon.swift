@@ -51,7 +51,7 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
     /// Runs the daemon until SIGTERM or SIGINT; `ready` hears the API's URL and token once it listens.
     static func serve(_ node: NodeOptions, server: String?, background: Bool, apiPort: Int, lockAfter: Double = 300,
                       ready: @escaping @Sendable (_ url: String, _ token: String) -> Void) async throws {
-        let session = try await NodeSession.start(node, server: server, background: background, asks: true)
+        let session = try await NodeSession.start(node, server: server, background: background, asks: true, storeMayWait: true)
         // The messenger's auto-lock, for every face (while the store has a PIN or passphrase: the key file would open it at once).
         await session.messenger.setAutoLock(after: lockAfter)
         var c = APIServer.Configuration(directory: session.directory)

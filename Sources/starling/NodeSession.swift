@@ -33,7 +33,7 @@ struct NodeSession {
     /// the messenger has the store's trust decisions before the node runs.
     /// `asks`: a person is there to answer offers of large files (chat, the daemon).
     static func start(_ o: NodeOptions, server address: String? = nil, background: Bool = false,
-                      tellsFavourites: Bool = true, asks: Bool = false) async throws -> NodeSession {
+                      tellsFavourites: Bool = true, asks: Bool = false, storeMayWait: Bool = false) async throws -> NodeSession {
         let ids = IdentityStore(directory: DataDirectory(explicit: o.dataDir))
         try UserError.writableDirectory(ids.directory) // said in words before any key file is tried
         let key = try NostrKeyFile.loadOrCreate(ids.directory.url)
@@ -116,13 +116,19 @@ struct NodeSession {
                 }
             }
         }
-        let store = try StoreAccess.open(directory: ids.directory.url, identity: node.identity)
+        // A daemon with a PIN or passphrase and no one to type it (no terminal, no STARLING_PIN)
+        // starts with the store locked: a face opens it (the page asks, the chat's /unlock).
+        // (Found in a person's pass: a PIN set through the daemon kept it from starting again.)
+        let waits = storeMayWait && YaOKStore.protection(in: ids.directory.url).map { $0 != .keyFile } == true
+            && (ProcessInfo.processInfo.environment["STARLING_PIN"] ?? "").isEmpty && isatty(STDIN_FILENO) != 1
+        let store = waits ? nil : try StoreAccess.open(directory: ids.directory.url, identity: node.identity)
+        if waits { StandardError.write(Data("starling: the store has a PIN or passphrase: it stays locked until a face opens it (the page asks; /unlock in a chat)\n".utf8)) }
         var c = MessengerCore.Configuration()
         c.npub = Bech32.npub(key.publicKey)
         c.tellsFavourites = tellsFavourites
         let messenger = Messenger(node: node, directory: ids.directory.url, nostr: nostr, server: server, configuration: c,
                                   gatewayChannels: gatewayChannels, bridgeCell: nostr == nil ? nil : bridgeCell, geoSeed: geoSeed)
-        try await messenger.open(store)
+        if let store { try await messenger.open(store) }
         return NodeSession(node: node, messenger: messenger, nostr: nostr, server: server, identityStore: ids,
                            settings: settings, setOnCommandLine: setOnCommandLine)
     }

@@ -139,7 +139,15 @@ import Testing
         let d = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "2", "--data-dir", dir])
         defer { d.stop() }
         let (url, token, _) = try await DaemonProcessTests.info(dir, d)
-        let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        // bob, a contact to decide about later.
+        let bobDir = dir + "-bob"
+        defer { try? FileManager.default.removeItem(atPath: bobDir) }
+        _ = try await StarlingProcess.run(["id", "--name", "bob", "--data-dir", bobDir])
+        let qr = try await StarlingProcess.run(["contact", "qr", "--json", "--data-dir", bobDir])
+        let uri = try #require((try JSONSerialization.jsonObject(with: Data(qr.stdout.utf8)) as? [String: Any])?["uri"] as? String, "\(qr.stdout)")
+        let added = try await StarlingProcess.run(["contact", "add", uri, "--data-dir", dir])
+        #expect(added.status == 0, "\(added.stdout)\(added.stderr)")
+        var api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
         func open() async throws -> Bool { try #require(try await api.get("/v1/status") as? [String: Any])["storeOpen"] as? Bool ?? false }
         func waitLocked() async throws -> Bool {
             for _ in 0..<600 {
@@ -155,10 +163,29 @@ import Testing
         let set = try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "4711"])
         #expect(set.status == 0 && set.stdout.contains("through the daemon"), "\(set.stdout)\(set.stderr)")
         #expect(try await waitLocked(), "locked by the messenger 2 s after the PIN was set")
+        // A decision made while locked is said to wait for the store (held in memory until a face opens it).
+        let held = try await StarlingProcess.run(["contact", "verify", "bob", "--yes", "--data-dir", dir])
+        #expect(held.status == 0 && held.stderr.contains("keeps this when a face opens it"), "\(held.stdout)\(held.stderr)")
         await #expect(throws: APIClient.Failure.self) { _ = try await api.post("/v1/store/unlock", ["secret": "1234"]) }
         #expect(try await !open(), "a wrong PIN opens nothing")
         _ = try await api.post("/v1/store/unlock", ["secret": "4711"])
         #expect(try await open())
+        let kept = try await StarlingProcess.run(["contact", "list", "--data-dir", dir])
+        #expect(kept.stdout.contains("bob ✓"), "the decision held while locked is kept at the unlock: \(kept.stdout)")
+        let open2 = try await StarlingProcess.run(["contact", "verify", "bob", "--yes", "--data-dir", dir])
+        #expect(open2.status == 0 && !open2.stderr.contains("keeps this"), "the control, open: \(open2.stderr)")
+
+        // Restarted with no one to type the PIN (no terminal, no STARLING_PIN): it starts with the
+        // store locked, and a face opens it (before, it refused to start).
+        d.stop()
+        let again = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "2", "--data-dir", dir])
+        defer { again.stop() }
+        let (url2, token2, _) = try await DaemonProcessTests.info(dir, again)
+        #expect(again.text.contains("stays locked until a face opens it"), "\(again.text)")
+        api = APIClient(host: try #require(url2.host), port: try #require(url2.port), token: token2)
+        #expect(try await !open(), "started locked")
+        _ = try await api.post("/v1/store/unlock", ["secret": "4711"])
+        #expect(try await open(), "opened by a face")
 
         // Removed, with the current PIN only (open, or locked again meanwhile: the keyring changes all the same).
         let wrong = try await StarlingProcess.run(["pin", "--remove", "--data-dir", dir], environment: ["STARLING_PIN": "0000"])
