@@ -272,6 +272,9 @@ public actor Messenger {
     /// faces unlocking at once open it once: a second handle, while one is
     /// open or opening, is closed and the call succeeds.
     public func open(_ store: YaOKStore) async throws {
+        // Opening it is a person's doing (a PIN typed): the auto-lock's idle time starts now, not
+        // from before (CI found a store locked again at once after an unlock).
+        lastActivity = Self.now
         guard self.store == nil, !opening else {
             try? store.close() // (a second unlock: the first one's handle is the store)
             return
