@@ -304,6 +304,7 @@ public actor Messenger {
         contents.favorites = await node.favoriteFingerprints
         let peers = await node.peers
         self.store = store
+        lastActivity = Self.now // (and again once open: reading it may take a while on a loaded machine)
         knownContacts = contents.contacts.count
         core.storeOpened(contents, peers: peers, now: Self.now)
         await carryOut()

@@ -335,6 +335,7 @@ public final class APIServer: Sendable {
         router.add(middleware: OneErrorShape())
         router.add(middleware: Guard(token: configuration.token, bound: bound, open: Set(configuration.files.map(\.path))))
         router.add(middleware: JSONBodies())
+        router.add(middleware: ActionsAreActivity(messenger: client.messenger))
         for file in configuration.files {
             let policy = configuration.policy
             router.get(RouterPath(file.path)) { _, _ in
@@ -515,6 +516,24 @@ struct JSONBodies: RouterMiddleware {
             throw APIError(.unsupportedMediaType, "a body here is JSON, sent with Content-Type: application/json (curl --json), not \(type)")
         }
         return try await next(request, context)
+    }
+}
+
+/// A change a face asked for (POST, PUT, DELETE that succeeded) is a person's
+/// doing: the auto-lock's idle time starts again when it is done (after an
+/// unlock, from the moment the store is open). Reads (GET, the event stream)
+/// are not: a program that only watches never holds the store open.
+struct ActionsAreActivity: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let messenger: Messenger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response = try await next(request, context)
+        if request.method == .post || request.method == .put || request.method == .delete,
+           request.uri.path.hasPrefix("/v1/"), request.uri.path != "/v1/store/lock" {
+            await messenger.noteActivity()
+        }
+        return response
     }
 }
 

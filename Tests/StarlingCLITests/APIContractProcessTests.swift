@@ -136,7 +136,7 @@ import Testing
     @Test func aPINSetBesideTheDaemonTakesEffectAtOnce() async throws {
         let dir = ContactCommandTests.temporaryDirectory("pin-daemon")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let d = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "2", "--data-dir", dir])
+        let d = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "4", "--data-dir", dir])
         defer { d.stop() }
         let (url, token, _) = try await DaemonProcessTests.info(dir, d)
         // bob, a contact to decide about later.
@@ -157,12 +157,12 @@ import Testing
             return try await !open()
         }
         // The control: the key file alone, idle past the lock-after: still open.
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(5))
         #expect(try await open(), "no auto-lock without a PIN")
 
         let set = try await StarlingProcess.run(["pin", "--data-dir", dir], environment: ["STARLING_NEW_PIN": "4711"])
         #expect(set.status == 0 && set.stdout.contains("through the daemon"), "\(set.stdout)\(set.stderr)")
-        #expect(try await waitLocked(), "locked by the messenger 2 s after the PIN was set")
+        #expect(try await waitLocked(), "locked by the messenger 4 s after the PIN was set")
         // A decision made while locked is said to wait for the store (held in memory until a face opens it).
         let held = try await StarlingProcess.run(["contact", "verify", "bob", "--yes", "--data-dir", dir])
         #expect(held.status == 0 && held.stderr.contains("keeps this when a face opens it"), "\(held.stdout)\(held.stderr)")
@@ -178,7 +178,7 @@ import Testing
         // Restarted with no one to type the PIN (no terminal, no STARLING_PIN): it starts with the
         // store locked, and a face opens it (before, it refused to start).
         d.stop()
-        let again = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "2", "--data-dir", dir])
+        let again = try LiveProcess(["daemon", "--no-discovery", "--port", "0", "--name", "alice", "--lock-after", "4", "--data-dir", dir])
         defer { again.stop() }
         let (url2, token2, _) = try await DaemonProcessTests.info(dir, again)
         #expect(again.text.contains("stays locked until a face opens it"), "\(again.text)")
@@ -195,7 +195,7 @@ import Testing
         // The key file opens it, and it stays open past the lock-after.
         _ = try await api.post("/v1/store/unlock", [:])
         #expect(try await open())
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(5))
         #expect(try await open(), "the key file again: no auto-lock")
     }
 
