@@ -199,12 +199,18 @@ let targets: [Target] = [
         dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingStately", "StarlingWiFiSet",
                        "StarlingTransport", "StarlingBulk", "StarlingBulkTransport", .product(name: "Logging", package: "swift-log")]
     ),
-    // The messenger: contacts, conversations, routes, receipts and trust as a
-    // value without I/O (MessengerCore), and its runtime over a node, the
-    // encrypted store and the mailboxes (Messenger). Every face is a client of it.
+    // The messenger's core: contacts, conversations, routes, receipts, trust and
+    // strangers' requests as a value without I/O (MessengerCore) and the events
+    // it gives its faces. No store, no sockets: an app or a test uses it alone.
+    .target(
+        name: "StarlingMessengerCore",
+        dependencies: ["StarlingNodeCore", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingNostr"]
+    ),
+    // The messenger's runtime over a node, the encrypted store and the mailboxes
+    // (Messenger). Every face is a client of it (MessengerClient).
     .target(
         name: "StarlingMessenger",
-        dependencies: ["StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingStately",
+        dependencies: ["StarlingMessengerCore", "StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingStately",
                        "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
     // The browser's face (`starling web`): plain HTML, CSS and JavaScript the daemon serves.
@@ -220,7 +226,7 @@ let targets: [Target] = [
     // and the client the command line uses to reach a running daemon.
     .target(
         name: "StarlingMessengerAPI",
-        dependencies: ["StarlingAPIContract", "StarlingMessenger", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
+        dependencies: ["StarlingAPIContract", "StarlingMessenger", "StarlingMessengerCore", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
                        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -256,7 +262,7 @@ let targets: [Target] = [
             "StarlingYaOKServerPostgres",
             "StarlingNostr",
             "StarlingNostrTransport",
-            "StarlingMessenger",
+            "StarlingMessenger", "StarlingMessengerCore",
             "StarlingMessengerAPI",
             "StarlingAPIContract",
             "StarlingEmbeddedNetwork",
@@ -275,7 +281,7 @@ let targets: [Target] = [
     .executableTarget(
         name: "starling-bench",
         dependencies: [
-            "StarlingMessenger",
+            "StarlingMessenger", "StarlingMessengerCore",
             "StarlingMessengerAPI",
             "StarlingAPIContract",
             .product(name: "Logging", package: "swift-log"),
@@ -368,7 +374,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingMessengerTests",
-        dependencies: ["StarlingMessenger", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
+        dependencies: ["StarlingMessenger", "StarlingMessengerCore", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
                        "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingAPIContract", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
                        .product(name: "Logging", package: "swift-log")]
     ),
@@ -395,6 +401,7 @@ let package = Package(
         .library(name: "StarlingBluetooth", targets: ["StarlingBluetooth"]),
         .library(name: "StarlingNodeCore", targets: ["StarlingNodeCore"]),
         .library(name: "StarlingEmbeddedNetwork", targets: ["StarlingEmbeddedNetwork"]),
+        .library(name: "StarlingMessengerCore", targets: ["StarlingMessengerCore"]),
         .library(name: "StarlingMessenger", targets: ["StarlingMessenger"]),
         .library(name: "StarlingMessengerAPI", targets: ["StarlingMessengerAPI"]),
         .library(name: "StarlingAPIContract", targets: ["StarlingAPIContract"]),

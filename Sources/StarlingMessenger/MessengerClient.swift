@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMesh
+import StarlingMessengerCore
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr

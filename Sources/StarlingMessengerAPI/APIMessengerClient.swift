@@ -2,6 +2,7 @@ import Foundation
 import StarlingAPIContract
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr

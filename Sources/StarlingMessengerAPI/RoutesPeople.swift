@@ -8,6 +8,7 @@ import ServiceLifecycle
 import StarlingBulkTransport
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNode
 import StarlingNodeCore
 import StarlingNostr

@@ -57,18 +57,8 @@ public final class NostrTransport: MailboxTransport, Sendable {
     public let channelEvents: AsyncStream<ChannelEvent>
     private let channelContinuation: AsyncStream<ChannelEvent>.Continuation
 
-    public enum ChannelEvent: Hashable, Sendable {
-        case message(NostrClientCore.ChannelMessage)
-        case presence(geohash: String, publicKey: String)
-        /// A channel message we sent was not taken by any relay, and why.
-        case failed(String)
-        /// An event on the mesh bridge's cells (``followBridge(cells:)``), unchecked.
-        case bridge(NostrEvent)
-        /// A courier drop for a recipient tag followed (``followDrops(tags:)``), unchecked.
-        case drop(NostrEvent)
-        /// A private message from someone who is not a contact: a request (docs/NOSTR.md, "Requests").
-        case request(NostrClientCore.StrangerMessage)
-    }
+    /// What happens in the location channels joined (``NostrChannelEvent``).
+    public typealias ChannelEvent = NostrChannelEvent
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
     let pool: Pool

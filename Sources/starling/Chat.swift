@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingMessengerAPI
 import StarlingNode
 import StarlingNostr

@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNode
 import StarlingStately
 import StarlingTerminal

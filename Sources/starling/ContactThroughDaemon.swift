@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingMessengerAPI
 import StarlingNode
 import StarlingNodeCore
@@ -27,7 +28,7 @@ extension Contact.Options {
 }
 
 /// A contact as a daemon lists it, with its card (a card contact).
-private func cardContacts(_ client: APIMessengerClient, _ options: Contact.Options) async throws -> [(contact: StarlingMessenger.Contact, card: ContactCard)] {
+private func cardContacts(_ client: APIMessengerClient, _ options: Contact.Options) async throws -> [(contact: StarlingMessengerCore.Contact, card: ContactCard)] {
     try await options.call { try await client.contacts() }.compactMap { c in c.card.map { (c, $0) } }
 }
 

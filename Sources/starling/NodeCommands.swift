@@ -1,6 +1,7 @@
 import ArgumentParser
 import StarlingYaOKClient
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingMessengerAPI
 import StarlingYaOK
 import StarlingYaOKStore

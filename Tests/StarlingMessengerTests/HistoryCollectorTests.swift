@@ -1,4 +1,5 @@
 import StarlingMessenger
+import StarlingMessengerCore
 import Testing
 
 @Suite struct HistoryCollectorTests {

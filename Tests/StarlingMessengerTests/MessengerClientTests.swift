@@ -5,6 +5,7 @@ import Testing
 import StarlingCrypto
 import StarlingBulkTransport
 import StarlingMessenger
+import StarlingMessengerCore
 @testable import StarlingMessengerAPI
 import StarlingNode
 import StarlingNodeCore

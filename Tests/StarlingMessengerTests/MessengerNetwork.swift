@@ -2,6 +2,7 @@ import Testing
 import StarlingCrypto
 import StarlingMesh
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingEmbeddedNetwork
 import StarlingNodeCore
 import StarlingWire

@@ -1,6 +1,7 @@
 import Testing
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNostr
 import StarlingWire
 import StarlingYaOKStore

@@ -3,6 +3,7 @@ import StarlingAPIContract
 import Testing
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingMessengerAPI
 import StarlingNode
 import StarlingNodeCore

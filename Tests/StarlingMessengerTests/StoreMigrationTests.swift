@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNostr
 import StarlingWire
 import StarlingYaOK

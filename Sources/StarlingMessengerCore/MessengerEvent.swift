@@ -1,6 +1,6 @@
 import StarlingCrypto
 import StarlingNodeCore
-import StarlingNostrTransport
+import StarlingNostr
 import StarlingWire
 import StarlingYaOK
 
@@ -51,7 +51,7 @@ public enum MessengerEvent: Sendable {
     case publicHistory([NodeEvent])
     /// A location channel (a geohash over Nostr, as the apps run them): a
     /// message, someone's presence, or a line of ours that did not go.
-    case channel(NostrTransport.ChannelEvent)
+    case channel(NostrChannelEvent)
     /// Someone who is not a contact wrote over Nostr: their request as it is now (its newest
     /// message last), for the person to accept or block (docs/NOSTR.md, "Requests").
     case request(StrangerRequest)
