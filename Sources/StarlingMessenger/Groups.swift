@@ -1,4 +1,5 @@
 import StarlingCrypto
+import StarlingMessengerCore
 import StarlingNode
 import StarlingNodeCore
 import StarlingWire
@@ -8,18 +9,25 @@ import StarlingYaOK
 /// ID; every face resolves the same way.
 public enum GroupChoice {
     public static func choose(_ named: String, among groups: [GroupSummary]) throws(MessengerClientError) -> GroupSummary {
-        let wanted = named.lowercased()
-        guard !wanted.isEmpty else { throw MessengerClientError(.badRequest, "name a group") }
-        let byName = groups.filter { $0.name.lowercased() == wanted }
-        if byName.count == 1 { return byName[0] }
-        let byID = wanted.count >= 4 ? groups.filter { $0.groupID.hasPrefix(wanted) } : []
-        if byID.count == 1 { return byID[0] }
-        let matching = byName.isEmpty ? byID : byName
-        guard matching.isEmpty else {
+        guard !named.isEmpty else { throw MessengerClientError(.badRequest, "name a group") }
+        switch Names.group(named, among: groups, groupName: \.name, groupID: \.groupID) {
+        case let .one(group): return group
+        case let .several(matching):
             throw MessengerClientError(.conflict, "\(matching.count) groups are called \(named): name one by its ID (\(matching.map { String($0.groupID.prefix(8)) }.joined(separator: ", ")))")
+        case .none:
+            let known = groups.map(\.name).joined(separator: ", ")
+            throw MessengerClientError(.notFound, "this node is in no group \(named)" + (known.isEmpty ? " (in none yet: /group create NAME)" : " (in: \(known))"))
         }
-        let known = groups.map(\.name).joined(separator: ", ")
-        throw MessengerClientError(.notFound, "this node is in no group \(named)" + (known.isEmpty ? " (in none yet: /group create NAME)" : " (in: \(known))"))
+    }
+
+    /// A peer here by ``Names``' rule, to invite.
+    static func invitee(_ nickname: String, among peers: [PeerID: NodeCore.PeerInfo]) throws(MessengerClientError) -> PeerID {
+        switch Names.peer(nickname, among: peers, nickname: \.nickname) {
+        case let .one(peer): return peer
+        case let .several(ids):
+            throw MessengerClientError(.conflict, "\(ids.count) peers are called \(nickname): say which (\(ids.map { Names.label(nickname, peer: $0) }.joined(separator: ", ")))")
+        case .none: throw MessengerClientError(.notFound, "\(nickname) is not here with a verified announce: invite them when they are")
+        }
     }
 
     /// A member of `group` by the roster's nickname (any case).
@@ -56,12 +64,8 @@ extension LocalMessengerClient {
     public func createGroup(_ name: String, members: [String]) async throws -> GroupSummary {
         // Everyone named must be here first: a group is not made half.
         var invitees: [PeerID] = []
-        for nick in members {
-            guard let peer = await node.peer(named: nick) else {
-                throw MessengerClientError(.notFound, "\(nick) is not here with a verified announce: invite them when they are")
-            }
-            invitees.append(peer)
-        }
+        let peers = await node.peers
+        for nick in members { invitees.append(try GroupChoice.invitee(nick, among: peers)) }
         let made: GroupSummary
         do { made = try await node.createGroup(named: name) } catch { throw GroupChoice.error(error) }
         let id = try [UInt8](hex: made.groupID)
@@ -73,9 +77,7 @@ extension LocalMessengerClient {
 
     public func inviteToGroup(_ group: String, member nickname: String) async throws {
         let g = try GroupChoice.choose(group, among: await node.groups)
-        guard let peer = await node.peer(named: nickname) else {
-            throw MessengerClientError(.notFound, "\(nickname) is not here with a verified announce: invite them when they are")
-        }
+        let peer = try GroupChoice.invitee(nickname, among: await node.peers)
         do { try await node.inviteToGroup(try [UInt8](hex: g.groupID), peer: peer) } catch let e as NodeCore.GroupError { throw GroupChoice.error(e) }
     }
 

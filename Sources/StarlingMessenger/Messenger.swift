@@ -462,29 +462,23 @@ public actor Messenger {
         case none
     }
 
-    /// The conversation a name means: a contact (`NAME`, or `NAME#0a1b` with
-    /// the start of its user ID), a peer here (`bob`, `bob#fde2` with 4 digits
-    /// of its peer ID), a Nostr contact or favourite by the name kept, a
+    /// The conversation a name means: a contact, then a peer here (both by
+    /// ``Names``' rules), a Nostr contact or favourite by the name kept, a
     /// conversation kept from before, or a conversation's ID itself.
     public func resolve(_ name: String) async -> Resolution {
         if let id = UserID(string: name), core.contacts[id] != nil || core.peerConversations[id] != nil { return .conversation(id) }
         reloadContacts()
-        let lower = name.lowercased()
-        let cards = core.contacts.values.compactMap(\.card)
-        var named = cards.filter { $0.displayName.lowercased() == lower }
-        let parts = name.split(separator: "#")
-        if named.isEmpty, parts.count == 2, parts[1].count >= 4 {
-            named = cards.filter { $0.displayName.lowercased() == parts[0].lowercased() && $0.userID.description.hasPrefix(parts[1].lowercased()) }
+        switch Names.contact(name, among: core.contacts.values.compactMap(\.card), card: { $0 }) {
+        case let .one(card): return .conversation(card.userID)
+        case let .several(cards): return .ambiguous(cards.map(Names.label))
+        case .none: break
         }
-        if named.count > 1 { return .ambiguous(named.map { "\($0.displayName)#\($0.userID.description.prefix(4))" }.sorted()) }
-        if let card = named.first { return .conversation(card.userID) }
         let peers = await node.peers
-        var here = peers.filter { $0.value.nickname == name }.map(\.key)
-        if here.isEmpty, parts.count == 2 {
-            here = peers.filter { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }.map(\.key)
+        switch Names.peer(name, among: peers, nickname: \.nickname) {
+        case let .one(p): if let id = await conversation(withPeer: p) { return .conversation(id) }
+        case let .several(ids): return .ambiguous(ids.map { Names.label(peers[$0]?.nickname ?? name, peer: $0) })
+        case .none: break
         }
-        if here.count > 1 { return .ambiguous(here.map { "\(name)#\($0.description.prefix(4))" }.sorted()) }
-        if let p = here.first, let id = await conversation(withPeer: p) { return .conversation(id) }
         // Names a peer chose (its announce): several are never chosen between silently.
         let nostr = core.trust.filter { $0.value.npub != nil && $0.value.favorite && $0.value.nickname == name }
         if nostr.count > 1 { return .ambiguous(nostr.keys.map { core.conversation(for: $0).description }.sorted()) }

@@ -2220,9 +2220,12 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// The peer ID of a present peer with this nickname.
+    /// The one present peer with this nickname, nil when none or several have it
+    /// (never one of them chosen silently). Faces resolve what a person types
+    /// by the messenger's rules (StarlingMessengerCore's `Names`); this is for tools and tests.
     public func peer(named nickname: String) -> PeerID? {
-        present.entries.filter { $0.value.info.nickname == nickname }.keys.min()
+        let matches = present.entries.filter { $0.value.info.nickname == nickname }.keys
+        return matches.count == 1 ? matches.first : nil
     }
 
     public var statistics: MeshStatistics { router.statistics }

@@ -91,7 +91,7 @@ enum HostileBench {
         let alice = try MeshNode(identity: aliceIdentity, options: options)
         let aliceRun = Task { await alice.run() }
         defer { aliceRun.cancel() }
-        guard await waitFor(seconds: 30, { await alice.peer(named: "victim") != nil && victim.knows("alice") }) else {
+        guard await waitFor(seconds: 30, { await alice.peers.contains { $0.value.nickname == "victim" } && victim.knows("alice") }) else {
             print("  alice and the victim did not link"); return
         }
         let victimID = victim.peerID

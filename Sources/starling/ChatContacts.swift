@@ -1,6 +1,7 @@
 import Foundation
 import StarlingCrypto
 import StarlingMessenger
+import StarlingMessengerCore
 import StarlingNode
 import StarlingWire
 import StarlingYaOK
@@ -49,24 +50,20 @@ extension ChatScreen {
     /// `bob#fde2` (4 digits of the peer ID) picks one.
     func peer(named name: String) async -> PeerID? {
         let peers = await peerTable()
-        var matches = peers.filter { $0.value.nickname == name }.map(\.key)
-        let parts = name.split(separator: "#")
-        if matches.isEmpty, parts.count == 2 {
-            matches = peers.filter { $0.value.nickname == parts[0] && $0.key.description.hasPrefix(parts[1]) }.map(\.key)
-        }
-        if matches.count == 1 { return matches[0] }
-        if matches.isEmpty {
+        switch Names.peer(name, among: peers, nickname: \.nickname) {
+        case let .one(id): return id
+        case .none:
             say("! no peer called \(name) (try /who)")
             return nil
+        case let .several(matches):
+            let labels = matches.map { id -> String in
+                let info = peers[id]
+                let marks = (info?.verified == true ? "✓" : "") + (info?.favorite == true ? "★" : "")
+                return Names.label(DisplayText.clean(info?.nickname ?? name), peer: id) + (marks.isEmpty ? "" : " " + marks)
+            }
+            say("! \(matches.count) peers are called \(name): \(labels.joined(separator: ", ")); say which, e.g. \(Names.label(DisplayText.clean(name), peer: matches[0]))")
+            return nil
         }
-        let sorted = matches.sorted(by: { $0.description < $1.description })
-        let labels = sorted.map { id -> String in
-            let info = peers[id]
-            let marks = (info?.verified == true ? "✓" : "") + (info?.favorite == true ? "★" : "")
-            return "\(DisplayText.clean(info?.nickname ?? name))#\(id.description.prefix(4))\(marks.isEmpty ? "" : " " + marks)"
-        }
-        say("! \(matches.count) peers are called \(name): \(labels.joined(separator: ", ")); say which, e.g. \(DisplayText.clean(name))#\(sorted[0].description.prefix(4))")
-        return nil
     }
 
     /// A conversation's latest lines (20) in its window, oldest first: ours with

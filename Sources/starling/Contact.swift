@@ -318,20 +318,17 @@ func resolve(_ name: String, in store: YaOKStore) throws -> (ContactRecord, Cont
     try resolve(name, among: try store.contacts().compactMap { r in r.card.map { (r, $0) } }) { $0.0.verified } favorite: { $0.0.favorite } card: { $0.1 }
 }
 
-/// The same rule over any list (a daemon's contacts too).
+/// The same rule over any list (a daemon's contacts too): ``Names``'.
 func resolve<T>(_ name: String, among all: [T], verified: (T) -> Bool, favorite: (T) -> Bool, card: (T) -> ContactCard) throws -> T {
-    var matches = all.filter { card($0).displayName.lowercased() == name.lowercased() }
-    if matches.isEmpty, name.count >= 4 {
-        matches = all.filter { card($0).userID.description.hasPrefix(name.lowercased()) }
-    }
-    guard !matches.isEmpty else { throw RuntimeFailure("no contact named \(name): `starling contact list` shows them") }
-    guard matches.count == 1 else {
+    switch Names.contact(name, among: all, card: card) {
+    case let .one(match): return match
+    case .none: throw RuntimeFailure("no contact named \(name): `starling contact list` shows them")
+    case let .several(matches):
         let list = matches.map { m in
-            "  \(card(m).displayName)#\(card(m).userID.description.prefix(8))\(verified(m) ? " ✓" : "")\(favorite(m) ? "★" : "")"
+            "  \(Names.label(card(m)))\(verified(m) ? " ✓" : "")\(favorite(m) ? "★" : "")"
         }.joined(separator: "\n")
-        throw RuntimeFailure("\(matches.count) contacts are named \(name); give the start of a user ID:\n\(list)")
+        throw RuntimeFailure("\(matches.count) contacts are named \(name); say which:\n\(list)")
     }
-    return matches[0]
 }
 
 func groupedHex(_ bytes: [UInt8]) -> String {

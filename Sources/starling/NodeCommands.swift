@@ -523,7 +523,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         // Wait for the recipient (or any peer), so that the message has somewhere to go.
         func ready() async -> Bool {
             if let contact { return await n.peers.contains { $0.value.fingerprint == contact.meshFingerprint } }
-            if let to { return await n.peer(named: to) != nil }
+            if let to { return await Self.peer(named: to, on: n) != nil }
             return await !n.knownPeers.isEmpty
         }
         let meshWait = contact != nil ? min(wait, node.announceInterval + 1) : wait
@@ -540,16 +540,19 @@ struct Send: AsyncParsableCommand, ServerAlias {
         // Not here after the wait: someone this store talked with, whose Noise key it
         // kept, gets the message as a courier drop with the neighbours here.
         var away: UserID?
-        if let to, contact == nil, overNostr == nil, await n.peer(named: to) == nil,
+        if let to, contact == nil, overNostr == nil, await Self.peer(named: to, on: n) == nil,
            case let .conversation(id) = await messenger.resolve(to), await messenger.noiseKey(of: id) != nil,
            await n.peers.contains(where: { $0.value.hops == 1 }) {
             away = id
         }
         guard await ready() || offMesh || away != nil else {
+            var why: String?
+            if let to { why = await Self.notOne(to, on: n, within: wait) }
             await n.stop()
             await runner.value
             let hint = " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))"
-            throw RuntimeFailure((to.map { "\($0) not found within \(Self.format(wait)) s" } ?? "no peer found within \(Self.format(wait)) s") + hint)
+            if let why { throw RuntimeFailure(why + hint) }
+            throw RuntimeFailure("no peer found within \(Self.format(wait)) s" + hint)
         }
         // Give our own announce a moment to cross the mesh, so receivers know our name.
         if await ready() || away != nil { try await Task.sleep(for: .milliseconds(300)) }
@@ -558,7 +561,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         if let contact {
             sent = try await messenger.send(text, to: contact.userID)
             recipient = await n.peers.first { $0.value.fingerprint == contact.meshFingerprint }?.key ?? contact.meshFingerprint.peerID
-        } else if let to, let peer = await n.peer(named: to), let c = await messenger.conversation(withPeer: peer) {
+        } else if let to, let peer = await Self.peer(named: to, on: n), let c = await messenger.conversation(withPeer: peer) {
             sent = try await messenger.send(text, to: c)
             recipient = peer
         } else if let away {
@@ -728,11 +731,12 @@ struct Send: AsyncParsableCommand, ServerAlias {
             }
         }
         defer { events.cancel() }
-        while await n.peer(named: to) == nil, Date().timeIntervalSince(start) < wait { try await Task.sleep(for: .milliseconds(20)) }
-        guard let peer = await n.peer(named: to) else {
+        while await Send.peer(named: to, on: n) == nil, Date().timeIntervalSince(start) < wait { try await Task.sleep(for: .milliseconds(20)) }
+        guard let peer = await Send.peer(named: to, on: n) else {
+            let why = await Send.notOne(to, on: n, within: wait)
             await n.stop()
             await runner.value
-            throw RuntimeFailure("\(to) not found within \(Self.format(wait)) s (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
+            throw RuntimeFailure(why + " (announces come every \(Self.format(node.announceInterval)) s; try --wait \(Self.format(wait * 2)))")
         }
         try await Task.sleep(for: .milliseconds(300)) // our announce (and its wifiBulk) reaches them
         let id: String
@@ -880,6 +884,20 @@ extension Listen {
 }
 
 extension Send {
+    /// The one peer here `name` means (``Names``: a nickname, or `NAME#abcd`); nil when none is, or several.
+    static func peer(named name: String, on node: MeshNode) async -> PeerID? {
+        Names.peer(name, among: await node.peers, nickname: \.nickname).one
+    }
+
+    /// Why no one peer answers to `name`: several do (each as it can be typed), or none yet.
+    static func notOne(_ name: String, on node: MeshNode, within wait: Double) async -> String {
+        let peers = await node.peers
+        if case let .several(ids) = Names.peer(name, among: peers, nickname: \.nickname) {
+            return "\(ids.count) peers are called \(name): say which (\(ids.map { Names.label(name, peer: $0) }.joined(separator: ", ")))"
+        }
+        return "\(name) not found within \(format(wait)) s"
+    }
+
     /// One message through the daemon: public, or to a name, waiting for its
     /// receipts as `send` does, and saying them in the same lines.
     func sendThrough(_ api: APIClient) async throws {
