@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StarlingCrypto
+import StarlingMessenger
 import StarlingNode
 import StarlingWire
 import StarlingYaOK

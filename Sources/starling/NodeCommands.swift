@@ -72,6 +72,12 @@ struct NodeOptions: ParsableArguments {
     }
 
     func makeNode(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> MeshNode {
+        let (_, identity, options) = try nodeParts(configure: configure)
+        return try MeshNode(identity: identity, options: options)
+    }
+
+    /// The data directory (locked for this process), its identity, and the node's options these flags make.
+    func nodeParts(configure: (inout MeshNode.Options, Identity) throws -> Void = { _, _ in }) throws -> (IdentityStore, Identity, MeshNode.Options) {
         keepFreedMemoryInTheHeap()
         let store = IdentityStore(directory: DataDirectory(explicit: dataDir))
         store.tightenPermissions()
@@ -143,7 +149,7 @@ struct NodeOptions: ParsableArguments {
             options.transports.append(t)
         }
         try configure(&options, identity)
-        return try MeshNode(identity: identity, options: options)
+        return (store, identity, options)
     }
 }
 

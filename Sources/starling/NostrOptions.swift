@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StarlingCrypto
+import StarlingMessenger
 import StarlingNode
 import StarlingNostr
 import StarlingNostrTransport
@@ -49,53 +50,14 @@ struct NostrOptions: ParsableArguments {
         }
     }
 
-    /// The transport's options, through `proxy` (HOST:PORT).
-    func transportOptions(proxy: String) throws -> NostrTransport.Options {
-        var o = NostrTransport.Options()
-        if !nostrRelay.isEmpty { o.relays = nostrRelay }
-        if withoutProxy {
-            o.proxy = .directForDevelopment
-        } else {
-            let parts = proxy.split(separator: ":")
-            guard parts.count == 2, let port = Int(parts[1]), (1...65_535).contains(port) else {
-                throw ValidationError("--proxy \(proxy): expected HOST:PORT")
-            }
-            o.proxy = .socks5(host: String(parts[0]), port: port)
-        }
-        return o
-    }
-}
-
-/// Our Nostr key (`nostr.key` in the data directory, 64 hex digits, 0600),
-/// made on first use: its npub goes to the peers we make favourites.
-enum NostrKeyFile {
-    static func loadOrCreate(_ directory: URL) throws -> Secp256k1.PrivateKey {
-        let bytes = try secret(directory.appendingPathComponent("nostr.key"), fresh: Secp256k1.PrivateKey.random().bytes)
-        guard let key = try? Secp256k1.PrivateKey(bytes: bytes) else { throw RuntimeFailure("nostr.key is not a Nostr key") }
-        return key
-    }
-
-    /// The seed of our location-channel identities (`nostr-geo-seed`, 0600).
-    static func geoSeed(_ directory: URL) throws -> [UInt8] {
-        try secret(directory.appendingPathComponent("nostr-geo-seed"), fresh: (0..<32).map { _ in UInt8.random(in: 0...255) })
-    }
-
-    /// 32 bytes as hex in an owner-only file, written with `fresh` the first time.
-    static func secret(_ file: URL, fresh: [UInt8]) throws -> [UInt8] {
-        if let text = try? String(contentsOf: file, encoding: .utf8) {
-            let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-            let mode = (attributes[.posixPermissions] as? Int) ?? 0
-            guard mode & 0o077 == 0 else { throw IdentityStore.Error.insecurePermissions(path: file.path, mode: mode) }
-            guard let bytes = try? [UInt8](hex: text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
-                throw RuntimeFailure("\(file.path) does not hold 64 hex digits")
-            }
-            return bytes
-        }
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: file.path, contents: Data((fresh.hexString + "\n").utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw RuntimeFailure("\(file.path) could not be written: check the data directory's permissions and free space")
-        }
-        return fresh
+    /// What these options start beside the node (over the data directory's settings).
+    func configure(_ c: inout MessengerSession.Configuration) {
+        c.nostr = nostr
+        c.proxy = proxy
+        c.nostrRelays = nostrRelay
+        c.nostrWithoutProxy = withoutProxy
+        c.gatewayChannels = gateway
+        c.bridgeCell = bridgeCell
+        c.crossesBridges = crossBridges
     }
 }
