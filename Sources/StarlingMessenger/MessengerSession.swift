@@ -48,6 +48,9 @@ public struct MessengerSession: Sendable {
 
     /// What to start beside the node. Left as it is, the data directory's settings decide.
     public struct Configuration: Sendable {
+        /// Start the mailboxes the settings name (Nostr, the Ya OK server); false: none, whatever
+        /// the settings say (a one-shot command that only changes the store).
+        public var mailboxes = true
         /// The Ya OK server (HOST:PORT, a host name or a list the client moves along), over the saved one.
         public var server: String?
         /// Nostr on, whatever the saved setting says.
@@ -116,7 +119,7 @@ public struct MessengerSession: Sendable {
         options.core.crossesBridges = c.crossesBridges
         options.core.bridgeSeed = geoSeed
         var nostr: NostrTransport?
-        if settings.nostr {
+        if settings.nostr, c.mailboxes {
             let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: try nostrOptions(c, proxy: settings.proxy, directory: directory, geoSeed: geoSeed))
             options.mailboxes.append(t)
             nostr = t
@@ -148,7 +151,7 @@ public struct MessengerSession: Sendable {
             courierMailbox = client
         }
         var server: YaOKServerMailbox?
-        if let text = settings.server {
+        if let text = settings.server, c.mailboxes {
             let address: UDPAddress
             do { address = try UDPAddress.resolving(text) } catch { throw StartError("the Ya OK server \(error)") }
             // A host name is looked up again when the server stops answering (it may have moved).

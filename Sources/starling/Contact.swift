@@ -90,10 +90,8 @@ struct Contact: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let client = await options.daemon()
             if let npub = uri?.lowercased(), npub.hasPrefix("npub1") {
-                if let client { return try await addNostrContact(npub, through: client) }
-                return try addNostrContact(npub)
+                return try await OneShot.withMessenger(dataDir: options.dataDir) { client, _ in try await addNostrContact(npub, through: client) }
             }
             var text = uri ?? ""
             if let image {
@@ -117,53 +115,7 @@ struct Contact: AsyncParsableCommand {
             } catch {
                 throw ValidationError("\(error)")
             }
-            if let client { return try await add(card, through: client) }
-            let access = try StoreAccess(dataDir: options.dataDir)
-            guard card.userID != access.userID else { throw RuntimeFailure("this is your own contact code") }
-            let store = try access.open()
-            let now = Date().timeIntervalSince1970
-            do {
-                try store.addContact(card, replace: replace, now: now)
-            } catch let YaOKStore.Error.contactExists(name) {
-                guard isatty(STDIN_FILENO) == 1 else {
-                    throw RuntimeFailure("a contact with this user ID is already here (\(name)): use --replace to replace it")
-                }
-                print("A contact with this user ID is already here (\(name)). Replace it with \(card.displayName)? [y/N] ",
-                      terminator: "")
-                guard readLine()?.lowercased().hasPrefix("y") == true else {
-                    print("cancelled")
-                    throw ExitCode(1)
-                }
-                try store.addContact(card, replace: true, now: now)
-            }
-            let safety = SafetyNumber(try access.card(), card)
-            if json {
-                struct Out: Encodable { let userID: String, displayName: String, fingerprint: String, safetyNumber: String }
-                try printJSON(Out(userID: card.userID.description, displayName: card.displayName,
-                                  fingerprint: card.fingerprint.hexString, safetyNumber: safety.groups.joined(separator: " ")))
-                return
-            }
-            print("added \(card.displayName)")
-            print("fingerprint: \(groupedHex(card.fingerprint))")
-            print("Compare safety numbers with \(card.displayName) to verify: starling contact verify \(shellQuoted(card.displayName))")
-        }
-
-        /// An npub contact: kept in the store as a favourite reached over Nostr (standard NIP-17).
-        func addNostrContact(_ npub: String) throws {
-            let access = try StoreAccess(dataDir: options.dataDir)
-            let store = try access.open()
-            let shown = name ?? String(npub.prefix(12)) + "…"
-            guard DisplayName.problem(shown) == nil else { throw ValidationError("--name \(shown): \(DisplayName.problem(shown)!)") }
-            let key = try NostrContacts.key(npub: npub)
-            if let old = try store.trust(fingerprint: key.hex), old.npub != nil, !replace {
-                throw RuntimeFailure("\(npub) is already a contact (\(old.nickname ?? "?")): use --replace to rename it")
-            }
-            try store.setTrust(try NostrContacts.record(npub: npub, name: shown, now: Date().timeIntervalSince1970))
-            if json {
-                try printJSON(["npub": npub, "displayName": shown, "variant": "standard"])
-                return
-            }
-            print("added \(shown) (\(npub)): reached over Nostr with --nostr, as standard NIP-17 (plain text, no receipts)")
+            try await OneShot.withMessenger(dataDir: options.dataDir) { client, daemon in try await add(card, through: client, daemon: daemon) }
         }
     }
 
@@ -176,31 +128,7 @@ struct Contact: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            if let client = await options.daemon() { return try await listThrough(client) }
-            let store = try StoreAccess(dataDir: options.dataDir).open()
-            let contacts = try store.contacts().compactMap { record in record.card.map { (record, $0) } }
-            if json {
-                struct Out: Encodable {
-                    let userID: String, displayName: String, fingerprint: String, verified: Bool, favorite: Bool, blocked: Bool
-                }
-                try printJSON(contacts.map { r, c in
-                    Out(userID: c.userID.description, displayName: c.displayName, fingerprint: c.fingerprint.hexString,
-                        verified: r.verified, favorite: r.favorite, blocked: r.blocked)
-                })
-                return
-            }
-            let nostr = try store.trust().filter { t in
-                t.npub.map { (try? NostrContacts.key(npub: $0).hex) == t.fingerprint.lowercased() } == true
-            }
-            if contacts.isEmpty, nostr.isEmpty { print("no contacts yet: add one with `starling contact add yaok://…`") }
-            for (record, card) in contacts {
-                let marks = (record.verified ? "✓" : "") + (record.favorite ? "★" : "") + (record.blocked ? "⊘" : "")
-                print("\(card.displayName) \(marks)".trimmingCharacters(in: .whitespaces)
-                      + "  \(card.userID.description.prefix(8))  \(card.fingerprint.hexString.prefix(16))")
-            }
-            for t in nostr.sorted(by: { ($0.nickname ?? "") < ($1.nickname ?? "") }) {
-                print("\(DisplayText.clean(t.nickname ?? "?"))\(t.blocked ? " ⊘" : "")  nostr  \(t.npub ?? "")")
-            }
+            try await OneShot.withMessenger(dataDir: options.dataDir) { client, _ in try await list(client) }
         }
     }
 
@@ -223,15 +151,7 @@ struct Contact: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            if let client = await options.daemon() { return try await verifyThrough(client) }
-            let access = try StoreAccess(dataDir: options.dataDir)
-            let store = try access.open()
-            var (record, card) = try resolve(name, in: store)
-            try await confirm(card, verified: record.verified, safety: SafetyNumber(try access.card(), card)) { verified in
-                guard record.verified != verified else { return }
-                record.verified = verified
-                try store.updateContact(record)
-            }
+            try await OneShot.withMessenger(dataDir: options.dataDir) { client, daemon in try await verify(client, daemon: daemon) }
         }
 
         /// The safety number shown (or printed as JSON), compared, and the
@@ -295,27 +215,9 @@ struct Contact: AsyncParsableCommand {
         var yes = false
 
         func run() async throws {
-            if let client = await options.daemon() { return try await removeThrough(client) }
-            let store = try StoreAccess(dataDir: options.dataDir).open()
-            let (_, card) = try resolve(name, in: store)
-            if !yes {
-                // The conversation goes with them: asked, as restore and reset ask.
-                guard isatty(STDIN_FILENO) == 1 else {
-                    throw RuntimeFailure("removing \(card.displayName) deletes your conversation with them too: confirm with --yes")
-                }
-                print("Remove \(card.displayName) and your conversation with them? [y/N] ", terminator: "")
-                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
-            }
-            try store.removeContact(card.userID)
-            print("removed \(card.displayName)")
+            try await OneShot.withMessenger(dataDir: options.dataDir) { client, _ in try await remove(client) }
         }
     }
-}
-
-/// One contact by name (case-insensitive) or user-ID prefix; several matches
-/// are refused and listed, never chosen silently.
-func resolve(_ name: String, in store: YaOKStore) throws -> (ContactRecord, ContactCard) {
-    try resolve(name, among: try store.contacts().compactMap { r in r.card.map { (r, $0) } }) { $0.0.verified } favorite: { $0.0.favorite } card: { $0.1 }
 }
 
 /// The same rule over any list (a daemon's contacts too): ``Names``'.

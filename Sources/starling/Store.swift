@@ -142,19 +142,10 @@ struct Backup: AsyncParsableCommand {
     var dataDir: String?
 
     func run() async throws {
-        if let api = await APIClient.find(directory: DataDirectory(explicit: dataDir).url) {
-            // Beside a running daemon: its messenger makes it (never a second handle on the store).
-            let made: (path: String, kept: Int)
-            do { made = try await APIMessengerClient(api).backup() } catch let e as MessengerClientError { throw RuntimeFailure(e.description) }
-            print("backed up to \(made.path) (through the daemon)")
-            print("\(made.kept) backup\(made.kept == 1 ? "" : "s") kept (7 at most)")
-            return
-        }
-        let access = try StoreAccess(dataDir: dataDir)
-        let store = try access.open()
-        let url = try store.backup(now: Date().timeIntervalSince1970)
-        print("backed up to \(url.path)")
-        print("\(store.backups.count) backup\(store.backups.count == 1 ? "" : "s") kept (7 at most)")
+        // Made by the data directory's messenger (a running daemon's, or one here): never a second handle on the store.
+        let (made, daemon) = try await OneShot.withMessenger(dataDir: dataDir) { client, daemon in (try await client.backup(), daemon) }
+        print("backed up to \(made.path)" + (daemon ? " (through the daemon)" : ""))
+        print("\(made.kept) backup\(made.kept == 1 ? "" : "s") kept (7 at most)")
     }
 }
 
@@ -244,37 +235,15 @@ struct Pin: AsyncParsableCommand {
     var remove = false
 
     func run() async throws {
-        if let api = await APIClient.find(directory: DataDirectory(explicit: dataDir).url) { return try await runThrough(APIMessengerClient(api)) }
-        let access = try StoreAccess(dataDir: dataDir)
-        let store = try access.open()
-        let protection: Keyring.Protection
-        if remove {
-            protection = .keyFile(access.identity)
-        } else {
-            let passphrase = self.passphrase
-            let secret = try StoreAccess.secret(prompt: passphrase ? "New passphrase (10 or more characters): " : "New PIN (4–6 digits): ",
-                                                environment: "STARLING_NEW_PIN", confirm: true) { typed in
-                do { try Keyring.validate(passphrase ? .passphrase(typed) : .pin(typed)) } catch {
-                    throw RuntimeFailure("\(error)" + (passphrase ? Passphrase.why : ""))
-                }
-            }
-            protection = passphrase ? .passphrase(secret) : .pin(secret)
-        }
-        do {
-            try store.changeProtection(to: protection)
-        } catch let error as Keyring.Error {
-            throw RuntimeFailure(error.description)
-        }
-        print(remove ? "the store is sealed with the identity key (no PIN)"
-              : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
+        // The messenger changes it (a running daemon's, or one here, the store left closed): a daemon
+        // locks it after its idle time from now on (issue 54: a PIN set behind it was taken at its next start).
+        try await OneShot.withMessenger(dataDir: dataDir, opensStore: false) { client, daemon in try await change(client, daemon: daemon) }
     }
 }
 
 extension Pin {
-    /// Beside a running daemon: through its messenger, which keeps the store open
-    /// and locks it after its idle time from now on (issue 54: a PIN set behind the
-    /// daemon was only taken at its next start).
-    func runThrough(_ client: APIMessengerClient) async throws {
+    /// The current PIN or passphrase (when there is one) and the new one, asked for, and the change made by the messenger.
+    func change(_ client: any MessengerClient, daemon: Bool) async throws {
         let kind = YaOKStore.protection(in: DataDirectory(explicit: dataDir).url)
         var current: String?
         if kind == .pin || kind == .passphrase {
@@ -297,7 +266,7 @@ extension Pin {
         do { try await client.changeProtection(current: current, to: new) } catch let e as MessengerClientError { throw RuntimeFailure(e.description) }
         print((remove ? "the store is sealed with the identity key (no PIN)"
               : passphrase ? "the store is locked with a passphrase" : "the store is locked with a PIN")
-              + " (through the daemon, which locks it when no one has used a face for a while)")
+              + (daemon ? " (through the daemon, which locks it when no one has used a face for a while)" : ""))
     }
 }
 

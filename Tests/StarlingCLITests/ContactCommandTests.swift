@@ -313,7 +313,13 @@ import Testing
         let second = try await StarlingProcess.run(["listen", "--no-discovery", "--port", "0", "--duration", "5", "--data-dir", dir])
         #expect(second.status != 0)
         #expect(second.stderr.contains("another starling process (pid \(first.process.processIdentifier))"), "\(second.stderr)")
+        // A one-shot store command asks the messenger: beside a node without a daemon there is none
+        // it can reach, and it never goes behind that node into the store (issue 54).
+        let contact = try await StarlingProcess.run(["contact", "list", "--data-dir", dir])
+        #expect(contact.status == 1 && contact.stderr.contains("runs on") && contact.stderr.contains("without a daemon"), "\(contact.stderr)")
         first.stop()
+        let alone = try await StarlingProcess.run(["contact", "list", "--data-dir", dir])
+        #expect(alone.status == 0 && alone.stdout.contains("no contacts yet"), "the control, alone: \(alone.stdout)\(alone.stderr)")
         // The lock goes with the process.
         let third = try await StarlingProcess.run(["listen", "--no-discovery", "--port", "0", "--duration", "0.5", "--data-dir", dir])
         #expect(third.status == 0, "\(third.stderr)")

@@ -11,9 +11,10 @@ import StarlingWire
 import StarlingYaOK
 import StarlingYaOKStore
 
-// `starling contact` beside a running daemon: through its messenger (its API),
-// never behind it into the store, so that every face sees the change at once
-// (issue 54: `contact verify` in a shell shows ✓ on the open page).
+// `starling contact` as a client of the messenger (``OneShot``): a running daemon's
+// (its API), or one in this process; never behind it into the store, so that
+// every face sees the change at once (issue 54: `contact verify` in a shell
+// shows ✓ on the open page).
 
 extension Contact.Options {
     /// The daemon's messenger for this data directory, when one runs.
@@ -21,19 +22,17 @@ extension Contact.Options {
         await APIClient.find(directory: DataDirectory(explicit: dataDir).url).map(APIMessengerClient.init)
     }
 
-    /// A call whose refusal is said as the daemon words it.
-    func call<T>(_ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch let e as MessengerClientError { throw RuntimeFailure(e.description) }
-    }
+    /// A call whose refusal is said as the messenger words it.
+    func call<T>(_ body: () async throws -> T) async throws -> T { try await OneShot.call(body) }
 }
 
 /// A contact as a daemon lists it, with its card (a card contact).
-private func cardContacts(_ client: APIMessengerClient, _ options: Contact.Options) async throws -> [(contact: StarlingMessengerCore.Contact, card: ContactCard)] {
+private func cardContacts(_ client: any MessengerClient, _ options: Contact.Options) async throws -> [(contact: StarlingMessengerCore.Contact, card: ContactCard)] {
     try await options.call { try await client.contacts() }.compactMap { c in c.card.map { (c, $0) } }
 }
 
 extension Contact.Add {
-    func add(_ card: ContactCard, through client: APIMessengerClient) async throws {
+    func add(_ card: ContactCard, through client: any MessengerClient, daemon: Bool) async throws {
         do {
             try await client.addContact(card, replace: replace)
         } catch let e as MessengerClientError where e.kind == .conflict {
@@ -54,12 +53,12 @@ extension Contact.Add {
                               fingerprint: card.fingerprint.hexString, safetyNumber: safety.groups.joined(separator: " ")))
             return
         }
-        print("added \(card.displayName) (through the daemon, which every face sees)")
+        print("added \(card.displayName)" + (daemon ? " (through the daemon, which every face sees)" : ""))
         print("fingerprint: \(groupedHex(card.fingerprint))")
         print("Compare safety numbers with \(card.displayName) to verify: starling contact verify \(shellQuoted(card.displayName))")
     }
 
-    func addNostrContact(_ npub: String, through client: APIMessengerClient) async throws {
+    func addNostrContact(_ npub: String, through client: any MessengerClient) async throws {
         let shown = name ?? String(npub.prefix(12)) + "…"
         guard DisplayName.problem(shown) == nil else { throw ValidationError("--name \(shown): \(DisplayName.problem(shown)!)") }
         let key = try NostrContacts.key(npub: npub)
@@ -76,7 +75,7 @@ extension Contact.Add {
 }
 
 extension Contact.List {
-    func listThrough(_ client: APIMessengerClient) async throws {
+    func list(_ client: any MessengerClient) async throws {
         let all = try await options.call { try await client.contacts() }
         let cards = all.compactMap { c in c.card.map { (c, $0) } }
         if json {
@@ -102,14 +101,14 @@ extension Contact.List {
 }
 
 extension Contact.Verify {
-    func verifyThrough(_ client: APIMessengerClient) async throws {
+    func verify(_ client: any MessengerClient, daemon: Bool) async throws {
         let (contact, card) = try resolve(name, among: try await cardContacts(client, options)) { $0.contact.verified } favorite: { $0.contact.favorite } card: { $0.card }
         try await confirm(card, verified: contact.verified, safety: SafetyNumber(try await options.call { try await client.card() }, card)) { verified in
             guard contact.verified != verified else { return }
             try await options.call { try await client.decide(verified ? .verify : .unverify, about: card.meshFingerprint, nickname: nil) }
             // Locked, the daemon holds the decision in memory until a face opens the store: said, so that
             // nobody stops it meanwhile believing it kept (found in a person's pass: lost at a restart).
-            if try await !options.call({ try await client.summary() }).storeOpen {
+            if daemon, try await !options.call({ try await client.summary() }).storeOpen {
                 StandardError.write(Data("starling: the store is locked: the daemon keeps this when a face opens it (the page, /unlock); stopped before then, it forgets it\n".utf8))
             }
         }
@@ -117,7 +116,7 @@ extension Contact.Verify {
 }
 
 extension Contact.Remove {
-    func removeThrough(_ client: APIMessengerClient) async throws {
+    func remove(_ client: any MessengerClient) async throws {
         let (_, card) = try resolve(name, among: try await cardContacts(client, options)) { $0.contact.verified } favorite: { $0.contact.favorite } card: { $0.card }
         if !yes {
             guard isatty(STDIN_FILENO) == 1 else {
