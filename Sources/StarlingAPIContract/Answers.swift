@@ -22,8 +22,11 @@ public struct APIStatus: Codable, Hashable, Sendable {
     /// The Ya OK server's mailbox, when the node has one.
     public var server: String?
     public var npub: String?
+    /// Seconds with no activity from any face after which a store with a PIN or passphrase closes (0: never).
+    public var lockAfter: Double
     public init(peerID: String, fingerprint: String, nickname: String, peers: Int, sessions: Int, storeOpen: Bool, trustKnown: Bool, version: Int,
-                events: UInt64, nostr: Bool, udpPort: UInt16?, pending: Int?, server: String?, npub: String?) {
+                events: UInt64, nostr: Bool, udpPort: UInt16?, pending: Int?, server: String?, npub: String?, lockAfter: Double) {
+        self.lockAfter = lockAfter
         self.peerID = peerID
         self.fingerprint = fingerprint
         self.nickname = nickname

@@ -387,6 +387,8 @@ public actor Messenger {
         return record
     }
 
+    /// Changes made while the store was locked, held in memory until a face opens it (1,000 at most).
+    public var heldWriteCount: Int { core.heldWriteCount }
     public var isStoreOpen: Bool { store != nil }
     /// This person's Nostr public key (npub), which a contact on a NIP-17 client writes to.
     public var npub: String? { core.configuration.npub }

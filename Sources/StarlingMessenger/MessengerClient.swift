@@ -134,8 +134,11 @@ public struct NodeSummary: Sendable, Hashable {
     public var udpPort: UInt16?
     /// This person's Nostr public key: a contact on Amethyst or 0xchat writes to it.
     public var npub: String?
+    /// Seconds with no activity after which a store with a PIN or passphrase closes (0: never).
+    public var lockAfter: Double
     public init(peerID: PeerID, fingerprint: Fingerprint, nickname: String, peers: Int, sessions: Int, storeOpen: Bool, trustKnown: Bool,
-                pending: Int?, server: String?, nostr: Bool, udpPort: UInt16?, npub: String? = nil) {
+                pending: Int?, server: String?, nostr: Bool, udpPort: UInt16?, npub: String? = nil, lockAfter: Double = 0) {
+        self.lockAfter = lockAfter
         self.npub = npub
         self.peerID = peerID
         self.fingerprint = fingerprint
@@ -267,7 +270,7 @@ public struct LocalMessengerClient: MessengerClient {
         return NodeSummary(peerID: node.identity.peerID, fingerprint: node.identity.fingerprint, nickname: await node.currentNickname,
                            peers: await node.peers.count, sessions: await node.sessionCount, storeOpen: await m.isStoreOpen,
                            trustKnown: await m.trustKnown, pending: pending, server: m.server?.name, nostr: m.nostr != nil,
-                           udpPort: await node.port, npub: await m.npub)
+                           udpPort: await node.port, npub: await m.npub, lockAfter: await m.autoLockSeconds)
     }
 
     public func peers() async throws -> [PeerView] {

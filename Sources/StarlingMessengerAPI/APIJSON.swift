@@ -54,7 +54,7 @@ public enum APIJSON {
     public static func summary(_ s: NodeSummary, events: UInt64) -> APIStatus {
         APIStatus(peerID: s.peerID.description, fingerprint: s.fingerprint.hex, nickname: s.nickname, peers: s.peers, sessions: s.sessions,
                   storeOpen: s.storeOpen, trustKnown: s.trustKnown, version: 1, events: events, nostr: s.nostr, udpPort: s.udpPort, pending: s.pending,
-                  server: s.server, npub: s.npub)
+                  server: s.server, npub: s.npub, lockAfter: s.lockAfter)
     }
 
     /// Our card, with its QR code as an SVG picture (black modules on white, a 4-module border).

@@ -80,7 +80,7 @@ extension APIJSON {
         let s = try decode(any, as: APIStatus.self)
         return NodeSummary(peerID: try APIEvent.peer(s.peerID), fingerprint: try APIEvent.fingerprint(s.fingerprint), nickname: s.nickname,
                            peers: s.peers, sessions: s.sessions, storeOpen: s.storeOpen, trustKnown: s.trustKnown, pending: s.pending,
-                           server: s.server, nostr: s.nostr, udpPort: s.udpPort, npub: s.npub)
+                           server: s.server, nostr: s.nostr, udpPort: s.udpPort, npub: s.npub, lockAfter: s.lockAfter)
     }
 
     public static func readPeer(_ any: Any?) throws -> PeerView {

@@ -99,6 +99,11 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
             throw RuntimeFailure("the daemon stopped: \(error)")
         }
         api.removeFiles()
+        // Changes made while the store stayed locked could not be stored: said, never lost in silence.
+        let held = await messenger.heldWriteCount
+        if held > 0, await !messenger.isStoreOpen {
+            Self.say("daemon: stopped with the store locked: \(held) change\(held == 1 ? "" : "s") made meanwhile (messages, trust decisions, read marks) could not be stored and \(held == 1 ? "is" : "are") lost; open the store (the page, /unlock) before stopping the daemon next time")
+        }
         Self.say("daemon: stopped")
     }
 

@@ -156,6 +156,7 @@ import Testing
             }
             return try await !open()
         }
+        #expect(try #require(try await api.get("/v1/status") as? [String: Any])["lockAfter"] as? Double == 4, "--lock-after 4 is said")
         // The control: the key file alone, idle past the lock-after: still open.
         try await Task.sleep(for: .seconds(5))
         #expect(try await open(), "no auto-lock without a PIN")
@@ -174,6 +175,15 @@ import Testing
         #expect(kept.stdout.contains("bob ✓"), "the decision held while locked is kept at the unlock: \(kept.stdout)")
         let open2 = try await StarlingProcess.run(["contact", "verify", "bob", "--yes", "--data-dir", dir])
         #expect(open2.status == 0 && !open2.stderr.contains("keeps this"), "the control, open: \(open2.stderr)")
+
+        // Stopped while a decision waits for the store: said at the stop, never forgotten in silence
+        // (the control: the daemon's stop above this had nothing held, and says only "stopped").
+        _ = try await api.post("/v1/store/lock", [:])
+        let lost = try await StarlingProcess.run(["contact", "verify", "bob", "--mismatch", "--data-dir", dir])
+        #expect(lost.stderr.contains("keeps this when a face opens it"), "\(lost.stdout)\(lost.stderr)")
+        kill(d.process.processIdentifier, SIGTERM)
+        #expect(await d.waitForExit(seconds: 20) != nil)
+        #expect(d.text.contains("could not be stored") && d.text.contains("made meanwhile"), "\(d.text)")
 
         // Restarted with no one to type the PIN (no terminal, no STARLING_PIN): it starts with the
         // store locked, and a face opens it (before, it refused to start).
@@ -197,6 +207,9 @@ import Testing
         #expect(try await open())
         try await Task.sleep(for: .seconds(5))
         #expect(try await open(), "the key file again: no auto-lock")
+        kill(again.process.processIdentifier, SIGTERM)
+        #expect(await again.waitForExit(seconds: 20) != nil)
+        #expect(again.text.contains("daemon: stopped") && !again.text.contains("could not be stored"), "the control: nothing held, nothing said lost: \(again.text)")
     }
 
     /// `starling backup` beside a daemon: made by its messenger (no second handle on
@@ -210,6 +223,9 @@ import Testing
         defer { d.stop() }
         let (url, token, _) = try await DaemonProcessTests.info(dir, d)
         let api = APIClient(host: try #require(url.host), port: try #require(url.port), token: token)
+        // The auto-lock's default, as README says (the daemon started with no --lock-after): 300 s.
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        #expect(status["lockAfter"] as? Double == 300, "\(status)")
         let through = try await StarlingProcess.run(["backup", "--data-dir", dir])
         #expect(through.status == 0 && through.stdout.contains("(through the daemon)"), "\(through.stdout)\(through.stderr)")
         let path = try #require(through.stdout.split(separator: "\n").first?.replacingOccurrences(of: "backed up to ", with: "")
