@@ -46,7 +46,7 @@ public final class YaOKStore: Sendable {
                 "the store is damaged (\(why)): `starling restore` brings back the newest backup; `starling reset` starts an empty store and keeps the identity"
             case .wrongKey: "the store does not open with this key (it belongs to another identity or keyring)"
             case .noKeyring: "the store has no keyring (store.keyring is missing): restore it, or `starling reset`"
-            case let .contactExists(name): "a contact with this user ID is already here (\(name)): replace it, or cancel"
+            case let .contactExists(name): "a contact with this user ID is already here (\(name))"
             case let .notFound(what): "\(what) not found"
             case let .full(what): "\(what) is full"
             case .noBackup: "no usable backup was found"

@@ -27,7 +27,7 @@ enum OneShot {
         do {
             runningNodeLock = try DirectoryLock(ids.directory)
         } catch let held as DirectoryLock.Held {
-            throw RuntimeFailure("a starling node\(held.pid.map { " (pid \($0))" } ?? "") runs on \(held.path) without a daemon: make the change in it (the chat's /contact, /verify, /pin), or stop it first")
+            throw RuntimeFailure("a starling node\(held.pid.map { " (pid \($0))" } ?? "") runs on \(held.path) without a daemon, so this command cannot reach its messenger: use that chat (/contacts, /verify), or stop it and run this again")
         }
         let (identity, _) = try ids.loadOrCreate(passphrase: try Passphrase.forStoredKey(ids))
         var options = MeshNode.Options(nickname: ids.nickname(or: identity))
