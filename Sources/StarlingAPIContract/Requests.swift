@@ -294,6 +294,22 @@ public struct APIProtection: Codable, Hashable, Sendable {
 }
 
 /// A backup made: its file, and how many are kept (7 at most).
+/// `POST /v1/store/restore`: a backup file (none: the newest good one), and the store's PIN or passphrase when it has one.
+public struct APIRestore: Codable, Hashable, Sendable {
+    public var from: String?
+    public var secret: String?
+    public init(from: String? = nil, secret: String? = nil) {
+        self.from = from
+        self.secret = secret
+    }
+}
+
+/// The backup the store was restored from (messages after it are gone; the identity stays).
+public struct APIRestored: Codable, Hashable, Sendable {
+    public var restoredFrom: String
+    public init(restoredFrom: String) { self.restoredFrom = restoredFrom }
+}
+
 public struct APIBackup: Codable, Hashable, Sendable {
     public var path: String
     public var kept: Int

@@ -91,6 +91,8 @@ extension APIRoute {
         APIRoute(.put, "/v1/store/protection", "Sets a PIN or passphrase, or the key file again (the current one given)",
                  body: schema(APIProtectionChange.self), answer: schema(APIProtection.self)),
         APIRoute(.post, "/v1/store/backup", "Backs the store up now (a daily backup is made too; 7 are kept)", answer: schema(APIBackup.self)),
+        APIRoute(.post, "/v1/store/restore", "Replaces the store with a backup (the newest good one, or `from`): messages after it are lost, the identity stays",
+                 body: schema(APIRestore.self), answer: schema(APIRestored.self)),
         APIRoute(.post, "/v1/activity", "A person did something in this face: the auto-lock's idle time starts again", answer: schema(APIStoreState.self)),
         APIRoute(.post, "/v1/store/unlock", "Opens the store", body: schema(APIUnlock.self), answer: schema(APIStoreState.self)),
         APIRoute(.get, "/v1/stately", "Our Stately state and the peers'", answer: schema(APIStately.self)),

@@ -355,6 +355,23 @@ public actor Messenger {
         lastActivity = Self.now
     }
 
+    /// Replaces the store with a backup (the newest good one, or `from`): the store closes (every face
+    /// hears it), the backup is checked and put in its place, and it opens again with `protection`.
+    /// Refused (a wrong secret, no good backup), the store as it was opens again. The backup used.
+    public func restore(from: URL?, protection: Keyring.Protection) async throws -> URL {
+        let wasOpen = store != nil
+        try lock(reason: "restoring a backup")
+        let used: URL
+        do {
+            used = try YaOKStore.restore(directory: directory, protection: protection, from: from)
+        } catch {
+            if wasOpen, let again = try? YaOKStore.open(directory: directory, protection: protection) { try await open(again) }
+            throw error
+        }
+        try await open(try YaOKStore.open(directory: directory, protection: protection))
+        return used
+    }
+
     /// A backup of the store now (a daily one is made too; 7 kept): where, and how many are kept.
     public func backup() throws -> (url: URL, kept: Int) {
         guard let store else { throw StoreError.locked }

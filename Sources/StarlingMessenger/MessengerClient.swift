@@ -83,6 +83,9 @@ public protocol MessengerClient: Sendable {
     func changeProtection(current: String?, to new: StoreProtection) async throws
     /// Backs the store up now: the backup's path, and how many are kept (7 at most).
     func backup() async throws -> (path: String, kept: Int)
+    /// Replaces the store with a backup (the newest good one, or the file `from`), given its
+    /// PIN or passphrase when it has one: the backup's file name. Messages after it are lost.
+    func restore(from: String?, secret: String?) async throws -> String
     /// Opens the store with its PIN or passphrase (nil: the key file).
     func unlock(secret: String?) async throws
     func join(channel name: String) async throws -> String
@@ -469,15 +472,37 @@ public struct LocalMessengerClient: MessengerClient {
         }
     }
 
+    /// What opens the store now, given the secret a person typed (the key file when it has no PIN).
+    func protection(_ secret: String?) -> Keyring.Protection {
+        switch YaOKStore.protection(in: messenger.directory) {
+        case .pin?: .pin(secret ?? "")
+        case .passphrase?: .passphrase(secret ?? "")
+        case nil, .keyFile?: .keyFile(node.identity)
+        }
+    }
+
+    public func restore(from: String?, secret: String?) async throws -> String {
+        if let from, !FileManager.default.fileExists(atPath: from) {
+            throw MessengerClientError(.notFound, "\(from) does not exist: give a backup file (the data directory's backups/), or none for the newest")
+        }
+        do {
+            return try await messenger.restore(from: from.map { URL(fileURLWithPath: $0) }, protection: protection(secret)).lastPathComponent
+        } catch let e as Keyring.Error {
+            switch e {
+            case .wrongSecret, .lockedOut, .badPIN, .badPassphrase: throw MessengerClientError(.forbidden, e.description)
+            default: throw MessengerClientError(.failed, e.description)
+            }
+        } catch let e as YaOKStore.Error {
+            throw MessengerClientError(.failed, e.description)
+        } catch {
+            throw MessengerClientError(.failed, "the store was not restored: \(error)")
+        }
+    }
+
     public func unlock(secret: String?) async throws {
         guard await !messenger.isStoreOpen else { return }
         let directory = messenger.directory
-        let protection: Keyring.Protection
-        switch YaOKStore.protection(in: directory) {
-        case .pin?: protection = .pin(secret ?? "")
-        case .passphrase?: protection = .passphrase(secret ?? "")
-        case nil, .keyFile?: protection = .keyFile(node.identity)
-        }
+        let protection = protection(secret)
         do {
             try await messenger.open(try YaOKStore.open(directory: directory, protection: protection))
         } catch let e as Keyring.Error {

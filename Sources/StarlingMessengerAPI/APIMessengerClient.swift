@@ -252,6 +252,13 @@ public struct APIMessengerClient: MessengerClient {
         return (b.path, b.kept)
     }
 
+    public func restore(from: String?, secret: String?) async throws -> String {
+        var body: [String: Any] = [:]
+        if let from { body["from"] = from }
+        if let secret { body["secret"] = secret }
+        return try APIJSON.decode(try await post("/v1/store/restore", body), as: APIRestored.self).restoredFrom
+    }
+
     public func changeProtection(current: String?, to new: StoreProtection) async throws {
         var secret: String?
         if case let .pin(s) = new { secret = s }

@@ -25,6 +25,11 @@ extension APIServer {
             let (path, kept) = try await Self.call { try await c.backup() }
             return try Self.answer(APIBackup(path: path, kept: kept))
         }
+        v1.post("store/restore") { request, context in
+            let body = try await request.decode(as: APIRestore.self, context: context)
+            let used = try await Self.call { try await c.restore(from: body.from, secret: body.secret) }
+            return try Self.answer(APIRestored(restoredFrom: used))
+        }
         v1.post("store/lock") { _, _ in
             try await Self.call { try await c.lock() }
             return try Self.answer(APIStoreState(storeOpen: false))

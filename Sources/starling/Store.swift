@@ -149,10 +149,10 @@ struct Backup: AsyncParsableCommand {
     }
 }
 
-struct Restore: ParsableCommand {
+struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replace the encrypted store with a backup (the newest good one, or --from FILE).",
-        discussion: "Messages written after that backup are lost; the identity is kept.")
+        discussion: "Messages written after that backup are lost; the identity is kept. Beside a running daemon its messenger does it (every face sees the store close and open again).")
 
     @Option(name: .long, help: "The data directory (default: $XDG_DATA_HOME/starling).")
     var dataDir: String?
@@ -163,7 +163,7 @@ struct Restore: ParsableCommand {
     @Flag(help: "Do not ask.")
     var yes = false
 
-    func run() throws {
+    func run() async throws {
         if let from, !FileManager.default.fileExists(atPath: from) {
             throw RuntimeFailure("\(from) does not exist: give a backup file (`ls` the data directory's backups/), or leave --from out for the newest")
         }
@@ -174,18 +174,18 @@ struct Restore: ParsableCommand {
                   terminator: "")
             guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
         }
-        let access = try StoreAccess(dataDir: dataDir)
-        let lock = try holdDirectory(access.identityStore.directory)
-        defer { withExtendedLifetime(lock) {} }
-        do {
-            let used = try YaOKStore.restore(directory: access.directory, protection: try access.protection(),
-                                             from: from.map { URL(fileURLWithPath: $0) })
-            print("restored from \(used.lastPathComponent); messages after it are lost, the identity is kept")
-        } catch let error as YaOKStore.Error {
-            throw RuntimeFailure(error.description)
-        } catch let error as Keyring.Error {
-            throw RuntimeFailure(error.description)
+        // The data directory's messenger does it (a running daemon's, or one here with the store closed).
+        let from = self.from.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        let (used, daemon) = try await OneShot.withMessenger(dataDir: dataDir, opensStore: false) { client, daemon in
+            var secret: String?
+            switch YaOKStore.protection(in: DataDirectory(explicit: dataDir).url) {
+            case .pin?: secret = try StoreAccess.secret(prompt: "PIN: ")
+            case .passphrase?: secret = try StoreAccess.secret(prompt: "Store passphrase: ")
+            case nil, .keyFile?: secret = nil
+            }
+            return (try await client.restore(from: from, secret: secret), daemon)
         }
+        print("restored from \(used); messages after it are lost, the identity is kept" + (daemon ? " (through the daemon)" : ""))
     }
 }
 

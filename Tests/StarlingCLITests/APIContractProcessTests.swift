@@ -231,6 +231,23 @@ import Testing
         let path = try #require(through.stdout.split(separator: "\n").first?.replacingOccurrences(of: "backed up to ", with: "")
             .replacingOccurrences(of: " (through the daemon)", with: ""))
         #expect(FileManager.default.fileExists(atPath: path), "\(path)")
+        // A restore beside it is its messenger's too: the store closes, the backup takes its place, it
+        // opens again, and what the backup held is back for every face (bob, removed after the backup).
+        let bobDir = dir + "-bob"
+        defer { try? FileManager.default.removeItem(atPath: bobDir) }
+        _ = try await StarlingProcess.run(["id", "--name", "bob", "--data-dir", bobDir])
+        let qr = try await StarlingProcess.run(["contact", "qr", "--json", "--data-dir", bobDir])
+        let uri = try #require((try JSONSerialization.jsonObject(with: Data(qr.stdout.utf8)) as? [String: Any])?["uri"] as? String)
+        #expect(try await StarlingProcess.run(["contact", "add", uri, "--data-dir", dir]).status == 0)
+        #expect(try await StarlingProcess.run(["backup", "--data-dir", dir]).status == 0)
+        #expect(try await StarlingProcess.run(["contact", "remove", "bob", "--yes", "--data-dir", dir]).status == 0)
+        #expect(try await !StarlingProcess.run(["contact", "list", "--data-dir", dir]).stdout.contains("bob"), "removed")
+        let restored = try await StarlingProcess.run(["restore", "--yes", "--data-dir", dir])
+        #expect(restored.status == 0 && restored.stdout.contains("(through the daemon)"), "\(restored.stdout)\(restored.stderr)")
+        #expect(try await StarlingProcess.run(["contact", "list", "--data-dir", dir]).stdout.contains("bob"), "back from the backup")
+        #expect(try #require(try await api.get("/v1/status") as? [String: Any])["storeOpen"] as? Bool == true, "open again")
+        let missing = try await StarlingProcess.run(["restore", "--yes", "--from", dir + "/backups/none.sqlite", "--data-dir", dir])
+        #expect(missing.status == 1 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
         _ = try await api.post("/v1/store/lock", [:])
         let locked = try await StarlingProcess.run(["backup", "--data-dir", dir])
         #expect(locked.status == 1 && locked.stderr.contains("locked"), "\(locked.stdout)\(locked.stderr)")
