@@ -5,6 +5,7 @@ import StarlingMessengerCore
 import StarlingNode
 import StarlingTransport
 import StarlingWire
+import StarlingTestSupport
 import StarlingYaOKStore
 import Testing
 
@@ -27,15 +28,6 @@ import Testing
         return o
     }
 
-    static func waitFor(seconds: Double, _ condition: @Sendable () async -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < end {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await condition()
-    }
-
     @Test func twoEmbeddedSessionsTalkAsTwoDaemonsWould() async throws {
         let hub = InMemoryHub()
         let ta = hub.endpoint("a"), tb = hub.endpoint("b")
@@ -51,7 +43,7 @@ import Testing
         let runners = [Task { await alice.run() }, Task { await bob.run() }]
         let bobHears = try await bob.client.events()
         hub.connect(ta, tb, maxFrame: 512)
-        #expect(await Self.waitFor(seconds: 120) {
+        #expect(await waitUntil(seconds: 120) {
             if case .conversation = (try? await alice.client.resolve("bob")) ?? .none { true } else { false }
         })
         guard case let .conversation(toBob) = try await alice.client.resolve("bob") else { return }

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 import Starling
 
@@ -17,12 +18,7 @@ import Starling
     /// synchronous simulations in other tests can hold both of Swift's
     /// cooperative threads for half a minute, and these nodes run on them.
     static func waitFor(seconds: Double, _ condition: @Sendable () async -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < end {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await condition()
+        await waitUntil(seconds: seconds, condition)
     }
 
     static func options(_ name: String, _ transport: any Transport) -> MeshNode.Options {
