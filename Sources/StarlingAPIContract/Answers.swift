@@ -19,7 +19,7 @@ public struct APIStatus: Codable, Hashable, Sendable {
     public var udpPort: UInt16?
     /// Our messages waiting for a route (absent: the store is locked).
     public var pending: Int?
-    /// The Ya OK server's mailbox, when the node has one.
+    /// The Ya OK server, when the node has one.
     public var server: String?
     public var npub: String?
     /// Seconds with no activity from any face after which a store with a PIN or passphrase closes (0: never).

@@ -18,7 +18,7 @@ public struct APIMessage: Codable, Hashable, Sendable {
     public var recordedAt: Double
     /// The ID the network knows it by (its receipts name it).
     public var messageID: String?
-    /// The way it went or came: "mesh", "nostr", "courier", the server's mailbox.
+    /// The way it went or came: "mesh", "nostr", "courier", "yaok-server".
     public var via: String?
     /// Ours: queued, sending, sent, delivered, read, retrying, failed.
     public var state: String?

@@ -78,14 +78,14 @@ public final class EmbeddedNetwork {
     /// packet; a BLE central reconnects). Raw links stay closed.
     public var relinkAfter: Millis = 1_000
     private var relinks: [(at: Millis, a: Int, b: Int, wire: Wire)] = []
-    /// A mailbox transport between the nodes (a Nostr relay, in effect): what a
+    /// An off-mesh transport between the nodes (a Nostr relay, in effect): what a
     /// node sends off the mesh reaches the node with that peer ID after
-    /// `mailboxLatency`, if `mailboxUp`; otherwise the send fails at once.
-    public var mailboxUp = true
-    public var mailboxLatency: Millis = 500
-    /// Every payload the mailbox carried: from, to, what.
-    public private(set) var mailboxCarried: [(from: Int, to: Int, payload: NoisePayload)] = []
-    private var mailboxInFlight: [(at: Millis, from: Int, to: Int, payload: NoisePayload, via: String)] = []
+    /// `offMeshLatency`, if `offMeshUp`; otherwise the send fails at once.
+    public var offMeshUp = true
+    public var offMeshLatency: Millis = 500
+    /// Every payload the off-mesh transport carried: from, to, what.
+    public private(set) var offMeshCarried: [(from: Int, to: Int, payload: NoisePayload)] = []
+    private var offMeshInFlight: [(at: Millis, from: Int, to: Int, payload: NoisePayload, via: String)] = []
     private var wires: [End: Wire] = [:]
     private var inFlight = Heap<InFlight>()
     private var sequence: UInt64 = 0
@@ -192,18 +192,18 @@ public final class EmbeddedNetwork {
             let nextFrame = inFlight.min?.at
             let nextDeadline = nodes.compactMap(\.nextDeadline).min()
             let nextRelink = relinks.map(\.at).min()
-            let nextMail = mailboxInFlight.map(\.at).min()
+            let nextMail = offMeshInFlight.map(\.at).min()
             guard let t = [nextFrame, nextDeadline, nextRelink, nextMail].compactMap({ $0 }).min(), t <= end else { break }
             now = max(now, t)
             for r in relinks where r.at <= now {
                 connect(r.a, r.b, maxFrame: r.wire.maxFrame, latency: r.wire.latency, loss: r.wire.loss)
             }
             relinks.removeAll { $0.at <= now }
-            for m in mailboxInFlight where m.at <= now {
+            for m in offMeshInFlight where m.at <= now {
                 nodes[m.to].receiveOffMesh(m.payload, from: nodes[m.from].peerID, via: m.via, now: now)
                 flush(m.to)
             }
-            mailboxInFlight.removeAll { $0.at <= now }
+            offMeshInFlight.removeAll { $0.at <= now }
             while let f = inFlight.min, f.at <= now {
                 _ = inFlight.removeMin()
                 framesDelivered += 1
@@ -272,13 +272,13 @@ public final class EmbeddedNetwork {
                     relinks.append((now + relinkAfter, node, other.node, wire))
                 }
             case let .sendOffMesh(payload, peer, via, ticket):
-                guard mailboxUp, let to = nodes.firstIndex(where: { $0.peerID == peer }) else {
-                    nodes[node].offMeshFailed(ticket, reason: "the mailbox is down", now: now)
+                guard offMeshUp, let to = nodes.firstIndex(where: { $0.peerID == peer }) else {
+                    nodes[node].offMeshFailed(ticket, reason: "the off-mesh transport is down", now: now)
                     flush(node)
                     continue
                 }
-                mailboxCarried.append((node, to, payload))
-                mailboxInFlight.append((now + mailboxLatency, node, to, payload, via))
+                offMeshCarried.append((node, to, payload))
+                offMeshInFlight.append((now + offMeshLatency, node, to, payload, via))
                 nodes[node].offMeshAccepted(ticket, now: now)
                 flush(node)
             case let .saveFile(file):
@@ -293,7 +293,7 @@ public final class EmbeddedNetwork {
             case let .savePrekeys(p):
                 savedPrekeys[node] = p // kept "on disk": a restart adopts them
             case .acknowledged:
-                break // the simulated mailboxes hold nothing for a server
+                break // the simulated off-mesh transports hold nothing for a server
             case let .bulkOffered(offer, from):
                 bulkOffers[node].append((offer, from))
             case .bulkAnswered:

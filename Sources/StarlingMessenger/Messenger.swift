@@ -13,7 +13,7 @@ import StarlingYaOK
 import StarlingYaOKStore
 
 /// The messenger's runtime: ``MessengerCore`` over a running node, the
-/// encrypted store (while it is open) and the mailbox transports (Nostr, the
+/// encrypted store (while it is open) and the off-mesh transports (Nostr, the
 /// Ya OK server). It decides nothing itself: it hands the core what happens
 /// and carries out what the core says. Faces (the terminal, the daemon's API)
 /// read ``events`` and call its commands.
@@ -26,7 +26,7 @@ public actor Messenger {
     /// The data directory (its `nostr-contacts`, from before the store kept them, moves in).
     public nonisolated let directory: URL
     public nonisolated let nostr: NostrTransport?
-    public nonisolated let server: YaOKServerMailbox?
+    public nonisolated let server: YaOKServerTransport?
     private var knownContacts = 0
     /// A store is being opened (its reads under way): a second open waits for nothing.
     private var opening = false
@@ -40,7 +40,7 @@ public actor Messenger {
     /// a gateway carries when we have no relay.
     let geoSeed: [UInt8]?
 
-    public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerMailbox? = nil,
+    public init(node: MeshNode, directory: URL, nostr: NostrTransport? = nil, server: YaOKServerTransport? = nil,
                 configuration: MessengerCore.Configuration = .init(), gatewayChannels: [String] = [], bridgeCell: String? = nil,
                 geoSeed: [UInt8]? = nil) {
         self.node = node
@@ -255,12 +255,12 @@ public actor Messenger {
                     // Gone already (answered or timed out): nothing waits.
                 }
             }
-        case let .mailbox(.nostrContact(peer, npub, variant)):
+        case let .offMesh(.nostrContact(peer, npub, variant)):
             let key = npub.flatMap { try? Bech32.publicKey(npub: $0) }
             await nostr?.setContact(peer, publicKey: key, variant: GiftWrap.Variant(rawValue: variant) ?? .bitchat)
-        case let .mailbox(.serverContact(peer, bytes)):
+        case let .offMesh(.serverContact(peer, bytes)):
             await server?.setContact(peer, card: bytes.flatMap { try? ContactCard(bytes: $0) })
-        case let .mailbox(.nostrOpened(ids)):
+        case let .offMesh(.nostrOpened(ids)):
             await nostr?.markOpened(ids)
         }
     }

@@ -130,7 +130,7 @@ public struct NodeSummary: Sendable, Hashable {
     public var trustKnown: Bool
     /// Our messages waiting for a route (nil: the store is locked).
     public var pending: Int?
-    /// The Ya OK server's mailbox name, when the node has one.
+    /// The Ya OK server's name, when the node has one.
     public var server: String?
     /// Whether location channels (Nostr) can be joined.
     public var nostr: Bool

@@ -11,7 +11,7 @@ import StarlingYaOKClient
 import StarlingYaOKStore
 
 /// What a data directory starts: the node (its trust unknown until the store
-/// opens), its mailboxes (Nostr, the Ya OK server, a courier mailbox), the
+/// opens), its off-mesh transports (Nostr, the Ya OK server), a courier mailbox, the
 /// encrypted store, and the messenger over them, with the directory's settings
 /// (`settings.json`) under what the caller sets. The composition root: the
 /// daemon, every command that runs a node and an app that embeds Starling
@@ -20,7 +20,7 @@ public struct MessengerSession: Sendable {
     public let node: MeshNode
     public let messenger: Messenger
     public let nostr: NostrTransport?
-    public let server: YaOKServerMailbox?
+    public let server: YaOKServerTransport?
     public let identityStore: IdentityStore
     /// The settings the node runs with: the data directory's, with the configuration's over them.
     public let settings: NodeSettings
@@ -48,9 +48,9 @@ public struct MessengerSession: Sendable {
 
     /// What to start beside the node. Left as it is, the data directory's settings decide.
     public struct Configuration: Sendable {
-        /// Start the mailboxes the settings name (Nostr, the Ya OK server); false: none, whatever
+        /// Start the off-mesh transports the settings name (Nostr, the Ya OK server); false: none, whatever
         /// the settings say (a one-shot command that only changes the store).
-        public var mailboxes = true
+        public var offMeshTransports = true
         /// The Ya OK server (HOST:PORT, a host name or a list the client moves along), over the saved one.
         public var server: String?
         /// Nostr on, whatever the saved setting says.
@@ -90,7 +90,7 @@ public struct MessengerSession: Sendable {
         return try YaOKStore.open(directory: directory, protection: .keyFile(identity))
     }
 
-    /// Starts the node and its mailboxes on `identityStore`'s directory, with
+    /// Starts the node and its off-mesh transports on `identityStore`'s directory, with
     /// `options` (its links and transports, chosen by the caller) and
     /// `configuration`; opens the store with `openStore` so the messenger has
     /// the trust decisions before the node runs (the node is not yet running:
@@ -119,9 +119,9 @@ public struct MessengerSession: Sendable {
         options.core.crossesBridges = c.crossesBridges
         options.core.bridgeSeed = geoSeed
         var nostr: NostrTransport?
-        if settings.nostr, c.mailboxes {
+        if settings.nostr, c.offMeshTransports {
             let t = NostrTransport(key: key, meshPeerID: identity.peerID, options: try nostrOptions(c, proxy: settings.proxy, directory: directory, geoSeed: geoSeed))
-            options.mailboxes.append(t)
+            options.offMeshTransports.append(t)
             nostr = t
             if !gatewayChannels.isEmpty { options.core.gateway = true }
             options.core.bridge = c.bridgeCell
@@ -150,23 +150,23 @@ public struct MessengerSession: Sendable {
             }
             courierMailbox = client
         }
-        var server: YaOKServerMailbox?
-        if let text = settings.server, c.mailboxes {
+        var server: YaOKServerTransport?
+        if let text = settings.server, c.offMeshTransports {
             let address: UDPAddress
             do { address = try UDPAddress.resolving(text) } catch { throw StartError("the Ya OK server \(error)") }
             // A host name is looked up again when the server stops answering (it may have moved).
             let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
                                         configuration: c.background ? .background : .init(), name: UDPAddress(text) == nil ? text : nil)
-            let s = YaOKServerMailbox(client: client, identity: identity, userID: try ids.userID(),
+            let s = YaOKServerTransport(client: client, identity: identity, userID: try ids.userID(),
                                       shownAs: UDPAddress(text) != nil ? address.description : "\(text) (\(address))")
-            options.mailboxes.append(s)
+            options.offMeshTransports.append(s)
             server = s
         }
         let node = try MeshNode(identity: identity, options: options)
         if let client = courierMailbox {
             await client.start()
             Task { for await e in client.drops { await node.dropFromMailbox(e) } }
-            // Said once when the mailbox does not answer (a person would otherwise think drops go there), and once when it does again.
+            // Said once when the courier mailbox does not answer (a person would otherwise think drops go there), and once when it does again.
             let notice = c.notice
             Task {
                 for await answers in client.answering {

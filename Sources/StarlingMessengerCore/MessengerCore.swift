@@ -11,7 +11,7 @@ import StarlingYaOK
 /// In: the node's events (with its view of the peers), the store's contents
 /// when it opens, what the person does (send, seen, block …) and the time.
 /// Out: ``Effect``s: commands for the node, writes for the store, contacts for
-/// the mailbox transports, and ``MessengerEvent``s for the faces (terminal,
+/// the off-mesh transports, and ``MessengerEvent``s for the faces (terminal,
 /// web, daemon API), which render them and decide nothing.
 ///
 /// The rules it keeps (docs/MESSENGER.md):
@@ -22,16 +22,16 @@ import StarlingYaOK
 /// - Every private conversation is kept, with a contact or not (1,024
 ///   conversations with peers who are not contacts; the store's 10,000
 ///   messages), with the seed's message states.
-/// - One route rule for contacts and favourites: the mesh, else a mailbox
+/// - One route rule for contacts and favourites: the mesh, else an off-mesh
 ///   transport that reaches them (Nostr, then the Ya OK server), else the
 ///   store's queue until one does.
 /// - Read receipts go when the person has seen the message (``markSeen``), never
 ///   on arrival.
 public struct MessengerCore: Sendable {
     public struct Configuration: Sendable {
-        /// Whether Nostr carries messages for mutual favourites (the Nostr mailbox is there).
+        /// Whether Nostr carries messages for mutual favourites (the Nostr transport is there).
         public var nostr = false
-        /// The Ya OK server's mailbox name, when there is one.
+        /// The Ya OK server's name, when there is one.
         public var server: String?
         /// Whether favourites that appear are told our npub (not for a one-shot send).
         public var tellsFavourites = true
@@ -51,7 +51,7 @@ public struct MessengerCore: Sendable {
     public enum Effect: Sendable {
         case node(NodeCommand)
         case store(StoreWrite)
-        case mailbox(MailboxCommand)
+        case offMesh(OffMeshCommand)
         case event(MessengerEvent)
     }
 
@@ -74,7 +74,7 @@ public struct MessengerCore: Sendable {
         case sendDrop(String, toNoiseKey: [UInt8], messageID: String)
     }
 
-    public enum MailboxCommand: Sendable, Equatable {
+    public enum OffMeshCommand: Sendable, Equatable {
         /// Nostr reaches this peer at this npub (nil: no longer), wrapped this way.
         case nostrContact(PeerID, npub: String?, variant: String)
         /// The Ya OK server reaches this peer as this contact (nil: no longer).
@@ -181,7 +181,7 @@ public struct MessengerCore: Sendable {
     /// Peers present (the node's view), and fingerprints of our sessions.
     public private(set) var peers: [PeerID: NodeCore.PeerInfo] = [:]
     private var sessions: [PeerID: Fingerprint] = [:]
-    /// Peers the Nostr or server mailbox reaches.
+    /// Peers Nostr or the Ya OK server reaches.
     private var nostrReachable: Set<Fingerprint> = []
     public private(set) var serverUp = false
     /// Favourites told our npub in this run.
@@ -316,7 +316,7 @@ public struct MessengerCore: Sendable {
 
     /// Where a message to this Noise key can go now (the one rule: every face
     /// shows what it decides), or nil: queued until a route appears. The mesh
-    /// first, then Nostr, then the Ya OK server's mailbox; a text longer than the
+    /// first, then Nostr, then the Ya OK server; a text longer than the
     /// mesh carries goes only through the server.
     public func route(to fingerprint: Fingerprint, bytes: Int = 0) -> MessageRoute? {
         let long = bytes > Self.meshTextLimit
@@ -427,7 +427,7 @@ public struct MessengerCore: Sendable {
             if r.favorite { command(.setFavorite(card.meshFingerprint, true)) }
             if r.verified { command(.setVerified(card.meshFingerprint, true)) }
             if configuration.server != nil, !r.blocked {
-                effects.append(.mailbox(.serverContact(card.meshFingerprint.peerID, card: card.bytes)))
+                effects.append(.offMesh(.serverContact(card.meshFingerprint.peerID, card: card.bytes)))
             }
         }
         for f in trust.keys { refreshNostr(f) }
@@ -824,7 +824,7 @@ public struct MessengerCore: Sendable {
         let was = nostrReachable.contains(f)
         if mutual { nostrReachable.insert(f) } else { nostrReachable.remove(f) }
         if mutual || was {
-            effects.append(.mailbox(.nostrContact(f.peerID, npub: mutual ? t.npub : nil, variant: t.nostrVariant ?? "bitchat")))
+            effects.append(.offMesh(.nostrContact(f.peerID, npub: mutual ? t.npub : nil, variant: t.nostrVariant ?? "bitchat")))
         }
     }
 
@@ -938,7 +938,7 @@ public struct MessengerCore: Sendable {
         return id
     }
 
-    /// Hands a recorded message to the node (which takes the mesh, then a mailbox).
+    /// Hands a recorded message to the node (which takes the mesh, then an off-mesh transport).
     private mutating func hand(_ record: inout MessageRecord, to f: Fingerprint, now: Double) {
         guard let way = route(to: f, bytes: record.text.utf8.count), let transportID = record.transportID else { return }
         if record.progress?.state == .retrying || record.progress?.state == .failed { try? record.progress?.move(to: .retrying, at: now) }
@@ -1047,7 +1047,7 @@ public struct MessengerCore: Sendable {
             contacts[card.userID] = c
             write(.contact(c))
             if configuration.server != nil {
-                effects.append(.mailbox(.serverContact(f.peerID, card: c.blocked ? nil : card.bytes)))
+                effects.append(.offMesh(.serverContact(f.peerID, card: c.blocked ? nil : card.bytes)))
             }
         }
         refreshNostr(f)
@@ -1076,7 +1076,7 @@ public struct MessengerCore: Sendable {
         let old = Self.conversationID(for: card.meshFingerprint)
         contacts[card.userID] = record
         command(.pin(card.signingKey, for: card.meshFingerprint))
-        if configuration.server != nil { effects.append(.mailbox(.serverContact(card.meshFingerprint.peerID, card: card.bytes))) }
+        if configuration.server != nil { effects.append(.offMesh(.serverContact(card.meshFingerprint.peerID, card: card.bytes))) }
         _ = old
         mergePeerConversation(into: card)
         if recent[card.userID] == nil { recent[card.userID] = [] }

@@ -20,7 +20,7 @@ public enum MessengerEvent: Sendable {
     /// holder of `fingerprint` (its session proved it, or a courier drop's seal).
     case privateMessage(conversation: UserID, record: MessageRecord, from: PeerID, name: String, hops: Int, via: String?, fingerprint: Fingerprint)
     /// Our private message, recorded; its `transport` says where it went
-    /// ("mesh", "nostr", the server's mailbox) or nil: queued until a route appears.
+    /// ("mesh", "nostr", "yaok-server") or nil: queued until a route appears.
     case sent(conversation: UserID, record: MessageRecord)
     /// Messages that waited for a route (`count` in this conversation) go now.
     case sendingWaiting(conversation: UserID, count: Int)

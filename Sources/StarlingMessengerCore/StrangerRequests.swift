@@ -85,7 +85,7 @@ extension MessengerCore {
     public mutating func strangerWrote(_ m: NostrClientCore.StrangerMessage, now: Double) {
         guard let f = try? NostrContacts.key(npub: m.npub) else { return }
         if isBlocked(f) {
-            effects.append(.mailbox(.nostrOpened([m.wrapID])))
+            effects.append(.offMesh(.nostrOpened([m.wrapID])))
             return
         }
         guard let r = requests.add(m, now: now) else { return }
@@ -102,7 +102,7 @@ extension MessengerCore {
         for m in r.messages {
             receiveFromNostr(fingerprint: f, nickname: name, text: m.text, messageID: m.wrapID, now: now)
         }
-        effects.append(.mailbox(.nostrOpened(r.messages.map(\.wrapID))))
+        effects.append(.offMesh(.nostrOpened(r.messages.map(\.wrapID))))
         return r
     }
 
@@ -110,7 +110,7 @@ extension MessengerCore {
     @discardableResult
     public mutating func dropRequest(_ publicKey: String) -> StrangerRequest? {
         guard let r = requests.take(publicKey) else { return nil }
-        effects.append(.mailbox(.nostrOpened(r.messages.map(\.wrapID))))
+        effects.append(.offMesh(.nostrOpened(r.messages.map(\.wrapID))))
         return r
     }
 }

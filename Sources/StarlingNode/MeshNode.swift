@@ -35,9 +35,9 @@ public actor MeshNode {
         public var udp: UDPTransport.Options? = UDPTransport.Options()
         /// Further transports (Bluetooth LE, in-memory …), started with the node.
         public var transports: [any Transport] = []
-        /// Mailbox transports (Nostr): peers reached by who they are, used only
+        /// Off-mesh transports (Nostr): peers reached by who they are, used only
         /// for a peer with no mesh route.
-        public var mailboxes: [any MailboxTransport] = []
+        public var offMeshTransports: [any OffMeshTransport] = []
         /// With `core.gateway` or `core.bridge`: hands what the gateway or the
         /// bridge took to the relays (the events as they came, each its author's).
         public var nostrPublisher: (@Sendable (GatewayCore.Upload) -> Void)?
@@ -151,7 +151,7 @@ public actor MeshNode {
         var configuration = options.core
         configuration.acceptsFiles = options.downloads != nil
         configuration.bulk = options.bulk != nil && options.downloads != nil
-        if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.mailboxes.map(\.name) }
+        if configuration.offMeshOrder.isEmpty { configuration.offMeshOrder = options.offMeshTransports.map(\.name) }
         self.core = NodeCore(identity: identity, configuration: configuration, seed: UInt64.random(in: 0...UInt64.max))
         // Our prekeys, before any tick publishes (or, with none kept, makes) them.
         if configuration.publishesPrekeys, let url = options.prekeyFile {
@@ -196,11 +196,11 @@ public actor MeshNode {
         loadBridgeMemory() // before any relay event can come
         continuation.yield(.started(port: port, peerID: peerID, nickname: core.nickname))
         var started: [Int] = []
-        var mailboxesStarted: [Int] = []
-        for (i, m) in options.mailboxes.enumerated() {
+        var offMeshStarted: [Int] = []
+        for (i, m) in options.offMeshTransports.enumerated() {
             do {
                 try await m.start()
-                mailboxesStarted.append(i)
+                offMeshStarted.append(i)
             } catch {
                 continuation.yield(.rejected(Rejection(.transport, "\(m.name): \(error)")))
             }
@@ -230,12 +230,12 @@ public actor MeshNode {
                     }
                 }
             }
-            for i in mailboxesStarted {
-                let events = options.mailboxes[i].events
+            for i in offMeshStarted {
+                let events = options.offMeshTransports[i].events
                 group.addTask { [weak self] in
                     for await event in events {
                         guard let self else { return }
-                        await self.mailboxEvent(event, from: i)
+                        await self.offMeshEvent(event, from: i)
                     }
                 }
             }
@@ -266,11 +266,11 @@ public actor MeshNode {
         timer.cancel()
         saveBoard(force: true)
         saveBridgeMemory(force: true)
-        let transports = self.transports, mailboxes = options.mailboxes, done = stoppedContinuation, bulk = bulkServer
+        let transports = self.transports, offMesh = options.offMeshTransports, done = stoppedContinuation, bulk = bulkServer
         let task = Task {
             await bulk?.stop()
             for t in transports { await t.stop() }
-            for m in mailboxes { await m.stop() }
+            for m in offMesh { await m.stop() }
             done.finish()
         }
         stopping = task
@@ -342,9 +342,9 @@ public actor MeshNode {
         rearm()
     }
 
-    private func mailboxEvent(_ event: MailboxEvent, from index: Int) {
+    private func offMeshEvent(_ event: OffMeshEvent, from index: Int) {
         guard running else { return }
-        let now = readClock(), name = options.mailboxes[index].name
+        let now = readClock(), name = options.offMeshTransports[index].name
         switch event {
         case let .reachable(peer, on): core.setOffMeshRoute(peer, via: name, reachable: on, now: now)
         case let .received(payload, peer): core.receiveOffMesh(payload, from: peer, via: name, now: now)
@@ -499,9 +499,9 @@ public actor MeshNode {
                     continuation.yield(.rejected(Rejection(.transport, "our prekeys could not be kept in \(url.path) (\(error.localizedDescription)): free some disk, or drops sealed to them may not open after a restart")))
                 }
             case let .sendOffMesh(payload, peer, via, ticket):
-                options.mailboxes.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
+                options.offMeshTransports.first { $0.name == via }?.send(payload, to: peer, ticket: ticket)
             case let .acknowledged(id):
-                for m in options.mailboxes { m.acknowledged(id) }
+                for m in options.offMeshTransports { m.acknowledged(id) }
             case let .publishNostr(upload):
                 options.nostrPublisher?(upload)
             case let .followDrops(tags):
@@ -1139,7 +1139,7 @@ public actor MeshNode {
     /// A private message could not be stored: no receipt; the sender's retry is taken again.
     public func notStored(_ messageID: String) { command { c, _ in c.notStored(messageID) } }
 
-    /// The mailbox transport that reaches `peer` off the mesh now, if any.
+    /// The off-mesh transport that reaches `peer` off the mesh now, if any.
     public func offMeshRoute(_ peer: PeerID) -> String? { core.offMeshRoute(peer) }
 
     /// Sends a file privately (end-to-end encrypted, fragmented on the way).

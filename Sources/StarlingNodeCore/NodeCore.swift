@@ -75,7 +75,7 @@ public struct NodeCore: Sendable {
         /// cannot fill the screen, or the application's memory, with text.
         public var shownBytesBurst = 262_144
         public var shownBytesPerSecond = 65_536
-        /// The mailbox transports in the order they are tried for a peer with
+        /// The off-mesh transports in the order they are tried for a peer with
         /// no mesh route (names, e.g. ["nostr", "yaok-server"]); others after them.
         public var offMeshOrder: [String] = []
         /// Whether the application knows its trust decisions (blocks) yet: while
@@ -127,7 +127,7 @@ public struct NodeCore: Sendable {
         /// The seed our bridge keys come from (``MeshBridge/identity(seed:cell:)``).
         public var bridgeSeed: [UInt8]? = nil
         public var bridgeLimits = BridgeCore.Limits()
-        /// A courier mailbox is reachable (a relay server over the LAN,
+        /// A courier mailbox is reachable (a Ya OK server over the LAN,
         /// docs/PROTOCOL.md "The courier mailbox"): each drop we seal or take
         /// to carry goes there too (``Output/postToMailbox(_:)``), and the drops
         /// for our tags and our direct peers' are fetched from it
@@ -215,12 +215,12 @@ public struct NodeCore: Sendable {
         /// Our own prekeys changed (made, used, dropped): keep them, before a
         /// bundle naming them goes out (they are private keys: 0600).
         case savePrekeys(LocalPrekeys)
-        /// Send this payload to `peer` through the mailbox transport named
+        /// Send this payload to `peer` through the off-mesh transport named
         /// `via` (the peer has no mesh route); `ticket` names it when the
         /// transport answers (``offMeshAccepted(_:now:)``, ``offMeshFailed(_:reason:now:)``).
         case sendOffMesh(NoisePayload, to: PeerID, via: String, ticket: String)
         /// A private message's delivery receipt went (the first time, or again
-        /// for a retried copy): a mailbox transport that holds it for its server
+        /// for a retried copy): an off-mesh transport that holds it for its server
         /// may let the server drop it now.
         case acknowledged(messageID: String)
         /// A peer offers a file over TCP (docs/PROTOCOL.md, "Bulk transfer"):
@@ -382,10 +382,10 @@ public struct NodeCore: Sendable {
     private var pings: [[UInt8]: (peer: PeerID, at: Millis)] = [:]
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
-    /// Peers reachable off the mesh, and through which mailbox transport
+    /// Peers reachable off the mesh, and through which off-mesh transport
     /// (4,096 at most: the application sets them, from its favourites).
     private var offMesh: [PeerID: Set<String>] = [:]
-    /// Tickets handed to a mailbox transport and not failed: a retry of the
+    /// Tickets handed to an off-mesh transport and not failed: a retry of the
     /// same message is not sent again that way (10,000 remembered).
     private var handedOff = BoundedSet<String>(capacity: 10_000)
     /// Tickets handed off whose failure would make them worth a second try.
@@ -1489,7 +1489,7 @@ public struct NodeCore: Sendable {
         takeOnlineDrop(e, taken: "mailbox " + seal, now: now)
     }
 
-    /// A drop from the relays or the mailbox (`taken`: the key it is taken
+    /// A drop from the Nostr relays or the courier mailbox (`taken`: the key it is taken
     /// once under): opened when it is ours, else carried to the peer here it is for.
     private mutating func takeOnlineDrop(_ drop: CourierEnvelope, taken: String, now: Millis) {
         let w = wall(now)
@@ -1523,7 +1523,7 @@ public struct NodeCore: Sendable {
             refusals.courier += 1
             return
         }
-        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the relays or the mailbox: not posted back
+        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the Nostr relays or the courier mailbox: not posted back
         dropsMailboxed.insert(sha256Hex(e.ciphertext))
         dropEventsTaken.insert(taken) // taken once it is carried: one for no one here yet is read again when they come
         handOverDrops(to: peer, noiseKey: key, now: now)
@@ -2346,7 +2346,7 @@ public struct NodeCore: Sendable {
     private mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
         // Fails here, not on a retry. A payload the mesh cannot carry (a private
         // message over 255 bytes) may still go to a peer away from the mesh
-        // through a mailbox that can (the Ya OK server carries 10,240 bytes).
+        // through an off-mesh transport that can (the Ya OK server carries 10,240 bytes).
         if present[peer] != nil || offMeshRoute(peer) == nil { _ = try payload.encoded() }
         unacknowledged[id] = payload
         tracker.sent(id, to: peer, now: now, favorite: isFavorite(peer))
@@ -2368,7 +2368,7 @@ public struct NodeCore: Sendable {
     private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
                                     routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
         // Mesh first, always: off the mesh only for a peer no announce has come
-        // from within the last minute, and only what a mailbox carries.
+        // from within the last minute, and only what an off-mesh transport carries.
         if present[peer] == nil, let via = offMeshRoute(peer), let ticket = Self.offMeshTicket(payload) {
             handOff(payload, to: peer, via: via, ticket: ticket)
             return
@@ -2394,7 +2394,7 @@ public struct NodeCore: Sendable {
         if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
     }
 
-    /// The ticket a payload goes off the mesh under; nil for what no mailbox carries (files).
+    /// The ticket a payload goes off the mesh under; nil for what no off-mesh transport carries (files).
     static func offMeshTicket(_ payload: NoisePayload) -> String? {
         switch payload {
         case let .privateMessage(m): m.messageID
@@ -2411,7 +2411,7 @@ public struct NodeCore: Sendable {
 
     // MARK: Off the mesh
 
-    /// Makes `peer` reachable through the mailbox transport `via` (nil: not
+    /// Makes `peer` reachable through the off-mesh transport `via` (nil: not
     /// reachable off the mesh). What waits for it goes now, if it is away.
     public mutating func setOffMeshRoute(_ peer: PeerID, via: String?, now: Millis) {
         guard let via else {
@@ -2421,7 +2421,7 @@ public struct NodeCore: Sendable {
         setOffMeshRoute(peer, via: via, reachable: true, now: now)
     }
 
-    /// Says whether the mailbox transport `via` reaches `peer` off the mesh
+    /// Says whether the off-mesh transport `via` reaches `peer` off the mesh
     /// (several may: they are tried in ``Configuration/offMeshOrder``).
     public mutating func setOffMeshRoute(_ peer: PeerID, via: String, reachable: Bool, now: Millis) {
         guard reachable else {
@@ -2435,7 +2435,7 @@ public struct NodeCore: Sendable {
         if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
     }
 
-    /// Which mailbox transport reaches `peer` off the mesh, if any: the first
+    /// Which off-mesh transport reaches `peer` off the mesh, if any: the first
     /// in the configured order.
     public func offMeshRoute(_ peer: PeerID) -> String? {
         guard let routes = offMesh[peer] else { return nil }
@@ -2445,14 +2445,14 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// A private payload arrived through a mailbox transport, from `peer`
+    /// A private payload arrived through an off-mesh transport, from `peer`
     /// (authenticated by that transport).
     public mutating func receiveOffMesh(_ payload: NoisePayload, from peer: PeerID, via: String, now: Millis) {
         guard !blocked.contains(where: { $0.peerID == peer }) else { return } // blocked: dropped unanswered, as on the mesh
         inner(payload, from: peer, hops: 0, via: via, now: now)
     }
 
-    /// The mailbox transport's far end took the payload with this ticket.
+    /// The off-mesh transport's far end took the payload with this ticket.
     public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
         guard let peer = tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
         if offMeshSent[ticket] == nil, offMeshSent.count >= 1_024, let any = offMeshSent.keys.first { offMeshSent[any] = nil }
@@ -2742,7 +2742,7 @@ public struct NodeCore: Sendable {
         inner(payload, from: sender, hops: hops, via: nil, now: now)
     }
 
-    /// A private payload from `sender`, over the mesh (`via` nil) or a mailbox transport.
+    /// A private payload from `sender`, over the mesh (`via` nil) or an off-mesh transport.
     private mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
         // Blocked: dropped unanswered, whatever came first (a session before an announce).
         if isBlocked(sender) { return }

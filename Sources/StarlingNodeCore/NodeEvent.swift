@@ -25,7 +25,7 @@ public enum NodeEvent: Sendable {
     /// our own peer ID for history: one of ours, signed with our key.
     case message(from: PeerID, nickname: String?, text: String, hops: Int, timestamp: UInt64, history: Bool = false)
     /// A private message, decrypted; a delivered receipt went back already.
-    /// `via`: the mailbox transport it came through ("nostr"); nil: the mesh.
+    /// `via`: the off-mesh transport it came through ("nostr"); nil: the mesh.
     case privateMessage(from: PeerID, nickname: String?, text: String, messageID: String, hops: Int, via: String? = nil)
     case sessionEstablished(PeerID, fingerprint: String)
     /// A courier drop for us (0x04), opened with our key: a private message
@@ -41,7 +41,7 @@ public enum NodeEvent: Sendable {
     /// Our private message reached its recipient.
     case delivered(messageID: String, by: PeerID)
     /// Our private message went off the mesh (the peer had no mesh route):
-    /// the mailbox transport `via` ("nostr") has it; its receipts follow.
+    /// the off-mesh transport `via` ("nostr") has it; its receipts follow.
     case sentOffMesh(messageID: String, to: PeerID, via: String)
     /// Our private message was not acknowledged within its retry budget.
     case failed(messageID: String, to: PeerID)

@@ -16,7 +16,7 @@ import WSClient
 /// The protocol lives in ``NostrClientCore``; this class owns the WebSockets
 /// (hummingbird's swift-websocket, whose client speaks SOCKS5 and passes the
 /// relay's host name to the proxy, so Tor resolves it) and the clock.
-public final class NostrTransport: MailboxTransport, Sendable {
+public final class NostrTransport: OffMeshTransport, Sendable {
     public enum Proxy: Hashable, Sendable, CustomStringConvertible {
         /// A SOCKS5 proxy: Tor's is 127.0.0.1:9050.
         case socks5(host: String, port: Int)
@@ -52,7 +52,7 @@ public final class NostrTransport: MailboxTransport, Sendable {
     }
 
     public let name = "nostr"
-    public let events: AsyncStream<MailboxEvent>
+    public let events: AsyncStream<OffMeshEvent>
     /// What happens in the location channels joined.
     public let channelEvents: AsyncStream<ChannelEvent>
     private let channelContinuation: AsyncStream<ChannelEvent>.Continuation
@@ -62,14 +62,14 @@ public final class NostrTransport: MailboxTransport, Sendable {
     public let publicKey: [UInt8]
     public var npub: String { Bech32.npub(publicKey) }
     let pool: Pool
-    private let eventsContinuation: AsyncStream<MailboxEvent>.Continuation
+    private let eventsContinuation: AsyncStream<OffMeshEvent>.Continuation
     /// Sends, in the order they were made (one task takes them to the pool).
     private let sends: AsyncStream<(NoisePayload, PeerID, String)>
     private let sendsContinuation: AsyncStream<(NoisePayload, PeerID, String)>.Continuation
 
     public init(key: Secp256k1.PrivateKey, meshPeerID: PeerID, options: Options = Options(),
                 logger: Logger = Logger(label: "starling.nostr")) {
-        (events, eventsContinuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        (events, eventsContinuation) = AsyncStream.makeStream(of: OffMeshEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         (channelEvents, channelContinuation) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         publicKey = key.publicKey
         (sends, sendsContinuation) = AsyncStream.makeStream(of: (NoisePayload, PeerID, String).self, bufferingPolicy: .bufferingNewest(10_000))
@@ -163,7 +163,7 @@ extension NostrTransport {
     actor Pool {
         var core: NostrClientCore
         let options: Options
-        let events: AsyncStream<MailboxEvent>.Continuation
+        let events: AsyncStream<OffMeshEvent>.Continuation
         let logger: Logger
         private var writers: [String: AsyncStream<String>.Continuation] = [:]
         private var tasks: [Task<Void, Never>] = []
@@ -177,7 +177,7 @@ extension NostrTransport {
 
         let channels: AsyncStream<ChannelEvent>.Continuation
 
-        init(core: NostrClientCore, options: Options, events: AsyncStream<MailboxEvent>.Continuation,
+        init(core: NostrClientCore, options: Options, events: AsyncStream<OffMeshEvent>.Continuation,
              channels: AsyncStream<ChannelEvent>.Continuation, logger: Logger, openedCount: Int) {
             self.core = core
             self.options = options

@@ -22,7 +22,7 @@ public enum TransportEvent: Hashable, Sendable {
 }
 
 /// One way of reaching neighbours: UDP datagrams, Bluetooth LE through BlueZ,
-/// an in-memory hub, and next a relay server or Nostr. The node runtime
+/// an in-memory hub, and next a Ya OK server or Nostr. The node runtime
 /// starts each transport, reads its events, and hands it frames to send; the
 /// node core behind it knows only links.
 public protocol Transport: AnyObject, Sendable {

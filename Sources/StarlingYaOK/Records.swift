@@ -186,12 +186,12 @@ public struct GroupRecord: Codable, Hashable, Sendable {
 public enum MessageRoute: Hashable, Sendable, CustomStringConvertible {
     case mesh
     case nostr
-    /// The Ya OK server's mailbox.
+    /// The Ya OK server.
     case yaokServer
     /// A courier drop, carried by neighbours.
     case courier
-    /// A mailbox transport an application added, by its name.
-    case mailbox(String)
+    /// An off-mesh transport an application added, by its name.
+    case other(String)
 
     public init(name: String) {
         switch name {
@@ -199,7 +199,7 @@ public enum MessageRoute: Hashable, Sendable, CustomStringConvertible {
         case "nostr": self = .nostr
         case "yaok-server": self = .yaokServer
         case "courier": self = .courier
-        default: self = .mailbox(name)
+        default: self = .other(name)
         }
     }
 
@@ -209,7 +209,7 @@ public enum MessageRoute: Hashable, Sendable, CustomStringConvertible {
         case .nostr: "nostr"
         case .yaokServer: "yaok-server"
         case .courier: "courier"
-        case let .mailbox(n): n
+        case let .other(n): n
         }
     }
 

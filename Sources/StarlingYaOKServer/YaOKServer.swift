@@ -3,7 +3,7 @@ import StarlingTransport
 import StarlingWire
 import StarlingYaOKServerCore
 
-/// The relay server's runtime: one UDP socket, the protocol core, a store.
+/// The Ya OK server's runtime: one UDP socket, the protocol core, a store.
 /// MSGs are committed in groups — whatever arrived while the previous commit
 /// ran goes into the next transaction — and QUEUED is sent only after its
 /// commit, so that an answered message survives a SIGKILL.

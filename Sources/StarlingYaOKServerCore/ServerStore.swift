@@ -1,6 +1,6 @@
 import StarlingWire
 
-/// Where a relay server keeps its users' pinned keys and its queues: SQLite
+/// Where a Ya OK server keeps its users' pinned keys and its queues: SQLite
 /// (`SQLiteServerStore`, the default), PostgreSQL (several servers, one
 /// population), or memory (tests). Every call is durable when it returns.
 public protocol ServerStore: Sendable {

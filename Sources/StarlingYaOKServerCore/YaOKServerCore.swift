@@ -43,7 +43,7 @@ public struct QueueLimits: Hashable, Sendable {
     public init() {}
 }
 
-/// The relay server's protocol without I/O: packets in with their source
+/// The Ya OK server's protocol without I/O: packets in with their source
 /// address and the time; packets out, and requests to the store, whose
 /// results come back through the completion calls. The runtime
 /// (`YaOKServer`) owns the socket and the store; tests drive this directly.

@@ -5,7 +5,7 @@ import StarlingWire
 import StarlingYaOKServerCore
 
 /// The relay's queues and pinned keys in PostgreSQL (postgres-nio), so that
-/// several relay servers behind one address serve one population: a message
+/// several Ya OK servers behind one address serve one population: a message
 /// queued through one is fetched through another. Each batch is one
 /// transaction; the per-user and total caps are checked inside it. The
 /// queue's length is kept in a row of its own (`relay_queue_count`), locked

@@ -4,7 +4,7 @@ import StarlingWire
 import StarlingYaOK
 
 /// Receiving a sealed message into the store (seed 002 §5.1 and §8.2), for
-/// any transport that carries them (the relay server, a later mesh path).
+/// any transport that carries them (the Ya OK server, a later mesh path).
 extension YaOKStore {
     public enum Received: Hashable, Sendable {
         /// A new message, stored.

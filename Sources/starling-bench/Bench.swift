@@ -21,7 +21,7 @@ struct StarlingBench {
         // report as they go, and a run cut short keeps what it printed.
         setvbuf(stdout, nil, _IOLBF, 0)
         #endif
-        let args = Array(CommandLine.arguments.dropFirst())
+        var args = Array(CommandLine.arguments.dropFirst())
         // A child of `node`: the previous runtime's wake pattern, for the idle baseline.
         // Children of `bulk`, one in each network namespace.
         switch args.first {
@@ -36,7 +36,10 @@ struct StarlingBench {
             return
         }
         let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "groups": GroupBench.run, "bridge": BridgeBench.run, "mesh": MeshBench.run,
-                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "relay": ServerBench.run, "relay-store": ServerBench.storeAlone, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
+                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "yaok-server": ServerBench.run, "yaok-server-store": ServerBench.storeAlone, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
+        // Old names (docs/GLOSSARY.md: "relay" is mesh forwarding), still taken.
+        let retired = ["relay": "yaok-server", "relay-store": "yaok-server-store"]
+        args = args.map { retired[$0] ?? $0 }
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
             return

@@ -94,7 +94,7 @@ enum NodeBench {
         }
         // The off-mesh side: a Ya OK server (UDP), and where they are installed, nostr-relay and microsocks.
         let serverPort = try freeUDPPort(), relayPort = try freeTCPPort(), proxyPort = try freeTCPPort()
-        _ = try start(starlingBinary, ["relay-server", "--bind", "127.0.0.1", "--port", String(serverPort),
+        _ = try start(starlingBinary, ["yaok-server", "--bind", "127.0.0.1", "--port", String(serverPort),
                                        "--db", base + "/server.sqlite", "--duration", String(seconds + 30)])
         var offMesh = ["--server", "127.0.0.1:\(serverPort)", "--courier-mailbox", "127.0.0.1:\(serverPort)"]
         let venv = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".venv/bin/nostr-relay")

@@ -9,7 +9,7 @@ import StarlingWire
 import StarlingYaOK
 import StarlingYaOKServerCore
 
-/// `starling-bench relay`: the Ya OK relay server (real UDP on loopback, its
+/// `starling-bench relay`: the Ya OK server (real UDP on loopback, its
 /// real stores) beside the limits measured in the same run: a plain UDP echo
 /// (packets/s) and SQLite's durable commit rate.
 enum ServerBench {

@@ -22,7 +22,7 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
         """
     )
     @OptionGroup var node: NodeOptions
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): contacts who are not on the mesh are reached through it.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): contacts who are not on the mesh are reached through it.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -123,7 +123,7 @@ struct Web: AsyncParsableCommand, ServerAlias {
         """
     )
     @OptionGroup var node: NodeOptions
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`), when a daemon is started here.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`), when a daemon is started here.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?

@@ -43,7 +43,7 @@ struct NodeOptions: ParsableArguments {
     @Option(help: "Stately power mode: performance, balanced, power-saver, ultra-low-power (default: from the battery).")
     var powerMode: String?
     @OptionGroup var nostr: NostrOptions
-    @Option(help: ArgumentHelp("Also leave courier drops at this relay server's courier mailbox (UDP, over the LAN in a blackout), and fetch those for us and the peers one hop away to hand over.",
+    @Option(help: ArgumentHelp("Also leave courier drops at this Ya OK server's courier mailbox (UDP, over the LAN in a blackout), and fetch those for us and the peers one hop away to hand over.",
                                valueName: "HOST:PORT"))
     var courierMailbox: String?
     @Flag(inversion: .prefixedNo,
@@ -355,7 +355,7 @@ struct Listen: AsyncParsableCommand, ServerAlias {
     @OptionGroup var node: NodeOptions
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): register, and take what it holds for us.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): register, and take what it holds for us.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -410,7 +410,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
     @Option(help: "Send this file to --to instead of a message: over the mesh when it fits (1 MiB), else over the local network (unless either side has --no-bulk).")
     var file: String?
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling relay-server`): a contact not on the mesh gets the message through it.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): a contact not on the mesh gets the message through it.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -782,13 +782,13 @@ struct Send: AsyncParsableCommand, ServerAlias {
 
     /// What became of a message to a contact, said once; exit 1 when it is only kept.
     /// `outcome`: the furthest the message got; `said`: what the Ya OK server answered, when it was handed to it.
-    func report(_ outcome: Watch.Outcome?, server said: Watch.Outcome?, to card: ContactCard, id: String, mailbox server: YaOKServerMailbox?) throws {
+    func report(_ outcome: Watch.Outcome?, server said: Watch.Outcome?, to card: ContactCard, id: String, mailbox server: YaOKServerTransport?) throws {
         let name = DisplayText.clean(card.displayName)
         let printer = EventPrinter(json: json), peer = card.meshFingerprint.peerID.description
         func line(_ text: String, _ line: APISendLine) { if json { printer.write(line) } else { printer.say(text) } }
         func line(_ text: String, _ event: APIEvent) { if json { printer.write([event]) } else { printer.say(text) } }
         if case let .queued(online)? = said {
-            line("* queued at the relay \(server?.shownAs ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
+            line("* queued at the Ya OK server \(server?.shownAs ?? "") for \(name)" + (online ? " (online: sent on at once)" : " (they get it when they poll)"),
                  APISendLine(event: "queued", messageID: id, via: "yaok-server", online: online))
         }
         switch outcome {
@@ -819,7 +819,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         func moved(_ id: String, _ state: MessageState, via: String?) {
             if (states[id] ?? .composing) < state || state == .failed { states[id] = state }
         }
-        func server(_ o: YaOKServerMailbox.Outcome) {
+        func server(_ o: YaOKServerTransport.Outcome) {
             switch o {
             case let .queued(t, online): server[t] = .queued(online: online)
             case let .refused(t, why): server[t] = .kept("the relay refused it: \(why)")

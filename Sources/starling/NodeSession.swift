@@ -12,7 +12,7 @@ import StarlingWire
 import StarlingYaOKStore
 
 /// What a command that runs a node holds: the library's composition root
-/// (``MessengerSession``: the node, its mailboxes, the store and the messenger)
+/// (``MessengerSession``: the node, its off-mesh transports, the store and the messenger)
 /// started from the command line's flags, the store opened as a terminal does
 /// (asking for its PIN, or STARLING_PIN). Every face (chat, listen, send, the
 /// daemon) starts here: one set of rules, the same an app embeds.
@@ -22,7 +22,7 @@ struct NodeSession {
     var node: MeshNode { session.node }
     var messenger: Messenger { session.messenger }
     var nostr: NostrTransport? { session.nostr }
-    var server: YaOKServerMailbox? { session.server }
+    var server: YaOKServerTransport? { session.server }
     var identityStore: IdentityStore { session.identityStore }
     var settings: NodeSettings { session.settings }
     /// Which settings the command line set (a saved change to those has no effect).

@@ -9,7 +9,7 @@ import StarlingYaOKStore
 /// that no face goes around it into the store (issue 54): a running daemon's
 /// on this data directory (its API, and every face sees the change at once),
 /// else one started in this process on the directory, with no links and no
-/// mailboxes, holding the directory as a node does while the command runs.
+/// off-mesh transports, holding the directory as a node does while the command runs.
 enum OneShot {
     /// Runs `body` with the data directory's messenger; `daemon` says whether it is a running daemon's.
     /// `opensStore`: the in-process one opens the store first (asking for its PIN on a terminal, or
@@ -34,7 +34,7 @@ enum OneShot {
         options.udp = nil // no links: nothing leaves this process
         options.core.favorites = ids.favorites()
         var c = MessengerSession.Configuration()
-        c.mailboxes = false
+        c.offMeshTransports = false
         c.tellsFavourites = false
         let session: MessengerSession
         do {

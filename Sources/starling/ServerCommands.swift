@@ -11,18 +11,20 @@ import StarlingYaOK
 import StarlingYaOKServerCore
 import StarlingYaOKStore
 
-/// `starling relay-server`: holds Ya OK messages for users who are away.
+/// `starling yaok-server` (once `relay-server`, still an alias): holds Ya OK messages for users who are away.
 struct YaOKServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "relay-server",
-        abstract: "Run a Ya OK relay server: UDP, holding sealed messages for users who are offline.",
+        commandName: "yaok-server",
+        abstract: "Run a Ya OK server: UDP, holding sealed messages for users who are offline.",
         discussion: """
         Users register with a signed REGISTER (the first one pins their Ed25519 key), poll every 30 s \
         and acknowledge what they stored. Queues: 1,000 messages a user, 7 days, 100,000 in all. \
         It is also a courier mailbox: nodes (--courier-mailbox) leave courier drops by recipient tag, \
         each kept until its expiry (a day at most), and fetch those for the peers around them. \
-        docs/PROTOCOL.md ("Ya OK relay", "The courier mailbox") has the packets; README.md how to run one under systemd.
-        """
+        docs/PROTOCOL.md ("Ya OK server", "The courier mailbox") has the packets; README.md how to run one under systemd. \
+        (Its old name, relay-server, still works: "relay" now means mesh forwarding only, docs/GLOSSARY.md.)
+        """,
+        aliases: ["relay-server"]
     )
     @Option(help: "UDP port.") var port: UInt16 = 41_641
     @Option(help: "Address to listen on (0.0.0.0: every interface; an IPv6 one, :: for every interface, takes IPv4 too).") var bind = "0.0.0.0"
@@ -31,7 +33,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
     static func address(_ bind: String, _ port: UInt16) -> UDPAddress? {
         bind.contains(":") ? UDPAddress("[\(bind)]:\(port)") : UDPAddress("\(bind):\(port)")
     }
-    @Option(help: "The SQLite database (default: relay-server.sqlite in the data directory).") var db: String?
+    @Option(help: "The SQLite database (default: yaok-server.sqlite in the data directory, or relay-server.sqlite where an older version made one).") var db: String?
     @Option(help: "Keep the queues in PostgreSQL instead (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): several servers, one population.")
     var postgres: String?
     @Option(help: "Serve Prometheus metrics on HOST:PORT (GET /metrics).") var metrics: String?
@@ -75,7 +77,10 @@ struct YaOKServerCommand: AsyncParsableCommand {
             if let db { path = db } else {
                 try UserError.writableDirectory(directory)
                 try directory.create()
-                path = directory.url.appendingPathComponent("relay-server.sqlite").path
+                // An older version's database keeps its name (its queues are in it).
+                let older = directory.url.appendingPathComponent("relay-server.sqlite").path
+                let now = directory.url.appendingPathComponent("yaok-server.sqlite").path
+                path = FileManager.default.fileExists(atPath: older) && !FileManager.default.fileExists(atPath: now) ? older : now
             }
             do { store = try SQLiteServerStore(path: path) } catch {
                 throw RuntimeFailure("the database \(path) did not open: \(error)")
@@ -114,7 +119,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         }
         let line = json
             ? String(decoding: (try? JSONSerialization.data(withJSONObject: started, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
-            : "* relay server on \(Self.address(bind, server.port)?.description ?? bind), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
+            : "* Ya OK server on \(Self.address(bind, server.port)?.description ?? bind), \(counts.users) users, \(counts.queued) messages waiting (\(path))"
         StandardOutput.write(Data((line + "\n").utf8))
         let running = Task { await server.run() }
         if let duration {

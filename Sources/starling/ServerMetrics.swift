@@ -7,7 +7,7 @@ import StarlingYaOKServer
 import StarlingWire
 import StarlingYaOKServerCore
 
-/// `relay-server --metrics HOST:PORT`: GET /metrics in Prometheus's text
+/// `yaok-server --metrics HOST:PORT`: GET /metrics in Prometheus's text
 /// format (swift-prometheus), served with SwiftNIO's HTTP/1.
 final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()

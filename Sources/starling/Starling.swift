@@ -30,8 +30,10 @@ struct Starling: AsyncParsableCommand {
         // `starling help NAME` too, for a NAME that is not a command.
         let arguments = Array(CommandLine.arguments.dropFirst())
         let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        // Old names kept as aliases (docs/GLOSSARY.md): taken, never suggested.
+        let aliases = configuration.subcommands.flatMap { $0.configuration.aliases }
         let asked = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
-        if let first = asked, !first.hasPrefix("-"), !names.contains(first) {
+        if let first = asked, !first.hasPrefix("-"), !names.contains(first), !aliases.contains(first) {
             let nearest = names.filter { $0 != "help" || arguments.first != "help" }.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
             let hint = nearest.flatMap { $0.1 <= 2 ? ": did you mean \($0.0)?" : nil } ?? ""
             StandardError.write(Data("starling: unknown command '\(first)'\(hint) (`starling --help` lists them)\n".utf8))

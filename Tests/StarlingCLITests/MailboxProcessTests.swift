@@ -2,7 +2,7 @@ import Foundation
 import StarlingTestSupport
 import Testing
 
-/// Issue 41, item 4, as processes: `starling relay-server` as a courier
+/// Issue 41, item 4, as processes: `starling yaok-server` as a courier
 /// mailbox between two meshes on UDP loopback that never meet and have no
 /// Nostr at all (a blackout with a LAN): a drop left in mesh A reaches a
 /// peer who later joins mesh B.

@@ -23,7 +23,7 @@ import Testing
     }
 
     /// `--server` takes a host name, as README shows it: a node registers with
-    /// a relay server named (here) by a name /etc/hosts knows.
+    /// a Ya OK server named (here) by a name /etc/hosts knows.
     @Test func theServerIsReachedByItsName() async throws {
         let dbDir = ContactCommandTests.temporaryDirectory("server-by-name")
         try FileManager.default.createDirectory(atPath: dbDir, withIntermediateDirectories: true)

@@ -71,13 +71,13 @@ actor RawRelayUser {
 }
 
 @Suite(.serialized, .usesProcesses) struct ServerDurabilityTests {
-    /// `starling relay-server` on a free loopback port with `db`; its "started" event.
+    /// `starling yaok-server` on a free loopback port with `db`; its "started" event.
     /// The caller stops it.
     static func relayServer(db: String, _ options: [String] = []) async throws -> (LiveProcess, started: [String: Any]) {
-        let server = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + options)
+        let server = try LiveProcess(["yaok-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"] + options)
         guard let started = await server.waitFor({ $0["event"] as? String == "started" }) else {
             server.stop()
-            throw Failure(text: "the relay server did not start: \(server.text)")
+            throw Failure(text: "the Ya OK server did not start: \(server.text)")
         }
         return (server, started)
     }

@@ -11,11 +11,11 @@ import Testing
 import Glibc
 #endif
 
-/// `starling relay-server` with real `send --server` and `listen --server`
+/// `starling yaok-server` with real `send --server` and `listen --server`
 /// processes on loopback: a recipient who was away receives on return.
 @Suite(.serialized, .usesProcesses) struct ServerProcessTests {
     static func server(db: String, duration: Int = 120) async throws -> (LiveProcess, UInt16) {
-        let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json",
+        let p = try LiveProcess(["yaok-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json",
                                  "--duration", String(duration)])
         let started = try #require(await p.waitFor { $0["event"] as? String == "started" }, "\(p.text)")
         return (p, UInt16(try #require(started["port"] as? Int)))
@@ -58,7 +58,7 @@ import Glibc
 
         let sent = try await Self.send(alice, relay: port, to: "bob", "while you were away")
         #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
-        #expect(sent.stdout.contains("queued at the relay 127.0.0.1:\(port) for bob (they get it when they poll)"), "\(sent.stdout)")
+        #expect(sent.stdout.contains("queued at the Ya OK server 127.0.0.1:\(port) for bob (they get it when they poll)"), "\(sent.stdout)")
 
         // Bob comes back: the message arrives, stored, then acknowledged.
         let back = try Self.listen(bob, relay: port)
@@ -107,7 +107,7 @@ import Glibc
         // Alice has gone: bob's answer waits for her next POLL.
         let answer = try await Self.send(bob, relay: port, to: "alice", "an answer")
         #expect(answer.status == 0, "\(answer.stdout)\(answer.stderr)")
-        #expect(answer.stdout.contains("queued at the relay 127.0.0.1:\(port) for alice (they get it when they poll)"), "\(answer.stdout)")
+        #expect(answer.stdout.contains("queued at the Ya OK server 127.0.0.1:\(port) for alice (they get it when they poll)"), "\(answer.stdout)")
         #expect(!answer.stdout.contains("online"), "\(answer.stdout)")
     }
 
@@ -132,7 +132,7 @@ import Glibc
         // --linger 6: the delivered and read receipts come back through the server.
         let (read, _) = try await lingering("and wait")
         #expect(read.status == 0, "\(read.stdout)\(read.stderr)")
-        #expect(read.stdout.contains("queued at the relay 127.0.0.1:\(port) for bob (online: sent on at once)"), "\(read.stdout)")
+        #expect(read.stdout.contains("queued at the Ya OK server 127.0.0.1:\(port) for bob (online: sent on at once)"), "\(read.stdout)")
         #expect(read.stdout.contains("* delivered to bob"), "\(read.stdout)")
         #expect(read.stdout.contains("* read by bob"), "\(read.stdout)")
         // Bob away: --linger 6 waits its six seconds for a receipt; without it, out at QUEUED.
@@ -148,12 +148,12 @@ import Glibc
         #expect(quick < waited, "without --linger \(quick), with --linger 6 \(waited)")
     }
 
-    /// The Ya OK server over IPv6 (issue 52 item 8): `relay-server --bind ::1`, and
+    /// The Ya OK server over IPv6 (issue 52 item 8): `yaok-server --bind ::1`, and
     /// `--server [::1]:PORT` on both sides; then a host name that has only an IPv6
     /// address (the namespace's hosts file), as a person's DNS would give it.
     @Test func theServerOverIPv6ByLiteralAndByName() async throws {
         let db = ContactCommandTests.temporaryDirectory("relay-v6") + ".sqlite"
-        let p = try LiveProcess(["relay-server", "--bind", "::1", "--port", "0", "--db", db, "--json", "--duration", "120"])
+        let p = try LiveProcess(["yaok-server", "--bind", "::1", "--port", "0", "--db", db, "--json", "--duration", "120"])
         defer { p.stop() }
         let started = try #require(await p.waitFor { $0["event"] as? String == "started" }, "\(p.text)")
         let port = UInt16(try #require(started["port"] as? Int))
@@ -166,7 +166,7 @@ import Glibc
         first.stop()
         let sent = try await StarlingProcess.run(["send", "--no-discovery", "--port", "0", "--announce-interval", "1", "--data-dir", alice,
                                                   "--server", "[::1]:\(port)", "--to", "bob", "--wait", "15", "over IPv6"])
-        #expect(sent.status == 0 && sent.stdout.contains("queued at the relay [::1]:\(port) for bob"), "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.status == 0 && sent.stdout.contains("queued at the Ya OK server [::1]:\(port) for bob"), "\(sent.stdout)\(sent.stderr)")
         let back = try listen()
         defer { back.stop() }
         #expect(await back.waitFor { $0["text"] as? String == "over IPv6" } != nil, "\(back.text)")
@@ -174,9 +174,9 @@ import Glibc
         // A name with an IPv6 address only, in a namespace of its own (its hosts file says so).
         let world = try ReadmeWorld("v6name")
         try "::1 relay6.example.org\n".write(toFile: "/etc/netns/\(world.namespace.name)/hosts", atomically: true, encoding: .utf8)
-        let inside = try world.start("starling relay-server --bind :: --port 41641 --db server.sqlite", as: "operator")
+        let inside = try world.start("starling yaok-server --bind :: --port 41641 --db server.sqlite", as: "operator")
         defer { inside.stop() }
-        #expect(await inside.waitForText("relay server on [::]:41641"), "\(inside.text)")
+        #expect(await inside.waitForText("Ya OK server on [::]:41641"), "\(inside.text)")
         let named = try world.start("starling listen --server relay6.example.org:41641", as: "bob")
         defer { named.stop() }
         #expect(await named.waitForText("registered with the Ya OK server relay6.example.org:41641 ([::1]:41641)", seconds: 60), "\(named.text)")
@@ -199,7 +199,7 @@ import Glibc
         #expect(none.stdout.contains("did not answer"), "\(none.stdout)")
     }
 
-    /// Two relay servers on one PostgreSQL share the queues: alice sends
+    /// Two Ya OK servers on one PostgreSQL share the queues: alice sends
     /// through one, bob (away at the time) collects through the other. The
     /// metrics endpoint counts what went through.
     /// A store on the cluster with one registered recipient (the caller closes it).
@@ -392,7 +392,7 @@ import Glibc
         var servers: [(LiveProcess, UInt16)] = []
         var metricsPorts: [Int] = []
         for _ in 0..<2 {
-            let p = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--postgres", pg.url, "--json",
+            let p = try LiveProcess(["yaok-server", "--bind", "127.0.0.1", "--port", "0", "--postgres", pg.url, "--json",
                                      "--duration", "120", "--metrics", "127.0.0.1:0"])
             let started = try #require(await p.waitFor(seconds: 60) { $0["event"] as? String == "started" }, "\(p.text)")
             servers.append((p, UInt16(try #require(started["port"] as? Int))))
@@ -407,7 +407,7 @@ import Glibc
         first.stop()
         let sent = try await Self.send(alice, relay: servers[0].1, to: "bob", "through A, for B")
         #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
-        #expect(sent.stdout.contains("queued at the relay 127.0.0.1:\(servers[0].1)"), "\(sent.stdout)")
+        #expect(sent.stdout.contains("queued at the Ya OK server 127.0.0.1:\(servers[0].1)"), "\(sent.stdout)")
         let back = try Self.listen(bob, relay: servers[1].1)
         defer { back.stop() }
         let got = await back.waitFor { $0["event"] as? String == "privateMessage" }
@@ -462,7 +462,7 @@ import Glibc
         #expect(await first.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(first.text)")
         first.stop()
         let sent = try await Self.send(aliceDir, relay: port, to: "bob", "keep it until I have it")
-        #expect(sent.stdout.contains("queued at the relay"), "\(sent.stdout)")
+        #expect(sent.stdout.contains("queued at the Ya OK server"), "\(sent.stdout)")
 
         // Full: taken, not stored, so not acknowledged to the server.
         try await disk.fill()
@@ -470,7 +470,7 @@ import Glibc
         #expect(await full.waitFor(seconds: 30) { $0["event"] as? String == "notSaved" } != nil, "\(full.text)")
         full.stop()
         server.stop()
-        let again = try LiveProcess(["relay-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"])
+        let again = try LiveProcess(["yaok-server", "--bind", "127.0.0.1", "--port", "0", "--db", db, "--json", "--duration", "120"])
         let started = try #require(await again.waitFor { $0["event"] as? String == "started" }, "\(again.text)")
         #expect(started["queued"] as? Int == 1, "still on the server while not stored: \(started)")
         #expect(try await waitingFor(bobUser) == "1", "the one waiting is bob's")

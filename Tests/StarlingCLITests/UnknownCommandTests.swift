@@ -16,4 +16,14 @@ import Testing
         let plainHelp = try await StarlingProcess.run(["help"])
         #expect(plainHelp.status == 0 && plainHelp.stdout.contains("SUBCOMMANDS"), "\(plainHelp.stdout)")
     }
+
+    /// A retired name (docs/GLOSSARY.md) still works for scripts: `relay-server` is `yaok-server`.
+    @Test func theYaOKServersOldNameStillWorks() async throws {
+        let new = try await StarlingProcess.run(["yaok-server", "--help"])
+        #expect(new.status == 0 && new.stdout.contains("Run a Ya OK server"), "\(new.stdout)\(new.stderr)")
+        let old = try await StarlingProcess.run(["relay-server", "--help"])
+        #expect(old.status == 0 && old.stdout.contains("Run a Ya OK server"), "\(old.stdout)\(old.stderr)")
+        // The control: a name that never was one is still refused.
+        #expect(try await StarlingProcess.run(["relay-servers", "--help"]).status == 64)
+    }
 }

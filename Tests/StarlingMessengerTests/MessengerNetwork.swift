@@ -138,11 +138,11 @@ final class MessengerNetwork {
                             + net.nodes[i].groupsLeft.map { GroupRecord(groupID: $0.id, leftAtEpoch: $0.epoch) }
                     }
                 } catch { messengers[i].storeFailed(w, reason: "injected") }
-            case let .mailbox(.nostrContact(peer, npub, _)):
+            case let .offMesh(.nostrContact(peer, npub, _)):
                 net.on(i) { $0.setOffMeshRoute(peer, via: "nostr", reachable: npub != nil, now: $1) }
-            case .mailbox(.serverContact):
+            case .offMesh(.serverContact):
                 break
-            case let .mailbox(.nostrOpened(ids)):
+            case let .offMesh(.nostrOpened(ids)):
                 while nostrOpened.count <= i { nostrOpened.append([]) }
                 nostrOpened[i] += ids
             case let .node(c):

@@ -5,7 +5,7 @@ import StarlingEmbeddedNetwork
 import StarlingNodeCore
 import StarlingWire
 
-/// Mailbox transports (Nostr) in the node core, on the virtual clock: the mesh
+/// Off-mesh transports (Nostr) in the node core, on the virtual clock: the mesh
 /// first, always; off the mesh only for a peer with no mesh route that the
 /// application made reachable; receipts back the same way; a failed hand-off
 /// tried again at the next retry.
@@ -27,7 +27,7 @@ extension InProcessNodes {
         let (net, _, bob) = Self.pair()
         let id = try net.on(0) { try $0.sendPrivate("over the mesh", to: bob, now: $1) }
         net.run(for: 2_000)
-        #expect(net.mailboxCarried.isEmpty)
+        #expect(net.offMeshCarried.isEmpty)
         #expect(net.events[1].contains { if case .privateMessage(_, _, "over the mesh", _, _, nil) = $0 { true } else { false } })
         #expect(net.events[0].contains { if case .delivered(id, _) = $0 { true } else { false } })
     }
@@ -47,7 +47,7 @@ extension InProcessNodes {
         #expect(net.events[0].contains { if case .read(id, bob) = $0 { true } else { false } })
         // Retries do not send it again that way: one message, one delivered receipt, one read receipt.
         net.run(for: 60_000)
-        #expect(net.mailboxCarried.count == 3)
+        #expect(net.offMeshCarried.count == 3)
         #expect(net.events[1].filter { $0.name == "privateMessage" }.count == 1)
     }
 
@@ -61,23 +61,23 @@ extension InProcessNodes {
         _ = try net.on(0) { try $0.sendFile(name: "a.txt", mimeType: nil, content: [1, 2, 3], to: bob, now: $1) }
         net.run(for: 3_000)
         // Made reachable again: the waiting message went (the route's return is a return); the file did not.
-        #expect(net.mailboxCarried.filter { if case .privateMessage = $0.payload { true } else { false } }.count == 1)
-        #expect(!net.mailboxCarried.contains { if case .privateFile = $0.payload { true } else { false } })
+        #expect(net.offMeshCarried.filter { if case .privateMessage = $0.payload { true } else { false } }.count == 1)
+        #expect(!net.offMeshCarried.contains { if case .privateFile = $0.payload { true } else { false } })
     }
 
     @Test func aFailedHandOffIsTriedAgainAtTheNextRetryAndTheUserIsTold() throws {
         let (net, _, bob) = Self.pair()
         net.disconnect(0, 1)
         net.run(for: 65_000)
-        net.mailboxUp = false
+        net.offMeshUp = false
         let id = try net.on(0) { try $0.sendPrivate("when the proxy is back", to: bob, now: $1) }
         net.run(for: 500)
         #expect(net.events[0].contains { if case let .rejected(r) = $0 { r.kind == .transport && r.detail.contains("not sent yet") } else { false } })
-        #expect(net.mailboxCarried.isEmpty)
-        net.mailboxUp = true
+        #expect(net.offMeshCarried.isEmpty)
+        net.offMeshUp = true
         net.run(for: 10_000)
         #expect(net.events[0].contains { if case .delivered(id, bob) = $0 { true } else { false } })
-        #expect(net.mailboxCarried.filter { if case .privateMessage = $0.payload { true } else { false } }.count == 1)
+        #expect(net.offMeshCarried.filter { if case .privateMessage = $0.payload { true } else { false } }.count == 1)
     }
 
     @Test func aBlockedPeerIsNotHeardOffTheMeshEither() throws {

@@ -8,7 +8,7 @@ import Testing
 /// message offered 5 times and never taken is let go.
 @Suite struct MailboxHoldTests {
     @Test func aFloodOfDeliveriesHoldsAtMost1024() async {
-        let state = YaOKServerMailbox.State()
+        let state = YaOKServerTransport.State()
         var ids: [UserID] = []
         for i in 0..<3_000 {
             let id = UserID.random()

@@ -236,7 +236,7 @@ final class AnswerBox: @unchecked Sendable {
         configuration.lastPingWait = 1_000
         let me = ServerUser()
         let client = try YaOKClient(server: .loopback(port), userID: me.id, signingKey: me.identity.signingKey, configuration: configuration)
-        let mailbox = YaOKServerMailbox(client: client, identity: me.identity, userID: me.id)
+        let mailbox = YaOKServerTransport(client: client, identity: me.identity, userID: me.id)
         let notices = Notices()
         let readers = [
             Task { for await e in mailbox.events { if case let .notice(t) = e { notices.add(t) } } },

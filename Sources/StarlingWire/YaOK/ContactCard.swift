@@ -119,7 +119,7 @@ public struct ContactCardBytes: Hashable, Sendable {
 }
 
 /// Sixteen bytes held inline as two big-endian words: made, compared and
-/// hashed without an allocation (a relay server handles several a message).
+/// hashed without an allocation (a Ya OK server handles several a message).
 public struct Bytes16: Hashable, Sendable, Comparable {
     /// Bytes 0–7 and 8–15, each read big-endian.
     public let high: UInt64, low: UInt64

@@ -1,5 +1,5 @@
-/// The Ya OK relay server's UDP packets (seed 002 §4.3, §5.2, §6.3; the codes
-/// the seed leaves open are ours). docs/PROTOCOL.md, "Ya OK relay", gives
+/// The Ya OK server's UDP packets (seed 002 §4.3, §5.2, §6.3; the codes
+/// the seed leaves open are ours). docs/PROTOCOL.md, "Ya OK server", gives
 /// every layout with examples. Integers are big-endian.
 ///
 /// Every packet starts with "YAOK", version 0x01 and a type. A packet larger
@@ -196,7 +196,7 @@ public enum ServerPacket: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8], _ direction: Direction) throws(WireError) -> ServerPacket {
         var r = ByteReader(bytes)
         guard try r.read(4, "magic") == magic else {
-            throw WireError(.invalidValue("not a Ya OK relay packet (magic)"), field: "magic", offset: 0)
+            throw WireError(.invalidValue("not a Ya OK server packet (magic)"), field: "magic", offset: 0)
         }
         let version = try r.u8("version")
         guard version == Self.version else { throw WireError(.unsupportedVersion(version), field: "version", offset: 4) }

@@ -6,7 +6,7 @@ import StarlingWire
 import StarlingYaOK
 import StarlingYaOKServerCore
 
-/// The Ya OK server (seed 002 §4.3) as a mailbox transport, beside Nostr: the
+/// The Ya OK server (seed 002 §4.3) as an off-mesh transport, beside Nostr: the
 /// node hands it the Noise payloads for a contact with no mesh route, and it
 /// carries them as sealed messages (signed by us, sealed to the contact's
 /// card): a private message as text, delivered and read receipts as the
@@ -15,11 +15,11 @@ import StarlingYaOKServerCore
 ///
 /// A sealed message that came is acknowledged to the server once the node
 /// has it (the node acknowledges a message as it takes it, on the mesh too).
-public final class YaOKServerMailbox: MailboxTransport, Sendable {
+public final class YaOKServerTransport: OffMeshTransport, Sendable {
     public static let defaultName = "yaok-server"
     public let name: String
-    public let events: AsyncStream<MailboxEvent>
-    private let continuation: AsyncStream<MailboxEvent>.Continuation
+    public let events: AsyncStream<OffMeshEvent>
+    private let continuation: AsyncStream<OffMeshEvent>.Continuation
     /// Whether the server has registered us (true) or the session is gone (false).
     public let registrations: AsyncStream<Bool>
     private let registrationsContinuation: AsyncStream<Bool>.Continuation
@@ -98,14 +98,14 @@ public final class YaOKServerMailbox: MailboxTransport, Sendable {
     /// host name, the address alone for an address.
     public let shownAs: String
 
-    public init(client: YaOKClient, identity: Identity, userID: UserID, name: String = YaOKServerMailbox.defaultName, shownAs: String? = nil) {
+    public init(client: YaOKClient, identity: Identity, userID: UserID, name: String = YaOKServerTransport.defaultName, shownAs: String? = nil) {
         self.shownAs = shownAs ?? client.server.description
         self.client = client
         self.identity = identity
         self.userID = userID
         self.name = name
         state = State()
-        (events, continuation) = AsyncStream.makeStream(of: MailboxEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        (events, continuation) = AsyncStream.makeStream(of: OffMeshEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         (registrations, registrationsContinuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(16))
         (outcomes, outcomesContinuation) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingNewest(1_000))
     }

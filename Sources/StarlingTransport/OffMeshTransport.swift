@@ -1,30 +1,30 @@
 import StarlingWire
 
-/// What a mailbox transport tells the node.
-public enum MailboxEvent: Hashable, Sendable {
+/// What an off-mesh transport tells the node.
+public enum OffMeshEvent: Hashable, Sendable {
     /// A peer can be reached this way now (its key was given), or no longer.
     case reachable(PeerID, Bool)
     /// A private payload from a peer arrived (its sender authenticated by the
     /// transport: for Nostr, the key that signed the seal is the peer's).
     case received(NoisePayload, from: PeerID)
-    /// The transport's far end took the payload with this ticket (a relay stored it).
+    /// The transport's far end took the payload with this ticket (a Nostr relay or the Ya OK server stored it).
     case accepted(ticket: String)
     /// It did not, and why (words for a person).
     case failed(ticket: String, reason: String)
-    /// Something a person should know: a relay connected or lost, the proxy down.
+    /// Something a person should know: a Nostr relay connected or lost, the proxy down.
     case notice(String)
 }
 
-/// A way to reach a peer by who it is rather than by a link: a Nostr relay
-/// (and next the Ya OK relay server). The node core decides when to use one:
+/// A way to reach a peer by who it is rather than by a link (docs/GLOSSARY.md,
+/// "off-mesh transport"): Nostr, or the Ya OK server. The node core decides when to use one:
 /// only for a peer it has no mesh route to, and only a peer the application
 /// made reachable this way (the transport's `reachable` events). The
 /// transport carries whole Noise payloads (messages and receipts), sealed by
 /// its own means.
-public protocol MailboxTransport: AnyObject, Sendable {
+public protocol OffMeshTransport: AnyObject, Sendable {
     /// A short name ("nostr"), shown as the way a message went.
     var name: String { get }
-    var events: AsyncStream<MailboxEvent> { get }
+    var events: AsyncStream<OffMeshEvent> { get }
     func start() async throws
     /// Sends `payload` to `peer`; `ticket` names it in the events that follow.
     func send(_ payload: NoisePayload, to peer: PeerID, ticket: String)
@@ -34,6 +34,6 @@ public protocol MailboxTransport: AnyObject, Sendable {
     func stop() async
 }
 
-extension MailboxTransport {
+extension OffMeshTransport {
     public func acknowledged(_ messageID: String) {}
 }
