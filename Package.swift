@@ -120,10 +120,10 @@ let targets: [Target] = [
         dependencies: ["StarlingYaOKServerCore", "StarlingYaOK", "StarlingCrypto", "StarlingWire", "StarlingTransport",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
-    // Ya OK's encrypted store on SQLite (GRDB): per-value encryption, the
+    // The messenger's encrypted store on SQLite (GRDB; seed 002's store): per-value encryption, the
     // keyring (PIN, passphrase or key file) with its lockout, backups.
     .target(
-        name: "StarlingYaOKStore",
+        name: "StarlingStore",
         dependencies: ["StarlingYaOK", "StarlingCrypto", "StarlingWire",
                        .product(name: "GRDB", package: "GRDB.swift"),
                        .product(name: "Crypto", package: "swift-crypto"),
@@ -211,7 +211,7 @@ let targets: [Target] = [
     .target(
         name: "StarlingMessenger",
         dependencies: ["StarlingMessengerCore", "StarlingNodeCore", "StarlingNode", "StarlingWire", "StarlingCrypto", "StarlingMesh", "StarlingYaOK", "StarlingStately",
-                       "StarlingYaOKStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
+                       "StarlingStore", "StarlingTransport", "StarlingYaOKClient", "StarlingNostr", "StarlingNostrTransport"]
     ),
     // The browser's face (`starling web`): plain HTML, CSS and JavaScript the daemon serves.
     .target(
@@ -227,7 +227,7 @@ let targets: [Target] = [
     .target(
         name: "StarlingMessengerAPI",
         dependencies: ["StarlingAPIContract", "StarlingMessenger", "StarlingMessengerCore", "StarlingNode", "StarlingNodeCore", "StarlingBulkTransport", "StarlingWire", "StarlingCrypto", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
+                       "StarlingStore", "StarlingStately", "StarlingNostrTransport", "StarlingQR",
                        .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -255,7 +255,7 @@ let targets: [Target] = [
             "StarlingTransport",
             "StarlingBluetooth",
             "StarlingYaOK",
-            "StarlingYaOKStore",
+            "StarlingStore",
             "StarlingYaOKServerCore",
             "StarlingYaOKServer",
             "StarlingYaOKClient",
@@ -299,7 +299,7 @@ let targets: [Target] = [
             "StarlingBulkTransport",
             "StarlingTransport",
             "StarlingYaOK",
-            "StarlingYaOKStore",
+            "StarlingStore",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -340,7 +340,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingYaOKTests",
-        dependencies: ["StarlingYaOK", "StarlingYaOKStore", "StarlingQR", "StarlingCrypto", "StarlingWire",
+        dependencies: ["StarlingYaOK", "StarlingStore", "StarlingQR", "StarlingCrypto", "StarlingWire",
                        .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]
     ),
     .testTarget(name: "StarlingTerminalTests", dependencies: ["StarlingTerminal"]),
@@ -375,7 +375,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingMessengerTests",
         dependencies: ["StarlingMessenger", "StarlingMessengerCore", "StarlingBulkTransport", "StarlingNodeCore", "StarlingEmbeddedNetwork", "StarlingCrypto", "StarlingMesh", "StarlingWire", "StarlingYaOK",
-                       "StarlingYaOKStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingAPIContract", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
+                       "StarlingStore", "StarlingNostr", "StarlingMessengerAPI", "StarlingAPIContract", "StarlingNode", "StarlingStately", "StarlingQR", "StarlingTestSupport",
                        .product(name: "Logging", package: "swift-log")]
     ),
     .testTarget(
@@ -418,7 +418,7 @@ let package = Package(
         .library(name: "StarlingWiFiSet", targets: ["StarlingWiFiSet"]),
         // Ya OK: contacts, safety numbers, sealed messages; its store and QR codes.
         .library(name: "StarlingYaOK", targets: ["StarlingYaOK"]),
-        .library(name: "StarlingYaOKStore", targets: ["StarlingYaOKStore"]),
+        .library(name: "StarlingStore", targets: ["StarlingStore"]),
         .library(name: "StarlingQR", targets: ["StarlingQR"]),
         .library(name: "StarlingYaOKServerCore", targets: ["StarlingYaOKServerCore"]),
         .library(name: "StarlingYaOKServer", targets: ["StarlingYaOKServer"]),

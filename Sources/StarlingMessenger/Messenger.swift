@@ -10,7 +10,7 @@ import StarlingTransport
 import StarlingYaOKClient
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger's runtime: ``MessengerCore`` over a running node, the
 /// encrypted store (while it is open) and the off-mesh transports (Nostr, the
@@ -22,7 +22,7 @@ public actor Messenger {
     public nonisolated let events: AsyncStream<MessengerEvent>
     private let continuation: AsyncStream<MessengerEvent>.Continuation
     private var core: MessengerCore
-    public private(set) var store: YaOKStore?
+    public private(set) var store: MessengerStore?
     /// The data directory (its `nostr-contacts`, from before the store kept them, moves in).
     public nonisolated let directory: URL
     public nonisolated let nostr: NostrTransport?
@@ -198,7 +198,7 @@ public actor Messenger {
                 switch w {
                 case let .insertMessage(m): try store.insertMessage(m)
                 case let .updateMessage(m):
-                    do { try store.updateMessage(m) } catch YaOKStore.Error.notFound { try store.insertMessage(m) }
+                    do { try store.updateMessage(m) } catch MessengerStore.Error.notFound { try store.insertMessage(m) }
                 case let .trust(t): try store.setTrust(t)
                 case let .contact(c): try store.updateContact(c)
                 case let .conversation(c): try store.setConversation(c)
@@ -272,7 +272,7 @@ public actor Messenger {
     /// a read that fails leaves the store closed (its handle closed too). Two
     /// faces unlocking at once open it once: a second handle, while one is
     /// open or opening, is closed and the call succeeds.
-    public func open(_ store: YaOKStore) async throws {
+    public func open(_ store: MessengerStore) async throws {
         // Opening it is a person's doing (a PIN typed): the auto-lock's idle time starts now, not
         // from before (CI found a store locked again at once after an unlock).
         lastActivity = Self.now
@@ -333,7 +333,7 @@ public actor Messenger {
     /// Closes the store after `seconds` with no activity from any face (0: never),
     /// while it has a PIN or passphrase (a PIN set later counts from then).
     public func setAutoLock(after seconds: Double) {
-        lockable = YaOKStore.protection(in: directory).map { $0 != .keyFile } ?? false
+        lockable = MessengerStore.protection(in: directory).map { $0 != .keyFile } ?? false
         autoLockAfter = max(0, seconds)
         lastActivity = Self.now
         autoLock?.cancel()
@@ -350,7 +350,7 @@ public actor Messenger {
 
     /// A new PIN, passphrase, or the key file again, given the current one (the store open or locked).
     public func changeProtection(from current: Keyring.Protection, to new: Keyring.Protection) throws {
-        try YaOKStore.changeProtection(directory: directory, from: current, to: new)
+        try MessengerStore.changeProtection(directory: directory, from: current, to: new)
         if case .keyFile = new { lockable = false } else { lockable = true }
         lastActivity = Self.now
     }
@@ -363,12 +363,12 @@ public actor Messenger {
         try lock(reason: "restoring a backup")
         let used: URL
         do {
-            used = try YaOKStore.restore(directory: directory, protection: protection, from: from)
+            used = try MessengerStore.restore(directory: directory, protection: protection, from: from)
         } catch {
-            if wasOpen, let again = try? YaOKStore.open(directory: directory, protection: protection) { try await open(again) }
+            if wasOpen, let again = try? MessengerStore.open(directory: directory, protection: protection) { try await open(again) }
             throw error
         }
-        try await open(try YaOKStore.open(directory: directory, protection: protection))
+        try await open(try MessengerStore.open(directory: directory, protection: protection))
         return used
     }
 
@@ -739,7 +739,7 @@ public enum NostrContactsFile {
 
     /// Moves the file's contacts into the store (a trust record each), then
     /// removes the file. A record already holding an npub keeps its own.
-    public static func migrate(from directory: URL, into store: YaOKStore, now: Double) throws {
+    public static func migrate(from directory: URL, into store: MessengerStore, now: Double) throws {
         let file = directory.appendingPathComponent(name)
         guard FileManager.default.fileExists(atPath: file.path) else { return }
         let text = try String(contentsOf: file, encoding: .utf8)
@@ -765,7 +765,7 @@ public enum NostrContactsFile {
 public enum FavoritesFile {
     public static let name = "favorites"
 
-    public static func migrate(from directory: URL, into store: YaOKStore, now: Double) throws {
+    public static func migrate(from directory: URL, into store: MessengerStore, now: Double) throws {
         let file = directory.appendingPathComponent(name)
         guard FileManager.default.fileExists(atPath: file.path) else { return }
         let text = try String(contentsOf: file, encoding: .utf8)

@@ -8,7 +8,7 @@ import StarlingNostr
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// What a face asks of the messenger and its node, wherever they run: in
 /// this process (``LocalMessengerClient``) or in a daemon reached through its
@@ -311,7 +311,7 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func addContact(_ card: ContactCard, replace: Bool) async throws {
         guard card.meshFingerprint != node.identity.fingerprint else { throw MessengerClientError(.badRequest, "this is your own contact code") }
-        do { try await messenger.addContact(card, replace: replace) } catch let e as YaOKStore.Error {
+        do { try await messenger.addContact(card, replace: replace) } catch let e as MessengerStore.Error {
             if case .contactExists = e { throw MessengerClientError(.conflict, e.description) }
             throw MessengerClientError(.failed, e.description)
         } catch let e as Messenger.StoreError {
@@ -449,7 +449,7 @@ public struct LocalMessengerClient: MessengerClient {
 
     public func changeProtection(current: String?, to new: StoreProtection) async throws {
         let identity = node.identity
-        let now: Keyring.Protection = switch YaOKStore.protection(in: messenger.directory) {
+        let now: Keyring.Protection = switch MessengerStore.protection(in: messenger.directory) {
         case .pin?: .pin(current ?? "")
         case .passphrase?: .passphrase(current ?? "")
         case nil, .keyFile?: .keyFile(identity)
@@ -474,7 +474,7 @@ public struct LocalMessengerClient: MessengerClient {
 
     /// What opens the store now, given the secret a person typed (the key file when it has no PIN).
     func protection(_ secret: String?) -> Keyring.Protection {
-        switch YaOKStore.protection(in: messenger.directory) {
+        switch MessengerStore.protection(in: messenger.directory) {
         case .pin?: .pin(secret ?? "")
         case .passphrase?: .passphrase(secret ?? "")
         case nil, .keyFile?: .keyFile(node.identity)
@@ -492,7 +492,7 @@ public struct LocalMessengerClient: MessengerClient {
             case .wrongSecret, .lockedOut, .badPIN, .badPassphrase: throw MessengerClientError(.forbidden, e.description)
             default: throw MessengerClientError(.failed, e.description)
             }
-        } catch let e as YaOKStore.Error {
+        } catch let e as MessengerStore.Error {
             throw MessengerClientError(.failed, e.description)
         } catch {
             throw MessengerClientError(.failed, "the store was not restored: \(error)")
@@ -504,7 +504,7 @@ public struct LocalMessengerClient: MessengerClient {
         let directory = messenger.directory
         let protection = protection(secret)
         do {
-            try await messenger.open(try YaOKStore.open(directory: directory, protection: protection))
+            try await messenger.open(try MessengerStore.open(directory: directory, protection: protection))
         } catch let e as Keyring.Error {
             throw MessengerClientError(.forbidden, e.description)
         } catch {

@@ -8,7 +8,7 @@ import StarlingNostrTransport
 import StarlingTransport
 import StarlingWire
 import StarlingYaOKClient
-import StarlingYaOKStore
+import StarlingStore
 
 /// What a data directory starts: the node (its trust unknown until the store
 /// opens), its off-mesh transports (Nostr, the Ya OK server), a courier mailbox, the
@@ -82,12 +82,12 @@ public struct MessengerSession: Sendable {
 
     /// How the store opens: with its key file when it has no PIN, else left
     /// locked (nil) for a face to open. A terminal asks for the PIN instead.
-    public typealias StoreOpener = @Sendable (_ directory: URL, _ identity: Identity) throws -> YaOKStore?
+    public typealias StoreOpener = @Sendable (_ directory: URL, _ identity: Identity) throws -> MessengerStore?
 
     /// Opens a store that has no PIN or passphrase; one that has stays locked until a face opens it.
     public static let keyFileOrLocked: StoreOpener = { directory, identity in
-        guard YaOKStore.protection(in: directory).map({ $0 == .keyFile }) ?? true else { return nil }
-        return try YaOKStore.open(directory: directory, protection: .keyFile(identity))
+        guard MessengerStore.protection(in: directory).map({ $0 == .keyFile }) ?? true else { return nil }
+        return try MessengerStore.open(directory: directory, protection: .keyFile(identity))
     }
 
     /// Starts the node and its off-mesh transports on `identityStore`'s directory, with

@@ -9,7 +9,7 @@ import StarlingNostrTransport
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // The messenger's values as the API's objects (StarlingAPIContract), and back:
 // one mapping each way, used by the daemon, the command line in process, and

@@ -10,7 +10,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger's values as the API's answers (StarlingAPIContract's types,
 /// docs/API.md), and the few helpers the server and the client share.

@@ -9,7 +9,7 @@ import StarlingNostrTransport
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The API's JSON forms read back into the values they were written from
 /// (a face on the other side of the API sees what a face in process sees).

@@ -9,7 +9,7 @@ import StarlingNostr
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger of a running daemon, through its API: what a face in
 /// another process (the terminal's chat) uses as it would the messenger in

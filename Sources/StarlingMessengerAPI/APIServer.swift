@@ -15,7 +15,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger's local API (docs/API.md): versioned JSON over HTTP/1.1 on
 /// 127.0.0.1 and on a Unix socket (0600), every request with the bearer

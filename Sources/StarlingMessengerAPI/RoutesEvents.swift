@@ -15,7 +15,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // The event stream (server-sent events).
 extension APIServer {

@@ -15,7 +15,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // Files: small ones as JSON, any size as a body, offers, what came.
 extension APIServer {

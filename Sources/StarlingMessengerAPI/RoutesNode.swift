@@ -15,7 +15,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // The node itself: its description, status, the mesh it sees, its name, settings, counters and Stately state.
 extension APIServer {

@@ -16,7 +16,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // People: the peers here, contacts and our card, trust decisions, names, strangers' requests.
 extension APIServer {

@@ -15,7 +15,7 @@ import StarlingQR
 import StarlingStately
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // The encrypted store: lock, unlock, its protection, and the activity that holds off the auto-lock.
 extension APIServer {

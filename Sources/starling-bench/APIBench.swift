@@ -7,7 +7,7 @@ import StarlingMessengerAPI
 import StarlingNode
 import StarlingTransport
 import StarlingWire
-import StarlingYaOKStore
+import StarlingStore
 
 /// `starling-bench api`: what the daemon's API adds. A private message
 /// between two nodes on 127.0.0.1, each with its messenger and store, sent
@@ -31,7 +31,7 @@ enum APIBench {
         let identity = Identity.generate()
         let node = try MeshNode(identity: identity, options: options)
         let messenger = Messenger(node: node, directory: dir)
-        try await messenger.open(try YaOKStore.open(directory: dir, protection: .keyFile(identity), iterations: 1_000))
+        try await messenger.open(try MessengerStore.open(directory: dir, protection: .keyFile(identity), iterations: 1_000))
         return Side(node: node, messenger: messenger, directory: dir)
     }
 

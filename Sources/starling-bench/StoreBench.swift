@@ -5,7 +5,7 @@ import GRDB
 import StarlingCrypto
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// `starling-bench store`: the Ya OK store with `synchronous = FULL`, against
 /// plain SQLite rows of the same size written the same way (the cost of the
@@ -78,7 +78,7 @@ enum StoreBench {
         let messages = (0..<(rows + single)).map(message)
 
         // Ours.
-        let store = try! YaOKStore.open(directory: base.appendingPathComponent("ours"), protection: .keyFile(identity),
+        let store = try! MessengerStore.open(directory: base.appendingPathComponent("ours"), protection: .keyFile(identity),
                                         iterations: 1_000)
         let clock = ContinuousClock()
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

@@ -12,7 +12,7 @@ import StarlingStately
 import StarlingTerminal
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 struct Chat: AsyncParsableCommand, ServerAlias {
     static let configuration = CommandConfiguration(
@@ -59,7 +59,7 @@ struct Chat: AsyncParsableCommand, ServerAlias {
             let n = session.node, messenger = session.messenger
             ui = ChatScreen(client: session.client, directory: session.directory, local: session, me: try await session.client.summary())
             // The auto-lock is the messenger's (a store with a PIN or passphrase only: the key file would open it at once).
-            let lockable = YaOKStore.protection(in: session.directory).map { $0 != .keyFile } == true
+            let lockable = MessengerStore.protection(in: session.directory).map { $0 != .keyFile } == true
             await ui.setLockAfter(lockable ? lockAfter : 0)
             await messenger.setAutoLock(after: lockAfter) // (it locks only while the store has a PIN or passphrase)
             events = try await session.client.events()

@@ -5,7 +5,7 @@ import StarlingMessengerCore
 import StarlingNode
 import StarlingNostr
 import StarlingWire
-import StarlingYaOKStore
+import StarlingStore
 
 /// The chat's commands: each parsed here and handed to the messenger or the node.
 extension ChatScreen {
@@ -193,7 +193,7 @@ extension ChatScreen {
             await local.node.wipe()
             try? await local.messenger.lock()
             do {
-                try YaOKStore.reset(directory: directory)
+                try MessengerStore.reset(directory: directory)
                 try local.identityStore.wipe()
                 say("* keys, sessions and state wiped")
             } catch {

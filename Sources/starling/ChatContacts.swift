@@ -5,7 +5,7 @@ import StarlingMessengerCore
 import StarlingNode
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// Names a person types, the store's contacts and conversations, and the lock.
 extension ChatScreen {
@@ -155,7 +155,7 @@ extension ChatScreen {
         // The full screen draws the secret as stars itself; the terminal's own
         // echo is for plain lines only (on under ncurses it doubles every key).
         if let screen { screen.expectSecret() } else { Terminal.echo(false) }
-        say(YaOKStore.protection(in: directory) == .passphrase ? "passphrase:" : "PIN:")
+        say(MessengerStore.protection(in: directory) == .passphrase ? "passphrase:" : "PIN:")
     }
 
     func unlock(with secret: String) async {

@@ -7,7 +7,7 @@ import StarlingStately
 import StarlingTerminal
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// How the chat renders what the messenger says.
 extension ChatScreen {

@@ -8,7 +8,7 @@ import StarlingNostr
 import StarlingQR
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// Ya OK contacts: our QR code, adding a contact from theirs, safety numbers.
 struct Contact: AsyncParsableCommand {

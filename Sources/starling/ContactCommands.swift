@@ -9,7 +9,7 @@ import StarlingNodeCore
 import StarlingNostr
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 // `starling contact` as a client of the messenger (``OneShot``): a running daemon's
 // (its API), or one in this process; never behind it into the store, so that

@@ -4,7 +4,7 @@ import StarlingMessenger
 import StarlingMessengerCore
 import StarlingMessengerAPI
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 import Foundation
 import StarlingAPIContract
 import StarlingCrypto

@@ -9,7 +9,7 @@ import StarlingNostrTransport
 import StarlingYaOKClient
 import StarlingTransport
 import StarlingWire
-import StarlingYaOKStore
+import StarlingStore
 
 /// What a command that runs a node holds: the library's composition root
 /// (``MessengerSession``: the node, its off-mesh transports, the store and the messenger)
@@ -50,7 +50,7 @@ struct NodeSession {
                 // A daemon with a PIN or passphrase and no one to type it (no terminal, no STARLING_PIN)
                 // starts with the store locked: a face opens it (the page asks, the chat's /unlock).
                 // (Found in a person's pass: a PIN set through the daemon kept it from starting again.)
-                let waits = storeMayWait && YaOKStore.protection(in: directory).map { $0 != .keyFile } == true
+                let waits = storeMayWait && MessengerStore.protection(in: directory).map { $0 != .keyFile } == true
                     && (ProcessInfo.processInfo.environment["STARLING_PIN"] ?? "").isEmpty && isatty(STDIN_FILENO) != 1
                 if waits {
                     StandardError.write(Data("starling: the store has a PIN or passphrase: it stays locked until a face opens it (the page asks; /unlock in a chat)\n".utf8))

@@ -3,7 +3,7 @@ import StarlingMessenger
 import StarlingMessengerAPI
 import StarlingMessengerCore
 import StarlingNode
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger a one-shot command (`contact`, `pin`, `backup`) asks, so
 /// that no face goes around it into the store (issue 54): a running daemon's
@@ -39,7 +39,7 @@ enum OneShot {
         let session: MessengerSession
         do {
             session = try await MessengerSession.start(identityStore: ids, identity: identity, options: options, configuration: c) { directory, identity in
-                opensStore || YaOKStore.protection(in: directory) == nil ? try StoreAccess.open(directory: directory, identity: identity) : nil
+                opensStore || MessengerStore.protection(in: directory) == nil ? try StoreAccess.open(directory: directory, identity: identity) : nil
             }
         } catch let e as MessengerSession.StartError {
             throw RuntimeFailure(e.description)

@@ -9,7 +9,7 @@ import StarlingTransport
 import StarlingWire
 import StarlingYaOK
 import StarlingYaOKServerCore
-import StarlingYaOKStore
+import StarlingStore
 
 /// `starling yaok-server` (once `relay-server`, still an alias): holds Ya OK messages for users who are away.
 struct YaOKServerCommand: AsyncParsableCommand {

@@ -4,7 +4,7 @@ import StarlingCrypto
 import StarlingNode
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 import StarlingMessenger
 import StarlingMessengerAPI
 
@@ -21,17 +21,17 @@ struct StoreAccess {
     /// typed at a terminal is said, and asked again (the keyring's lockout
     /// counts each); from STARLING_PIN, or with no terminal, it fails in words.
     /// The store never opens half.
-    static func open(directory: URL, identity: Identity) throws -> YaOKStore {
+    static func open(directory: URL, identity: Identity) throws -> MessengerStore {
         let fromEnvironment = !(ProcessInfo.processInfo.environment["STARLING_PIN"] ?? "").isEmpty
         for _ in 0..<10 {
             let protection: Keyring.Protection
-            switch YaOKStore.protection(in: directory) {
+            switch MessengerStore.protection(in: directory) {
             case nil, .keyFile?: protection = .keyFile(identity)
             case .pin?: protection = .pin(try secret(prompt: "PIN for the store: "))
             case .passphrase?: protection = .passphrase(try secret(prompt: "Store passphrase: "))
             }
             do {
-                return try YaOKStore.open(directory: directory, protection: protection)
+                return try MessengerStore.open(directory: directory, protection: protection)
             } catch let error as Keyring.Error {
                 guard !fromEnvironment, isatty(STDIN_FILENO) == 1 else { throw RuntimeFailure(error.description) }
                 switch error {
@@ -43,7 +43,7 @@ struct StoreAccess {
                 default:
                     throw RuntimeFailure(error.description)
                 }
-            } catch let error as YaOKStore.Error {
+            } catch let error as MessengerStore.Error {
                 throw RuntimeFailure(error.description)
             }
         }
@@ -63,19 +63,19 @@ struct StoreAccess {
     /// The store's protection for this identity, asking for the secret when
     /// one is set.
     func protection() throws -> Keyring.Protection {
-        switch YaOKStore.protection(in: directory) {
+        switch MessengerStore.protection(in: directory) {
         case nil, .keyFile?: return .keyFile(identity)
         case .pin?: return .pin(try Self.secret(prompt: "PIN: "))
         case .passphrase?: return .passphrase(try Self.secret(prompt: "Store passphrase: "))
         }
     }
 
-    func open() throws -> YaOKStore {
+    func open() throws -> MessengerStore {
         do {
-            return try YaOKStore.open(directory: directory, protection: try protection())
+            return try MessengerStore.open(directory: directory, protection: try protection())
         } catch let error as Keyring.Error {
             throw RuntimeFailure(error.description)
-        } catch let error as YaOKStore.Error {
+        } catch let error as MessengerStore.Error {
             throw RuntimeFailure(error.description)
         }
     }
@@ -178,7 +178,7 @@ struct Restore: AsyncParsableCommand {
         let from = self.from.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         let (used, daemon) = try await OneShot.withMessenger(dataDir: dataDir, opensStore: false) { client, daemon in
             var secret: String?
-            switch YaOKStore.protection(in: DataDirectory(explicit: dataDir).url) {
+            switch MessengerStore.protection(in: DataDirectory(explicit: dataDir).url) {
             case .pin?: secret = try StoreAccess.secret(prompt: "PIN: ")
             case .passphrase?: secret = try StoreAccess.secret(prompt: "Store passphrase: ")
             case nil, .keyFile?: secret = nil
@@ -209,7 +209,7 @@ struct Reset: ParsableCommand {
         }
         let lock = try holdDirectory(directory)
         defer { withExtendedLifetime(lock) {} }
-        try YaOKStore.reset(directory: directory.url)
+        try MessengerStore.reset(directory: directory.url)
         print("the store is reset; the identity is kept")
     }
 }
@@ -244,7 +244,7 @@ struct Pin: AsyncParsableCommand {
 extension Pin {
     /// The current PIN or passphrase (when there is one) and the new one, asked for, and the change made by the messenger.
     func change(_ client: any MessengerClient, daemon: Bool) async throws {
-        let kind = YaOKStore.protection(in: DataDirectory(explicit: dataDir).url)
+        let kind = MessengerStore.protection(in: DataDirectory(explicit: dataDir).url)
         var current: String?
         if kind == .pin || kind == .passphrase {
             current = try StoreAccess.secret(prompt: kind == .passphrase ? "Current passphrase: " : "Current PIN: ", environment: "STARLING_PIN",

@@ -5,7 +5,7 @@ import StarlingMessenger
 import StarlingNodeCore
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The tables the messenger grew last (docs/MESSENGER.md, "Bounds"), each
 /// flooded past its cap: what stays and what goes (issue 52: no flood test yet

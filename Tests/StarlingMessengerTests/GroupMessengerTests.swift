@@ -5,7 +5,7 @@ import StarlingMessenger
 import StarlingMessengerCore
 import StarlingNodeCore
 import StarlingWire
-import StarlingYaOKStore
+import StarlingStore
 
 /// Issue 36: a group is a conversation the messenger keeps: its state and key
 /// live in the store (so a restart reads the group again), its messages in

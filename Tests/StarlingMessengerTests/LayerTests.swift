@@ -50,7 +50,7 @@ import Testing
     /// What does I/O: sockets, files through a database, processes' event loops, the runtimes.
     static let io: Set<String> = [
         "product:NIOCore", "product:NIOPosix", "product:NIOExtras", "product:GRDB", "product:Hummingbird", "product:WSClient",
-        "product:AsyncHTTPClient", "product:PostgresNIO", "StarlingNode", "StarlingTransport", "StarlingYaOKStore",
+        "product:AsyncHTTPClient", "product:PostgresNIO", "StarlingNode", "StarlingTransport", "StarlingStore",
         "StarlingNostrTransport", "StarlingMessenger", "StarlingMessengerAPI", "StarlingBluetooth", "StarlingDBus",
     ]
 

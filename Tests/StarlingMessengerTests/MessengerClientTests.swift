@@ -15,7 +15,7 @@ import StarlingStately
 import StarlingTestSupport
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// A face sees the same through a daemon's API as in process: every event
 /// reads back as it was written, and the API client answers as the local
@@ -199,7 +199,7 @@ import StarlingYaOKStore
         let identity = Identity.generate()
         let node = try MeshNode(identity: identity, options: options)
         let messenger = Messenger(node: node, directory: dir)
-        try await messenger.open(try YaOKStore.open(directory: dir, protection: .keyFile(identity), iterations: 1_000))
+        try await messenger.open(try MessengerStore.open(directory: dir, protection: .keyFile(identity), iterations: 1_000))
         let ids = IdentityStore(directory: DataDirectory(explicit: dir.path))
         return Side(node: node, messenger: messenger, local: LocalMessengerClient(messenger: messenger, identityStore: ids), directory: dir)
     }
@@ -496,8 +496,8 @@ import StarlingYaOKStore
         try await a.local.lock()
         #expect(try await a.local.summary().storeOpen == false)
         // Two handles opened by two faces, handed to the messenger at once.
-        let one = try YaOKStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
-        let two = try YaOKStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
+        let one = try MessengerStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
+        let two = try MessengerStore.open(directory: a.directory, protection: .keyFile(a.node.identity), iterations: 1_000)
         let m = a.messenger
         async let first: Void = m.open(one)
         async let second: Void = m.open(two)

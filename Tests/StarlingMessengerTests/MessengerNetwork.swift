@@ -7,7 +7,7 @@ import StarlingEmbeddedNetwork
 import StarlingNodeCore
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// Messengers over an embedded network: each node core with its messenger
 /// and a store in memory, pumped on the network's virtual clock. A restart

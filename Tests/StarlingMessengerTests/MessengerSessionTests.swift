@@ -6,7 +6,7 @@ import StarlingNode
 import StarlingTransport
 import StarlingWire
 import StarlingTestSupport
-import StarlingYaOKStore
+import StarlingStore
 import Testing
 
 /// Issue 54, item 4: the composition root is the library's. An app embeds the
@@ -93,7 +93,7 @@ import Testing
         let first = try await MessengerSession.start(identityStore: ids, identity: identity, options: Self.options("p", hub.endpoint("a")))
         #expect(await first.messenger.isStoreOpen)
         try await first.messenger.lock()
-        try YaOKStore.changeProtection(directory: ids.directory.url, from: .keyFile(identity), to: .pin("4711"))
+        try MessengerStore.changeProtection(directory: ids.directory.url, from: .keyFile(identity), to: .pin("4711"))
         let again = try await MessengerSession.start(identityStore: ids, identity: identity, options: Self.options("p", hub.endpoint("b")))
         #expect(await !again.messenger.isStoreOpen, "a PIN no one typed: locked")
         try await again.client.unlock(secret: "4711")

@@ -6,7 +6,7 @@ import StarlingMessengerCore
 import StarlingNodeCore
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// The messenger's decisions, in process: each finding of issue 33 that is
 /// the messenger's, on nodes linked in memory, with stores in memory, a

@@ -4,7 +4,7 @@ import StarlingMessenger
 import StarlingMessengerCore
 import StarlingNostr
 import StarlingWire
-import StarlingYaOKStore
+import StarlingStore
 import StarlingYaOK
 
 /// Strangers' messages over Nostr as requests (issue 52 item 7: opened and

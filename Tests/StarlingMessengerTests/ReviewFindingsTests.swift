@@ -10,7 +10,7 @@ import StarlingNodeCore
 import StarlingNostr
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// What a review of the messenger and its API found, each held by a test
 /// that failed before its fix, with its control.

@@ -6,7 +6,7 @@ import StarlingMessengerCore
 import StarlingNostr
 import StarlingWire
 import StarlingYaOK
-import StarlingYaOKStore
+import StarlingStore
 
 /// What older versions kept outside the encrypted store moves in: the
 /// plain-text `nostr-contacts` file becomes trust records, then is removed.
@@ -19,7 +19,7 @@ import StarlingYaOKStore
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let identity = Identity.generate()
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: 2_000)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: 2_000)
         let bob = Fingerprint(noiseStaticKey: [UInt8](repeating: 1, count: 32))
         let carol = Fingerprint(noiseStaticKey: [UInt8](repeating: 2, count: 32))
         let bobNpub = Bech32.npub(Secp256k1.PrivateKey.random().publicKey)
@@ -52,7 +52,7 @@ import StarlingYaOKStore
     @Test func favouritesMoveIntoTheStoreAndTheClearFileIsRemoved() throws {
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(Identity.generate()), now: 1_000, iterations: 2_000)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(Identity.generate()), now: 1_000, iterations: 2_000)
         let bob = Fingerprint(noiseStaticKey: [UInt8](repeating: 1, count: 32))
         let carol = Fingerprint(noiseStaticKey: [UInt8](repeating: 2, count: 32))
         let dave = Fingerprint(noiseStaticKey: [UInt8](repeating: 3, count: 32))
@@ -81,7 +81,7 @@ import StarlingYaOKStore
     @Test func theStoreMergesOneConversationIntoAnother() throws {
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(Identity.generate()), now: 1_000, iterations: 2_000)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(Identity.generate()), now: 1_000, iterations: 2_000)
         let old = UserID.random(), new = UserID.random(), other = UserID.random()
         let shared = UserID.random()
         func message(_ id: UserID, _ c: UserID, _ text: String, _ t: UInt64) -> MessageRecord {

@@ -2,7 +2,7 @@ import Foundation
 import StarlingCrypto
 import StarlingWire
 import StarlingYaOK
-@testable import StarlingYaOKStore
+@testable import StarlingStore
 import GRDB
 import Testing
 
@@ -21,16 +21,16 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let bob = try contact("bob", 0x10)
         do {
-            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
             var record = try store.addContact(bob, now: 1_000)
-            #expect(throws: YaOKStore.Error.contactExists(name: "bob")) { try store.addContact(bob, now: 1_001) }
+            #expect(throws: MessengerStore.Error.contactExists(name: "bob")) { try store.addContact(bob, now: 1_001) }
             record.verified = true
             record.blocked = true
             try store.updateContact(record)
             try store.setTrust(TrustRecord(fingerprint: String(repeating: "ab", count: 32), nickname: "carol",
                                            verified: true, blocked: true, updatedAt: 1_000))
         }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 2_000)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 2_000)
         let contacts = try store.contacts()
         #expect(contacts.count == 1)
         #expect(contacts.first?.card == bob)
@@ -46,7 +46,7 @@ import Testing
         #expect(try store.contacts().isEmpty)
         // Another identity's key does not open this store.
         #expect(throws: (any Error).self) {
-            try YaOKStore.open(directory: dir, protection: .keyFile(ContactCardTests.bob), now: 2_002)
+            try MessengerStore.open(directory: dir, protection: .keyFile(ContactCardTests.bob), now: 2_002)
         }
     }
 
@@ -59,7 +59,7 @@ import Testing
         let bob = try ContactCard(identity: exampleIdentity(0x30, 0x31), userID: .random(), displayName: name)
         let meshFingerprint = bob.meshFingerprint.hex
         do {
-            let store = try YaOKStore.open(directory: dir, protection: .pin("482916"), now: 1_000, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: .pin("482916"), now: 1_000, iterations: Self.fast)
             try store.addContact(bob, now: 1_000)
             try store.setTrust(TrustRecord(fingerprint: meshFingerprint, nickname: name, verified: true, updatedAt: 1_000))
             for i in 0..<20 {
@@ -106,25 +106,25 @@ import Testing
     @Test func pinLockoutSurvivesARestart() throws {
         let dir = temporaryDirectory("store-pin")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_000, iterations: Self.fast)
-        #expect(YaOKStore.protection(in: dir) == .pin)
+        _ = try MessengerStore.open(directory: dir, protection: .pin("1234"), now: 1_000, iterations: Self.fast)
+        #expect(MessengerStore.protection(in: dir) == .pin)
         for attempt in 1...4 {
             #expect(throws: Keyring.Error.wrongSecret(attemptsLeft: 5 - attempt)) {
-                try YaOKStore.open(directory: dir, protection: .pin("0000"), now: 1_000 + Double(attempt))
+                try MessengerStore.open(directory: dir, protection: .pin("0000"), now: 1_000 + Double(attempt))
             }
         }
         #expect(throws: Keyring.Error.lockedOut(secondsLeft: 30)) {
-            try YaOKStore.open(directory: dir, protection: .pin("0000"), now: 1_005)
+            try MessengerStore.open(directory: dir, protection: .pin("0000"), now: 1_005)
         }
         // Even the right PIN waits; the state is on disk, not in this process.
         #expect(throws: Keyring.Error.lockedOut(secondsLeft: 20)) {
-            try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_015)
+            try MessengerStore.open(directory: dir, protection: .pin("1234"), now: 1_015)
         }
         #expect(KeyringFile(url: dir.appendingPathComponent("store.keyring")).lockoutRemaining(now: 1_015) == 20)
-        _ = try YaOKStore.open(directory: dir, protection: .pin("1234"), now: 1_036)
+        _ = try MessengerStore.open(directory: dir, protection: .pin("1234"), now: 1_036)
         // The count starts again.
         #expect(throws: Keyring.Error.wrongSecret(attemptsLeft: 4)) {
-            try YaOKStore.open(directory: dir, protection: .pin("9999"), now: 1_040)
+            try MessengerStore.open(directory: dir, protection: .pin("9999"), now: 1_040)
         }
         #expect(throws: Keyring.Error.badPIN) { try Keyring.validate(.pin("12a4")) }
         #expect(throws: Keyring.Error.badPIN) { try Keyring.validate(.pin("1234567")) }
@@ -135,14 +135,14 @@ import Testing
     @Test func changingTheProtection() throws {
         let dir = temporaryDirectory("store-change")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
         try store.addContact(try contact("dora", 0x40), now: 1)
         try store.changeProtection(to: .passphrase("correct horse battery"), iterations: Self.fast)
-        #expect(YaOKStore.protection(in: dir) == .passphrase)
+        #expect(MessengerStore.protection(in: dir) == .passphrase)
         #expect(throws: Keyring.Error.needsSecret(.passphrase)) {
-            try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 2)
+            try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 2)
         }
-        let reopened = try YaOKStore.open(directory: dir, protection: .passphrase("correct horse battery"), now: 3)
+        let reopened = try MessengerStore.open(directory: dir, protection: .passphrase("correct horse battery"), now: 3)
         #expect(try reopened.contacts().map { $0.card?.displayName } == ["dora"])
     }
 
@@ -153,7 +153,7 @@ import Testing
         let protection = Keyring.Protection.keyFile(identity)
         let eve = try contact("eve", 0x50)
         do {
-            let store = try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 10, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: protection, now: 86_400 * 10, iterations: Self.fast)
             try store.addContact(eve, now: 1)
             try store.insertMessages((0..<200).map { i in
                 MessageRecord(id: .random(), contact: eve.userID, outgoing: false,
@@ -168,15 +168,15 @@ import Testing
         #expect(bytes.count > 20_000)
         for i in 4_096..<min(bytes.count, 40_960) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
         try Data(bytes).write(to: database)
-        #expect(throws: YaOKStore.Error.self) { try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 11) }
-        let used = try YaOKStore.restore(directory: dir, protection: protection, now: 86_400 * 11)
+        #expect(throws: MessengerStore.Error.self) { try MessengerStore.open(directory: dir, protection: protection, now: 86_400 * 11) }
+        let used = try MessengerStore.restore(directory: dir, protection: protection, now: 86_400 * 11)
         #expect(used.lastPathComponent == "store-1970-01-11.sqlite")
-        let store = try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 11)
+        let store = try MessengerStore.open(directory: dir, protection: protection, now: 86_400 * 11)
         #expect(try store.conversation(with: eve.userID, limit: 1_000).count == 200)
         // A garbage file is "damaged" too, not a crash.
         try store.close()
         try Data("not a database at all".utf8).write(to: database)
-        #expect(throws: YaOKStore.Error.self) { try YaOKStore.open(directory: dir, protection: protection, now: 86_400 * 12) }
+        #expect(throws: MessengerStore.Error.self) { try MessengerStore.open(directory: dir, protection: protection, now: 86_400 * 12) }
     }
 
     /// A zero-byte database beside its keyring is a store lost, never a new
@@ -186,15 +186,15 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let protection = Keyring.Protection.keyFile(identity)
         do {
-            let store = try YaOKStore.open(directory: dir, protection: protection, now: 1_000, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: protection, now: 1_000, iterations: Self.fast)
             try store.addContact(try contact("eve", 0x50), now: 1_000)
             try store.close()
         }
         // Control: the store opens with its contact.
-        #expect(try YaOKStore.open(directory: dir, protection: protection, now: 1_001).contacts().count == 1)
+        #expect(try MessengerStore.open(directory: dir, protection: protection, now: 1_001).contacts().count == 1)
         try Data().write(to: dir.appendingPathComponent("store.sqlite"))
-        #expect(throws: YaOKStore.Error.corrupt("store.sqlite is empty")) {
-            try YaOKStore.open(directory: dir, protection: protection, now: 1_002)
+        #expect(throws: MessengerStore.Error.corrupt("store.sqlite is empty")) {
+            try MessengerStore.open(directory: dir, protection: protection, now: 1_002)
         }
     }
 
@@ -203,17 +203,17 @@ import Testing
     @Test func conversationsWithPeersAreKeptAndBounded() throws {
         let dir = temporaryDirectory("store-conversations")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1_000, iterations: Self.fast)
         let first = UserID.random()
         try store.setConversation(ConversationRecord(id: first, fingerprint: String(repeating: "cd", count: 32), nickname: "dave", updatedAt: 1))
         try store.insertMessage(MessageRecord(id: .random(), contact: first, outgoing: false, text: "hi", timestamp: 1, recordedAt: 1))
         #expect(try store.conversations().map(\.nickname) == ["dave"])
-        for i in 0..<YaOKStore.maxConversations {
+        for i in 0..<MessengerStore.maxConversations {
             try store.setConversation(ConversationRecord(id: .random(), fingerprint: String(repeating: "ef", count: 32),
                                                          nickname: "peer \(i)", updatedAt: Double(10 + i)))
         }
         let kept = try store.conversations()
-        #expect(kept.count == YaOKStore.maxConversations)
+        #expect(kept.count == MessengerStore.maxConversations)
         #expect(!kept.contains { $0.id == first })
         #expect(try store.conversation(with: first).isEmpty)
     }
@@ -223,17 +223,17 @@ import Testing
         let dir = temporaryDirectory("store-backups")
         defer { try? FileManager.default.removeItem(at: dir) }
         for day in 0..<10 {
-            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: Double(day) * 86_400 + 5,
+            let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: Double(day) * 86_400 + 5,
                                            iterations: Self.fast)
             try store.close()
         }
-        let names = YaOKStore.backups(in: dir).map(\.lastPathComponent)
+        let names = MessengerStore.backups(in: dir).map(\.lastPathComponent)
         #expect(names.count == 7)
         #expect(names.first == "store-1970-01-10.sqlite")
         #expect(names.last == "store-1970-01-04.sqlite")
-        try YaOKStore.reset(directory: dir)
-        #expect(YaOKStore.backups(in: dir).isEmpty)
-        #expect(YaOKStore.protection(in: dir) == nil)
+        try MessengerStore.reset(directory: dir)
+        #expect(MessengerStore.backups(in: dir).isEmpty)
+        #expect(MessengerStore.protection(in: dir) == nil)
     }
 
     /// Messages keep their states; duplicates are refused; pending ones are
@@ -241,7 +241,7 @@ import Testing
     @Test func messagesStatesAndBounds() throws {
         let dir = temporaryDirectory("store-messages")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
         let bob = try contact("bob", 0x60)
         var progress = MessageProgress(at: 1)
         try progress.move(to: .encrypting, at: 1)
@@ -251,13 +251,13 @@ import Testing
         #expect(try store.insertMessage(pending))
         #expect(try !store.insertMessage(pending), "a duplicate ID is refused")
         #expect(try store.pendingMessages().map(\.id) == [pending.id])
-        let many = (0..<(YaOKStore.maxMessages + 5)).map { i in
+        let many = (0..<(MessengerStore.maxMessages + 5)).map { i in
             MessageRecord(id: .random(), contact: bob.userID, outgoing: false, text: "m\(i)",
                           timestamp: UInt64(2_000 + i), recordedAt: 2)
         }
         #expect(try store.insertMessages(Array(many[0..<6_000])) == 6_000)
-        #expect(try store.insertMessages(Array(many[5_000...])) == YaOKStore.maxMessages + 5 - 6_000, "duplicates skipped")
-        #expect(try store.messageCount() == YaOKStore.maxMessages)
+        #expect(try store.insertMessages(Array(many[5_000...])) == MessengerStore.maxMessages + 5 - 6_000, "duplicates skipped")
+        #expect(try store.messageCount() == MessengerStore.maxMessages)
         #expect(try store.message(pending.id, contact: bob.userID) != nil, "the pending message was kept")
         try pending.progress!.attempt(on: 0, at: 3)
         try pending.progress!.move(to: .sent, at: 4)
@@ -276,13 +276,13 @@ import Testing
         let sender = UserID.random().description
         var alerts = [Bool]()
         for i in 0..<5 {
-            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
             alerts.append(try store.recordIncident(Incident(sender: sender, kind: .decryptionFailed, packet: [UInt8(i)],
                                                             at: 1_000 + Double(i))))
             try store.close()
         }
         #expect(alerts == [false, false, false, true, true])
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1)
         #expect(try store.incidents().map(\.packetHash) == (0..<5).map { BLAKE3.hash([UInt8($0)]).hexString })
         #expect(try !store.recordIncident(Incident(sender: sender, kind: .badSignature, packet: [9], at: 1_000 + 2 * 86_400)))
     }
@@ -291,7 +291,7 @@ import Testing
     @Test func tamperingWithClearColumnsChangesNothingAPersonSees() throws {
         let dir = temporaryDirectory("store-tamper")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
         let bob = try contact("bob", 0x70), carol = try contact("carol", 0x72)
         let delivered = MessageRecord(id: .random(), contact: bob.userID, outgoing: true, text: "old news", timestamp: 1,
                                       recordedAt: 1, progress: {
@@ -317,7 +317,7 @@ import Testing
         var record = try store.addContact(bob, now: 3)
         try store.removeContact(bob.userID)
         record.blocked = true
-        #expect(throws: YaOKStore.Error.self) { try store.updateContact(record) }
+        #expect(throws: MessengerStore.Error.self) { try store.updateContact(record) }
         #expect(try store.contacts().isEmpty)
     }
 
@@ -326,18 +326,18 @@ import Testing
     @Test func restoreRefusesWhatIsNotABackupOfThisStore() throws {
         let dir = temporaryDirectory("store-restore")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
         try store.addContact(try contact("zed", 0x74), now: 1)
         try store.close()
         let empty = dir.appendingPathComponent("empty.sqlite")
         try Data().write(to: empty)
-        #expect(throws: (any Error).self) { try YaOKStore.restore(directory: dir, protection: .keyFile(identity), from: empty, now: 2) }
+        #expect(throws: (any Error).self) { try MessengerStore.restore(directory: dir, protection: .keyFile(identity), from: empty, now: 2) }
         let other = temporaryDirectory("store-other")
         defer { try? FileManager.default.removeItem(at: other) }
-        let foreign = try YaOKStore.open(directory: other, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let foreign = try MessengerStore.open(directory: other, protection: .keyFile(identity), now: 1, iterations: Self.fast)
         let foreignBackup = try foreign.backup(now: 1)
-        #expect(throws: (any Error).self) { try YaOKStore.restore(directory: dir, protection: .keyFile(identity), from: foreignBackup, now: 2) }
-        let reopened = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 3)
+        #expect(throws: (any Error).self) { try MessengerStore.restore(directory: dir, protection: .keyFile(identity), from: foreignBackup, now: 2) }
+        let reopened = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 3)
         #expect(try reopened.contacts().map { $0.card?.displayName } == ["zed"])
     }
 
@@ -345,11 +345,11 @@ import Testing
     @Test func aDoctoredAttemptsFileIsClamped() throws {
         let dir = temporaryDirectory("store-attempts")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 1, iterations: Self.fast)
+        _ = try MessengerStore.open(directory: dir, protection: .pin("2580"), now: 1, iterations: Self.fast)
         try Data(#"{"failures": 9223372036854775807, "lockedUntil": 1e300}"#.utf8).write(to: dir.appendingPathComponent("store.attempts"))
-        #expect(throws: Keyring.Error.lockedOut(secondsLeft: 30)) { try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 10) }
+        #expect(throws: Keyring.Error.lockedOut(secondsLeft: 30)) { try MessengerStore.open(directory: dir, protection: .pin("2580"), now: 10) }
         try Data(#"{"failures": -5, "lockedUntil": -1}"#.utf8).write(to: dir.appendingPathComponent("store.attempts"))
-        _ = try YaOKStore.open(directory: dir, protection: .pin("2580"), now: 10)
+        _ = try MessengerStore.open(directory: dir, protection: .pin("2580"), now: 10)
     }
 
     /// Pins are kept across reopening; the first pin for a fingerprint wins.
@@ -357,12 +357,12 @@ import Testing
         let dir = temporaryDirectory("store-pins")
         defer { try? FileManager.default.removeItem(at: dir) }
         do {
-            let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+            let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
             try store.setPin(fingerprint: String(repeating: "AB", count: 32), signingKey: [UInt8](repeating: 1, count: 32), at: 1)
             try store.setPin(fingerprint: String(repeating: "ab", count: 32), signingKey: [UInt8](repeating: 2, count: 32), at: 2)
             try store.setPin(fingerprint: String(repeating: "cd", count: 32), signingKey: [UInt8](repeating: 3, count: 32), at: 3)
         }
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(identity), now: 4)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 4)
         let pins = try store.pins()
         #expect(pins.map(\.0) == [String(repeating: "ab", count: 32), String(repeating: "cd", count: 32)])
         #expect(pins.map(\.1) == [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 3, count: 32)])
@@ -377,7 +377,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let alice = ContactCardTests.alice, bob = ContactCardTests.bob
         let aliceID = ContactCardTests.aliceID, bobID = ContactCardTests.bobID
-        let store = try YaOKStore.open(directory: dir, protection: .keyFile(bob), now: 1, iterations: StoreTests.fast)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(bob), now: 1, iterations: StoreTests.fast)
         let aliceCard = try ContactCard(identity: alice, userID: aliceID, displayName: "alice")
         // From a stranger first: unread.
         let early = try SealedMessage.seal(.text("hi"), id: .random(), timestamp: 1, from: alice, senderID: aliceID, to: bobID,

@@ -5,7 +5,7 @@ import StarlingCrypto
 /// Daily backups (seed 002 §8.3): `backups/store-YYYY-MM-DD.sqlite`, copies
 /// of the database made with SQLite's backup API; their values stay sealed
 /// under the same data key. The 7 newest are kept.
-extension YaOKStore {
+extension MessengerStore {
     public var backupDirectory: URL { directory.appendingPathComponent(Self.backupFolder) }
 
     static func day(_ time: Double) -> String {

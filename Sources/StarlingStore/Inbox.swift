@@ -5,7 +5,7 @@ import StarlingYaOK
 
 /// Receiving a sealed message into the store (seed 002 §5.1 and §8.2), for
 /// any transport that carries them (the Ya OK server, a later mesh path).
-extension YaOKStore {
+extension MessengerStore {
     public enum Received: Hashable, Sendable {
         /// A new message, stored.
         case message(MessageRecord)

@@ -20,7 +20,7 @@ import StarlingYaOK
 /// `secure_delete = ON`; `PRAGMA integrity_check` runs at every open. A daily
 /// backup (a copy of the file: its values stay sealed under the same key) is
 /// kept for 7 days.
-public final class YaOKStore: Sendable {
+public final class MessengerStore: Sendable {
     public static let databaseName = "store.sqlite"
     public static let keyringName = "store.keyring"
     public static let backupFolder = "backups"
@@ -61,7 +61,7 @@ public final class YaOKStore: Sendable {
     /// Opens the store in `directory`, creating it (and its keyring, under
     /// `protection`) when it is new. Wrong secrets count toward the lockout.
     public static func open(directory: URL, protection: Keyring.Protection, now: Double = Date().timeIntervalSince1970,
-                            iterations: Int = Keyring.defaultIterations) throws -> YaOKStore {
+                            iterations: Int = Keyring.defaultIterations) throws -> MessengerStore {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let keyringFile = KeyringFile(url: directory.appendingPathComponent(keyringName))
@@ -80,7 +80,7 @@ public final class YaOKStore: Sendable {
             dataKey = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
             try keyringFile.write(try Keyring.seal(dataKey, under: protection, iterations: iterations))
         }
-        let store = try YaOKStore(directory: directory, database: database, dataKey: dataKey)
+        let store = try MessengerStore(directory: directory, database: database, dataKey: dataKey)
         _ = try? store.backupIfDue(now: now) // a backup that fails now is tried again at the next open
         return store
     }
@@ -572,12 +572,12 @@ struct FieldCipher: Sendable {
     }
 
     func open(_ data: [UInt8], table: String, row: [UInt8]) throws -> [UInt8] {
-        guard data.count >= 24 + 16 else { throw YaOKStore.Error.corrupt("a value in \(table) is too short") }
+        guard data.count >= 24 + 16 else { throw MessengerStore.Error.corrupt("a value in \(table) is too short") }
         do {
             return try XChaCha20Poly1305.open(Array(data[24...]), key: valueKey, nonce: Array(data[0..<24]),
                                               authenticating: Array(table.utf8) + [0] + row)
         } catch {
-            throw YaOKStore.Error.corrupt("a value in \(table) does not decrypt")
+            throw MessengerStore.Error.corrupt("a value in \(table) does not decrypt")
         }
     }
 
