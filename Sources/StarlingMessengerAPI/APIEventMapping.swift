@@ -117,7 +117,7 @@ extension APIEvent {
                                                    hops: hops, via: via, message: APIMessage(record)))]
         case let .sent(conversation, record): return [.sent(MessageChange(conversation: conversation.description, message: APIMessage(record)))]
         case let .progress(conversation, record): return [.progress(MessageChange(conversation: conversation.description, message: APIMessage(record)))]
-        case let .carried(conversation, record, couriers):
+        case let .dropDeposited(conversation, record, couriers):
             return [.dropDeposited(DropDeposited(conversation: conversation.description, messageID: record.transportID ?? record.id.description,
                                                  couriers: couriers, message: APIMessage(record)))]
         case let .sendingWaiting(conversation, count): return [.sendingWaiting(SendingWaiting(conversation: conversation.description, count: count))]
@@ -219,7 +219,7 @@ extension APIEvent {
         case let .sent(m): return .sent(conversation: try APIMessage.userID(m.conversation, "conversation"), record: try m.message.record())
         case let .progress(m): return .progress(conversation: try APIMessage.userID(m.conversation, "conversation"), record: try m.message.record())
         case let .dropDeposited(d):
-            return .carried(conversation: try APIMessage.userID(d.conversation, "conversation"), record: try d.message.record(), couriers: d.couriers)
+            return .dropDeposited(conversation: try APIMessage.userID(d.conversation, "conversation"), record: try d.message.record(), couriers: d.couriers)
         case let .sendingWaiting(s): return .sendingWaiting(conversation: try APIMessage.userID(s.conversation, "conversation"), count: s.count)
         case let .peer(p): return .peerJoined(try Self.peer(p.peerID), nickname: p.nickname, hops: p.hops)
         case let .left(p): return .peerLeft(try Self.peer(p.peerID))

@@ -577,7 +577,7 @@ public struct MessengerCore: Sendable {
                 return
             }
             progress(id, now: now, via: "courier") { _ in }
-            if let r = record(id) { emit(.carried(conversation: r.contact, record: r, couriers: couriers)) }
+            if let r = record(id) { emit(.dropDeposited(conversation: r.contact, record: r, couriers: couriers)) }
         case let .delivered(id, _):
             progress(id, now: now, receipt: .delivered) { p in p.receipt(.delivered, at: now) }
         case let .read(id, _):

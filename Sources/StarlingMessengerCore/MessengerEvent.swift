@@ -29,7 +29,7 @@ public enum MessengerEvent: Sendable {
     /// Our message for someone away went as a courier drop with `couriers`
     /// neighbours, who hand it on if they meet the recipient within 24 hours.
     /// It stays queued: it goes directly too when the recipient is back.
-    case carried(conversation: UserID, record: MessageRecord, couriers: Int)
+    case dropDeposited(conversation: UserID, record: MessageRecord, couriers: Int)
     case peerJoined(PeerID, nickname: String, hops: Int)
     case peerLeft(PeerID)
     /// An encrypted session with a peer, whose key (`fingerprint`) its handshake proved.

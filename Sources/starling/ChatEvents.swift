@@ -61,7 +61,7 @@ extension ChatScreen {
                 return
             }
             await showProgress(conversation, record)
-        case let .carried(conversation, record, couriers):
+        case let .dropDeposited(conversation, record, couriers):
             guard let id = record.transportID else { return }
             let fallback = await name(of: conversation)
             let to = outgoing[id]?.to ?? fallback

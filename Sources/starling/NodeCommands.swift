@@ -232,7 +232,7 @@ struct EventPrinter: Sendable {
         case .diagnostic: return
         case let .publicHistory(burst):
             for e in burst { print(e) } // oldest first, as the chat shows it
-        case let .carried(conversation, _, couriers):
+        case let .dropDeposited(conversation, _, couriers):
             let name = DisplayText.clean(await names.name(of: conversation))
             say("* \(name) is away: your message went as a courier drop to \(couriers) neighbour\(couriers == 1 ? "" : "s"), "
                 + "who hand it on if they meet \(name) within 24 h; it waits here too, and goes directly when \(name) is here")
@@ -465,7 +465,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
     /// (Its own message's records, `sent` and `progress`, it says as the receipts they stand for.)
     static func concernsASend(_ event: MessengerEvent) -> Bool {
         switch event {
-        case .carried, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
+        case .dropDeposited, .sendingWaiting, .warning, .notSaved, .storeUnlocked: return true
         case let .node(e):
             switch e {
             case .started, .delivered, .sentOffMesh, .failed, .held, .read, .dropDeposited, .notice, .fileSent, .fileSending: return true
@@ -507,7 +507,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         let watch = Watch()
         let events = Task {
             for await event in messenger.events {
-                if case let .carried(_, record, couriers) = event, let id = record.transportID { await watch.carry(id, couriers) }
+                if case let .dropDeposited(_, record, couriers) = event, let id = record.transportID { await watch.deposit(id, couriers) }
                 if case let .progress(conversation, record) = event, let id = record.transportID, let state = record.progress?.state {
                     await watch.moved(id, state, via: record.transport)
                     // Our message's way and receipts, as the node events they stand for (plain and JSON).
@@ -614,7 +614,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
                     if deliveredAt == nil { deliveredAt = Date() }
                     if let deliveredAt, Date().timeIntervalSince(deliveredAt) > Self.readGrace { break }
                 }
-                if away != nil, await watch.carried[messageID] != nil { break }
+                if away != nil, await watch.deposited[messageID] != nil { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
             outcome = await watch.outcome(messageID)
@@ -632,7 +632,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
             return
         }
         if let messageID, let to, away != nil, await !watch.reached(messageID, .delivered) {
-            guard await watch.carried[messageID] != nil else {
+            guard await watch.deposited[messageID] != nil else {
                 throw RuntimeFailure("\(to) is away and no neighbour took the courier drop; the message waits in this data directory's queue "
                                      + "and goes when \(to) is here (or when you send again among neighbours)")
             }
@@ -814,8 +814,8 @@ struct Send: AsyncParsableCommand, ServerAlias {
         var states: [String: MessageState] = [:]
         var server: [String: Outcome] = [:]
         /// Messages left with couriers, and with how many.
-        var carried: [String: Int] = [:]
-        func carry(_ id: String, _ couriers: Int) { carried[id] = couriers }
+        var deposited: [String: Int] = [:]
+        func deposit(_ id: String, _ couriers: Int) { deposited[id] = couriers }
         func moved(_ id: String, _ state: MessageState, via: String?) {
             if (states[id] ?? .composing) < state || state == .failed { states[id] = state }
         }
@@ -945,7 +945,7 @@ extension Send {
             // The linger's end cancels this wait: what was reached by then stands (issue 52: a delivered
             // receipt that came was lost when the cancelled stream threw, and the message looked undelivered).
             do { for try await event in events {
-                if case let .carried(_, r, couriers) = event, r.transportID == messageID {
+                if case let .dropDeposited(_, r, couriers) = event, r.transportID == messageID {
                     // Away: the daemon sealed it as a courier drop for the neighbours there (it stays queued too).
                     if json { printer.write(APIEvent.of(event)) }
                     else {

@@ -139,7 +139,7 @@ import StarlingStore
             .trustLoaded(contacts: 2, pending: 1), .storeUnlocked(storedMeanwhile: 4),
             .privateMessage(conversation: conversation, record: incoming, from: Self.b, name: "bob", hops: 2, via: "nostr", fingerprint: Self.f),
             .sent(conversation: conversation, record: record), .sent(conversation: conversation, record: groupLine), .sendingWaiting(conversation: conversation, count: 3),
-            .progress(conversation: conversation, record: record), .carried(conversation: conversation, record: record, couriers: 3),
+            .progress(conversation: conversation, record: record), .dropDeposited(conversation: conversation, record: record, couriers: 3),
             .peerJoined(Self.b, nickname: "bob", hops: 1), .peerLeft(Self.b),
             .sessionEstablished(Self.b, name: "bob", fingerprint: Self.f), .favorited(by: Self.b, name: "bob", on: true, npub: "npub1q", overNostr: true),
             .trustChanged(Self.f, name: "bob", blocked: true, favorite: false, verified: true), .warning("careful"), .notSaved("disk full"),

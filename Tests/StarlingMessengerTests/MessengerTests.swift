@@ -227,7 +227,7 @@ import StarlingStore
         m.net.connect(0, 1)
         m.run(10_000)
         #expect(drops() == 1)
-        let carried = m.events[0].compactMap { if case let .carried(_, r, n) = $0 { (r.id, n) } else { nil } }
+        let carried = m.events[0].compactMap { if case let .dropDeposited(_, r, n) = $0 { (r.id, n) } else { nil } }
         #expect(carried.count == 1 && carried.first?.0 == sent.id && carried.first?.1 == 1, "\(carried)")
         #expect(m.state(0, of: sent.id) == .routing, "still queued: it goes directly too")
         m.run(30_000)
