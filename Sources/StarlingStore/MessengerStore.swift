@@ -171,14 +171,14 @@ public final class MessengerStore: Sendable {
 
     // MARK: Contacts
 
-    func contactLookup(_ id: UserID) -> [UInt8] { cipher.lookup("contact", id.bytes) }
+    func contactLookup(_ id: UserID) throws -> [UInt8] { try cipher.lookup("contact", id.bytes) }
 
     /// Adds a contact; a contact with the same user ID throws `contactExists`
     /// unless `replace` (then the old card is replaced and the trust
     /// decisions are kept only if the keys did not change).
     @discardableResult
     public func addContact(_ card: ContactCard, replace: Bool = false, now: Double) throws -> ContactRecord {
-        let lookup = contactLookup(card.userID)
+        let lookup = try contactLookup(card.userID)
         return try queue.write { db in
             var record = ContactRecord(card: card, addedAt: now)
             if let old = try self.readContact(db, lookup: lookup) {
@@ -201,16 +201,16 @@ public final class MessengerStore: Sendable {
     /// removed (`notFound`).
     public func updateContact(_ record: ContactRecord) throws {
         guard let card = record.card else { throw Error.corrupt("a contact card that does not verify") }
-        let lookup = contactLookup(card.userID)
+        let lookup = try contactLookup(card.userID)
         try queue.write { db in
-            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "contacts", row: lookup)
+            let data = try self.cipher.seal(JSONEncoder().encode(record), table: "contacts", row: lookup)
             try db.execute(sql: "UPDATE contacts SET data = ? WHERE lookup = ?", arguments: [Data(data), Data(lookup)])
             guard db.changesCount == 1 else { throw Error.notFound("contact \(card.displayName)") }
         }
     }
 
     func writeContact(_ db: Database, _ record: ContactRecord, lookup: [UInt8]) throws {
-        let data = cipher.seal(try JSONEncoder().encode(record), table: "contacts", row: lookup)
+        let data = try cipher.seal(JSONEncoder().encode(record), table: "contacts", row: lookup)
         try db.execute(sql: "INSERT INTO contacts (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
                        arguments: [Data(lookup), Data(data)])
     }
@@ -247,12 +247,12 @@ public final class MessengerStore: Sendable {
 
     // MARK: Trust decisions about mesh peers
 
-    func trustLookup(_ fingerprint: String) -> [UInt8] { cipher.lookup("trust", Array(fingerprint.lowercased().utf8)) }
+    func trustLookup(_ fingerprint: String) throws -> [UInt8] { try cipher.lookup("trust", Array(fingerprint.lowercased().utf8)) }
 
     /// Stores a decision; one with nothing decided (not verified, favourite
     /// or blocked) is removed.
     public func setTrust(_ record: TrustRecord) throws {
-        let lookup = trustLookup(record.fingerprint)
+        let lookup = try trustLookup(record.fingerprint)
         try queue.write { db in
             guard record.verified || record.favorite || record.blocked || record.npub != nil else {
                 try db.execute(sql: "DELETE FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
@@ -263,7 +263,7 @@ public final class MessengerStore: Sendable {
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM trust") ?? 0
                 guard count < Self.maxTrust else { throw Error.full("the trust list (\(Self.maxTrust))") }
             }
-            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "trust", row: lookup)
+            let data = try self.cipher.seal(JSONEncoder().encode(record), table: "trust", row: lookup)
             try db.execute(sql: "INSERT INTO trust (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
                            arguments: [Data(lookup), Data(data)])
         }
@@ -279,7 +279,7 @@ public final class MessengerStore: Sendable {
     }
 
     public func trust(fingerprint: String) throws -> TrustRecord? {
-        let lookup = trustLookup(fingerprint)
+        let lookup = try trustLookup(fingerprint)
         return try queue.read { db in
             guard let data = try Data.fetchOne(db, sql: "SELECT data FROM trust WHERE lookup = ?", arguments: [Data(lookup)])
             else { return nil }
@@ -289,14 +289,14 @@ public final class MessengerStore: Sendable {
 
     // MARK: Conversations with peers who are not contacts
 
-    func conversationRecordLookup(_ id: UserID) -> [UInt8] { cipher.lookup("conversation-record", id.bytes) }
+    func conversationRecordLookup(_ id: UserID) throws -> [UInt8] { try cipher.lookup("conversation-record", id.bytes) }
 
     /// Keeps (or updates) a conversation's record; past `maxConversations`
     /// the one least recently active goes, with its messages.
     public func setConversation(_ record: ConversationRecord) throws {
-        let lookup = conversationRecordLookup(record.id)
+        let lookup = try conversationRecordLookup(record.id)
         try queue.write { db in
-            let data = self.cipher.seal(try JSONEncoder().encode(record), table: "conversations", row: lookup)
+            let data = try self.cipher.seal(JSONEncoder().encode(record), table: "conversations", row: lookup)
             try db.execute(sql: "INSERT INTO conversations (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
                            arguments: [Data(lookup), Data(data)])
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversations") ?? 0
@@ -329,8 +329,8 @@ public final class MessengerStore: Sendable {
                 var m = try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages", row: Array(row["lookup"] as Data))
                 guard m.contact == old else { continue } // the clear column only finds rows
                 m.contact = new
-                let lookup = self.messageLookup(m.id, contact: new)
-                let data = self.cipher.seal(try encoder.encode(m), table: "messages", row: lookup)
+                let lookup = try self.messageLookup(m.id, contact: new)
+                let data = try self.cipher.seal(encoder.encode(m), table: "messages", row: lookup)
                 // The row keeps its place (its id: the order of arrival); a copy already in `new` wins.
                 if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messages WHERE lookup = ?", arguments: [Data(lookup)]) ?? 0 > 0 {
                     try db.execute(sql: "DELETE FROM messages WHERE id = ?", arguments: [row["id"] as Int64])
@@ -362,8 +362,8 @@ public final class MessengerStore: Sendable {
         try queue.write { db in
             try db.execute(sql: "DELETE FROM groups")
             for r in records {
-                let lookup = self.cipher.lookup("group", r.groupID)
-                let data = self.cipher.seal(try JSONEncoder().encode(r), table: "groups", row: lookup)
+                let lookup = try self.cipher.lookup("group", r.groupID)
+                let data = try self.cipher.seal(JSONEncoder().encode(r), table: "groups", row: lookup)
                 try db.execute(sql: "INSERT INTO groups (lookup, data) VALUES (?, ?) ON CONFLICT (lookup) DO UPDATE SET data = excluded.data",
                                arguments: [Data(lookup), Data(data)])
             }
@@ -385,10 +385,10 @@ public final class MessengerStore: Sendable {
     /// Keeps the signing key pinned to a mesh fingerprint (first pin wins; at
     /// most 4,096, the oldest goes).
     public func setPin(fingerprint: String, signingKey: [UInt8], at: Double) throws {
-        let lookup = cipher.lookup("pin", Array(fingerprint.lowercased().utf8))
+        let lookup = try cipher.lookup("pin", Array(fingerprint.lowercased().utf8))
         try queue.write { db in
             guard !(try Bool.fetchOne(db, sql: "SELECT 1 FROM pins WHERE lookup = ?", arguments: [Data(lookup)]) ?? false) else { return }
-            let data = self.cipher.seal(try JSONEncoder().encode(Pin(fingerprint: fingerprint.lowercased(), signingKey: signingKey, at: at)),
+            let data = try self.cipher.seal(JSONEncoder().encode(Pin(fingerprint: fingerprint.lowercased(), signingKey: signingKey, at: at)),
                                         table: "pins", row: lookup)
             try db.execute(sql: "INSERT INTO pins (lookup, data) VALUES (?, ?)", arguments: [Data(lookup), Data(data)])
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pins") ?? 0
@@ -412,8 +412,8 @@ public final class MessengerStore: Sendable {
 
     /// A message is known by its sender's conversation and its ID: another
     /// contact reusing an ID cannot shadow it.
-    func messageLookup(_ id: UserID, contact: UserID) -> [UInt8] { cipher.lookup("message", contact.bytes + id.bytes) }
-    func conversationLookup(_ id: UserID) -> [UInt8] { cipher.lookup("conversation", id.bytes) }
+    func messageLookup(_ id: UserID, contact: UserID) throws -> [UInt8] { try cipher.lookup("message", contact.bytes + id.bytes) }
+    func conversationLookup(_ id: UserID) throws -> [UInt8] { try cipher.lookup("conversation", id.bytes) }
 
     /// Records a message. Returns false when a message with its ID is already
     /// stored (a replay or a duplicate delivery). Past `maxMessages`, the
@@ -431,8 +431,8 @@ public final class MessengerStore: Sendable {
             var added = 0
             let encoder = JSONEncoder()
             for message in messages {
-                let lookup = self.messageLookup(message.id, contact: message.contact)
-                let data = self.cipher.seal(try encoder.encode(message), table: "messages", row: lookup)
+                let lookup = try self.messageLookup(message.id, contact: message.contact)
+                let data = try self.cipher.seal(encoder.encode(message), table: "messages", row: lookup)
                 // A message ID already stored (a replay, a duplicate delivery) is ignored.
                 try db.execute(sql: "INSERT OR IGNORE INTO messages (lookup, conversation, pending, data) VALUES (?, ?, ?, ?)",
                                arguments: [Data(lookup), Data(self.conversationLookup(message.contact)), message.isPending,
@@ -450,9 +450,9 @@ public final class MessengerStore: Sendable {
 
     /// Replaces a stored message (its state moved).
     public func updateMessage(_ message: MessageRecord) throws {
-        let lookup = messageLookup(message.id, contact: message.contact)
+        let lookup = try messageLookup(message.id, contact: message.contact)
         try queue.write { db in
-            let data = self.cipher.seal(try JSONEncoder().encode(message), table: "messages", row: lookup)
+            let data = try self.cipher.seal(JSONEncoder().encode(message), table: "messages", row: lookup)
             try db.execute(sql: "UPDATE messages SET pending = ?, data = ? WHERE lookup = ?",
                            arguments: [message.isPending, Data(data), Data(lookup)])
             guard db.changesCount == 1 else { throw Error.notFound("message \(message.id)") }
@@ -460,7 +460,7 @@ public final class MessengerStore: Sendable {
     }
 
     public func message(_ id: UserID, contact: UserID) throws -> MessageRecord? {
-        let lookup = messageLookup(id, contact: contact)
+        let lookup = try messageLookup(id, contact: contact)
         return try queue.read { db in
             guard let data = try Data.fetchOne(db, sql: "SELECT data FROM messages WHERE lookup = ?", arguments: [Data(lookup)])
             else { return nil }
@@ -503,11 +503,11 @@ public final class MessengerStore: Sendable {
     /// 24 hours (the seed's alert). Incidents older than 30 days are dropped.
     @discardableResult
     public func recordIncident(_ incident: Incident, threshold: Int = 3, window: Double = 24 * 3600) throws -> Bool {
-        let sender = cipher.lookup("incident", Array(incident.sender.utf8))
+        let sender = try cipher.lookup("incident", Array(incident.sender.utf8))
         return try queue.write { db in
             var rng = SystemRandomNumberGenerator()
             let rowKey = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            let data = self.cipher.seal(try JSONEncoder().encode(incident), table: "incidents", row: rowKey)
+            let data = try self.cipher.seal(JSONEncoder().encode(incident), table: "incidents", row: rowKey)
             try db.execute(sql: "INSERT INTO incidents (sender, at, data) VALUES (?, ?, ?)",
                            arguments: [Data(sender), Int(incident.at), Data(rowKey + data)])
             try db.execute(sql: "DELETE FROM incidents WHERE at < ?", arguments: [Int(incident.at - 30 * 86400)])
@@ -559,16 +559,15 @@ struct FieldCipher: Sendable {
     }
 
     /// A keyed hash that finds a row without saying what is in it.
-    func lookup(_ domain: String, _ value: [UInt8]) -> [UInt8] {
-        (try? BLAKE3.keyedHash(key: lookupKey, Array(domain.utf8) + [0] + value, byteCount: 16)) ?? []
+    func lookup(_ domain: String, _ value: [UInt8]) throws -> [UInt8] {
+        try BLAKE3.keyedHash(key: lookupKey, Array(domain.utf8) + [0] + value, byteCount: 16)
     }
 
     /// nonce 24 ‖ ciphertext ‖ tag, bound to its table and row.
-    func seal(_ plain: some Collection<UInt8>, table: String, row: [UInt8]) -> [UInt8] {
+    /// A value that could not be sealed is an error, never stored as its nonce alone (issue 55 item 6).
+    func seal(_ plain: some Collection<UInt8>, table: String, row: [UInt8]) throws -> [UInt8] {
         let nonce = XChaCha20Poly1305.randomNonce()
-        let sealed = (try? XChaCha20Poly1305.seal(Array(plain), key: valueKey, nonce: nonce,
-                                                  authenticating: Array(table.utf8) + [0] + row)) ?? []
-        return nonce + sealed
+        return nonce + (try XChaCha20Poly1305.seal(Array(plain), key: valueKey, nonce: nonce, authenticating: Array(table.utf8) + [0] + row))
     }
 
     func open(_ data: [UInt8], table: String, row: [UInt8]) throws -> [UInt8] {

@@ -13,6 +13,9 @@ public struct ContactCard: Hashable, Sendable {
     /// Ed25519: the key that signs the card, announces and sealed messages.
     public let signingKey: [UInt8]
     public let signature: [UInt8]
+    /// The card as it goes on the wire and into the store: encoded once, when the
+    /// card is made or read, so that no later encoding can fail (issue 55 item 6).
+    public let bytes: [UInt8]
 
     public enum Error: Swift.Error, Hashable, Sendable, CustomStringConvertible {
         /// The bytes are not a contact card: which field, and why.
@@ -38,15 +41,16 @@ public struct ContactCard: Hashable, Sendable {
         } catch let e as WireError {
             throw Error.format(e)
         }
-        self.init(verified: bytes)
+        try self.init(verified: bytes)
     }
 
-    private init(verified bytes: ContactCardBytes) {
-        userID = bytes.userID
-        displayName = bytes.displayName
-        agreementKey = bytes.agreementKey
-        signingKey = bytes.signingKey
-        signature = bytes.signature
+    private init(verified card: ContactCardBytes) throws(Error) {
+        userID = card.userID
+        displayName = card.displayName
+        agreementKey = card.agreementKey
+        signingKey = card.signingKey
+        signature = card.signature
+        do { bytes = try card.encode() } catch { throw Error.format(error) }
     }
 
     /// Reads and verifies a card: a bad field throws `format`, a bad signature
@@ -68,7 +72,7 @@ public struct ContactCard: Hashable, Sendable {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: card.signingKey),
               let signed = try? card.signedBytes(),
               key.isValidSignature(card.signature, for: signed) else { throw Error.badSignature }
-        self.init(verified: card)
+        try self.init(verified: card)
     }
 
     public var wire: ContactCardBytes {
@@ -76,8 +80,7 @@ public struct ContactCard: Hashable, Sendable {
                          signature: signature)
     }
 
-    public var bytes: [UInt8] { (try? wire.encode()) ?? [] }
-    public var uri: String { (try? wire.uri()) ?? "" }
+    public var uri: String { "\(ContactCardBytes.scheme)://contact?v=1&d=\(Base64.encode(bytes, url: true, padded: false))" }
 
     /// The contact's own fingerprint (seed §3.1): BLAKE3(X25519 key ‖ Ed25519 key).
     public var fingerprint: [UInt8] { BLAKE3.hash(agreementKey + signingKey) }
