@@ -396,7 +396,7 @@ final class ReadmeWorld: @unchecked Sendable {
         try #require(commands.count == 3, "\(commands)")
         let world = try ReadmeWorld("rmsrv")
         try FileManager.default.createDirectory(atPath: world.home("operator") + "/var", withIntermediateDirectories: true)
-        let unit = try #require(Self.execStart("Ya OK server", world), "README's yaok-server unit")
+        let unit = try #require(Self.execStart("Description=Starling: Ya OK server", world), "README's yaok-server unit")
         let server = try world.start(unit, as: "operator")
         defer { server.stop() }
         #expect(await server.waitForText("Ya OK server on 0.0.0.0:41641"), "\(server.text)")
