@@ -390,6 +390,12 @@ try:
             break
     check(reached, "Tab reaches the person to write to")
     if reached:
+        # The list drawn again under the keyboard (an announce, a message) keeps its place:
+        # the focus is on the new button for alice, not lost to the page (CI found an Enter lost).
+        moved = bob.execute_script("""const before = document.activeElement; renderPeople();
+            const now = document.activeElement;
+            return [now !== before, (now.getAttribute('aria-label') || '').startsWith('Message alice')]""")
+        check(moved == [True, True], "a list drawn again keeps the keyboard's place (a new element, alice's): %r" % moved)
         ActionChains(bob).send_keys(Keys.ENTER).perform()
         check(wait(bob, lambda d: d.execute_script("return document.activeElement.getAttribute('aria-label')") == "Message",
                    "the message box has the focus") is not None, "Enter opens the conversation with the message box in focus")

@@ -130,8 +130,21 @@ function upsert(key, entry) {
 
 // MARK: Rendering
 
+// A list drawn again (a peer's announce, a message) keeps the keyboard's place: the
+// element that had the focus is found again by its data-focus key and focused.
+// (CI found a person's Enter lost: the button Tab reached was redrawn under it.)
+function keepingFocus(container, draw) {
+  const had = container.contains(document.activeElement) ? document.activeElement.dataset.focus : null;
+  draw();
+  if (had) container.querySelector(`[data-focus="${CSS.escape(had)}"]`)?.focus();
+}
+
 function renderConversations() {
   const ul = document.getElementById("conversations");
+  keepingFocus(ul, () => drawConversations(ul));
+}
+
+function drawConversations(ul) {
   ul.replaceChildren();
   const items = [{ id: MESH, name: "#mesh", unread: 0 }].concat([...state.conversations.values()]);
   for (const c of items) {
@@ -140,7 +153,7 @@ function renderConversations() {
     const kind = c.group ? `group of ${c.group.members.length}` : null;
     const named = kind ? `${label} (${kind})` : label;
     const b = el("button", {
-      type: "button", "aria-current": c.id === state.current ? "true" : "false",
+      type: "button", "aria-current": c.id === state.current ? "true" : "false", "data-focus": "open:" + c.id,
       "aria-label": unread ? `${named}, ${unread} unread` : named,
       on: { click: () => open(c.id) },
     }, el("span", { text: label }), unread ? el("span", { class: "badge", "aria-hidden": "true", text: String(unread) }) : null,
@@ -154,19 +167,23 @@ function renderConversations() {
 
 function renderPeople() {
   const ul = document.getElementById("people");
+  keepingFocus(ul, () => drawPeople(ul));
+}
+
+function drawPeople(ul) {
   ul.replaceChildren();
   if (!state.peers.length) ul.append(el("li", { class: "note", text: "nobody yet" }));
   for (const p of state.peers) {
     const marks = (p.verified ? " ✓" : "") + (p.favorite ? " ★" : "") + (p.blocked ? " (blocked)" : "");
     const b = el("button", {
-      type: "button", class: "peer", "aria-label": `Message ${p.nickname}${marks}, ${p.hops === 1 ? "direct" : p.hops + " hops"}`,
+      type: "button", class: "peer", "data-focus": "message:" + p.peerID, "aria-label": `Message ${p.nickname}${marks}, ${p.hops === 1 ? "direct" : p.hops + " hops"}`,
       on: { click: () => message(p) },
     }, el("span", { text: p.nickname + marks }),
        el("small", { text: `${p.fingerprint.slice(0, 16)} · ${p.hops === 1 ? "direct" : p.hops + " hops"}` }));
     const actions = el("div", { class: "peer-actions" },
-      el("button", { type: "button", "aria-label": (p.favorite ? "Unfavourite " : "Favourite ") + p.nickname, text: p.favorite ? "★ unfavourite" : "☆ favourite",
+      el("button", { type: "button", "data-focus": "favourite:" + p.peerID, "aria-label": (p.favorite ? "Unfavourite " : "Favourite ") + p.nickname, text: p.favorite ? "★ unfavourite" : "☆ favourite",
                      on: { click: () => decide(p, p.favorite ? "unfavourite" : "favourite") } }),
-      el("button", { type: "button", "aria-label": (p.blocked ? "Unblock " : "Block ") + p.nickname, text: p.blocked ? "unblock" : "block",
+      el("button", { type: "button", "data-focus": "block:" + p.peerID, "aria-label": (p.blocked ? "Unblock " : "Block ") + p.nickname, text: p.blocked ? "unblock" : "block",
                      on: { click: () => decide(p, p.blocked ? "unblock" : "block") } }));
     ul.append(el("li", {}, b, actions));
   }
