@@ -359,13 +359,20 @@ public actor Messenger {
     /// hears it), the backup is checked and put in its place, and it opens again with `protection`.
     /// Refused (a wrong secret, no good backup), the store as it was opens again. The backup used.
     public func restore(from: URL?, protection: Keyring.Protection) async throws -> URL {
+        // The secret first, with the store still open: a wrong PIN is refused without closing it for every face.
+        _ = try KeyringFile(url: directory.appendingPathComponent(MessengerStore.keyringName)).unlock(protection, now: Self.now)
         let wasOpen = store != nil
         try lock(reason: "restoring a backup")
         let used: URL
         do {
             used = try MessengerStore.restore(directory: directory, protection: protection, from: from)
         } catch {
-            if wasOpen, let again = try? MessengerStore.open(directory: directory, protection: protection) { try await open(again) }
+            // No good backup: the store as it was opens again; if even that fails, every face is told.
+            if wasOpen {
+                do { try await open(try MessengerStore.open(directory: directory, protection: protection)) } catch let reopen {
+                    continuation.yield(.warning("the store did not open again after a refused restore (\(reopen)): open it with its PIN"))
+                }
+            }
             throw error
         }
         try await open(try MessengerStore.open(directory: directory, protection: protection))

@@ -46,7 +46,10 @@ import Testing
         #expect(await waitUntil(seconds: 120) {
             if case .conversation = (try? await alice.client.resolve("bob")) ?? .none { true } else { false }
         })
-        guard case let .conversation(toBob) = try await alice.client.resolve("bob") else { return }
+        guard case let .conversation(toBob) = try await alice.client.resolve("bob") else {
+            Issue.record("alice's messenger never knew bob: nothing was sent")
+            return
+        }
         _ = try await alice.client.send("embedded", to: toBob)
         // What bob's messenger says first of a private message, within a bound.
         let first = Task { () -> (String, String)? in
