@@ -43,6 +43,7 @@ public enum GroupChoice {
         case .unknownGroup, .notMember, .notPresent: MessengerClientError(.notFound, e.description)
         case .notCreator, .creatorStays: MessengerClientError(.forbidden, e.description)
         case .alreadyMember, .full, .tooManyGroups: MessengerClientError(.conflict, e.description)
+        case .off: MessengerClientError(.unavailable, e.description)
         case .badName, .empty, .tooLong, .unsendable: MessengerClientError(.badRequest, e.description)
         }
     }

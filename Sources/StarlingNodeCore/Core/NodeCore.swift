@@ -97,8 +97,9 @@ public struct NodeCore: Sendable {
         /// The board's own sync round (REQUEST_SYNC naming type bit 8 only), as iOS asks.
         public var boardSyncInterval: Millis = 60_000
         /// Private groups (docs/PROTOCOL.md, "Groups"): their bounds, and the
-        /// sync round of their messages (type bit 10).
-        public var groups = GroupTable.Configuration()
+        /// sync round of their messages (type bit 10); nil: none kept, their
+        /// messages relayed unread, and the announce does not say groups.
+        public var groups: GroupTable.Configuration? = GroupTable.Configuration()
         public var groupSyncInterval: Millis = 30_000
         /// How often a node holding `fromBridge` carriers asks its links for those it lacks.
         public var carrierSyncInterval: Millis = 15_000
@@ -298,7 +299,7 @@ public struct NodeCore: Sendable {
         if configuration.publishesPrekeys { c.formUnion(.prekeys) }
         if configuration.gateway { c.formUnion(.gateway) }
         if configuration.bridge != nil, configuration.bridgeSeed != nil { c.formUnion(.bridge) }
-        c.formUnion(.groups)
+        if configuration.groups != nil { c.formUnion(.groups) }
         return c
     }
 
@@ -321,13 +322,13 @@ public struct NodeCore: Sendable {
             stately.wallClockOffset = wallClockOffset
         }
     }
-    private var rng: SeededGenerator
+    var rng: SeededGenerator
     private var links: Set<LinkID> = []
     /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
     private var watch = LinkWatch<LinkID>()
     /// Peers present (an announce within the last 60 s): the one record of them.
-    private var present = PeerTable<PeerCard>()
-    private var blocked: Set<Fingerprint> = []
+    var present = PeerTable<PeerCard>()
+    var blocked: Set<Fingerprint> = []
     /// Private payloads that came while trust was not known yet (256 at most,
     /// the oldest going unacknowledged: its sender tries again).
     private var awaitingTrust: [(payload: NoisePayload, from: PeerID, hops: Int, via: String?)] = []
@@ -372,7 +373,7 @@ public struct NodeCore: Sendable {
     /// screened by the same rules on delivery.
     private var admitted: PacketID?
     /// Signing keys pinned to Noise keys (first use), at most 4,096 (newest pin goes).
-    private var pins: [Fingerprint: [UInt8]] = [:]
+    var pins: [Fingerprint: [UInt8]] = [:]
     private var pinOrder: [Fingerprint] = []
     /// Pings answered per link: 5 in 10 s (the apps' limit; a sender ID is free to claim).
     private var pingTimes: [LinkID: [Millis]] = [:]
@@ -397,15 +398,12 @@ public struct NodeCore: Sendable {
     /// Our messages that went off the mesh, by ticket: to whom, which way (1,024 at most).
     private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
     /// The mesh board (nil: off).
-    public private(set) var board: BoardStore?
+    var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
     private var voice = VoiceAssembler()
     /// The private groups we belong to, and the group message packets kept for sync.
-    private var groupTable: GroupTable
-    /// Removal notices of groups we made, by the removed member (64, the
-    /// oldest going): sent again when they have a new session with us (one
-    /// sent into a session they lost in a restart never arrived).
-    private var removalNotices: [(member: Fingerprint, notice: GroupState)] = []
+    /// Private groups (nil: off).
+    var groupsFeature: GroupsFeature?
     /// Noise static keys of peers whose verified announce we took (1,024, the
     /// oldest going), each with its recognition key once computed (announce v2).
     private var noiseKeys: [Fingerprint: (key: [UInt8], recognition: [UInt8]?)] = [:]
@@ -456,7 +454,7 @@ public struct NodeCore: Sendable {
     /// Drop events checked a minute (a signature and a seal each).
     private var dropChecks = TokenBucket(perMinute: 720)
     /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
-    private var bridge = BridgeCore(cell: nil, key: nil)
+    var bridge = BridgeCore(cell: nil, key: nil)
     /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
     private var openedDrops: [String] = []
     /// Drops for us that came before the trust decisions (64, the oldest refused): opened once they are known.
@@ -470,19 +468,14 @@ public struct NodeCore: Sendable {
     private var prekeysUsed: [Fingerprint: Set<UInt32>] = [:]
     /// Others' prekey bundles, kept and synced for courier drops.
     public private(set) var prekeys = PrekeyStore()
-    /// The board packet `admits` took for the router call under way: shown on delivery.
-    private var boardTaken: PacketID?
-    /// When the board's packets were last handed to the router for sync.
-    private var boardProvidedAt: Millis?
-    /// Moves on each change to the board (a post or tombstone taken, one expired):
-    /// a runtime that keeps the board on disk writes it when this moved.
-    public private(set) var boardVersion = 0
+    /// When the prekey bundles and group messages were last handed to the router for sync.
+    private var syncProvidedAt: Millis?
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
         self.configuration = configuration
         self.nickname = configuration.nickname
-        self.groupTable = GroupTable(configuration: configuration.groups)
+        self.groupsFeature = configuration.groups.map { GroupsFeature(configuration: $0) }
         var rng = SeededGenerator(seed: seed)
         var routing = configuration.router
         if configuration.board != nil, var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.boardPost) }) {
@@ -503,15 +496,15 @@ public struct NodeCore: Sendable {
             routing.sync = sync
         }
         // Group messages: a round of their own (type bit 10, 30 s, 200); iOS names the bit in its message round.
-        if var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.groupMessage) }) {
+        if let groups = configuration.groups, var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.groupMessage) }) {
             sync.rounds.append(GossipStore.Round(types: SyncTypes([.groupMessage]), interval: configuration.groupSyncInterval,
-                                                 capacity: configuration.groups.maxPackets))
+                                                 capacity: groups.maxPackets))
             routing.sync = sync
         }
         self.router = MeshRouter(localPeer: identity.peerID, policy: configuration.policy, seed: rng.next(),
                                  configuration: routing)
         if configuration.bridge == nil { router.silencedRounds = SyncTypes([.nostrCarrier]) } // until a bridge is heard of
-        self.board = configuration.board.map { BoardStore(configuration: $0) }
+        self.boardFeature = configuration.board.map { BoardFeature(configuration: $0) }
         self.gateway = GatewayCore(limits: configuration.gatewayLimits)
         let bridgeCell = configuration.bridgeSeed == nil ? nil : configuration.bridge
         var bridgeKey: Secp256k1.PrivateKey?
@@ -544,7 +537,57 @@ public struct NodeCore: Sendable {
         return outbox
     }
 
-    private mutating func emit(_ event: NodeEvent) { outbox.append(.event(event)) }
+    mutating func emit(_ event: NodeEvent) { outbox.append(.event(event)) }
+
+    // MARK: Features
+
+    /// The features this node was built with.
+    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature].compactMap { $0 } }
+
+    /// The node's facts for a feature, at `now`.
+    private func context(now: Millis) -> NodeContext {
+        NodeContext(now: now, wall: wall(now), identity: identity, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
+                    pins: pins, present: present, sessions: sessions)
+    }
+
+    /// Runs `body` on a feature with the node's facts, then applies what it
+    /// asked for, in order (also when it throws: what it did before stands).
+    /// Nil when the node was built without it.
+    mutating func using<F: NodeFeature, R, E: Error>(_ feature: WritableKeyPath<NodeCore, F?>, now: Millis,
+                                                       _ body: (inout F, inout NodeContext) throws(E) -> R) throws(E) -> R? {
+        guard var part = self[keyPath: feature] else { return nil }
+        self[keyPath: feature] = nil // held alone while it works: no copy of its tables
+        var effects: [NodeEffect] = []
+        let result: Result<R, E> = {
+            var context = context(now: now)
+            defer { effects = context.effects }
+            do throws(E) { return .success(try body(&part, &context)) } catch { return .failure(error) }
+        }()
+        self[keyPath: feature] = part
+        apply(effects, now: now)
+        return try result.get()
+    }
+
+    private mutating func apply(_ effects: [NodeEffect], now: Millis) {
+        for effect in effects {
+            switch effect {
+            case let .event(e): emit(e)
+            case let .output(o): outbox.append(o)
+            case let .refused(reason): refusals[keyPath: reason] += 1
+            case let .originate(packet): perform(router.originate(packet, now: now), now: now)
+            case let .provide(type, packets): router.provide(type, packets: packets)
+            case let .sendPrivately(payload, peer):
+                // What cannot go now (no session, a handshake refused by its rate) goes
+                // when the session comes: each feature sends its state again then.
+                try? sendNoise(payload, to: peer, now: now, fresh: true)
+            case let .startHandshake(peer):
+                if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) } // rate-limited; retried with the chores
+            }
+        }
+    }
+
+    /// `count` bytes from the node's generator (seeded: the embedded network is reproducible).
+    mutating func randomBytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) } }
 
     // MARK: Links
 
@@ -616,7 +659,7 @@ public struct NodeCore: Sendable {
     }
 
     /// The wall-clock time at `now`.
-    private func wall(_ now: Millis) -> Millis { wallTime(now, offset: wallClockOffset) }
+    func wall(_ now: Millis) -> Millis { wallTime(now, offset: wallClockOffset) }
 
     /// Within 120 s of our clock, or an answer (isRSR, TTL 0, an announce or a
     /// public message: what sync stores) on a link we asked within 30 s.
@@ -748,7 +791,7 @@ public struct NodeCore: Sendable {
         }
         // A board post is relayed only when the board takes it (as iOS): decoded,
         // signed by the key it carries, live, not deleted.
-        if packet.type == .boardPost, board != nil, packet.isBroadcast { return takesBoard(packet, now: now) }
+        if packet.type == .boardPost, boardFeature != nil, packet.isBroadcast { return takesBoard(packet, now: now) }
         // A prekey bundle: its packet and the bundle inside signed by its owner's announced key, or it goes nowhere.
         if packet.type == .prekeyBundle, packet.isBroadcast { return takesPrekeys(packet, now: now) }
         return signatureHolds(packet, queue: (bytes, link, now))
@@ -757,37 +800,9 @@ public struct NodeCore: Sendable {
     // MARK: The board
 
     /// Whether the board takes a post or tombstone (new or a duplicate); a new
-    /// one is shown when the router delivers it.
-    private mutating func takesBoard(_ packet: Packet, now: Millis) -> Bool {
-        guard board != nil else { return true }
-        guard let decoded = try? BoardPacket(decoding: packet.payload[...]), BoardSigning.isValid(decoded) else {
-            refusals.board += 1
-            return false
-        }
-        let outcome = board!.ingest(packet, decoded, now: wall(now))
-        switch outcome {
-        case .accepted:
-            boardVersion += 1
-            boardTaken = PacketID(packet)
-            provideBoard(now: now)
-            return true
-        case .duplicate:
-            return true
-        case .rejected:
-            refusals.board += 1
-            return false
-        }
-    }
-
-    /// Hands the board's live packets to the router for its sync round.
-    private mutating func provideBoard(now: Millis) {
-        guard var b = board else { return }
-        let held = b.postCount + b.tombstoneCount
-        b.prune(now: wall(now))
-        if b.postCount + b.tombstoneCount != held { boardVersion += 1 }
-        board = b
-        router.provide(.boardPost, packets: b.syncPackets(now: wall(now)))
-        boardProvidedAt = now
+    /// one is shown when the router delivers it. Without a board, all go on.
+    mutating func takesBoard(_ packet: Packet, now: Millis) -> Bool {
+        using(\.boardFeature, now: now) { board, context in board.takes(packet, context: &context) } ?? true
     }
 
     /// Whether a prekey bundle holds: sent by its owner, the packet and the
@@ -819,45 +834,6 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// A new post (or tombstone) the router delivered: shown.
-    private mutating func showBoard(_ packet: Packet, hops: Int, now: Millis) {
-        // One reassembled from fragments was not screened whole: it is now.
-        if boardTaken != PacketID(packet) { guard takesBoard(packet, now: now), boardTaken == PacketID(packet) else { return } }
-        boardTaken = nil
-        guard let decoded = try? BoardPacket(decoding: packet.payload[...]) else { return }
-        switch decoded {
-        case let .post(post): if !isBlockedAuthor(post.authorKey) { emit(.boardPost(boardEntry(post), from: packet.senderID, hops: hops)) }
-        case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
-        }
-    }
-
-    /// Posts `content` on the board of `geohash` ("": the mesh's own), signed
-    /// with our signing key, living `lifetime` ms (at most 7 days); the post.
-    @discardableResult
-    public mutating func postToBoard(_ content: String, geohash: String = "", urgent: Bool = false,
-                                     lifetime: UInt64 = 86_400_000, postID: [UInt8]? = nil, now: Millis) throws -> BoardPost {
-        guard board != nil else { throw BoardError.off }
-        let text = content.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { throw BoardError.empty }
-        guard text.utf8.count <= BoardPacket.maxContentBytes else { throw BoardError.tooLong(text.utf8.count) }
-        guard geohash.utf8.count <= BoardPacket.maxGeohashLength, geohash.allSatisfy({ "0123456789bcdefghjkmnpqrstuvwxyz".contains($0) }) else {
-            throw BoardError.badGeohash(geohash)
-        }
-        var name = nickname
-        while name.utf8.count > BoardPacket.maxNicknameBytes { name.removeLast() }
-        let created = wall(now)
-        let id = postID ?? (0..<BoardPacket.postIDLength).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        // Bit 1 says, under our signature, that we let it cross to other meshes (our bridge, or --cross-bridges).
-        let crosses = configuration.bridgeSeed != nil && (bridge.cell != nil || configuration.crossesBridges)
-        var post = BoardPost(postID: id, geohash: geohash, content: text, authorKey: [], nickname: name, createdAt: created,
-                             expiresAt: created + min(max(lifetime, 1), BoardPacket.maxLifetime),
-                             flags: (urgent ? 0x01 : 0x00) | (crosses ? BoardPacket.mayCrossFlag : 0))
-        try BoardSigning.sign(&post, with: identity.signingKey)
-        try originateBoard(.post(post), now: now)
-        crossBoard(.post(post), now: now)
-        return post
-    }
-
     /// Sends a live voice burst packet: to everyone (a signed voiceFrame, TTL 7,
     /// as the apps send them), or privately to `peer` in its Noise session
     /// (payload 0x08; no receipt, no retry: live audio late is no use).
@@ -869,320 +845,6 @@ public struct NodeCore: Sendable {
         var packet = Packet(type: .voiceFrame, ttl: 7, timestamp: wall(now), senderID: peerID, payload: burst.encoded())
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
-    }
-
-    /// Deletes one of our posts: a signed tombstone goes out, and the post leaves our board.
-    public mutating func deleteBoardPost(_ postID: [UInt8], now: Millis) throws {
-        guard board != nil else { throw BoardError.off }
-        var t = BoardTombstone(postID: postID, authorKey: [], deletedAt: wall(now))
-        try BoardSigning.sign(&t, with: identity.signingKey)
-        guard board?.post(postID, by: t.authorKey) != nil else { throw BoardError.notOurs }
-        try originateBoard(.tombstone(t), now: now)
-        crossBoard(.tombstone(t), now: now)
-    }
-
-    private mutating func originateBoard(_ b: BoardPacket, now: Millis) throws {
-        var packet = Packet(type: .boardPost, ttl: 7, timestamp: wall(now), senderID: peerID, payload: b.encoded())
-        try PacketSigning.sign(&packet, with: identity.signingKey)
-        guard case .accepted = board!.ingest(packet, b, now: wall(now)) else { throw BoardError.refused }
-        boardVersion += 1
-        provideBoard(now: now)
-        perform(router.originate(packet, now: now), now: now)
-    }
-
-    /// The live posts, urgent first, then the newest first, with who wrote them.
-    public func boardPosts(now: Millis) -> [BoardEntry] {
-        (board?.currentPosts(now: wall(now)) ?? []).filter { !isBlockedAuthor($0.authorKey) }.map(boardEntry)
-    }
-
-    /// Whether a board author's signing key is a blocked peer's: pinned to a
-    /// blocked Noise key, or in the verified announce of a blocked peer present.
-    /// Their posts stay on the board (it is the mesh's) and are not shown here,
-    /// whoever carried them (a bridge puts crossed posts on under its own ID).
-    public func isBlockedAuthor(_ signingKey: [UInt8]) -> Bool {
-        guard !blocked.isEmpty else { return false }
-        if blocked.contains(where: { pins[$0] == signingKey }) { return true }
-        return present.entries.values.contains { $0.info.signingKey == signingKey && blocked.contains($0.info.fingerprint) }
-    }
-
-    /// A post with its author as far as we can tell: ours, or a peer present
-    /// whose verified announce carries the post's key (``BoardEntry``).
-    public func boardEntry(_ post: BoardPost) -> BoardEntry {
-        if post.authorKey == identity.signingPublicKey { return BoardEntry(post: post, author: configuration.nickname, ours: true) }
-        let author = present.entries.values.filter { $0.info.signingKey == post.authorKey }.map(\.info.nickname).min()
-        // Across a bridge: our bridge took it from the relays, or a bridge here put it on the board (its packet is not its author's).
-        return BoardEntry(post: post, author: author, ours: false, crossed: bridge.crossedIn(post) || board?.cameAcross(post) == true)
-    }
-
-    /// What the board holds, as the packets that carried it (to keep on disk).
-    public func boardPackets(now: Millis) -> [Packet] { board?.syncPackets(now: wall(now)) ?? [] }
-
-    /// Takes back a board kept on disk: each packet checked again as if it came
-    /// (decoded, its signature, not expired, not deleted); none is shown or
-    /// relayed. Returns how many were taken.
-    @discardableResult
-    public mutating func restoreBoard(_ packets: [Packet], now: Millis) -> Int {
-        guard board != nil else { return 0 }
-        var taken = 0
-        // Tombstones first would refuse their posts; posts first, as they came.
-        for packet in packets.sorted(by: { $0.timestamp < $1.timestamp }) where packet.type == .boardPost {
-            guard let decoded = try? BoardPacket(decoding: packet.payload[...]), BoardSigning.isValid(decoded) else { continue }
-            if case .accepted = board!.ingest(packet, decoded, now: wall(now)) { taken += 1 }
-        }
-        provideBoard(now: now)
-        return taken
-    }
-
-    public enum BoardError: Error, Hashable, Sendable, CustomStringConvertible {
-        case off, empty, tooLong(Int), badGeohash(String), notOurs, refused
-        public var description: String {
-            switch self {
-            case .off: "this node keeps no board"
-            case .empty: "a board post needs some text"
-            case let .tooLong(n): "a board post is at most 512 bytes of text (this is \(n))"
-            case let .badGeohash(g): "\(g) is not a geohash (at most 12 of 0-9 b-z without a i l o)"
-            case .notOurs: "no post of ours has that ID"
-            case .refused: "the board refused the post (check the clock)"
-            }
-        }
-    }
-
-    // MARK: Groups
-
-    public enum GroupError: Error, Hashable, Sendable, CustomStringConvertible {
-        case badName, unknownGroup, notCreator, full, notPresent(String), alreadyMember(String), notMember(String)
-        case creatorStays, empty, tooLong(Int), tooManyGroups, unsendable(String)
-        public var description: String {
-            switch self {
-            case .badName: "a group's name is 1 to \(GroupWire.maxNameCharacters) characters"
-            case .unknownGroup: "this node is in no such group"
-            case .notCreator: "only the group's creator changes who is in it"
-            case .full: "a group has at most \(GroupWire.maxMembers) members"
-            case let .notPresent(p): "\(p) is not here with a verified announce: invite them when they are"
-            case let .alreadyMember(n): "\(n) is in the group already"
-            case let .notMember(n): "\(n) is not in the group"
-            case .creatorStays: "the creator cannot be removed (leave the group instead)"
-            case .empty: "an empty message is not sent"
-            case let .tooLong(n): "a group message is at most 60,000 characters (this is \(n))"
-            case .tooManyGroups: "this node is in as many groups as it keeps"
-            case let .unsendable(why): "the group message cannot be sealed: \(why)"
-            }
-        }
-    }
-
-    /// The groups we belong to, without their keys.
-    public var groups: [GroupSummary] { groupTable.groups.values.map(GroupSummary.init).sorted { ($0.name, $0.groupID) < ($1.name, $1.groupID) } }
-
-    /// The groups with their keys and the groups left, as the messenger keeps them.
-    public var groupStates: [GroupState] { groupTable.groups.values.sorted { $0.groupID.lexicographicallyPrecedes($1.groupID) } }
-    public var groupsLeft: [(id: [UInt8], epoch: UInt32)] { groupTable.departed }
-
-    /// Restores what the messenger's store kept (states are checked again).
-    public mutating func restoreGroups(_ states: [GroupState], left: [(id: [UInt8], epoch: UInt32)]) {
-        groupTable.restore(states, departed: left)
-    }
-
-    private var myFingerprint: Fingerprint { identity.fingerprint }
-
-    private var me: GroupMember {
-        GroupMember(fingerprint: myFingerprint.bytes, signingKey: identity.signingPublicKey, nickname: nickname)
-    }
-
-    /// Makes a group with us alone in it, its creator (epoch 1, a new random
-    /// key): nothing goes on the wire until someone is invited.
-    @discardableResult
-    public mutating func createGroup(named name: String, now: Millis) throws(GroupError) -> GroupSummary {
-        let name = String(name.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-        guard !name.isEmpty, name.count <= GroupWire.maxNameCharacters else { throw .badName }
-        guard groupTable.groups.count < configuration.groups.maxGroups else { throw .tooManyGroups }
-        var id = [UInt8](repeating: 0, count: 16)
-        var system = SystemRandomNumberGenerator()
-        for i in id.indices { id[i] = system.next() }
-        var state = GroupState(groupID: id, name: name, key: GroupTable.randomKey(), epoch: 1, members: [me], creatorFingerprint: myFingerprint.bytes)
-        do { try GroupSealing.sign(&state, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
-        groupTable.set(state)
-        emit(.groupChanged(GroupSummary(state), change: .created, by: nickname))
-        return GroupSummary(state)
-    }
-
-    /// Invites a peer here (a verified announce) into a group we made: a new
-    /// epoch and key, the state to them as an invite (0x06) and to every other
-    /// member as a key update (0x07), each in its Noise session.
-    public mutating func inviteToGroup(_ id: [UInt8], peer: PeerID, now: Millis) throws(GroupError) {
-        var state = try ownGroup(id)
-        guard let card = present[peer]?.info else { throw .notPresent(peer.description) }
-        guard !state.members.contains(where: { $0.fingerprint == card.fingerprint.bytes }) else { throw .alreadyMember(card.nickname) }
-        guard state.members.count < GroupWire.maxMembers else { throw .full }
-        state.members.append(GroupMember(fingerprint: card.fingerprint.bytes, signingKey: card.signingKey, nickname: card.nickname))
-        let invited = card.fingerprint.bytes
-        try rotate(&state, now: now) { $0.fingerprint == invited ? NoisePayload.Kind.groupInvite : NoisePayload.Kind.groupKeyUpdate }
-    }
-
-    /// Removes a member from a group we made: a new epoch and key for those
-    /// who stay; the one removed is told (a key update signed for the new
-    /// roster, with an all-zero key) and cannot read what follows.
-    public mutating func removeFromGroup(_ id: [UInt8], member fingerprint: Fingerprint, now: Millis) throws(GroupError) {
-        var state = try ownGroup(id)
-        guard fingerprint.bytes != state.creatorFingerprint else { throw .creatorStays }
-        guard let gone = state.members.first(where: { $0.fingerprint == fingerprint.bytes }) else { throw .notMember(fingerprint.hex.prefix(16).description) }
-        state.members.removeAll { $0.fingerprint == fingerprint.bytes }
-        try rotate(&state, now: now) { _ in NoisePayload.Kind.groupKeyUpdate }
-        var notice = state
-        notice.key = [UInt8](repeating: 0, count: 32)
-        do { try GroupSealing.sign(&notice, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
-        try? sendGroupState(notice, kind: NoisePayload.Kind.groupKeyUpdate, to: gone, now: now) // told if reachable; the new key is never theirs
-        if let f = Fingerprint(bytes: gone.fingerprint) {
-            removalNotices.removeAll { $0.member == f && $0.notice.groupID == id }
-            removalNotices.append((f, notice))
-            if removalNotices.count > 64 { removalNotices.removeFirst() }
-        }
-    }
-
-    /// Leaves a group: forgotten here with its key (nothing goes on the wire,
-    /// as iOS); a stale state of it will not bring it back, a new invite will.
-    public mutating func leaveGroup(_ id: [UInt8], now: Millis) throws(GroupError) {
-        guard let held = groupTable.leave(id) else { throw .unknownGroup }
-        emit(.groupChanged(GroupSummary(held), change: .left, by: nil))
-    }
-
-    /// Sends a message to a group we belong to: signed, sealed with the key of
-    /// its epoch, broadcast in an unsigned 0x25 packet (TTL 7) and kept for sync.
-    /// Returns its message ID.
-    @discardableResult
-    public mutating func sendToGroup(_ id: [UInt8], text: String, now: Millis) throws(GroupError) -> String {
-        guard let state = groupTable.groups[id] else { throw .unknownGroup }
-        guard !text.isEmpty else { throw .empty }
-        guard text.count <= 60_000 else { throw .tooLong(text.count) }
-        let messageID = newMessageID().uppercased()
-        let body = GroupMessageBody(messageID: messageID, senderSigningKey: [], senderNickname: nickname, timestamp: wall(now), content: text)
-        let packet: Packet
-        do {
-            let envelope = try GroupSealing.seal(body, groupID: id, epoch: state.epoch, key: state.key, sender: identity.signingKey)
-            packet = Packet(type: .groupMessage, ttl: 7, timestamp: wall(now), senderID: peerID, payload: envelope.encoded(), compress: false)
-        } catch { throw .unsendable("\(error)") }
-        groupTable.markSent(id, messageID: messageID)
-        if groupTable.keep(packet, now: wall(now)) { router.provide(.groupMessage, packets: groupTable.syncPackets()) }
-        perform(router.originate(packet, now: now), now: now)
-        return messageID
-    }
-
-    private func ownGroup(_ id: [UInt8]) throws(GroupError) -> GroupState {
-        guard let state = groupTable.groups[id] else { throw .unknownGroup }
-        guard state.creatorFingerprint == myFingerprint.bytes else { throw .notCreator }
-        return state
-    }
-
-    /// A new epoch and key for `state`, signed, kept, and sent to every member
-    /// but us (of the payload kind `kind` says).
-    private mutating func rotate(_ state: inout GroupState, now: Millis, kind: (GroupMember) -> UInt8) throws(GroupError) {
-        state.epoch &+= 1
-        state.key = GroupTable.randomKey()
-        if let i = state.members.firstIndex(where: { $0.fingerprint == myFingerprint.bytes }) { state.members[i].nickname = nickname }
-        do { try GroupSealing.sign(&state, with: identity.signingKey) } catch { throw .unsendable("\(error)") }
-        groupTable.set(state)
-        for m in state.members where m.fingerprint != myFingerprint.bytes {
-            try? sendGroupState(state, kind: kind(m), to: m, now: now) // one unreachable now is sent the state when their session comes
-        }
-        emit(.groupChanged(GroupSummary(state), change: .updated, by: nickname))
-    }
-
-    /// A group's state (its key inside) goes only into a session that proved
-    /// the member's Noise key: never queued for whoever answers a handshake
-    /// under their peer ID. Without one, a handshake starts, and the state goes
-    /// when it completes (``resendGroupStates(to:fingerprint:now:)``).
-    private mutating func sendGroupState(_ state: GroupState, kind: UInt8, to member: GroupMember, now: Millis) throws {
-        let peer = present.entries.first { $0.value.info.fingerprint.bytes == member.fingerprint }?.key
-            ?? PeerID(bytes: member.fingerprint.prefix(8))!
-        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer)?.bytes == member.fingerprint else {
-            if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
-            return
-        }
-        try sendNoise(.unknown(type: kind, body: state.encoded()), to: peer, now: now, fresh: true)
-    }
-
-    /// A member of a group we made is here again (present anew), or has a new
-    /// session with us: they are sent the group's state (as Android does on a
-    /// new session), so that one who missed a key update while away, or lost
-    /// it with a session in a restart, reads the group again; a member we
-    /// removed is sent the removal notice again.
-    private mutating func resendGroupStates(to peer: PeerID, fingerprint: Fingerprint, now: Millis) {
-        let ours = groupTable.groups.values.contains { $0.creatorFingerprint == myFingerprint.bytes && $0.members.contains { $0.fingerprint == fingerprint.bytes } }
-            || removalNotices.contains { $0.member == fingerprint }
-        guard ours, fingerprint != myFingerprint else { return }
-        // Only into a session that proved that key (an announce can be replayed; a peer ID claimed).
-        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer) == fingerprint else {
-            if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) }
-            return
-        }
-        for state in groupTable.groups.values where state.creatorFingerprint == myFingerprint.bytes && fingerprint != myFingerprint {
-            guard state.members.contains(where: { $0.fingerprint == fingerprint.bytes }) else { continue }
-            try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: state.encoded()), to: peer, now: now, fresh: true)
-        }
-        for (member, notice) in removalNotices where member == fingerprint {
-            guard let held = groupTable.groups[notice.groupID], !held.members.contains(where: { $0.fingerprint == member.bytes }) else { continue }
-            try? sendNoise(.unknown(type: NoisePayload.Kind.groupKeyUpdate, body: notice.encoded()), to: peer, now: now, fresh: true)
-        }
-    }
-
-    /// A group state (invite or key update) that came in `sender`'s Noise session.
-    private mutating func takeGroupState(_ body: [UInt8], invite: Bool, from sender: PeerID, now: Millis) {
-        guard let state = try? GroupState(decoding: body[...]), let from = sessions.fingerprint(of: sender) else {
-            refusals.groups += 1
-            return
-        }
-        switch groupTable.take(state, invite: invite, from: from, me: myFingerprint) {
-        case let .joined(s):
-            emit(.groupChanged(GroupSummary(s), change: .joined, by: s.creator?.nickname))
-            readKept(s, now: now)
-        case let .updated(s):
-            emit(.groupChanged(GroupSummary(s), change: .updated, by: s.creator?.nickname))
-            readKept(s, now: now)
-        case let .removed(s): emit(.groupChanged(GroupSummary(s), change: .removed, by: s.creator?.nickname))
-        case .unchanged: break
-        case let .refused(why):
-            refusals.groups += 1
-            emit(.rejected(Rejection(.group, peer: sender, "group state from \(sender): \(why)")))
-        }
-    }
-
-    /// Messages of a group's new epoch that came before its key (the key
-    /// travels in a Noise session, often after a handshake): read now.
-    private mutating func readKept(_ s: GroupState, now: Millis) {
-        for packet in groupTable.packets(of: s.groupID, epoch: s.epoch).sorted(by: { $0.timestamp < $1.timestamp }) {
-            showGroupMessage(packet, hops: 1, history: true, now: now)
-        }
-    }
-
-    /// A group message packet: kept for sync (whoever can read it), and shown
-    /// when it is of a group we are in, at the epoch we hold, signed by a member.
-    private mutating func takeGroupMessage(_ packet: Packet, hops: Int, now: Millis) {
-        if groupTable.keep(packet, now: wall(now)) { router.provide(.groupMessage, packets: groupTable.syncPackets()) }
-        showGroupMessage(packet, hops: hops, history: packet.isRSR, now: now)
-    }
-
-    private mutating func showGroupMessage(_ packet: Packet, hops: Int, history: Bool, now: Millis) {
-        // Before the trust decisions are loaded nothing is shown (the packet is kept, and read then).
-        guard trustKnown else { return }
-        guard let envelope = try? GroupEnvelope(decoding: packet.payload[...]) else {
-            refusals.groups += 1
-            return
-        }
-        switch groupTable.open(envelope, mySigningKey: identity.signingPublicKey) {
-        case let .message(state, body, member):
-            groupTable.markRead(PacketID(packet))
-            if let f = Fingerprint(bytes: member.fingerprint), blocked.contains(f) { return }
-            // The roster's name is the creator's word; it names someone we know only
-            // when the signing key is the one pinned to that member's Noise key.
-            let known = Fingerprint(bytes: member.fingerprint).flatMap { pins[$0] } == member.signingKey
-            let name = known ? member.nickname : "\(member.nickname)? \(member.signingKey.prefix(4).hexString)"
-            emit(.groupMessage(GroupMessage(group: GroupSummary(state), messageID: body.messageID, sender: member.fingerprint.hexString,
-                                            nickname: name, text: body.content, timestamp: min(body.timestamp, wall(now)),
-                                            hops: hops, history: history)))
-        case .refused:
-            refusals.groups += 1
-        case .notOurs, .duplicate:
-            break
-        }
     }
 
     // MARK: Announce v2 and vouches
@@ -1266,7 +928,7 @@ public struct NodeCore: Sendable {
     public mutating func sendVouches(to peer: PeerID, now: Millis) throws -> Int {
         let recipient = present[peer]?.info.fingerprint ?? sessions.fingerprint(of: peer)
         var list: [VouchAttestation] = []
-        for f in verifiedFingerprints.sorted() where f != recipient && f != myFingerprint && list.count < VouchAttestation.maxBatch {
+        for f in verifiedFingerprints.sorted() where f != recipient && f != identity.fingerprint && list.count < VouchAttestation.maxBatch {
             guard let key = pins[f] else { continue }
             var a = VouchAttestation(voucheeFingerprint: f.bytes, voucheeSigningKey: key, timestamp: wall(now))
             try VouchSigning.sign(&a, with: identity.signingKey)
@@ -1767,7 +1429,7 @@ public struct NodeCore: Sendable {
 
     /// Our board post or tombstone crosses as our public messages do (kind
     /// 1402, docs/PROTOCOL.md "Board posts across bridges").
-    private mutating func crossBoard(_ b: BoardPacket, now: Millis) {
+    mutating func crossBoard(_ b: BoardPacket, now: Millis) {
         guard BridgeCore.mayCross(b) else { return }
         guard let target = crossingTarget else {
             if case .tombstone = b, bridge.crossedOut(b.postID, author: b.authorKey) {
@@ -1860,10 +1522,8 @@ public struct NodeCore: Sendable {
                 break
             }
             // One the board holds already (heard on the radio meanwhile), expired or refused costs nothing.
-            guard case .accepted = board?.ingest(packet, b, now: w) else { continue }
+            guard using(\.boardFeature, now: now, { board, context in board.take(packet, b, context: &context) }) == true else { continue }
             bridge.boardTaken(b, now: now, spacing: configuration.bridgeLimits.boardSpacing + rng.next() % 1_501)
-            boardVersion += 1
-            provideBoard(now: now)
             switch b {
             case let .post(post): if !isBlockedAuthor(post.authorKey) { emit(.boardPost(boardEntry(post), from: peerID, hops: 0)) }
             case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
@@ -1946,12 +1606,11 @@ public struct NodeCore: Sendable {
         if courier.count > 0 { courier.prune(now: wall(now)) }
         if configuration.publishesPrekeys, prekeysPublishedAt == nil || now >= prekeysPublishedAt! + 3_600_000
             || (prekeysChanged && now >= prekeysPublishedAt! + 60_000) { publishPrekeys(now: now) }
-        // Expired posts leave the board, and the sync round, within a minute.
-        if now >= (boardProvidedAt ?? 0) + 60_000 {
-            if board != nil { provideBoard(now: now) } else { boardProvidedAt = now }
+        using(\.boardFeature, now: now) { board, context in board.chores(&context) }
+        using(\.groupsFeature, now: now) { groups, context in groups.chores(&context) }
+        if now >= (syncProvidedAt ?? 0) + 60_000 {
+            syncProvidedAt = now
             router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now))) // past 24 h they leave the round
-            groupTable.prune(now: wall(now))
-            router.provide(.groupMessage, packets: groupTable.syncPackets()) // past 6 h they leave the round
         }
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
@@ -2164,7 +1823,7 @@ public struct NodeCore: Sendable {
         let drops = dropsAwaitingTrust
         dropsAwaitingTrust = []
         for (e, hops) in drops { openDrop(e, hops: hops, now: now) }
-        for state in groupTable.groups.values { readKept(state, now: now) }
+        using(\.groupsFeature, now: now) { groups, context in groups.readKept(context: &context) }
     }
 
     /// Private payloads waiting for trust decisions.
@@ -2252,14 +1911,8 @@ public struct NodeCore: Sendable {
             "node.heldProbes": heldProbes.count,
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
-            "node.boardPosts": board?.postCount ?? 0,
             "node.voiceBursts": voice.count,
             "node.prekeyBundles": prekeys.count,
-            "node.groups": groupTable.groups.count,
-            "node.groupsLeft": groupTable.departed.count,
-            "node.groupPackets": groupTable.packetCount,
-            "node.groupMessagesShown": groupTable.shownCount,
-            "node.groupRemovalNotices": removalNotices.count,
             "node.noiseKeys": noiseKeys.count,
             "node.recognizedIDs": recognizedIDs.count,
             "node.announceV2Times": announceV2Times.count,
@@ -2296,7 +1949,6 @@ public struct NodeCore: Sendable {
             "bridge.boardIn": bridge.sizes["bridge.boardIn"] ?? 0,
             "node.prekeysUsed": prekeysUsed.count,
             "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
-            "node.boardTombstones": board?.tombstoneCount ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
             "node.publicShown": shownPublic.count,
@@ -2314,6 +1966,7 @@ public struct NodeCore: Sendable {
             "node.pendingHandshakes": sessions.pendingHandshakeCount,
         ]
         sizes.merge(node) { a, _ in a }
+        for feature in features { sizes.merge(feature.tableSizes) { a, _ in a } }
         return sizes
     }
     public var sessionCount: Int { sessions.sessionCount }
@@ -2332,7 +1985,7 @@ public struct NodeCore: Sendable {
 
     // MARK: Sending privately
 
-    private mutating func newMessageID() -> String {
+    mutating func newMessageID() -> String {
         // A UUID v4 from the node's generator, in the apps' upper-case form.
         var b = (0..<16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
         b[6] = (b[6] & 0x0F) | 0x40
@@ -2603,7 +2256,7 @@ public struct NodeCore: Sendable {
                 if previous == nil {
                     followDrops(now: now) // a newcomer's drops are followed at once, not at the next chores
                     followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
-                    resendGroupStates(to: sender, fingerprint: card.fingerprint, now: now)
+                    using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: card.fingerprint, context: &context) }
                 } else if tracker.isHolding(for: sender) {
                     probeHeld(sender, now: now)
                 }
@@ -2642,14 +2295,14 @@ public struct NodeCore: Sendable {
             bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
             emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
                           hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
-        case .boardPost where board != nil && packet.isBroadcast:
+        case .boardPost where boardFeature != nil && packet.isBroadcast:
             showBoard(packet, hops: hops, now: now)
         case .voiceFrame where packet.isBroadcast:
             takeVoice(packet.payload, from: sender, isPrivate: false, now: now)
         case .prekeyBundle where packet.isBroadcast:
             _ = takesPrekeys(packet, now: now) // one that waited for its announce is taken now
         case .groupMessage where packet.isBroadcast:
-            takeGroupMessage(packet, hops: hops, now: now)
+            using(\.groupsFeature, now: now) { groups, context in groups.take(packet, hops: hops, context: &context) }
         case .announceV2 where packet.isBroadcast:
             takeAnnounceV2(packet, now: now)
         case .courierEnvelope where packet.recipientID == peerID:
@@ -2715,7 +2368,7 @@ public struct NodeCore: Sendable {
                 emit(.sessionEstablished(sender, fingerprint: fingerprint.hex))
                 for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
                 // A new session: what went into the old one may be lost (a restart), so a group's state goes again.
-                resendGroupStates(to: sender, fingerprint: fingerprint, now: now)
+                using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: fingerprint, context: &context) }
                 // The drops we carry for it (or copies for it to carry), now that it proved its key.
                 if let key = noiseKeys[fingerprint]?.key, present[sender]?.hops == 1 { handOverDrops(to: sender, noiseKey: key, now: now) }
                 let flushed = waiting.removeValue(forKey: sender) ?? []
@@ -2811,7 +2464,9 @@ public struct NodeCore: Sendable {
         case let .unknown(type, body) where type == NoisePayload.Kind.vouch:
             takeVouches(body, from: sender, now: now)
         case let .unknown(type, body) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
-            takeGroupState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, now: now)
+            using(\.groupsFeature, now: now) { groups, context in
+                groups.takeState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, context: &context)
+            }
         default:
             break
         }
