@@ -130,7 +130,7 @@ public struct NodeCore: Sendable {
     /// The mesh board (nil: off).
     var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
-    private var voice = VoiceAssembler()
+    var voiceFeature: VoiceFeature? = VoiceFeature()
     /// The private groups we belong to, and the group message packets kept for sync.
     /// Private groups (nil: off).
     var groupsFeature: GroupsFeature?
@@ -272,7 +272,7 @@ public struct NodeCore: Sendable {
     // MARK: Features
 
     /// The features this node was built with.
-    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature].compactMap { $0 } }
+    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature].compactMap { $0 } }
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
@@ -314,6 +314,23 @@ public struct NodeCore: Sendable {
                 if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) } // rate-limited; retried with the chores
             }
         }
+    }
+
+    /// Ticks each feature whose own timer is due.
+    private mutating func tickFeatures(now: Millis) {
+        func due<F: NodeFeature>(_ feature: WritableKeyPath<NodeCore, F?>) {
+            guard let d = self[keyPath: feature]?.nextDeadline, now >= d else { return }
+            using(feature, now: now) { part, context in part.tick(&context) }
+        }
+        due(\.boardFeature)
+        due(\.groupsFeature)
+        due(\.voiceFeature)
+    }
+
+    /// Runs each feature's part of the chores.
+    private mutating func featureChores(now: Millis) {
+        using(\.boardFeature, now: now) { board, context in board.chores(&context) }
+        using(\.groupsFeature, now: now) { groups, context in groups.chores(&context) }
     }
 
     /// `count` bytes from the node's generator (seeded: the embedded network is reproducible).
@@ -1274,7 +1291,7 @@ public struct NodeCore: Sendable {
         if let d = router.nextDeadline { deadlines.append(d) }
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
-        if let d = voice.nextDeadline { deadlines.append(d) }
+        deadlines += features.compactMap(\.nextDeadline)
         if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d) } // monotonic, as ours
         if bridge.cell != nil, let d = bridge.nextDeadline(relaysUp: nostrRelaysUp) { deadlines.append(d) }
         return deadlines.min()
@@ -1285,7 +1302,7 @@ public struct NodeCore: Sendable {
         perform(router.tick(now: now), now: now)
         performStately(stately.tick(now: now))
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
-        if let due = voice.nextDeadline, now >= due { for note in voice.tick(now: now) { outbox.append(.saveVoice(note)) } }
+        tickFeatures(now: now)
         if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
         if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
@@ -1336,8 +1353,7 @@ public struct NodeCore: Sendable {
         if courier.count > 0 { courier.prune(now: wall(now)) }
         if configuration.publishesPrekeys, prekeysPublishedAt == nil || now >= prekeysPublishedAt! + 3_600_000
             || (prekeysChanged && now >= prekeysPublishedAt! + 60_000) { publishPrekeys(now: now) }
-        using(\.boardFeature, now: now) { board, context in board.chores(&context) }
-        using(\.groupsFeature, now: now) { groups, context in groups.chores(&context) }
+        featureChores(now: now)
         if now >= (syncProvidedAt ?? 0) + 60_000 {
             syncProvidedAt = now
             router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now))) // past 24 h they leave the round
@@ -1641,7 +1657,6 @@ public struct NodeCore: Sendable {
             "node.heldProbes": heldProbes.count,
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
-            "node.voiceBursts": voice.count,
             "node.prekeyBundles": prekeys.count,
             "node.noiseKeys": noiseKeys.count,
             "node.recognizedIDs": recognizedIDs.count,
@@ -2202,14 +2217,8 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// A live voice burst packet (public, signed by its sender; or private, in its Noise session).
     private mutating func takeVoice(_ bytes: [UInt8], from sender: PeerID, isPrivate: Bool, now: Millis) {
-        // One that does not decode is dropped (relayed if public and signed, as iOS does).
-        guard let burst = try? VoiceBurst(decoding: bytes[...]) else {
-            refusals.voice += 1
-            return
-        }
-        for note in voice.take(burst, from: sender, isPrivate: isPrivate, bytes: bytes.count, now: now) { outbox.append(.saveVoice(note)) }
+        using(\.voiceFeature, now: now) { voice, context in voice.take(bytes, from: sender, isPrivate: isPrivate, context: &context) }
     }
 
     private mutating func receiveFile(_ file: FileTransfer, from sender: PeerID, now: Millis) {
