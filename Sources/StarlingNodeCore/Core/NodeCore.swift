@@ -136,7 +136,8 @@ public struct NodeCore: Sendable {
     var groupsFeature: GroupsFeature?
     /// Noise static keys of peers whose verified announce we took (1,024, the
     /// oldest going), each with its recognition key once computed (announce v2).
-    private var noiseKeys: [Fingerprint: (key: [UInt8], recognition: [UInt8]?)] = [:]
+    var noiseKeys: [Fingerprint: [UInt8]] = [:]
+    private var recognitionKeys: [Fingerprint: [UInt8]] = [:]
     private var noiseKeyOrder: [Fingerprint] = []
     /// Rotating peer IDs recognized by an announce v2's tag, each shown once (1,024).
     private var recognizedIDs: [PeerID] = []
@@ -146,17 +147,12 @@ public struct NodeCore: Sendable {
     /// vouchee, the newest; 1,024 vouchees, the first vouched going first).
     private var vouchRecords: [Fingerprint: [(voucher: Fingerprint, at: UInt64)]] = [:]
     private var vouchOrder: [Fingerprint] = []
-    /// Courier drops carried for others (docs/PROTOCOL.md, "Courier drops").
-    private var courier = CourierStore()
+    /// Courier drops: carried for others, sealed to others' prekeys, online (docs/PROTOCOL.md, "Courier drops").
+    var courierFeature: CourierFeature?
     /// The gateway's tables (a listener's too: what it heard from gateways).
     private var gateway = GatewayCore()
     /// Whether the runtime has a relay up for what the gateway and the bridge publish.
     private var nostrRelaysUp = false
-    /// Courier drops online (a bridge's): drop events taken from the relays
-    /// (512), envelopes posted (512, by their seal's hash), our own waiting for
-    /// a relay (20, the oldest out), and the recipient tags followed.
-    private var dropEventsTaken = BoundedIDs(4_096)
-    private var dropsPosted = BoundedIDs(512)
     /// Deletions of our crossed notices made while no bridge was near: they
     /// cross when one is (``tombstonesWaitingToCross``, the oldest going).
     private var tombstonesToCross: [BoardPacket] = []
@@ -175,31 +171,8 @@ public struct NodeCore: Sendable {
     static let carriersKeptForSync = 200
     /// A carrier's event is shown only within 15 minutes of its time: no use syncing it after.
     static let carrierSyncLifetime: UInt64 = 900_000
-    /// Seals (their SHA-256) handed to the courier mailbox, or that came from it.
-    private var dropsMailboxed = BoundedIDs(4_096)
-    private var dropsToPost: [CourierEnvelope] = []
-    private var dropTagsFollowed: [String] = []
-    /// Orders the peers whose drops we follow (see ``followDrops(now:)``).
-    private let dropSalt: [UInt8] = (0..<16).map { _ in UInt8.random(in: 0...255) }
-    /// Drop events checked a minute (a signature and a seal each).
-    private var dropChecks = TokenBucket(perMinute: 720)
     /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
     var bridge = BridgeCore(cell: nil, key: nil)
-    /// Message IDs of drops opened (512): each sealed anew, so copies never match byte for byte.
-    private var openedDrops: [String] = []
-    /// Drops for us that came before the trust decisions (64, the oldest refused): opened once they are known.
-    private var dropsAwaitingTrust: [(CourierEnvelope, Int)] = []
-    /// Our own prekeys (nil unless ``Configuration/publishesPrekeys``), and when their bundle last went out.
-    private var ownPrekeys: LocalPrekeys?
-    private var prekeysPublishedAt: Millis?
-    /// A prekey was used since the last bundle: the next goes within a minute (not one a drop).
-    private var prekeysChanged = false
-    /// Prekey IDs of others' bundles we sealed drops to (256 recipients): each used once.
-    private var prekeysUsed: [Fingerprint: Set<UInt32>] = [:]
-    /// Others' prekey bundles, kept and synced for courier drops.
-    public private(set) var prekeys = PrekeyStore()
-    /// When the prekey bundles and group messages were last handed to the router for sync.
-    private var syncProvidedAt: Millis?
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -235,6 +208,8 @@ public struct NodeCore: Sendable {
                                  configuration: routing)
         if configuration.bridge == nil { router.silencedRounds = SyncTypes([.nostrCarrier]) } // until a bridge is heard of
         self.boardFeature = configuration.board.map { BoardFeature(configuration: $0) }
+        self.courierFeature = CourierFeature(settings: .init(publishesPrekeys: configuration.publishesPrekeys, mailbox: configuration.courierMailbox,
+                                                             bridging: configuration.bridgeSeed != nil && configuration.bridge != nil))
         self.gateway = GatewayCore(limits: configuration.gatewayLimits)
         let bridgeCell = configuration.bridgeSeed == nil ? nil : configuration.bridge
         var bridgeKey: Secp256k1.PrivateKey?
@@ -272,12 +247,12 @@ public struct NodeCore: Sendable {
     // MARK: Features
 
     /// The features this node was built with.
-    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature].compactMap { $0 } }
+    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature].compactMap { $0 } }
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
         NodeContext(now: now, wall: wall(now), identity: identity, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
-                    pins: pins, present: present, sessions: sessions)
+                    favorites: favorites, pins: pins, noiseKeys: noiseKeys, present: present, sessions: sessions)
     }
 
     /// Runs `body` on a feature with the node's facts, then applies what it
@@ -331,6 +306,7 @@ public struct NodeCore: Sendable {
     private mutating func featureChores(now: Millis) {
         using(\.boardFeature, now: now) { board, context in board.chores(&context) }
         using(\.groupsFeature, now: now) { groups, context in groups.chores(&context) }
+        using(\.courierFeature, now: now) { courier, context in courier.chores(&context) }
     }
 
     /// `count` bytes from the node's generator (seeded: the embedded network is reproducible).
@@ -552,33 +528,9 @@ public struct NodeCore: Sendable {
         using(\.boardFeature, now: now) { board, context in board.takes(packet, context: &context) } ?? true
     }
 
-    /// Whether a prekey bundle holds: sent by its owner, the packet and the
-    /// bundle signed by the key the owner's verified announce carries (the one
-    /// present, else the one pinned to its Noise key when its announce was
-    /// verified: an owner away is the point of a bundle). A new one is kept
-    /// and offered to sync.
+    /// Whether a prekey bundle holds (``CourierFeature/takesPrekeys(_:context:)``).
     private mutating func takesPrekeys(_ packet: Packet, now: Millis) -> Bool {
-        guard let bundle = try? PrekeyBundle(decoding: packet.payload[...]) else {
-            refusals.prekeys += 1
-            return false
-        }
-        let owner = Fingerprint(noiseStaticKey: bundle.noiseStaticKey)
-        let card = present[packet.senderID]?.info
-        let key = card.flatMap { $0.fingerprint == owner ? $0.signingKey : nil } ?? pins[owner]
-        guard owner.peerID == packet.senderID, let key, packet.signature != nil, PacketSigning.isValid(packet, publicKey: key),
-              PrekeySigning.isValid(bundle, signingKey: key) else {
-            refusals.prekeys += 1
-            return false
-        }
-        switch prekeys.take(bundle, packet: packet, now: wall(now)) {
-        case .accepted:
-            router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now)))
-            return true
-        case .duplicate:
-            return true
-        case .outdated:
-            return false // an older bundle than the one held: not handed on
-        }
+        using(\.courierFeature, now: now) { courier, context in courier.takesPrekeys(packet, context: &context) } ?? false
     }
 
     /// Sends a live voice burst packet: to everyone (a signed voiceFrame, TTL 7,
@@ -596,11 +548,16 @@ public struct NodeCore: Sendable {
 
     // MARK: Announce v2 and vouches
 
-    private mutating func rememberNoiseKey(_ f: Fingerprint, _ key: [UInt8]) {
-        if noiseKeys[f]?.key == key { return }
+    mutating func rememberNoiseKey(_ f: Fingerprint, _ key: [UInt8]) {
+        if noiseKeys[f] == key { return }
         if noiseKeys[f] == nil { noiseKeyOrder.append(f) }
-        noiseKeys[f] = (key, nil)
-        while noiseKeyOrder.count > 1_024 { noiseKeys[noiseKeyOrder.removeFirst()] = nil }
+        noiseKeys[f] = key
+        recognitionKeys[f] = nil
+        while noiseKeyOrder.count > 1_024 {
+            let gone = noiseKeyOrder.removeFirst()
+            noiseKeys[gone] = nil
+            recognitionKeys[gone] = nil
+        }
     }
 
     /// An announce v2 (0x2C): unsigned, so it proves nothing by itself (iOS
@@ -625,13 +582,10 @@ public struct NodeCore: Sendable {
         guard !recognizedIDs.contains(packet.senderID) else { return }
         let me = identity.noisePublicKey, id = packet.senderID.bytes
         for f in noiseKeyOrder.reversed() {
-            guard var entry = noiseKeys[f] else { continue }
-            if entry.recognition == nil {
-                entry.recognition = PeerIDRotation.recognitionKey(ours: identity.noiseKey, theirs: entry.key) ?? []
-                noiseKeys[f] = entry
-            }
-            guard let key = entry.recognition, !key.isEmpty,
-                  PeerIDRotation.recognizes(v2, peerID: id, key: key, sender: entry.key, me: me) else { continue }
+            guard let theirs = noiseKeys[f] else { continue }
+            if recognitionKeys[f] == nil { recognitionKeys[f] = PeerIDRotation.recognitionKey(ours: identity.noiseKey, theirs: theirs) ?? [] }
+            guard let key = recognitionKeys[f], !key.isEmpty,
+                  PeerIDRotation.recognizes(v2, peerID: id, key: key, sender: theirs, me: me) else { continue }
             recognizedIDs.append(packet.senderID)
             if recognizedIDs.count > 1_024 { recognizedIDs.removeFirst() }
             let name = present.entries.values.first { $0.info.fingerprint == f }?.info.nickname
@@ -686,279 +640,12 @@ public struct NodeCore: Sendable {
         return list.count
     }
 
-    /// Our own prekeys as the runtime kept them, taken at the start before
-    /// the first tick (which publishes them, or makes new ones when none were kept).
-    public mutating func adoptPrekeys(_ p: LocalPrekeys) {
-        guard configuration.publishesPrekeys else { return }
-        ownPrekeys = p
-    }
-
-    /// Our own prekeys (what the runtime keeps), nil unless published.
-    public var localPrekeys: LocalPrekeys? { ownPrekeys }
-
-    /// Tops up our prekeys and publishes their bundle (signed, as iOS does,
-    /// hourly and whenever one was used); the runtime keeps them first.
-    private mutating func publishPrekeys(now: Millis) {
-        guard configuration.publishesPrekeys else { return }
-        var p = ownPrekeys ?? LocalPrekeys()
-        p.replenish(now: wall(now))
-        p.touch(now: wall(now)) // each bundle newer than the last: taken and synced again
-        outbox.append(.savePrekeys(p)) // kept before a bundle names them
-        ownPrekeys = p
-        prekeysPublishedAt = now
-        prekeysChanged = false
-        var bundle = p.bundle(noiseStaticKey: identity.noisePublicKey)
-        guard !bundle.prekeys.isEmpty, (try? PrekeySigning.sign(&bundle, with: identity.signingKey)) != nil else { return }
-        var packet = Packet(type: .prekeyBundle, ttl: 7, timestamp: wall(now), senderID: peerID, payload: bundle.encoded())
-        guard (try? PacketSigning.sign(&packet, with: identity.signingKey)) != nil else { return }
-        _ = prekeys.take(bundle, packet: packet, now: wall(now))
-        router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now)))
-        perform(router.originate(packet, now: now), now: now)
-    }
-
     /// Who vouches for a peer now: peers we still verify, within 30 days.
     public func vouchers(of f: Fingerprint, now: Millis) -> [Fingerprint] {
         let wallNow = wall(now)
         return (vouchRecords[f] ?? []).filter {
             verifiedFingerprints.contains($0.voucher) && (wallNow <= $0.at || wallNow - $0.at <= 30 * 86_400_000)
         }.map(\.voucher)
-    }
-
-    // MARK: Courier drops
-
-    /// Seals a private message one-way to a peer who is away (its Noise key,
-    /// from a verified announce we took) and deposits it with up to 3
-    /// neighbours, 4 copies each, for 24 hours (as iOS). Returns how many took it.
-    @discardableResult
-    public mutating func sendDrop(_ text: String, to recipient: Fingerprint, messageID: String? = nil, now: Millis) throws -> Int {
-        guard let key = noiseKeys[recipient]?.key else { throw CourierError.unknownRecipient }
-        return try sendDrop(text, toNoiseKey: key, messageID: messageID, now: now)
-    }
-
-    /// The same, to a Noise key the caller knows (a contact's card, a
-    /// conversation the messenger kept): the key is its own proof, as the
-    /// fingerprint is its hash. Says how many took it (``NodeEvent/dropDeposited``).
-    @discardableResult
-    public mutating func sendDrop(_ text: String, toNoiseKey key: [UInt8], messageID: String? = nil, now: Millis) throws -> Int {
-        guard key.count == 32 else { throw CourierError.unknownRecipient }
-        let recipient = Fingerprint(noiseStaticKey: key)
-        if noiseKeys[recipient] == nil { rememberNoiseKey(recipient, key) }
-        let id = messageID ?? newMessageID()
-        let payload = try NoisePayload.privateMessage(PrivateMessage(messageID: id, content: text)).encoded()
-        let w = wall(now)
-        // A one-time prekey of theirs when a bundle under 7 days old is known (forward secret); else their static key.
-        var prekey: PrekeyBundle.Prekey?
-        if let bundle = prekeys.bundle(of: recipient), w < bundle.generatedAt || w - bundle.generatedAt < 7 * 86_400_000 {
-            prekey = bundle.prekeys.sorted { $0.id < $1.id }.first { !(prekeysUsed[recipient] ?? []).contains($0.id) }
-            if let p = prekey {
-                if prekeysUsed[recipient] == nil, prekeysUsed.count >= 256, let any = prekeysUsed.keys.first { prekeysUsed[any] = nil }
-                prekeysUsed[recipient, default: []].insert(p.id)
-            }
-        }
-        let sealed = try CourierSeal.seal(payload, from: identity.noiseKey, to: prekey?.key ?? key, prekeyID: prekey?.id)
-        let envelope = CourierEnvelope(recipientTag: CourierSeal.recipientTag(noiseKey: key, day: CourierSeal.epochDay(unixSeconds: w / 1_000)),
-                                       expiry: w + CourierEnvelope.maxLifetime, ciphertext: sealed, copies: 4, prekeyID: prekey?.id)
-        let couriers = present.entries.filter { $0.value.hops == 1 && $0.value.info.fingerprint != recipient && !blocked.contains($0.value.info.fingerprint) }
-            .sorted { (favorites.contains($0.value.info.fingerprint) ? 0 : 1, $0.key.rawValue) < (favorites.contains($1.value.info.fingerprint) ? 0 : 1, $1.key.rawValue) }
-            .prefix(3).map(\.key)
-        for c in couriers { try depositDrop(envelope, with: c, now: now) }
-        postDrop(envelope, own: true, now: now)
-        emit(.dropDeposited(messageID: id, to: recipient.peerID, couriers: couriers.count))
-        return couriers.count
-    }
-
-    public enum CourierError: Error, Hashable, Sendable, CustomStringConvertible {
-        case unknownRecipient
-        public var description: String { "no verified announce has given us this peer's Noise key: a drop cannot be sealed to them" }
-    }
-
-    private mutating func depositDrop(_ e: CourierEnvelope, with peer: PeerID, now: Millis) throws {
-        var packet = Packet(type: .courierEnvelope, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: try e.encoded())
-        try PacketSigning.sign(&packet, with: identity.signingKey)
-        perform(router.originate(packet, now: now), now: now)
-    }
-
-    /// A peer announced itself one hop away: the drops we carry for it go to
-    /// it (and leave us), and it gets half the copies of the others (spray-and-wait).
-    private mutating func handOverDrops(to peer: PeerID, noiseKey: [UInt8], now: Millis) {
-        guard courier.count > 0 else { return }
-        // Only into a session that proved that key: an announce's hop count is not signed.
-        guard sessions.hasSession(with: peer), sessions.fingerprint(of: peer) == Fingerprint(noiseStaticKey: noiseKey) else {
-            if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) }
-            return
-        }
-        // A drop that cannot be sent is carried again (never lost); a spray's copies are only a budget.
-        for h in courier.handOver(to: noiseKey, now: wall(now)) {
-            do { try depositDrop(h.envelope, with: peer, now: now) } catch { courier.readmit(h) }
-        }
-        for e in courier.spray(to: noiseKey, now: wall(now)) { try? depositDrop(e, with: peer, now: now) }
-    }
-
-    /// A 0x04 packet for us: a drop addressed to us (opened and shown as a
-    /// private message), or a deposit to carry (from the neighbour that sent
-    /// it, signed by the key its verified announce carries).
-    private mutating func takeDrop(_ packet: Packet, hops: Int, now: Millis) {
-        let w = wall(now)
-        guard let e = try? CourierEnvelope(decoding: packet.payload[...]), !e.isExpired(at: w) else {
-            refusals.courier += 1
-            return
-        }
-        let mine = CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: CourierSeal.epochDay(unixSeconds: w / 1_000))
-        if mine.contains(e.recipientTag) {
-            guard trustKnown else {
-                // Its sender may be blocked: opened once the decisions are loaded.
-                if dropsAwaitingTrust.count >= 64 { dropsAwaitingTrust.removeFirst(); refusals.courier += 1 }
-                dropsAwaitingTrust.append((e, hops))
-                return
-            }
-            openDrop(e, hops: hops, now: now)
-            return
-        }
-        guard hops == 1, let card = present[packet.senderID]?.info, let key = noiseKeys[card.fingerprint]?.key,
-              packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
-            refusals.courier += 1
-            return
-        }
-        switch courier.deposit(e, from: key, favorite: favorites.contains(card.fingerprint), now: w) {
-        case .refused: refusals.courier += 1
-        case .kept: postDrop(e, now: now)
-        case .duplicate: break
-        }
-    }
-
-    // MARK: Courier drops online
-
-    /// A bridge with a relay up posts each envelope it seals or carries as a
-    /// kind 1401 drop (once, by its seal's hash); with none up, its own wait (20).
-    private mutating func postDrop(_ e: CourierEnvelope, own: Bool = false, now: Millis) {
-        if configuration.courierMailbox, !e.isExpired(at: wall(now)), !dropsMailboxed.contains(sha256Hex(e.ciphertext)) {
-            dropsMailboxed.insert(sha256Hex(e.ciphertext))
-            outbox.append(.postToMailbox(e))
-        }
-        guard bridge.cell != nil else { return }
-        guard nostrRelaysUp else {
-            // Ours wait here; those we carry are in the courier store, posted from there when a relay is up.
-            if own, !dropsToPost.contains(e) {
-                if dropsToPost.count >= 20 { dropsToPost.removeFirst() }
-                dropsToPost.append(e)
-            }
-            return
-        }
-        guard !e.isExpired(at: wall(now)), !dropsPosted.contains(sha256Hex(e.ciphertext)),
-              let event = CourierDrop.event(e, now: Int64(wall(now) / 1_000)) else { return }
-        dropsPosted.insert(sha256Hex(e.ciphertext))
-        outbox.append(.publishNostr(GatewayCore.Upload(event: event, geohash: "", depositor: peerID)))
-    }
-
-    /// The recipient tags our bridge follows: ours and those of the peers one
-    /// hop away whose Noise key we know (16 at most, not blocked), for
-    /// yesterday, today and tomorrow; said to the runtime when they change.
-    private mutating func followDrops(now: Millis) {
-        guard bridge.cell != nil || configuration.courierMailbox else { return }
-        let day = CourierSeal.epochDay(unixSeconds: wall(now) / 1_000)
-        // Favourites first, then peers whose key a session proved, then in an order of a salt of ours
-        // (keys are the announcers' to choose: sorting by them would let 16 made-up peers push out the real ones).
-        let peers = present.entries.filter { $0.key != peerID && $0.value.hops == 1 && !blocked.contains($0.value.info.fingerprint) }
-            .compactMap { e -> (rank: Int, order: String, key: [UInt8])? in
-                guard let key = noiseKeys[e.value.info.fingerprint]?.key else { return nil }
-                let rank = favorites.contains(e.value.info.fingerprint) ? 0 : sessions.hasSession(with: e.key) ? 1 : 2
-                return (rank, sha256Hex(dropSalt + key), key)
-            }
-            .sorted { ($0.rank, $0.order) < ($1.rank, $1.order) }.prefix(16).map(\.key)
-        let tags = ([identity.noisePublicKey] + peers).flatMap { CourierSeal.candidateTags(noiseKey: $0, day: day).map(\.hexString) }
-        let wanted = Array(Set(tags)).sorted()
-        guard wanted != dropTagsFollowed else { return }
-        dropTagsFollowed = wanted
-        outbox.append(.followDrops(wanted))
-    }
-
-    /// A kind 1401 event our bridge's subscription brought: a drop for us is
-    /// opened; one for a peer here is carried and handed to it over a session
-    /// that proved its key (as any drop we carry).
-    public mutating func dropFromRelay(_ event: NostrEvent, now: Millis) {
-        guard bridge.cell != nil, !dropEventsTaken.contains(event.id) else { return }
-        let w = wall(now)
-        guard let e = CourierDrop.envelope(of: event, wall: w), dropChecks.take(now: now), (try? event.verify()) != nil else {
-            refusals.courier += 1
-            return
-        }
-        takeOnlineDrop(e, taken: event.id, now: now)
-    }
-
-    /// A drop the courier mailbox's fetch brought (``Configuration/courierMailbox``):
-    /// as one from the relays, never posted back; taken once a seal.
-    public mutating func dropFromMailbox(_ e: CourierEnvelope, now: Millis) {
-        let seal = sha256Hex(e.ciphertext)
-        guard configuration.courierMailbox, !dropEventsTaken.contains("mailbox " + seal) else { return }
-        guard !e.isExpired(at: wall(now)), e.ciphertext.count <= CourierEnvelope.maxCiphertext else {
-            refusals.courier += 1
-            return
-        }
-        dropsMailboxed.insert(seal)
-        takeOnlineDrop(e, taken: "mailbox " + seal, now: now)
-    }
-
-    /// A drop from the Nostr relays or the courier mailbox (`taken`: the key it is taken
-    /// once under): opened when it is ours, else carried to the peer here it is for.
-    private mutating func takeOnlineDrop(_ drop: CourierEnvelope, taken: String, now: Millis) {
-        let w = wall(now)
-        var e = drop
-        e.copies = 1 // carried to its recipient only, never sprayed
-        let day = CourierSeal.epochDay(unixSeconds: w / 1_000)
-        if CourierSeal.candidateTags(noiseKey: identity.noisePublicKey, day: day).contains(e.recipientTag) {
-            dropEventsTaken.insert(taken)
-            guard trustKnown else {
-                if dropsAwaitingTrust.count >= 64 { dropsAwaitingTrust.removeFirst(); refusals.courier += 1 }
-                dropsAwaitingTrust.append((e, 0))
-                return
-            }
-            openDrop(e, hops: 0, now: now)
-            return
-        }
-        var target: (PeerID, [UInt8])?
-        for (id, entry) in present.entries where entry.hops == 1 {
-            if let key = noiseKeys[entry.info.fingerprint]?.key, CourierSeal.candidateTags(noiseKey: key, day: day).contains(e.recipientTag) {
-                target = (id, key)
-                break
-            }
-        }
-        guard let (peer, key) = target else {
-            refusals.courier += 1 // for no one here (any longer)
-            return
-        }
-        // Held under its recipient's key, in the share of peers who are not favourites: anyone can post
-        // drops for a peer they made up, and those must not push out what favourites gave us to carry.
-        if case .refused = courier.deposit(e, from: key, favorite: false, now: w) {
-            refusals.courier += 1
-            return
-        }
-        dropsPosted.insert(sha256Hex(e.ciphertext)) // it came from the Nostr relays or the courier mailbox: not posted back
-        dropsMailboxed.insert(sha256Hex(e.ciphertext))
-        dropEventsTaken.insert(taken) // taken once it is carried: one for no one here yet is read again when they come
-        handOverDrops(to: peer, noiseKey: key, now: now)
-    }
-
-    private mutating func openDrop(_ e: CourierEnvelope, hops: Int, now: Millis) {
-        let key = e.prekeyID.map { ownPrekeys?.privateKey(for: $0, now: wall(now)) } ?? identity.noiseKey
-        guard let key, let opened = try? CourierSeal.open(e.ciphertext, with: key, prekeyID: e.prekeyID),
-              case let .privateMessage(m)? = try? NoisePayload(decoding: opened.payload) else {
-            refusals.courier += 1 // a prekey we never had or dropped, or a tag that collided
-            return
-        }
-        let sender = Fingerprint(noiseStaticKey: opened.sender)
-        guard !blocked.contains(sender), !openedDrops.contains(m.messageID) else { return }
-        if let id = e.prekeyID, var own = ownPrekeys {
-            if own.markConsumed(id, now: wall(now)) {
-                ownPrekeys = own
-                outbox.append(.savePrekeys(own)) // kept at once; a new bundle without it at the next minute
-                prekeysChanged = true
-            }
-        }
-        openedDrops.append(m.messageID)
-        if openedDrops.count > 512 { openedDrops.removeFirst() }
-        let from = present.entries.first { $0.value.info.fingerprint == sender }?.key ?? sender.peerID
-        emit(.dropOpened(from: from, fingerprint: sender.hex, noiseKey: opened.sender, nickname: present[from]?.info.nickname,
-                         text: m.content, messageID: m.messageID, hops: hops))
     }
 
     // MARK: Nostr carriers and the gateway
@@ -984,13 +671,13 @@ public struct NodeCore: Sendable {
     /// publish: what waited goes when one is up.
     public mutating func nostrRelays(up: Bool, now: Millis) {
         nostrRelaysUp = up
-        guard up else { return }
+        guard up else {
+            courierFeature?.relaysUp = false
+            return
+        }
         if configuration.gateway { for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) } }
         for u in bridge.relaysUp() { outbox.append(.publishNostr(u)) }
-        let waiting = dropsToPost
-        dropsToPost = []
-        for e in waiting { postDrop(e, own: true, now: now) }
-        for e in courier.held.map(\.envelope) { postDrop(e, now: now) }
+        using(\.courierFeature, now: now) { courier, context in courier.relays(up: true, context: &context) }
         bridgeDue(now: now)
     }
 
@@ -1321,7 +1008,7 @@ public struct NodeCore: Sendable {
         let waits = !handshakeStarted.isEmpty || !awaitingAnnounce.isEmpty
         let pace = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : waits ? 1 : 5)
         let w = wall(now)
-        let courierDue = courier.nextExpiry.map { $0 > w ? now + ($0 - w) : now }
+        let courierDue = courierFeature?.nextExpiry.map { $0 > w ? now + ($0 - w) : now }
         // An announce owed to a bridge next to us goes when the rate lets it.
         let owed = crossingPeer.flatMap { c in (lastAnnounce ?? 0) < c.since ? (lastCrossingAnnounce ?? now) + 10_000 : nil }
         let due = [present.nextExpiry, watch.nextCheck, sessions.nextExpiry, courierDue, owed].compactMap { $0 }.min()
@@ -1349,15 +1036,7 @@ public struct NodeCore: Sendable {
             carriersForSync.removeAll { $0.timestamp + Self.carrierSyncLifetime < w }
             router.provide(.nostrCarrier, packets: carriersForSync) // past their time they leave the round
         }
-        followDrops(now: now)
-        if courier.count > 0 { courier.prune(now: wall(now)) }
-        if configuration.publishesPrekeys, prekeysPublishedAt == nil || now >= prekeysPublishedAt! + 3_600_000
-            || (prekeysChanged && now >= prekeysPublishedAt! + 60_000) { publishPrekeys(now: now) }
         featureChores(now: now)
-        if now >= (syncProvidedAt ?? 0) + 60_000 {
-            syncProvidedAt = now
-            router.provide(.prekeyBundle, packets: prekeys.syncPackets(now: wall(now))) // past 24 h they leave the round
-        }
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
         if !linkClocks.isEmpty { checkClock(now: now) }
@@ -1566,9 +1245,7 @@ public struct NodeCore: Sendable {
         awaitingTrust = []
         for w in waiting where !isBlocked(w.from) { inner(w.payload, from: w.from, hops: w.hops, via: w.via, now: now) }
         // Drops for us and group messages that came meanwhile: read now, the blocks known.
-        let drops = dropsAwaitingTrust
-        dropsAwaitingTrust = []
-        for (e, hops) in drops { openDrop(e, hops: hops, now: now) }
+        using(\.courierFeature, now: now) { courier, context in courier.trustDecided(&context) }
         using(\.groupsFeature, now: now) { groups, context in groups.readKept(context: &context) }
     }
 
@@ -1621,7 +1298,7 @@ public struct NodeCore: Sendable {
     public var peers: [PeerID: PeerInfo] {
         present.entries.mapValues {
             PeerInfo(nickname: $0.info.nickname, fingerprint: $0.info.fingerprint, hops: $0.hops, lastSeen: $0.lastAnnounce,
-                     capabilities: $0.info.capabilities, noiseKey: noiseKeys[$0.info.fingerprint]?.key, bridgeGeohash: $0.info.bridgeGeohash)
+                     capabilities: $0.info.capabilities, noiseKey: noiseKeys[$0.info.fingerprint], bridgeGeohash: $0.info.bridgeGeohash)
         }
     }
 
@@ -1657,27 +1334,19 @@ public struct NodeCore: Sendable {
             "node.heldProbes": heldProbes.count,
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
-            "node.prekeyBundles": prekeys.count,
             "node.noiseKeys": noiseKeys.count,
             "node.recognizedIDs": recognizedIDs.count,
             "node.announceV2Times": announceV2Times.count,
             "node.vouchees": vouchRecords.count,
-            "node.courierHeld": courier.count,
             "gateway.queue": gateway.queue.count,
             "gateway.pending": gateway.pending.count,
             "node.carriersForSync": carriersForSync.count,
             "node.tombstonesToCross": tombstonesToCross.count,
-            "node.dropsMailboxed": dropsMailboxed.count,
             "gateway.depositors": gateway.sizes["gateway.depositors"] ?? 0,
             "gateway.heardIDs": gateway.sizes["gateway.heardIDs"] ?? 0,
             "gateway.shown": gateway.sizes["gateway.shown"] ?? 0,
             "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
             "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
-            "node.dropsOpened": openedDrops.count,
-            "node.dropEventsTaken": dropEventsTaken.count,
-            "node.dropsPosted": dropsPosted.count,
-            "node.dropsToPost": dropsToPost.count,
-            "node.dropTagsFollowed": dropTagsFollowed.count,
             "bridge.queue": bridge.sizes["bridge.queue"] ?? 0,
             "bridge.pending": bridge.sizes["bridge.pending"] ?? 0,
             "bridge.depositors": bridge.sizes["bridge.depositors"] ?? 0,
@@ -1692,8 +1361,6 @@ public struct NodeCore: Sendable {
             "bridge.pendingBoard": bridge.sizes["bridge.pendingBoard"] ?? 0,
             "bridge.boardOut": bridge.sizes["bridge.boardOut"] ?? 0,
             "bridge.boardIn": bridge.sizes["bridge.boardIn"] ?? 0,
-            "node.prekeysUsed": prekeysUsed.count,
-            "node.dropsAwaitingTrust": dropsAwaitingTrust.count,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
             "node.publicShown": shownPublic.count,
@@ -1975,7 +1642,7 @@ public struct NodeCore: Sendable {
                 if hops == 1, !replayed, let link {
                     perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
                     watch.announced(link)
-                    handOverDrops(to: sender, noiseKey: a.noisePublicKey, now: now)
+                    using(\.courierFeature, now: now) { courier, context in courier.handOver(to: sender, noiseKey: a.noisePublicKey, context: &context) }
                 }
                 router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
                 let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
@@ -1999,7 +1666,7 @@ public struct NodeCore: Sendable {
                 // A bridge's announce may owe it ours (noteCrossingPeer): the chores look right after it, not 5 s on.
                 if configuration.crossesBridges, a.bridgeGeohash != nil { nextHousekeeping = min(nextHousekeeping, now + 1) }
                 if previous == nil {
-                    followDrops(now: now) // a newcomer's drops are followed at once, not at the next chores
+                    using(\.courierFeature, now: now) { courier, context in courier.follow(&context) } // a newcomer's drops are followed at once
                     followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
                     using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: card.fingerprint, context: &context) }
                 } else if tracker.isHolding(for: sender) {
@@ -2051,7 +1718,7 @@ public struct NodeCore: Sendable {
         case .announceV2 where packet.isBroadcast:
             takeAnnounceV2(packet, now: now)
         case .courierEnvelope where packet.recipientID == peerID:
-            takeDrop(packet, hops: hops, now: now)
+            using(\.courierFeature, now: now) { courier, context in courier.take(packet, hops: hops, context: &context) }
         case .nostrCarrier where packet.recipientID == peerID:
             takeDeposit(packet, now: now)
         case .nostrCarrier where packet.isBroadcast:
@@ -2115,7 +1782,9 @@ public struct NodeCore: Sendable {
                 // A new session: what went into the old one may be lost (a restart), so a group's state goes again.
                 using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: fingerprint, context: &context) }
                 // The drops we carry for it (or copies for it to carry), now that it proved its key.
-                if let key = noiseKeys[fingerprint]?.key, present[sender]?.hops == 1 { handOverDrops(to: sender, noiseKey: key, now: now) }
+                if let key = noiseKeys[fingerprint], present[sender]?.hops == 1 {
+                    using(\.courierFeature, now: now) { courier, context in courier.handOver(to: sender, noiseKey: key, context: &context) }
+                }
                 let flushed = waiting.removeValue(forKey: sender) ?? []
                 for payload in flushed { try? sendNoise(payload, to: sender, now: now) }
                 // A session with the peer: it is back. What we still owe it goes now,

@@ -59,21 +59,27 @@ struct NodeContext {
     /// Whether the application's blocks are loaded (until then nothing private is shown).
     let trustKnown: Bool
     let blocked: Set<Fingerprint>
+    let favorites: Set<Fingerprint>
     /// Each Noise key's fingerprint, with the signing key first seen with it.
     let pins: [Fingerprint: [UInt8]]
+    /// The Noise static keys verified announces gave us, by fingerprint (1,024, the oldest going).
+    let noiseKeys: [Fingerprint: [UInt8]]
     let present: PeerTable<NodeCore.PeerCard>
     let sessions: SessionManager
     private(set) var effects: [NodeEffect] = []
 
     init(now: Millis, wall: Millis, identity: Identity, nickname: String, trustKnown: Bool, blocked: Set<Fingerprint>,
-         pins: [Fingerprint: [UInt8]], present: PeerTable<NodeCore.PeerCard>, sessions: SessionManager) {
+         favorites: Set<Fingerprint>, pins: [Fingerprint: [UInt8]], noiseKeys: [Fingerprint: [UInt8]],
+         present: PeerTable<NodeCore.PeerCard>, sessions: SessionManager) {
         self.now = now
         self.wall = wall
         self.identity = identity
         self.nickname = nickname
         self.trustKnown = trustKnown
         self.blocked = blocked
+        self.favorites = favorites
         self.pins = pins
+        self.noiseKeys = noiseKeys
         self.present = present
         self.sessions = sessions
     }
