@@ -39,7 +39,7 @@ public struct NodeCore: Sendable {
     private var outbox: [Output] = []
     /// The mesh router inside (read-only: statistics, routes, neighbourhood).
     public private(set) var router: MeshRouter
-    private var sessions: SessionManager
+    var sessions: SessionManager
     private var stately: StatelyEngine
     /// The wall clock minus `now`. Every `now` a node core is given is its
     /// monotonic time (timers: retries, expiries, relay delays, sessions); what
@@ -137,16 +137,10 @@ public struct NodeCore: Sendable {
     /// Noise static keys of peers whose verified announce we took (1,024, the
     /// oldest going), each with its recognition key once computed (announce v2).
     var noiseKeys: [Fingerprint: [UInt8]] = [:]
-    private var recognitionKeys: [Fingerprint: [UInt8]] = [:]
     private var noiseKeyOrder: [Fingerprint] = []
-    /// Rotating peer IDs recognized by an announce v2's tag, each shown once (1,024).
-    private var recognizedIDs: [PeerID] = []
-    /// When announce v2 packets were examined (10 a second at most).
-    private var announceV2Times: [Millis] = []
-    /// Vouches taken, by vouchee: their verified vouchers and when (8 a
-    /// vouchee, the newest; 1,024 vouchees, the first vouched going first).
-    private var vouchRecords: [Fingerprint: [(voucher: Fingerprint, at: UInt64)]] = [:]
-    private var vouchOrder: [Fingerprint] = []
+    /// Announce v2 recognition, and vouches taken.
+    var recognitionFeature: RecognitionFeature? = RecognitionFeature()
+    var vouchesFeature: VouchesFeature? = VouchesFeature()
     /// Courier drops: carried for others, sealed to others' prekeys, online (docs/PROTOCOL.md, "Courier drops").
     var courierFeature: CourierFeature?
     /// The gateway's tables (a listener's too: what it heard from gateways).
@@ -247,12 +241,12 @@ public struct NodeCore: Sendable {
     // MARK: Features
 
     /// The features this node was built with.
-    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature].compactMap { $0 } }
+    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature, recognitionFeature, vouchesFeature].compactMap { $0 } }
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
         NodeContext(now: now, wall: wall(now), identity: identity, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
-                    favorites: favorites, pins: pins, noiseKeys: noiseKeys, present: present, sessions: sessions)
+                    favorites: favorites, verified: verifiedFingerprints, pins: pins, noiseKeys: noiseKeys, present: present, sessions: sessions)
     }
 
     /// Runs `body` on a feature with the node's facts, then applies what it
@@ -546,106 +540,20 @@ public struct NodeCore: Sendable {
         perform(router.originate(packet, now: now), now: now)
     }
 
-    // MARK: Announce v2 and vouches
+    // MARK: Noise keys
+
+    /// Remembers the Noise key a verified announce (or a contact's card) gave.
 
     mutating func rememberNoiseKey(_ f: Fingerprint, _ key: [UInt8]) {
         if noiseKeys[f] == key { return }
         if noiseKeys[f] == nil { noiseKeyOrder.append(f) }
         noiseKeys[f] = key
-        recognitionKeys[f] = nil
+        recognitionFeature?.forget(f)
         while noiseKeyOrder.count > 1_024 {
             let gone = noiseKeyOrder.removeFirst()
             noiseKeys[gone] = nil
-            recognitionKeys[gone] = nil
+            recognitionFeature?.forget(gone)
         }
-    }
-
-    /// An announce v2 (0x2C): unsigned, so it proves nothing by itself (iOS
-    /// reads none yet). Its tags are matched against the peers whose verified
-    /// announce gave us their Noise key: a match proves that peer (or we) made
-    /// the tag for this rotating ID within the hour either side, not that they
-    /// are here now. Shown once per ID as that, no more; relayed as iOS relays it.
-    private mutating func takeAnnounceV2(_ packet: Packet, now: Millis) {
-        guard let v2 = try? AnnounceV2(decoding: packet.payload[...]) else {
-            refusals.announceV2 += 1
-            return
-        }
-        announceV2Times.removeAll { now >= $0 + 1_000 }
-        guard announceV2Times.count < 10 else {
-            refusals.announceV2 += 1
-            return
-        }
-        announceV2Times.append(now)
-        // Its hour, or the hour either side of ours: an old tag re-wrapped in a fresh packet is not taken.
-        let hour = PeerIDRotation.epoch(unixSeconds: wall(now) / 1_000)
-        guard v2.epoch &+ 1 >= hour, v2.epoch <= hour &+ 1 else { return }
-        guard !recognizedIDs.contains(packet.senderID) else { return }
-        let me = identity.noisePublicKey, id = packet.senderID.bytes
-        for f in noiseKeyOrder.reversed() {
-            guard let theirs = noiseKeys[f] else { continue }
-            if recognitionKeys[f] == nil { recognitionKeys[f] = PeerIDRotation.recognitionKey(ours: identity.noiseKey, theirs: theirs) ?? [] }
-            guard let key = recognitionKeys[f], !key.isEmpty,
-                  PeerIDRotation.recognizes(v2, peerID: id, key: key, sender: theirs, me: me) else { continue }
-            recognizedIDs.append(packet.senderID)
-            if recognizedIDs.count > 1_024 { recognizedIDs.removeFirst() }
-            let name = present.entries.values.first { $0.info.fingerprint == f }?.info.nickname
-            emit(.recognized(packet.senderID, fingerprint: f.hex, nickname: name, epoch: v2.epoch))
-            return
-        }
-    }
-
-    /// A batch of vouches (Noise 0x12) from a peer we verified, as iOS takes
-    /// them: each signed by that peer's announce key, at most 30 days old and
-    /// 1 hour ahead, for someone else we have not verified ourselves.
-    private mutating func takeVouches(_ body: [UInt8], from sender: PeerID, now: Millis) {
-        guard let voucher = sessions.fingerprint(of: sender), verifiedFingerprints.contains(voucher) else { return }
-        let card = present[sender]?.info
-        guard let key = card.flatMap({ $0.fingerprint == voucher ? $0.signingKey : nil }) ?? pins[voucher] else { return }
-        let wallNow = wall(now)
-        for a in VouchAttestation.decodeBatch(body) {
-            guard VouchSigning.isValid(a, voucherKey: key) else {
-                refusals.vouches += 1
-                continue
-            }
-            guard a.timestamp <= wallNow + 3_600_000, wallNow <= a.timestamp || wallNow - a.timestamp <= 30 * 86_400_000,
-                  let vouchee = Fingerprint(bytes: a.voucheeFingerprint), vouchee != voucher, !verifiedFingerprints.contains(vouchee)
-            else { continue }
-            var list = vouchRecords[vouchee] ?? []
-            let known = list.contains { $0.voucher == voucher }
-            list.removeAll { $0.voucher == voucher }
-            list.append((voucher, a.timestamp))
-            list.sort { $0.at > $1.at }
-            if vouchRecords[vouchee] == nil { vouchOrder.append(vouchee) }
-            vouchRecords[vouchee] = Array(list.prefix(8))
-            while vouchOrder.count > 1_024 { vouchRecords[vouchOrder.removeFirst()] = nil }
-            if !known { emit(.vouched(vouchee.hex, by: voucher.hex, voucherName: card?.nickname)) }
-        }
-    }
-
-    /// Vouches for up to 16 of the peers we verified whose signing key we
-    /// hold (the pinned one), to a peer in its Noise session (0x12): asked
-    /// for, never sent on our own. Returns how many.
-    @discardableResult
-    public mutating func sendVouches(to peer: PeerID, now: Millis) throws -> Int {
-        let recipient = present[peer]?.info.fingerprint ?? sessions.fingerprint(of: peer)
-        var list: [VouchAttestation] = []
-        for f in verifiedFingerprints.sorted() where f != recipient && f != identity.fingerprint && list.count < VouchAttestation.maxBatch {
-            guard let key = pins[f] else { continue }
-            var a = VouchAttestation(voucheeFingerprint: f.bytes, voucheeSigningKey: key, timestamp: wall(now))
-            try VouchSigning.sign(&a, with: identity.signingKey)
-            list.append(a)
-        }
-        guard !list.isEmpty else { return 0 }
-        try sendNoise(.unknown(type: NoisePayload.Kind.vouch, body: try VouchAttestation.encodeBatch(list)), to: peer, now: now, fresh: true)
-        return list.count
-    }
-
-    /// Who vouches for a peer now: peers we still verify, within 30 days.
-    public func vouchers(of f: Fingerprint, now: Millis) -> [Fingerprint] {
-        let wallNow = wall(now)
-        return (vouchRecords[f] ?? []).filter {
-            verifiedFingerprints.contains($0.voucher) && (wallNow <= $0.at || wallNow - $0.at <= 30 * 86_400_000)
-        }.map(\.voucher)
     }
 
     // MARK: Nostr carriers and the gateway
@@ -1335,9 +1243,6 @@ public struct NodeCore: Sendable {
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
             "node.noiseKeys": noiseKeys.count,
-            "node.recognizedIDs": recognizedIDs.count,
-            "node.announceV2Times": announceV2Times.count,
-            "node.vouchees": vouchRecords.count,
             "gateway.queue": gateway.queue.count,
             "gateway.pending": gateway.pending.count,
             "node.carriersForSync": carriersForSync.count,
@@ -1430,7 +1335,7 @@ public struct NodeCore: Sendable {
     /// first try took may be what failed. Without a session the payload
     /// waits once (a retry of one already waiting is not queued again); a
     /// `fresh` send always waits (the same file sent twice is two sends).
-    private mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
+    mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
                                     routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
         // Mesh first, always: off the mesh only for a peer no announce has come
         // from within the last minute, and only what an off-mesh transport carries.
@@ -1716,7 +1621,8 @@ public struct NodeCore: Sendable {
         case .groupMessage where packet.isBroadcast:
             using(\.groupsFeature, now: now) { groups, context in groups.take(packet, hops: hops, context: &context) }
         case .announceV2 where packet.isBroadcast:
-            takeAnnounceV2(packet, now: now)
+            let newestFirst = Array(noiseKeyOrder.reversed())
+            using(\.recognitionFeature, now: now) { v2, context in v2.take(packet, newestFirst: newestFirst, context: &context) }
         case .courierEnvelope where packet.recipientID == peerID:
             using(\.courierFeature, now: now) { courier, context in courier.take(packet, hops: hops, context: &context) }
         case .nostrCarrier where packet.recipientID == peerID:
@@ -1876,7 +1782,7 @@ public struct NodeCore: Sendable {
         case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
             takeVoice(body, from: sender, isPrivate: true, now: now)
         case let .unknown(type, body) where type == NoisePayload.Kind.vouch:
-            takeVouches(body, from: sender, now: now)
+            using(\.vouchesFeature, now: now) { vouches, context in vouches.take(body, from: sender, context: &context) }
         case let .unknown(type, body) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
             using(\.groupsFeature, now: now) { groups, context in
                 groups.takeState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, context: &context)

@@ -60,6 +60,8 @@ struct NodeContext {
     let trustKnown: Bool
     let blocked: Set<Fingerprint>
     let favorites: Set<Fingerprint>
+    /// Fingerprints the person verified (safety numbers compared).
+    let verified: Set<Fingerprint>
     /// Each Noise key's fingerprint, with the signing key first seen with it.
     let pins: [Fingerprint: [UInt8]]
     /// The Noise static keys verified announces gave us, by fingerprint (1,024, the oldest going).
@@ -69,7 +71,7 @@ struct NodeContext {
     private(set) var effects: [NodeEffect] = []
 
     init(now: Millis, wall: Millis, identity: Identity, nickname: String, trustKnown: Bool, blocked: Set<Fingerprint>,
-         favorites: Set<Fingerprint>, pins: [Fingerprint: [UInt8]], noiseKeys: [Fingerprint: [UInt8]],
+         favorites: Set<Fingerprint>, verified: Set<Fingerprint>, pins: [Fingerprint: [UInt8]], noiseKeys: [Fingerprint: [UInt8]],
          present: PeerTable<NodeCore.PeerCard>, sessions: SessionManager) {
         self.now = now
         self.wall = wall
@@ -78,6 +80,7 @@ struct NodeContext {
         self.trustKnown = trustKnown
         self.blocked = blocked
         self.favorites = favorites
+        self.verified = verified
         self.pins = pins
         self.noiseKeys = noiseKeys
         self.present = present
