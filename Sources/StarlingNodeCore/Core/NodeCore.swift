@@ -91,7 +91,7 @@ public struct NodeCore: Sendable {
     private var fileCopies: [String: Int] = [:]
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
     public private(set) var rekeys = 0
-    public private(set) var refusals = Refusals()
+    public internal(set) var refusals = Refusals()
     /// Public messages shown (packet IDs), so that a replay is never shown twice.
     private var shownPublic = BoundedSet<PacketID>(capacity: 10_000)
     /// Signed public packets from senders whose announce has not come yet
@@ -131,11 +131,9 @@ public struct NodeCore: Sendable {
     var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
     var voiceFeature: VoiceFeature? = VoiceFeature()
-    /// The private groups we belong to, and the group message packets kept for sync.
     /// Private groups (nil: off).
     var groupsFeature: GroupsFeature?
-    /// Noise static keys of peers whose verified announce we took (1,024, the
-    /// oldest going), each with its recognition key once computed (announce v2).
+    /// Noise static keys of peers whose verified announce we took (1,024, the oldest going).
     var noiseKeys: [Fingerprint: [UInt8]] = [:]
     private var noiseKeyOrder: [Fingerprint] = []
     /// Announce v2 recognition, and vouches taken.
@@ -143,30 +141,11 @@ public struct NodeCore: Sendable {
     var vouchesFeature: VouchesFeature? = VouchesFeature()
     /// Courier drops: carried for others, sealed to others' prekeys, online (docs/PROTOCOL.md, "Courier drops").
     var courierFeature: CourierFeature?
-    /// The gateway's tables (a listener's too: what it heard from gateways).
-    private var gateway = GatewayCore()
+    /// Location channels through gateways (ours when we are one), and mesh bridges (ours when we are one).
+    var gatewayFeature: GatewayFeature?
+    var bridgeFeature: BridgeFeature?
     /// Whether the runtime has a relay up for what the gateway and the bridge publish.
     private var nostrRelaysUp = false
-    /// Deletions of our crossed notices made while no bridge was near: they
-    /// cross when one is (``tombstonesWaitingToCross``, the oldest going).
-    private var tombstonesToCross: [BoardPacket] = []
-    static let tombstonesWaitingToCross = 32
-    /// They go one every 15 s (a bridge takes 10 deposits a minute of a
-    /// depositor, and queues 5 while its relays are down), each after our
-    /// announce has followed the bridge's appearance (it must know us to take one).
-    static let tombstoneCrossingGap: Millis = 15_000
-    private var lastTombstoneCrossed: Millis?
-    /// The bridge peer our lines cross through, and since when (nil: none): a
-    /// new one gets our announce at once, so that it can check our deposits.
-    private var crossingPeer: (peer: PeerID, since: Millis)?
-    /// `fromBridge` carriers shown here or sent by our bridge, offered to sync
-    /// (``carriersKeptForSync``, ``carrierSyncLifetime``), oldest first.
-    private var carriersForSync: [Packet] = []
-    static let carriersKeptForSync = 200
-    /// A carrier's event is shown only within 15 minutes of its time: no use syncing it after.
-    static let carrierSyncLifetime: UInt64 = 900_000
-    /// The bridge's tables (any node's too: what it heard from bridges, and the radio messages it heard).
-    var bridge = BridgeCore(cell: nil, key: nil)
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -189,7 +168,7 @@ public struct NodeCore: Sendable {
         // mesh or we hold some (``askForCarriers``), so a mesh without a bridge pays nothing; the apps neither ask nor answer.
         if var sync = routing.sync, !sync.rounds.contains(where: { $0.types.includes(.nostrCarrier) }) {
             sync.rounds.append(GossipStore.Round(types: SyncTypes([.nostrCarrier]), interval: configuration.carrierSyncInterval,
-                                                 capacity: Self.carriersKeptForSync))
+                                                 capacity: BridgeFeature.carriersKept))
             routing.sync = sync
         }
         // Group messages: a round of their own (type bit 10, 30 s, 200); iOS names the bit in its message round.
@@ -204,11 +183,9 @@ public struct NodeCore: Sendable {
         self.boardFeature = configuration.board.map { BoardFeature(configuration: $0) }
         self.courierFeature = CourierFeature(settings: .init(publishesPrekeys: configuration.publishesPrekeys, mailbox: configuration.courierMailbox,
                                                              bridging: configuration.bridgeSeed != nil && configuration.bridge != nil))
-        self.gateway = GatewayCore(limits: configuration.gatewayLimits)
-        let bridgeCell = configuration.bridgeSeed == nil ? nil : configuration.bridge
-        var bridgeKey: Secp256k1.PrivateKey?
-        if let bridgeCell, let seed = configuration.bridgeSeed { bridgeKey = MeshBridge.identity(seed: seed, cell: bridgeCell) }
-        self.bridge = BridgeCore(cell: bridgeCell, key: bridgeKey, limits: configuration.bridgeLimits)
+        self.gatewayFeature = GatewayFeature(serves: configuration.gateway, limits: configuration.gatewayLimits)
+        self.bridgeFeature = BridgeFeature(cell: configuration.bridge, settings: .init(crosses: configuration.crossesBridges, seed: configuration.bridgeSeed,
+                                                                                      limits: configuration.bridgeLimits))
         let signingKey = identity.signingKey
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
@@ -241,7 +218,8 @@ public struct NodeCore: Sendable {
     // MARK: Features
 
     /// The features this node was built with.
-    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature, recognitionFeature, vouchesFeature].compactMap { $0 } }
+    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature, recognitionFeature, vouchesFeature, gatewayFeature, bridgeFeature]
+            .compactMap { $0 } }
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
@@ -273,7 +251,7 @@ public struct NodeCore: Sendable {
             case let .event(e): emit(e)
             case let .output(o): outbox.append(o)
             case let .refused(reason): refusals[keyPath: reason] += 1
-            case let .originate(packet): perform(router.originate(packet, now: now), now: now)
+            case let .originate(packet): originate(packet, now: now)
             case let .provide(type, packets): router.provide(type, packets: packets)
             case let .sendPrivately(payload, peer):
                 // What cannot go now (no session, a handshake refused by its rate) goes
@@ -281,6 +259,8 @@ public struct NodeCore: Sendable {
                 try? sendNoise(payload, to: peer, now: now, fresh: true)
             case let .startHandshake(peer):
                 if !sessions.isHandshaking(with: peer) { try? startHandshake(with: peer, now: now) } // rate-limited; retried with the chores
+            case .announce: announce(now: now)
+            case let .silenceSyncRounds(types): router.silencedRounds = types
             }
         }
     }
@@ -294,6 +274,7 @@ public struct NodeCore: Sendable {
         due(\.boardFeature)
         due(\.groupsFeature)
         due(\.voiceFeature)
+        due(\.gatewayFeature)
     }
 
     /// Runs each feature's part of the chores.
@@ -556,24 +537,7 @@ public struct NodeCore: Sendable {
         }
     }
 
-    // MARK: Nostr carriers and the gateway
-
-    /// A location-channel event of ours (kind 20000, signed by our key for
-    /// that geohash) for a gateway to publish: directed and signed to a
-    /// reachable peer whose verified announce says gateway (bit 2), the
-    /// nearest first. Returns that peer (nil: no gateway here).
-    @discardableResult
-    public mutating func sendViaGateway(_ event: NostrEvent, geohash: String, now: Millis) throws -> PeerID? {
-        let gateways = present.entries.filter {
-            $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true && !blocked.contains($0.value.info.fingerprint)
-        }
-        guard let g = gateways.min(by: { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) })?.key else { return nil }
-        let carrier = try NostrCarrier(direction: .toGateway, geohash: geohash, eventJSON: Array(event.json.utf8))
-        var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: g, payload: carrier.encoded())
-        try PacketSigning.sign(&packet, with: identity.signingKey)
-        perform(router.originate(packet, now: now), now: now)
-        return g
-    }
+    // MARK: Nostr carriers
 
     /// The runtime has (or lost) a relay for what the gateway and the bridge
     /// publish: what waited goes when one is up.
@@ -581,29 +545,13 @@ public struct NodeCore: Sendable {
         nostrRelaysUp = up
         guard up else {
             courierFeature?.relaysUp = false
+            bridgeFeature?.relaysUp = false
             return
         }
-        if configuration.gateway { for u in gateway.relaysUp() { outbox.append(.publishNostr(u)) } }
-        for u in bridge.relaysUp() { outbox.append(.publishNostr(u)) }
+        using(\.gatewayFeature, now: now) { gateway, context in gateway.relaysUp(&context) }
+        using(\.bridgeFeature, now: now) { bridge, context in bridge.relaysUp(&context) }
         using(\.courierFeature, now: now) { courier, context in courier.relays(up: true, context: &context) }
         bridgeDue(now: now)
-    }
-
-    /// An event from a location channel the gateway follows: carried into the
-    /// mesh (``GatewayCore``'s budget) when it is one to carry.
-    @discardableResult
-    public mutating func gatewayDownlink(_ event: NostrEvent, geohash: String, now: Millis) -> Bool {
-        guard configuration.gateway else { return false }
-        let kept = gateway.fromRelay(event, geohash: geohash, now: now, wall: wall(now))
-        if kept { sendGatewayDownlinks(now: now) }
-        return kept
-    }
-
-    private mutating func sendGatewayDownlinks(now: Millis) {
-        for c in gateway.due(now: now, wall: wall(now)) {
-            let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
-            perform(router.originate(packet, now: now), now: now)
-        }
     }
 
     /// A carrier directed to us: a deposit, signed by its depositor's
@@ -615,265 +563,25 @@ public struct NodeCore: Sendable {
             refusals.carriers += 1 // unsigned, another's, not ours to take, or malformed
             return
         }
-        let upload: GatewayCore.Upload?
         if carrier.direction == .toBridge {
-            switch bridge.deposit(carrier, from: packet.senderID, signingKey: card.signingKey, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
-            case let .publish(u): upload = u
-            case .queued: upload = nil
-            case .refused: upload = nil; refusals.carriers += 1
-            }
+            using(\.bridgeFeature, now: now) { bridge, context in bridge.deposit(carrier, from: packet.senderID, signingKey: card.signingKey, context: &context) }
         } else {
-            switch gateway.deposit(carrier, from: packet.senderID, relaysUp: nostrRelaysUp, now: now, wall: wall(now)) {
-            case let .publish(u): upload = u
-            case .queued: upload = nil
-            case .refused: upload = nil; refusals.carriers += 1
-            }
+            let up = nostrRelaysUp
+            using(\.gatewayFeature, now: now) { gateway, context in gateway.deposit(carrier, from: packet.senderID, relaysUp: up, context: &context) }
         }
-        if let upload { outbox.append(.publishNostr(upload)) }
     }
 
-    /// A broadcast carrier: a gateway's event for the mesh, shown once when
-    /// its own signature holds (whoever relayed it).
+    /// A broadcast carrier: a bridge's or a gateway's event for the mesh, shown
+    /// once when its own signature holds (whoever relayed it).
     private mutating func hearCarrier(_ packet: Packet, hops: Int, now: Millis) {
         guard let carrier = try? NostrCarrier(decoding: packet.payload[...]) else {
             refusals.carriers += 1
             return
         }
-        if carrier.direction == .fromBridge {
-            guard let m = bridge.heard(carrier, hops: hops, now: now, wall: wall(now)) else { return }
-            // Taken (its author's signature held, new): offered to the neighbours that missed it.
-            offerCarrierForSync(packet, now: now)
-            if !fromBlocked(m) { emit(.bridgedMessage(m)) }
-            return
-        }
-        guard carrier.direction == .fromGateway else { return } // a deposit broadcast: nobody's to take
-        guard let e = gateway.heard(carrier, now: now, wall: wall(now)) else { return }
-        let nickname = e.tags.first { $0.count >= 2 && $0[0] == "n" }?[1]
-        emit(.gatewayMessage(GatewayMessage(geohash: carrier.geohash, eventID: e.id, pubkey: e.pubkey, nickname: nickname, text: e.content,
-                                            createdAt: e.created_at, hops: hops)))
-    }
-
-    /// The carriers' sync round asks only while a peer announcing bridge (bit 7)
-    /// is present or we hold carriers (checked every second).
-    private mutating func askForCarriers() {
-        let asks = !carriersForSync.isEmpty || bridge.cell != nil
-            || present.entries.values.contains { $0.info.capabilities?.contains(.bridge) == true }
-        router.silencedRounds = asks ? SyncTypes() : SyncTypes([.nostrCarrier])
-    }
-
-    /// A `fromBridge` carrier goes into the sync round of carriers (Starling's
-    /// type bit 40): flooding alone left ~5% of a 100-node mesh at 5% loss
-    /// without it, where public messages are repaired. As it came (a copy
-    /// from a sync answer too, made TTL 0 and RSR again when sent on).
-    private mutating func offerCarrierForSync(_ packet: Packet, now: Millis) {
-        var p = packet
-        p.isRSR = false
-        let w = wall(now)
-        carriersForSync.removeAll { $0.timestamp + Self.carrierSyncLifetime < w }
-        guard !carriersForSync.contains(where: { PacketID($0) == PacketID(p) }) else { return }
-        if carriersForSync.count >= Self.carriersKeptForSync { carriersForSync.removeFirst() }
-        carriersForSync.append(p)
-        router.provide(.nostrCarrier, packets: carriersForSync)
-    }
-
-    // MARK: The mesh bridge
-
-    /// `fromBridge` carriers our bridge sent into the mesh, in all.
-    public var bridgeDownlinked: Int { bridge.downlinked }
-
-    /// What our bridge remembers across a restart (nil: no bridge here), and a
-    /// counter that moves when it changes (to know when to write it).
-    /// A node whose lines cross (``Configuration/crossesBridges``) keeps it too:
-    /// what of its own crossed (its board notices) and the deletions waiting for a bridge.
-    /// (A node that only crosses keeps what of its own crossed and the deletions waiting:
-    /// not the sets a bridge keeps, which every public message heard would move.)
-    public var bridgeMemory: BridgeCore.Memory? {
-        guard bridge.cell != nil || configuration.crossesBridges else { return nil }
-        var m = bridge.cell != nil ? bridge.memory() : bridge.crossingMemory()
-        m.deletionsToCross = tombstonesToCross.map { $0.encoded().hexString }
-        return m
-    }
-    public var bridgeMemoryChanges: Int { (bridge.cell != nil ? bridge.memoryChanges : bridge.boardOutChanges) + deletionsToCrossChanges }
-    /// Moves when the deletions waiting to cross change: the node writes the memory at once then
-    /// (a deletion a person made is not left to the next 30 s).
-    public private(set) var deletionsToCrossChanges = 0
-
-    /// Takes back what our bridge (or our crossing) remembered before a restart.
-    public mutating func restoreBridgeMemory(_ m: BridgeCore.Memory) {
-        guard bridge.cell != nil || configuration.crossesBridges else { return }
-        bridge.remember(m)
-        // Only our own tombstones (a post is never held here), the last as many as wait while the node runs.
-        for hex in m.deletionsToCross.suffix(Self.tombstonesWaitingToCross) {
-            guard let bytes = try? [UInt8](hex: hex), let b = try? BoardPacket(decoding: bytes[...]), case .tombstone = b,
-                  b.authorKey == identity.signingPublicKey, !tombstonesToCross.contains(b) else { continue }
-            tombstonesToCross.append(b)
-        }
-    }
-
-    /// The nearest reachable peer whose verified announce says bridge (bit 7)
-    /// with its cell, not blocked.
-    private var bridgePeer: (peer: PeerID, cell: String)? {
-        present.entries.filter {
-            $0.key != peerID && $0.value.info.capabilities?.contains(.bridge) == true && $0.value.info.bridgeGeohash != nil
-                && !blocked.contains($0.value.info.fingerprint)
-        }
-        .min { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) }
-        .map { ($0.key, $0.value.info.bridgeGeohash ?? "") }
-    }
-
-    /// A bridge peer we cross through that is new (it appeared, or another took
-    /// its place) may have started after our last announce, and a deposit from
-    /// a sender it does not know waits only 2 s: we announce at once (such extra
-    /// announces at most one every 10 s, so that bridges coming and going cannot
-    /// make us flood announces; one held back goes when it may).
-    private mutating func noteCrossingPeer(now: Millis) {
-        guard configuration.crossesBridges, bridge.cell == nil, configuration.bridgeSeed != nil, let peer = bridgePeer?.peer else {
-            crossingPeer = nil
-            return
-        }
-        // A bridge next to us whose announce stops naming us (it names fewer than 10, so it would) has started
-        // afresh or lost us: it cannot check our deposits until it has our announce, which is owed again.
-        var knowsUs = true
-        if present[peer]?.hops == 1, let named = router.routes.neighbors(of: peer), named.count < Announce.maxNeighbors {
-            knowsUs = named.contains(peerID)
-        }
-        if crossingPeer?.peer != peer || (crossingPeerKnewUs && !knowsUs) { crossingPeer = (peer, now) }
-        crossingPeerKnewUs = knowsUs
-        // Owed while our last announce is older than its appearance; paid when the rate lets us.
-        if let c = crossingPeer, (lastAnnounce ?? 0) < c.since, lastCrossingAnnounce.map({ now >= $0 + 10_000 }) ?? true {
-            lastCrossingAnnounce = now
-            announce(now: now)
-        }
-    }
-    private var lastCrossingAnnounce: Millis?
-    private var crossingPeerKnewUs = false
-
-    /// Where what we write crosses to other meshes: our own bridge (peer nil),
-    /// or, with ``Configuration/crossesBridges``, the nearest bridge peer; nil: it does not cross.
-    private var crossingTarget: (peer: PeerID?, cell: String, key: Secp256k1.PrivateKey)? {
-        guard let seed = configuration.bridgeSeed else { return nil }
-        if let cell = bridge.cell { return (nil, cell, MeshBridge.identity(seed: seed, cell: cell)) }
-        if configuration.crossesBridges, let (peer, cell) = bridgePeer { return (peer, cell, MeshBridge.identity(seed: seed, cell: cell)) }
-        return nil
-    }
-
-    /// Our public message crosses (a bridge here, or ``Configuration/crossesBridges``
-    /// and a bridge peer): published by our bridge, or handed to the nearest
-    /// bridge peer as a `toBridge` deposit.
-    private mutating func crossBridges(_ text: String, timestamp: UInt64, now: Millis) {
-        guard let target = crossingTarget else { return }
-        guard let e = MeshBridge.message(text, nickname: nickname, cell: target.cell, senderIDHex: peerID.description, timestampMs: timestamp,
-                                         key: target.key, now: Int64(wall(now) / 1_000)) else {
-            return // empty once trimmed, or over 16,000 bytes: not one to cross (as iOS)
-        }
-        sendCrossing(e, to: target, what: "your line", now: now)
-    }
-
-    /// Our board post or tombstone crosses as our public messages do (kind
-    /// 1402, docs/PROTOCOL.md "Board posts across bridges").
-    mutating func crossBoard(_ b: BoardPacket, now: Millis) {
-        guard BridgeCore.mayCross(b) else { return }
-        guard let target = crossingTarget else {
-            if case .tombstone = b, bridge.crossedOut(b.postID, author: b.authorKey) {
-                // It follows its post when a bridge is near again (checked every second; kept across restarts in the bridge memory).
-                if !tombstonesToCross.contains(b) {
-                    if tombstonesToCross.count >= Self.tombstonesWaitingToCross { tombstonesToCross.removeFirst() }
-                    tombstonesToCross.append(b)
-                    deletionsToCrossChanges += 1
-                }
-                emit(.notice("your notice is deleted here; it had crossed to other meshes, and its deletion follows it there when a bridge is near"))
-            }
-            return
-        }
-        guard let e = MeshBridge.board(b, cell: target.cell, key: target.key, now: Int64(wall(now) / 1_000)) else {
-            return emit(.notice("your board notice stays on this mesh only: it could not be made a bridge event"))
-        }
-        sendCrossing(e, to: target, what: "your board notice", now: now)
-    }
-
-    /// Publishes `e` (our bridge) or hands it to the bridge peer; said in words when it cannot cross.
-    private mutating func sendCrossing(_ e: NostrEvent, to target: (peer: PeerID?, cell: String, key: Secp256k1.PrivateKey), what: String, now: Millis) {
-        // Said, not dropped in silence: what the radio carried but could not cross.
-        func notCrossed(_ why: String) { emit(.notice("\(what) went out on this mesh only: \(why)")) }
-        // The other bridges take events of at most 16 KiB of JSON (the carrier's bound), whichever way they come.
-        guard let carrier = try? NostrCarrier(direction: .toBridge, geohash: target.cell, eventJSON: Array(e.json.utf8)) else {
-            return notCrossed("as a bridge event it is over 16 KiB (long lines of quotes or control characters grow when escaped)")
-        }
-        guard let peer = target.peer else {
-            let upload = GatewayCore.Upload(event: e, geohash: target.cell, depositor: peerID)
-            bridge.published(e)
-            if nostrRelaysUp {
-                outbox.append(.publishNostr(upload))
-            } else if !bridge.queueOwn(upload) {
-                notCrossed("no relay is up and our bridge's queue holds 5 of ours already")
-            }
-            return
-        }
-        var packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: carrier.encoded())
-        do { try PacketSigning.sign(&packet, with: identity.signingKey) } catch { return notCrossed("it could not be signed (\(error))") }
-        bridge.published(e)
-        perform(router.originate(packet, now: now), now: now)
-    }
-
-    /// An event our bridge's subscription brought from the relays: shown when
-    /// it is one to show, and carried into the mesh after a short hold-off.
-    public mutating func bridgeFromRelay(_ event: NostrEvent, now: Millis) {
-        guard bridge.cell != nil else { return }
-        // Two bridges of one mesh both got it from the relays: the one with the lowest peer ID goes first,
-        // the others wait longer for its carrier (and yield), so that the mesh carries it once.
-        let ahead = present.entries.filter {
-            $0.key != peerID && $0.key.rawValue < peerID.rawValue && $0.value.info.capabilities?.contains(.bridge) == true
-        }.count
-        // (Board entries need not wait: a board takes a post once, whoever brings it.)
-        let extra = event.kind == MeshBridge.boardKind ? 0 : UInt64(min(ahead, 3)) * configuration.bridgeLimits.holdOffPerBridgeAhead
-        let jitter = 200 + rng.next() % 1_301 + extra
-        if let m = bridge.fromRelay(event, now: now, wall: wall(now), jitter: jitter), !fromBlocked(m) { emit(.bridgedMessage(m)) }
-    }
-
-    /// A bridged line whose `m` tag names a peer we blocked is not shown (its
-    /// radio copy never was). The tag is not authenticated: naming a blocked
-    /// peer can only hide a line, never show one.
-    private func fromBlocked(_ m: BridgedMessage) -> Bool {
-        guard let sender = m.meshSender else { return false }
-        return blocked.contains { $0.peerID.description == sender }
-    }
-
-    /// The bridge's downlinks, board entries and presence that are due.
-    private mutating func bridgeDue(now: Millis) {
-        guard bridge.cell != nil else { return }
-        for c in bridge.due(now: now, wall: wall(now)) {
-            let packet = Packet(type: .nostrCarrier, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: nil, payload: c.encoded())
-            offerCarrierForSync(packet, now: now)
-            perform(router.originate(packet, now: now), now: now)
-        }
-        // Board entries from the relays, one at a time (each spaced), counted only when the board takes them;
-        // posts from other meshes hold at most their share of it.
-        var tried = 0
-        while tried < 64, let b = bridge.nextBoard(now: now) {
-            tried += 1
-            if case .post = b, let board,
-               board.currentPosts(now: wall(now)).filter({ bridge.crossedIn($0) }).count >= configuration.bridgeLimits.crossedPostsOnBoard {
-                refusals.board += 1
-                continue
-            }
-            let w = wall(now)
-            var packet = Packet(type: .boardPost, ttl: 7, timestamp: w, senderID: peerID, payload: b.encoded())
-            do { try PacketSigning.sign(&packet, with: identity.signingKey) } catch {
-                // Not expected with our own key; the entry waits a minute rather than being lost.
-                bridge.boardNotSent(b, now: now, retryAfter: 60_000)
-                break
-            }
-            // One the board holds already (heard on the radio meanwhile), expired or refused costs nothing.
-            guard using(\.boardFeature, now: now, { board, context in board.take(packet, b, context: &context) }) == true else { continue }
-            bridge.boardTaken(b, now: now, spacing: configuration.bridgeLimits.boardSpacing + rng.next() % 1_501)
-            switch b {
-            case let .post(post): if !isBlockedAuthor(post.authorKey) { emit(.boardPost(boardEntry(post), from: peerID, hops: 0)) }
-            case let .tombstone(t): emit(.boardPostDeleted(postID: t.postID, authorKey: t.authorKey))
-            }
-            perform(router.originate(packet, now: now), now: now)
-        }
-        if let e = bridge.presenceDue(now: now, wall: wall(now), relaysUp: nostrRelaysUp), let cell = bridge.cell {
-            outbox.append(.publishNostr(GatewayCore.Upload(event: e, geohash: cell, depositor: peerID)))
+        switch carrier.direction {
+        case .fromBridge: using(\.bridgeFeature, now: now) { bridge, context in bridge.heard(carrier, in: packet, hops: hops, context: &context) }
+        case .fromGateway: using(\.gatewayFeature, now: now) { gateway, context in gateway.heard(carrier, hops: hops, context: &context) }
+        default: break // a deposit broadcast: nobody's to take
         }
     }
 
@@ -887,8 +595,6 @@ public struct NodeCore: Sendable {
         if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
         deadlines += features.compactMap(\.nextDeadline)
-        if configuration.gateway, let d = gateway.nextDeadline { deadlines.append(d) } // monotonic, as ours
-        if bridge.cell != nil, let d = bridge.nextDeadline(relaysUp: nostrRelaysUp) { deadlines.append(d) }
         return deadlines.min()
     }
 
@@ -898,8 +604,7 @@ public struct NodeCore: Sendable {
         performStately(stately.tick(now: now))
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
         tickFeatures(now: now)
-        if configuration.gateway, !gateway.pending.isEmpty { sendGatewayDownlinks(now: now) }
-        if let d = bridge.nextDeadline(relaysUp: nostrRelaysUp), now >= d { bridgeDue(now: now) }
+        if let d = bridgeFeature?.nextDeadline, now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
             housekeeping(now: now)
             nextHousekeeping = choresDeadline(now: now)
@@ -918,7 +623,7 @@ public struct NodeCore: Sendable {
         let w = wall(now)
         let courierDue = courierFeature?.nextExpiry.map { $0 > w ? now + ($0 - w) : now }
         // An announce owed to a bridge next to us goes when the rate lets it.
-        let owed = crossingPeer.flatMap { c in (lastAnnounce ?? 0) < c.since ? (lastCrossingAnnounce ?? now) + 10_000 : nil }
+        let owed = bridgeFeature?.announceOwed(lastAnnounce: lastAnnounce, now: now)
         let due = [present.nextExpiry, watch.nextCheck, sessions.nextExpiry, courierDue, owed].compactMap { $0 }.min()
         return max(now + 1, min(pace, due ?? .max))
     }
@@ -930,20 +635,10 @@ public struct NodeCore: Sendable {
 
     private mutating func housekeeping(now: Millis) {
         sessions.expire(now: now)
-        let w = wall(now)
-        askForCarriers()
-        noteCrossingPeer(now: now)
-        if !tombstonesToCross.isEmpty, crossingTarget != nil, crossingPeer.map({ (lastAnnounce ?? 0) >= $0.since }) ?? true,
-           lastTombstoneCrossed.map({ now >= $0 + Self.tombstoneCrossingGap }) ?? true {
-            let t = tombstonesToCross.removeFirst()
-            lastTombstoneCrossed = now
-            deletionsToCrossChanges += 1
-            crossBoard(t, now: now)
-        }
-        if let oldest = carriersForSync.first, oldest.timestamp + Self.carrierSyncLifetime < w {
-            carriersForSync.removeAll { $0.timestamp + Self.carrierSyncLifetime < w }
-            router.provide(.nostrCarrier, packets: carriersForSync) // past their time they leave the round
-        }
+        let routes = router.routes, announcedBefore = lastAnnounce
+        using(\.bridgeFeature, now: now) { bridge, context in bridge.chores(lastAnnounce: announcedBefore, routes: routes, context: &context) }
+        let announced = lastAnnounce // the chores may have announced just now
+        using(\.bridgeFeature, now: now) { bridge, context in bridge.choresAfterAnnounce(lastAnnounce: announced, context: &context) }
         featureChores(now: now)
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
@@ -991,7 +686,8 @@ public struct NodeCore: Sendable {
         var packet = Packet(type: .message, ttl: 7, timestamp: wall(now), senderID: peerID, payload: Array(text.utf8))
         try PacketSigning.sign(&packet, with: identity.signingKey)
         perform(router.originate(packet, now: now), now: now)
-        bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: peerID.description, timestampMs: packet.timestamp, content: text))
+        let heard = MeshBridge.stableID(senderIDHex: peerID.description, timestampMs: packet.timestamp, content: text)
+        bridgeFeature?.core.heardOnRadio(heard)
         if !nearbyOnly { crossBridges(text, timestamp: packet.timestamp, now: now) }
     }
 
@@ -1243,29 +939,6 @@ public struct NodeCore: Sendable {
             "node.privateShown": seen.count,
             "node.linkClocks": linkClocks.count,
             "node.noiseKeys": noiseKeys.count,
-            "gateway.queue": gateway.queue.count,
-            "gateway.pending": gateway.pending.count,
-            "node.carriersForSync": carriersForSync.count,
-            "node.tombstonesToCross": tombstonesToCross.count,
-            "gateway.depositors": gateway.sizes["gateway.depositors"] ?? 0,
-            "gateway.heardIDs": gateway.sizes["gateway.heardIDs"] ?? 0,
-            "gateway.shown": gateway.sizes["gateway.shown"] ?? 0,
-            "gateway.publishedIDs": gateway.sizes["gateway.publishedIDs"] ?? 0,
-            "gateway.rebroadcastIDs": gateway.sizes["gateway.rebroadcastIDs"] ?? 0,
-            "bridge.queue": bridge.sizes["bridge.queue"] ?? 0,
-            "bridge.pending": bridge.sizes["bridge.pending"] ?? 0,
-            "bridge.depositors": bridge.sizes["bridge.depositors"] ?? 0,
-            "bridge.radioIDs": bridge.sizes["bridge.radioIDs"] ?? 0,
-            "bridge.meshBroadcastIDs": bridge.sizes["bridge.meshBroadcastIDs"] ?? 0,
-            "bridge.publishedIDs": bridge.sizes["bridge.publishedIDs"] ?? 0,
-            "bridge.receivedIDs": bridge.sizes["bridge.receivedIDs"] ?? 0,
-            "bridge.rebroadcastIDs": bridge.sizes["bridge.rebroadcastIDs"] ?? 0,
-            "bridge.inbound": bridge.sizes["bridge.inbound"] ?? 0,
-            "bridge.shownFromRadio": bridge.sizes["bridge.shownFromRadio"] ?? 0,
-            "bridge.participants": bridge.sizes["bridge.participants"] ?? 0,
-            "bridge.pendingBoard": bridge.sizes["bridge.pendingBoard"] ?? 0,
-            "bridge.boardOut": bridge.sizes["bridge.boardOut"] ?? 0,
-            "bridge.boardIn": bridge.sizes["bridge.boardIn"] ?? 0,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
             "node.publicShown": shownPublic.count,
@@ -1481,6 +1154,9 @@ public struct NodeCore: Sendable {
 
     // MARK: Receiving
 
+    /// Sends a packet of ours into the mesh.
+    mutating func originate(_ packet: Packet, now: Millis) { perform(router.originate(packet, now: now), now: now) }
+
     private mutating func perform(_ actions: [MeshRouter.Action], now: Millis) {
         for action in actions {
             switch action {
@@ -1609,7 +1285,7 @@ public struct NodeCore: Sendable {
                 return
             }
             _ = shownPublic.insert(PacketID(packet))
-            bridge.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
+            bridgeFeature?.core.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
             emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
                           hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
         case .boardPost where boardFeature != nil && packet.isBroadcast:

@@ -45,6 +45,10 @@ enum NodeEffect {
     /// handshake started for it), as a fresh send: no receipt, no retry.
     case sendPrivately(NoisePayload, to: PeerID)
     case startHandshake(with: PeerID)
+    /// Our announce goes now (not waiting for its interval).
+    case announce
+    /// The sync rounds of these types ask nothing for now (all others ask).
+    case silenceSyncRounds(SyncTypes)
 }
 
 /// The node's facts a feature reads while it handles one thing, and the
@@ -104,4 +108,6 @@ struct NodeContext {
     mutating func provide(_ type: MessageType, packets: [Packet]) { effects.append(.provide(type, packets)) }
     mutating func sendPrivately(_ payload: NoisePayload, to peer: PeerID) { effects.append(.sendPrivately(payload, to: peer)) }
     mutating func startHandshake(with peer: PeerID) { effects.append(.startHandshake(with: peer)) }
+    mutating func announce() { effects.append(.announce) }
+    mutating func silenceSyncRounds(_ types: SyncTypes) { effects.append(.silenceSyncRounds(types)) }
 }
