@@ -40,7 +40,12 @@ public struct NodeCore: Sendable {
     /// The mesh router inside (read-only: statistics, routes, neighbourhood).
     public private(set) var router: MeshRouter
     var sessions: SessionManager
-    private var stately: StatelyEngine
+    /// Stately: our state, the states around, the power mode.
+    var statelyFeatureSlot: StatelyFeature?
+    var statelyFeature: StatelyFeature {
+        get { statelyFeatureSlot! } // set in init, never taken but while it works
+        set { statelyFeatureSlot = newValue }
+    }
     /// The wall clock minus `now`. Every `now` a node core is given is its
     /// monotonic time (timers: retries, expiries, relay delays, sessions); what
     /// goes on the wire (packet and announce stamps) and the freshness rule use
@@ -49,7 +54,7 @@ public struct NodeCore: Sendable {
     public var wallClockOffset: Int64 = 0 {
         didSet {
             router.wallClockOffset = wallClockOffset
-            stately.wallClockOffset = wallClockOffset
+            statelyFeatureSlot?.engine.wallClockOffset = wallClockOffset
         }
     }
     var rng: SeededGenerator
@@ -191,11 +196,7 @@ public struct NodeCore: Sendable {
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
         self.sessions = SessionManager(identity: identity, configuration: configuration.sessions)
         self.tracker = DeliveryTracker(schedule: configuration.retry)
-        var stately = StatelyEngine.Configuration(name: StateReport.clip(configuration.nickname))
-        stately.key = configuration.stateKey
-        self.stately = StatelyEngine(senderID: identity.peerID, configuration: stately, seed: rng.next(),
-                                     nonce: { (0..<12).map { _ in UInt8.random(in: 0...255) } })
-        self.stately.setOverride(configuration.powerMode, now: 0)
+        self.statelyFeatureSlot = StatelyFeature(identity: identity, configuration: configuration, seed: rng.next())
         self.favorites = configuration.favorites
         self.watch.silenceLimit = configuration.linkTimeout
         self.present.capacity = configuration.maxPeers
@@ -218,7 +219,7 @@ public struct NodeCore: Sendable {
     // MARK: Features
 
     /// The features this node was built with.
-    private var features: [any NodeFeature] { [boardFeature as (any NodeFeature)?, groupsFeature, voiceFeature, courierFeature, recognitionFeature, vouchesFeature, gatewayFeature, bridgeFeature]
+    private var features: [any NodeFeature] { [statelyFeatureSlot as (any NodeFeature)?, boardFeature, groupsFeature, voiceFeature, courierFeature, recognitionFeature, vouchesFeature, gatewayFeature, bridgeFeature]
             .compactMap { $0 } }
 
     /// The node's facts for a feature, at `now`.
@@ -275,6 +276,7 @@ public struct NodeCore: Sendable {
         due(\.groupsFeature)
         due(\.voiceFeature)
         due(\.gatewayFeature)
+        due(\.statelyFeatureSlot)
     }
 
     /// Runs each feature's part of the chores.
@@ -295,7 +297,7 @@ public struct NodeCore: Sendable {
         guard links.insert(link).inserted else { return }
         watch.up(link, now: now)
         router.linkUp(link, maxFrame: maxFrame ?? configuration.maxFrame, now: now)
-        performStately(stately.linkUp(link))
+        usingStately(now) { stately, context in stately.linkUp(link, context: &context) }
         announce(now: now)
         choresSoon(now: now)
     }
@@ -306,7 +308,7 @@ public struct NodeCore: Sendable {
         pingTimes[link] = nil
         watch.down(link)
         router.linkDown(link)
-        stately.linkDown(link)
+        statelyFeature.engine.linkDown(link)
     }
 
     /// A link's largest frame changed (BLE: a smaller MTU joined a shared notification).
@@ -329,7 +331,7 @@ public struct NodeCore: Sendable {
             return
         }
         switch channel {
-        case .stately: performStately(stately.receive(frame, on: link, now: now))
+        case .stately: usingStately(now) { stately, context in stately.receive(frame, on: link, context: &context) }
         case .mesh:
             guard let packet = try? Packet(decoding: frame) else {
                 router.noteMalformed()
@@ -592,7 +594,6 @@ public struct NodeCore: Sendable {
         // Alone, no announce is due: the first link's arrival announces at once.
         var deadlines = [nextHousekeeping] + (links.isEmpty ? [] : [(lastAnnounce ?? 0) + configuration.announceInterval])
         if let d = router.nextDeadline { deadlines.append(d) }
-        if let d = stately.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
         deadlines += features.compactMap(\.nextDeadline)
         return deadlines.min()
@@ -601,7 +602,6 @@ public struct NodeCore: Sendable {
     /// Runs what is due.
     public mutating func tick(now: Millis) {
         perform(router.tick(now: now), now: now)
-        performStately(stately.tick(now: now))
         if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
         tickFeatures(now: now)
         if let d = bridgeFeature?.nextDeadline, now >= d { bridgeDue(now: now) }
@@ -661,7 +661,7 @@ public struct NodeCore: Sendable {
             links.remove(l)
             pingTimes[l] = nil
             router.linkDown(l)
-            stately.linkDown(l)
+            statelyFeature.engine.linkDown(l)
             outbox.append(.closeLink(l))
         }
         for gone in present.expire(now: now) {
@@ -669,11 +669,6 @@ public struct NodeCore: Sendable {
             heldProbes[gone] = nil
             emit(.left(gone)) // no announce for 60 s
         }
-    }
-
-    /// A battery reading (the runtime reads it every minute).
-    public mutating func updatePower(_ reading: PowerReading?, now: Millis) {
-        stately.update(reading: reading, now: now)
     }
 
     // MARK: Commands
@@ -859,7 +854,7 @@ public struct NodeCore: Sendable {
     /// Changes this node's nickname and announces it at once.
     public mutating func rename(_ name: String, now: Millis) {
         nickname = name
-        stately.configuration.name = StateReport.clip(name)
+        statelyFeature.engine.configuration.name = StateReport.clip(name)
         announce(now: now)
     }
 
@@ -877,25 +872,6 @@ public struct NodeCore: Sendable {
         heldProbes = [:]
         present.removeAll()
     }
-
-    // MARK: Stately
-
-    /// Sets this node's state and broadcasts it at once (`invisible` stops broadcasting).
-    public mutating func setStatus(_ state: StateKind, now: Millis) {
-        performStately(stately.set(state, now: now))
-    }
-
-    /// Ends an SOS: the state before it goes out at once.
-    public mutating func clearSOS(now: Millis) {
-        performStately(stately.clearSOS(now: now))
-    }
-
-    public var status: StateKind { stately.current }
-    /// The states around, SOS first, blocked peers left out.
-    public var statusBoard: [StatelyEngine.PeerState] { stately.sortedBoard.filter { !isBlocked($0.senderID) } }
-    public var powerMode: PowerMode { stately.powerMode }
-    public var statusInterval: Millis { stately.interval }
-    public var statelyStatistics: StatelyEngine.Statistics { stately.statistics }
 
     // MARK: Queries
 
@@ -919,7 +895,7 @@ public struct NodeCore: Sendable {
     /// The size of every table this node keeps, the router's and Stately's
     /// among them, by name (docs/MESH.md, "Bounds"): what a soak watches.
     public var tableSizes: [String: Int] {
-        var sizes = router.tableSizes.merging(stately.tableSizes) { a, _ in a }
+        var sizes = router.tableSizes
         let watched = watch.counts
         let node: [String: Int] = [
             "node.links": links.count,
@@ -1166,23 +1142,6 @@ public struct NodeCore: Sendable {
                 deliver(packet, link: link, hops: hops, now: now)
             case let .progress(sender, _, received, total):
                 if !isBlocked(sender) { emit(.fileProgress(from: sender, received: received, total: total)) }
-            }
-        }
-    }
-
-    private mutating func performStately(_ actions: [StatelyEngine.Action]) {
-        for action in actions {
-            switch action {
-            case let .transmit(bytes, links):
-                outbox.append(.send(bytes, channel: .stately, links: links))
-            case let .updated(state):
-                if !isBlocked(state.senderID) { emit(.state(state)) }
-            case let .sos(state):
-                if !isBlocked(state.senderID) { emit(.sos(state)) }
-            case let .expired(peer):
-                emit(.stateExpired(peer))
-            case let .rejected(why):
-                emit(.rejected(Rejection(.stately, why)))
             }
         }
     }

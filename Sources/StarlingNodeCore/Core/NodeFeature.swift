@@ -101,6 +101,14 @@ struct NodeContext {
         present.entries.first { $0.value.info.fingerprint == fingerprint }?.key
     }
 
+    /// Whether a peer is blocked: the fingerprint of its verified announce, or of its session.
+    func isBlocked(_ peer: PeerID) -> Bool {
+        guard !blocked.isEmpty else { return false }
+        if let f = present[peer]?.info.fingerprint, blocked.contains(f) { return true }
+        if let f = sessions.fingerprint(of: peer), blocked.contains(f) { return true }
+        return false
+    }
+
     mutating func emit(_ event: NodeEvent) { effects.append(.event(event)) }
     mutating func output(_ output: NodeCore.Output) { effects.append(.output(output)) }
     mutating func refuse(_ reason: WritableKeyPath<NodeCore.Refusals, Int>) { effects.append(.refused(reason)) }
