@@ -84,12 +84,8 @@ public struct NodeCore: Sendable {
     private var heldProbes: [PeerID: Millis] = [:]
     /// Message IDs already shown, so a retried message is shown once.
     private var seen = BoundedSet<String>(capacity: 10_000)
-    /// What each link's announces said of its clock: when one last came within the
-    /// freshness window, and when one last came stamped outside it (its offset from
-    /// ours, ms), checked at most every 10 s a link. Links present only.
-    private var linkClocks: [LinkID: (fresh: Millis?, stale: (at: Millis, offset: Int64)?)] = [:]
-    /// When we last said that our clock looks wrong (said again after 10 minutes).
-    private var clockNoticeAt: Millis?
+    /// What each link's announces said of its clock.
+    private var clocks = ClockWatch()
     /// Private messages emitted whose receipt waits for ``stored(_:now:)``: sender, since when.
     private var awaitingStore: [String: (sender: PeerID, at: Millis)] = [:]
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
@@ -110,12 +106,10 @@ public struct NodeCore: Sendable {
     /// Signing keys pinned to Noise keys (first use), at most 4,096 (newest pin goes).
     var pins: [Fingerprint: [UInt8]] = [:]
     private var pinOrder: [Fingerprint] = []
-    /// Pings answered per link: 5 in 10 s (the apps' limit; a sender ID is free to claim).
-    private var pingTimes: [LinkID: [Millis]] = [:]
     /// Bytes of public text each sender may still have shown (4,096 senders at most).
     private var shownBudget: [PeerID: (bytes: Double, at: Millis)] = [:]
-    /// Our pings awaiting their pong, by nonce: to whom, when (64 at most, 10 s).
-    private var pings: [[UInt8]: (peer: PeerID, at: Millis)] = [:]
+    /// Our pings awaiting their pong, and the pings answered per link.
+    private var pings = Pings()
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
     /// Peers reachable off the mesh, and through which off-mesh transport
@@ -305,7 +299,7 @@ public struct NodeCore: Sendable {
     /// A link went down (the transport says so).
     public mutating func linkDown(_ link: LinkID, now: Millis) {
         guard links.remove(link) != nil else { return }
-        pingTimes[link] = nil
+        pings.linkDown(link)
         watch.down(link)
         router.linkDown(link)
         statelyFeature.engine.linkDown(link)
@@ -372,41 +366,9 @@ public struct NodeCore: Sendable {
         return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
     }
 
-    /// Notes what a neighbour's own announce (one hop: TTL as sent) says of its clock.
-    /// A stale one counts only when it is a well-formed announce signed by its own
-    /// key, checked at most every 10 s a link (a signature check costs ~90 µs).
     private mutating func noteClock(of packet: Packet, on link: LinkID?, fresh: Bool, now: Millis) {
-        guard packet.type == .announce, packet.ttl == Announcement.ttl, let link, links.contains(link) else { return }
-        var entry = linkClocks[link] ?? (nil, nil)
-        if fresh {
-            entry.fresh = now
-        } else {
-            if let last = entry.stale, now < last.at + 10_000 { return }
-            guard (try? Announcement.verify(packet, now: packet.timestamp)) != nil else { return }
-            entry.stale = (now, Int64(bitPattern: packet.timestamp &- wall(now)))
-        }
-        linkClocks[link] = entry
-    }
-
-    /// When most neighbours heard in the last 2 minutes (at least two) sent only
-    /// announces stamped outside ±`freshness`, our clock is the likelier one to be
-    /// wrong: said once (again after 10 minutes), with the offset they agree on.
-    private mutating func checkClock(now: Millis) {
-        linkClocks = linkClocks.filter { links.contains($0.key) }
-        let heard = linkClocks.filter { max($0.value.fresh ?? 0, $0.value.stale?.at ?? 0) + 120_000 >= now }
-        let staleOnly = heard.values.compactMap { e -> Int64? in
-            guard let s = e.stale, s.at > (e.fresh ?? 0) else { return nil }
-            return s.offset
-        }.sorted()
-        guard heard.count >= 2, staleOnly.count * 2 > heard.count else { return }
-        if let said = clockNoticeAt, now < said + 600_000 { return }
-        clockNoticeAt = now
-        let median = staleOnly[staleOnly.count / 2]
-        let minutes = (median.magnitude + 30_000) / 60_000
-        let amount = minutes >= 60 ? "\(minutes / 60) h \(minutes % 60) min" : "\(minutes) min"
-        emit(.notice("this machine's clock looks wrong: \(staleOnly.count) of the \(heard.count) neighbours heard stamp their "
-                     + "announces about \(amount) \(median > 0 ? "later" : "earlier") than it, and packets more than "
-                     + "\(configuration.freshness / 1000) s off are refused. Set the time (timedatectl, or NTP) and they are taken again."))
+        guard let link, links.contains(link) else { return }
+        clocks.note(packet, on: link, fresh: fresh, wall: wall(now), now: now)
     }
 
     /// What a person reads as said by a peer must be signed by that peer's key:
@@ -642,7 +604,7 @@ public struct NodeCore: Sendable {
         featureChores(now: now)
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
-        if !linkClocks.isEmpty { checkClock(now: now) }
+        if !clocks.isEmpty, let notice = clocks.check(up: links, freshness: configuration.freshness, now: now) { emit(.notice(notice)) }
         let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
         if expired > 0 {
             awaitingAnnounce.removeAll { now >= $0.at + 2_000 }
@@ -659,7 +621,7 @@ public struct NodeCore: Sendable {
         }
         for (l, _) in watch.check(now: now) {
             links.remove(l)
-            pingTimes[l] = nil
+            pings.linkDown(l)
             router.linkDown(l)
             statelyFeature.engine.linkDown(l)
             outbox.append(.closeLink(l))
@@ -739,10 +701,8 @@ public struct NodeCore: Sendable {
     /// Pings `peer` (mesh diagnostics, 0x26): its pong comes back as
     /// ``NodeEvent/pong(from:rttMillis:hops:)``. At most 64 pings wait at once.
     public mutating func ping(_ peer: PeerID, now: Millis) {
-        pings = pings.filter { now < $0.value.at + 10_000 }
-        guard pings.count < 64 else { return }
         let nonce = (0..<8).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-        pings[nonce] = (peer, now)
+        guard pings.send(nonce, to: peer, now: now) else { return }
         let p = Packet(type: .ping, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: nonce + [7])
         perform(router.originate(p, now: now), now: now)
     }
@@ -913,16 +873,14 @@ public struct NodeCore: Sendable {
             "node.handshakeStarted": handshakeStarted.count,
             "node.heldProbes": heldProbes.count,
             "node.privateShown": seen.count,
-            "node.linkClocks": linkClocks.count,
+            "node.linkClocks": clocks.count,
             "node.noiseKeys": noiseKeys.count,
             "node.awaitingStore": awaitingStore.count,
             "node.fileCopies": fileCopies.count,
             "node.publicShown": shownPublic.count,
             "node.awaitingAnnounce": awaitingAnnounce.count,
             "node.pins": pins.count,
-            "node.pingTimes": pingTimes.count,
             "node.shownBudget": shownBudget.count,
-            "node.pings": pings.count,
             "node.offMesh": offMesh.count,
             "node.handedOff": handedOff.count,
             "node.handedOffFailed": handedOffFailed.count,
@@ -932,6 +890,7 @@ public struct NodeCore: Sendable {
             "node.pendingHandshakes": sessions.pendingHandshakeCount,
         ]
         sizes.merge(node) { a, _ in a }
+        sizes.merge(pings.tableSizes) { a, _ in a }
         for feature in features { sizes.merge(feature.tableSizes) { a, _ in a } }
         return sizes
     }
@@ -1154,99 +1113,9 @@ public struct NodeCore: Sendable {
         let sender = packet.senderID
         switch packet.type {
         case .announce:
-            do {
-                let a = try Announcement.verify(packet, now: now)
-                // The signing key is pinned to the Noise key on first use: a later
-                // announce with the same Noise key and another signing key is refused
-                // before it binds a link or a route (someone signing in a known peer's name).
-                if let pinned = pins[Fingerprint(noiseStaticKey: a.noisePublicKey)], pinned != a.signingPublicKey {
-                    refusals.pinMismatch += 1
-                    emit(.rejected(Rejection(.badAnnounce, peer: sender,
-                                             "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
-                    return
-                }
-                // An announce older than the last one taken from this peer (a replay,
-                // or one overtaken on the way) changes nothing: not its name, its
-                // neighbours, its distance nor a link (while it is present; past 60 s
-                // without an announce it is new again).
-                if let known = present[sender], packet.timestamp < known.info.announcedAt {
-                    refusals.outdatedAnnounce += 1
-                    return
-                }
-                // A sync answer (RSR, TTL 0) replays a stored announce: its hop count says
-                // nothing about distance, and the neighbour that answered is not the
-                // announcer. Only a live announce one hop away binds a link; a replayed one
-                // keeps what was known of the distance (2 hops when nothing was).
-                let replayed = packet.isSyncAnswer
-                let hops = replayed ? present[sender]?.hops ?? 2 : hops
-                if hops == 1, !replayed, let link {
-                    perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
-                    watch.announced(link)
-                    using(\.courierFeature, now: now) { courier, context in courier.handOver(to: sender, noiseKey: a.noisePublicKey, context: &context) }
-                }
-                router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
-                let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
-                                    signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)),
-                                    announcedAt: packet.timestamp,
-                                    bridgeGeohash: a.capabilities.map { Capabilities(rawValue: $0).contains(.bridge) } == true
-                                        && a.bridgeGeohash.map(NostrCarrier.isValidGeohash) == true ? a.bridgeGeohash : nil)
-                pin(card.fingerprint, a.signingPublicKey)
-                rememberNoiseKey(card.fingerprint, a.noisePublicKey)
-                // §6.4: the session follows the Noise key, whatever ID the peer uses now.
-                if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
-                    sessions.rebind(sender, to: card.fingerprint)
-                }
-                let previous = present.announced(sender, info: card, hops: hops, now: now)
-                for gone in present.takeEvicted() {
-                    router.peerGone(gone)
-                    heldProbes[gone] = nil
-                    emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
-                }
-                if blocked.contains(card.fingerprint) { updateBlockedSenders() }
-                // A bridge's announce may owe it ours (noteCrossingPeer): the chores look right after it, not 5 s on.
-                if configuration.crossesBridges, a.bridgeGeohash != nil { nextHousekeeping = min(nextHousekeeping, now + 1) }
-                if previous == nil {
-                    using(\.courierFeature, now: now) { courier, context in courier.follow(&context) } // a newcomer's drops are followed at once
-                    followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
-                    using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: card.fingerprint, context: &context) }
-                } else if tracker.isHolding(for: sender) {
-                    probeHeld(sender, now: now)
-                }
-                if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
-                if previous == nil || previous?.info.capabilities != card.capabilities { emit(.capabilities(sender, card.capabilities)) }
-                // What came before the announce is checked now.
-                if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {
-                    let waiting = awaitingAnnounce.filter { $0.packet.senderID == sender }
-                    awaitingAnnounce.removeAll { $0.packet.senderID == sender }
-                    for w in waiting where links.contains(w.link) && admits(w.packet, bytes: w.bytes, on: w.link, now: now) {
-                        perform(router.receive(w.packet, bytes: w.bytes, on: w.link, now: now), now: now)
-                    }
-                }
-            } catch {
-                emit(.rejected(Rejection(.badAnnounce, peer: sender, "announce from \(sender): \(error)")))
-            }
+            takeAnnounce(packet, link: link, hops: hops, now: now)
         case .message:
-            guard packet.payload.count <= configuration.maxShownText else {
-                refusals.tooLong += 1
-                return
-            }
-            guard let text = String(validating: packet.payload, as: UTF8.self) else {
-                emit(.rejected(Rejection(.notText, peer: sender, "message from \(sender) is not UTF-8")))
-                return
-            }
-            // The duplicate filter forgets after 5 minutes; what was shown is remembered longer.
-            guard !shownPublic.contains(PacketID(packet)) else {
-                refusals.replayed += 1
-                return
-            }
-            guard takeShownBudget(sender, bytes: packet.payload.count, now: now) else {
-                refusals.flooding += 1
-                return
-            }
-            _ = shownPublic.insert(PacketID(packet))
-            bridgeFeature?.core.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
-            emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
-                          hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
+            showPublic(packet, hops: hops, now: now)
         case .boardPost where boardFeature != nil && packet.isBroadcast:
             showBoard(packet, hops: hops, now: now)
         case .voiceFrame where packet.isBroadcast:
@@ -1267,11 +1136,7 @@ public struct NodeCore: Sendable {
         case .ping where packet.recipientID == peerID:
             answerPing(packet, link: link, now: now)
         case .pong where packet.recipientID == peerID:
-            let nonce = Array(packet.payload.prefix(8))
-            if let sent = pings[nonce], sent.peer == sender {
-                pings[nonce] = nil
-                emit(.pong(from: sender, rttMillis: now >= sent.at ? now - sent.at : 0, hops: hops))
-            }
+            if let rtt = pings.pong(packet.payload, from: sender, now: now) { emit(.pong(from: sender, rttMillis: rtt, hops: hops)) }
         case .leave:
             router.peerGone(sender)
             if present.left(sender) != nil { emit(.left(sender)) }
@@ -1305,6 +1170,109 @@ public struct NodeCore: Sendable {
         default:
             break
         }
+    }
+
+    /// A verified announce: the peer is present (or its card updated), its
+    /// link and neighbours bound, what waited for it taken.
+    private mutating func takeAnnounce(_ packet: Packet, link: LinkID?, hops: Int, now: Millis) {
+        let sender = packet.senderID
+        do {
+            let a = try Announcement.verify(packet, now: now)
+            // The signing key is pinned to the Noise key on first use: a later
+            // announce with the same Noise key and another signing key is refused
+            // before it binds a link or a route (someone signing in a known peer's name).
+            if let pinned = pins[Fingerprint(noiseStaticKey: a.noisePublicKey)], pinned != a.signingPublicKey {
+                refusals.pinMismatch += 1
+                emit(.rejected(Rejection(.badAnnounce, peer: sender,
+                                         "announce from \(sender): its signing key is not the one first seen with its Noise key (refused)")))
+                return
+            }
+            // An announce older than the last one taken from this peer (a replay,
+            // or one overtaken on the way) changes nothing: not its name, its
+            // neighbours, its distance nor a link (while it is present; past 60 s
+            // without an announce it is new again).
+            if let known = present[sender], packet.timestamp < known.info.announcedAt {
+                refusals.outdatedAnnounce += 1
+                return
+            }
+            // A sync answer (RSR, TTL 0) replays a stored announce: its hop count says
+            // nothing about distance, and the neighbour that answered is not the
+            // announcer. Only a live announce one hop away binds a link; a replayed one
+            // keeps what was known of the distance (2 hops when nothing was).
+            let replayed = packet.isSyncAnswer
+            let hops = replayed ? present[sender]?.hops ?? 2 : hops
+            if hops == 1, !replayed, let link {
+                perform(router.bind(link, to: sender, now: now), now: now) // hands over what was held for it
+                watch.announced(link)
+                using(\.courierFeature, now: now) { courier, context in courier.handOver(to: sender, noiseKey: a.noisePublicKey, context: &context) }
+            }
+            router.setNeighbors(of: sender, Set(a.directNeighbors ?? []), now: now)
+            let card = PeerCard(nickname: a.nickname, fingerprint: Fingerprint(noiseStaticKey: a.noisePublicKey),
+                                signingKey: a.signingPublicKey, capabilities: a.capabilities.map(Capabilities.init(rawValue:)),
+                                announcedAt: packet.timestamp,
+                                bridgeGeohash: a.capabilities.map { Capabilities(rawValue: $0).contains(.bridge) } == true
+                                    && a.bridgeGeohash.map(NostrCarrier.isValidGeohash) == true ? a.bridgeGeohash : nil)
+            pin(card.fingerprint, a.signingPublicKey)
+            rememberNoiseKey(card.fingerprint, a.noisePublicKey)
+            // §6.4: the session follows the Noise key, whatever ID the peer uses now.
+            if sessions.fingerprint(of: sender) == nil, sessions.hasSession(for: card.fingerprint) {
+                sessions.rebind(sender, to: card.fingerprint)
+            }
+            let previous = present.announced(sender, info: card, hops: hops, now: now)
+            for gone in present.takeEvicted() {
+                router.peerGone(gone)
+                heldProbes[gone] = nil
+                emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
+            }
+            if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+            // A bridge's announce may owe it ours (noteCrossingPeer): the chores look right after it, not 5 s on.
+            if configuration.crossesBridges, a.bridgeGeohash != nil { nextHousekeeping = min(nextHousekeeping, now + 1) }
+            if previous == nil {
+                using(\.courierFeature, now: now) { courier, context in courier.follow(&context) } // a newcomer's drops are followed at once
+                followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
+                using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: card.fingerprint, context: &context) }
+            } else if tracker.isHolding(for: sender) {
+                probeHeld(sender, now: now)
+            }
+            if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
+            if previous == nil || previous?.info.capabilities != card.capabilities { emit(.capabilities(sender, card.capabilities)) }
+            // What came before the announce is checked now.
+            if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {
+                let waiting = awaitingAnnounce.filter { $0.packet.senderID == sender }
+                awaitingAnnounce.removeAll { $0.packet.senderID == sender }
+                for w in waiting where links.contains(w.link) && admits(w.packet, bytes: w.bytes, on: w.link, now: now) {
+                    perform(router.receive(w.packet, bytes: w.bytes, on: w.link, now: now), now: now)
+                }
+            }
+        } catch {
+            emit(.rejected(Rejection(.badAnnounce, peer: sender, "announce from \(sender): \(error)")))
+        }
+    }
+
+    /// A public message: shown once, within its sender's budget.
+    private mutating func showPublic(_ packet: Packet, hops: Int, now: Millis) {
+        let sender = packet.senderID
+        guard packet.payload.count <= configuration.maxShownText else {
+            refusals.tooLong += 1
+            return
+        }
+        guard let text = String(validating: packet.payload, as: UTF8.self) else {
+            emit(.rejected(Rejection(.notText, peer: sender, "message from \(sender) is not UTF-8")))
+            return
+        }
+        // The duplicate filter forgets after 5 minutes; what was shown is remembered longer.
+        guard !shownPublic.contains(PacketID(packet)) else {
+            refusals.replayed += 1
+            return
+        }
+        guard takeShownBudget(sender, bytes: packet.payload.count, now: now) else {
+            refusals.flooding += 1
+            return
+        }
+        _ = shownPublic.insert(PacketID(packet))
+        bridgeFeature?.core.heardOnRadio(MeshBridge.stableID(senderIDHex: sender.description, timestampMs: packet.timestamp, content: text))
+        emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
+                      hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
     }
 
     private mutating func handshake(_ packet: Packet, now: Millis) {
@@ -1531,14 +1499,9 @@ public struct NodeCore: Sendable {
 
     /// A ping for us: a pong back with the same payload, as the apps answer.
     private mutating func answerPing(_ packet: Packet, link: LinkID?, now: Millis) {
-        if let link {
-            var times = (pingTimes[link] ?? []).filter { now >= $0 && now - $0 < 10_000 }
-            guard times.count < 5 else {
-                refusals.pings += 1
-                return
-            }
-            times.append(now)
-            pingTimes[link] = times
+        guard pings.answers(on: link, now: now) else {
+            refusals.pings += 1
+            return
         }
         let pong = Packet(type: .pong, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: packet.senderID, payload: packet.payload)
         perform(router.originate(pong, now: now), now: now)
