@@ -22,7 +22,7 @@ import StarlingWire
 /// UDP (loopback discovery, explicit peers, opt-in LAN) is built in; other
 /// transports (Bluetooth LE through `StarlingBluetooth`, an ``InMemoryHub``'s
 /// endpoints) are handed in through ``Options/transports``.
-public actor MeshNode {
+public actor MeshNode: DeadlineDriven {
     public typealias Event = NodeEvent
     public typealias PeerInfo = NodeCore.PeerInfo
     public typealias FileTooLarge = NodeCore.FileTooLarge
@@ -129,15 +129,15 @@ public actor MeshNode {
     private var hasRun = false
     private var stopping: Task<Void, Never>?
     private var runDeadline: Millis?
-    private var timer = DeadlineTimer()
+    package var driver = DeadlineDriver()
     private var lastPowerReading: Millis = 0
     private let stopped: AsyncStream<Void>
     private let stoppedContinuation: AsyncStream<Void>.Continuation
     /// Times the node woke for its own deadlines (not for a frame or a command).
-    public private(set) var wakeUps = 0
+    public var wakeUps: Int { driver.wakeUps }
     /// When the node will next wake by itself (node time: ms, the wall clock at
     /// its start going on at a monotonic pace), if it is running.
-    public var scheduledWake: Millis? { timer.wakeAt }
+    public var scheduledWake: Millis? { driver.wakeAt }
     /// When the core has something to do next (the timer may be armed earlier: it fires harmlessly then).
     public var coreDeadline: Millis? { core.nextDeadline }
 
@@ -263,7 +263,7 @@ public actor MeshNode {
             return
         }
         running = false
-        timer.cancel()
+        driver.stop()
         saveBoard(force: true)
         saveBridgeMemory(force: true)
         let transports = self.transports, offMesh = options.offMeshTransports, done = stoppedContinuation, bulk = bulkServer
@@ -279,20 +279,17 @@ public actor MeshNode {
 
     // MARK: Time
 
-    /// Arms the timer for the earliest of: the core's next deadline, the next
-    /// battery reading, the end of the run. An earlier timer already armed stays.
-    private func rearm() {
-        guard running else { return }
+    /// The earliest of: the core's next deadline, the next battery reading,
+    /// the end of the run (``DeadlineDriven``: the driver keeps the timer armed for it).
+    package var nextWake: UInt64? {
         var next = min(core.nextDeadline ?? .max, lastPowerReading + 60_000)
         if let runDeadline { next = min(next, runDeadline) }
-        timer.arm(at: next, now: readClock()) { [weak self] in await self?.wake() }
+        return next
     }
+    package var drives: Bool { running }
+    package func clockNow() -> UInt64 { readClock() }
 
-    private func wake() async {
-        timer.fired()
-        guard running else { return }
-        wakeUps += 1
-        let now = readClock()
+    package func due(now: UInt64) async {
         if let runDeadline, now >= runDeadline {
             await stop()
             return
@@ -300,7 +297,6 @@ public actor MeshNode {
         if now >= lastPowerReading + 60_000 { readPower(now: now) }
         core.tick(now: now)
         flush()
-        rearm()
     }
 
     private func readPower(now: Millis) {

@@ -160,14 +160,14 @@ public enum NostrTransportError: Error, Hashable, Sendable, CustomStringConverti
 
 extension NostrTransport {
     /// The relay pool: the core, one connection task a relay, the timer.
-    actor Pool {
+    actor Pool: DeadlineDriven {
         var core: NostrClientCore
         let options: Options
         let events: AsyncStream<OffMeshEvent>.Continuation
         let logger: Logger
         private var writers: [String: AsyncStream<String>.Continuation] = [:]
         private var tasks: [Task<Void, Never>] = []
-        private var timer = DeadlineTimer()
+        package var driver = DeadlineDriver()
         private var running = false
         /// The last thing said about each relay.
         private var lastNotice: [String: String] = [:]
@@ -248,7 +248,7 @@ extension NostrTransport {
             running = false
             for t in tasks { t.cancel() }
             tasks = []
-            timer.cancel()
+            driver.stop()
             for w in writers.values { w.finish() }
             writers = [:]
         }
@@ -324,14 +324,11 @@ extension NostrTransport {
             rearm()
         }
 
-        private func rearm() {
-            guard running else { return }
-            timer.arm(at: core.nextDeadline, now: readClock()) { [weak self] in await self?.wake() }
-        }
-
-        private func wake() {
-            timer.fired()
-            core.tick(now: readClock())
+        package var drives: Bool { running }
+        package var nextWake: UInt64? { core.nextDeadline }
+        package func clockNow() -> UInt64 { readClock() }
+        package func due(now: UInt64) async {
+            core.tick(now: now)
             flush()
         }
 

@@ -10,7 +10,7 @@ import StarlingYaOKServerCore
 /// drops out of ``outcomes``; whether the server answers (said once an
 /// outage) out of ``answering``. A server given by a host name is looked up
 /// again when it stops answering (``ServerName``).
-public actor CourierMailboxClient {
+public actor CourierMailboxClient: DeadlineDriven {
     /// The address the server had when the client was made.
     public nonisolated let server: UDPAddress
     /// Where the server is now (the name's latest address).
@@ -31,7 +31,7 @@ public actor CourierMailboxClient {
     private let socket: UDPSocket
     private var core: CourierMailboxCore
     private var tasks: [Task<Void, Never>] = []
-    private var timer = DeadlineTimer()
+    package var driver = DeadlineDriver()
     private var running = false
     private let time = NodeTime()
 
@@ -59,12 +59,12 @@ public actor CourierMailboxClient {
             guard from == client.address else { return } // only the server speaks for the server
             client.received(bytes)
         })
-        tick()
+        perform(core.tick(now: time.now()))
     }
 
     public func stop() {
         running = false
-        timer.cancel()
+        driver.stop()
         for t in tasks { t.cancel() }
         tasks = []
         socket.close()
@@ -84,9 +84,11 @@ public actor CourierMailboxClient {
         perform(core.receive(bytes, now: time.now()))
     }
 
-    private func tick() {
-        timer.fired()
-        perform(core.tick(now: time.now()))
+    package var drives: Bool { running }
+    package var nextWake: UInt64? { core.nextDeadline() }
+    package func clockNow() -> UInt64 { time.now() }
+    package func due(now: UInt64) async {
+        perform(core.tick(now: now))
         // Still not answering: the name may point elsewhere now (at most every 30 s).
         if !core.ready, core.outageSaid { lookUpAgain() }
     }
@@ -103,8 +105,7 @@ public actor CourierMailboxClient {
                 if !yes { lookUpAgain() }
             }
         }
-        guard running else { return }
-        timer.arm(at: core.nextDeadline(), now: time.now()) { [weak self] in await self?.tick() }
+        rearm()
     }
 }
 

@@ -8,7 +8,7 @@ import StarlingYaOKServerCore
 /// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
 /// retry; ``DeadlineTimer``) or until a datagram comes. A server given by a
 /// host name is looked up again when it stops answering (``ServerName``).
-public actor YaOKClient {
+public actor YaOKClient: DeadlineDriven {
     public typealias Event = YaOKClientCore.Event
 
     /// The address the server had when the client was made.
@@ -19,7 +19,7 @@ public actor YaOKClient {
     private let socket: UDPSocket
     private var receiver: Task<Void, Never>?
     private var core: YaOKClientCore
-    private var timer = DeadlineTimer()
+    package var driver = DeadlineDriver()
     private var running = false
     private var name: ServerName
     /// Where the server is now (the name's latest address).
@@ -91,7 +91,7 @@ public actor YaOKClient {
         running = false
         receiver?.cancel()
         receiver = nil
-        timer.cancel()
+        driver.stop()
         socket.close()
         continuation.finish()
     }
@@ -115,9 +115,11 @@ public actor YaOKClient {
         perform(core.receive(bytes, now: readClock()))
     }
 
-    private func tick() {
-        timer.fired()
-        perform(core.tick(now: readClock()))
+    package var drives: Bool { running }
+    package var nextWake: UInt64? { core.nextDeadline }
+    package func clockNow() -> UInt64 { readClock() }
+    package func due(now: UInt64) async {
+        perform(core.tick(now: now))
         // Unregistered and unanswered: the name may point elsewhere now.
         if name.name != nil, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
     }
@@ -125,10 +127,6 @@ public actor YaOKClient {
     /// The core's deadline may have moved: the timer follows it. (The wall
     /// clock's offset is read with every reading of the clock, so a step
     /// needs no wake of its own: a REGISTER's timestamp reads it then.)
-    private func rearm() {
-        guard running else { return }
-        timer.arm(at: core.nextDeadline, now: readClock()) { [weak self] in await self?.tick() }
-    }
 
     private func perform(_ steps: [YaOKClientCore.Step]) {
         for step in steps {
