@@ -17,7 +17,7 @@ import StarlingStore
 /// Ya OK server). It decides nothing itself: it hands the core what happens
 /// and carries out what the core says. Faces (the terminal, the daemon's API)
 /// read ``events`` and call its commands.
-public actor Messenger {
+public actor Messenger: DeadlineDriven {
     public nonisolated let node: MeshNode
     public nonisolated let events: AsyncStream<MessengerEvent>
     private let continuation: AsyncStream<MessengerEvent>.Continuation
@@ -78,7 +78,7 @@ public actor Messenger {
             }
         }
         // The messenger's clock (history bursts that went quiet are given to the faces)
-        // runs only while a burst waits: an idle messenger never wakes (``armClock()``).
+        // runs only while a burst waits: an idle messenger never wakes (``rearm()``).
         // Location channels (Nostr), given to the faces as they come; a gateway's
         // channels also to the node, which carries their events into the mesh.
         let channels = Task { [weak self, nostr, continuation, node, gatewayChannels, bridgeCell] in
@@ -124,32 +124,31 @@ public actor Messenger {
         for await event in node.events {
             await take(event)
         }
-        clockTimer.cancel()
+        stopped = true
+        driver.stop()
         relaysWatch.cancel()
         channels.cancel()
         continuation.finish()
     }
 
-    private func tick() async {
-        clockTimer.fired()
+    package var driver = DeadlineDriver()
+    private var stopped = false
+    package var drives: Bool { !stopped }
+    /// While a history burst waits, a look every 250 ms; otherwise no timer at all.
+    package var nextWake: UInt64? { core.wantsTick ? clockMillis + 250 : nil }
+    package func clockNow() -> UInt64 { clockMillis }
+    package func due(now: UInt64) async {
         guard core.wantsTick else { return }
         core.tick(now: Self.now)
         await carryOut()
     }
 
-    private var clockTimer = DeadlineTimer()
     private let clockStart = ContinuousClock.now
     private var clockMillis: UInt64 {
         let d = (ContinuousClock.now - clockStart).components
         return UInt64(d.seconds) * 1_000 + UInt64(d.attoseconds / 1_000_000_000_000_000)
     }
 
-    /// While a history burst waits, a look every 250 ms; otherwise no timer at all.
-    private func armClock() {
-        guard core.wantsTick else { return }
-        let now = clockMillis
-        clockTimer.arm(at: now + 250, now: now) { [weak self] in await self?.tick() }
-    }
 
     private func serverChanged(_ up: Bool) async {
         core.serverChanged(up: up, now: Self.now)
@@ -182,7 +181,7 @@ public actor Messenger {
             for effect in effects { await apply(effect) }
             effects = core.takeEffects()
         }
-        armClock()
+        rearm()
     }
 
     private func apply(_ effect: MessengerCore.Effect) async {
