@@ -18,11 +18,14 @@ public enum LocationChannel {
     public enum Error: Swift.Error, Hashable, Sendable, CustomStringConvertible {
         case badGeohash(String)
         case tooLong(Int)
+        /// The event could not be signed (not expected with a valid key).
+        case unsigned(String)
 
         public var description: String {
             switch self {
             case let .badGeohash(g): "\(g.prefix(20)) is not a geohash (1 to 12 of 0-9 b-h j k m n p-z)"
             case let .tooLong(n): "\(n) bytes: a channel message is at most \(LocationChannel.maxText)"
+            case let .unsigned(why): "the channel event could not be signed: \(why)"
             }
         }
     }
@@ -57,14 +60,14 @@ public enum LocationChannel {
         var tags = [["g", geohash]]
         if let nickname, !nickname.isEmpty { tags.append(["n", nickname]) }
         var event = NostrEvent(pubkey: "", createdAt: now, kind: messageKind, tags: tags, content: text)
-        try? event.sign(with: key)
+        do { try event.sign(with: key) } catch { throw .unsigned("\(error)") }
         return event
     }
 
     /// Presence in a channel: content empty, tags exactly `[["g", geohash]]`.
-    public static func presence(geohash: String, key: Secp256k1.PrivateKey, now: Int64) -> NostrEvent {
+    public static func presence(geohash: String, key: Secp256k1.PrivateKey, now: Int64) throws(Error) -> NostrEvent {
         var event = NostrEvent(pubkey: "", createdAt: now, kind: presenceKind, tags: [["g", geohash]], content: "")
-        try? event.sign(with: key)
+        do { try event.sign(with: key) } catch { throw .unsigned("\(error)") }
         return event
     }
 

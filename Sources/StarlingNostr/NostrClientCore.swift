@@ -433,7 +433,9 @@ public struct NostrClientCore: Sendable {
         channels[g] = key
         let req = NostrClientMessage.request(subscription: "geo-" + g, filters: [LocationChannel.filter(geohash: g, now: Int64(wall(now) / 1000))]).json
         for relay in relays.sorted() { outbox.append(.send(req, relay: relay)) }
-        publish(LocationChannel.presence(geohash: g, key: key, now: Int64(wall(now) / 1000)), ticket: "", now: now)
+        do { publish(try LocationChannel.presence(geohash: g, key: key, now: Int64(wall(now) / 1000)), ticket: "", now: now) } catch {
+            outbox.append(.rejected("our presence in \(g) could not be signed (\(error)): the channel is joined without it"))
+        }
     }
 
     public mutating func leave(_ geohash: String) {
@@ -512,7 +514,10 @@ public struct NostrClientCore: Sendable {
         }
         if !reads.isEmpty, now >= nextRead {
             let (payload, peer) = reads.removeFirst()
-            try? wrapAndPublish(payload, to: peer, ticket: "", now: now)
+            // A read receipt that cannot go (the contact gone meanwhile) is said, not retried: it is a courtesy.
+            do { try wrapAndPublish(payload, to: peer, ticket: "", now: now) } catch {
+                outbox.append(.rejected("a read receipt to \(peer) could not be sent: \(error)"))
+            }
             nextRead = now + configuration.readReceiptInterval
         }
     }

@@ -470,7 +470,7 @@ struct Pair {
         let message = try LocationChannel.message("hi", nickname: "ann", geohash: "u4pruyd", key: .random(), now: 1_790_000_000)
         #expect(message.kind == 20_000 && message.tags == [["g", "u4pruyd"], ["n", "ann"]])
         try message.verify()
-        let presence = LocationChannel.presence(geohash: "u4pruyd", key: .random(), now: 1_790_000_000)
+        let presence = try LocationChannel.presence(geohash: "u4pruyd", key: .random(), now: 1_790_000_000)
         #expect(presence.kind == 20_001 && presence.tags == [["g", "u4pruyd"]] && presence.content.isEmpty)
         #expect(NostrClientMessage.request(subscription: "geo-u4pruyd", filters: [LocationChannel.filter(geohash: "u4pruyd", now: 1_790_003_600)]).json
             == "[\"REQ\",\"geo-u4pruyd\",{\"#g\":[\"u4pruyd\"],\"kinds\":[20000,20001],\"limit\":1000,\"since\":1790000000}]")

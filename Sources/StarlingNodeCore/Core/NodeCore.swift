@@ -821,8 +821,11 @@ public struct NodeCore: Sendable {
     /// Tells everyone this node is leaving (a signed LEAVE).
     public mutating func leave(now: Millis) {
         var packet = Packet(type: .leave, ttl: 7, timestamp: wall(now), senderID: peerID, payload: [])
-        try? PacketSigning.sign(&packet, with: identity.signingKey)
-        perform(router.originate(packet, now: now), now: now)
+        do { try PacketSigning.sign(&packet, with: identity.signingKey) } catch {
+            // Unsigned, every node would refuse it: peers see us go when our announces stop (60 s).
+            return emit(.notice("our leave could not be signed (\(error)): peers see us go within a minute"))
+        }
+        originate(packet, now: now)
     }
 
     /// Forgets every session and key in memory, and who is around (panic).
