@@ -107,25 +107,17 @@ public struct NodeCore: Sendable {
     var pins: [Fingerprint: [UInt8]] = [:]
     private var pinOrder: [Fingerprint] = []
     /// Bytes of public text each sender may still have shown (4,096 senders at most).
-    private var shownBudget: [PeerID: (bytes: Double, at: Millis)] = [:]
+    private var shownBudget: ShownBudget
     /// Our pings awaiting their pong, and the pings answered per link.
     private var pings = Pings()
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
-    /// Peers reachable off the mesh, and through which off-mesh transport
-    /// (4,096 at most: the application sets them, from its favourites).
-    private var offMesh: [PeerID: Set<String>] = [:]
-    /// Tickets handed to an off-mesh transport and not failed: a retry of the
-    /// same message is not sent again that way (10,000 remembered).
-    private var handedOff = BoundedSet<String>(capacity: 10_000)
-    /// Tickets handed off whose failure would make them worth a second try.
-    private var handedOffFailed: Set<String> = []
+    /// Which off-mesh transports reach which peers, and what went that way.
+    private var offMesh = OffMeshRoutes()
     /// Our private messages not yet read, and to whom (10,000 at most, oldest
     /// forgotten): a read receipt counts once, and only from the recipient.
     private var unread: [String: PeerID] = [:]
     private var unreadOrder: [String] = []
-    /// Our messages that went off the mesh, by ticket: to whom, which way (1,024 at most).
-    private var offMeshSent: [String: (peer: PeerID, via: String)] = [:]
     /// The mesh board (nil: off).
     var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
@@ -194,6 +186,7 @@ public struct NodeCore: Sendable {
         self.favorites = configuration.favorites
         self.watch.silenceLimit = configuration.linkTimeout
         self.present.capacity = configuration.maxPeers
+        self.shownBudget = ShownBudget(burst: configuration.shownBytesBurst, perSecond: configuration.shownBytesPerSecond)
         self.handshakeBudget = TokenBucket(perMinute: configuration.handshakesPerMinute)
         self.strangerHandshakeBudget = TokenBucket(perMinute: configuration.strangerHandshakesPerMinute)
         self.rng = rng
@@ -884,16 +877,13 @@ public struct NodeCore: Sendable {
             "node.awaitingAnnounce": awaitingAnnounce.count,
             "node.pins": pins.count,
             "node.shownBudget": shownBudget.count,
-            "node.offMesh": offMesh.count,
-            "node.handedOff": handedOff.count,
-            "node.handedOffFailed": handedOffFailed.count,
             "node.unread": unread.count,
-            "node.offMeshSent": offMeshSent.count,
             "node.sessions": sessions.sessionCount,
             "node.pendingHandshakes": sessions.pendingHandshakeCount,
         ]
         sizes.merge(node) { a, _ in a }
         sizes.merge(pings.tableSizes) { a, _ in a }
+        sizes.merge(offMesh.tableSizes) { a, _ in a }
         for feature in features { sizes.merge(feature.tableSizes) { a, _ in a } }
         return sizes
     }
@@ -986,7 +976,7 @@ public struct NodeCore: Sendable {
     }
 
     private mutating func handOff(_ payload: NoisePayload, to peer: PeerID, via: String, ticket: String) {
-        guard handedOff.insert(ticket) || handedOffFailed.remove(ticket) != nil else { return } // a retry: it went already
+        guard offMesh.handOff(ticket) else { return } // a retry: it went already
         outbox.append(.sendOffMesh(payload, to: peer, via: via, ticket: ticket))
     }
 
@@ -996,7 +986,7 @@ public struct NodeCore: Sendable {
     /// reachable off the mesh). What waits for it goes now, if it is away.
     public mutating func setOffMeshRoute(_ peer: PeerID, via: String?, now: Millis) {
         guard let via else {
-            offMesh[peer] = nil
+            offMesh.forget(peer)
             return
         }
         setOffMeshRoute(peer, via: via, reachable: true, now: now)
@@ -1005,25 +995,14 @@ public struct NodeCore: Sendable {
     /// Says whether the off-mesh transport `via` reaches `peer` off the mesh
     /// (several may: they are tried in ``Configuration/offMeshOrder``).
     public mutating func setOffMeshRoute(_ peer: PeerID, via: String, reachable: Bool, now: Millis) {
-        guard reachable else {
-            offMesh[peer]?.remove(via)
-            if offMesh[peer]?.isEmpty == true { offMesh[peer] = nil }
-            return
-        }
-        guard offMesh[peer] != nil || offMesh.count < 4_096 else { return }
-        let fresh = offMesh[peer] == nil
-        offMesh[peer, default: []].insert(via)
+        let fresh = offMesh.set(peer, via: via, reachable: reachable)
         if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
     }
 
     /// Which off-mesh transport reaches `peer` off the mesh, if any: the first
     /// in the configured order.
     public func offMeshRoute(_ peer: PeerID) -> String? {
-        guard let routes = offMesh[peer] else { return nil }
-        let order = configuration.offMeshOrder
-        return routes.min { a, b in
-            (order.firstIndex(of: a) ?? order.count, a) < (order.firstIndex(of: b) ?? order.count, b)
-        }
+        offMesh.route(peer, order: configuration.offMeshOrder)
     }
 
     /// A private payload arrived through an off-mesh transport, from `peer`
@@ -1036,16 +1015,14 @@ public struct NodeCore: Sendable {
     /// The off-mesh transport's far end took the payload with this ticket.
     public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
         guard let peer = tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
-        if offMeshSent[ticket] == nil, offMeshSent.count >= 1_024, let any = offMeshSent.keys.first { offMeshSent[any] = nil }
-        offMeshSent[ticket] = (peer, via)
+        offMesh.accepted(ticket, peer: peer, via: via)
         emit(.sentOffMesh(messageID: ticket, to: peer, via: via))
     }
 
     /// It did not: a message is tried again at its next retry (any way that
     /// is open then); the application is told.
     public mutating func offMeshFailed(_ ticket: String, reason: String, now: Millis) {
-        handedOffFailed.insert(ticket)
-        if handedOffFailed.count > 1_024, let any = handedOffFailed.first { handedOffFailed.remove(any) }
+        offMesh.failed(ticket)
         guard let peer = tracker.recipient(of: ticket) else { return }
         emit(.rejected(Rejection(.transport, peer: peer, "\(offMeshRoute(peer) ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
     }
@@ -1268,7 +1245,7 @@ public struct NodeCore: Sendable {
             refusals.replayed += 1
             return
         }
-        guard takeShownBudget(sender, bytes: packet.payload.count, now: now) else {
+        guard shownBudget.take(sender, bytes: packet.payload.count, now: now) else {
             refusals.flooding += 1
             return
         }
@@ -1449,28 +1426,6 @@ public struct NodeCore: Sendable {
         let raw = (name ?? "file").split(separator: "/").last.map(String.init) ?? "file"
         let base = DisplayText.clean(raw).filter { $0 != "\\" }
         return base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
-    }
-
-    private mutating func takeShownBudget(_ sender: PeerID, bytes: Int, now: Millis) -> Bool {
-        let burst = Double(configuration.shownBytesBurst)
-        var b = shownBudget[sender] ?? (burst, now)
-        if now > b.at { b = (min(burst, b.bytes + Double(now - b.at) * Double(configuration.shownBytesPerSecond) / 1_000), now) }
-        guard b.bytes >= Double(bytes) else {
-            shownBudget[sender] = b
-            return false
-        }
-        b.bytes -= Double(bytes)
-        if shownBudget[sender] == nil, shownBudget.count >= 4_096 {
-            // Senders whose budget has refilled are as good as new: they go; if none
-            // has, the one refilling longest.
-            let rate = Double(configuration.shownBytesPerSecond) / 1_000
-            shownBudget = shownBudget.filter { $0.value.bytes + Double(now > $0.value.at ? now - $0.value.at : 0) * rate < burst }
-            if shownBudget.count >= 4_096, let oldest = shownBudget.min(by: { $0.value.at < $1.value.at })?.key {
-                shownBudget[oldest] = nil
-            }
-        }
-        shownBudget[sender] = b
-        return true
     }
 
     /// Pins at most 4,096; past that the newest pin goes (as the peer table's
