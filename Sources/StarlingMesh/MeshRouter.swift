@@ -484,7 +484,11 @@ public struct MeshRouter: Sendable {
                                    source: packet.senderID, routes: policy.usesTopology ? routes : nil)
         context.originTTL = configuration.maxTTL
         var tracking = RelayTracking()
-        switch policy.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng) {
+        let decision = policy.firstHeard(context, neighborhood: neighborhood, tracking: &tracking, rng: &rng)
+        // A packet heard (not ours) needs the route table only for that first decision: what is kept
+        // for its relay holds no copy of it (the next announce would otherwise copy the whole table).
+        context.routes = nil
+        switch decision {
         case .drop:
             statistics.relaysDeclined += 1
         case let .relay(delay, ttl, links):

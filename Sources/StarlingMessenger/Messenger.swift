@@ -124,6 +124,7 @@ public actor Messenger: DeadlineDriven {
         for await event in node.events {
             await take(event)
         }
+        writePins()
         stopped = true
         driver.stop()
         relaysWatch.cancel()
@@ -133,11 +134,34 @@ public actor Messenger: DeadlineDriven {
 
     package var driver = DeadlineDriver()
     private var stopped = false
+    /// Signing keys pinned since the last write, kept together within a second (a crowd of
+    /// new identities, one commit a second; a crash loses at most that second's pins, which
+    /// their next announces pin again).
+    private var pinsToWrite: [(Fingerprint, [UInt8])] = []
+    private var pinsDue: UInt64?
+
+    private func writePins() {
+        let pins = pinsToWrite
+        pinsToWrite = []
+        pinsDue = nil
+        guard !pins.isEmpty else { return }
+        guard let store else {
+            for (f, key) in pins { core.storeFailed(.pin(f, key), reason: "the store is not open") }
+            return
+        }
+        do { try store.setPins(pins.map { ($0.0.hex, $0.1) }, at: Self.now) } catch {
+            let reason = Self.reason(error, directory: directory)
+            for (f, key) in pins { core.storeFailed(.pin(f, key), reason: reason) }
+        }
+    }
     package var drives: Bool { !stopped }
     /// While a history burst waits, a look every 250 ms; otherwise no timer at all.
-    package var nextWake: UInt64? { core.wantsTick ? clockMillis + 250 : nil }
+    package var nextWake: UInt64? {
+        [core.wantsTick ? clockMillis + 250 : nil, pinsDue].compactMap { $0 }.min()
+    }
     package func clockNow() -> UInt64 { clockMillis }
     package func due(now: UInt64) async {
+        if let d = pinsDue, now >= d { writePins() }
         guard core.wantsTick else { return }
         core.tick(now: Self.now)
         await carryOut()
@@ -202,7 +226,13 @@ public actor Messenger: DeadlineDriven {
                 case let .contact(c): try store.updateContact(c)
                 case let .conversation(c): try store.setConversation(c)
                 case let .mergeConversation(old, new): try store.mergeConversation(old, into: new)
-                case let .pin(f, key): try store.setPin(fingerprint: f.hex, signingKey: key, at: Self.now)
+                case let .pin(f, key):
+                    // Kept within a second, with the others of that second in one commit (``writePins()``).
+                    pinsToWrite.append((f, key))
+                    if pinsDue == nil {
+                        pinsDue = clockMillis + 1_000
+                        rearm()
+                    }
                 case .groups:
                     let kept = await node.groupStates.map { GroupRecord(groupID: $0.groupID, state: $0.encoded()) }
                         + (await node.groupsLeft).map { GroupRecord(groupID: $0.id, leftAtEpoch: $0.epoch) }

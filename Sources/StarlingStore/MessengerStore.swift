@@ -385,12 +385,22 @@ public final class MessengerStore: Sendable {
     /// Keeps the signing key pinned to a mesh fingerprint (first pin wins; at
     /// most 4,096, the oldest goes).
     public func setPin(fingerprint: String, signingKey: [UInt8], at: Double) throws {
-        let lookup = try cipher.lookup("pin", Array(fingerprint.lowercased().utf8))
+        try setPins([(fingerprint, signingKey)], at: at)
+    }
+
+    /// Keeps several pins in one transaction (one commit: a crowd of new
+    /// identities costs one write a batch, not one each); a fingerprint
+    /// pinned already keeps its first key. Past ``maxPins`` the oldest go.
+    public func setPins(_ pins: [(fingerprint: String, signingKey: [UInt8])], at: Double) throws {
+        guard !pins.isEmpty else { return }
+        let rows = try pins.map { p in (p, try cipher.lookup("pin", Array(p.fingerprint.lowercased().utf8))) }
         try queue.write { db in
-            guard !(try Bool.fetchOne(db, sql: "SELECT 1 FROM pins WHERE lookup = ?", arguments: [Data(lookup)]) ?? false) else { return }
-            let data = try self.cipher.seal(JSONEncoder().encode(Pin(fingerprint: fingerprint.lowercased(), signingKey: signingKey, at: at)),
-                                        table: "pins", row: lookup)
-            try db.execute(sql: "INSERT INTO pins (lookup, data) VALUES (?, ?)", arguments: [Data(lookup), Data(data)])
+            for (p, lookup) in rows {
+                guard !(try Bool.fetchOne(db, sql: "SELECT 1 FROM pins WHERE lookup = ?", arguments: [Data(lookup)]) ?? false) else { continue }
+                let data = try self.cipher.seal(JSONEncoder().encode(Pin(fingerprint: p.fingerprint.lowercased(), signingKey: p.signingKey, at: at)),
+                                                table: "pins", row: lookup)
+                try db.execute(sql: "INSERT INTO pins (lookup, data) VALUES (?, ?)", arguments: [Data(lookup), Data(data)])
+            }
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pins") ?? 0
             if count > Self.maxPins {
                 try db.execute(sql: "DELETE FROM pins WHERE id IN (SELECT id FROM pins ORDER BY id LIMIT ?)", arguments: [count - Self.maxPins])

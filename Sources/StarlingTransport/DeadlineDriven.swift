@@ -35,6 +35,11 @@ package struct DeadlineDriver: Sendable {
     package internal(set) var wakeUps = 0
     /// When the armed timer fires (nil: not armed).
     package var wakeAt: UInt64? { timer.wakeAt }
+    /// The least time between two wakes (``DeadlineTimer/spacing``).
+    package var spacing: UInt64 {
+        get { timer.spacing }
+        set { timer.spacing = newValue }
+    }
 
     package init() {}
 

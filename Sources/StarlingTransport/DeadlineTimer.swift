@@ -30,6 +30,14 @@ public struct DeadlineTimer: Sendable {
     public private(set) var immediateFires = 0
     /// The floor between immediate fires once 64 have come in a row.
     public var minimumGap: UInt64 = 10
+    /// The least time between two fires (0: none). A runtime whose core's
+    /// deadlines come in bursts (a relay's jitter for each packet of a flood)
+    /// sets a few ms: each wake then does what is due within them, at most
+    /// 1,000 / `spacing` wakes a second, each deadline late by less than `spacing`.
+    public var spacing: UInt64 = 0
+    private var lastFire: UInt64?
+    /// `TIMERDEBUG` set: each arm is written to standard error (read once).
+    private static let debug = ProcessInfo.processInfo.environment["TIMERDEBUG"] != nil
 
     public init() {}
 
@@ -40,10 +48,12 @@ public struct DeadlineTimer: Sendable {
     /// timer is cancelled or re-armed earlier first; it must call ``fired()``.
     public mutating func arm(at deadline: UInt64?, now: UInt64, file: String = #fileID, line: Int = #line, fire: @escaping @Sendable () async -> Void) {
         guard let deadline else { return }
-        if ProcessInfo.processInfo.environment["TIMERDEBUG"] != nil { FileHandle.standardError.write("TIMER \(file):\(line) in \(Int64(deadline) - Int64(now)) ms armed=\(task != nil)\n".data(using: .utf8)!) }
-        if task != nil, let wakeAt, wakeAt <= deadline { return }
+        if Self.debug { FileHandle.standardError.write(Data("TIMER \(file):\(line) in \(Int64(deadline) - Int64(now)) ms armed=\(task != nil)\n".utf8)) }
+        // Not before `spacing` after the last fire: a burst's deadlines share a wake.
+        let due = max(deadline, lastFire.map { $0 + spacing } ?? 0)
+        if task != nil, let wakeAt, wakeAt <= due { return }
         task?.cancel()
-        var delay = deadline > now ? deadline - now : 0
+        var delay = due > now ? due - now : 0
         if delay == 0 {
             immediateFires += 1
             if immediateFires >= 64 { delay = minimumGap }
@@ -66,6 +76,7 @@ public struct DeadlineTimer: Sendable {
     /// The timer fired: the next ``arm(at:now:fire:)`` sets a new one.
     public mutating func fired() {
         task = nil
+        lastFire = wakeAt
         wakeAt = nil
     }
 

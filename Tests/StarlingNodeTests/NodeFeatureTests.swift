@@ -12,7 +12,7 @@ import StarlingWire
     static let me = Identity.generate()
 
     static func context(now: Millis = 1_000, wall: Millis = 1_750_000_000_000) -> NodeContext {
-        NodeContext(now: now, wall: wall, identity: me, nickname: "me", trustKnown: true, blocked: [], favorites: [], verified: [],
+        NodeContext(now: now, wall: wall, identity: me, peerID: me.peerID, nickname: "me", trustKnown: true, blocked: [], favorites: [], verified: [],
                     pins: [:], noiseKeys: [:], present: PeerTable(), sessions: SessionManager(identity: me))
     }
 

@@ -140,6 +140,7 @@ public struct NodeCore: Sendable {
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
+        self.peerID = identity.peerID
         self.configuration = configuration
         self.nickname = configuration.nickname
         self.groupsFeature = configuration.groups.map { GroupsFeature(configuration: $0) }
@@ -193,7 +194,8 @@ public struct NodeCore: Sendable {
         self.trustKnown = configuration.trustKnown
     }
 
-    public var peerID: PeerID { identity.peerID }
+    /// Our peer ID (the first 8 bytes of our fingerprint: a hash, made once).
+    public let peerID: PeerID
 
     /// Everything produced since the last call, in order.
     public mutating func takeOutputs() -> [Output] {
@@ -211,7 +213,7 @@ public struct NodeCore: Sendable {
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
-        NodeContext(now: now, wall: wall(now), identity: identity, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
+        NodeContext(now: now, wall: wall(now), identity: identity, peerID: peerID, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
                     favorites: favorites, verified: verifiedFingerprints, pins: pins, noiseKeys: noiseKeys, present: present, sessions: sessions)
     }
 
@@ -550,7 +552,11 @@ public struct NodeCore: Sendable {
         var deadlines = [nextHousekeeping] + (links.isEmpty ? [] : [(lastAnnounce ?? 0) + configuration.announceInterval])
         if let d = router.nextDeadline { deadlines.append(d) }
         if let d = tracker.nextDeadline { deadlines.append(d) }
-        deadlines += features.compactMap(\.nextDeadline)
+        // (Each by name: no array of existentials made at every re-arm.)
+        for d in [statelyFeatureSlot?.nextDeadline, voiceFeature?.nextDeadline, gatewayFeature?.nextDeadline, bridgeFeature?.nextDeadline,
+                  boardFeature?.nextDeadline, groupsFeature?.nextDeadline, courierFeature?.nextDeadline] {
+            if let d { deadlines.append(d) }
+        }
         return deadlines.min()
     }
 

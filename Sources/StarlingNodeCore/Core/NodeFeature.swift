@@ -59,6 +59,7 @@ struct NodeContext {
     let now: Millis
     let wall: Millis
     let identity: Identity
+    let peerID: PeerID
     let nickname: String
     /// Whether the application's blocks are loaded (until then nothing private is shown).
     let trustKnown: Bool
@@ -74,12 +75,13 @@ struct NodeContext {
     let sessions: SessionManager
     private(set) var effects: [NodeEffect] = []
 
-    init(now: Millis, wall: Millis, identity: Identity, nickname: String, trustKnown: Bool, blocked: Set<Fingerprint>,
+    init(now: Millis, wall: Millis, identity: Identity, peerID: PeerID, nickname: String, trustKnown: Bool, blocked: Set<Fingerprint>,
          favorites: Set<Fingerprint>, verified: Set<Fingerprint>, pins: [Fingerprint: [UInt8]], noiseKeys: [Fingerprint: [UInt8]],
          present: PeerTable<NodeCore.PeerCard>, sessions: SessionManager) {
         self.now = now
         self.wall = wall
         self.identity = identity
+        self.peerID = peerID
         self.nickname = nickname
         self.trustKnown = trustKnown
         self.blocked = blocked
@@ -91,7 +93,6 @@ struct NodeContext {
         self.sessions = sessions
     }
 
-    var peerID: PeerID { identity.peerID }
 
     /// The verified announce's card of a peer present.
     func card(_ peer: PeerID) -> NodeCore.PeerCard? { present[peer]?.info }
