@@ -45,18 +45,25 @@ enum NodeBench {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// CPU seconds a process's live threads have run, in nanoseconds' precision
-    /// (the sum of /proc/PID/task/*/schedstat; a thread that ended meanwhile is
-    /// not counted: ``cpuSeconds(pid:)``, to the clock tick, is shown beside it).
-    static func runSeconds(pid: Int32) -> Double? {
+    /// How long each of a process's live threads has run, ns (/proc/PID/task/*/schedstat).
+    static func threadRun(pid: Int32) -> [String: UInt64]? {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
-        var ns: UInt64 = 0
+        var run: [String: UInt64] = [:]
         for t in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
                   let first = text.split(separator: " ").first, let v = UInt64(first) else { continue }
-            ns += v
+            run[t] = v
         }
-        return Double(ns) / 1e9
+        return run
+    }
+
+    /// CPU seconds a process's threads ran between two readings, in nanoseconds'
+    /// precision: each thread alive at the end, less what it had run at the start
+    /// (a thread that ended meanwhile is not counted, and never counted against:
+    /// ``cpuSeconds(pid:)``, to the clock tick, is shown beside it and taken
+    /// instead when it is the larger by more than a tick).
+    static func runSeconds(from start: [String: UInt64], to end: [String: UInt64]) -> Double {
+        Double(end.reduce(UInt64(0)) { sum, t in sum + (t.value &- min(t.value, start[t.key] ?? 0)) }) / 1e9
     }
 
     /// What the node runtime used to do when idle: wake every 10 ms (measured
@@ -125,13 +132,15 @@ enum NodeBench {
         // Start-up (key files, sockets, registering, connecting) is not idling: measure from 5 s in.
         try await Task.sleep(for: .seconds(5))
         let measured = [relay, all, daemon, poll]
-        let before = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runBefore = measured.map { runSeconds(pid: $0.processIdentifier) }
+        let before = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runBefore = measured.map { threadRun(pid: $0.processIdentifier) }
         try await Task.sleep(for: .seconds(seconds))
-        let after = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runAfter = measured.map { runSeconds(pid: $0.processIdentifier) }
+        let after = measured.map { cpuSeconds(pid: $0.processIdentifier) }, runAfter = measured.map { threadRun(pid: $0.processIdentifier) }
         guard let ticks = zip(after, before).map({ a, b in a.flatMap { a in b.map { a - $0 } } }) as? [Double],
-              let used = zip(runAfter, runBefore).map({ a, b in a.flatMap { a in b.map { a - $0 } } }) as? [Double] else {
+              let precise = zip(runAfter, runBefore).map({ a, b in a.flatMap { a in b.map { runSeconds(from: $0, to: a) } } }) as? [Double] else {
             print("  idle: could not read /proc"); return
         }
+        let tick = 1 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let used = zip(precise, ticks).map { p, t in t > p + tick ? t : p }
         let share = used.map { $0 / seconds * 100 }
         func line(_ i: Int) -> String {
             "\(format3(used[i])) s of CPU = \(format3(share[i]))% of a core (to the tick: \(format2(ticks[i])) s)"
