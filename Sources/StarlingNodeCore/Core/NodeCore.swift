@@ -86,10 +86,10 @@ public struct NodeCore: Sendable {
     private var seen = BoundedSet<String>(capacity: 10_000)
     /// What each link's announces said of its clock.
     private var clocks = ClockWatch()
-    /// Private messages emitted whose receipt waits for ``stored(_:now:)``: sender, since when.
-    private var awaitingStore: [String: (sender: PeerID, at: Millis)] = [:]
+    /// Private messages emitted whose receipt waits for ``stored(_:now:)``.
+    var awaitingStore: StoreReceipts
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
-    private var fileCopies: [String: Int] = [:]
+    var fileCopies = FileCopies()
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
     public private(set) var rekeys = 0
     public internal(set) var refusals = Refusals()
@@ -103,9 +103,8 @@ public struct NodeCore: Sendable {
     /// other packet the router delivers (one reassembled from fragments) is
     /// screened by the same rules on delivery.
     private var admitted: PacketID?
-    /// Signing keys pinned to Noise keys (first use), at most 4,096 (newest pin goes).
-    var pins: [Fingerprint: [UInt8]] = [:]
-    private var pinOrder: [Fingerprint] = []
+    /// Signing keys pinned to Noise keys.
+    var pins = Pins()
     /// Bytes of public text each sender may still have shown (4,096 senders at most).
     private var shownBudget: ShownBudget
     /// Our pings awaiting their pong, and the pings answered per link.
@@ -114,10 +113,8 @@ public struct NodeCore: Sendable {
     private var strangerHandshakeBudget: TokenBucket
     /// Which off-mesh transports reach which peers, and what went that way.
     private var offMesh = OffMeshRoutes()
-    /// Our private messages not yet read, and to whom (10,000 at most, oldest
-    /// forgotten): a read receipt counts once, and only from the recipient.
-    private var unread: [String: PeerID] = [:]
-    private var unreadOrder: [String] = []
+    /// Our private messages not yet read, and to whom.
+    private var unread = ReadReceipts()
     /// The mesh board (nil: off).
     var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
@@ -187,6 +184,7 @@ public struct NodeCore: Sendable {
         self.favorites = configuration.favorites
         self.watch.silenceLimit = configuration.linkTimeout
         self.present.capacity = configuration.maxPeers
+        self.awaitingStore = StoreReceipts(capacity: configuration.maxAwaitingStore, timeout: configuration.storeTimeout)
         self.shownBudget = ShownBudget(burst: configuration.shownBytesBurst, perSecond: configuration.shownBytesPerSecond)
         self.handshakeBudget = TokenBucket(perMinute: configuration.handshakesPerMinute)
         self.strangerHandshakeBudget = TokenBucket(perMinute: configuration.strangerHandshakesPerMinute)
@@ -204,6 +202,7 @@ public struct NodeCore: Sendable {
     }
 
     mutating func emit(_ event: NodeEvent) { outbox.append(.event(event)) }
+    mutating func output(_ output: Output) { outbox.append(output) }
 
     // MARK: Features
 
@@ -214,7 +213,7 @@ public struct NodeCore: Sendable {
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
         NodeContext(now: now, wall: wall(now), identity: identity, peerID: peerID, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
-                    favorites: favorites, verified: verifiedFingerprints, pins: pins, noiseKeys: noiseKeys, present: present, sessions: sessions)
+                    favorites: favorites, verified: verifiedFingerprints, pins: pins.all, noiseKeys: noiseKeys, present: present, sessions: sessions)
     }
 
     /// Runs `body` on a feature with the node's facts, then applies what it
@@ -602,7 +601,7 @@ public struct NodeCore: Sendable {
         using(\.bridgeFeature, now: now) { bridge, context in bridge.choresAfterAnnounce(lastAnnounce: announced, context: &context) }
         featureChores(now: now)
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
-        if !awaitingStore.isEmpty { awaitingStore = awaitingStore.filter { now < $0.value.at + configuration.storeTimeout } }
+        awaitingStore.expire(now: now)
         if !clocks.isEmpty, let notice = clocks.check(up: links, freshness: configuration.freshness, now: now) { emit(.notice(notice)) }
         let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
         if expired > 0 {
@@ -673,29 +672,7 @@ public struct NodeCore: Sendable {
 
     /// A read receipt for `id` counts once, and only from `peer` (messages and
     /// files alike: issue 52, a file's "read" was dropped). The newest 10,000.
-    private mutating func awaitRead(_ id: String, from peer: PeerID) {
-        if unread.updateValue(peer, forKey: id) == nil { unreadOrder.append(id) }
-        if unreadOrder.count > 10_000 { unread[unreadOrder.removeFirst()] = nil }
-    }
-
-    /// Sends a file privately (end-to-end encrypted, fragmented on the way).
-    /// Returns its transfer ID: the SHA-256 of the file TLV payload, in hex,
-    /// which the delivered receipt names.
-    @discardableResult
-    public mutating func sendFile(name: String, mimeType: String?, content: [UInt8], to peer: PeerID, now: Millis) throws -> String {
-        let file = FileTransfer(name: name, mimeType: mimeType, content: content)
-        // The packet it makes must fit the links in as many fragments as receivers
-        // accept; checked here, or it would only fail after the retry budget.
-        let sealed = try NoisePayload.privateFile(file).encoded().count + NoiseTransport.overhead
-        let probe = NoisePackets.encrypted([UInt8](repeating: 0, count: sealed), from: peerID, to: peer, timestamp: 0)
-        let largest = router.largestPacket(like: probe, defaultFrame: configuration.maxFrame)
-        let size = try probe.encoded().count
-        guard size <= largest else { throw FileTooLarge(bytes: content.count, limit: max(0, content.count - (size - largest))) }
-        let id = sha256Hex(try file.encoded())
-        try sendTracked(.privateFile(file), id: id, to: peer, now: now)
-        awaitRead(id, from: peer)
-        return id
-    }
+    mutating func awaitRead(_ id: String, from peer: PeerID) { unread.expect(id, from: peer) }
 
     /// Pings `peer` (mesh diagnostics, 0x26): its pong comes back as
     /// ``NodeEvent/pong(from:rttMillis:hops:)``. At most 64 pings wait at once.
@@ -707,25 +684,6 @@ public struct NodeCore: Sendable {
     }
 
     /// Tells `peer` that its message was displayed.
-    /// The ID an offer is tracked under (its delivered receipt names it).
-    public static func bulkID(_ transferID: [UInt8]) -> String { "bulk-" + transferID.map { String(format: "%02x", $0) }.joined() }
-
-    /// Offers a file over TCP (the runtime serves it): tracked and retried
-    /// like a message until the peer's receipt; returns the ID it is tracked under.
-    @discardableResult
-    public mutating func sendBulkOffer(_ offer: BulkOffer, to peer: PeerID, now: Millis) throws -> String {
-        let id = Self.bulkID(offer.transferID)
-        try sendTracked(.bulkOffer(offer), id: id, to: peer, now: now)
-        // The receiver's read receipt names the transfer (its file's ID), not the offer's tracking ID.
-        awaitRead(offer.transferID.map { String(format: "%02x", $0) }.joined(), from: peer)
-        return id
-    }
-
-    /// Accepts or declines a peer's offer, in words.
-    public mutating func sendBulkAnswer(_ answer: BulkAnswer, to peer: PeerID, now: Millis) throws {
-        try sendNoise(.bulkAnswer(answer), to: peer, now: now)
-    }
-
     public mutating func sendReadReceipt(_ messageID: String, to peer: PeerID, now: Millis) throws {
         try sendNoise(.readReceipt(messageID: messageID), to: peer, now: now)
     }
@@ -769,25 +727,20 @@ public struct NodeCore: Sendable {
     }
 
     /// Holds the receipt of `id` until ``stored(_:now:)`` (the oldest let go past the cap).
-    private mutating func awaitAndKeep(_ id: String, from sender: PeerID, now: Millis) {
-        if awaitingStore.count >= configuration.maxAwaitingStore, let oldest = awaitingStore.min(by: { $0.value.at < $1.value.at })?.key {
-            awaitingStore[oldest] = nil
-        }
-        awaitingStore[id] = (sender, now)
-    }
+    mutating func awaitAndKeep(_ id: String, from sender: PeerID, now: Millis) { awaitingStore.wait(id, from: sender, now: now) }
 
     /// The application stored this private message (``Configuration/receiptsAfterStored``):
     /// its delivery receipt goes now.
     public mutating func stored(_ messageID: String, now: Millis) {
-        guard let waiting = awaitingStore.removeValue(forKey: messageID) else { return }
-        try? sendNoise(.delivered(messageID: messageID), to: waiting.sender, now: now)
+        guard let sender = awaitingStore.take(messageID) else { return }
+        try? sendNoise(.delivered(messageID: messageID), to: sender, now: now)
         outbox.append(.acknowledged(messageID: messageID))
     }
 
     /// The application could not store it (a full disk): no receipt, and the
     /// sender's next retry is taken as new (shown again, stored again).
     public mutating func notStored(_ messageID: String) {
-        guard awaitingStore.removeValue(forKey: messageID) != nil else { return }
+        guard awaitingStore.take(messageID) != nil else { return }
         seen.remove(messageID)
     }
 
@@ -920,7 +873,7 @@ public struct NodeCore: Sendable {
 
     /// Sends a payload that a delivered receipt will acknowledge, and keeps
     /// sending it until one comes (or the tracker gives up).
-    private mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
+    mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
         // Fails here, not on a retry. A payload the mesh cannot carry (a private
         // message over 255 bytes) may still go to a peer away from the mesh
         // through an off-mesh transport that can (the Ya OK server carries 10,240 bytes).
@@ -1339,7 +1292,7 @@ public struct NodeCore: Sendable {
                         return
                     }
                 }
-            } else if awaitingStore[m.messageID] != nil {
+            } else if awaitingStore.isWaiting(m.messageID) {
                 return // a retry while it is being stored: the receipt follows the store
             }
             try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
@@ -1365,8 +1318,7 @@ public struct NodeCore: Sendable {
             emit(.delivered(messageID: id, by: sender))
         case let .readReceipt(id):
             // Once, and only from the one we sent it to (a replayed or forged receipt counts for nothing).
-            guard unread[id] == sender else { return }
-            unread[id] = nil
+            guard unread.read(id, by: sender) else { return }
             emit(.read(messageID: id, by: sender))
         case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
             takeVoice(body, from: sender, isPrivate: true, now: now)
@@ -1385,36 +1337,6 @@ public struct NodeCore: Sendable {
         using(\.voiceFeature, now: now) { voice, context in voice.take(bytes, from: sender, isPrivate: isPrivate, context: &context) }
     }
 
-    private mutating func receiveFile(_ file: FileTransfer, from sender: PeerID, now: Millis) {
-        guard configuration.acceptsFiles, let tlv = try? file.encoded() else {
-            emit(.rejected(Rejection(.fileRefused, peer: sender, "file from \(sender) refused: no download directory")))
-            return
-        }
-        let id = sha256Hex(tlv)
-        if configuration.receiptsAfterStored {
-            // Its receipt goes once the runtime has saved it (``stored(_:now:)``).
-            if awaitingStore[id] != nil { return } // a retry while it is being saved
-            awaitAndKeep(id, from: sender, now: now)
-        } else {
-            try? sendNoise(.delivered(messageID: id), to: sender, now: now)
-        }
-        // The transfer ID is the hash of the file (as the apps make it), so a
-        // retry and a deliberate second send of the same file look alike: each
-        // complete copy is saved (a retry after a lost receipt costs a second
-        // copy, never a lost file), at most 3 of one file, then refused in words.
-        let copies = (fileCopies[id] ?? 0) + 1
-        if fileCopies[id] == nil, fileCopies.count >= 1_024, let any = fileCopies.keys.first { fileCopies[any] = nil }
-        fileCopies[id] = copies
-        guard copies <= 3 else {
-            emit(.rejected(Rejection(.fileRefused, peer: sender,
-                                     "\(Self.safeName(file.name, id: id)) from \(sender) again (\(copies) times): not saved again")))
-            stored(id, now: now) // saved before: acknowledged, so that its sender stops
-            return
-        }
-        outbox.append(.saveFile(IncomingFile(from: sender, name: Self.safeName(file.name, id: id), mimeType: file.mimeType,
-                                             content: file.content, transferID: id)))
-    }
-
     /// `[FAVORITED]:npub1…` or `[UNFAVORITED]:npub1…` (the npub may be empty,
     /// as Android sends it without a Nostr key): whether, and the key.
     static func favoriteNotice(_ text: String) -> (on: Bool, npub: String?)? {
@@ -1427,21 +1349,9 @@ public struct NodeCore: Sendable {
         return nil
     }
 
-    /// Only a plain base name, never a path a stranger chose.
-    static func safeName(_ name: String?, id: String) -> String {
-        let raw = (name ?? "file").split(separator: "/").last.map(String.init) ?? "file"
-        let base = DisplayText.clean(raw).filter { $0 != "\\" }
-        return base.isEmpty || base.hasPrefix(".") ? "file-\(id.prefix(8))" : base
-    }
-
-    /// Pins at most 4,096; past that the newest pin goes (as the peer table's
-    /// newest arrival does), so a flood of identities cannot push out the pins
-    /// of the peers that were here before it.
+    /// Pins on first use (``Pins``: 4,096, the newest going), and says so to the application.
     private mutating func pin(_ fingerprint: Fingerprint, _ key: [UInt8]) {
-        guard pins[fingerprint] == nil else { return }
-        if pinOrder.count >= 4_096 { pins[pinOrder.removeLast()] = nil }
-        pins[fingerprint] = key
-        pinOrder.append(fingerprint)
+        guard pins.pinFirst(fingerprint, key) else { return }
         emit(.pinned(fingerprint: fingerprint, signingKey: key))
     }
 
@@ -1451,11 +1361,7 @@ public struct NodeCore: Sendable {
     /// announces with another signing key for that Noise key are refused.
     public mutating func pinSigningKey(_ key: [UInt8], for fingerprint: Fingerprint) {
         guard key.count == 32 else { return }
-        if pins[fingerprint] == nil {
-            if pinOrder.count >= 4_096 { pins[pinOrder.removeLast()] = nil }
-            pinOrder.append(fingerprint)
-        }
-        pins[fingerprint] = key
+        pins.set(key, for: fingerprint)
     }
 
     /// The signing key pinned to a Noise key, if any.

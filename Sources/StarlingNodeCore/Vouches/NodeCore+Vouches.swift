@@ -10,7 +10,7 @@ extension NodeCore {
     @discardableResult
     public mutating func sendVouches(to peer: PeerID, now: Millis) throws -> Int {
         let recipient = present[peer]?.info.fingerprint ?? sessions.fingerprint(of: peer)
-        let list = try VouchesFeature.batch(for: recipient, verified: verified, pins: pins, identity: identity, wall: wall(now))
+        let list = try VouchesFeature.batch(for: recipient, verified: verified, pins: pins.all, identity: identity, wall: wall(now))
         guard !list.isEmpty else { return 0 }
         try sendNoise(.unknown(type: NoisePayload.Kind.vouch, body: try VouchAttestation.encodeBatch(list)), to: peer, now: now, fresh: true)
         return list.count
