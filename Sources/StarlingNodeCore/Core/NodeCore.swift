@@ -76,7 +76,7 @@ public struct NodeCore: Sendable {
     private var waiting: [PeerID: [NoisePayload]] = [:]
     /// Our private messages and files not yet acknowledged, by message ID.
     private var unacknowledged: [String: NoisePayload] = [:]
-    private var tracker: DeliveryTracker<String>
+    var tracker: DeliveryTracker<String>
     /// When each handshake we started began, to start over when one stalls.
     private var handshakeStarted: [PeerID: Millis] = [:]
     /// When a present peer we hold messages for was last sent a fresh handshake
@@ -98,7 +98,7 @@ public struct NodeCore: Sendable {
     /// Signed public packets from senders whose announce has not come yet
     /// (a relay's jitter can put a message before its announce): held 2 s,
     /// 64 at most, then counted ``Refusals/unverifiable``.
-    private var awaitingAnnounce: [(packet: Packet, bytes: [UInt8], link: LinkID, at: Millis)] = []
+    private var awaitingAnnounce = AwaitingAnnounce()
     /// The packet `admits` let through for the router call under way: any
     /// other packet the router delivers (one reassembled from fragments) is
     /// screened by the same rules on delivery.
@@ -112,7 +112,7 @@ public struct NodeCore: Sendable {
     private var handshakeBudget: TokenBucket
     private var strangerHandshakeBudget: TokenBucket
     /// Which off-mesh transports reach which peers, and what went that way.
-    private var offMesh = OffMeshRoutes()
+    var offMesh = OffMeshRoutes()
     /// Our private messages not yet read, and to whom.
     private var unread = ReadReceipts()
     /// The mesh board (nil: off).
@@ -377,8 +377,7 @@ public struct NodeCore: Sendable {
             return true
         }
         guard let card = present[packet.senderID]?.info else {
-            if let q = queue, packet.signature != nil, links.contains(q.link), canAwait(packet, on: q.link) {
-                awaitingAnnounce.append((packet, q.bytes, q.link, q.now))
+            if let q = queue, packet.signature != nil, links.contains(q.link), awaitingAnnounce.hold(packet, bytes: q.bytes, on: q.link, now: q.now) {
                 choresSoon(now: q.now)
             } else {
                 refusals.unverifiable += 1
@@ -390,13 +389,6 @@ public struct NodeCore: Sendable {
             return false
         }
         return true
-    }
-
-    /// Room to wait for an announce: 64 in all, 8 per link, each packet once.
-    private func canAwait(_ packet: Packet, on link: LinkID) -> Bool {
-        guard awaitingAnnounce.count < 64, awaitingAnnounce.filter({ $0.link == link }).count < 8 else { return false }
-        let id = PacketID(packet)
-        return !awaitingAnnounce.contains { PacketID($0.packet) == id }
     }
 
     /// The rules a packet passes before the router sees it (docs/PROTOCOL.md,
@@ -603,11 +595,7 @@ public struct NodeCore: Sendable {
         // Never said stored (an application that does not answer): forgotten; a retried copy is then acknowledged.
         awaitingStore.expire(now: now)
         if !clocks.isEmpty, let notice = clocks.check(up: links, freshness: configuration.freshness, now: now) { emit(.notice(notice)) }
-        let expired = awaitingAnnounce.filter { now >= $0.at + 2_000 }.count
-        if expired > 0 {
-            awaitingAnnounce.removeAll { now >= $0.at + 2_000 }
-            refusals.unverifiable += expired
-        }
+        refusals.unverifiable += awaitingAnnounce.expire(now: now)
         for (peer, started) in handshakeStarted where now > started && now - started > 5_000 {
             if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
             if (waiting[peer] ?? []).isEmpty {
@@ -924,68 +912,6 @@ public struct NodeCore: Sendable {
         if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
     }
 
-    /// The ticket a payload goes off the mesh under; nil for what no off-mesh transport carries (files).
-    static func offMeshTicket(_ payload: NoisePayload) -> String? {
-        switch payload {
-        case let .privateMessage(m): m.messageID
-        case let .delivered(id): "delivered:" + id
-        case let .readReceipt(id): "read:" + id
-        default: nil
-        }
-    }
-
-    private mutating func handOff(_ payload: NoisePayload, to peer: PeerID, via: String, ticket: String) {
-        guard offMesh.handOff(ticket) else { return } // a retry: it went already
-        outbox.append(.sendOffMesh(payload, to: peer, via: via, ticket: ticket))
-    }
-
-    // MARK: Off the mesh
-
-    /// Makes `peer` reachable through the off-mesh transport `via` (nil: not
-    /// reachable off the mesh). What waits for it goes now, if it is away.
-    public mutating func setOffMeshRoute(_ peer: PeerID, via: String?, now: Millis) {
-        guard let via else {
-            offMesh.forget(peer)
-            return
-        }
-        setOffMeshRoute(peer, via: via, reachable: true, now: now)
-    }
-
-    /// Says whether the off-mesh transport `via` reaches `peer` off the mesh
-    /// (several may: they are tried in ``Configuration/offMeshOrder``).
-    public mutating func setOffMeshRoute(_ peer: PeerID, via: String, reachable: Bool, now: Millis) {
-        let fresh = offMesh.set(peer, via: via, reachable: reachable)
-        if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
-    }
-
-    /// Which off-mesh transport reaches `peer` off the mesh, if any: the first
-    /// in the configured order.
-    public func offMeshRoute(_ peer: PeerID) -> String? {
-        offMesh.route(peer, order: configuration.offMeshOrder)
-    }
-
-    /// A private payload arrived through an off-mesh transport, from `peer`
-    /// (authenticated by that transport).
-    public mutating func receiveOffMesh(_ payload: NoisePayload, from peer: PeerID, via: String, now: Millis) {
-        guard !blocked.contains(where: { $0.peerID == peer }) else { return } // blocked: dropped unanswered, as on the mesh
-        inner(payload, from: peer, hops: 0, via: via, now: now)
-    }
-
-    /// The off-mesh transport's far end took the payload with this ticket.
-    public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
-        guard let peer = tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
-        offMesh.accepted(ticket, peer: peer, via: via)
-        emit(.sentOffMesh(messageID: ticket, to: peer, via: via))
-    }
-
-    /// It did not: a message is tried again at its next retry (any way that
-    /// is open then); the application is told.
-    public mutating func offMeshFailed(_ ticket: String, reason: String, now: Millis) {
-        offMesh.failed(ticket)
-        guard let peer = tracker.recipient(of: ticket) else { return }
-        emit(.rejected(Rejection(.transport, peer: peer, "\(offMeshRoute(peer) ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
-    }
-
     /// A peer that announces while we hold messages for it has not acknowledged
     /// them: it may have restarted, within its 60 s of presence, and lost our
     /// session (then what we send it can never be opened, and it has nothing to
@@ -1005,7 +931,7 @@ public struct NodeCore: Sendable {
         perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: wall(now)), now: now), now: now)
     }
 
-    private mutating func followUp(_ steps: [DeliveryTracker<String>.Step], now: Millis) {
+    mutating func followUp(_ steps: [DeliveryTracker<String>.Step], now: Millis) {
         for step in steps {
             switch step {
             case let .resend(id, peer, _):
@@ -1176,12 +1102,8 @@ public struct NodeCore: Sendable {
             if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
             if previous == nil || previous?.info.capabilities != card.capabilities { emit(.capabilities(sender, card.capabilities)) }
             // What came before the announce is checked now.
-            if awaitingAnnounce.contains(where: { $0.packet.senderID == sender }) {
-                let waiting = awaitingAnnounce.filter { $0.packet.senderID == sender }
-                awaitingAnnounce.removeAll { $0.packet.senderID == sender }
-                for w in waiting where links.contains(w.link) && admits(w.packet, bytes: w.bytes, on: w.link, now: now) {
-                    perform(router.receive(w.packet, bytes: w.bytes, on: w.link, now: now), now: now)
-                }
+            for w in awaitingAnnounce.take(from: sender) where links.contains(w.link) && admits(w.packet, bytes: w.bytes, on: w.link, now: now) {
+                perform(router.receive(w.packet, bytes: w.bytes, on: w.link, now: now), now: now)
             }
         } catch {
             emit(.rejected(Rejection(.badAnnounce, peer: sender, "announce from \(sender): \(error)")))
@@ -1258,7 +1180,7 @@ public struct NodeCore: Sendable {
     }
 
     /// A private payload from `sender`, over the mesh (`via` nil) or an off-mesh transport.
-    private mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
+    mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
         // Blocked: dropped unanswered, whatever came first (a session before an announce).
         if isBlocked(sender) { return }
         if !trustKnown {
