@@ -134,4 +134,24 @@ import Testing
         for await (_, bytes) in answers { #expect(bytes == [3]); break }
         #expect(!v4.send([4], to: try #require(from[2])))
     }
+
+    /// With a spacing, a deadline that comes right after a fire waits until
+    /// `spacing` after it (a flood's relays share a wake); the control: without
+    /// one, the same deadline is armed where it is.
+    @Test func aSpacingHoldsTheNextWakeBackAndNoneDoesNot() {
+        for spacing: UInt64 in [0, 10] {
+            var timer = DeadlineTimer()
+            timer.spacing = spacing
+            timer.arm(at: 100, now: 100) {}
+            #expect(timer.wakeAt == 100)
+            timer.fired() // it fired at 100
+            timer.arm(at: 103, now: 102) {}
+            #expect(timer.wakeAt == (spacing == 0 ? 103 : 110), "spacing \(spacing): \(String(describing: timer.wakeAt))")
+            timer.cancel()
+            // Long after the last fire, a deadline is not moved at all.
+            timer.arm(at: 500, now: 400) {}
+            #expect(timer.wakeAt == 500)
+            timer.cancel()
+        }
+    }
 }
