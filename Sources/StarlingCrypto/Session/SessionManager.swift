@@ -70,11 +70,18 @@ public struct SessionManager: Sendable {
     private let identity: Identity
     private var established: [Fingerprint: Established] = [:]
     private var fingerprintOf: [PeerID: Fingerprint] = [:]
-    private var handshakes: [PeerID: HandshakeState] = [:]
-    private var handshakeStartedAt: [PeerID: UInt64] = [:]
+    /// A handshake under way with one peer: its state, when it began (it is
+    /// forgotten past the timeout, the oldest first when too many are under
+    /// way), and the frames that came before it completed (opened then).
+    private struct Pending: Sendable {
+        var state: HandshakeState
+        let startedAt: UInt64
+        var held: [(frame: [UInt8], note: Int)] = []
+        var heldBytes: Int { held.reduce(0) { $0 + $1.frame.count } }
+    }
+    private var pending: [PeerID: Pending] = [:]
     private var useCounter: UInt64 = 0
     private var handshakeTimes: [PeerID: [UInt64]] = [:]
-    private var held: [PeerID: [(frame: [UInt8], note: Int)]] = [:]
 
     public init(identity: Identity, configuration: Configuration = Configuration()) {
         self.identity = identity
@@ -87,15 +94,15 @@ public struct SessionManager: Sendable {
 
     public func fingerprint(of peer: PeerID) -> Fingerprint? { fingerprintOf[peer] }
     public func hasSession(with peer: PeerID) -> Bool { fingerprintOf[peer].map { established[$0] != nil } ?? false }
-    public func isHandshaking(with peer: PeerID) -> Bool { handshakes[peer] != nil }
+    public func isHandshaking(with peer: PeerID) -> Bool { pending[peer] != nil }
     public func remoteStaticKey(of peer: PeerID) -> [UInt8]? { fingerprintOf[peer].flatMap { established[$0]?.remoteStatic } }
     public var sessionCount: Int { established.count }
-    public var pendingHandshakeCount: Int { handshakes.count }
+    public var pendingHandshakeCount: Int { pending.count }
     public func hasSession(for fingerprint: Fingerprint) -> Bool { established[fingerprint] != nil }
 
     /// Whether the session with `peer` is due for a rekey (and none is under way).
     public func needsRekey(_ peer: PeerID, now: UInt64) -> Bool {
-        guard let fp = fingerprintOf[peer], let s = established[fp], handshakes[peer] == nil else { return false }
+        guard let fp = fingerprintOf[peer], let s = established[fp], pending[peer] == nil else { return false }
         let messages = max(s.transport.sent, s.transport.received)
         return now &- s.since >= configuration.rekeyAfterMillis || messages >= configuration.rekeyAfterMessages
     }
@@ -116,7 +123,8 @@ public struct SessionManager: Sendable {
     }
 
     public mutating func receiveHandshake(_ message: [UInt8], from peer: PeerID, now: UInt64) throws(SessionError) -> HandshakeStep {
-        if var state = handshakes[peer], !state.isMyTurn {
+        var heldBefore: [(frame: [UInt8], note: Int)] = []
+        if var state = pending[peer]?.state, !state.isMyTurn {
             // Message 1 is `e` and a clear payload: 32 bytes with bitchat's empty
             // payloads. Messages 2 and 3 carry an encrypted static key and a tag:
             // 96 and 64 bytes.
@@ -125,22 +133,21 @@ public struct SessionManager: Sendable {
                 // Both sides started at once: the lower peer ID stays initiator.
                 return HandshakeStep()
             } else if isFirstMessage {
-                // The peer started over (or won the tie-break): answer the new handshake.
-                handshakes[peer] = nil
-                handshakeStartedAt[peer] = nil
+                // The peer started over (or won the tie-break): answer the new
+                // handshake (what it sent meanwhile waits for that one).
+                heldBefore = pending.removeValue(forKey: peer)?.held ?? []
             } else {
                 do {
                     _ = try state.readMessage(message)
                     var step = HandshakeStep()
                     if state.isMyTurn { step.reply = try state.writeMessage() }
                     if state.isComplete {
-                        handshakes[peer] = nil
-                        handshakeStartedAt[peer] = nil
-                        let (fp, released) = try complete(state, peer: peer, now: now)
+                        let frames = pending.removeValue(forKey: peer)?.held ?? []
+                        let (fp, released) = try complete(state, peer: peer, held: frames, now: now)
                         step.established = fp
                         step.released = released
                     } else {
-                        handshakes[peer] = state
+                        pending[peer]?.state = state
                     }
                     return step
                 } catch {
@@ -155,7 +162,7 @@ public struct SessionManager: Sendable {
             var state = try HandshakeState(protocol: .bitchat, initiator: false, localStatic: identity.noiseKey)
             _ = try state.readMessage(message)
             let reply = try state.writeMessage()
-            begin(state, with: peer, now: now)
+            begin(state, with: peer, held: heldBefore, now: now)
             return HandshakeStep(reply: reply)
         } catch {
             throw .handshakeFailed(error)
@@ -163,28 +170,24 @@ public struct SessionManager: Sendable {
     }
 
     /// A new handshake under way; the oldest goes when there are too many.
-    private mutating func begin(_ state: HandshakeState, with peer: PeerID, now: UInt64) {
-        if handshakes[peer] == nil, handshakes.count >= configuration.maxPendingHandshakes,
-           let oldest = handshakeStartedAt.min(by: { $0.value < $1.value })?.key {
+    private mutating func begin(_ state: HandshakeState, with peer: PeerID, held: [(frame: [UInt8], note: Int)] = [], now: UInt64) {
+        if pending[peer] == nil, pending.count >= configuration.maxPendingHandshakes,
+           let oldest = pending.min(by: { $0.value.startedAt < $1.value.startedAt })?.key {
             forgetHandshake(oldest)
         }
-        handshakes[peer] = state
-        handshakeStartedAt[peer] = now
+        // A handshake started again keeps what came for the one before it.
+        pending[peer] = Pending(state: state, startedAt: now, held: held + (pending[peer]?.held ?? []))
     }
 
-    private mutating func forgetHandshake(_ peer: PeerID) {
-        handshakes[peer] = nil
-        handshakeStartedAt[peer] = nil
-        held[peer] = nil
-    }
+    private mutating func forgetHandshake(_ peer: PeerID) { pending[peer] = nil }
 
     /// When ``expire(now:)`` next forgets a handshake (nil: none under way).
-    public var nextExpiry: UInt64? { handshakeStartedAt.values.min().map { $0 + configuration.handshakeTimeoutMillis + 1 } }
+    public var nextExpiry: UInt64? { pending.values.map(\.startedAt).min().map { $0 + configuration.handshakeTimeoutMillis + 1 } }
 
     /// Forgets handshakes that did not complete in time, and rate-limit
     /// records older than a minute. Run it now and then (the node does, every second).
     public mutating func expire(now: UInt64) {
-        for (peer, started) in handshakeStartedAt where now > started && now - started > configuration.handshakeTimeoutMillis {
+        for (peer, p) in pending where now > p.startedAt && now - p.startedAt > configuration.handshakeTimeoutMillis {
             forgetHandshake(peer)
         }
         handshakeTimes = handshakeTimes.filter { _, times in times.contains { now < $0 || now - $0 < 60_000 } }
@@ -200,7 +203,7 @@ public struct SessionManager: Sendable {
         handshakeTimes[peer] = times
     }
 
-    private mutating func complete(_ state: HandshakeState, peer: PeerID, now: UInt64) throws(NoiseError)
+    private mutating func complete(_ state: HandshakeState, peer: PeerID, held: [(frame: [UInt8], note: Int)], now: UInt64) throws(NoiseError)
         -> (Fingerprint, [(plaintext: [UInt8], note: Int)])
     {
         let (i2r, r2i) = try state.split()
@@ -225,7 +228,7 @@ public struct SessionManager: Sendable {
         established[fp] = session
         fingerprintOf[peer] = fp
         var released: [(plaintext: [UInt8], note: Int)] = []
-        for (frame, note) in held.removeValue(forKey: peer) ?? [] {
+        for (frame, note) in held {
             if case let .plaintext(p)? = try? open(frame, from: peer, now: now) { released.append((p, note)) }
         }
         return (fp, released)
@@ -248,7 +251,7 @@ public struct SessionManager: Sendable {
     /// under way keeps `note` (the caller's, e.g. its hop count) for its release.
     public mutating func open(_ frame: [UInt8], from peer: PeerID, now: UInt64, note: Int = 0) throws(SessionError) -> Opened {
         guard let fp = fingerprintOf[peer], var s = established[fp] else {
-            if handshakes[peer] != nil { return hold(frame, from: peer, note: note) }
+            if pending[peer] != nil { return hold(frame, from: peer, note: note) }
             throw .noSession(peer)
         }
         do {
@@ -266,26 +269,24 @@ public struct SessionManager: Sendable {
                 established[fp] = s
                 return .plaintext(p)
             }
-            if handshakes[peer] != nil { return hold(frame, from: peer, note: note) }
+            if pending[peer] != nil { return hold(frame, from: peer, note: note) }
             throw error
         }
     }
 
     private mutating func hold(_ frame: [UInt8], from peer: PeerID, note: Int) -> Opened {
-        var frames = held[peer] ?? []
+        var frames = pending[peer]?.held ?? []
         // The oldest of this peer's go first; past the bytes of all peers the frame is not kept.
         while !frames.isEmpty, frames.count >= configuration.maxHeldFrames
                 || frames.reduce(0, { $0 + $1.frame.count }) + frame.count > configuration.maxHeldBytesPerPeer {
             frames.removeFirst()
         }
-        let others = held.reduce(0) { $0 + ($1.key == peer ? 0 : $1.value.reduce(0) { $0 + $1.frame.count }) }
-        guard frame.count <= configuration.maxHeldBytesPerPeer,
-              others + frames.reduce(0, { $0 + $1.frame.count }) + frame.count <= configuration.maxHeldBytes else {
-            held[peer] = frames.isEmpty ? nil : frames
-            return .held
+        let others = pending.reduce(0) { $0 + ($1.key == peer ? 0 : $1.value.heldBytes) }
+        if frame.count <= configuration.maxHeldBytesPerPeer,
+           others + frames.reduce(0, { $0 + $1.frame.count }) + frame.count <= configuration.maxHeldBytes {
+            frames.append((frame, note))
         }
-        frames.append((frame, note))
-        held[peer] = frames
+        pending[peer]?.held = frames
         return .held
     }
 
@@ -314,9 +315,7 @@ public struct SessionManager: Sendable {
         }
         established = [:]
         fingerprintOf = [:]
-        handshakes = [:]
-        handshakeStartedAt = [:]
-        held = [:]
+        pending = [:]
         handshakeTimes = [:]
     }
 }

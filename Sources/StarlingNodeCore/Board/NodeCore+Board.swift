@@ -71,6 +71,7 @@ extension NodeCore {
     /// Their posts stay on the board (it is the mesh's) and are not shown here,
     /// whoever carried them (a bridge puts crossed posts on under its own ID).
     public func isBlockedAuthor(_ signingKey: [UInt8]) -> Bool {
+        let blocked = trust.blocked
         guard !blocked.isEmpty else { return false }
         if blocked.contains(where: { pins[$0] == signingKey }) { return true }
         return present.entries.values.contains { $0.info.signingKey == signingKey && blocked.contains($0.info.fingerprint) }

@@ -37,11 +37,19 @@ struct BridgeFeature: NodeFeature {
     /// announce has followed the bridge's appearance (it must know us to take one).
     static let tombstoneGap: Millis = 15_000
     private var lastTombstoneCrossed: Millis?
-    /// The bridge peer our lines cross through, and since when (nil: none): a
-    /// new one gets our announce at once, so that it can check our deposits.
-    private(set) var crossingPeer: (peer: PeerID, since: Millis)?
+    /// The bridge peer our lines cross through: none, or one since when and
+    /// whether its last announce named us. A new one (or one that forgot us)
+    /// gets our announce at once, so that it can check our deposits.
+    private enum Crossing: Sendable {
+        case none
+        case through(PeerID, since: Millis, knewUs: Bool)
+    }
+    private var crossing = Crossing.none
     private(set) var lastCrossingAnnounce: Millis?
-    private var crossingPeerKnewUs = false
+    /// The bridge peer our lines cross through, and since when (nil: none).
+    var crossingPeer: (peer: PeerID, since: Millis)? {
+        if case let .through(peer, since, _) = crossing { (peer, since) } else { nil }
+    }
     /// Moves when the deletions waiting to cross change: the node writes the memory at once then
     /// (a deletion a person made is not left to the next 30 s).
     private(set) var deletionsToCrossChanges = 0
@@ -138,7 +146,7 @@ struct BridgeFeature: NodeFeature {
     /// make us flood announces; one held back goes when it may).
     private mutating func noteCrossingPeer(lastAnnounce: Millis?, routes: RouteTable, context: inout NodeContext) {
         guard settings.crosses, core.cell == nil, settings.seed != nil, let peer = bridgePeer(context)?.peer else {
-            crossingPeer = nil
+            crossing = .none
             return
         }
         let now = context.now
@@ -148,8 +156,12 @@ struct BridgeFeature: NodeFeature {
         if context.present[peer]?.hops == 1, let named = routes.neighbors(of: peer), named.count < Announce.maxNeighbors {
             knowsUs = named.contains(context.peerID)
         }
-        if crossingPeer?.peer != peer || (crossingPeerKnewUs && !knowsUs) { crossingPeer = (peer, now) }
-        crossingPeerKnewUs = knowsUs
+        switch crossing {
+        case let .through(p, since, knewUs) where p == peer && (knowsUs || !knewUs):
+            crossing = .through(peer, since: since, knewUs: knowsUs) // the same bridge, still knowing us (or never having)
+        default:
+            crossing = .through(peer, since: now, knewUs: knowsUs) // new, or it forgot us: our announce is owed
+        }
         // Owed while our last announce is older than its appearance; paid when the rate lets us.
         if let c = crossingPeer, (lastAnnounce ?? 0) < c.since, lastCrossingAnnounce.map({ now >= $0 + 10_000 }) ?? true {
             lastCrossingAnnounce = now

@@ -38,7 +38,7 @@ public struct NodeCore: Sendable {
     public private(set) var nickname: String
     private var outbox: [Output] = []
     /// The mesh router inside (read-only: statistics, routes, neighbourhood).
-    public private(set) var router: MeshRouter
+    public internal(set) var router: MeshRouter
     var sessions: SessionManager
     /// Stately: our state, the states around, the power mode.
     var statelyFeatureSlot: StatelyFeature?
@@ -58,63 +58,48 @@ public struct NodeCore: Sendable {
         }
     }
     var rng: SeededGenerator
-    private var links: Set<LinkID> = []
+    var links: Set<LinkID> = []
     /// Link health: no announce within 15 s, or silence for `linkTimeout`, drops a link.
-    private var watch = LinkWatch<LinkID>()
+    var watch = LinkWatch<LinkID>()
     /// Peers present (an announce within the last 60 s): the one record of them.
     var present = PeerTable<PeerCard>()
-    var blocked: Set<Fingerprint> = []
-    /// Private payloads that came while trust was not known yet (256 at most,
-    /// the oldest going unacknowledged: its sender tries again).
-    private var awaitingTrust: [(payload: NoisePayload, from: PeerID, hops: Int, via: String?)] = []
-    private var trustKnown: Bool
-    private var verifiedFingerprints: Set<Fingerprint> = []
-    private var favorites: Set<Fingerprint>
-    private var lastAnnounce: Millis?
-    private var nextHousekeeping: Millis = 0
-    /// Private payloads waiting for a session, per peer (256 a peer, 1,024 peers).
-    private var waiting: [PeerID: [NoisePayload]] = [:]
-    /// Our private messages and files not yet acknowledged, by message ID.
-    private var unacknowledged: [String: NoisePayload] = [:]
-    var tracker: DeliveryTracker<String>
-    /// When each handshake we started began, to start over when one stalls.
-    private var handshakeStarted: [PeerID: Millis] = [:]
-    /// When a present peer we hold messages for was last sent a fresh handshake
-    /// (``probeHeld(_:now:)``; forgotten when it leaves, so no more than the peers present).
-    private var heldProbes: [PeerID: Millis] = [:]
-    /// Message IDs already shown, so a retried message is shown once.
-    private var seen = BoundedSet<String>(capacity: 10_000)
+    /// Blocked, verified, favourites, and what waits for those decisions.
+    var trust: Trust
+    var lastAnnounce: Millis?
+    var nextHousekeeping: Millis = 0
+    /// What waits for a session, what is not yet acknowledged, handshakes and probes, private messages shown.
+    var delivery: PrivateDelivery
     /// What each link's announces said of its clock.
-    private var clocks = ClockWatch()
+    var clocks = ClockWatch()
     /// Private messages emitted whose receipt waits for ``stored(_:now:)``.
     var awaitingStore: StoreReceipts
     /// Copies saved of each file (by transfer ID), 1,024 files at most.
     var fileCopies = FileCopies()
     /// Rekeys started (a fresh XX handshake on a live session), for statistics.
-    public private(set) var rekeys = 0
+    public internal(set) var rekeys = 0
     public internal(set) var refusals = Refusals()
     /// Public messages shown (packet IDs), so that a replay is never shown twice.
-    private var shownPublic = BoundedSet<PacketID>(capacity: 10_000)
+    var shownPublic = BoundedSet<PacketID>(capacity: 10_000)
     /// Signed public packets from senders whose announce has not come yet
     /// (a relay's jitter can put a message before its announce): held 2 s,
     /// 64 at most, then counted ``Refusals/unverifiable``.
-    private var awaitingAnnounce = AwaitingAnnounce()
+    var awaitingAnnounce = AwaitingAnnounce()
     /// The packet `admits` let through for the router call under way: any
     /// other packet the router delivers (one reassembled from fragments) is
     /// screened by the same rules on delivery.
-    private var admitted: PacketID?
+    var admitted: PacketID?
     /// Signing keys pinned to Noise keys.
     var pins = Pins()
     /// Bytes of public text each sender may still have shown (4,096 senders at most).
-    private var shownBudget: ShownBudget
+    var shownBudget: ShownBudget
     /// Our pings awaiting their pong, and the pings answered per link.
-    private var pings = Pings()
-    private var handshakeBudget: TokenBucket
-    private var strangerHandshakeBudget: TokenBucket
+    var pings = Pings()
+    var handshakeBudget: TokenBucket
+    var strangerHandshakeBudget: TokenBucket
     /// Which off-mesh transports reach which peers, and what went that way.
     var offMesh = OffMeshRoutes()
     /// Our private messages not yet read, and to whom.
-    private var unread = ReadReceipts()
+    var unread = ReadReceipts()
     /// The mesh board (nil: off).
     var boardFeature: BoardFeature?
     /// Live voice bursts being put back together.
@@ -123,7 +108,7 @@ public struct NodeCore: Sendable {
     var groupsFeature: GroupsFeature?
     /// Noise static keys of peers whose verified announce we took (1,024, the oldest going).
     var noiseKeys: [Fingerprint: [UInt8]] = [:]
-    private var noiseKeyOrder: [Fingerprint] = []
+    var noiseKeyOrder: [Fingerprint] = []
     /// Announce v2 recognition, and vouches taken.
     var recognitionFeature: RecognitionFeature? = RecognitionFeature()
     var vouchesFeature: VouchesFeature? = VouchesFeature()
@@ -133,7 +118,7 @@ public struct NodeCore: Sendable {
     var gatewayFeature: GatewayFeature?
     var bridgeFeature: BridgeFeature?
     /// Whether the runtime has a relay up for what the gateway and the bridge publish.
-    private var nostrRelaysUp = false
+    var nostrRelaysUp = false
 
     public init(identity: Identity, configuration: Configuration, seed: UInt64) {
         self.identity = identity
@@ -179,9 +164,9 @@ public struct NodeCore: Sendable {
         self.router.signer = { packet in try? PacketSigning.sign(&packet, with: signingKey) }
         self.router.favorites = Set(configuration.favorites.map(\.peerID))
         self.sessions = SessionManager(identity: identity, configuration: configuration.sessions)
-        self.tracker = DeliveryTracker(schedule: configuration.retry)
+        self.delivery = PrivateDelivery(schedule: configuration.retry)
         self.statelyFeatureSlot = StatelyFeature(identity: identity, configuration: configuration, seed: rng.next())
-        self.favorites = configuration.favorites
+        self.trust = Trust(known: configuration.trustKnown, favorites: configuration.favorites)
         self.watch.silenceLimit = configuration.linkTimeout
         self.present.capacity = configuration.maxPeers
         self.awaitingStore = StoreReceipts(capacity: configuration.maxAwaitingStore, timeout: configuration.storeTimeout)
@@ -189,7 +174,6 @@ public struct NodeCore: Sendable {
         self.handshakeBudget = TokenBucket(perMinute: configuration.handshakesPerMinute)
         self.strangerHandshakeBudget = TokenBucket(perMinute: configuration.strangerHandshakesPerMinute)
         self.rng = rng
-        self.trustKnown = configuration.trustKnown
     }
 
     /// Our peer ID (the first 8 bytes of our fingerprint: a hash, made once).
@@ -212,8 +196,8 @@ public struct NodeCore: Sendable {
 
     /// The node's facts for a feature, at `now`.
     private func context(now: Millis) -> NodeContext {
-        NodeContext(now: now, wall: wall(now), identity: identity, peerID: peerID, nickname: nickname, trustKnown: trustKnown, blocked: blocked,
-                    favorites: favorites, verified: verifiedFingerprints, pins: pins.all, noiseKeys: noiseKeys, present: present, sessions: sessions)
+        NodeContext(now: now, wall: wall(now), identity: identity, peerID: peerID, nickname: nickname, trustKnown: trust.known, blocked: trust.blocked,
+                    favorites: trust.favorites, verified: trust.verified, pins: pins.all, noiseKeys: noiseKeys, present: present, sessions: sessions)
     }
 
     /// Runs `body` on a feature with the node's facts, then applies what it
@@ -332,120 +316,7 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// The rules for a packet reassembled from fragments: our own ID, freshness
-    /// and signatures, as for one that came whole.
-    private mutating func screensWhole(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
-        if packet.senderID == peerID {
-            refusals.ownID += 1
-            return false
-        }
-        guard isFresh(packet, link: link, now: now) else {
-            refusals.stale += 1
-            return false
-        }
-        return signatureHolds(packet, queue: nil)
-    }
-
-    /// The wall-clock time at `now`.
-    func wall(_ now: Millis) -> Millis { wallTime(now, offset: wallClockOffset) }
-
-    /// Within 120 s of our clock, or an answer (isRSR, TTL 0, an announce or a
-    /// public message: what sync stores) on a link we asked within 30 s.
-    private func isFresh(_ packet: Packet, link: LinkID?, now: Millis) -> Bool {
-        let wall = wall(now)
-        let skew = wall >= packet.timestamp ? wall - packet.timestamp : packet.timestamp - wall
-        if skew <= configuration.freshness { return true }
-        guard packet.isSyncAnswer, packet.type == .message || packet.type == .announce || packet.type == .boardPost
-            || packet.type == .prekeyBundle || packet.type == .groupMessage, let link else { return false }
-        return router.askedForSync(on: link, within: configuration.syncAnswerWindow, now: now)
-    }
-
-    private mutating func noteClock(of packet: Packet, on link: LinkID?, fresh: Bool, now: Millis) {
-        guard let link, links.contains(link) else { return }
-        clocks.note(packet, on: link, fresh: fresh, wall: wall(now), now: now)
-    }
-
-    /// What a person reads as said by a peer must be signed by that peer's key:
-    /// public messages, leaves and file transfers, whatever their recipient; so
-    /// must a carrier deposited with us (our gateway or bridge publishes it for
-    /// its depositor). One from a sender with no verified announce goes into
-    /// `queue` (to wait for it) when one is given: a deposit can overtake its
-    /// depositor's announce when we have just come up beside it.
-    private mutating func signatureHolds(_ packet: Packet, queue: (bytes: [UInt8], link: LinkID, now: Millis)?) -> Bool {
-        let deposit = packet.type == .nostrCarrier && packet.recipientID == peerID
-        guard packet.type == .message || packet.type == .leave || packet.type == .fileTransfer || packet.type == .voiceFrame || deposit else {
-            return true
-        }
-        guard let card = present[packet.senderID]?.info else {
-            if let q = queue, packet.signature != nil, links.contains(q.link), awaitingAnnounce.hold(packet, bytes: q.bytes, on: q.link, now: q.now) {
-                choresSoon(now: q.now)
-            } else {
-                refusals.unverifiable += 1
-            }
-            return false
-        }
-        guard packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey) else {
-            refusals.forged += 1
-            return false
-        }
-        return true
-    }
-
-    /// The rules a packet passes before the router sees it (docs/PROTOCOL.md,
-    /// "Authentication and freshness"): no relay, no answer, no event for what fails.
-    private mutating func admits(_ packet: Packet, bytes: [UInt8], on link: LinkID, now: Millis) -> Bool {
-        let sender = packet.senderID
-        // Our own ID: only a copy of a packet of ours (a relay's echo, which the
-        // router counts as a duplicate and uses as evidence) goes on.
-        if sender == peerID {
-            if router.hasSeen(packet) { return true }
-            // Or one of our own public messages from before a restart, replayed
-            // by a sync we asked for and signed with our own key: our history.
-            if packet.type == .message, packet.isSyncAnswer, isFresh(packet, link: link, now: now),
-               packet.signature != nil, PacketSigning.isValid(packet, publicKey: identity.signingPublicKey) {
-                return true
-            }
-            // Or our own board posts, handed back by a sync after a restart (each signed inside).
-            if packet.type == .boardPost, packet.isSyncAnswer, isFresh(packet, link: link, now: now) {
-                return takesBoard(packet, now: now)
-            }
-            refusals.ownID += 1
-            return false
-        }
-        guard isFresh(packet, link: link, now: now) else {
-            refusals.stale += 1
-            noteClock(of: packet, on: link, fresh: false, now: now)
-            return false
-        }
-        noteClock(of: packet, on: link, fresh: true, now: now)
-        // A copy of a packet the duplicate filter holds costs nothing more: the
-        // first copy was checked before it got there (a forged first copy never
-        // does), and the router only counts this one (a genuine replay would do
-        // the same). In a mesh each packet comes from several neighbours.
-        if router.hasSeen(packet) { return true }
-        // An announce whose signing key is not the one pinned to its Noise key
-        // goes no further: not bound, not relayed, not stored (cheap: no crypto).
-        if packet.type == .announce, let a = try? Announce(decoding: packet.payload),
-           let pinned = pins[Fingerprint(noiseStaticKey: a.noisePublicKey)], pinned != a.signingPublicKey {
-            refusals.pinMismatch += 1
-            emit(.rejected(Rejection(.badAnnounce, peer: packet.senderID,
-                                     "announce from \(packet.senderID): its signing key is not the one first seen with its Noise key (refused)")))
-            return false
-        }
-        // Live voice is live: a public burst packet over 30 s old goes nowhere (as iOS).
-        if packet.type == .voiceFrame, wall(now) > packet.timestamp, wall(now) - packet.timestamp > 30_000 {
-            refusals.stale += 1
-            return false
-        }
-        // A board post is relayed only when the board takes it (as iOS): decoded,
-        // signed by the key it carries, live, not deleted.
-        if packet.type == .boardPost, boardFeature != nil, packet.isBroadcast { return takesBoard(packet, now: now) }
-        // A prekey bundle: its packet and the bundle inside signed by its owner's announced key, or it goes nowhere.
-        if packet.type == .prekeyBundle, packet.isBroadcast { return takesPrekeys(packet, now: now) }
-        return signatureHolds(packet, queue: (bytes, link, now))
-    }
-
-    // MARK: The board
+    // MARK: What features screen
 
     /// Whether the board takes a post or tombstone (new or a duplicate); a new
     /// one is shown when the router delivers it. Without a board, all go on.
@@ -454,85 +325,8 @@ public struct NodeCore: Sendable {
     }
 
     /// Whether a prekey bundle holds (``CourierFeature/takesPrekeys(_:context:)``).
-    private mutating func takesPrekeys(_ packet: Packet, now: Millis) -> Bool {
+    mutating func takesPrekeys(_ packet: Packet, now: Millis) -> Bool {
         using(\.courierFeature, now: now) { courier, context in courier.takesPrekeys(packet, context: &context) } ?? false
-    }
-
-    /// Sends a live voice burst packet: to everyone (a signed voiceFrame, TTL 7,
-    /// as the apps send them), or privately to `peer` in its Noise session
-    /// (payload 0x08; no receipt, no retry: live audio late is no use).
-    public mutating func sendVoice(_ burst: VoiceBurst, to peer: PeerID? = nil, now: Millis) throws {
-        if let peer {
-            try sendNoise(.unknown(type: NoisePayload.Kind.voiceFrame, body: burst.encoded()), to: peer, now: now, fresh: true)
-            return
-        }
-        var packet = Packet(type: .voiceFrame, ttl: 7, timestamp: wall(now), senderID: peerID, payload: burst.encoded())
-        try PacketSigning.sign(&packet, with: identity.signingKey)
-        perform(router.originate(packet, now: now), now: now)
-    }
-
-    // MARK: Noise keys
-
-    /// Remembers the Noise key a verified announce (or a contact's card) gave.
-
-    mutating func rememberNoiseKey(_ f: Fingerprint, _ key: [UInt8]) {
-        if noiseKeys[f] == key { return }
-        if noiseKeys[f] == nil { noiseKeyOrder.append(f) }
-        noiseKeys[f] = key
-        recognitionFeature?.forget(f)
-        while noiseKeyOrder.count > 1_024 {
-            let gone = noiseKeyOrder.removeFirst()
-            noiseKeys[gone] = nil
-            recognitionFeature?.forget(gone)
-        }
-    }
-
-    // MARK: Nostr carriers
-
-    /// The runtime has (or lost) a relay for what the gateway and the bridge
-    /// publish: what waited goes when one is up.
-    public mutating func nostrRelays(up: Bool, now: Millis) {
-        nostrRelaysUp = up
-        guard up else {
-            courierFeature?.relaysUp = false
-            bridgeFeature?.relaysUp = false
-            return
-        }
-        using(\.gatewayFeature, now: now) { gateway, context in gateway.relaysUp(&context) }
-        using(\.bridgeFeature, now: now) { bridge, context in bridge.relaysUp(&context) }
-        using(\.courierFeature, now: now) { courier, context in courier.relays(up: true, context: &context) }
-        bridgeDue(now: now)
-    }
-
-    /// A carrier directed to us: a deposit, signed by its depositor's
-    /// announced key (it may be hops away), for our gateway or our bridge.
-    private mutating func takeDeposit(_ packet: Packet, now: Millis) {
-        guard let card = present[packet.senderID]?.info, packet.signature != nil, PacketSigning.isValid(packet, publicKey: card.signingKey),
-              let carrier = try? NostrCarrier(decoding: packet.payload[...]),
-              (carrier.direction == .toGateway && configuration.gateway) || (carrier.direction == .toBridge && bridge.cell != nil) else {
-            refusals.carriers += 1 // unsigned, another's, not ours to take, or malformed
-            return
-        }
-        if carrier.direction == .toBridge {
-            using(\.bridgeFeature, now: now) { bridge, context in bridge.deposit(carrier, from: packet.senderID, signingKey: card.signingKey, context: &context) }
-        } else {
-            let up = nostrRelaysUp
-            using(\.gatewayFeature, now: now) { gateway, context in gateway.deposit(carrier, from: packet.senderID, relaysUp: up, context: &context) }
-        }
-    }
-
-    /// A broadcast carrier: a bridge's or a gateway's event for the mesh, shown
-    /// once when its own signature holds (whoever relayed it).
-    private mutating func hearCarrier(_ packet: Packet, hops: Int, now: Millis) {
-        guard let carrier = try? NostrCarrier(decoding: packet.payload[...]) else {
-            refusals.carriers += 1
-            return
-        }
-        switch carrier.direction {
-        case .fromBridge: using(\.bridgeFeature, now: now) { bridge, context in bridge.heard(carrier, in: packet, hops: hops, context: &context) }
-        case .fromGateway: using(\.gatewayFeature, now: now) { gateway, context in gateway.heard(carrier, hops: hops, context: &context) }
-        default: break // a deposit broadcast: nobody's to take
-        }
     }
 
     // MARK: Time
@@ -542,7 +336,7 @@ public struct NodeCore: Sendable {
         // Alone, no announce is due: the first link's arrival announces at once.
         var deadlines = [nextHousekeeping] + (links.isEmpty ? [] : [(lastAnnounce ?? 0) + configuration.announceInterval])
         if let d = router.nextDeadline { deadlines.append(d) }
-        if let d = tracker.nextDeadline { deadlines.append(d) }
+        if let d = delivery.tracker.nextDeadline { deadlines.append(d) }
         // (Each by name: no array of existentials made at every re-arm.)
         for d in [statelyFeatureSlot?.nextDeadline, voiceFeature?.nextDeadline, gatewayFeature?.nextDeadline, bridgeFeature?.nextDeadline,
                   boardFeature?.nextDeadline, groupsFeature?.nextDeadline, courierFeature?.nextDeadline] {
@@ -554,7 +348,7 @@ public struct NodeCore: Sendable {
     /// Runs what is due.
     public mutating func tick(now: Millis) {
         perform(router.tick(now: now), now: now)
-        if let due = tracker.nextDeadline, now >= due { followUp(tracker.due(now: now), now: now) }
+        if let due = delivery.tracker.nextDeadline, now >= due { followUp(delivery.tracker.due(now: now), now: now) }
         tickFeatures(now: now)
         if let d = bridgeFeature?.nextDeadline, now >= d { bridgeDue(now: now) }
         if now >= nextHousekeeping {
@@ -570,7 +364,7 @@ public struct NodeCore: Sendable {
     /// announce too old, a link silent, a handshake timed out, an envelope expired).
     /// A link's arrival, a handshake or a packet waiting for its announce brings them back sooner.
     private func choresDeadline(now: Millis) -> Millis {
-        let waits = !handshakeStarted.isEmpty || !awaitingAnnounce.isEmpty
+        let waits = delivery.handshakesUnderWay || !awaitingAnnounce.isEmpty
         let pace = now + configuration.housekeepingInterval * (links.isEmpty ? 30 : waits ? 1 : 5)
         let w = wall(now)
         let courierDue = courierFeature?.nextExpiry.map { $0 > w ? now + ($0 - w) : now }
@@ -581,7 +375,7 @@ public struct NodeCore: Sendable {
     }
 
     /// Something now waits on the chores (a handshake to retry, a packet for its announce): within one interval.
-    private mutating func choresSoon(now: Millis) {
+    mutating func choresSoon(now: Millis) {
         nextHousekeeping = min(nextHousekeeping, now + configuration.housekeepingInterval)
     }
 
@@ -596,15 +390,7 @@ public struct NodeCore: Sendable {
         awaitingStore.expire(now: now)
         if !clocks.isEmpty, let notice = clocks.check(up: links, freshness: configuration.freshness, now: now) { emit(.notice(notice)) }
         refusals.unverifiable += awaitingAnnounce.expire(now: now)
-        for (peer, started) in handshakeStarted where now > started && now - started > 5_000 {
-            if sessions.hasSession(with: peer) { handshakeStarted[peer] = nil; continue }
-            if (waiting[peer] ?? []).isEmpty {
-                // Nothing of ours waits for it (a restart after an undecryptable frame): let it go.
-                if now - started > configuration.sessions.handshakeTimeoutMillis { handshakeStarted[peer] = nil }
-                continue
-            }
-            try? startHandshake(with: peer, now: now) // rate-limited by the session manager
-        }
+        retryStalledHandshakes(now: now)
         for (l, _) in watch.check(now: now) {
             links.remove(l)
             pings.linkDown(l)
@@ -614,7 +400,7 @@ public struct NodeCore: Sendable {
         }
         for gone in present.expire(now: now) {
             router.peerGone(gone)
-            heldProbes[gone] = nil
+            delivery.peerGone(gone)
             emit(.left(gone)) // no announce for 60 s
         }
     }
@@ -648,20 +434,6 @@ public struct NodeCore: Sendable {
         }
     }
 
-    /// Sends a private message, end-to-end encrypted with Noise (a handshake
-    /// first when there is no session). Returns its message ID (a UUID v4).
-    @discardableResult
-    public mutating func sendPrivate(_ text: String, to peer: PeerID, messageID: String? = nil, now: Millis) throws -> String {
-        let id = messageID ?? newMessageID()
-        try sendTracked(.privateMessage(PrivateMessage(messageID: id, content: text)), id: id, to: peer, now: now)
-        awaitRead(id, from: peer)
-        return id
-    }
-
-    /// A read receipt for `id` counts once, and only from `peer` (messages and
-    /// files alike: issue 52, a file's "read" was dropped). The newest 10,000.
-    mutating func awaitRead(_ id: String, from peer: PeerID) { unread.expect(id, from: peer) }
-
     /// Pings `peer` (mesh diagnostics, 0x26): its pong comes back as
     /// ``NodeEvent/pong(from:rttMillis:hops:)``. At most 64 pings wait at once.
     public mutating func ping(_ peer: PeerID, now: Millis) {
@@ -670,86 +442,6 @@ public struct NodeCore: Sendable {
         let p = Packet(type: .ping, ttl: 7, timestamp: wall(now), senderID: peerID, recipientID: peer, payload: nonce + [7])
         perform(router.originate(p, now: now), now: now)
     }
-
-    /// Tells `peer` that its message was displayed.
-    public mutating func sendReadReceipt(_ messageID: String, to peer: PeerID, now: Millis) throws {
-        try sendNoise(.readReceipt(messageID: messageID), to: peer, now: now)
-    }
-
-    /// Marks a peer a favourite, or not: its messages are held while it is
-    /// away, and this node holds what it relays for it.
-    public mutating func setFavorite(_ fingerprint: Fingerprint, _ on: Bool) {
-        if on { favorites.insert(fingerprint) } else { favorites.remove(fingerprint) }
-        router.favorites = Set(favorites.map(\.peerID))
-    }
-
-    public var favoriteFingerprints: Set<Fingerprint> { favorites }
-
-    /// Marks a fingerprint verified (compared out of band), or not.
-    public mutating func setVerified(_ fingerprint: Fingerprint, _ on: Bool) {
-        if on { verifiedFingerprints.insert(fingerprint) } else { verifiedFingerprints.remove(fingerprint) }
-    }
-
-    public var verified: Set<Fingerprint> { verifiedFingerprints }
-
-    public mutating func block(_ fingerprint: Fingerprint) {
-        blocked.insert(fingerprint)
-        updateBlockedSenders()
-    }
-
-    public mutating func unblock(_ fingerprint: Fingerprint) {
-        blocked.remove(fingerprint)
-        updateBlockedSenders()
-    }
-
-    public var blockedFingerprints: Set<Fingerprint> { blocked }
-
-    /// Whether what `peer` sends is dropped: the Noise key of its verified
-    /// announce, or of the session it opened (a private message can come
-    /// before the announce), is blocked.
-    public func isBlocked(_ peer: PeerID) -> Bool {
-        guard !blocked.isEmpty else { return false }
-        if let f = present[peer]?.info.fingerprint, blocked.contains(f) { return true }
-        if let f = sessions.fingerprint(of: peer), blocked.contains(f) { return true }
-        return false
-    }
-
-    /// Holds the receipt of `id` until ``stored(_:now:)`` (the oldest let go past the cap).
-    mutating func awaitAndKeep(_ id: String, from sender: PeerID, now: Millis) { awaitingStore.wait(id, from: sender, now: now) }
-
-    /// The application stored this private message (``Configuration/receiptsAfterStored``):
-    /// its delivery receipt goes now.
-    public mutating func stored(_ messageID: String, now: Millis) {
-        guard let sender = awaitingStore.take(messageID) else { return }
-        try? sendNoise(.delivered(messageID: messageID), to: sender, now: now)
-        outbox.append(.acknowledged(messageID: messageID))
-    }
-
-    /// The application could not store it (a full disk): no receipt, and the
-    /// sender's next retry is taken as new (shown again, stored again).
-    public mutating func notStored(_ messageID: String) {
-        guard awaitingStore.take(messageID) != nil else { return }
-        seen.remove(messageID)
-    }
-
-    /// Messages whose receipt waits for the application to store them.
-    public var awaitingStoreCount: Int { awaitingStore.count }
-
-    /// Trust decisions are loaded: what waited for them is taken now (a
-    /// blocked sender's dropped unanswered, the rest shown and acknowledged).
-    public mutating func trustDecided(now: Millis) {
-        guard !trustKnown else { return }
-        trustKnown = true
-        let waiting = awaitingTrust
-        awaitingTrust = []
-        for w in waiting where !isBlocked(w.from) { inner(w.payload, from: w.from, hops: w.hops, via: w.via, now: now) }
-        // Drops for us and group messages that came meanwhile: read now, the blocks known.
-        using(\.courierFeature, now: now) { courier, context in courier.trustDecided(&context) }
-        using(\.groupsFeature, now: now) { groups, context in groups.readKept(context: &context) }
-    }
-
-    /// Private payloads waiting for trust decisions.
-    public var awaitingTrustCount: Int { awaitingTrust.count }
 
     /// Changes this node's nickname and announces it at once.
     public mutating func rename(_ name: String, now: Millis) {
@@ -771,8 +463,7 @@ public struct NodeCore: Sendable {
     /// Forgets every session and key in memory, and who is around (panic).
     public mutating func wipe() {
         sessions.wipeAll()
-        waiting = [:]
-        heldProbes = [:]
+        delivery.wipe()
         present.removeAll()
     }
 
@@ -806,16 +497,9 @@ public struct NodeCore: Sendable {
             "node.linkErrors": watched.errors,
             "node.linksBlocked": watched.blocked,
             "node.present": present.entries.count,
-            "node.blocked": blocked.count,
-            "node.awaitingTrust": awaitingTrust.count,
-            "node.verifiedFingerprints": verifiedFingerprints.count,
-            "node.waitingPeers": waiting.count,
-            "node.waitingPayloads": waitingCount,
-            "node.unacknowledged": unacknowledged.count,
-            "node.tracked": tracker.count,
-            "node.handshakeStarted": handshakeStarted.count,
-            "node.heldProbes": heldProbes.count,
-            "node.privateShown": seen.count,
+            "node.blocked": trust.blocked.count,
+            "node.awaitingTrust": trust.heldCount,
+            "node.verifiedFingerprints": trust.verified.count,
             "node.linkClocks": clocks.count,
             "node.noiseKeys": noiseKeys.count,
             "node.awaitingStore": awaitingStore.count,
@@ -829,6 +513,7 @@ public struct NodeCore: Sendable {
             "node.pendingHandshakes": sessions.pendingHandshakeCount,
         ]
         sizes.merge(node) { a, _ in a }
+        sizes.merge(delivery.tableSizes) { a, _ in a }
         sizes.merge(pings.tableSizes) { a, _ in a }
         sizes.merge(offMesh.tableSizes) { a, _ in a }
         for feature in features { sizes.merge(feature.tableSizes) { a, _ in a } }
@@ -842,122 +527,14 @@ public struct NodeCore: Sendable {
     public func sessionFingerprint(_ peer: PeerID) -> Fingerprint? {
         sessions.hasSession(with: peer) ? sessions.fingerprint(of: peer) : nil
     }
-    /// Messages and files not yet acknowledged.
-    public var unacknowledgedCount: Int { unacknowledged.count }
-    /// Payloads waiting for a session, all peers together.
-    public var waitingCount: Int { waiting.values.reduce(0) { $0 + $1.count } }
     public var neighborPeers: Set<PeerID> { router.neighborhood.neighborPeers }
-
-    // MARK: Sending privately
-
-    mutating func newMessageID() -> String {
-        // A UUID v4 from the node's generator, in the apps' upper-case form.
-        var b = (0..<16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-        b[6] = (b[6] & 0x0F) | 0x40
-        b[8] = (b[8] & 0x3F) | 0x80
-        let hex = b.map { String($0, radix: 16, uppercase: true) }.map { $0.count == 1 ? "0" + $0 : $0 }
-        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
-    }
-
-    /// Sends a payload that a delivered receipt will acknowledge, and keeps
-    /// sending it until one comes (or the tracker gives up).
-    mutating func sendTracked(_ payload: NoisePayload, id: String, to peer: PeerID, now: Millis) throws {
-        // Fails here, not on a retry. A payload the mesh cannot carry (a private
-        // message over 255 bytes) may still go to a peer away from the mesh
-        // through an off-mesh transport that can (the Ya OK server carries 10,240 bytes).
-        if present[peer] != nil || offMeshRoute(peer) == nil { _ = try payload.encoded() }
-        unacknowledged[id] = payload
-        tracker.sent(id, to: peer, now: now, favorite: isFavorite(peer))
-        try sendNoise(payload, to: peer, now: now, fresh: true)
-    }
-
-    private func isFavorite(_ peer: PeerID) -> Bool {
-        if let f = present[peer]?.info.fingerprint { return favorites.contains(f) }
-        return router.favorites.contains(peer)
-    }
-
-    /// Seals and sends; without a session the payload waits for a handshake.
-    /// A session due for a rekey (an hour, or 10,000 messages) starts a fresh
-    /// handshake; its old keys carry this payload and keep working until the
-    /// new ones exist. A retry is flooded (`routing: .flood`): the route the
-    /// first try took may be what failed. Without a session the payload
-    /// waits once (a retry of one already waiting is not queued again); a
-    /// `fresh` send always waits (the same file sent twice is two sends).
-    mutating func sendNoise(_ payload: NoisePayload, to peer: PeerID, now: Millis,
-                                    routing: MeshRouter.Routing = .automatic, fresh: Bool = false) throws {
-        // Mesh first, always: off the mesh only for a peer no announce has come
-        // from within the last minute, and only what an off-mesh transport carries.
-        if present[peer] == nil, let via = offMeshRoute(peer), let ticket = Self.offMeshTicket(payload) {
-            handOff(payload, to: peer, via: via, ticket: ticket)
-            return
-        }
-        guard sessions.hasSession(with: peer) else {
-            // Bounded: 256 a peer (the oldest goes; a tracked one comes back at
-            // its retry), for at most 1,024 peers at once.
-            if fresh || !(waiting[peer] ?? []).contains(payload), waiting[peer] != nil || waiting.count < 1_024 {
-                if waiting[peer, default: []].count >= 256 { waiting[peer]!.removeFirst() }
-                waiting[peer, default: []].append(payload)
-            }
-            if !sessions.isHandshaking(with: peer) { try startHandshake(with: peer, now: now) }
-            return
-        }
-        let frame = try sessions.seal(try payload.encoded(), for: peer)
-        let actions = router.originate(NoisePackets.encrypted(frame, from: peerID, to: peer, timestamp: wall(now)), now: now, routing: routing)
-        perform(actions, now: now)
-        if case let .privateFile(file) = payload, let bytes = try? file.encoded() {
-            // The sender's progress: out to the links now (a retry says so again).
-            let pieces = actions.reduce(0) { n, a in if case .transmit = a { n + 1 } else { n } }
-            emit(.fileSent(transferID: sha256Hex(bytes), to: peer, fragments: pieces))
-        }
-        if sessions.needsRekey(peer, now: now), (try? startHandshake(with: peer, now: now)) != nil { rekeys += 1 }
-    }
-
-    /// A peer that announces while we hold messages for it has not acknowledged
-    /// them: it may have restarted, within its 60 s of presence, and lost our
-    /// session (then what we send it can never be opened, and it has nothing to
-    /// say that would tell us). A fresh handshake, at most every 30 s, settles
-    /// it: once it completes, what is held goes again.
-    private mutating func probeHeld(_ peer: PeerID, now: Millis) {
-        guard !sessions.isHandshaking(with: peer), now >= (heldProbes[peer] ?? 0) + 30_000 || now < (heldProbes[peer] ?? 0),
-              handshakeBudget.take(now: now) else { return }
-        heldProbes[peer] = now
-        try? startHandshake(with: peer, now: now)
-    }
-
-    private mutating func startHandshake(with peer: PeerID, now: Millis) throws {
-        let m1 = try sessions.initiateHandshake(with: peer, now: now)
-        handshakeStarted[peer] = now
-        choresSoon(now: now)
-        perform(router.originate(NoisePackets.handshake(m1, from: peerID, to: peer, timestamp: wall(now)), now: now), now: now)
-    }
-
-    mutating func followUp(_ steps: [DeliveryTracker<String>.Step], now: Millis) {
-        for step in steps {
-            switch step {
-            case let .resend(id, peer, _):
-                // Without a session it waits (once) for the handshake.
-                if let payload = unacknowledged[id] { try? sendNoise(payload, to: peer, now: now, routing: .flood) }
-            case let .failed(id, peer):
-                unacknowledged[id] = nil
-                emit(.failed(messageID: id, to: peer))
-            case let .held(id, peer):
-                emit(.held(messageID: id, for: peer))
-            }
-        }
-    }
-
-    /// The router drops packets from blocked peers before anything else: not
-    /// processed, not relayed, not answered.
-    private mutating func updateBlockedSenders() {
-        router.blockedSenders = Set(present.entries.filter { blocked.contains($0.value.info.fingerprint) }.keys)
-    }
 
     // MARK: Receiving
 
     /// Sends a packet of ours into the mesh.
     mutating func originate(_ packet: Packet, now: Millis) { perform(router.originate(packet, now: now), now: now) }
 
-    private mutating func perform(_ actions: [MeshRouter.Action], now: Millis) {
+    mutating func perform(_ actions: [MeshRouter.Action], now: Millis) {
         for action in actions {
             switch action {
             case let .transmit(bytes, links):
@@ -1006,32 +583,9 @@ public struct NodeCore: Sendable {
             router.peerGone(sender)
             if present.left(sender) != nil { emit(.left(sender)) }
         case .noiseHandshake where packet.recipientID == peerID:
-            // A message that starts a new handshake (whatever its size)
-            // costs us two DH operations and a state: budgeted for all senders
-            // together, more tightly for strangers.
-            if !sessions.isHandshaking(with: sender) {
-                let known = present[sender] != nil
-                guard known ? handshakeBudget.take(now: now) : strangerHandshakeBudget.take(now: now) else {
-                    refusals.handshakeBudget += 1
-                    return
-                }
-            }
-            handshake(packet, now: now)
+            takeHandshake(packet, now: now)
         case .noiseEncrypted where packet.recipientID == peerID:
-            do {
-                // A frame that comes before its handshake completes is held (with its
-                // hop count) and handed back in the handshake step.
-                if case let .plaintext(p) = try sessions.open(packet.payload, from: sender, now: now, note: hops) {
-                    inner(p, from: sender, hops: hops, now: now)
-                }
-            } catch {
-                emit(.rejected(Rejection(.undecryptable, peer: sender, "frame from \(sender): \(error)")))
-                // A peer we know sends frames we cannot open: one of us restarted
-                // and lost the session. A fresh handshake (rate-limited) recovers it.
-                if present[sender] != nil, !sessions.isHandshaking(with: sender), handshakeBudget.take(now: now) {
-                    try? startHandshake(with: sender, now: now)
-                }
-            }
+            open(packet, hops: hops, now: now)
         default:
             break
         }
@@ -1086,17 +640,17 @@ public struct NodeCore: Sendable {
             let previous = present.announced(sender, info: card, hops: hops, now: now)
             for gone in present.takeEvicted() {
                 router.peerGone(gone)
-                heldProbes[gone] = nil
+                delivery.peerGone(gone)
                 emit(.left(gone)) // made room for a newcomer (docs/MESH.md, "Bounds")
             }
-            if blocked.contains(card.fingerprint) { updateBlockedSenders() }
+            if trust.blocked.contains(card.fingerprint) { updateBlockedSenders() }
             // A bridge's announce may owe it ours (noteCrossingPeer): the chores look right after it, not 5 s on.
             if configuration.crossesBridges, a.bridgeGeohash != nil { nextHousekeeping = min(nextHousekeeping, now + 1) }
             if previous == nil {
                 using(\.courierFeature, now: now) { courier, context in courier.follow(&context) } // a newcomer's drops are followed at once
-                followUp(tracker.peerReturned(sender, now: now), now: now) // back: try again now
+                followUp(delivery.peerReturned(sender, now: now), now: now) // back: try again now
                 using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: card.fingerprint, context: &context) }
-            } else if tracker.isHolding(for: sender) {
+            } else if delivery.tracker.isHolding(for: sender) {
                 probeHeld(sender, now: now)
             }
             if previous?.info.nickname != a.nickname { emit(.peer(sender, nickname: a.nickname, hops: hops)) }
@@ -1135,159 +689,6 @@ public struct NodeCore: Sendable {
         emit(.message(from: sender, nickname: sender == peerID ? nickname : present[sender]?.info.nickname, text: text,
                       hops: hops, timestamp: packet.timestamp, history: packet.isRSR))
     }
-
-    private mutating func handshake(_ packet: Packet, now: Millis) {
-        let sender = packet.senderID
-        do {
-            let step = try sessions.receiveHandshake(packet.payload, from: sender, now: now)
-            if let reply = step.reply {
-                perform(router.originate(NoisePackets.handshake(reply, from: peerID, to: sender, timestamp: wall(now)), now: now), now: now)
-            }
-            if let fingerprint = step.established {
-                handshakeStarted[sender] = nil
-                // A blocked key: nothing it sent is opened, shown or answered.
-                if blocked.contains(fingerprint) { return }
-                emit(.sessionEstablished(sender, fingerprint: fingerprint.hex))
-                for (p, hops) in step.released { inner(p, from: sender, hops: hops, now: now) }
-                // A new session: what went into the old one may be lost (a restart), so a group's state goes again.
-                using(\.groupsFeature, now: now) { groups, context in groups.peerReturned(sender, fingerprint: fingerprint, context: &context) }
-                // The drops we carry for it (or copies for it to carry), now that it proved its key.
-                if let key = noiseKeys[fingerprint], present[sender]?.hops == 1 {
-                    using(\.courierFeature, now: now) { courier, context in courier.handOver(to: sender, noiseKey: key, context: &context) }
-                }
-                let flushed = waiting.removeValue(forKey: sender) ?? []
-                for payload in flushed { try? sendNoise(payload, to: sender, now: now) }
-                // A session with the peer: it is back. What we still owe it goes now,
-                // what was held for it with a fresh budget (but not twice).
-                let again = tracker.peerReturned(sender, now: now).filter {
-                    guard case let .resend(id, _, _) = $0, let p = unacknowledged[id] else { return true }
-                    return !flushed.contains(p)
-                }
-                followUp(again, now: now)
-            }
-        } catch {
-            emit(.rejected(Rejection(.handshakeFailed, peer: sender, "handshake from \(sender): \(error)")))
-        }
-    }
-
-    /// A decrypted inner payload.
-    private mutating func inner(_ plaintext: [UInt8], from sender: PeerID, hops: Int, now: Millis) {
-        guard let payload = try? NoisePayload(decoding: plaintext) else {
-            emit(.rejected(Rejection(.malformedPrivatePayload, peer: sender, "malformed private payload from \(sender)")))
-            return
-        }
-        inner(payload, from: sender, hops: hops, via: nil, now: now)
-    }
-
-    /// A private payload from `sender`, over the mesh (`via` nil) or an off-mesh transport.
-    mutating func inner(_ payload: NoisePayload, from sender: PeerID, hops: Int, via: String?, now: Millis) {
-        // Blocked: dropped unanswered, whatever came first (a session before an announce).
-        if isBlocked(sender) { return }
-        if !trustKnown {
-            switch payload {
-            case .privateMessage, .privateFile, .bulkOffer:
-                if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
-                awaitingTrust.append((payload, sender, hops, via))
-                return
-            case let .unknown(type, _) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
-                // A blocked creator's state is not taken: it waits for the blocks.
-                if awaitingTrust.count >= 256 { awaitingTrust.removeFirst() }
-                awaitingTrust.append((payload, sender, hops, via))
-                return
-            default:
-                break
-            }
-        }
-        switch payload {
-        case let .privateMessage(m):
-            // A retried copy is acknowledged again but shown once. A favourite
-            // notification is a notice, not text (docs/PROTOCOL.md).
-            if seen.insert(m.messageID) {
-                let nickname = present[sender]?.info.nickname
-                if let notice = Self.favoriteNotice(m.content) {
-                    emit(.favorited(by: sender, nickname: nickname, on: notice.on, npub: notice.npub))
-                } else {
-                    emit(.privateMessage(from: sender, nickname: nickname, text: m.content, messageID: m.messageID, hops: hops, via: via))
-                    if configuration.receiptsAfterStored {
-                        // Its receipt goes once the application has stored it.
-                        awaitAndKeep(m.messageID, from: sender, now: now)
-                        return
-                    }
-                }
-            } else if awaitingStore.isWaiting(m.messageID) {
-                return // a retry while it is being stored: the receipt follows the store
-            }
-            try? sendNoise(.delivered(messageID: m.messageID), to: sender, now: now)
-            outbox.append(.acknowledged(messageID: m.messageID))
-        case let .privateFile(file):
-            receiveFile(file, from: sender, now: now)
-        case let .bulkOffer(offer):
-            let id = Self.bulkID(offer.transferID)
-            guard configuration.acceptsFiles, configuration.bulk else {
-                try? sendNoise(.bulkAnswer(BulkAnswer(transferID: offer.transferID, accepted: false,
-                                                      reason: "this node takes no large files")), to: sender, now: now)
-                return
-            }
-            // A retried offer is acknowledged again, handed on once.
-            if seen.insert(id) { outbox.append(.bulkOffered(offer, from: sender)) }
-            try? sendNoise(.delivered(messageID: id), to: sender, now: now)
-        case let .bulkAnswer(answer):
-            outbox.append(.bulkAnswered(answer, from: sender))
-        case let .delivered(id):
-            // A duplicate receipt, or one from anyone but the recipient, counts for nothing.
-            guard tracker.recipient(of: id) == sender, tracker.acknowledged(id) != nil else { return }
-            if !tracker.isTracking(id) { unacknowledged[id] = nil }
-            emit(.delivered(messageID: id, by: sender))
-        case let .readReceipt(id):
-            // Once, and only from the one we sent it to (a replayed or forged receipt counts for nothing).
-            guard unread.read(id, by: sender) else { return }
-            emit(.read(messageID: id, by: sender))
-        case let .unknown(type, body) where type == NoisePayload.Kind.voiceFrame:
-            takeVoice(body, from: sender, isPrivate: true, now: now)
-        case let .unknown(type, body) where type == NoisePayload.Kind.vouch:
-            using(\.vouchesFeature, now: now) { vouches, context in vouches.take(body, from: sender, context: &context) }
-        case let .unknown(type, body) where type == NoisePayload.Kind.groupInvite || type == NoisePayload.Kind.groupKeyUpdate:
-            using(\.groupsFeature, now: now) { groups, context in
-                groups.takeState(body, invite: type == NoisePayload.Kind.groupInvite, from: sender, context: &context)
-            }
-        default:
-            break
-        }
-    }
-
-    private mutating func takeVoice(_ bytes: [UInt8], from sender: PeerID, isPrivate: Bool, now: Millis) {
-        using(\.voiceFeature, now: now) { voice, context in voice.take(bytes, from: sender, isPrivate: isPrivate, context: &context) }
-    }
-
-    /// `[FAVORITED]:npub1…` or `[UNFAVORITED]:npub1…` (the npub may be empty,
-    /// as Android sends it without a Nostr key): whether, and the key.
-    static func favoriteNotice(_ text: String) -> (on: Bool, npub: String?)? {
-        for (prefix, on) in [("[FAVORITED]:", true), ("[UNFAVORITED]:", false)] where text.hasPrefix(prefix) {
-            let key = String(text.dropFirst(prefix.count))
-            // A bech32 npub: "npub1" and lowercase letters and digits; anything else is not a key.
-            let valid = key.hasPrefix("npub1") && key.count <= 100 && key.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) }
-            return (on, valid ? key : nil)
-        }
-        return nil
-    }
-
-    /// Pins on first use (``Pins``: 4,096, the newest going), and says so to the application.
-    private mutating func pin(_ fingerprint: Fingerprint, _ key: [UInt8]) {
-        guard pins.pinFirst(fingerprint, key) else { return }
-        emit(.pinned(fingerprint: fingerprint, signingKey: key))
-    }
-
-    /// Pins a signing key to a Noise key from a source the application
-    /// trusts: a pin kept from an earlier run, or a Ya OK contact card (signed,
-    /// scanned in person). It replaces a pin made on first use in this run;
-    /// announces with another signing key for that Noise key are refused.
-    public mutating func pinSigningKey(_ key: [UInt8], for fingerprint: Fingerprint) {
-        guard key.count == 32 else { return }
-        pins.set(key, for: fingerprint)
-    }
-
-    /// The signing key pinned to a Noise key, if any.
-    public func pinnedSigningKey(for fingerprint: Fingerprint) -> [UInt8]? { pins[fingerprint] }
 
     /// A ping for us: a pong back with the same payload, as the apps answer.
     private mutating func answerPing(_ packet: Packet, link: LinkID?, now: Millis) {

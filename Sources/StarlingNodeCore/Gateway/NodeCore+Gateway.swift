@@ -12,7 +12,7 @@ extension NodeCore {
     @discardableResult
     public mutating func sendViaGateway(_ event: NostrEvent, geohash: String, now: Millis) throws -> PeerID? {
         let gateways = present.entries.filter {
-            $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true && !blocked.contains($0.value.info.fingerprint)
+            $0.key != peerID && $0.value.info.capabilities?.contains(.gateway) == true && !trust.blocked.contains($0.value.info.fingerprint)
         }
         guard let g = gateways.min(by: { ($0.value.hops, $0.key.rawValue) < ($1.value.hops, $1.key.rawValue) })?.key else { return nil }
         let carrier = try NostrCarrier(direction: .toGateway, geohash: geohash, eventJSON: Array(event.json.utf8))

@@ -20,7 +20,7 @@ extension NodeCore {
     /// (several may: they are tried in ``Configuration/offMeshOrder``).
     public mutating func setOffMeshRoute(_ peer: PeerID, via: String, reachable: Bool, now: Millis) {
         let fresh = offMesh.set(peer, via: via, reachable: reachable)
-        if fresh, present[peer] == nil { followUp(tracker.peerReturned(peer, now: now), now: now) }
+        if fresh, present[peer] == nil { followUp(delivery.peerReturned(peer, now: now), now: now) }
     }
 
     /// Which off-mesh transport reaches `peer` off the mesh, if any: the first
@@ -32,13 +32,13 @@ extension NodeCore {
     /// A private payload arrived through an off-mesh transport, from `peer`
     /// (authenticated by that transport).
     public mutating func receiveOffMesh(_ payload: NoisePayload, from peer: PeerID, via: String, now: Millis) {
-        guard !blocked.contains(where: { $0.peerID == peer }) else { return } // blocked: dropped unanswered, as on the mesh
+        guard !trust.blocked.contains(where: { $0.peerID == peer }) else { return } // blocked: dropped unanswered, as on the mesh
         inner(payload, from: peer, hops: 0, via: via, now: now)
     }
 
     /// The off-mesh transport's far end took the payload with this ticket.
     public mutating func offMeshAccepted(_ ticket: String, now: Millis) {
-        guard let peer = tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
+        guard let peer = delivery.tracker.recipient(of: ticket), let via = offMeshRoute(peer) else { return }
         offMesh.accepted(ticket, peer: peer, via: via)
         emit(.sentOffMesh(messageID: ticket, to: peer, via: via))
     }
@@ -47,7 +47,7 @@ extension NodeCore {
     /// is open then); the application is told.
     public mutating func offMeshFailed(_ ticket: String, reason: String, now: Millis) {
         offMesh.failed(ticket)
-        guard let peer = tracker.recipient(of: ticket) else { return }
+        guard let peer = delivery.tracker.recipient(of: ticket) else { return }
         emit(.rejected(Rejection(.transport, peer: peer, "\(offMeshRoute(peer) ?? "off the mesh"): message to \(peer) not sent yet: \(reason)")))
     }
 
