@@ -52,6 +52,22 @@ extension InProcessNodes {
         // The sender heard how many took it.
         #expect(net.events[0].contains { if case .dropDeposited(_, carol.peerID, 1) = $0 { true } else { false } })
         #expect(net.nodes[1].tableSizes["node.courierHeld"] == 0, "handed over, no longer carried")
+
+        // carol reads the courier's copy before alice sends it directly (if she ever
+        // does): her read receipt counts, once, and only hers (the control: bob's
+        // receipt for the same ID counts for nothing).
+        let id = try #require(net.events[2].lazy.compactMap { if case let .dropOpened(_, _, _, _, _, id, _) = $0 { id } else { nil } }.first)
+        let aliceID = alice.peerID
+        try net.on(1) { try $0.sendReadReceipt(id, to: aliceID, now: $1) }
+        net.run(for: 5_000)
+        func reads() -> [PeerID] { net.events[0].compactMap { if case let .read(m, by) = $0, m == id { by } else { nil } } }
+        #expect(reads().isEmpty, "a receipt from someone else counts for nothing")
+        try net.on(2) { try $0.sendReadReceipt(id, to: aliceID, now: $1) }
+        net.run(for: 5_000)
+        #expect(reads() == [carol.peerID], "\(net.events[0])")
+        try net.on(2) { try $0.sendReadReceipt(id, to: aliceID, now: $1) }
+        net.run(for: 5_000)
+        #expect(reads() == [carol.peerID], "once")
     }
 
     /// With prekeys published (bit 0), a drop is sealed to one of the

@@ -38,7 +38,11 @@ extension NodeCore {
         let recipient = Fingerprint(noiseStaticKey: key)
         if noiseKeys[recipient] == nil { rememberNoiseKey(recipient, key) }
         let id = messageID ?? newMessageID()
-        return try using(\.courierFeature, now: now) { courier, context in try courier.seal(text, toNoiseKey: key, messageID: id, context: &context) } ?? 0
+        let taken = try using(\.courierFeature, now: now) { courier, context in try courier.seal(text, toNoiseKey: key, messageID: id, context: &context) } ?? 0
+        // The recipient may read the courier's copy before the same message goes
+        // directly (if it does at all): its read receipt counts from then on.
+        awaitRead(id, from: recipient.peerID)
+        return taken
     }
 
     /// A kind 1401 event our bridge's subscription brought: a drop for us is
