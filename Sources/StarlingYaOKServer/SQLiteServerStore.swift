@@ -216,13 +216,12 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         nextSeq = last + 1
     }
 
-    /// Both in one transaction: one sync of the disk for what arrived together.
-    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
-                       removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
+    /// All in one transaction: one sync of the disk for what arrived together.
+    public func commit(_ writes: StoreWrites) async throws -> StoreWritten {
         try await writing(restartingTheWAL: restartWanted.take()) { db in
-            let stored = batch.isEmpty ? [] : try self.store(batch, limits: limits, in: db)
-            return (stored, acks.isEmpty ? [] : try self.take(acks, in: db))
+            StoreWritten(stored: writes.messages.isEmpty ? [] : try self.store(writes.messages, limits: writes.limits, in: db),
+                         removed: writes.acks.isEmpty ? [] : try self.take(writes.acks, in: db),
+                         dropped: try writes.drops.map { try self.keep($0, limits: writes.dropLimits, in: db) })
         }
     }
 
@@ -387,34 +386,35 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: The courier mailbox
 
-    /// One transaction: one held already is answered as held (with the later
+    /// Inside a write: one held already is answered as held (with the later
     /// expiry); past the tag's share its oldest go; past the total, the expired,
     /// then the oldest of all.
-    public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
-        try await db.write { db in
-            let id = Data(drop.dropID.bytes), tag = Data(drop.tag.bytes)
-            if let held = try Int64.fetchOne(db, sql: "SELECT expires_at FROM drops WHERE drop_id = ?", arguments: [id]) {
-                if Int64(clamping: drop.expiresAt) > held {
-                    try db.execute(sql: "UPDATE drops SET envelope = ?, expires_at = ? WHERE drop_id = ?",
-                                   arguments: [Data(drop.envelope), Int64(clamping: drop.expiresAt), id])
-                }
-                return .stored(new: false)
+    private func keep(_ drop: StoredDrop, limits: DropLimits, in db: Database) throws -> DropOutcome {
+        let id = Data(drop.dropID.bytes), tag = Data(drop.tag.bytes)
+        let expires = Int64(clamping: drop.expiresAt), received = Int64(clamping: drop.receivedAt)
+        // Prepared once (cached across commits).
+        if let held = try Int64.fetchOne(db.cachedStatement(sql: "SELECT expires_at FROM drops WHERE drop_id = ?"), arguments: [id]) {
+            if expires > held {
+                try db.cachedStatement(sql: "UPDATE drops SET envelope = ?, expires_at = ? WHERE drop_id = ?")
+                    .execute(arguments: [Data(drop.envelope), expires, id])
             }
-            try db.execute(sql: """
-                DELETE FROM drops WHERE tag = ? AND seq NOT IN (SELECT seq FROM drops WHERE tag = ? ORDER BY seq DESC LIMIT ?)
-                """, arguments: [tag, tag, max(0, limits.perTag - 1)])
-            if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0 >= limits.total {
-                try db.execute(sql: "DELETE FROM drops WHERE expires_at <= ?", arguments: [Int64(clamping: drop.receivedAt)])
-                let n = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM drops") ?? 0
-                if n >= limits.total {
-                    try db.execute(sql: "DELETE FROM drops WHERE seq IN (SELECT seq FROM drops ORDER BY seq LIMIT ?)",
-                                   arguments: [n - limits.total + 1])
-                }
-            }
-            try db.execute(sql: "INSERT INTO drops (drop_id, tag, envelope, expires_at, received_at) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [id, tag, Data(drop.envelope), Int64(clamping: drop.expiresAt), Int64(clamping: drop.receivedAt)])
-            return .stored(new: true)
+            return .stored(new: false)
         }
+        try db.cachedStatement(sql: """
+            DELETE FROM drops WHERE tag = ? AND seq NOT IN (SELECT seq FROM drops WHERE tag = ? ORDER BY seq DESC LIMIT ?)
+            """).execute(arguments: [tag, tag, max(0, limits.perTag - 1)])
+        let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM drops")
+        if try Int.fetchOne(count) ?? 0 >= limits.total {
+            try db.cachedStatement(sql: "DELETE FROM drops WHERE expires_at <= ?").execute(arguments: [received])
+            let n = try Int.fetchOne(count) ?? 0
+            if n >= limits.total {
+                try db.cachedStatement(sql: "DELETE FROM drops WHERE seq IN (SELECT seq FROM drops ORDER BY seq LIMIT ?)")
+                    .execute(arguments: [n - limits.total + 1])
+            }
+        }
+        try db.cachedStatement(sql: "INSERT INTO drops (drop_id, tag, envelope, expires_at, received_at) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [id, tag, Data(drop.envelope), expires, received])
+        return .stored(new: true)
     }
 
     public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {

@@ -8,12 +8,13 @@ import StarlingYaOKServerCore
 /// ran goes into the next transaction — and QUEUED is sent only after its
 /// commit, so that an answered message survives a SIGKILL.
 ///
-/// ACKs to remove go into the same group commits (one sync of the disk for
-/// both), and a POLL waits for the ACKs that came before it.
+/// ACKs to remove and courier drops to keep go into the same group commits
+/// (one sync of the disk for all), a POLL waits for the ACKs that came before
+/// it, and DROP_TAKEN too is sent only after its commit.
 ///
 /// Bounds: at most `maxPendingStore` store operations wait at once (more
-/// packets are dropped, and their senders retry), 512 messages and 512 ACKs
-/// a commit.
+/// packets are dropped, and their senders retry), 512 messages, 512 ACKs and
+/// 512 drops a commit.
 public actor YaOKServer {
     public typealias Core = YaOKServerCore<UDPAddress>
 
@@ -22,6 +23,8 @@ public actor YaOKServer {
     private let store: any ServerStore
     private var core: Core
     private var pending: [(QueuedMessage, UDPAddress)] = []
+    /// Drops for the next group commit, with who sent each.
+    private var pendingDrops: [(StoredDrop, UDPAddress)] = []
     private var committing = false
     private var inFlight = 0
     private var stopped = false
@@ -86,7 +89,12 @@ public actor YaOKServer {
                 guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
                 pending.append((message, address))
                 startCommitting()
-            case .register, .fetch, .remove, .putDrop, .fetchDrops:
+            case let .putDrop(drop, address):
+                // Into the next group commit; DROP_TAKEN once it has returned.
+                guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
+                pendingDrops.append((drop, address))
+                startCommitting()
+            case .register, .fetch, .remove, .fetchDrops:
                 // In arrival order, one at a time: an ACK goes in before the POLL
                 // sent after it, so that an acknowledged message never comes back.
                 guard waitingForTheStore < maxPendingStore else { refusedForBacklog += 1; continue }
@@ -113,7 +121,7 @@ public actor YaOKServer {
 
     /// Every store operation waiting or under way (bounded by `maxPendingStore`).
     public var waitingForTheStore: Int {
-        inFlight + pending.count + pendingAcks.count + operations.count - operationHead
+        inFlight + pending.count + pendingAcks.count + pendingDrops.count + operations.count - operationHead
     }
 
     private func startCommitting() {
@@ -147,11 +155,6 @@ public actor YaOKServer {
                 pendingAcks.append((user, id))
                 acksHanded += 1
                 startCommitting()
-            case let .putDrop(drop, address):
-                do { perform(core.dropPut(drop, try await store.putDrop(drop, limits: core.configuration.dropLimits), from: address)) } catch {
-                    storeFailures += 1
-                    perform(core.dropStorageFailed(drop, from: address))
-                }
             case let .fetchDrops(tags, after, limit, address):
                 // A store failure gets no answer (an empty DROP_END would be a lie): the client fetches again.
                 do {
@@ -190,34 +193,41 @@ public actor YaOKServer {
     }
 
     /// Group commit: each turn takes everything that arrived meanwhile, MSGs
-    /// to store and ACKs to remove, in one transaction. The answers to one
-    /// commit go out while the next one runs (never before their own commit
-    /// has returned); the POLLs that waited for its ACKs go on at once.
+    /// to store, ACKs to remove and drops to keep, in one transaction. The
+    /// answers to one commit go out while the next one runs (never before their
+    /// own commit has returned); the POLLs that waited for its ACKs go on at once.
     private func commitLoop() async {
         var answers: [Core.Step] = []
-        while !pending.isEmpty || !pendingAcks.isEmpty {
+        while !pending.isEmpty || !pendingAcks.isEmpty || !pendingDrops.isEmpty {
             let batch = Array(pending.prefix(512))
             pending.removeFirst(batch.count)
             let acks = Array(pendingAcks.prefix(512))
             pendingAcks.removeFirst(acks.count)
-            inFlight += batch.count + acks.count
-            let store = self.store, limits = core.configuration.limits, messages = batch.map(\.0)
+            let drops = Array(pendingDrops.prefix(512))
+            pendingDrops.removeFirst(drops.count)
+            let size = batch.count + acks.count + drops.count
+            inFlight += size
+            let store = self.store
+            let writes = StoreWrites(messages: batch.map(\.0), limits: core.configuration.limits, acks: acks,
+                                     drops: drops.map(\.0), dropLimits: core.configuration.dropLimits)
             let started = ContinuousClock.now
-            let commit = Task { try await store.commit(messages, limits: limits, removing: acks) }
+            let commit = Task { try await store.commit(writes) }
             perform(answers) // the last commit's, while this one runs
             answers = []
             do {
-                let (outcomes, removed) = try await commit.value
+                let written = try await commit.value
                 commits += 1
                 commitTimes.add(ContinuousClock.now - started)
-                for ((message, address), outcome) in zip(batch, outcomes) { answers += core.enqueued(message, outcome, from: address) }
-                for found in removed { answers += core.removed(found) }
+                for ((message, address), outcome) in zip(batch, written.stored) { answers += core.enqueued(message, outcome, from: address) }
+                for found in written.removed { answers += core.removed(found) }
+                for ((drop, address), outcome) in zip(drops, written.dropped) { answers += core.dropPut(drop, outcome, from: address) }
             } catch {
                 // The ACKs' messages stay queued and come again (a recipient takes each once).
                 storeFailures += 1
                 for (message, address) in batch { answers += core.storageFailed(message, from: address) }
+                for (drop, address) in drops { answers += core.dropStorageFailed(drop, from: address) }
             }
-            inFlight -= batch.count + acks.count
+            inFlight -= size
             acksCommitted += acks.count
             if let (upTo, waiter) = ackWaiter, upTo <= acksCommitted {
                 ackWaiter = nil

@@ -12,16 +12,16 @@ public protocol ServerStore: Sendable {
     /// store holds `maxUsers` users (a pin is never dropped to make room: it
     /// would let anyone take that user ID).
     func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome
-    /// The one write of MSGs and ACKs, in one transaction (a group commit:
-    /// one sync of the disk; either all of it happens or none): the batch is
-    /// stored in order — a message already held (same recipient and ID) from
-    /// the same sender, with the same bytes, counts as stored, once; with
-    /// other bytes it is `.messageIDReused`; from another sender it is
-    /// `.messageIDTaken` — and the ACKs remove their messages, each from its
-    /// recipient's queue only; what each ACK found.
-    func commit(_ batch: [QueuedMessage], limits: QueueLimits,
-                removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?])
+    /// The one write: MSGs, ACKs and courier drops that arrived together, in
+    /// one transaction (a group commit: one sync of the disk; either all of it
+    /// happens or none). The MSGs are stored in order — a message already held
+    /// (same recipient and ID) from the same sender, with the same bytes, counts
+    /// as stored, once; with other bytes it is `.messageIDReused`; from another
+    /// sender it is `.messageIDTaken` — the ACKs remove their messages, each
+    /// from its recipient's queue only, and the drops are kept within their
+    /// limits (``DropLimits``: a drop with a held drop's ID is held already; past
+    /// the tag's share the tag's oldest goes). What each found.
+    func commit(_ writes: StoreWrites) async throws -> StoreWritten
     /// The oldest `limit` messages for `user`.
     func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage]
     /// Drops messages received before `cutoff`; how many.
@@ -29,10 +29,7 @@ public protocol ServerStore: Sendable {
     /// Registered users and queued messages.
     func counts() async throws -> (users: Int, queued: Int)
 
-    // The courier mailbox (docs/PROTOCOL.md "The courier mailbox").
-    /// Keeps a drop (durable when it returns), within `limits`: a drop with a
-    /// held drop's ID is held already; past the tag's share the tag's oldest goes.
-    func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome
+    // The courier mailbox (docs/PROTOCOL.md "The courier mailbox"); drops are kept by ``commit(_:)``.
     /// Up to `limit` drops for these tags with a sequence number above
     /// `after`, not expired at `now`, in sequence order.
     func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop]
@@ -42,7 +39,54 @@ public protocol ServerStore: Sendable {
     func dropCount() async throws -> Int
 }
 
+/// What one group commit writes (``ServerStore/commit(_:)``).
+public struct StoreWrites: Sendable {
+    public var messages: [QueuedMessage]
+    public var limits: QueueLimits
+    public var acks: [(user: UserID, messageID: UserID)]
+    public var drops: [StoredDrop]
+    public var dropLimits: DropLimits
+
+    public init(messages: [QueuedMessage] = [], limits: QueueLimits = QueueLimits(), acks: [(user: UserID, messageID: UserID)] = [],
+                drops: [StoredDrop] = [], dropLimits: DropLimits = DropLimits()) {
+        self.messages = messages
+        self.limits = limits
+        self.acks = acks
+        self.drops = drops
+        self.dropLimits = dropLimits
+    }
+
+    public var isEmpty: Bool { messages.isEmpty && acks.isEmpty && drops.isEmpty }
+}
+
+/// What a group commit found: an outcome for each MSG and each drop, in
+/// order, and the message each ACK removed (nil: not in that queue).
+public struct StoreWritten: Sendable {
+    public var stored: [EnqueueOutcome]
+    public var removed: [QueuedMessage?]
+    public var dropped: [DropOutcome]
+
+    public init(stored: [EnqueueOutcome] = [], removed: [QueuedMessage?] = [], dropped: [DropOutcome] = []) {
+        self.stored = stored
+        self.removed = removed
+        self.dropped = dropped
+    }
+}
+
 extension ServerStore {
+    /// MSGs and ACKs (``commit(_:)``).
+    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
+                       removing acks: [(user: UserID, messageID: UserID)]) async throws
+        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
+        let written = try await commit(StoreWrites(messages: batch, limits: limits, acks: acks))
+        return (written.stored, written.removed)
+    }
+
+    /// One drop (``commit(_:)``).
+    public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
+        try await commit(StoreWrites(drops: [drop], dropLimits: limits)).dropped[0]
+    }
+
     /// A batch of MSGs alone (``commit(_:limits:removing:)``).
     public func enqueue(_ batch: [QueuedMessage], limits: QueueLimits) async throws -> [EnqueueOutcome] {
         try await commit(batch, limits: limits, removing: []).stored
@@ -90,9 +134,8 @@ public actor InMemoryServerStore: ServerStore {
     }
 
     /// One actor turn: all of it or none.
-    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
-                       removing acks: [(user: UserID, messageID: UserID)])
-        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
+    public func commit(_ writes: StoreWrites) -> StoreWritten {
+        let (batch, limits, acks) = (writes.messages, writes.limits, writes.acks)
         let stored: [EnqueueOutcome] = batch.map { m in
             guard keys[m.recipient] != nil else { return .unknownRecipient }
             let queue = queues[m.recipient] ?? []
@@ -110,7 +153,7 @@ public actor InMemoryServerStore: ServerStore {
             total -= 1
             return queues[user]!.remove(at: i)
         }
-        return (stored, removed)
+        return StoreWritten(stored: stored, removed: removed, dropped: writes.drops.map { keep($0, limits: writes.dropLimits) })
     }
 
     public func fetch(_ user: UserID, limit: Int) -> [QueuedMessage] { Array((queues[user] ?? []).prefix(limit)) }
@@ -173,7 +216,7 @@ public struct DropLimits: Hashable, Sendable {
 }
 
 extension InMemoryServerStore {
-    public func putDrop(_ drop: StoredDrop, limits: DropLimits) -> DropOutcome {
+    func keep(_ drop: StoredDrop, limits: DropLimits) -> DropOutcome {
         if let i = drops.firstIndex(where: { $0.dropID == drop.dropID }) {
             if drop.expiresAt > drops[i].expiresAt { (drops[i].envelope, drops[i].expiresAt) = (drop.envelope, drop.expiresAt) }
             return .stored(new: false)

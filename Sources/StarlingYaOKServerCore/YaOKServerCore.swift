@@ -108,7 +108,7 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
         case enqueue(QueuedMessage, from: Address)
         case fetch(UserID, limit: Int, for: Address)
         case remove(UserID, messageID: UserID)
-        /// Keep a drop (``ServerStore/putDrop(_:limits:)``), then ``dropPut(_:_:from:)``.
+        /// Keep a drop (in the next group commit, ``ServerStore/commit(_:)``), then ``dropPut(_:_:from:)``.
         case putDrop(StoredDrop, from: Address)
         /// Read drops (``ServerStore/drops(for:after:notExpiredAt:limit:)``), then ``dropsFetched(_:after:for:)``.
         case fetchDrops(tags: [Bytes16], after: UInt64, limit: Int, for: Address)

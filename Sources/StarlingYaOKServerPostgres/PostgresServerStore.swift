@@ -202,17 +202,23 @@ public final class PostgresServerStore: ServerStore, Sendable {
         } }
     }
 
-    /// MSGs and ACKs that arrived together, in one transaction.
-    public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
-                       removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
-        struct Done: Sendable { var stored: [EnqueueOutcome]; var removed: [QueuedMessage?] }
-        let acks = acks.map { AckKey(user: $0.user, messageID: $0.messageID) }
-        let done: Done = try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
+    /// MSGs, ACKs and drops that arrived together, in one transaction.
+    public func commit(_ writes: StoreWrites) async throws -> StoreWritten {
+        let batch = writes.messages, limits = writes.limits, drops = writes.drops, dropLimits = writes.dropLimits
+        let acks = writes.acks.map { AckKey(user: $0.user, messageID: $0.messageID) }
+        return try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
             let stored = batch.isEmpty ? [] : try await self.store(batch, limits: limits, on: c)
-            return Done(stored: stored, removed: acks.isEmpty ? [] : try await self.take(acks.map { ($0.user, $0.messageID) }, on: c))
+            let removed = acks.isEmpty ? [] : try await self.take(acks.map { ($0.user, $0.messageID) }, on: c)
+            var dropped: [DropOutcome] = []
+            if !drops.isEmpty {
+                // Drop writers of every server one at a time (an advisory lock, taken before the
+                // sequence moves: sequence numbers follow the commits), so that the tag's share
+                // and the total hold across servers.
+                try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
+                for drop in drops { dropped.append(try await self.keep(drop, limits: dropLimits, on: c)) }
+            }
+            return StoreWritten(stored: stored, removed: removed, dropped: dropped)
         } }
-        return (done.stored, done.removed)
     }
 
     private struct AckKey: Sendable { var user: UserID; var messageID: UserID }
@@ -377,46 +383,43 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     // MARK: The courier mailbox
 
-    /// One transaction, drop writers of every server one at a time (an
-    /// advisory lock, taken before the sequence moves: sequence numbers follow
-    /// the commits), so that the tag's share and the total hold across servers.
-    public func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
-        try await bounded("a drop") { client in try await client.withTransaction(logger: self.logger) { c in
-            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
-            let id = Self.buffer(drop.dropID.bytes), tag = Self.buffer(drop.tag.bytes)
-            let expires = Int64(clamping: drop.expiresAt), received = Int64(clamping: drop.receivedAt)
-            var held: Int64?
-            for try await e in try await c.query("SELECT expires_at FROM relay_drops WHERE drop_id = \(id)", logger: self.logger)
-                .decode(Int64.self) { held = e }
-            if let held {
-                if expires > held {
-                    try await c.query("""
-                        UPDATE relay_drops SET envelope = \(Self.buffer(drop.envelope)), expires_at = \(expires) WHERE drop_id = \(id)
-                        """, logger: self.logger)
-                }
-                return .stored(new: false)
+    /// Inside a commit holding the drops' lock: one held already is answered
+    /// as held (with the later expiry); past the tag's share its oldest go;
+    /// past the total, the expired, then the oldest of all.
+    private func keep(_ drop: StoredDrop, limits: DropLimits, on c: PostgresConnection) async throws -> DropOutcome {
+        let id = Self.buffer(drop.dropID.bytes), tag = Self.buffer(drop.tag.bytes)
+        let expires = Int64(clamping: drop.expiresAt), received = Int64(clamping: drop.receivedAt)
+        var held: Int64?
+        for try await e in try await c.query("SELECT expires_at FROM relay_drops WHERE drop_id = \(id)", logger: self.logger)
+            .decode(Int64.self) { held = e }
+        if let held {
+            if expires > held {
+                try await c.query("""
+                    UPDATE relay_drops SET envelope = \(Self.buffer(drop.envelope)), expires_at = \(expires) WHERE drop_id = \(id)
+                    """, logger: self.logger)
             }
-            try await c.query("""
-                DELETE FROM relay_drops WHERE tag = \(tag)
-                AND seq NOT IN (SELECT seq FROM relay_drops WHERE tag = \(tag) ORDER BY seq DESC LIMIT \(Int64(max(0, limits.perTag - 1))))
-                """, logger: self.logger)
-            var total = 0
+            return .stored(new: false)
+        }
+        try await c.query("""
+            DELETE FROM relay_drops WHERE tag = \(tag)
+            AND seq NOT IN (SELECT seq FROM relay_drops WHERE tag = \(tag) ORDER BY seq DESC LIMIT \(Int64(max(0, limits.perTag - 1))))
+            """, logger: self.logger)
+        var total = 0
+        for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
+        if total >= limits.total {
+            try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(received)", logger: self.logger)
             for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
             if total >= limits.total {
-                try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(received)", logger: self.logger)
-                for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
-                if total >= limits.total {
-                    try await c.query("""
-                        DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total - limits.total + 1)))
-                        """, logger: self.logger)
-                }
+                try await c.query("""
+                    DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total - limits.total + 1)))
+                    """, logger: self.logger)
             }
-            try await c.query("""
-                INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
-                VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(expires), \(received))
-                """, logger: self.logger)
-            return .stored(new: true)
-        } }
+        }
+        try await c.query("""
+            INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
+            VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(expires), \(received))
+            """, logger: self.logger)
+        return .stored(new: true)
     }
 
     public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {

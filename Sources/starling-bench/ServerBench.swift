@@ -432,8 +432,8 @@ enum ServerBench {
             _ = blocking { try await store.commit(b, limits: fixedLimits, removing: a) }
         }
         let oneMSG = time("one MSG", operations: 1) { let b = batch(1); _ = blocking { try await store.enqueue(b, limits: fixedLimits) } }
-        // The courier mailbox: one DROP is its own synced write (not grouped), beside one MSG's commit;
-        // a DROP_FETCH's read (51 tags, 11 drops) with 10,000 drops held, beside one POLL's read.
+        // The courier mailbox: DROPs are group-committed as MSGs are (500 in one commit, and one alone,
+        // beside one MSG's commit); a DROP_FETCH's read (51 tags, 11 drops) with 10,000 drops held, beside one POLL's read.
         let tags = (0..<51).map { _ in Bytes16(high: .random(in: 0...UInt64.max), low: .random(in: 0...UInt64.max)) }
         var n: UInt64 = 0
         func drop(_ tag: Bytes16) -> StoredDrop {
@@ -444,9 +444,13 @@ enum ServerBench {
         var dropLimits = DropLimits()
         dropLimits.total = 10_000
         let fixedDropLimits = dropLimits
-        for i in 0..<10_000 {
-            let d = drop(i % 4 == 0 ? tags[i % 51] : Bytes16(high: UInt64(i), low: 9))
-            _ = blocking { try await store.putDrop(d, limits: fixedDropLimits) }
+        for start in stride(from: 0, to: 10_000, by: 500) {
+            let ds = (start..<start + 500).map { i in drop(i % 4 == 0 ? tags[i % 51] : Bytes16(high: UInt64(i), low: 9)) }
+            _ = blocking { try await store.commit(StoreWrites(drops: ds, dropLimits: fixedDropLimits)) }
+        }
+        time("500 DROPs (1 KiB envelopes, 10,000 held)") {
+            let ds = (0..<500).map { _ in drop(tags[Int(n % 51)]) }
+            _ = blocking { try await store.commit(StoreWrites(drops: ds, dropLimits: fixedDropLimits)) }
         }
         let oneDROP = time("one DROP (1 KiB envelope, 10,000 held)", operations: 1) {
             let d = drop(tags[Int(n % 51)])

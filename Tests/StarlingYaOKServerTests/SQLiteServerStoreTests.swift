@@ -220,6 +220,42 @@ import Testing
         #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [fourth])
     }
 
+    /// Issue 57: courier drops go into the same group commit as MSGs and ACKs:
+    /// kept together, in order (the same drop twice in one batch is held once;
+    /// the tag's share holds within the batch), and a failure takes all back.
+    @Test(arguments: ["memory", "sqlite"])
+    func dropsAreGroupCommittedWithMessages(_ kind: String) async throws {
+        let path = Self.temporaryPath("relay-drops")
+        defer { Self.remove(path) }
+        let store: any ServerStore = kind == "memory" ? InMemoryServerStore() : try SQLiteServerStore(path: path)
+        let a = UserID.random(), b = UserID.random()
+        #expect(try await store.register(b, key: [UInt8](repeating: 1, count: 32), timestamp: 1) == .registered)
+        let tag = Bytes16(high: 1, low: 1)
+        func drop(_ n: UInt64, tag: Bytes16 = tag) -> StoredDrop {
+            StoredDrop(dropID: Bytes16(high: 9, low: n), tag: tag, envelope: [UInt8](repeating: UInt8(n), count: 40), expiresAt: 10_000, receivedAt: 5)
+        }
+        var dropLimits = DropLimits()
+        dropLimits.perTag = 3
+        let m = QueuedMessage(messageID: .random(), sender: a, recipient: b, payload: [7], receivedAt: 5)
+        let written = try await store.commit(StoreWrites(messages: [m], drops: [drop(1), drop(1), drop(2), drop(3), drop(4)], dropLimits: dropLimits))
+        #expect(written.stored == [.stored])
+        #expect(written.dropped == [.stored(new: true), .stored(new: false), .stored(new: true), .stored(new: true), .stored(new: true)])
+        // The tag keeps its newest 3, the first went for the fourth.
+        #expect(try await store.drops(for: [tag], after: 0, notExpiredAt: 6, limit: 10).map(\.dropID.low) == [2, 3, 4])
+        #expect(try await store.fetch(b, limit: 10).map(\.messageID) == [m.messageID])
+        #expect(try await store.dropCount() == 3)
+        guard let sqlite = store as? SQLiteServerStore else { return }
+        // A failure in the MSGs' part takes the drops of the same commit back (the control: the same drop alone is kept).
+        let other = Bytes16(high: 2, low: 2)
+        try await Self.expectFailure(of: sqlite, when: "INSERT ON queue WHEN NEW.received_at = 666") {
+            _ = try await sqlite.commit(StoreWrites(messages: [QueuedMessage(messageID: .random(), sender: a, recipient: b, payload: [1], receivedAt: 666)],
+                                                    drops: [drop(5, tag: other)], dropLimits: dropLimits))
+        }
+        #expect(try await store.dropCount() == 3)
+        #expect(try await store.commit(StoreWrites(drops: [drop(5, tag: other)], dropLimits: dropLimits)).dropped == [.stored(new: true)])
+        #expect(try await store.dropCount() == 4)
+    }
+
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
     /// full disk would fail the commit) leaves nothing behind in what the store
     /// keeps beside the queue: a retry of its messages is stored for real, not

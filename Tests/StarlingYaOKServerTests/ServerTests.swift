@@ -22,18 +22,13 @@ actor StalledStore: ServerStore {
     func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         await inner.register(user, key: key, timestamp: timestamp)
     }
-    func commit(_ batch: [QueuedMessage], limits: QueueLimits, removing acks: [(user: UserID, messageID: UserID)]) async throws
-        -> (stored: [EnqueueOutcome], removed: [QueuedMessage?]) {
+    func commit(_ writes: StoreWrites) async throws -> StoreWritten {
         if !open { await withCheckedContinuation { waiting.append($0) } }
-        return await inner.commit(batch, limits: limits, removing: acks)
+        return await inner.commit(writes)
     }
     func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
     func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
     func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
-    func putDrop(_ drop: StoredDrop, limits: DropLimits) async throws -> DropOutcome {
-        if !open { await withCheckedContinuation { waiting.append($0) } }
-        return await inner.putDrop(drop, limits: limits)
-    }
     func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
         await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
     }
