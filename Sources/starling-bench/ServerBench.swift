@@ -9,12 +9,12 @@ import StarlingWire
 import StarlingYaOK
 import StarlingYaOKServerCore
 
-/// `starling-bench relay`: the Ya OK server (real UDP on loopback, its
+/// `starling-bench yaok-server`: the Ya OK server (real UDP on loopback, its
 /// real stores) beside the limits measured in the same run: a plain UDP echo
 /// (packets/s) and SQLite's durable commit rate.
 enum ServerBench {
     static func run() {
-        print("starling-bench relay (release; loopback UDP; every QUEUED answer is durable)\n")
+        print("starling-bench yaok-server (release; loopback UDP; every QUEUED answer is durable)\n")
         let echo = udpEcho(seconds: 2)
         print("  UDP echo on loopback (window 256): \(Int(echo)) round trips/s")
         let commits = sqliteCommits(seconds: 2)
@@ -385,11 +385,11 @@ enum ServerBench {
         } ?? 0
     }
 
-    /// `starling-bench relay-store`: the SQLite store alone (no sockets), one
+    /// `starling-bench yaok-server-store`: the SQLite store alone (no sockets), one
     /// recipient's queue kept ~2,000 long: commits of 500 MSGs, of 500 ACKs,
     /// and of both (the steady state's group commit), each durable.
     static func storeAlone() {
-        print("starling-bench relay-store (release; the SQLite store alone; every commit durable)\n")
+        print("starling-bench yaok-server-store (release; the SQLite store alone; every commit durable)\n")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-store-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
