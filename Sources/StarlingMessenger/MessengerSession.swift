@@ -152,13 +152,21 @@ public struct MessengerSession: Sendable {
         }
         var server: YaOKServerTransport?
         if let text = settings.server, c.offMeshTransports {
-            let address: UDPAddress
-            do { address = try UDPAddress.resolving(text) } catch { throw StartError("the Ya OK server \(error)") }
-            // A host name is looked up again when the server stops answering (it may have moved).
-            let client = try YaOKClient(server: address, userID: try ids.userID(), signingKey: identity.signingKey,
-                                        configuration: c.background ? .background : .init(), name: UDPAddress(text) == nil ? text : nil)
-            let s = YaOKServerTransport(client: client, identity: identity, userID: try ids.userID(),
-                                      shownAs: UDPAddress(text) != nil ? address.description : "\(text) (\(address))")
+            // One address or several (a list, a name with several records): the next is used when
+            // the one in use is lost; names are looked up again when the server stops answering.
+            let entries = UDPAddress.hostList(text) ?? [text]
+            var addresses: [UDPAddress] = [], unresolved: [UDPAddress.ResolutionError] = []
+            for entry in entries {
+                do { for a in try UDPAddress.resolvingAll(entry) where !addresses.contains(a) { addresses.append(a) } } catch { unresolved.append(error) }
+            }
+            guard let address = addresses.first else { throw StartError("the Ya OK server \(unresolved.map(\.description).joined(separator: "; "))") }
+            for e in unresolved { c.notice("the Ya OK server \(e): the other addresses are used") }
+            let client = try YaOKClient(servers: entries, addresses: addresses, userID: try ids.userID(), signingKey: identity.signingKey,
+                                        configuration: c.background ? .background : .init())
+            let shown = entries.count == 1 && addresses.count == 1
+                ? (UDPAddress(text) != nil ? address.description : "\(text) (\(address))")
+                : "\(entries.joined(separator: ", ")) (\(addresses.count) addresses)"
+            let s = YaOKServerTransport(client: client, identity: identity, userID: try ids.userID(), shownAs: shown)
             options.offMeshTransports.append(s)
             server = s
         }

@@ -29,8 +29,8 @@ public struct NodeSettings: Codable, Sendable, Equatable {
 
     /// Throws ``Invalid`` for an address that cannot be used.
     public func validate() throws {
-        if let server, UDPAddress.hostAndPort(server) == nil {
-            throw Invalid(description: "server \(server): expected HOST:PORT (a host name, an IPv4 address or an IPv6 one in brackets), for example 192.168.1.20:7878")
+        if let server, UDPAddress.hostList(server) == nil {
+            throw Invalid(description: "server \(server): expected HOST:PORT (a host name, an IPv4 address or an IPv6 one in brackets), for example 192.168.1.20:7878, or several separated by commas")
         }
         let parts = proxy.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 253, let port = Int(parts[1]), (1...65_535).contains(port) else {

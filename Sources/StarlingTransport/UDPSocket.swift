@@ -92,6 +92,19 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         public var text: String
         public var reason: String
         public var description: String { "\(text): \(reason)" }
+        public init(text: String, reason: String) {
+            self.text = text
+            self.reason = reason
+        }
+    }
+
+    /// A list of "HOST:PORT" separated by commas (a server at several
+    /// addresses, tried in turn: `a.example:41641,b.example:41641`), each as
+    /// ``hostAndPort(_:)`` takes it; nil when any is not (or none is given).
+    public static func hostList(_ text: String) -> [String]? {
+        let entries = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !entries.isEmpty, entries.count <= 16, entries.allSatisfy({ hostAndPort($0) != nil }) else { return nil }
+        return entries
     }
 
     /// What ``hostAndPort(_:)`` takes, in words (for a refusal).
@@ -100,7 +113,14 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
     /// From "HOST:PORT" with an address or a host name, looked up now (getaddrinfo:
     /// /etc/hosts, DNS): its first IPv4 address, else its first IPv6 one.
     public static func resolving(_ text: String) throws(ResolutionError) -> UDPAddress {
-        if let literal = UDPAddress(text) { return literal }
+        try resolvingAll(text)[0]
+    }
+
+    /// Every address "HOST:PORT" has, looked up now: a literal address alone, or
+    /// each of a host name's A and AAAA records once, the IPv4 ones first (in the
+    /// order getaddrinfo gives them). Never empty.
+    public static func resolvingAll(_ text: String) throws(ResolutionError) -> [UDPAddress] {
+        if let literal = UDPAddress(text) { return [literal] }
         guard let (host, port) = hostAndPort(text) else { throw ResolutionError(text: text, reason: expected) }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -108,24 +128,26 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         defer { if let list { freeaddrinfo(list) } }
-        var v4: UDPAddress?, v6: UDPAddress?
+        var v4: [UDPAddress] = [], v6: [UDPAddress] = []
         var next = status == 0 ? list : nil
         while let entry = next {
             if let sa = entry.pointee.ai_addr {
-                if entry.pointee.ai_family == AF_INET, v4 == nil {
-                    v4 = UDPAddress(host: UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in.self).pointee.sin_addr.s_addr, port: port)
-                } else if entry.pointee.ai_family == AF_INET6, v6 == nil {
-                    var a = UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_addr
-                    v6 = UDPAddress(ipv6: withUnsafeBytes(of: &a) { Array($0) }, port: port)
+                if entry.pointee.ai_family == AF_INET {
+                    let a = UDPAddress(host: UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in.self).pointee.sin_addr.s_addr, port: port)
+                    if !v4.contains(a) { v4.append(a) }
+                } else if entry.pointee.ai_family == AF_INET6 {
+                    var raw = UnsafeRawPointer(sa).assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_addr
+                    let a = UDPAddress(ipv6: withUnsafeBytes(of: &raw) { Array($0) }, port: port)
+                    if !v6.contains(a) { v6.append(a) }
                 }
             }
             next = entry.pointee.ai_next
         }
-        guard let found = v4 ?? v6 else {
+        guard !(v4.isEmpty && v6.isEmpty) else {
             let why = status == 0 ? "no address" : String(cString: gai_strerror(status))
             throw ResolutionError(text: text, reason: "cannot find \(host) (\(why)); check the name, or give the address")
         }
-        return found
+        return v4 + v6
     }
 
     public var description: String {

@@ -6,8 +6,11 @@ import StarlingYaOKServerCore
 
 /// The Ya OK client's runtime: a UDP socket to one server, the protocol core
 /// and its clock. It sleeps until the core's next deadline (a poll, a PING, a
-/// retry; ``DeadlineTimer``) or until a datagram comes. A server given by a
-/// host name is looked up again when it stops answering (``ServerName``).
+/// retry; ``DeadlineTimer``) or until a datagram comes. The server may be at
+/// several addresses (a list, a name with several records: ``ServerList``):
+/// when the one in use is lost, the client registers at the next, and what it
+/// sent that was not QUEUED goes there (servers on one database take a retry
+/// once). Names are looked up again when the server stops answering.
 public actor YaOKClient: DeadlineDriven {
     public typealias Event = YaOKClientCore.Event
 
@@ -21,18 +24,35 @@ public actor YaOKClient: DeadlineDriven {
     private var core: YaOKClientCore
     package var driver = DeadlineDriver()
     private var running = false
-    private var name: ServerName
-    /// Where the server is now (the name's latest address).
+    private var list: ServerList
+    /// Where the server is now: the address in use.
     public private(set) var address: UDPAddress
+    /// Every address the client may use, in order.
+    public var addresses: [UDPAddress] { list.addresses }
+    /// Moves from one address to the next (the one in use lost or not answering).
+    public private(set) var moves = 0
+    /// REGISTERs unanswered when the client last moved: unregistered, it moves
+    /// on again after `unansweredRegistrations` more (``YaOKClientCore/Event/unreachable`` is said once an outage).
+    private var unansweredAtMove = 0
     /// The least time between two lookups of the name (while the server does not answer).
     public static let lookupInterval = ServerName.interval
 
     public init(server: UDPAddress, userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
                 configuration: YaOKClientCore.Configuration = .init(), name: String? = nil,
                 lookup: @escaping @Sendable (String) -> UDPAddress? = { try? UDPAddress.resolving($0) }) throws {
-        self.server = server
-        address = server
-        self.name = ServerName(name, lookup: lookup)
+        try self.init(servers: [name ?? server.description], addresses: [server], userID: userID, signingKey: signingKey,
+                      configuration: configuration, lookup: { text in lookup(text).map { [$0] } ?? [] })
+    }
+
+    /// A server at any of `addresses` (what `servers`, "HOST:PORT" texts, gave
+    /// when looked up; the first is used first).
+    public init(servers: [String], addresses: [UDPAddress], userID: UserID, signingKey: Curve25519.Signing.PrivateKey,
+                configuration: YaOKClientCore.Configuration = .init(),
+                lookup: @escaping @Sendable (String) -> [UDPAddress] = { (try? UDPAddress.resolvingAll($0)) ?? [] }) throws {
+        guard let first = addresses.first else { throw UDPAddress.ResolutionError(text: servers.joined(separator: ","), reason: "no address") }
+        server = first
+        address = first
+        list = ServerList(entries: servers, addresses: addresses, lookup: lookup)
         socket = try .forServer()
         self.configuration = configuration
         core = YaOKClientCore(userID: userID, signingKey: signingKey, configuration: configuration)
@@ -66,18 +86,28 @@ public actor YaOKClient: DeadlineDriven {
         }
     }
 
-    /// The server stopped answering: its name is looked up again (at most every 30 s,
-    /// off the actor: getaddrinfo blocks), and a new address is used from then on.
-    private func lookUpAgain() {
-        guard running, let text = name.begin(now: readClock()) else { return }
-        name.resolve(text) { [weak self] in await self?.lookedUp($0) }
+    /// The server in use was lost or does not answer: the next address from
+    /// here on (the REGISTER that follows goes there), and the names looked up again.
+    private func moveOn() {
+        if list.addresses.count > 1 {
+            address = list.move()
+            moves += 1
+        }
+        unansweredAtMove = core.unansweredRegistrationCount
+        lookUpAgain()
     }
 
-    /// The name's address now: used from here on (the socket is dual stack: either family).
-    private func lookedUp(_ found: UDPAddress?) {
-        name.end()
-        guard running, let found, found != address else { return }
-        address = found
+    /// The server stopped answering: its names are looked up again (at most every 30 s,
+    /// off the actor: getaddrinfo blocks), and what they give is used from then on.
+    private func lookUpAgain() {
+        guard running, let texts = list.begin(now: readClock()) else { return }
+        list.resolve(texts) { [weak self] in await self?.lookedUp($0) }
+    }
+
+    /// The names' addresses now (the socket is dual stack: either family).
+    private func lookedUp(_ found: [UDPAddress]) {
+        guard list.lookedUp(found), running else { return }
+        address = list.current
         perform(core.poll(now: readClock())) // (registering, if it must, at the new address)
     }
 
@@ -121,7 +151,13 @@ public actor YaOKClient: DeadlineDriven {
     package func due(now: UInt64) async {
         perform(core.tick(now: now))
         // Unregistered and unanswered: the name may point elsewhere now.
-        if name.name != nil, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
+        let unanswered = core.unansweredRegistrationCount
+        if unanswered < unansweredAtMove { unansweredAtMove = 0 } // answered meanwhile: counted anew
+        if !core.isRegistered, list.addresses.count > 1, unanswered - unansweredAtMove >= configuration.unansweredRegistrations {
+            moveOn() // still unanswered at the address we moved to: the next
+        } else if list.hasNames, !core.isRegistered, unanswered > 0 {
+            lookUpAgain()
+        }
     }
 
     /// The core's deadline may have moved: the timer follows it. (The wall
@@ -133,8 +169,9 @@ public actor YaOKClient: DeadlineDriven {
             switch step {
             case let .send(bytes): _ = socket.send(bytes, to: address)
             case let .event(e):
+                // Moved before the event is said (and before the REGISTER after it goes).
+                if e == .lost || e == .unreachable { moveOn() }
                 continuation.yield(e)
-                if e == .lost || e == .unreachable { lookUpAgain() }
             }
         }
         rearm()

@@ -209,12 +209,15 @@ public final class YaOKServerTransport: OffMeshTransport, Sendable {
             continuation.yield(.notice("the Ya OK server: \(why)"))
         case .lost:
             for peer in await state.setRegistered(false) { continuation.yield(.reachable(peer, false)) }
+            let several = await client.addresses.count > 1, now = await client.address
             continuation.yield(.notice("lost the Ya OK server \(shownAs): no answer for \(Self.seconds(client.configuration.lostAfter + client.configuration.lastPingWait)) s; "
-                                       + "registering again (messages wait for it)"))
+                                       + (several ? "registering at \(now), the next address (messages wait for it)" : "registering again (messages wait for it)")))
             registrationsContinuation.yield(false)
         case .unreachable:
-            continuation.yield(.notice("the Ya OK server \(shownAs) does not answer: trying again, at most a minute apart "
-                                       + "(is it running, and is the address right?)"))
+            let several = await client.addresses.count > 1, now = await client.address
+            continuation.yield(.notice("the Ya OK server \(shownAs) does not answer: "
+                                       + (several ? "trying its addresses in turn, \(now) now, " : "trying again, ")
+                                       + "at most a minute apart (is it running, and is the address right?)"))
         case .relayReceipt:
             break // the recipient's own sealed delivered receipt says more, and is what counts
         case let .message(sender, bytes):

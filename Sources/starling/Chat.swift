@@ -28,7 +28,7 @@ struct Chat: AsyncParsableCommand, ServerAlias {
     var lockAfter: Double = 300
     @Flag(help: "Plain lines instead of the full-screen client (also when the output is not a terminal).")
     var plain = false
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): contacts who are not on the mesh are reached through it.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`): contacts who are not on the mesh are reached through it.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -36,7 +36,7 @@ struct Chat: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
     }
 
     func run() async throws {
@@ -496,7 +496,7 @@ struct Relay: AsyncParsableCommand, ServerAlias {
     )
     @OptionGroup var node: NodeOptions
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): also take what it holds for this node's user.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`): also take what it holds for this node's user.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -504,7 +504,7 @@ struct Relay: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
     }
 
     func run() async throws {

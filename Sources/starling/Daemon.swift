@@ -22,7 +22,7 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
         """
     )
     @OptionGroup var node: NodeOptions
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): contacts who are not on the mesh are reached through it.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`): contacts who are not on the mesh are reached through it.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -35,7 +35,7 @@ struct Daemon: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
         guard lockAfter >= 0 else { throw ValidationError("--lock-after \(lockAfter): seconds, 0 or more") }
     }
@@ -123,7 +123,7 @@ struct Web: AsyncParsableCommand, ServerAlias {
         """
     )
     @OptionGroup var node: NodeOptions
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`), when a daemon is started here.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`), when a daemon is started here.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -133,7 +133,7 @@ struct Web: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
         guard (0...65_535).contains(apiPort) else { throw ValidationError("--api-port \(apiPort): a port is 0 to 65,535") }
     }
 

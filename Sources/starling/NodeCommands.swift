@@ -355,7 +355,7 @@ struct Listen: AsyncParsableCommand, ServerAlias {
     @OptionGroup var node: NodeOptions
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: "Stop after this many seconds (default: run until interrupted).") var duration: Double?
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): register, and take what it holds for us.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`): register, and take what it holds for us.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -368,7 +368,7 @@ struct Listen: AsyncParsableCommand, ServerAlias {
 
     mutating func validate() throws {
         takeRelayAlias()
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
         for g in channels where !NostrCarrier.isValidGeohash(g.lowercased()) {
             throw ValidationError("--channel \(g): a geohash of 1 to 12 characters of 0123456789bcdefghjkmnpqrstuvwxyz")
         }
@@ -410,7 +410,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
     @Option(help: "Send privately (end-to-end encrypted) to this nickname, and wait for its delivery.") var to: String?
     @Option(help: "Send this file to --to instead of a message: over the mesh when it fits (1 MiB), else over the local network (unless either side has --no-bulk).")
     var file: String?
-    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, `starling yaok-server`): a contact not on the mesh gets the message through it.")
+    @Option(name: .customLong("server"), help: "A Ya OK server (HOST:PORT, or several separated by commas, tried in turn; `starling yaok-server`): a contact not on the mesh gets the message through it.")
     var server: String?
     /// The old name of --server, kept for scripts: it works, and says the new one.
     @Option(name: .customLong("relay"), help: .private) var relayAlias: String?
@@ -437,7 +437,7 @@ struct Send: AsyncParsableCommand, ServerAlias {
         } else if text == nil {
             throw ValidationError("Missing expected argument '<text>' (or --file FILE)")
         }
-        if let server, UDPAddress.hostAndPort(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected)") }
+        if let server, UDPAddress.hostList(server) == nil { throw ValidationError("--server \(server): \(UDPAddress.expected), or several separated by commas") }
     }
     @Option(help: "Seconds to wait for a first peer (or the recipient) to appear; the default covers one announce interval.")
     var wait: Double?

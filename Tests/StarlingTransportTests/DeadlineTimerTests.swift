@@ -92,6 +92,21 @@ import Testing
             #expect(throws: UDPAddress.ResolutionError.self, "\(bad)") { try UDPAddress.resolving(bad) }
         }
     }
+
+    /// Issue 57: a server at several addresses, as a list or as a name's records.
+    @Test func aServerListAndEveryAddressOfAName() throws {
+        #expect(UDPAddress.hostList("a.example:41641, b.example:41641,[::1]:9") == ["a.example:41641", "b.example:41641", "[::1]:9"])
+        #expect(UDPAddress.hostList("127.0.0.1:7") == ["127.0.0.1:7"], "one is a list of one (the control)")
+        for bad in ["", ",", "a.example:41641,", "a.example:41641,b.example", "a.example:41641;b.example:41641",
+                    Array(repeating: "a.example:1", count: 17).joined(separator: ",")] {
+            #expect(UDPAddress.hostList(bad) == nil, "\(bad)")
+        }
+        // Every address of a name, IPv4 first; a literal alone.
+        let all = try UDPAddress.resolvingAll("localhost:41641")
+        #expect(all.first == UDPAddress.loopback(41641) && Set(all).count == all.count, "\(all)")
+        #expect(try UDPAddress.resolvingAll("192.168.1.20:7878").map(\.description) == ["192.168.1.20:7878"])
+        #expect(throws: UDPAddress.ResolutionError.self) { try UDPAddress.resolvingAll("nowhere.invalid:1") }
+    }
 }
 
 /// IPv6 for the servers a node talks to (issue 52 item 8: `[::1]:41641` was
