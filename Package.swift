@@ -357,15 +357,17 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingYaOKServerTests",
         dependencies: ["StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKClient", "StarlingYaOKServerPostgres", "StarlingYaOK", "StarlingCrypto",
+                       "StarlingTestSupport",
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto"),
                        .product(name: "GRDB", package: "GRDB.swift")]
     ),
     // Test helpers shared by test targets: the starling binary run and read,
     // the Python environment, a bound on processes at once; a private D-Bus
-    // daemon, bluezoo on it.
+    // daemon, bluezoo on it; Ya OK clients under a server's failover.
     .target(
         name: "StarlingTestSupport",
-        dependencies: ["StarlingDBus", "StarlingBlueZ"],
+        dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingYaOKClient", "StarlingYaOK", "StarlingYaOKServerCore", "StarlingCrypto",
+                       "StarlingWire", "StarlingTransport"],
         path: "Tests/StarlingTestSupport"
     ),
     .testTarget(
@@ -387,7 +389,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingCLITests",
         dependencies: ["starling", "StarlingTestSupport", "StarlingDBus", "StarlingBlueZ", "StarlingCrypto", "StarlingWire", "StarlingMessengerAPI", "StarlingAPIContract",
-                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKServerPostgres", "StarlingTransport", "StarlingNostr",
+                       "StarlingYaOK", "StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKServerPostgres", "StarlingYaOKClient", "StarlingTransport", "StarlingNostr",
                        .product(name: "Crypto", package: "swift-crypto")]
     ),
 ]

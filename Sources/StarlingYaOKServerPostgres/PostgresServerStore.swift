@@ -215,7 +215,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 // sequence moves: sequence numbers follow the commits), so that the tag's share
                 // and the total hold across servers.
                 try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
-                for drop in drops { dropped.append(try await self.keep(drop, limits: dropLimits, on: c)) }
+                dropped = try await self.keep(drops, limits: dropLimits, on: c)
             }
             return StoreWritten(stored: stored, removed: removed, dropped: dropped)
         } }
@@ -383,43 +383,85 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     // MARK: The courier mailbox
 
-    /// Inside a commit holding the drops' lock: one held already is answered
-    /// as held (with the later expiry); past the tag's share its oldest go;
-    /// past the total, the expired, then the oldest of all.
-    private func keep(_ drop: StoredDrop, limits: DropLimits, on c: PostgresConnection) async throws -> DropOutcome {
-        let id = Self.buffer(drop.dropID.bytes), tag = Self.buffer(drop.tag.bytes)
-        let expires = Int64(clamping: drop.expiresAt), received = Int64(clamping: drop.receivedAt)
-        var held: Int64?
-        for try await e in try await c.query("SELECT expires_at FROM relay_drops WHERE drop_id = \(id)", logger: self.logger)
-            .decode(Int64.self) { held = e }
-        if let held {
-            if expires > held {
-                try await c.query("""
-                    UPDATE relay_drops SET envelope = \(Self.buffer(drop.envelope)), expires_at = \(expires) WHERE drop_id = \(id)
-                    """, logger: self.logger)
-            }
-            return .stored(new: false)
+    /// Inside a commit holding the drops' lock, the batch in a fixed number of
+    /// round trips, as if kept one by one: one held already (or earlier in the
+    /// batch) is answered as held (with the later expiry); past the tag's share
+    /// its oldest go; past the total, the expired, then the oldest of all.
+    private func keep(_ drops: [StoredDrop], limits: DropLimits, on c: PostgresConnection) async throws -> [DropOutcome] {
+        // What is held already, and until when.
+        var held: [Bytes16: Int64] = [:]
+        let ids = drops.map { Self.buffer($0.dropID.bytes) }
+        for try await (id, e) in try await c.query("SELECT drop_id, expires_at FROM relay_drops WHERE drop_id = ANY(\(ids))",
+                                                   logger: self.logger).decode((ByteBuffer, Int64).self) {
+            if let d = Bytes16(Self.bytes(id)) { held[d] = e }
         }
+        var outcomes: [DropOutcome] = []
+        var inserts: [StoredDrop] = [], insertAt: [Bytes16: Int] = [:], updates: [Bytes16: StoredDrop] = [:]
+        for drop in drops {
+            if let i = insertAt[drop.dropID] {
+                // Earlier in this batch: the later expiry wins, as with one held.
+                if drop.expiresAt > inserts[i].expiresAt { (inserts[i].envelope, inserts[i].expiresAt) = (drop.envelope, drop.expiresAt) }
+                outcomes.append(.stored(new: false))
+            } else if let e = held[drop.dropID] {
+                if Int64(clamping: drop.expiresAt) > max(e, Int64(clamping: updates[drop.dropID]?.expiresAt ?? 0)) { updates[drop.dropID] = drop }
+                outcomes.append(.stored(new: false))
+            } else {
+                insertAt[drop.dropID] = inserts.count
+                inserts.append(drop)
+                outcomes.append(.stored(new: true))
+            }
+        }
+        if !updates.isEmpty {
+            let u = Array(updates.values)
+            try await c.query("""
+                UPDATE relay_drops AS d SET envelope = u.e, expires_at = u.x
+                FROM unnest(\(u.map { Self.buffer($0.dropID.bytes) })::bytea[], \(u.map { Self.buffer($0.envelope) })::bytea[],
+                            \(u.map { Int64(clamping: $0.expiresAt) })::bigint[]) AS u(i, e, x) WHERE d.drop_id = u.i
+                """, logger: self.logger)
+        }
+        guard !inserts.isEmpty else { return outcomes }
+        // The tag's share: of each tag's new drops the newest `perTag` go in, and of its
+        // rows the newest that leave room for them stay (what one-by-one would leave).
+        var newPerTag: [Bytes16: Int] = [:]
+        for d in inserts { newPerTag[d.tag, default: 0] += 1 }
+        var seenPerTag: [Bytes16: Int] = [:]
+        inserts = inserts.filter { d in
+            seenPerTag[d.tag, default: 0] += 1
+            return newPerTag[d.tag]! - seenPerTag[d.tag]! < limits.perTag
+        }
+        let tags = Array(newPerTag.keys)
         try await c.query("""
-            DELETE FROM relay_drops WHERE tag = \(tag)
-            AND seq NOT IN (SELECT seq FROM relay_drops WHERE tag = \(tag) ORDER BY seq DESC LIMIT \(Int64(max(0, limits.perTag - 1))))
+            DELETE FROM relay_drops d USING (
+                SELECT r.seq FROM (SELECT seq, tag, row_number() OVER (PARTITION BY tag ORDER BY seq DESC) AS n FROM relay_drops
+                                   WHERE tag = ANY(\(tags.map { Self.buffer($0.bytes) })::bytea[])) r
+                JOIN unnest(\(tags.map { Self.buffer($0.bytes) })::bytea[], \(tags.map { Int64(max(0, limits.perTag - newPerTag[$0]!)) })::bigint[])
+                    AS k(tag, keep) ON r.tag = k.tag
+                WHERE r.n > k.keep) gone
+            WHERE d.seq = gone.seq
             """, logger: self.logger)
+        // The total: the expired go first, then the oldest, to leave room for the new.
         var total = 0
         for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
-        if total >= limits.total {
-            try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(received)", logger: self.logger)
+        if total + inserts.count > limits.total {
+            let now = Int64(clamping: inserts.map(\.receivedAt).max() ?? 0)
+            try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(now)", logger: self.logger)
             for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
-            if total >= limits.total {
+            if inserts.count > limits.total { inserts.removeFirst(inserts.count - limits.total) }
+            if total + inserts.count > limits.total {
                 try await c.query("""
-                    DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total - limits.total + 1)))
+                    DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total + inserts.count - limits.total)))
                     """, logger: self.logger)
             }
         }
+        // In the batch's order (WITH ORDINALITY): sequence numbers follow arrival.
         try await c.query("""
             INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
-            VALUES (\(id), \(tag), \(Self.buffer(drop.envelope)), \(expires), \(received))
+            SELECT i, t, e, x, r FROM unnest(\(inserts.map { Self.buffer($0.dropID.bytes) })::bytea[], \(inserts.map { Self.buffer($0.tag.bytes) })::bytea[],
+                                            \(inserts.map { Self.buffer($0.envelope) })::bytea[], \(inserts.map { Int64(clamping: $0.expiresAt) })::bigint[],
+                                            \(inserts.map { Int64(clamping: $0.receivedAt) })::bigint[]) WITH ORDINALITY AS u(i, t, e, x, r, o)
+            ORDER BY o
             """, logger: self.logger)
-        return .stored(new: true)
+        return outcomes
     }
 
     public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {

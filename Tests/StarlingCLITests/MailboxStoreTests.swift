@@ -56,6 +56,25 @@ import Testing
         _ = try await store.putDrop(drop(30, tag: 5), limits: small)
         #expect(try await store.drops(for: [Bytes16([UInt8](repeating: 5, count: 16))!], after: 0, notExpiredAt: 0, limit: 10)
             .map(\.dropID.high) == [25, 30], "\(name)")
+
+        // In one group commit (issue 57), as if one by one: one twice is held once (the later expiry),
+        // the tag keeps its newest, and the total makes room for the batch (the expired first, then the oldest).
+        #expect(try await store.expireDrops(at: 10_000) == 2)
+        let tag = { (n: UInt8) in Bytes16([UInt8](repeating: n, count: 16))! }
+        var batch = DropLimits()
+        batch.perTag = 3
+        batch.total = 5
+        let written = try await store.commit(StoreWrites(drops: [drop(40, tag: 6), drop(40, tag: 6, expires: 20_000), drop(41, tag: 6),
+                                                                 drop(42, tag: 6), drop(43, tag: 6)], dropLimits: batch))
+        #expect(written.dropped == [.stored(new: true), .stored(new: false), .stored(new: true), .stored(new: true), .stored(new: true)], "\(name)")
+        #expect(try await store.drops(for: [tag(6)], after: 0, notExpiredAt: 0, limit: 10).map(\.dropID.high) == [41, 42, 43], "\(name)")
+        _ = try await store.commit(StoreWrites(drops: [drop(44, tag: 8, expires: 150)], dropLimits: batch))
+        let two = try await store.commit(StoreWrites(drops: [drop(45, tag: 7, at: 200), drop(46, tag: 7, at: 200)], dropLimits: batch))
+        #expect(two.dropped == [.stored(new: true), .stored(new: true)])
+        #expect(try await store.dropCount() == 5, "\(name): the expired one made room")
+        _ = try await store.commit(StoreWrites(drops: [drop(47, tag: 7, at: 300)], dropLimits: batch))
+        #expect(try await store.drops(for: [tag(6), tag(7), tag(8)], after: 0, notExpiredAt: 300, limit: 10).map(\.dropID.high)
+                == [42, 43, 45, 46, 47], "\(name): then the oldest of all")
     }
 
     @Test func everyStoreKeepsTheSameRules() async throws {

@@ -4,6 +4,7 @@ import StarlingTransport
 import StarlingWire
 import StarlingYaOKServerCore
 import StarlingYaOKClient
+import StarlingTestSupport
 import StarlingYaOK
 import Testing
 
@@ -227,78 +228,26 @@ final class AnswerBox: @unchecked Sendable {
         let servers = try (0..<3).map { _ in try YaOKServer(store: store, bind: .loopback(0)) }
         let serving = servers.map { s in Task { await s.run() } }
         defer { for t in serving { t.cancel() } }
-        var configuration = YaOKClientCore.Configuration()
-        configuration.pingInterval = 500
-        configuration.pollInterval = 500
-        configuration.lostAfter = 2_000
-        configuration.lastPingWait = 500
-        configuration.registerRetry = 200
-        configuration.retryFirst = 300
-        configuration.retryMax = 1_000
-        configuration.maxAttempts = 40
-        let addresses = servers.map { UDPAddress.loopback($0.port) }
-        let alice = ServerUser(), bob = ServerUser()
-        func client(_ u: ServerUser) throws -> YaOKClient {
-            try YaOKClient(servers: addresses.map(\.description), addresses: addresses, userID: u.id, signingKey: u.identity.signingKey,
-                           configuration: configuration)
+        let load = try FailoverLoad(addresses: servers.map { UDPAddress.loopback($0.port) })
+        await load.start()
+        #expect(await FailoverLoad.waitFor(seconds: 60) { load.registrations == [1, 1] }, "\(load.summary)")
+        let (startedAt, recipientStartedAt) = (await load.sender.address, await load.recipient.address)
+        #expect(startedAt == load.addresses[0] && recipientStartedAt == load.addresses[0])
+        try await load.send(40, gap: .milliseconds(50)) {
+            await servers[0].stop() // mid-load: what it has not answered goes to the next
+            serving[0].cancel()
         }
-        let sender = try client(alice), recipient = try client(bob)
-        final class Seen: @unchecked Sendable {
-            let lock = NSLock()
-            var queued: Set<UserID> = [], failed: Set<UserID> = [], received: [UserID] = [], registered = [0, 0]
-        }
-        let seen = Seen()
-        let readers = [
-            Task { for await e in sender.events {
-                switch e {
-                case let .queued(id, _): seen.lock.withLock { _ = seen.queued.insert(id) }
-                case let .failed(id): seen.lock.withLock { _ = seen.failed.insert(id) }
-                case .registered: seen.lock.withLock { seen.registered[0] += 1 }
-                default: break
-                }
-            } },
-            Task { for await e in recipient.events {
-                switch e {
-                case let .message(_, payload):
-                    guard let id = try? SealedMessage.peek(payload).messageID else { continue }
-                    seen.lock.withLock { seen.received.append(id) }
-                    await recipient.acknowledge(id)
-                case .registered: seen.lock.withLock { seen.registered[1] += 1 }
-                default: break
-                }
-            } },
-        ]
-        defer { for r in readers { r.cancel() } }
-        await sender.start()
-        await recipient.start()
-        #expect(await Self.waitFor(seconds: 60) { seen.lock.withLock { seen.registered == [1, 1] } })
-        let (startedAt, recipientStartedAt) = (await sender.address, await recipient.address)
-        #expect(startedAt == addresses[0] && recipientStartedAt == addresses[0])
-        var sent: [UserID] = []
-        for n in 0..<40 {
-            if n == 20 {
-                await servers[0].stop() // mid-load: what it has not answered goes to the next
-                serving[0].cancel()
-            }
-            let id = UserID.random()
-            let sealed = try alice.seal("message \(n)", to: bob, id: id)
-            try await sender.send(sealed: sealed)
-            sent.append(id)
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(await Self.waitFor(seconds: 120) { seen.lock.withLock { seen.queued.count + seen.failed.count } == sent.count },
-                "\(seen.lock.withLock { (seen.queued.count, seen.failed.count) })")
-        #expect(seen.lock.withLock { seen.failed.isEmpty && seen.queued == Set(sent) }, "every message QUEUED, none failed")
-        #expect(await Self.waitFor(seconds: 120) { seen.lock.withLock { Set(seen.received) == Set(sent) } },
-                "\(seen.lock.withLock { seen.received.count }) of \(sent.count) received")
-        #expect(await Self.waitFor(seconds: 60) { await store.counts().queued == 0 }, "all acknowledged, none stored twice")
+        #expect(await FailoverLoad.waitFor(seconds: 120) { load.answered == load.sent.count }, "\(load.summary)")
+        #expect(load.allQueued, "every message QUEUED, none failed: \(load.summary)")
+        #expect(await FailoverLoad.waitFor(seconds: 120) { load.allReceived }, "\(load.summary)")
+        #expect(await FailoverLoad.waitFor(seconds: 60) { await store.counts().queued == 0 }, "all acknowledged, none stored twice")
         // Both moved once, to the next address, and registered there (the control: before the stop, one registration each at the first).
-        let (at, recipientAt, moves, recipientMoves) = (await sender.address, await recipient.address, await sender.moves, await recipient.moves)
-        #expect(at == addresses[1] && recipientAt == addresses[1])
+        let (at, recipientAt, moves, recipientMoves) = (await load.sender.address, await load.recipient.address, await load.sender.moves,
+                                                        await load.recipient.moves)
+        #expect(at == load.addresses[1] && recipientAt == load.addresses[1])
         #expect(moves == 1 && recipientMoves == 1)
-        #expect(seen.lock.withLock { seen.registered } == [2, 2])
-        await sender.stop()
-        await recipient.stop()
+        #expect(load.registrations == [2, 2], "\(load.summary)")
+        await load.stop()
         for s in servers.dropFirst() { await s.stop() }
     }
 
