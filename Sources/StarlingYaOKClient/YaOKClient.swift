@@ -32,7 +32,8 @@ public actor YaOKClient: DeadlineDriven {
     /// Moves from one address to the next (the one in use lost or not answering).
     public private(set) var moves = 0
     /// REGISTERs unanswered when the client last moved: unregistered, it moves
-    /// on again after `unansweredRegistrations` more (``YaOKClientCore/Event/unreachable`` is said once an outage).
+    /// on after every `unansweredRegistrations` unanswered (``YaOKClientCore/Event/unreachable``
+    /// is said once an outage, at the REGISTER after the first three).
     private var unansweredAtMove = 0
     /// The least time between two lookups of the name (while the server does not answer).
     public static let lookupInterval = ServerName.interval
@@ -169,8 +170,10 @@ public actor YaOKClient: DeadlineDriven {
             switch step {
             case let .send(bytes): _ = socket.send(bytes, to: address)
             case let .event(e):
-                // Moved before the event is said (and before the REGISTER after it goes).
-                if e == .lost || e == .unreachable { moveOn() }
+                // Lost: moved before the event is said (and before the REGISTER after it goes).
+                // Never answered: moved by the count of unanswered REGISTERs (``due(now:)``), the
+                // event said once an outage.
+                if e == .lost { moveOn() } else if e == .unreachable, list.addresses.count == 1 { lookUpAgain() }
                 continuation.yield(e)
             }
         }

@@ -188,7 +188,9 @@ public final class YaOKServerTransport: OffMeshTransport, Sendable {
         switch event {
         case .registered:
             for peer in await state.setRegistered(true) { continuation.yield(.reachable(peer, true)) }
-            continuation.yield(.notice("registered with the Ya OK server \(shownAs)"))
+            // With several addresses, which one took us.
+            let several = await client.addresses.count > 1, at = await client.address
+            continuation.yield(.notice(several ? "registered with the Ya OK server at \(at) (\(shownAs))" : "registered with the Ya OK server \(shownAs)"))
             registrationsContinuation.yield(true)
         case let .queued(id, online):
             if let t = await state.ticket(id) {

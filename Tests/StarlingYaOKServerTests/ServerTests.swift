@@ -251,6 +251,34 @@ final class AnswerBox: @unchecked Sendable {
         for s in servers.dropFirst() { await s.stop() }
     }
 
+    /// A list whose first address never answers: said not answering once, the
+    /// next one registered with after three unanswered REGISTERs, and the notice
+    /// says which address took us (a person saw only the list).
+    @Test func aFirstAddressThatNeverAnswersIsLeftForTheNext() async throws {
+        let silent = try UDPSocket(bindTo: .loopback(0)) // bound, never answering
+        defer { silent.close() }
+        let server = try YaOKServer(store: InMemoryServerStore(), bind: .loopback(0))
+        let serving = Task { await server.run() }
+        defer { serving.cancel() }
+        let addresses = [UDPAddress.loopback(silent.localPort), .loopback(server.port)]
+        let me = ServerUser()
+        let client = try YaOKClient(servers: addresses.map(\.description), addresses: addresses, userID: me.id, signingKey: me.identity.signingKey,
+                                    configuration: FailoverLoad.configuration(lostAfter: 2_000))
+        let transport = YaOKServerTransport(client: client, identity: me.identity, userID: me.id,
+                                            shownAs: addresses.map(\.description).joined(separator: ", ") + " (2 addresses)")
+        let notices = Notices()
+        let reader = Task { for await e in transport.events { if case let .notice(t) = e { notices.add(t) } } }
+        defer { reader.cancel() }
+        try await transport.start()
+        #expect(await Self.waitFor(seconds: 60) { notices.all.contains("registered with the Ya OK server at 127.0.0.1:\(server.port) (\(addresses[0]), \(addresses[1]) (2 addresses))") },
+                "\(notices.all)")
+        #expect(notices.all.filter { $0.contains("does not answer: trying its addresses in turn, 127.0.0.1:\(server.port) now") }.count == 1, "\(notices.all)")
+        let (at, moves) = (await client.address, await client.moves)
+        #expect(at == addresses[1] && moves == 1, "\(moves) moves: \(notices.all)")
+        await client.stop()
+        await server.stop()
+    }
+
     @Test func aServerThatStopsIsSaidLostAndIsRegisteredWithAgainWhenBack() async throws {
         let store = InMemoryServerStore()
         let first = try YaOKServer(store: store, bind: .loopback(0))
