@@ -16,16 +16,20 @@ import Testing
         return url.path
     }
 
-    static func device(_ extra: [String]) throws -> (LiveProcess, UInt16, String) {
-        let port = UInt16.random(in: 47_600...47_900)
+    /// A device emulator on a port the system gives (a port picked at random collided
+    /// with another test's socket once on a loaded machine: the device never started).
+    static func device(_ extra: [String]) async throws -> (LiveProcess, UInt16, String) {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("wifi-\(UUID().uuidString).json").path
-        let p = try LiveProcess(["wifi", "device", "--networks", try networksFile(), "--port", String(port), "--store", store,
+        let p = try LiveProcess(["wifi", "device", "--networks", try networksFile(), "--port", "0", "--store", store,
                                  "--duration", "120", "--json"] + extra) // stopped by each test; long enough for a loaded machine
+        let started = try #require(await p.waitFor(seconds: 60) { $0["event"] as? String == "started" }, "\(p.text)")
+        let at = try #require(started["at"] as? String)
+        let port = try #require(at.split(separator: ":").last.flatMap { UInt16($0) }, "\(at)")
         return (p, port, store)
     }
 
     @Test func scanAndSecuredProvisioningAcrossProcesses() async throws {
-        let (device, port, store) = try Self.device(["--secure", "--pop", "K7QF2M9X"]) // --secure alone refuses clear
+        let (device, port, store) = try await Self.device(["--secure", "--pop", "K7QF2M9X"]) // --secure alone refuses clear
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "pop" }?["code"] as? String == "K7QF2M9X")
         let scan = try await StarlingProcess.run(["wifi", "scan", "--device", "127.0.0.1:\(port)"])
@@ -63,7 +67,7 @@ import Testing
     }
 
     @Test func aWrongPasswordFailsAndSaysSo() async throws {
-        let (device, port, _) = try Self.device([])
+        let (device, port, _) = try await Self.device([])
         defer { device.stop() }
         #expect(await device.waitFor { $0["event"] as? String == "started" } != nil)
         let good = try await StarlingProcess.run(["wifi", "provision", "--device", "127.0.0.1:\(port)", "--ssid", "Home",

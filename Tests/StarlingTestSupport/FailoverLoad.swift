@@ -22,21 +22,21 @@ public final class FailoverLoad: @unchecked Sendable {
     public private(set) var sent: [UserID] = []
     private var readers: [Task<Void, Never>] = []
 
-    /// Seconds, not minutes: a server silent for 2–3 s is lost.
+    /// Seconds, not minutes: a server silent for a few seconds is lost.
     public static func configuration(lostAfter: UInt64) -> YaOKClientCore.Configuration {
         var c = YaOKClientCore.Configuration()
         c.pingInterval = 500
         c.pollInterval = 500
         c.lostAfter = lostAfter
         c.lastPingWait = 500
-        c.registerRetry = 300
+        c.registerRetry = 1_000 // three unanswered (1 + 2 + 4 s) before a move: a loaded machine answers within that
         c.retryFirst = 300
         c.retryMax = 1_000
         c.maxAttempts = 120
         return c
     }
 
-    public init(addresses: [UDPAddress], lostAfter: UInt64 = 2_000) throws {
+    public init(addresses: [UDPAddress], lostAfter: UInt64 = 4_000) throws {
         self.addresses = addresses
         let configuration = Self.configuration(lostAfter: lostAfter)
         sender = try YaOKClient(servers: addresses.map(\.description), addresses: addresses, userID: aliceID,
