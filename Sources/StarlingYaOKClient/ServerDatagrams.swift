@@ -124,9 +124,4 @@ struct ServerList: Sendable {
             await then(all)
         }
     }
-
-    /// The list as a person reads it: the entries, and where a name points now.
-    var shown: String {
-        entries.map { e in UDPAddress(e) != nil ? e : "\(e)" }.joined(separator: ", ")
-    }
 }

@@ -150,15 +150,16 @@ public actor YaOKClient: DeadlineDriven {
     package var nextWake: UInt64? { core.nextDeadline }
     package func clockNow() -> UInt64 { readClock() }
     package func due(now: UInt64) async {
-        perform(core.tick(now: now))
-        // Unregistered and unanswered: the name may point elsewhere now.
+        // Before the tick: the REGISTER due now goes to the next address when the last
+        // `unansweredRegistrations` went unanswered here (each had its full wait).
         let unanswered = core.unansweredRegistrationCount
         if unanswered < unansweredAtMove { unansweredAtMove = 0 } // answered meanwhile: counted anew
-        if !core.isRegistered, list.addresses.count > 1, unanswered - unansweredAtMove >= configuration.unansweredRegistrations {
-            moveOn() // still unanswered at the address we moved to: the next
-        } else if list.hasNames, !core.isRegistered, unanswered > 0 {
-            lookUpAgain()
-        }
+        let movesOn = list.addresses.count > 1 && core.registrationDue(at: now)
+            && unanswered - unansweredAtMove >= configuration.unansweredRegistrations
+        if movesOn { moveOn() }
+        perform(core.tick(now: now))
+        // Unregistered and unanswered: the name may point elsewhere now.
+        if !movesOn, list.hasNames, !core.isRegistered, core.unansweredRegistrationCount > 0 { lookUpAgain() }
     }
 
     /// The core's deadline may have moved: the timer follows it. (The wall

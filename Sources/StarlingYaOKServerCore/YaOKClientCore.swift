@@ -119,6 +119,9 @@ public struct YaOKClientCore: Sendable {
     }
 
     public var isRegistered: Bool { token != nil }
+    /// Whether, unregistered, a REGISTER goes at the next ``tick(now:)`` (a runtime with
+    /// several server addresses moves to the next one first, when this one stays silent).
+    public func registrationDue(at now: UInt64) -> Bool { token == nil && now >= registerAt }
     /// When a silent server's session is taken as lost.
     private var lostAt: UInt64 {
         let (sum, over) = lastHeard.addingReportingOverflow(configuration.lostAfter)

@@ -388,12 +388,24 @@ public final class PostgresServerStore: ServerStore, Sendable {
     /// batch) is answered as held (with the later expiry); past the tag's share
     /// its oldest go; past the total, the expired, then the oldest of all.
     private func keep(_ drops: [StoredDrop], limits: DropLimits, on c: PostgresConnection) async throws -> [DropOutcome] {
+        // A drop twice in the batch, or one held already beside new ones: one by one (a batch of
+        // one is exactly that), so that what the shares push out is what they would one by one.
+        if drops.count > 1, Set(drops.map(\.dropID)).count < drops.count {
+            var outcomes: [DropOutcome] = []
+            for d in drops { outcomes += try await keep([d], limits: limits, on: c) }
+            return outcomes
+        }
         // What is held already, and until when.
         var held: [Bytes16: Int64] = [:]
         let ids = drops.map { Self.buffer($0.dropID.bytes) }
         for try await (id, e) in try await c.query("SELECT drop_id, expires_at FROM relay_drops WHERE drop_id = ANY(\(ids))",
                                                    logger: self.logger).decode((ByteBuffer, Int64).self) {
             if let d = Bytes16(Self.bytes(id)) { held[d] = e }
+        }
+        if drops.count > 1, !held.isEmpty {
+            var outcomes: [DropOutcome] = []
+            for d in drops { outcomes += try await keep([d], limits: limits, on: c) }
+            return outcomes
         }
         var outcomes: [DropOutcome] = []
         var inserts: [StoredDrop] = [], insertAt: [Bytes16: Int] = [:], updates: [Bytes16: StoredDrop] = [:]
@@ -427,7 +439,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
         var seenPerTag: [Bytes16: Int] = [:]
         inserts = inserts.filter { d in
             seenPerTag[d.tag, default: 0] += 1
-            return newPerTag[d.tag]! - seenPerTag[d.tag]! < limits.perTag
+            return newPerTag[d.tag]! - seenPerTag[d.tag]! < max(1, limits.perTag) // one by one, the newest always goes in
         }
         let tags = Array(newPerTag.keys)
         try await c.query("""

@@ -75,6 +75,13 @@ import Testing
         _ = try await store.commit(StoreWrites(drops: [drop(47, tag: 7, at: 300)], dropLimits: batch))
         #expect(try await store.drops(for: [tag(6), tag(7), tag(8)], after: 0, notExpiredAt: 300, limit: 10).map(\.dropID.high)
                 == [42, 43, 45, 46, 47], "\(name): then the oldest of all")
+        // A drop twice in one batch, pushed out by the tag's share between its copies: as one by one,
+        // the second copy goes in anew (a review found the batch keeping the wrong two).
+        batch.perTag = 2
+        batch.total = 100
+        let again = try await store.commit(StoreWrites(drops: [drop(50, tag: 11), drop(51, tag: 11), drop(52, tag: 11), drop(50, tag: 11)], dropLimits: batch))
+        #expect(again.dropped == Array(repeating: .stored(new: true), count: 4), "\(name)")
+        #expect(try await store.drops(for: [tag(11)], after: 0, notExpiredAt: 0, limit: 10).map(\.dropID.high) == [52, 50], "\(name)")
     }
 
     @Test func everyStoreKeepsTheSameRules() async throws {
