@@ -118,7 +118,7 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// Every address "HOST:PORT" has, looked up now: a literal address alone, or
     /// each of a host name's A and AAAA records once, the IPv4 ones first (in the
-    /// order getaddrinfo gives them). Never empty.
+    /// order getaddrinfo gives them), 64 at most. Never empty.
     public static func resolvingAll(_ text: String) throws(ResolutionError) -> [UDPAddress] {
         if let literal = UDPAddress(text) { return [literal] }
         guard let (host, port) = hostAndPort(text) else { throw ResolutionError(text: text, reason: expected) }
@@ -147,8 +147,11 @@ public struct UDPAddress: Hashable, Sendable, CustomStringConvertible {
             let why = status == 0 ? "no address" : String(cString: gai_strerror(status))
             throw ResolutionError(text: text, reason: "cannot find \(host) (\(why)); check the name, or give the address")
         }
-        return v4 + v6
+        return Array((v4 + v6).prefix(maxAddresses)) // a name's answer is the network's: bounded
     }
+
+    /// The most addresses ``resolvingAll(_:)`` gives for one name.
+    public static let maxAddresses = 64
 
     public var description: String {
         if var bytes = ipv6 {
