@@ -124,11 +124,24 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 CREATE TABLE IF NOT EXISTS relay_users (user_id BYTEA PRIMARY KEY, key BYTEA NOT NULL, last_register BIGINT NOT NULL)
                 """, logger: self.logger)
             try await c.query("""
-                CREATE TABLE IF NOT EXISTS relay_queue (seq BIGSERIAL PRIMARY KEY, recipient BYTEA NOT NULL, message_id BYTEA NOT NULL,
-                    sender BYTEA NOT NULL, payload BYTEA NOT NULL, received_at BIGINT NOT NULL, UNIQUE (recipient, message_id))
+                CREATE TABLE IF NOT EXISTS relay_queue (seq BIGSERIAL, recipient BYTEA NOT NULL, message_id BYTEA NOT NULL,
+                    sender BYTEA NOT NULL, payload BYTEA NOT NULL, received_at BIGINT NOT NULL,
+                    PRIMARY KEY (recipient, seq), UNIQUE (recipient, message_id))
                 """, logger: self.logger)
-            try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_recipient ON relay_queue (recipient, seq)", logger: self.logger)
-            try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_age ON relay_queue (received_at)", logger: self.logger)
+            // Two B-trees a message: (recipient, seq), the order a POLL reads, and (recipient,
+            // message ID), a retry's and an ACK's; expiry by a BRIN index on the arrival time
+            // (rows arrive in its order: a few pages for the whole table). Until 2026-11 the
+            // key was seq alone, beside two more B-trees: a database from then is moved over.
+            try await c.query("""
+                DO $$ BEGIN
+                    IF EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = 'relay_queue'::regclass AND i.indisprimary AND i.indnatts = 1) THEN
+                        ALTER TABLE relay_queue DROP CONSTRAINT relay_queue_pkey, ADD PRIMARY KEY (recipient, seq);
+                    END IF;
+                END $$
+                """, logger: self.logger)
+            try await c.query("DROP INDEX IF EXISTS relay_queue_by_recipient", logger: self.logger)
+            try await c.query("DROP INDEX IF EXISTS relay_queue_by_age", logger: self.logger)
+            try await c.query("CREATE INDEX IF NOT EXISTS relay_queue_by_arrival ON relay_queue USING brin (received_at)", logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_users_by_age ON relay_users (last_register)", logger: self.logger)
             try await c.query("""
                 CREATE TABLE IF NOT EXISTS relay_queue_count (id INT PRIMARY KEY CHECK (id = 1), total BIGINT NOT NULL)
@@ -145,6 +158,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 """, logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_tag ON relay_drops (tag, seq)", logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_expiry ON relay_drops (expires_at)", logger: self.logger)
+            try await c.query(PostgresQuery(unsafeSQL: Self.commitFunction), logger: self.logger)
         } }
         // Counted again at each start, so that a length that ever drifted is
         // right again: in a transaction of its own that takes the length's lock
@@ -202,123 +216,198 @@ public final class PostgresServerStore: ServerStore, Sendable {
         } }
     }
 
-    /// MSGs, ACKs and drops that arrived together, in one transaction.
+    /// MSGs, ACKs and drops that arrived together, in one transaction: one
+    /// statement (`relay_commit`, a function kept in the database) and so one
+    /// round trip when there are no drops, the transaction implicit in it.
+    /// Drops, rare and capped, add the advisory lock and their own statements
+    /// in an explicit transaction.
     public func commit(_ writes: StoreWrites) async throws -> StoreWritten {
-        let batch = writes.messages, limits = writes.limits, drops = writes.drops, dropLimits = writes.dropLimits
-        let acks = writes.acks.map { AckKey(user: $0.user, messageID: $0.messageID) }
-        return try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
-            let stored = batch.isEmpty ? [] : try await self.store(batch, limits: limits, on: c)
-            let removed = acks.isEmpty ? [] : try await self.take(acks.map { ($0.user, $0.messageID) }, on: c)
-            var dropped: [DropOutcome] = []
-            if !drops.isEmpty {
-                // Drop writers of every server one at a time (an advisory lock, taken before the
-                // sequence moves: sequence numbers follow the commits), so that the tag's share
-                // and the total hold across servers.
-                try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
-                dropped = try await self.keep(drops, limits: dropLimits, on: c)
+        let call = Self.commitCall(writes), count = writes.acks.count, drops = writes.drops, dropLimits = writes.dropLimits
+        guard !drops.isEmpty else {
+            return try await bounded("a commit") { client in
+                let (stored, removed) = try await Self.decodeCommit(client.query(call, logger: self.logger), acks: writes.acks, count: count)
+                return StoreWritten(stored: stored, removed: removed, dropped: [])
             }
+        }
+        return try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
+            let (stored, removed) = try await Self.decodeCommit(c.query(call, logger: self.logger), acks: writes.acks, count: count)
+            // Drop writers of every server one at a time (an advisory lock, taken before the
+            // sequence moves: sequence numbers follow the commits), so that the tag's share
+            // and the total hold across servers.
+            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
+            let dropped = try await self.keep(drops, limits: dropLimits, on: c)
             return StoreWritten(stored: stored, removed: removed, dropped: dropped)
         } }
     }
 
-    private struct AckKey: Sendable { var user: UserID; var messageID: UserID }
+    /// The outcomes' codes in `relay_commit`, in `EnqueueOutcome`'s terms.
+    private static let outcomes: [Int32: EnqueueOutcome] = [
+        0: .stored, 1: .unknownRecipient, 2: .recipientQueueFull, 3: .serverFull, 4: .messageIDTaken, 5: .messageIDReused,
+    ]
 
-    /// A batch in five round trips, whatever its size: the queue's length (its
-    /// row locked first, so that what the next reads see is every other
-    /// server's committed batch), which recipients are users, their queues'
-    /// lengths, which messages are held already (a sender's retry), then one
-    /// multi-row INSERT that adds what went in to the length.
-    private func store(_ batch: [QueuedMessage], limits: QueueLimits,
-                       on c: PostgresConnection) async throws -> [EnqueueOutcome] {
-        let recipients = Array(Set(batch.map(\.recipient)))
-        let recipientBuffers = recipients.map { Self.buffer($0.bytes) }
-        var total = try await Self.lockTheLength(c, self.logger)
-        var known = Set<UserID>()
-        for try await id in try await c.query("SELECT user_id FROM relay_users WHERE user_id = ANY(\(recipientBuffers))",
-                                              logger: self.logger).decode(ByteBuffer.self) {
-            if let u = UserID(bytes: Self.bytes(id)) { known.insert(u) }
-        }
-        var perUser: [UserID: Int] = [:]
-        for try await (id, n) in try await c.query("""
-            SELECT recipient, n FROM relay_queue_lengths WHERE recipient = ANY(\(recipientBuffers))
-            """, logger: self.logger).decode((ByteBuffer, Int64).self) {
-            if let u = UserID(bytes: Self.bytes(id)) { perUser[u] = Int(n) }
-        }
-        struct Key: Hashable { let recipient: UserID, messageID: UserID }
-        var held: [Key: (sender: UserID, payload: [UInt8])] = [:]
-        let heldRecipients = batch.map { Self.buffer($0.recipient.bytes) }, heldIDs = batch.map { Self.buffer($0.messageID.bytes) }
-        for try await (r, m, s, p) in try await c.query("""
-            SELECT q.recipient, q.message_id, q.sender, q.payload FROM relay_queue q
-            JOIN unnest(\(heldRecipients)::bytea[], \(heldIDs)::bytea[]) AS t(r, m) ON q.recipient = t.r AND q.message_id = t.m
-            """, logger: self.logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self) {
-            if let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)), let s = UserID(bytes: Self.bytes(s)) {
-                held[Key(recipient: r, messageID: m)] = (s, Self.bytes(p))
-            }
-        }
-        var outcomes: [EnqueueOutcome] = []
-        var rows: (recipients: [ByteBuffer], ids: [ByteBuffer], senders: [ByteBuffer], payloads: [ByteBuffer], times: [Int64]) =
-            ([], [], [], [], [])
-        for m in batch {
-            guard known.contains(m.recipient) else { outcomes.append(.unknownRecipient); continue }
-            // A retry of one held already (or one earlier in this batch) is QUEUED again, stored
-            // once; another sender's message under the same ID is not.
-            let key = Key(recipient: m.recipient, messageID: m.messageID)
-            if let h = held[key] {
-                outcomes.append(h.sender != m.sender ? .messageIDTaken : h.payload == m.payload ? .stored : .messageIDReused)
-                continue
-            }
-            guard perUser[m.recipient, default: 0] < limits.perUser else { outcomes.append(.recipientQueueFull); continue }
-            guard total < limits.total else { outcomes.append(.serverFull); continue }
-            rows.recipients.append(Self.buffer(m.recipient.bytes))
-            rows.ids.append(Self.buffer(m.messageID.bytes))
-            rows.senders.append(Self.buffer(m.sender.bytes))
-            rows.payloads.append(Self.buffer(m.payload))
-            rows.times.append(Int64(m.receivedAt))
-            perUser[m.recipient, default: 0] += 1
-            held[key] = (m.sender, m.payload)
-            total += 1
-            outcomes.append(.stored)
-        }
-        if !rows.ids.isEmpty {
-            // In the batch's order (WITH ORDINALITY), so that seq keeps arrival order;
-            // the length grows by what went in (not by a row another server put in first).
-            try await c.query("""
-                WITH inserted AS (INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
-                SELECT r, m, s, p, t FROM unnest(\(rows.recipients)::bytea[], \(rows.ids)::bytea[], \(rows.senders)::bytea[],
-                                                 \(rows.payloads)::bytea[], \(rows.times)::bigint[]) WITH ORDINALITY AS u(r, m, s, p, t, i)
-                ORDER BY i
-                ON CONFLICT (recipient, message_id) DO NOTHING RETURNING recipient),
-                lengths AS (INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM inserted GROUP BY recipient
-                ON CONFLICT (recipient) DO UPDATE SET n = relay_queue_lengths.n + EXCLUDED.n)
-                UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
-                """, logger: self.logger)
-        }
-        return outcomes
+    private static func commitCall(_ writes: StoreWrites) -> PostgresQuery {
+        let m = writes.messages
+        return """
+            SELECT outcomes, removed_recipients, removed_ids, removed_senders, removed_payloads, removed_times FROM relay_commit(
+                \(m.map { buffer($0.recipient.bytes) }), \(m.map { buffer($0.messageID.bytes) }), \(m.map { buffer($0.sender.bytes) }),
+                \(m.map { buffer($0.payload) }), \(m.map { Int64(clamping: $0.receivedAt) }),
+                \(Int64(writes.limits.perUser)), \(Int64(writes.limits.total)),
+                \(writes.acks.map { buffer($0.user.bytes) }), \(writes.acks.map { buffer($0.messageID.bytes) }))
+            """
     }
 
-    /// ACKs in one statement: each (recipient, message ID) deleted where it
-    /// is (only the recipient's own), the length lowered by what went.
-    /// What each found, in order (an ACK repeated in the batch finds nothing the second time).
-    private func take(_ acks: [(user: UserID, messageID: UserID)], on c: PostgresConnection) async throws -> [QueuedMessage?] {
+    /// Each message's outcome, in order, and what each ACK found (an ACK
+    /// repeated in the batch finds nothing the second time).
+    private static func decodeCommit(_ rows: PostgresRowSequence, acks: [(user: UserID, messageID: UserID)],
+                                     count: Int) async throws -> ([EnqueueOutcome], [QueuedMessage?]) {
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
-        let users = acks.map { Self.buffer($0.user.bytes) }, ids = acks.map { Self.buffer($0.messageID.bytes) }
-        var found: [Key: QueuedMessage] = [:]
-        try await Self.lockTheLength(c, logger)
-        for try await (r, m, sender, payload, at) in try await c.query("""
-            WITH removed AS (
-                DELETE FROM relay_queue q USING unnest(\(users)::bytea[], \(ids)::bytea[]) AS t(r, m)
-                WHERE q.recipient = t.r AND q.message_id = t.m
-                RETURNING q.recipient, q.message_id, q.sender, q.payload, q.received_at),
-            \(unescaped: Self.lowerTheLengths)
-            SELECT recipient, message_id, sender, payload, received_at FROM removed
-            """, logger: logger).decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
-            guard let r = UserID(bytes: Self.bytes(r)), let m = UserID(bytes: Self.bytes(m)),
-                  let sender = UserID(bytes: Self.bytes(sender)) else { continue }
-            found[Key(recipient: r, messageID: m)] = QueuedMessage(messageID: m, sender: sender, recipient: r,
-                                                                        payload: Self.bytes(payload), receivedAt: UInt64(at))
+        var stored: [EnqueueOutcome] = [], found: [Key: QueuedMessage] = [:]
+        for try await (codes, r, m, s, p, t) in rows.decode(([Int32]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [Int64]?).self) {
+            for code in codes ?? [] {
+                guard let outcome = outcomes[code] else { throw UnexpectedAnswer(description: "relay_commit answered outcome \(code)") }
+                stored.append(outcome)
+            }
+            let (r, m, s, p, t) = (r ?? [], m ?? [], s ?? [], p ?? [], t ?? [])
+            guard [m.count, s.count, p.count, t.count].allSatisfy({ $0 == r.count }) else {
+                throw UnexpectedAnswer(description: "relay_commit answered removed rows of unequal lengths")
+            }
+            for i in r.indices {
+                guard let recipient = UserID(bytes: bytes(r[i])), let id = UserID(bytes: bytes(m[i])),
+                      let sender = UserID(bytes: bytes(s[i])) else { continue }
+                found[Key(recipient: recipient, messageID: id)] = QueuedMessage(messageID: id, sender: sender, recipient: recipient,
+                                                                                payload: bytes(p[i]), receivedAt: UInt64(t[i]))
+            }
         }
-        return acks.map { found.removeValue(forKey: Key(recipient: $0.user, messageID: $0.messageID)) }
+        return (stored, acks.map { found.removeValue(forKey: Key(recipient: $0.user, messageID: $0.messageID)) })
     }
+
+    /// The database answered what this version of the store never asks for (another version's schema?).
+    public struct UnexpectedAnswer: Error, CustomStringConvertible { public var description: String }
+
+    /// `relay_commit`: a batch of MSGs and ACKs in one statement. The queue's
+    /// length row is locked first (writers on every server go one at a time,
+    /// and each statement after the lock sees every other server's committed
+    /// batch). A batch that fits whole under both caps is inserted at once
+    /// (what ON CONFLICT leaves was held already, and is judged against the row
+    /// there); one near a cap is decided message by message. Either way, in the
+    /// batch's order, as the reference store decides:
+    /// unknown recipient (1); held already, in the table or earlier in the
+    /// batch: the same sender and bytes are stored again (0), another sender's
+    /// (4), other bytes (5); the recipient's queue full (2); the server full
+    /// (3); else stored (0). What went in is inserted in arrival order (seq),
+    /// the lengths grow by it; then the ACKs' rows are deleted (only the
+    /// recipient's own) and the lengths lowered, and the removed rows answered.
+    static let commitFunction = """
+        CREATE OR REPLACE FUNCTION relay_commit(
+            in_r BYTEA[], in_m BYTEA[], in_s BYTEA[], in_p BYTEA[], in_t BIGINT[], per_user BIGINT, cap BIGINT,
+            ack_r BYTEA[], ack_m BYTEA[],
+            OUT outcomes INT[], OUT removed_recipients BYTEA[], OUT removed_ids BYTEA[], OUT removed_senders BYTEA[],
+            OUT removed_payloads BYTEA[], OUT removed_times BIGINT[])
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v_total BIGINT;
+            v_count INT := coalesce(array_length(in_r, 1), 0);
+            v_known BOOLEAN[]; v_lengths BIGINT[]; v_held_s BYTEA[]; v_held_p BYTEA[]; v_first INT[]; v_k INT[];
+            v_added BIGINT[]; v_ok BOOLEAN[];
+            v_i INT; v_f INT;
+            v_users BYTEA[]; v_fits BOOLEAN; v_for_users BIGINT; v_inserted BIGINT;
+        BEGIN
+            SELECT c.total INTO v_total FROM relay_queue_count c WHERE c.id = 1 FOR UPDATE;
+            outcomes := '{}';
+            IF v_count > 0 THEN
+                -- The recipients that are users, and whether the batch fits whole
+                -- (each one's queue and the total, as if none were held already).
+                SELECT array_agg(b.r), coalesce(bool_and(coalesce(l.n, 0) + b.c <= per_user), true), coalesce(sum(b.c), 0)
+                  INTO v_users, v_fits, v_for_users
+                  FROM (SELECT x.r, count(*) AS c FROM unnest(in_r) AS x(r) GROUP BY x.r) b
+                  JOIN relay_users u ON u.user_id = b.r
+                  LEFT JOIN relay_queue_lengths l ON l.recipient = b.r;
+                v_fits := v_fits AND v_total + v_for_users <= cap;
+            END IF;
+            IF v_count > 0 AND v_fits THEN
+                -- It fits (the common case): every message to a user goes in, in
+                -- arrival order; one held already (a retry, or twice in the batch)
+                -- is left by ON CONFLICT and judged against the row that is there.
+                IF v_for_users > 0 THEN
+                    WITH inserted AS (
+                        INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                        SELECT x.r, x.m, x.s, x.p, x.t FROM unnest(in_r, in_m, in_s, in_p, in_t) WITH ORDINALITY AS x(r, m, s, p, t, i)
+                        WHERE x.r = ANY(v_users) ORDER BY x.i
+                        ON CONFLICT (recipient, message_id) DO NOTHING RETURNING recipient),
+                    lengths AS (
+                        INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM inserted GROUP BY recipient
+                        ON CONFLICT (recipient) DO UPDATE SET n = relay_queue_lengths.n + EXCLUDED.n)
+                    UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1
+                    RETURNING (SELECT count(*) FROM inserted) INTO v_inserted;
+                ELSE
+                    v_inserted := 0;
+                END IF;
+                IF v_inserted = v_for_users THEN
+                    SELECT array_agg(CASE WHEN x.r = ANY(v_users) THEN 0 ELSE 1 END ORDER BY x.i) INTO outcomes
+                      FROM unnest(in_r) WITH ORDINALITY AS x(r, i);
+                ELSE
+                    SELECT array_agg(CASE WHEN q.sender IS NULL THEN 1 WHEN q.sender <> x.s THEN 4 WHEN q.payload = x.p THEN 0 ELSE 5 END
+                                     ORDER BY x.i) INTO outcomes
+                      FROM unnest(in_r, in_m, in_s, in_p) WITH ORDINALITY AS x(r, m, s, p, i)
+                      LEFT JOIN relay_queue q ON q.recipient = x.r AND q.message_id = x.m;
+                END IF;
+            ELSIF v_count > 0 THEN
+                -- Near a cap: message by message, exactly as one by one.
+                SELECT array_agg(u.user_id IS NOT NULL ORDER BY b.i), array_agg(coalesce(l.n, 0) ORDER BY b.i),
+                       array_agg(q.sender ORDER BY b.i), array_agg(q.payload ORDER BY b.i),
+                       array_agg(b.f ORDER BY b.i), array_agg(b.k ORDER BY b.i)
+                  INTO v_known, v_lengths, v_held_s, v_held_p, v_first, v_k
+                  FROM (SELECT x.r, x.m, x.i::INT AS i, min(x.i::INT) OVER (PARTITION BY x.r, x.m) AS f,
+                               dense_rank() OVER (ORDER BY x.r)::INT AS k
+                          FROM unnest(in_r, in_m) WITH ORDINALITY AS x(r, m, i)) b
+                  LEFT JOIN relay_users u ON u.user_id = b.r
+                  LEFT JOIN relay_queue_lengths l ON l.recipient = b.r
+                  LEFT JOIN relay_queue q ON q.recipient = b.r AND q.message_id = b.m;
+                v_added := array_fill(0::BIGINT, ARRAY[v_count]);
+                v_ok := array_fill(false, ARRAY[v_count]);
+                FOR v_i IN 1..v_count LOOP
+                    v_f := v_first[v_i];
+                    IF NOT v_known[v_i] THEN
+                        outcomes := outcomes || 1;
+                    ELSIF v_held_s[v_i] IS NOT NULL THEN
+                        outcomes := outcomes || CASE WHEN v_held_s[v_i] <> in_s[v_i] THEN 4 WHEN v_held_p[v_i] = in_p[v_i] THEN 0 ELSE 5 END;
+                    ELSIF v_f < v_i AND v_ok[v_f] THEN
+                        outcomes := outcomes || CASE WHEN in_s[v_f] <> in_s[v_i] THEN 4 WHEN in_p[v_f] = in_p[v_i] THEN 0 ELSE 5 END;
+                    ELSIF v_lengths[v_i] + v_added[v_k[v_i]] >= per_user THEN
+                        outcomes := outcomes || 2;
+                    ELSIF v_total >= cap THEN
+                        outcomes := outcomes || 3;
+                    ELSE
+                        v_ok[v_i] := true;
+                        v_added[v_k[v_i]] := v_added[v_k[v_i]] + 1;
+                        v_total := v_total + 1;
+                        outcomes := outcomes || 0;
+                    END IF;
+                END LOOP;
+                WITH inserted AS (
+                    INSERT INTO relay_queue (recipient, message_id, sender, payload, received_at)
+                    SELECT x.r, x.m, x.s, x.p, x.t FROM unnest(in_r, in_m, in_s, in_p, in_t) WITH ORDINALITY AS x(r, m, s, p, t, i)
+                    WHERE v_ok[x.i::INT] ORDER BY x.i
+                    ON CONFLICT (recipient, message_id) DO NOTHING RETURNING recipient),
+                lengths AS (
+                    INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM inserted GROUP BY recipient
+                    ON CONFLICT (recipient) DO UPDATE SET n = relay_queue_lengths.n + EXCLUDED.n)
+                UPDATE relay_queue_count SET total = total + (SELECT count(*) FROM inserted) WHERE id = 1;
+            END IF;
+            IF coalesce(array_length(ack_r, 1), 0) > 0 THEN
+                WITH removed AS (
+                    DELETE FROM relay_queue q USING unnest(ack_r, ack_m) AS x(r, m)
+                    WHERE q.recipient = x.r AND q.message_id = x.m
+                    RETURNING q.recipient, q.message_id, q.sender, q.payload, q.received_at),
+                counted AS (UPDATE relay_queue_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1),
+                lengths AS (UPDATE relay_queue_lengths l SET n = l.n - r.c
+                            FROM (SELECT recipient, count(*) AS c FROM removed GROUP BY recipient) r WHERE l.recipient = r.recipient)
+                SELECT array_agg(recipient), array_agg(message_id), array_agg(sender), array_agg(payload), array_agg(received_at)
+                  INTO removed_recipients, removed_ids, removed_senders, removed_payloads, removed_times FROM removed;
+            END IF;
+        END
+        $$
+        """
 
     public func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] {
         try await bounded("a fetch") { client in

@@ -20,14 +20,19 @@ enum ServerBench {
         let commits = sqliteCommits(seconds: 2)
         print("  SQLite durable commits (WAL, synchronous = FULL, one row each): \(Int(commits))/s\n")
 
+        // STARLING_BENCH_STORES=sqlite or =postgres measures one (both by default).
+        let stores = ProcessInfo.processInfo.environment["STARLING_BENCH_STORES"]?.split(separator: ",").map(String.init) ?? ["sqlite", "postgres"]
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-bench-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sqlite = try! SQLiteServerStore(path: dir.appendingPathComponent("relay.sqlite").path)
-        let sqliteMax = measure("SQLite", store: sqlite, echo: echo)
-        memory(dir: dir)
+        if stores.contains("sqlite") {
+            let sqlite = try! SQLiteServerStore(path: dir.appendingPathComponent("relay.sqlite").path)
+            _ = measure("SQLite", store: sqlite, echo: echo)
+            memory(dir: dir)
+        }
 
-        if let pg = BenchPostgres.start() {
+        if !stores.contains("postgres") {
+        } else if let pg = BenchPostgres.start() {
             defer { pg.stop() }
             let store = blocking { try await PostgresServerStore(url: pg.url) }
             if let store {
@@ -37,7 +42,6 @@ enum ServerBench {
         } else {
             print("\nPostgreSQL: not installed here (Debian's postgresql), not measured")
         }
-        _ = sqliteMax
     }
 
     // MARK: Baselines
@@ -389,11 +393,26 @@ enum ServerBench {
     /// recipient's queue kept ~2,000 long: commits of 500 MSGs, of 500 ACKs,
     /// and of both (the steady state's group commit), each durable.
     static func storeAlone() {
-        print("starling-bench yaok-server-store (release; the SQLite store alone; every commit durable)\n")
+        print("starling-bench yaok-server-store (release; each store alone; every commit durable)\n")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-store-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        guard let store = try? SQLiteServerStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
+        guard let sqlite = try? SQLiteServerStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
+        print("SQLite")
+        storeAlone(sqlite)
+        if let pg = BenchPostgres.start() {
+            defer { pg.stop() }
+            if let store = blocking({ try await PostgresServerStore(url: pg.url) }) {
+                print("PostgreSQL")
+                storeAlone(store)
+                store.close()
+            }
+        } else {
+            print("\nPostgreSQL: not installed here (Debian's postgresql), not measured")
+        }
+    }
+
+    static func storeAlone(_ store: any ServerStore) {
         let recipient = UserID.random(), sender = UserID.random()
         _ = blocking { try await store.register(recipient, key: [UInt8](repeating: 1, count: 32), timestamp: 1) }
         let template = template(from: sender, to: recipient)
