@@ -245,8 +245,11 @@ public struct CommitTimes: Sendable {
     /// Commits at most `bounds[i]` ms (and above the bound before); the last: longer than all.
     public private(set) var counts = [Int](repeating: 0, count: CommitTimes.bounds.count + 1)
     public private(set) var longest: Duration = .zero
+    /// All of them together (the store's busy time, as the server sees it).
+    public private(set) var total: Duration = .zero
 
     mutating func add(_ d: Duration) {
+        total += d
         let ms = Double(d.components.seconds) * 1_000 + Double(d.components.attoseconds) / 1e15
         counts[Self.bounds.firstIndex { ms <= $0 } ?? Self.bounds.count] += 1
         longest = max(longest, d)
