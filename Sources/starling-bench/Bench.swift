@@ -36,10 +36,21 @@ struct StarlingBench {
             return
         }
         let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "groups": GroupBench.run, "bridge": BridgeBench.run, "mesh": MeshBench.run,
-                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "yaok-server": ServerBench.run, "yaok-server-store": ServerBench.storeAlone, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
+                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "yaok-server": ServerBench.run, "yaok-server-store": ServerBench.storeAlone, "yaok-server-fleet": FleetBench.run, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
         // Old names (docs/GLOSSARY.md: "relay" is mesh forwarding), still taken.
         let retired = ["relay": "yaok-server", "relay-store": "yaok-server-store"]
         args = args.map { retired[$0] ?? $0 }
+        // `yaok-server --servers 1,2,4`: the fleet on one PostgreSQL instead of one server.
+        if let i = args.firstIndex(of: "--servers") {
+            let counts = i + 1 < args.count ? args[i + 1].split(separator: ",").compactMap { Int($0) }.filter { (1...16).contains($0) } : []
+            guard !counts.isEmpty else {
+                print("starling-bench: --servers takes counts from 1 to 16 separated by commas (e.g. 1,2,4)")
+                exit(64)
+            }
+            FleetBench.counts = counts
+            args.removeSubrange(i..<min(args.count, i + 2))
+            args = args.map { $0 == "yaok-server" ? "yaok-server-fleet" : $0 }
+        }
         if args.isEmpty || args.contains("-h") || args.contains("--help") {
             print("usage: starling-bench AREA...   (areas: \(areas.keys.sorted().joined(separator: ", ")))")
             return
