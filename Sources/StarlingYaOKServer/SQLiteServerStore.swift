@@ -125,6 +125,12 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
                 CREATE INDEX drops_by_expiry ON drops (expires_at);
                 """)
         }
+        // Expiry by arrival time through an index (appended at its right edge, as
+        // messages arrive in time order): a scan of the table took 266 ms at
+        // 1,000,000 queued, every 30 s, holding the commits back for it.
+        migrator.registerMigration("v5 queue by arrival time") { db in
+            try db.execute(sql: "CREATE INDEX queue_by_age ON queue (received_at)")
+        }
         try migrator.migrate(db)
         var waits = Configuration()
         waits.busyMode = Self.briefWaits // a RESTART waits for the commit under way
@@ -359,8 +365,8 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    /// Takes what is older than `cutoff` (a scan of the table: it runs every
-    /// 30 s); what it takes leaves the counts and the set of what is queued
+    /// Takes what is older than `cutoff` (through the arrival-time index: it
+    /// runs every 30 s); what it takes leaves the counts and the set of what is queued
     /// one by one, so that they need not be read again from the file.
     public func expire(before cutoff: UInt64) async throws -> Int {
         try await writing { db in

@@ -36,7 +36,7 @@ struct StarlingBench {
             return
         }
         let areas: [String: () async -> Void] = ["wire": WireBench.run, "noise": NoiseBench.run, "groups": GroupBench.run, "bridge": BridgeBench.run, "mesh": MeshBench.run,
-                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "yaok-server": ServerBench.run, "yaok-server-store": ServerBench.storeAlone, "yaok-server-fleet": FleetBench.run, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
+                                                  "mesh-sweep": MeshBench.sweep, "mesh-seeds": MeshBench.seeds, "mesh-tails": MeshBench.tails, "mesh-graphs": MeshBench.graphs, "node": NodeBench.run, "hostile": HostileBench.run, "services": ServicesBench.run, "stately": StatelyBench.run, "store": StoreBench.run, "yaok-server": ServerBench.run, "yaok-server-store": ServerBench.storeAlone, "yaok-server-fleet": FleetBench.run, "yaok-server-population": PopulationBench.run, "api": APIBench.run, "web": WebBench.run, "soak": SoakBench.run, "bulk": BulkBench.run]
         // Old names (docs/GLOSSARY.md: "relay" is mesh forwarding), still taken.
         let retired = ["relay": "yaok-server", "relay-store": "yaok-server-store"]
         args = args.map { retired[$0] ?? $0 }

@@ -86,14 +86,14 @@ enum FleetBench {
                 n += try await store.enqueue(batch, limits: limits).count
             }
             let rate = Double(n) / Date().timeIntervalSince(start)
-            _ = pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0")
+            _ = pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0; UPDATE relay_user_count SET total = 0")
             return rate
         } ?? 0
     }
 
     /// One fleet of `n` servers: started, measured, stopped.
     static func fleet(_ n: Int, pg: BenchPostgres, starling: String, offered: Double?) -> Row? {
-        _ = pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0")
+        _ = pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0; UPDATE relay_user_count SET total = 0")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-fleet-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
