@@ -167,6 +167,12 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 """, logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_tag ON relay_drops (tag, seq)", logger: self.logger)
             try await c.query("CREATE INDEX IF NOT EXISTS relay_drops_by_expiry ON relay_drops (expires_at)", logger: self.logger)
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS relay_drop_count (id INT PRIMARY KEY CHECK (id = 1), total BIGINT NOT NULL)
+                """, logger: self.logger)
+            try await c.query("""
+                INSERT INTO relay_drop_count (id, total) SELECT 1, count(*) FROM relay_drops ON CONFLICT (id) DO NOTHING
+                """, logger: self.logger)
             try await c.query(PostgresQuery(unsafeSQL: Self.commitFunction), logger: self.logger)
         } }
         // Counted again at each start, so that a length that ever drifted is
@@ -179,6 +185,8 @@ public final class PostgresServerStore: ServerStore, Sendable {
             try await c.query("UPDATE relay_queue_count SET total = (SELECT count(*) FROM relay_queue) WHERE id = 1", logger: self.logger)
             try await c.query("SELECT total FROM relay_user_count WHERE id = 1 FOR UPDATE", logger: self.logger)
             try await c.query("UPDATE relay_user_count SET total = (SELECT count(*) FROM relay_users) WHERE id = 1", logger: self.logger)
+            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
+            try await c.query("UPDATE relay_drop_count SET total = (SELECT count(*) FROM relay_drops) WHERE id = 1", logger: self.logger)
             try await c.query("DELETE FROM relay_queue_lengths", logger: self.logger)
             try await c.query("""
                 INSERT INTO relay_queue_lengths (recipient, n) SELECT recipient, count(*) FROM relay_queue GROUP BY recipient
@@ -549,38 +557,54 @@ public final class PostgresServerStore: ServerStore, Sendable {
             return newPerTag[d.tag]! - seenPerTag[d.tag]! < max(1, limits.perTag) // one by one, the newest always goes in
         }
         let tags = Array(newPerTag.keys)
-        try await c.query("""
+        // The total is the kept count (`relay_drop_count`, under the drops' advisory lock like
+        // every drop write): a count(*) of 10,000 churned rows was ~9 ms a commit.
+        var total = try await Self.dropTotal(c, self.logger)
+        total -= try await Self.counting(c, self.logger, """
             DELETE FROM relay_drops d USING (
                 SELECT r.seq FROM (SELECT seq, tag, row_number() OVER (PARTITION BY tag ORDER BY seq DESC) AS n FROM relay_drops
                                    WHERE tag = ANY(\(tags.map { Self.buffer($0.bytes) })::bytea[])) r
                 JOIN unnest(\(tags.map { Self.buffer($0.bytes) })::bytea[], \(tags.map { Int64(max(0, limits.perTag - newPerTag[$0]!)) })::bigint[])
                     AS k(tag, keep) ON r.tag = k.tag
                 WHERE r.n > k.keep) gone
-            WHERE d.seq = gone.seq
-            """, logger: self.logger)
+            WHERE d.seq = gone.seq RETURNING 1
+            """)
         // The total: the expired go first, then the oldest, to leave room for the new.
-        var total = 0
-        for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
         if total + inserts.count > limits.total {
             let now = Int64(clamping: inserts.map(\.receivedAt).max() ?? 0)
-            try await c.query("DELETE FROM relay_drops WHERE expires_at <= \(now)", logger: self.logger)
-            for try await n in try await c.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { total = Int(n) }
+            total -= try await Self.counting(c, self.logger, "DELETE FROM relay_drops WHERE expires_at <= \(now) RETURNING 1")
             if inserts.count > limits.total { inserts.removeFirst(inserts.count - limits.total) }
             if total + inserts.count > limits.total {
-                try await c.query("""
+                total -= try await Self.counting(c, self.logger, """
                     DELETE FROM relay_drops WHERE seq IN (SELECT seq FROM relay_drops ORDER BY seq LIMIT \(Int64(total + inserts.count - limits.total)))
-                    """, logger: self.logger)
+                    RETURNING 1
+                    """)
             }
         }
-        // In the batch's order (WITH ORDINALITY): sequence numbers follow arrival.
-        try await c.query("""
+        // In the batch's order (WITH ORDINALITY): sequence numbers follow arrival. None is held (under the lock).
+        let added = try await Self.counting(c, self.logger, """
             INSERT INTO relay_drops (drop_id, tag, envelope, expires_at, received_at)
             SELECT i, t, e, x, r FROM unnest(\(inserts.map { Self.buffer($0.dropID.bytes) })::bytea[], \(inserts.map { Self.buffer($0.tag.bytes) })::bytea[],
                                             \(inserts.map { Self.buffer($0.envelope) })::bytea[], \(inserts.map { Int64(clamping: $0.expiresAt) })::bigint[],
                                             \(inserts.map { Int64(clamping: $0.receivedAt) })::bigint[]) WITH ORDINALITY AS u(i, t, e, x, r, o)
-            ORDER BY o
-            """, logger: self.logger)
+            ORDER BY o RETURNING 1
+            """)
+        try await c.query("UPDATE relay_drop_count SET total = \(Int64(total + added)) WHERE id = 1", logger: self.logger)
         return outcomes
+    }
+
+    /// The drops held, as kept (the caller holds the drops' advisory lock).
+    private static func dropTotal(_ c: PostgresConnection, _ logger: Logger) async throws -> Int {
+        var total = 0
+        for try await n in try await c.query("SELECT total FROM relay_drop_count WHERE id = 1", logger: logger).decode(Int64.self) { total = Int(n) }
+        return total
+    }
+
+    /// Rows a `… RETURNING 1` statement wrote.
+    private static func counting(_ c: PostgresConnection, _ logger: Logger, _ statement: PostgresQuery) async throws -> Int {
+        var n = 0
+        for try await _ in try await c.query(statement, logger: logger) { n += 1 }
+        return n
     }
 
     public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
@@ -601,19 +625,22 @@ public final class PostgresServerStore: ServerStore, Sendable {
     }
 
     public func expireDrops(at now: UInt64) async throws -> Int {
-        try await bounded("a drop expiry") { client in
+        try await bounded("a drop expiry") { client in try await client.withTransaction(logger: self.logger) { c in
+            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
             var n = 0
-            for try await removed in try await client.query("""
-                WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(clamping: now)) RETURNING 1) SELECT count(*) FROM removed
+            for try await removed in try await c.query("""
+                WITH removed AS (DELETE FROM relay_drops WHERE expires_at <= \(Int64(clamping: now)) RETURNING 1),
+                counted AS (UPDATE relay_drop_count SET total = total - (SELECT count(*) FROM removed) WHERE id = 1)
+                SELECT count(*) FROM removed
                 """, logger: self.logger).decode(Int64.self) { n = Int(removed) }
             return n
-        }
+        } }
     }
 
     public func dropCount() async throws -> Int {
         try await bounded("the drop count") { client in
             var n = 0
-            for try await c in try await client.query("SELECT count(*) FROM relay_drops", logger: self.logger).decode(Int64.self) { n = Int(c) }
+            for try await c in try await client.query("SELECT total FROM relay_drop_count WHERE id = 1", logger: self.logger).decode(Int64.self) { n = Int(c) }
             return n
         }
     }

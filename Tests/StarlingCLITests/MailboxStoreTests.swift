@@ -103,5 +103,14 @@ import Testing
         let store = try await PostgresServerStore(url: pg.url)
         defer { store.close() }
         try await Self.rules(store, "postgres")
+        // PostgreSQL keeps the drops' number in a row (no count(*) a commit): it is the table's,
+        // after the shares, the expiry and the oldest made room; and counted again at a start.
+        let rows = { Int(try pg.sql("SELECT count(*) FROM relay_drops").trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(try await store.dropCount() == (try rows()), "the kept count is the table's")
+        try pg.sql("UPDATE relay_drop_count SET total = 999")
+        #expect(try await store.dropCount() == 999, "the count is read from its row (the control)")
+        let again = try await PostgresServerStore(url: pg.url)
+        defer { again.close() }
+        #expect(try await again.dropCount() == (try rows()), "counted again at a start")
     }
 }
