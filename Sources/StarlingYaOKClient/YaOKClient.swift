@@ -93,6 +93,7 @@ public actor YaOKClient: DeadlineDriven {
         if list.addresses.count > 1 {
             address = list.move()
             moves += 1
+            core.serverMoved() // the next address gets its own backoff, from the first interval
         }
         unansweredAtMove = core.unansweredRegistrationCount
         lookUpAgain()

@@ -122,6 +122,13 @@ public struct YaOKClientCore: Sendable {
     /// Whether, unregistered, a REGISTER goes at the next ``tick(now:)`` (a runtime with
     /// several server addresses moves to the next one first, when this one stays silent).
     public func registrationDue(at now: UInt64) -> Bool { token == nil && now >= registerAt }
+
+    /// The client moved to another server address: REGISTERs there start
+    /// from the first retry interval again (the backoff was the silent
+    /// server's), counting on as before for what is said to the person.
+    public mutating func serverMoved() {
+        registerBackoff = configuration.registerRetry
+    }
     /// When a silent server's session is taken as lost.
     private var lostAt: UInt64 {
         let (sum, over) = lastHeard.addingReportingOverflow(configuration.lostAfter)

@@ -360,6 +360,28 @@ enum ServerTestError: Error { case notRegistered }
         #expect(first == 1 && second == 0, "\(first) \(second)")
     }
 
+    /// REGISTERs to a silent server back off (2, 4, 8 … s); when the client
+    /// moves to another address, that one starts from the first interval again.
+    @Test func aMoveStartsTheRegisterBackoffAfresh() throws {
+        let me = ServerUser()
+        var c = YaOKClientCore(userID: me.id, signingKey: me.identity.signingKey)
+        var now: UInt64 = 1_795_000_000_000
+        _ = c.start(now: now)
+        var gaps: [UInt64] = []
+        for _ in 0..<4 {
+            let next = c.nextDeadline
+            gaps.append(next - now)
+            now = next
+            #expect(c.tick(now: now).contains { if case .send = $0 { true } else { false } }, "a REGISTER at its time")
+        }
+        #expect(gaps == [2_000, 4_000, 8_000, 16_000], "backing off at the silent server: \(gaps)")
+        #expect(c.nextDeadline - now == 32_000, "without a move, the next wait doubles again (the control)")
+        c.serverMoved()
+        let due = c.nextDeadline
+        _ = c.tick(now: due)
+        #expect(c.nextDeadline - due == 2_000, "at the next address, from the first interval")
+    }
+
     /// A server gone silent: the session is taken as lost after `lostAfter`
     /// (said once), and REGISTERs go again, backing off; a server that never
     /// answers at all is said not to answer after three REGISTERs, once. An
