@@ -57,7 +57,8 @@ import Testing
                                                   [aliceLink, bobLink, StarlingProcess.executable.path, String(udp), shots.path, qr, a], seconds: 240)
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
-        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png", "web-group.png", "web-narrow.png"] {
+        for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png", "web-group.png", "web-narrow.png"]
+            + ["light", "dark"].flatMap { scheme in [360, 800, 1280].map { "web-\(scheme)-\($0).png" } } {
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }

@@ -112,6 +112,15 @@ import Testing
         #expect(rendered.count > 25 && notShown.count > 5, "the page was read: \(rendered.count) rendered, \(notShown.count) not shown")
     }
 
+    /// The page's own files stay small (issue 56: the first load under 150 KB, the
+    /// API's answers included): 100 KB for index.html, app.js and app.css together.
+    @Test func thePageStaysWithinItsWeight() throws {
+        let dir = APIContractTests.root.appendingPathComponent("Sources/StarlingWebClient/Resources")
+        let sizes = try ["index.html", "app.js", "app.css"].map { try Data(contentsOf: dir.appendingPathComponent($0)).count }
+        #expect(sizes.allSatisfy { $0 > 1_000 }, "the files were read: \(sizes)")
+        #expect(sizes.reduce(0, +) < 100_000, "the page's files weigh \(sizes.reduce(0, +)) bytes (index, app.js, app.css: \(sizes))")
+    }
+
     @Test func thePageCallsOnlyDocumentedRoutes() throws {
         let js = try String(contentsOf: Self.appJS, encoding: .utf8)
         // "/v1/…" and `/v1/…${x}…`: each ${…} a path's part, the query left out.

@@ -404,6 +404,54 @@ try:
         check(wait(alice, lambda d: any(b.startswith(("robert, 1 unread", "bob, 1 unread")) for b in buttons(d, "#conversations button")),
                    "alice's page has it") is not None, "a message written with the keyboard only arrives: alice's list %r, bob's view %r %r" % (
                        buttons(alice, "#conversations button"), bob.find_element(By.ID, "title").text, messages(bob)[-2:]) + " alert %r" % bob.find_element(By.ID, "alert").text)
+
+    # Keys as in the terminal (issue 56): Alt-1 is #mesh, Alt-2 the sidebar's second conversation;
+    # Esc folds the menu away on a narrow window and dismisses the error line.
+    names = bob.execute_script("return [...document.querySelectorAll('#conversations button span:first-child')].map(s => s.textContent)")
+    bob.execute_script("document.activeElement.blur()")
+    ActionChains(bob).key_down(Keys.ALT).send_keys("2").key_up(Keys.ALT).perform()
+    check(len(names) > 1 and wait(bob, lambda d: d.find_element(By.ID, "title").text == names[1], "Alt-2 opens the second") is not None,
+          "Alt-2 opens the sidebar's second conversation (%r)" % names[:3])
+    ActionChains(bob).key_down(Keys.ALT).send_keys("1").key_up(Keys.ALT).perform()
+    check(wait(bob, lambda d: d.find_element(By.ID, "title").text == "#mesh", "Alt-1 opens #mesh") is not None, "Alt-1 opens #mesh")
+    bob.execute_script("say('a test of the error line')")
+    ActionChains(bob).send_keys(Keys.ESCAPE).perform()
+    check(wait(bob, lambda d: not d.find_element(By.ID, "alert").is_displayed(), "Esc dismisses the error") is not None, "Esc dismisses the error line")
+    bob.set_window_size(400, 700)
+    bob.find_element(By.ID, "menu").click()
+    wait(bob, lambda d: d.find_element(By.ID, "sidebar").is_displayed(), "the menu opens")
+    ActionChains(bob).send_keys(Keys.ESCAPE).perform()
+    check(wait(bob, lambda d: not d.find_element(By.ID, "sidebar").is_displayed()
+               and d.execute_script("return document.activeElement.id") == "menu", "Esc folds the menu") is not None,
+          "Esc folds the menu away, the focus back on its button")
+
+    # Light and dark as the system says (prefers-color-scheme), at 360, 800 and 1280 px: the page's
+    # colours follow (the body's background, a button's, the text's contrast), nothing runs out of
+    # the window, and a screenshot of each (docs/ shows them).
+    def luminance(rgb):
+        parts = [int(x) / 255 for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in parts]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    def contrast(a, b):
+        hi, lo = max(luminance(a), luminance(b)), min(luminance(a), luminance(b))
+        return (hi + 0.05) / (lo + 0.05)
+
+    for scheme in ("light", "dark"):
+        bob.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        colours = bob.execute_script("""const s = (q, p) => getComputedStyle(document.querySelector(q))[p];
+            return [s('body', 'backgroundColor'), s('body', 'color'), s('#rename button', 'backgroundColor'), s('nav', 'backgroundColor'),
+                    s('#messages', 'color')]""")
+        body = luminance(colours[0])
+        check(body < 0.05 if scheme == "dark" else body > 0.8, "%s: the page's background follows the system (%r)" % (scheme, colours[0]))
+        check(contrast(colours[0], colours[1]) >= 7 and contrast(colours[3], colours[4]) >= 7,
+              "%s: the text reads against its background (%.1f:1 and %.1f:1)" % (scheme, contrast(colours[0], colours[1]), contrast(colours[3], colours[4])))
+        for width in (360, 800, 1280):
+            bob.set_window_size(width, 760)
+            check(wait(bob, lambda d: d.execute_script("return document.documentElement.scrollWidth") <= d.execute_script("return window.innerWidth"),
+                       "nothing wider than the window") is not None, "%s at %d px: nothing runs out of the window" % (scheme, width))
+            shot(bob, "web-%s-%d.png" % (scheme, width))
+    bob.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 finally:
     for d in (alice, bob, stranger):
         d.quit()

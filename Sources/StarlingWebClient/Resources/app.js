@@ -1027,6 +1027,18 @@ async function start() {
   for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, noteActivity, { passive: true });
   document.getElementById("alert-close").addEventListener("click", () => say(""));
   document.getElementById("menu").addEventListener("click", () => showMenu(!document.body.classList.contains("menu-open")));
+  // Keys (issue 56): Alt-1 … Alt-9 open the sidebar's conversations in their order (Alt-1 is
+  // #mesh, as window 1 is in the terminal); Esc folds the menu away, then dismisses the error.
+  document.addEventListener("keydown", (ev) => {
+    const digit = /^Digit([1-9])$/.exec(ev.code);
+    if (digit && ev.altKey && !ev.ctrlKey && !ev.metaKey && !ev.shiftKey) {
+      const b = document.querySelectorAll("#conversations button")[Number(digit[1]) - 1];
+      if (b) { ev.preventDefault(); b.click(); }
+    } else if (ev.key === "Escape") {
+      if (document.body.classList.contains("menu-open")) { showMenu(false); document.getElementById("menu").focus(); }
+      else if (!document.getElementById("alert").hidden) say("");
+    }
+  });
   state.token = readToken();
   if (!state.token) {
     document.getElementById("me").textContent = "not connected: the link carries no token";
