@@ -27,9 +27,13 @@ public struct APIMessage: Codable, Hashable, Sendable {
     /// A group message's author as shown (the roster's name).
     public var author: String?
     public var file: APIFile?
+    /// In a conversation's history: where this node stored it (its order of
+    /// storing); the page of older messages is `?before=` the smallest held.
+    public var position: Int64?
 
     public init(id: String, conversation: String, outgoing: Bool, text: String, timestamp: UInt64, recordedAt: Double, messageID: String? = nil,
-                via: String? = nil, state: String? = nil, read: Bool? = nil, author: String? = nil, file: APIFile? = nil) {
+                via: String? = nil, state: String? = nil, read: Bool? = nil, author: String? = nil, file: APIFile? = nil, position: Int64? = nil) {
+        self.position = position
         self.id = id
         self.conversation = conversation
         self.outgoing = outgoing

@@ -741,6 +741,18 @@ public actor Messenger: DeadlineDriven {
         // (A contact's earlier mesh conversation is merged into theirs when the store opens.)
         return try store.conversation(with: conversation, limit: limit)
     }
+
+    /// A page of a conversation's messages, oldest first: the `limit` stored
+    /// before `position` (the newest when nil), each with its position. Without
+    /// the store, those in memory, numbered in their order from 1.
+    public func history(_ named: UserID, limit: Int, before position: Int64?) throws -> [HistoryEntry] {
+        let conversation = core.current(named)
+        guard let store else {
+            let all = (core.recent[conversation] ?? []).enumerated().map { HistoryEntry(position: Int64($0.offset + 1), record: $0.element) }
+            return Array(all.filter { $0.position < position ?? .max }.suffix(limit))
+        }
+        return try store.conversation(with: conversation, limit: limit, before: position)
+    }
 }
 
 /// `nostr-contacts`: where versions before the messenger kept the npubs that

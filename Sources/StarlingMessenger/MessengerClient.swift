@@ -38,6 +38,8 @@ public protocol MessengerClient: Sendable {
     func conversation(withKey fingerprint: Fingerprint) async throws -> UserID
     func resolve(_ name: String) async throws -> Messenger.Resolution
     func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord]
+    /// A page: the `limit` messages stored before `position` (the newest when nil), with their positions.
+    func history(_ conversation: UserID, limit: Int, before position: Int64?) async throws -> [HistoryEntry]
     func send(_ text: String, to conversation: UserID) async throws -> MessageRecord
     func sendPublic(_ text: String) async throws
     /// The mesh board's live posts, urgent first, then the newest.
@@ -355,6 +357,13 @@ public struct LocalMessengerClient: MessengerClient {
     public func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord] {
         guard await messenger.isStoreOpen else { throw MessengerClientError(.locked, Messenger.StoreError.locked.description) }
         do { return try await messenger.history(conversation, limit: limit) } catch {
+            throw MessengerClientError(.failed, "the history did not open: \(error)")
+        }
+    }
+
+    public func history(_ conversation: UserID, limit: Int, before position: Int64?) async throws -> [HistoryEntry] {
+        guard await messenger.isStoreOpen else { throw MessengerClientError(.locked, Messenger.StoreError.locked.description) }
+        do { return try await messenger.history(conversation, limit: limit, before: position) } catch {
             throw MessengerClientError(.failed, "the history did not open: \(error)")
         }
     }

@@ -21,6 +21,13 @@ public enum APIJSON {
 
     public static func message(_ m: MessageRecord) -> APIMessage { APIMessage(m) }
 
+    /// A history page's message, with its position.
+    public static func message(_ e: HistoryEntry) -> APIMessage {
+        var m = APIMessage(e.record)
+        m.position = e.position
+        return m
+    }
+
     /// A contract value read from what JSONSerialization gave (an answer, or its part).
     public static func decode<T: Decodable>(_ any: Any?, as type: T.Type = T.self) throws -> T {
         guard let any, JSONSerialization.isValidJSONObject(any) else { throw Unreadable("\(T.self): not JSON") }

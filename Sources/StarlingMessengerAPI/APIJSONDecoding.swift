@@ -65,6 +65,13 @@ extension APIJSON {
 
     public static func readMessage(_ any: Any?) throws -> MessageRecord { try decode(any, as: APIMessage.self).record() }
 
+    /// A history page's message: the record and its position (which a history answer always has).
+    public static func readHistoryEntry(_ any: Any?) throws -> HistoryEntry {
+        let m = try decode(any, as: APIMessage.self)
+        guard let position = m.position else { throw Unreadable("a history message without its position") }
+        return HistoryEntry(position: position, record: try m.record())
+    }
+
     public static func readContact(_ any: Any?) throws -> Contact {
         let c = try decode(any, as: APIContact.self)
         guard let kind = Contact.Kind(rawValue: c.kind) else { throw Unreadable("kind \(c.kind)") }

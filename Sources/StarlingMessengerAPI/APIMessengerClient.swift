@@ -146,6 +146,11 @@ public struct APIMessengerClient: MessengerClient {
         try ((try await get("/v1/conversations/\(conversation)/messages?limit=\(limit)")) as? [Any] ?? []).map(APIJSON.readMessage)
     }
 
+    public func history(_ conversation: UserID, limit: Int, before position: Int64?) async throws -> [HistoryEntry] {
+        let query = "limit=\(limit)" + (position.map { "&before=\($0)" } ?? "")
+        return try ((try await get("/v1/conversations/\(conversation)/messages?\(query)")) as? [Any] ?? []).map(APIJSON.readHistoryEntry)
+    }
+
     public func send(_ text: String, to conversation: UserID) async throws -> MessageRecord {
         try APIJSON.readMessage(try await post("/v1/messages", ["to": conversation.description, "text": text]))
     }

@@ -414,7 +414,7 @@ public final class APIServer: Sendable {
     static func query<T: LosslessStringConvertible>(_ request: Request, _ name: String, as type: T.Type) throws -> T? {
         let all = request.uri.queryParameters.getAll(name)
         guard let text = all.first else { return nil }
-        guard all.count == 1, let value = T(String(text)) else { throw APIError(.badRequest, "\(name) is one \(T.self == Int.self || T.self == UInt64.self ? "whole number" : "value")") }
+        guard all.count == 1, let value = T(String(text)) else { throw APIError(.badRequest, "\(name) is one \(T.self is any BinaryInteger.Type ? "whole number" : "value")") }
         return value
     }
 

@@ -46,7 +46,8 @@ extension APIServer {
         v1.get("conversations/:id/messages") { request, context in
             let id = try Self.conversation(context)
             let limit = try Self.query(request, "limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
-            return try Self.answer(try await Self.call { try await c.history(id, limit: limit) }.map(APIJSON.message))
+            let before = try Self.query(request, "before", as: Int64.self)
+            return try Self.answer(try await Self.call { try await c.history(id, limit: limit, before: before) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { request, context in
             let id = try Self.conversation(context)

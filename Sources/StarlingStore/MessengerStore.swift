@@ -481,16 +481,25 @@ public final class MessengerStore: Sendable {
     /// The newest `limit` messages with a contact, oldest first by the
     /// sender's timestamp.
     public func conversation(with contact: UserID, limit: Int = 200) throws -> [MessageRecord] {
+        try conversation(with: contact, limit: limit, before: nil).map(\.record)
+    }
+
+    /// A page of a conversation: the `limit` messages stored before
+    /// `position` (the newest when nil), oldest first by the sender's
+    /// timestamp, each with its position (the next page's `before` is the
+    /// smallest). Through the (conversation, id) index: a page costs the
+    /// same at the end of 10,000 messages as at their start.
+    public func conversation(with contact: UserID, limit: Int, before position: Int64?) throws -> [HistoryEntry] {
         try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT lookup, data FROM messages WHERE conversation = ? ORDER BY id DESC LIMIT ?",
-                             arguments: [Data(self.conversationLookup(contact)), limit]).map { row in
-                try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
-                                       row: Array(row["lookup"] as Data))
+            try Row.fetchAll(db, sql: "SELECT id, lookup, data FROM messages WHERE conversation = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                             arguments: [Data(self.conversationLookup(contact)), position ?? Int64.max, limit]).map { row in
+                HistoryEntry(position: row["id"], record: try self.cipher.decode(MessageRecord.self, Array(row["data"] as Data), table: "messages",
+                                                                                 row: Array(row["lookup"] as Data)))
             }
         }
         // The clear conversation column only finds rows; the sealed record decides.
-        .filter { $0.contact == contact }
-        .sorted { ($0.timestamp, $0.recordedAt) < ($1.timestamp, $1.recordedAt) }
+        .filter { $0.record.contact == contact }
+        .sorted { ($0.record.timestamp, $0.record.recordedAt) < ($1.record.timestamp, $1.record.recordedAt) }
     }
 
     /// Outgoing messages not yet sent (waiting for a transport or retrying).

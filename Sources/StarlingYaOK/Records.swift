@@ -77,6 +77,19 @@ public struct ConversationRecord: Codable, Hashable, Sendable {
     }
 }
 
+/// A message as a conversation's history gives it: the record, and where this
+/// node stored it (its place in the conversation's order of storing). A page
+/// of older messages is the one before the smallest `position` held.
+public struct HistoryEntry: Hashable, Sendable {
+    public var position: Int64
+    public var record: MessageRecord
+
+    public init(position: Int64, record: MessageRecord) {
+        self.position = position
+        self.record = record
+    }
+}
+
 /// A message in a conversation with a contact.
 public struct MessageRecord: Codable, Hashable, Sendable {
     public var id: UserID

@@ -63,6 +63,30 @@ import Testing
         }
     }
 
+    /// A long conversation (2,400 private messages) on bob's page: the
+    /// newest page, then older pages from the API as he scrolls back to the
+    /// first, never more than 1,000 lines held, and the newest again at the end
+    /// (Tests/web/web_history.py).
+    @Test func aLongConversationScrollsBackInPages() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
+        let (a, b) = (ContactCommandTests.temporaryDirectory("web-long-alice"), ContactCommandTests.temporaryDirectory("web-long-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        let alice = try Self.web(a, name: "alice")
+        defer { alice.stop() }
+        let aliceLink = try await Self.link(alice)
+        let base = try #require(URL(string: String(aliceLink.prefix { $0 != "#" })))
+        let api = APIClient(host: try #require(base.host), port: try #require(base.port), token: String(try #require(aliceLink.split(separator: "=").last)))
+        let status = try #require(try await api.get("/v1/status") as? [String: Any])
+        let udp = try #require(status["udpPort"] as? Int)
+        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
+        defer { bob.stop() }
+        let bobLink = try await Self.link(bob)
+        let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_history.py").path,
+                                                  [aliceLink, bobLink, "2400"], seconds: 420)
+        #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
+    }
+
     /// The same page in Firefox (Debian's firefox-esr, driven over WebDriver
     /// BiDi by Tests/web/web_firefox.py): two tabs, public both ways, a private
     /// message to "read", the settings form refusing a bad address.

@@ -229,8 +229,10 @@ import StarlingStore
         try await Task.sleep(for: .milliseconds(1_500))
         #expect(await a.messenger.isStoreOpen, "the key file: no auto-lock")
         // A PIN (given through the client, as `starling pin` beside a daemon): the auto-lock counts from then.
-        try await a.local.changeProtection(current: nil, to: .pin("4711"))
+        // (4 s set first: with 1 s still set, a loaded machine's slow PBKDF2 let the 1 s lock
+        // fire before the 4 s were set, in CI.)
         await a.messenger.setAutoLock(after: 4)
+        try await a.local.changeProtection(current: nil, to: .pin("4711"))
         for _ in 0..<6 {
             try await Task.sleep(for: .milliseconds(500))
             try await a.local.noteActivity()

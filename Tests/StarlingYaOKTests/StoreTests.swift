@@ -269,6 +269,38 @@ import Testing
         #expect(recent.map(\.text) == ["m10002", "m10003", "m10004"])
     }
 
+    /// A long conversation in pages (issue 56): each page the `limit` stored
+    /// before the smallest position held; together the pages are the whole
+    /// conversation, each message once, and none of another conversation's.
+    @Test func aConversationIsReadInPagesBackToItsStart() throws {
+        let dir = temporaryDirectory("store-pages")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let bob = try contact("bob", 0x61), carol = try contact("carol", 0x63)
+        let mine = (0..<9_000).map { i in
+            MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 3 == 0, text: "m\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        // Another conversation's between (the positions are the store's, shared by all).
+        let theirs = (0..<500).map { i in
+            MessageRecord(id: .random(), contact: carol.userID, outgoing: false, text: "c\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        #expect(try store.insertMessages(Array(mine[..<4_000]) + theirs + Array(mine[4_000...])) == 9_500)
+        var seen: [String] = [], before: Int64? = nil, pages = 0
+        while pages < 100 {
+            let page = try store.conversation(with: bob.userID, limit: 1_000, before: before)
+            if page.isEmpty { break }
+            pages += 1
+            #expect(page.map(\.record.timestamp) == page.map(\.record.timestamp).sorted(), "each page oldest first")
+            seen = page.map(\.record.text) + seen
+            before = page.map(\.position).min()
+        }
+        #expect(pages == 9, "\(pages) pages of 1,000")
+        #expect(seen == mine.map(\.text), "the pages are the conversation, in order, each message once")
+        // The control: without `before`, the newest page (as the one-call history gives it).
+        #expect(try store.conversation(with: bob.userID, limit: 3, before: nil).map(\.record.text) == ["m8997", "m8998", "m8999"])
+        #expect(try store.conversation(with: bob.userID, limit: 3).map(\.text) == ["m8997", "m8998", "m8999"])
+    }
+
     /// More than 3 incidents from one sender in 24 h alert, across reopening.
     @Test func incidentsAlertAfterThree() throws {
         let dir = temporaryDirectory("store-incidents")

@@ -83,6 +83,7 @@ function fromRecord(m, nickname) {
     key: isGroup(m.conversation) && m.messageID ? m.messageID : m.id, id: m.id, messageID: m.messageID, time: m.timestamp, own: m.outgoing, text: m.text,
     who: m.outgoing ? (state.me ? state.me.nickname : "you") : (m.author || nickname || conversationName(m.conversation)),
     state: m.outgoing ? m.state : undefined, via: m.via && m.via !== "mesh" ? m.via : undefined,
+    position: m.position,
   };
   // A file in the history: the same line its live events make (keyed by its transfer).
   if (m.file) {
@@ -116,12 +117,33 @@ const RANK = { composing: 0, encrypting: 1, routing: 2, sending: 3, retrying: 3,
 // store keeps the history, GET /v1/conversations/ID/messages brings it back).
 const KEPT_PER_CONVERSATION = 1000;
 
+// A conversation the store keeps is shown as a window of it (issue 56): its newest page
+// when opened, older pages as the person scrolls back (PAGE at a time, GET
+// …/messages?before=POSITION), never more than KEPT_PER_CONVERSATION lines. Past that the
+// newest are let go (`newer`: they are in the store), and scrolling down to the end
+// brings the newest page back. conversation → { oldest, older, newer, loading }.
+const PAGE = 200;
+const views = new Map();
+
+function oldestPosition(l) {
+  let p = Infinity;
+  for (const e of l) if (e.position !== undefined && e.position < p) p = e.position;
+  return p === Infinity ? undefined : p;
+}
+
 function upsert(key, entry) {
   const l = list(key);
   const i = l.findIndex((e) => e.key === entry.key);
   if (i < 0) {
+    const v = views.get(key);
+    // Scrolled back past the newest: a stored message comes back with the newest page
+    // (a file offer or arrival, which waits for an answer and is not stored, is shown).
+    if (v && v.newer && !/^(offer|incoming)-/.test(entry.key)) return;
     l.push(entry);
-    if (l.length > KEPT_PER_CONVERSATION) l.splice(0, l.length - KEPT_PER_CONVERSATION);
+    if (l.length > KEPT_PER_CONVERSATION) {
+      l.splice(0, l.length - KEPT_PER_CONVERSATION);
+      if (v) { v.older = true; v.oldest = oldestPosition(l); }
+    }
     return;
   }
   if (l[i].state && entry.state && (RANK[entry.state] ?? 0) < (RANK[l[i].state] ?? 0)) entry = Object.assign({}, entry, { state: l[i].state });
@@ -417,7 +439,7 @@ function appendMessage(m) {
 
 function messageItem(m) {
   {
-    const li = el("li", { class: m.own ? "own" : "" },
+    const li = el("li", { class: m.own ? "own" : "", "data-key": m.key },
       el("span", { class: "time", text: clock(m.time) }),
       el("span", { class: "who", text: m.who }),
       el("span", { class: "text", text: m.text }));
@@ -719,15 +741,58 @@ function showMenu(on) {
 async function open(id) {
   state.current = id;
   showMenu(false);
+  let toEnd = false;
   if (id !== MESH && !id.startsWith("#")) {
     try {
-      const history = await api(`/v1/conversations/${id}/messages?limit=200`);
+      const history = await api(`/v1/conversations/${id}/messages?limit=${PAGE}`);
+      const was = views.get(id);
+      if (was && was.newer) {
+        // Back from far back: the window is the newest page again (and what is not stored).
+        state.messages.set(id, list(id).filter((e) => !e.id));
+        toEnd = true;
+      }
+      views.set(id, { oldest: undefined, older: history.length === PAGE, newer: false, loading: false });
       for (const m of history) upsert(id, fromRecord(m));
       list(id).sort((a, b) => a.time - b.time);
+      views.get(id).oldest = oldestPosition(list(id));
     } catch (e) { say(e.message); }
   }
   render();
+  if (toEnd) { const ol = document.getElementById("messages"); ol.scrollTop = ol.scrollHeight; }
   document.getElementById("message").focus();
+}
+
+// Scrolled to the top: the page before the oldest line held, the reader's place kept.
+async function loadOlder() {
+  const id = state.current, v = views.get(id);
+  if (!v || !v.older || v.loading || v.oldest === undefined) return;
+  v.loading = true;
+  try {
+    const page = await api(`/v1/conversations/${id}/messages?limit=${PAGE}&before=${v.oldest}`);
+    if (state.current !== id) return;
+    v.older = page.length === PAGE;
+    if (!page.length) return;
+    const l = list(id), held = new Set(l.map((e) => e.key));
+    for (const m of page) { const r = fromRecord(m); if (!held.has(r.key)) l.push(r); }
+    l.sort((a, b) => a.time - b.time);
+    if (l.length > KEPT_PER_CONVERSATION) { l.splice(KEPT_PER_CONVERSATION); v.newer = true; }
+    v.oldest = oldestPosition(l);
+    // The line at the top of the window stays where it is (the lines let go at the end
+    // change the height below it, so the distance from the end would not hold).
+    const ol = document.getElementById("messages"), top = ol.getBoundingClientRect().top;
+    const anchor = [...ol.children].find((li) => li.getBoundingClientRect().bottom > top + 1);
+    const key = anchor ? anchor.dataset.key : null, offset = anchor ? anchor.getBoundingClientRect().top - top : 0;
+    renderMessages();
+    const again = key ? ol.querySelector(`li[data-key="${CSS.escape(key)}"]`) : null;
+    if (again) ol.scrollTop += again.getBoundingClientRect().top - ol.getBoundingClientRect().top - offset;
+  } catch (e) { say(e.message); } finally { v.loading = false; }
+}
+
+function scrolled() {
+  const ol = document.getElementById("messages"), v = views.get(state.current);
+  if (!v) return;
+  if (ol.scrollTop < 80) loadOlder();
+  else if (v.newer && !v.loading && ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40) open(state.current);
 }
 
 async function message(peer) {
@@ -755,6 +820,8 @@ async function seen() {
 async function send(text) {
   if (!text.trim()) return;
   try {
+    // Written while scrolled far back: the newest page first, so that it shows where it goes.
+    if (views.get(state.current)?.newer) await open(state.current);
     const conversation = state.conversations.get(state.current);
     if (conversation && conversation.channel) {
       await api(`/v1/channels/${encodeURIComponent(conversation.channel)}/messages`, { text });
@@ -1054,6 +1121,7 @@ async function start() {
     if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); composer.requestSubmit(); }
   });
   document.addEventListener("visibilitychange", seen);
+  document.getElementById("messages").addEventListener("scroll", scrolled, { passive: true });
   document.getElementById("state-form").addEventListener("submit", (ev) => { ev.preventDefault(); setState(document.getElementById("state").value); });
   document.getElementById("sos").addEventListener("click", () => setState(document.getElementById("sos").textContent.startsWith("Clear") ? "clear" : "sos"));
   document.getElementById("add-contact").addEventListener("submit", (ev) => { ev.preventDefault(); addContact(); });
