@@ -145,6 +145,53 @@ enum WebBench {
         let resources = r["resources"] as? [[Any]] ?? []
         let hosts = Set(resources.compactMap { ($0.first as? String).flatMap { URL(string: $0)?.host } })
         print("  the page's weight: \(r["weight"] ?? 0) bytes in \(r["files"] ?? 0) files; \(resources.count) requests in all (with its API calls), to \(hosts.sorted().joined(separator: ", ")) only (goal: under 150 KB, no other host)")
+        page.stop()
+
+        // A long private conversation (issue 56): the page's conversation with the sender holds
+        // `history` messages; the page opens it (its newest page, a window of at most 1,000
+        // lines) and `count` private lines are timed into it, as the public ones were.
+        let history = Int(ProcessInfo.processInfo.environment["STARLING_BENCH_WEB_HISTORY"] ?? "") ?? 9_000
+        guard let pagePeer = await sender.peers.first(where: { $0.value.nickname == "page" })?.key else { throw Missing(description: "the sender does not know the page") }
+        let api = APIClient(host: host, port: port, token: token)
+        // How far the page's node has them: the newest stored message's number (hN), through the API.
+        func unread() async -> Int {
+            let all = (try? await api.get("/v1/conversations") as? [[String: Any]]) ?? []
+            guard let id = all.first(where: { ($0["name"] as? String)?.hasPrefix("sender") == true })?["id"] as? String,
+                  let newest = try? await api.get("/v1/conversations/\(id)/messages?limit=1") as? [[String: Any]],
+                  let text = newest.first?["text"] as? String, text.hasPrefix("h"), let n = Int(text.dropFirst()) else { return 0 }
+            return n + 1
+        }
+        let t0 = Date()
+        _ = try await sender.sendPrivate("h0", to: pagePeer)
+        while await unread() < 1, Date().timeIntervalSince(t0) < 30 { try await Task.sleep(for: .milliseconds(100)) } // the session first
+        for i in 1..<history {
+            _ = try await sender.sendPrivate("h\(i)", to: pagePeer)
+            if i % 100 == 0 { while await unread() < i - 400, Date().timeIntervalSince(t0) < 600 { try await Task.sleep(for: .milliseconds(20)) } }
+        }
+        while await unread() < history, Date().timeIntervalSince(t0) < 600 { try await Task.sleep(for: .milliseconds(200)) }
+        let held = await unread()
+        print("  a conversation of \(held) private messages sent to the page's node in \(String(format: "%.1f", Date().timeIntervalSince(t0))) s")
+        let long = try Child(python, [root.appendingPathComponent("Tests/web/web_bench.py").path, link, String(count), "sender"])
+        defer { long.stop() }
+        guard await long.wait(for: "ready", seconds: 90) != nil else { throw Missing(description: "the page did not open the long conversation") }
+        var sentPrivate: [Int: Double] = [:]
+        for i in 0..<count {
+            sentPrivate[i] = Date().timeIntervalSince1970 * 1000
+            _ = try await sender.sendPrivate("bench \(i)", to: pagePeer)
+            try await Task.sleep(for: .milliseconds(150))
+        }
+        guard let result2 = await long.wait(for: "\"seen\"", seconds: 100),
+              let r2 = try JSONSerialization.jsonObject(with: Data(result2.utf8)) as? [String: Any],
+              let seen2 = r2["seen"] as? [String: Any] else { throw Missing(description: "the page's times did not come (long conversation)") }
+        var onLong: [Double] = []
+        for (k, v) in seen2 {
+            if let i = Int(k), let at = (v as? NSNumber)?.doubleValue, let s = sentPrivate[i] { onLong.append(at - s) }
+        }
+        onLong.sort()
+        print(String(format: "  the page (DOM), private, %d held: %3d of %d lines: p50 %6.2f ms, p99 %6.2f ms (goal: p99 < 50 ms)",
+                     held, onLong.count, count, percentile(onLong, 0.5), percentile(onLong, 0.99)))
+        print("  its lines in the DOM at the end: \(r2["lines"] ?? "?"); the first load with the conversation opened: \(r2["firstLoad"] ?? 0) bytes "
+              + "(the page's files and every API answer before the first line showed; goal: under 150 KB)")
     }
 
 }

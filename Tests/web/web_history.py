@@ -4,7 +4,7 @@
     web_history.py ALICE_LINK BOB_LINK COUNT
 
 Alice's daemon sends COUNT private messages to bob through the API; bob's page
-opens the conversation with the newest page (200), and as the window is
+opens the conversation with the newest page (100), and as the window is
 scrolled to its top, older pages come from the API (?before=POSITION) until the
 first message shows, the reader's place kept; the page never holds more than
 1,000 lines (the newest are let go, and scrolling down to the end brings the
@@ -78,7 +78,7 @@ try:
         if (b) { b.click(); return true } return false""")
     lines = lambda: page.execute_script("return [...document.querySelectorAll('#messages li .text')].map(s => s.textContent)")
     first = until(lambda: (lambda l: l if l and l[-1] == texts[-1] else None)(lines()), 30)
-    check(opened and first is not None and len(first) == 200, "bob's page opens it with the newest page (%d lines)" % len(first or []))
+    check(opened and first is not None and len(first) == 100, "bob's page opens it with the newest page of 100 (%d lines)" % len(first or []))
     most, steps, kept_place = 0, 0, True
     while steps < 60:
         before = lines()
@@ -108,6 +108,9 @@ try:
     page.execute_script("const ol = document.getElementById('messages'); ol.scrollTop = ol.scrollHeight; ol.dispatchEvent(new Event('scroll'))")
     back = until(lambda: (lambda l: l if l and l[-1] == texts[-1] else None)(lines()), 30)
     check(back is not None and len(back) <= 1000, "scrolled to the end: the newest again (%d lines)" % len(back or []))
+    # A new message while the conversation is in view: added at the end (alone), in the window's bound.
+    api(alice_link, "/v1/messages", {"to": conversation, "text": "the newest of all"})
+    check(until(lambda: (lines() or [None])[-1] == "the newest of all", 30) is not None, "a new message shows at the end")
 finally:
     page.quit()
 

@@ -123,6 +123,8 @@ const KEPT_PER_CONVERSATION = 1000;
 // newest are let go (`newer`: they are in the store), and scrolling down to the end
 // brings the newest page back. conversation → { oldest, older, newer, loading }.
 const PAGE = 200;
+// The first page smaller (a screen shows ~30 lines): the first load stays under 150 KB.
+const FIRST_PAGE = 100;
 const views = new Map();
 
 function oldestPosition(l) {
@@ -434,6 +436,7 @@ function appendMessage(m) {
   const ol = document.getElementById("messages");
   const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
   ol.append(messageItem(m));
+  while (ol.childElementCount > KEPT_PER_CONVERSATION) ol.firstElementChild.remove();
   if (atEnd) ol.scrollTop = ol.scrollHeight;
 }
 
@@ -744,14 +747,14 @@ async function open(id) {
   let toEnd = false;
   if (id !== MESH && !id.startsWith("#")) {
     try {
-      const history = await api(`/v1/conversations/${id}/messages?limit=${PAGE}`);
+      const history = await api(`/v1/conversations/${id}/messages?limit=${FIRST_PAGE}`);
       const was = views.get(id);
       if (was && was.newer) {
         // Back from far back: the window is the newest page again (and what is not stored).
         state.messages.set(id, list(id).filter((e) => !e.id));
         toEnd = true;
       }
-      views.set(id, { oldest: undefined, older: history.length === PAGE, newer: false, loading: false });
+      views.set(id, { oldest: undefined, older: history.length === FIRST_PAGE, newer: false, loading: false });
       for (const m of history) upsert(id, fromRecord(m));
       list(id).sort((a, b) => a.time - b.time);
       views.get(id).oldest = oldestPosition(list(id));
@@ -858,11 +861,17 @@ function take(e) {
     case "privateMessage": {
       if (!e.conversation) break;
       if (!state.conversations.has(e.conversation)) state.conversations.set(e.conversation, { id: e.conversation, name: e.nickname, unread: 0 });
-      const c = state.conversations.get(e.conversation);
-      upsert(e.conversation, fromRecord(e.message, e.nickname));
+      const c = state.conversations.get(e.conversation), l = list(e.conversation), entry = fromRecord(e.message, e.nickname);
+      const last = l[l.length - 1], fresh = !l.some((x) => x.key === entry.key);
+      upsert(e.conversation, entry);
       if (state.current !== e.conversation) c.unread = (c.unread || 0) + 1;
       notify(`${e.nickname} (private)`, e.text);
-      render();
+      if (state.current === e.conversation && fresh && l[l.length - 1] === entry && (!last || last.time <= entry.time)) {
+        // A new line at the end of the conversation in view: added alone (the window may hold 1,000).
+        appendMessage(entry);
+        renderConversations();
+        seen();
+      } else render();
       break;
     }
     case "groupMessage":
