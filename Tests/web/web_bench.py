@@ -14,6 +14,21 @@ import time
 from chromium import browser
 
 link, count = sys.argv[1], int(sys.argv[2])
+
+
+def ready_then_seen(d):
+    """Says "ready" (the sender starts), then waits for COUNT lines (90 s at most): their times."""
+    print("ready", flush=True)
+    deadline = time.time() + 90
+    seen = {}
+    while time.time() < deadline:
+        seen = d.execute_script("return window.__seen")
+        if len(seen) >= count:
+            break
+        time.sleep(0.2)
+    return seen
+
+
 # A third argument: the conversation to open first (a long one), by the name its button starts with.
 conversation = sys.argv[3] if len(sys.argv) > 3 else None
 d = browser(window=None, profile="starling-bench-chromium-")
@@ -43,14 +58,7 @@ try:
                     const m = li.textContent.match(/bench (\\d+)/);
                     if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = Date.now(); } };
             new MutationObserver(look).observe(ol, { childList: true });""")
-        print("ready", flush=True)
-        deadline = time.time() + 90
-        seen = {}
-        while time.time() < deadline:
-            seen = d.execute_script("return window.__seen")
-            if len(seen) >= count:
-                break
-            time.sleep(0.2)
+        seen = ready_then_seen(d)
         lines = d.execute_script("return document.querySelectorAll('#messages li').length")
         print(json.dumps({"seen": seen, "lines": lines, "firstLoad": first_load}), flush=True)
         sys.exit(0)
@@ -60,14 +68,7 @@ try:
             const m = li.textContent.match(/bench (\\d+)$/);
             if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = Date.now(); } };
         new MutationObserver(look).observe(document.getElementById('messages'), { childList: true, subtree: true });""")
-    print("ready", flush=True)
-    deadline = time.time() + 90
-    seen = {}
-    while time.time() < deadline:
-        seen = d.execute_script("return window.__seen")
-        if len(seen) >= count:
-            break
-        time.sleep(0.2)
+    seen = ready_then_seen(d)
     resources = d.execute_script(
         "return performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))"
         ".map(e => [e.name, e.encodedBodySize || 0])")
