@@ -399,7 +399,10 @@ enum ServerBench {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("starling-relay-store-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        guard let sqlite = try? SQLiteServerStore(path: dir.appendingPathComponent("store.sqlite").path) else { return }
+        let sqlite: SQLiteServerStore
+        do { sqlite = try SQLiteServerStore(path: dir.appendingPathComponent("store.sqlite").path) } catch {
+            return print("  the SQLite store did not open in \(dir.path): \(error)")
+        }
         print("SQLite")
         storeAlone(sqlite)
         if let pg = BenchPostgres.start() {

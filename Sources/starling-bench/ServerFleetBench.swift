@@ -277,13 +277,7 @@ extension BenchPostgres {
         return total
     }
 
-    static func cpuSeconds(pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 0; utime and stime are fields 11 and 12.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    static func cpuSeconds(pid: Int32) -> Double { NodeBench.cpuSeconds(pid: pid) ?? 0 }
 }
 
 extension String {
