@@ -546,14 +546,19 @@ public enum APIEvent: Hashable, Sendable {
         }
     }
 
-    /// A voice burst, saved as AAC (ADTS) at `path`.
+    /// A voice burst, saved as AAC (ADTS) at `path`, `size` bytes; its bytes
+    /// are `GET /v1/files/{transferID}`.
     public struct Voice: Codable, Hashable, Sendable {
         public var from: String
         public var path: String
         public var durationMillis: Int
         public var `private`: Bool
         public var text: String
-        public init(from: String, path: String, durationMillis: Int, private isPrivate: Bool, text: String) {
+        public var transferID: String
+        public var size: Int
+        public init(from: String, path: String, durationMillis: Int, private isPrivate: Bool, text: String, transferID: String, size: Int) {
+            self.transferID = transferID
+            self.size = size
             self.from = from
             self.path = path
             self.durationMillis = durationMillis

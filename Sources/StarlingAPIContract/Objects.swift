@@ -57,8 +57,11 @@ public struct APIFile: Codable, Hashable, Sendable {
     public var mimeType: String?
     /// Where it was saved (received files).
     public var path: String?
+    /// A voice note's length (`mimeType` audio/aac); absent for any other file.
+    public var durationMillis: Int?
 
-    public init(name: String, size: Int, transferID: String, mimeType: String? = nil, path: String? = nil) {
+    public init(name: String, size: Int, transferID: String, mimeType: String? = nil, path: String? = nil, durationMillis: Int? = nil) {
+        self.durationMillis = durationMillis
         self.name = name
         self.size = size
         self.transferID = transferID

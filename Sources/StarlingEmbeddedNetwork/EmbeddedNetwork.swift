@@ -289,7 +289,8 @@ public final class EmbeddedNetwork {
                 flush(node)
             case let .saveVoice(note):
                 savedVoice[node].append(note)
-                events[node].append(.voiceNote(from: note.from, path: "memory:voice", durationMillis: note.durationMillis, isPrivate: note.isPrivate))
+                events[node].append(.voiceNote(from: note.from, path: "memory:voice", durationMillis: note.durationMillis, isPrivate: note.isPrivate,
+                                               id: note.id, size: note.adts.count))
             case let .savePrekeys(p):
                 savedPrekeys[node] = p // kept "on disk": a restart adopts them
             case .acknowledged:

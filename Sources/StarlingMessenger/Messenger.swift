@@ -753,6 +753,27 @@ public actor Messenger: DeadlineDriven {
         }
         return try store.conversation(with: conversation, limit: limit, before: position)
     }
+
+    /// The messages of a conversation whose text holds `text` (any case),
+    /// oldest first: the newest `limit` stored before `position` (the store
+    /// opens the conversation to look; without it, those in memory).
+    public func search(_ named: UserID, for text: String, limit: Int, before position: Int64?) throws -> [HistoryEntry] {
+        let conversation = core.current(named)
+        guard let store else {
+            return Array(try history(named, limit: .max, before: position).filter { $0.record.text.localizedCaseInsensitiveContains(text) }.suffix(limit))
+        }
+        return try store.search(conversation, for: text, limit: limit, before: position)
+    }
+
+    /// A file (or voice note) that came in a conversation, found in its
+    /// history by the transfer's ID: for a face that shows it after a restart.
+    public func receivedFile(_ transferID: String, in named: UserID) throws -> FileAttachment? {
+        let conversation = core.current(named)
+        guard let f = core.fingerprint(of: conversation) else { return nil }
+        let id = MessengerCore.incomingFileID(transferID, from: f)
+        if let r = core.recent[conversation]?.first(where: { $0.id == id }) { return r.file }
+        return try store?.message(id, contact: conversation)?.file
+    }
 }
 
 /// `nostr-contacts`: where versions before the messenger kept the npubs that

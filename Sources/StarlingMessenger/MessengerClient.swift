@@ -40,6 +40,8 @@ public protocol MessengerClient: Sendable {
     func history(_ conversation: UserID, limit: Int) async throws -> [MessageRecord]
     /// A page: the `limit` messages stored before `position` (the newest when nil), with their positions.
     func history(_ conversation: UserID, limit: Int, before position: Int64?) async throws -> [HistoryEntry]
+    /// The messages whose text holds `text` (any case), oldest first: the newest `limit` stored before `position`.
+    func search(_ conversation: UserID, for text: String, limit: Int, before position: Int64?) async throws -> [HistoryEntry]
     func send(_ text: String, to conversation: UserID) async throws -> MessageRecord
     func sendPublic(_ text: String) async throws
     /// The mesh board's live posts, urgent first, then the newest.
@@ -364,6 +366,13 @@ public struct LocalMessengerClient: MessengerClient {
     public func history(_ conversation: UserID, limit: Int, before position: Int64?) async throws -> [HistoryEntry] {
         guard await messenger.isStoreOpen else { throw MessengerClientError(.locked, Messenger.StoreError.locked.description) }
         do { return try await messenger.history(conversation, limit: limit, before: position) } catch {
+            throw MessengerClientError(.failed, "the history did not open: \(error)")
+        }
+    }
+
+    public func search(_ conversation: UserID, for text: String, limit: Int, before position: Int64?) async throws -> [HistoryEntry] {
+        guard await messenger.isStoreOpen else { throw MessengerClientError(.locked, Messenger.StoreError.locked.description) }
+        do { return try await messenger.search(conversation, for: text, limit: limit, before: position) } catch {
             throw MessengerClientError(.failed, "the history did not open: \(error)")
         }
     }

@@ -20,7 +20,8 @@ extension APIMessage {
         self.init(id: m.id.description, conversation: m.contact.description, outgoing: m.outgoing, text: m.text, timestamp: m.timestamp,
                   recordedAt: m.recordedAt, messageID: m.transportID, via: m.transport, state: m.progress?.state.rawValue,
                   read: m.outgoing ? nil : m.readAt != nil, author: m.author,
-                  file: m.file.map { APIFile(name: $0.name, size: $0.size, transferID: $0.transferID, mimeType: $0.mimeType, path: $0.path) })
+                  file: m.file.map { APIFile(name: $0.name, size: $0.size, transferID: $0.transferID, mimeType: $0.mimeType, path: $0.path,
+                                             durationMillis: $0.durationMillis) })
     }
 
     /// The record it was written from (a state's time and a read time are its recording's).
@@ -33,7 +34,11 @@ extension APIMessage {
         }
         if read == true { m.readAt = recordedAt }
         m.author = author
-        m.file = file.map { FileAttachment(name: $0.name, size: $0.size, mimeType: $0.mimeType, transferID: $0.transferID, path: $0.path) }
+        m.file = file.map {
+            var f = FileAttachment(name: $0.name, size: $0.size, mimeType: $0.mimeType, transferID: $0.transferID, path: $0.path)
+            f.durationMillis = $0.durationMillis
+            return f
+        }
         return m
     }
 
@@ -182,9 +187,9 @@ extension APIEvent {
             self = .fileReceived(FileReceived(from: from.description, name: name, size: size, path: path, transferID: id))
         case let .boardPost(entry, from, hops): self = .board(BoardPost(entry, from: from, hops: hops))
         case let .boardPostDeleted(postID, authorKey): self = .boardDeleted(BoardDeleted(postID: postID.hexString, authorKey: authorKey.hexString))
-        case let .voiceNote(from, path, ms, isPrivate):
+        case let .voiceNote(from, path, ms, isPrivate, id, size):
             self = .voice(Voice(from: from.description, path: path, durationMillis: ms, private: isPrivate,
-                                text: "voice from \(from) (\(ms / 1000) s): \(path)"))
+                                text: "voice from \(from) (\(ms / 1000) s): \(path)", transferID: id, size: size))
         case let .groupMessage(m):
             self = .groupMessage(GroupMessage(group: APIGroup(m.group), messageID: m.messageID, fingerprint: m.sender, nickname: m.nickname,
                                               text: m.text, timestamp: m.timestamp, hops: m.hops, history: m.history))
@@ -279,7 +284,8 @@ extension APIEvent {
         case let .boardDeleted(d):
             guard let id = try? [UInt8](hex: d.postID), let key = try? [UInt8](hex: d.authorKey) else { throw APIJSON.Unreadable("boardDeleted") }
             return .boardPostDeleted(postID: id, authorKey: key)
-        case let .voice(v): return .voiceNote(from: try Self.peer(v.from), path: v.path, durationMillis: v.durationMillis, isPrivate: v.private)
+        case let .voice(v): return .voiceNote(from: try Self.peer(v.from), path: v.path, durationMillis: v.durationMillis, isPrivate: v.private,
+                                              id: v.transferID, size: v.size)
         case let .groupMessage(m):
             return .groupMessage(StarlingNodeCore.GroupMessage(group: m.summary.summary, messageID: m.messageID, sender: m.fingerprint, nickname: m.nickname,
                                                                text: m.text, timestamp: m.timestamp, hops: m.hops, history: m.history))

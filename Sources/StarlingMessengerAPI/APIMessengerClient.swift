@@ -151,6 +151,15 @@ public struct APIMessengerClient: MessengerClient {
         return try ((try await get("/v1/conversations/\(conversation)/messages?\(query)")) as? [Any] ?? []).map(APIJSON.readHistoryEntry)
     }
 
+    public func search(_ conversation: UserID, for text: String, limit: Int, before position: Int64?) async throws -> [HistoryEntry] {
+        var query = URLComponents()
+        query.queryItems = [URLQueryItem(name: "search", value: text), URLQueryItem(name: "limit", value: String(limit))]
+            + (position.map { [URLQueryItem(name: "before", value: String($0))] } ?? [])
+        // (`+` is a space in a query: written out, as the server reads it.)
+        let q = (query.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+        return try ((try await get("/v1/conversations/\(conversation)/messages?\(q)")) as? [Any] ?? []).map(APIJSON.readHistoryEntry)
+    }
+
     public func send(_ text: String, to conversation: UserID) async throws -> MessageRecord {
         try APIJSON.readMessage(try await post("/v1/messages", ["to": conversation.description, "text": text]))
     }

@@ -110,6 +110,7 @@ public final class APIServer: Sendable {
     public func record() async {
         for await event in messenger.events {
             if case let .node(.fileReceived(_, _, _, path, transferID)) = event { await received.add(transferID, path) }
+            if case let .node(.voiceNote(_, path, _, _, id, _)) = event { await received.add(id, path) }
             switch event {
             case let .node(.delivered(id, _)), let .node(.failed(id, _)): await uploads.ended(id)
             default: break

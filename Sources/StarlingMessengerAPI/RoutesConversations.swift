@@ -47,6 +47,10 @@ extension APIServer {
             let id = try Self.conversation(context)
             let limit = try Self.query(request, "limit", as: Int.self).map { min(max(1, $0), 1_000) } ?? 200
             let before = try Self.query(request, "before", as: Int64.self)
+            if let text = try Self.query(request, "search", as: String.self) {
+                guard !text.isEmpty, text.count <= 200 else { throw APIError(.badRequest, "search is the text to find (1 to 200 characters)") }
+                return try Self.answer(try await Self.call { try await c.search(id, for: text, limit: limit, before: before) }.map(APIJSON.message))
+            }
             return try Self.answer(try await Self.call { try await c.history(id, limit: limit, before: before) }.map(APIJSON.message))
         }
         v1.post("conversations/:id/seen") { request, context in

@@ -61,10 +61,17 @@ extension APIServer {
         }
         let received = self.received
         let incoming = configuration.directory.appendingPathComponent("files/incoming").standardizedFileURL.resolvingSymlinksInPath().path + "/"
-        v1.get("files/:id") { _, context in
+        let m = messenger
+        v1.get("files/:id") { request, context in
             // A file that came, as bytes to save: never shown as what it says it is.
             let id = try context.parameters.require("id")
-            guard let path = await received.path(id) else { throw APIError(.notFound, "no file came with transfer ID \(id)") }
+            var found = await received.path(id)
+            if found == nil, let named = try Self.query(request, "conversation", as: String.self) {
+                // After a restart: the conversation's history says where it was saved.
+                guard let conversation = UserID(string: named) else { throw APIError(.badRequest, "conversation is a conversation's ID (a UUID)") }
+                found = try await Self.call { try await m.receivedFile(id, in: conversation) }?.path
+            }
+            guard let path = found else { throw APIError(.notFound, "no file came with transfer ID \(id)") }
             let real = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
             guard real.hasPrefix(incoming), let bytes = FileManager.default.contents(atPath: real) else {
                 throw APIError(.notFound, "the file of transfer \(id) is no longer in files/incoming")

@@ -497,7 +497,7 @@ public struct MessengerCore: Sendable {
         switch event {
         case let .message(from, _, _, _, _, _), let .privateMessage(from, _, _, _, _, _), let .favorited(from, _, _, _),
              let .fileReceived(from, _, _, _, _), let .fileProgress(from, _, _), let .fileOffered(from, _, _, _, _), let .sessionEstablished(from, _),
-             let .peer(from, _, _), let .pong(from, _, _):
+             let .peer(from, _, _), let .pong(from, _, _), let .voiceNote(from, _, _, _, _, _):
             return from
         case let .state(s), let .sos(s):
             return s.senderID
@@ -563,6 +563,15 @@ public struct MessengerCore: Sendable {
             receivePrivate(from: from, nickname: nickname, text: text, messageID: messageID, hops: hops, via: via, now: now)
         case let .fileReceived(from, name, size, path, transferID):
             receiveFile(from: from, attachment: FileAttachment(name: name, size: size, transferID: transferID, path: path), now: now)
+            emit(.node(event))
+        case let .voiceNote(from, path, ms, isPrivate, id, size):
+            // A private voice note stays in the conversation's history, as a file that came;
+            // a public one is shown as it comes (the public line keeps no history).
+            if isPrivate {
+                var note = FileAttachment(name: id + ".aac", size: size, mimeType: "audio/aac", transferID: id, path: path)
+                note.durationMillis = ms
+                receiveFile(from: from, attachment: note, now: now)
+            }
             emit(.node(event))
         case let .dropOpened(from, hex, key, nickname, text, messageID, hops):
             // The seal proved the sender's key: its fingerprint, whether or not the sender is here.
@@ -687,11 +696,16 @@ public struct MessengerCore: Sendable {
     }
 
     /// A file received: kept in its sender's conversation's history (once).
+    /// The record of a file (or voice note) that came from `f` by transfer `transferID`.
+    public static func incomingFileID(_ transferID: String, from f: Fingerprint) -> UserID {
+        UserID(bytes: BLAKE3.hash(Array("incoming file".utf8) + f.bytes + Array(transferID.utf8), byteCount: 16))!
+    }
+
     private mutating func receiveFile(from: PeerID, attachment: FileAttachment, now: Double) {
         guard let f = fingerprint(ofPeer: from) else { return }
         let conversation = conversation(for: f)
         keepConversation(conversation, fingerprint: f, nickname: displayName(from), now: now)
-        let id = UserID(bytes: BLAKE3.hash(Array("incoming file".utf8) + f.bytes + Array(attachment.transferID.utf8), byteCount: 16))!
+        let id = Self.incomingFileID(attachment.transferID, from: f)
         guard !(recent[conversation] ?? []).contains(where: { $0.id == id }) else { return }
         var record = MessageRecord(id: id, contact: conversation, outgoing: false, text: attachment.name, timestamp: UInt64(now * 1000),
                                    recordedAt: now, transport: MessageRoute.mesh.name, transportID: attachment.transferID)

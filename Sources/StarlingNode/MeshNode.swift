@@ -1019,7 +1019,7 @@ public actor MeshNode: DeadlineDriven {
     /// apps save them) in the downloads; without downloads, or when the disk
     /// refuses, said in words.
     private func save(_ note: VoiceAssembler.Note) {
-        let name = "voice_\(note.burstID.hexString)_\(note.from)_\(note.isPrivate ? "dm" : "mesh").aac"
+        let name = note.id + ".aac"
         guard let downloads = options.downloads else {
             continuation.yield(.rejected(Rejection(.fileRefused, peer: note.from, "voice from \(note.from) not kept: no download directory")))
             return
@@ -1029,7 +1029,8 @@ public actor MeshNode: DeadlineDriven {
             let target = downloads.appendingPathComponent(name)
             try Data(note.adts).write(to: target) // the same burst again (a retried note) replaces its file
             chmod(target.path, 0o600) // as every received file
-            continuation.yield(.voiceNote(from: note.from, path: target.path, durationMillis: note.durationMillis, isPrivate: note.isPrivate))
+            continuation.yield(.voiceNote(from: note.from, path: target.path, durationMillis: note.durationMillis, isPrivate: note.isPrivate,
+                                          id: note.id, size: note.adts.count))
         } catch {
             continuation.yield(.rejected(Rejection(.fileNotSaved, peer: note.from,
                                                    "voice from \(note.from) could not be saved: \(error.localizedDescription)")))

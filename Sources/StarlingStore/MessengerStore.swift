@@ -502,6 +502,22 @@ public final class MessengerStore: Sendable {
         .sorted { ($0.record.timestamp, $0.record.recordedAt) < ($1.record.timestamp, $1.record.recordedAt) }
     }
 
+    /// The messages of a conversation whose text holds `text` (any case),
+    /// oldest first: the newest `limit` of them stored before `position`. The
+    /// records are sealed, so this opens the conversation from its newest, 500
+    /// at a time, until it has `limit` (the store holds 10,000 in all).
+    public func search(_ contact: UserID, for text: String, limit: Int, before position: Int64?) throws -> [HistoryEntry] {
+        guard !text.isEmpty, limit > 0 else { return [] }
+        var found: [HistoryEntry] = [], before = position
+        for _ in 0..<1_000 { // (bounded: 500,000 messages)
+            let page = try conversation(with: contact, limit: 500, before: before)
+            found = page.filter { $0.record.text.localizedCaseInsensitiveContains(text) } + found
+            guard found.count < limit, page.count == 500, let oldest = page.map(\.position).min() else { break }
+            before = oldest
+        }
+        return Array(found.suffix(limit))
+    }
+
     /// Outgoing messages not yet sent (waiting for a transport or retrying).
     public func pendingMessages() throws -> [MessageRecord] {
         try queue.read { db in

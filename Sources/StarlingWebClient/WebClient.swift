@@ -32,5 +32,5 @@ public enum WebClient {
 
     /// What the page may load and reach: itself only (no other host, no inline script).
     public static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        + "img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        + "img-src 'self' data: blob:; media-src blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }

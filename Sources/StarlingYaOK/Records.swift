@@ -150,6 +150,8 @@ public struct FileAttachment: Codable, Hashable, Sendable {
     public var transferID: String
     /// Received files: where the copy was saved.
     public var path: String?
+    /// A voice note's length (its file is AAC in ADTS, `audio/aac`); nil for any other file.
+    public var durationMillis: Int?
 
     public init(name: String, size: Int, mimeType: String? = nil, transferID: String, path: String? = nil) {
         self.name = name

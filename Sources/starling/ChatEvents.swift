@@ -299,7 +299,7 @@ extension ChatScreen {
             } else {
                 say("[\(Self.clock())] * \(text)")
             }
-        case let .voiceNote(from, path, ms, isPrivate):
+        case let .voiceNote(from, path, ms, isPrivate, _, _):
             let text = "voice from \(await display(from)) (\(Self.seconds(ms))): \(path)"
             if let screen {
                 screen.append(.init(time: FullScreen.clock(), nick: await display(from), text: "voice (\(Self.seconds(ms))): \(path)"),

@@ -334,7 +334,7 @@ struct EventPrinter: Sendable {
             case let .bridgedMessage(m): line = Self.bridgedLine(m)
             case .recognized, .vouched: line = "* " + (event.sentence ?? "")
             case .groupChanged: line = "* " + (event.sentence ?? "")
-            case let .voiceNote(from, path, ms, isPrivate):
+            case let .voiceNote(from, path, ms, isPrivate, _, _):
                 line = "* voice from \(from)\(isPrivate ? " (private)" : "") (\(ChatScreen.seconds(ms))): \(path)"
             }
         }

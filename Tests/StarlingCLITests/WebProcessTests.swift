@@ -58,7 +58,7 @@ import Testing
         #expect(out.contains("all checks passed"), "\(out)")
         #expect(!out.contains("FAIL"), "\(out)")
         for name in ["web-mesh.png", "web-private.png", "web-wrong-token.png", "web-contacts.png", "web-sos.png", "web-blocked.png", "web-file.png", "web-offer.png", "web-group.png", "web-narrow.png"]
-            + ["light", "dark"].flatMap { scheme in [360, 800, 1280].map { "web-\(scheme)-\($0).png" } } {
+            + ["light", "dark"].flatMap({ scheme in [360, 800, 1280].map { "web-\(scheme)-\($0).png" } }) {
             #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
         }
     }
@@ -85,6 +85,42 @@ import Testing
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_history.py").path,
                                                   [aliceLink, bobLink, "2400"], seconds: 420)
         #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
+    }
+
+    /// Voice notes and pictures on the page (Tests/web/web_media.py): an
+    /// independent speaker (FFmpeg's AAC through PyAV, a Noise session of
+    /// `noiseprotocol`'s) sends bob a private voice note and alice's daemon a
+    /// picture; bob's page plays the one (Chromium decodes it: ~2 s) and shows
+    /// the other, live and again from the history after bob's daemon restarts.
+    /// Both daemons as README starts them (no flags but the test's own).
+    @Test func aVoiceNoteAndAPictureStayOnThePageAcrossARestart() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
+        let (a, b) = (ContactCommandTests.temporaryDirectory("web-media-alice"), ContactCommandTests.temporaryDirectory("web-media-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        var bob = try Self.web(b, name: "bob")
+        defer { bob.stop() } // (whichever bob runs then)
+        let bobLink = try await Self.link(bob)
+        let bobUDP = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])["udpPort"] as? Int
+        let alice = try Self.web(a, name: "alice", peer: UInt16(try #require(bobUDP)))
+        defer { alice.stop() }
+        let aliceLink = try await Self.link(alice)
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let script = PythonEnvironment.root.appendingPathComponent("Tests/web/web_media.py").path
+        let live = try await PythonEnvironment.run(script, ["live", bobLink, String(try #require(bobUDP)), aliceLink, shots.path], seconds: 240)
+        #expect(live.contains("all checks passed") && !live.contains("FAIL"), "\(live)")
+        #expect(live.components(separatedBy: "\nok   ").count >= 9, "every check ran: \(live)")
+        bob.stop()
+        bob = try Self.web(b, name: "bob")
+        let again = try await PythonEnvironment.run(script, ["history", try await Self.link(bob), shots.path], seconds: 240)
+        #expect(again.contains("all checks passed") && !again.contains("FAIL"), "\(again)")
+        #expect(again.components(separatedBy: "\nok   ").count >= 6, "every check ran: \(again)")
+    }
+
+    static func api(_ link: String) throws -> APIClient {
+        let base = try #require(URL(string: String(link.prefix { $0 != "#" })))
+        return APIClient(host: try #require(base.host), port: try #require(base.port), token: String(try #require(link.split(separator: "=").last)))
     }
 
     /// The same page in Firefox (Debian's firefox-esr, driven over WebDriver

@@ -62,7 +62,7 @@ import StarlingStore
             .fileOffered(from: b, transferID: "T", name: "a.png", size: 9, mimeType: "image/png"),
             .boardPost(BoardEntry(post: BoardPost(postID: [1, 2], geohash: "u4pruy", content: "water", authorKey: [3], nickname: "ann", createdAt: 1, expiresAt: 2,
                                                   flags: 1, signature: [4]), author: "ann", ours: true, crossed: true), from: b, hops: 2),
-            .boardPostDeleted(postID: [1, 2], authorKey: [3]), .voiceNote(from: b, path: "/tmp/v.aac", durationMillis: 2_500, isPrivate: true),
+            .boardPostDeleted(postID: [1, 2], authorKey: [3]), .voiceNote(from: b, path: "/tmp/v.aac", durationMillis: 2_500, isPrivate: true, id: "voice_0102030405060708_\(b)_dm", size: 1_234),
             .recognized(b, fingerprint: f.hex, nickname: "bob", epoch: 7), .recognized(b, fingerprint: f.hex, nickname: nil, epoch: 8),
             .vouched(f.hex, by: f.hex, voucherName: "carol"), .vouched(f.hex, by: f.hex, voucherName: nil),
         ]
@@ -326,6 +326,14 @@ import StarlingStore
         #expect(try await local.conversation(withPeer: bob.id) == (try await remote.conversation(withPeer: bob.id)))
         let lh = try await local.history(withBob, limit: 10), rh = try await remote.history(withBob, limit: 10)
         #expect(lh.map(\.id) == rh.map(\.id) && lh.map(\.text) == rh.map(\.text) && lh.map(\.progress?.state) == rh.map(\.progress?.state))
+        // Search, both ways: any case, a `+` and an accent through the query; the history's other lines as the control.
+        _ = try await remote.send("Find me +1 in the café", to: withBob)
+        _ = try await remote.send("not this one", to: withBob)
+        let ls = try await local.search(withBob, for: "find ME +1 in the CAFÉ", limit: 10, before: nil)
+        let rs = try await remote.search(withBob, for: "find ME +1 in the CAFÉ", limit: 10, before: nil)
+        #expect(ls.map(\.record.text) == ["Find me +1 in the café"] && rs.map(\.record.id) == ls.map(\.record.id) && rs.map(\.position) == ls.map(\.position))
+        #expect(try await remote.search(withBob, for: "nowhere said", limit: 10, before: nil).isEmpty)
+        #expect(try await remote.search(withBob, for: "t", limit: 10, before: nil).count == (try await local.history(withBob, limit: 10)).filter { $0.text.localizedCaseInsensitiveContains("t") }.count)
         #expect(try await local.stately().state == (try await remote.stately().state))
         #expect(try await local.card() == (try await remote.card()))
         // A contact added and removed through the API (as `starling contact` beside a daemon does):

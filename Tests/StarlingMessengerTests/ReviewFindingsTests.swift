@@ -112,6 +112,39 @@ import StarlingStore
         #expect(allowed.contains { if case .event(.node(.fileOffered(_, "da7e", _, _, _))) = $0 { true } else { false } }, "\(allowed)")
     }
 
+    /// A private voice note stays in the sender's conversation as a file that
+    /// came (audio/aac, its length), under the record ID the API finds it by
+    /// after a restart; a public one is shown, not kept; a blocked person's is
+    /// neither (it was shown before: voice was not among what a block hides).
+    @Test func aPrivateVoiceNoteIsKeptInHistoryAndABlockHidesVoice() throws {
+        var core = MessengerCore(identity: Identity.generate())
+        Self.open(&core)
+        let carol = Identity.generate(), dave = Identity.generate()
+        for p in [carol, dave] { core.handle(.sessionEstablished(p.peerID, fingerprint: p.fingerprint.hex), peers: [:], now: 1_001) }
+        _ = core.takeEffects()
+        core.handle(.voiceNote(from: dave.peerID, path: "/d/voice_01_dm.aac", durationMillis: 2_112, isPrivate: true, id: "voice_01_dm", size: 4_321),
+                    peers: [:], now: 1_002)
+        let kept = core.takeEffects().compactMap { if case let .store(.insertMessage(r)) = $0 { r } else { nil } }
+        let record = try #require(kept.first, "the private note is stored")
+        #expect(record.file == {
+            var f = FileAttachment(name: "voice_01_dm.aac", size: 4_321, mimeType: "audio/aac", transferID: "voice_01_dm", path: "/d/voice_01_dm.aac")
+            f.durationMillis = 2_112
+            return f
+        }())
+        #expect(record.id == MessengerCore.incomingFileID("voice_01_dm", from: dave.fingerprint) && !record.outgoing)
+        #expect(record.contact == core.conversation(for: dave.fingerprint))
+        core.handle(.voiceNote(from: dave.peerID, path: "/d/voice_02_mesh.aac", durationMillis: 900, isPrivate: false, id: "voice_02_mesh", size: 99),
+                    peers: [:], now: 1_003)
+        let public_ = core.takeEffects()
+        #expect(!public_.contains { if case .store(.insertMessage) = $0 { true } else { false } }, "a public note is not stored: \(public_)")
+        #expect(public_.contains { if case .event(.node(.voiceNote(_, _, _, false, "voice_02_mesh", _))) = $0 { true } else { false } }, "but shown")
+        core.decide(.block, about: carol.fingerprint, nickname: "carol", now: 1_004)
+        _ = core.takeEffects()
+        core.handle(.voiceNote(from: carol.peerID, path: "/d/voice_03_dm.aac", durationMillis: 900, isPrivate: true, id: "voice_03_dm", size: 99),
+                    peers: [:], now: 1_005)
+        #expect(core.takeEffects().isEmpty, "a blocked person's voice note is neither kept nor shown")
+    }
+
     /// `/accept 5f0c` and the like: the messenger chooses the offer for every face.
     @Test func aFileOfferIsChosenByIDPrefixNameOrTheNewest() throws {
         let p = Identity.generate().peerID

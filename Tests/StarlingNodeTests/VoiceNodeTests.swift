@@ -37,7 +37,7 @@ extension InProcessNodes {
             #expect(notes.first?.frames.map { Int($0[0]) } == Array(1...20))
             #expect(notes.first?.durationMillis == 1_280 && notes.first?.isPrivate == false && notes.first?.from == net.nodes[0].peerID)
         }
-        let shown = net.events[2].compactMap { if case let .voiceNote(from, _, ms, p) = $0 { (from, ms, p) } else { nil } }
+        let shown = net.events[2].compactMap { if case let .voiceNote(from, _, ms, p, _, _) = $0 { (from, ms, p) } else { nil } }
         #expect(shown.count == 1 && shown.first?.1 == 1_280)
         // The file: one ADTS header before each frame.
         let adts = try #require(net.savedVoice[2].first?.adts)

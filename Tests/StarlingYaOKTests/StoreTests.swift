@@ -299,6 +299,17 @@ import Testing
         // The control: without `before`, the newest page (as the one-call history gives it).
         #expect(try store.conversation(with: bob.userID, limit: 3, before: nil).map(\.record.text) == ["m8997", "m8998", "m8999"])
         #expect(try store.conversation(with: bob.userID, limit: 3).map(\.text) == ["m8997", "m8998", "m8999"])
+
+        // Search opens the conversation back from the newest, across pages (of 500), never the other one's.
+        let ones = try store.search(bob.userID, for: "M1", limit: 5_000, before: nil).map(\.record.text)
+        let allOfThem = ones == mine.map(\.text).filter { $0.hasPrefix("m1") }
+        #expect(allOfThem && ones.count == 1_111, "\(ones.count) found: \(ones.prefix(3)) … \(ones.suffix(3))")
+        #expect(try store.search(bob.userID, for: "M1", limit: 1_000, before: nil).count == 1_000, "at most the limit")
+        #expect(try store.search(bob.userID, for: "m1", limit: 3, before: nil).map(\.record.text) == ["m1997", "m1998", "m1999"])
+        let page = try store.search(bob.userID, for: "m1", limit: 2, before: try store.search(bob.userID, for: "m1999", limit: 1, before: nil)[0].position)
+        #expect(page.map(\.record.text) == ["m1997", "m1998"], "the page before a position")
+        #expect(try store.search(bob.userID, for: "c1", limit: 10, before: nil).isEmpty, "carol's lines are hers")
+        #expect(try store.search(carol.userID, for: "c1", limit: 1_000, before: nil).count == 111, "the control: they are found in hers")
     }
 
     /// More than 3 incidents from one sender in 24 h alert, across reopening.

@@ -49,6 +49,37 @@ def encode(ptype, ttl, ts, sender, payload, recipient=None, signature=None, flag
     return out
 
 
+def noise_handshake(sock, node, me: bytes, node_id: bytes, noise_private: bytes, receive):
+    """The Noise XX handshake with the node (docs/PROTOCOL.md, "Noise sessions"), we the
+    initiator: 32, 96 and 64 bytes in 0x10 packets. `receive(predicate, seconds)` reads
+    packets until one matches (None after the time). Returns (the node's static key as
+    the handshake proved it, frame) where frame(plaintext) is one transport message as a
+    0x11 packet carries it (counter u32 BE ‖ ChaCha20-Poly1305), or (None, None)."""
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    from noise.connection import Keypair, NoiseConnection
+    hs = NoiseConnection.from_name(b"Noise_XX_25519_ChaChaPoly_SHA256")
+    hs.set_as_initiator()
+    hs.set_keypair_from_private_bytes(Keypair.STATIC, noise_private)
+    hs.start_handshake()
+    sock.sendto(encode(0x10, 7, now_ms(), me, hs.write_message(), recipient=node_id), node)
+    m2 = receive(lambda p: p if p["type"] == 0x10 and p["recipient"] == me else None, 20)
+    if m2 is None or len(m2["payload"]) != 96:
+        return None, None
+    hs.read_message(m2["payload"])
+    remote_static = hs.noise_protocol.handshake_state.rs.public_bytes  # its s, read from message 2
+    sock.sendto(encode(0x10, 7, now_ms(), me, hs.write_message(), recipient=node_id), node)
+    if not hs.handshake_finished:
+        return None, None
+    send_key, counter = hs.noise_protocol.cipher_state_encrypt.k, [0]
+
+    def frame(plaintext: bytes) -> bytes:
+        nonce = bytes(4) + counter[0].to_bytes(8, "little")
+        out = counter[0].to_bytes(4, "big") + ChaCha20Poly1305(send_key).encrypt(nonce, plaintext, None)
+        counter[0] += 1
+        return out
+    return remote_static, frame
+
+
 def pad(data: bytes) -> bytes:
     # PKCS#7-style to the smallest of 256/512/1024/2048 that is >= length + 16, when 1-255 bytes are needed.
     for size in (256, 512, 1024, 2048):

@@ -27,12 +27,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from nacl.public import PrivateKey
 from nacl.signing import SigningKey
-from noise.connection import Keypair, NoiseConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bitchat_peer import ANNOUNCE, decode, encode, now_ms, signed, tlv16, tlv8  # noqa: E402
+from bitchat_peer import ANNOUNCE, decode, encode, noise_handshake, now_ms, signed, tlv16, tlv8  # noqa: E402
 
-HANDSHAKE, ENCRYPTED, GROUP_MESSAGE = 0x10, 0x11, 0x25
+ENCRYPTED, GROUP_MESSAGE = 0x11, 0x25
 INVITE = 0x06
 
 
@@ -94,27 +93,10 @@ def main() -> int:
     check(int.from_bytes(t.get(0x05, b""), "little") & (1 << 3) != 0, "the node's capabilities include groups (bit 3)")
 
     # The Noise XX handshake, we the initiator: 32, 96 and 64 bytes in 0x10 packets.
-    hs = NoiseConnection.from_name(b"Noise_XX_25519_ChaChaPoly_SHA256")
-    hs.set_as_initiator()
-    hs.set_keypair_from_private_bytes(Keypair.STATIC, bytes(noise_key))
-    hs.start_handshake()
-    sock.sendto(encode(HANDSHAKE, 7, now_ms(), me, hs.write_message(), recipient=node_id), node)
-    m2 = pump(20, lambda p: p if p["type"] == HANDSHAKE and p["recipient"] == me else None)
-    if not check(m2 is not None and len(m2["payload"]) == 96, "the node answered the handshake (96 bytes)"):
+    remote_static, frame = noise_handshake(sock, node, me, node_id, bytes(noise_key), lambda until, seconds: pump(seconds, until))
+    if not check(frame is not None, "the node answered the handshake (96 bytes)"):
         return 1
-    hs.read_message(m2["payload"])
-    remote_static = hs.noise_protocol.handshake_state.rs.public_bytes  # its s, read from message 2
-    sock.sendto(encode(HANDSHAKE, 7, now_ms(), me, hs.write_message(), recipient=node_id), node)
-    check(hs.handshake_finished and remote_static == node_noise, "the handshake finished with the node's announced Noise key")
-    send_key = hs.noise_protocol.cipher_state_encrypt.k
-    counter = 0
-
-    def frame(plaintext):
-        nonlocal counter
-        nonce = bytes(4) + counter.to_bytes(8, "little")
-        out = counter.to_bytes(4, "big") + ChaCha20Poly1305(send_key).encrypt(nonce, plaintext, None)
-        counter += 1
-        return out
+    check(remote_static == node_noise, "the handshake finished with the node's announced Noise key")
 
     # The group: us (creator) and the node, epoch 1, a random key; its state signed by us.
     group_id, key, name, epoch = os.urandom(16), os.urandom(32), "py crew", 1

@@ -5,6 +5,10 @@ and pynacl.
 
     voice_peer.py send PORT     announce to the node at 127.0.0.1:PORT, then speak
                                 2 s of a 440 Hz tone as a signed public burst
+    voice_peer.py send-private PORT
+                                the same, as a private note: a Noise XX session
+                                with the node first, then the burst in it (Noise
+                                payload 0x08 in 0x11 packets)
     voice_peer.py check PATH    decode the file the node saved: AAC, 16 kHz, mono,
                                 about 2 s, and still the 440 Hz tone
 
@@ -20,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bitchat_peer import ANNOUNCE, signed  # noqa: E402
+from bitchat_peer import ANNOUNCE, decode, encode, noise_handshake, signed, tlv8  # noqa: E402
 
 import av  # noqa: E402
 from nacl.public import PrivateKey  # noqa: E402
@@ -49,26 +53,57 @@ def burst(burst_id: bytes, seq: int, kind: int, body: bytes) -> bytes:
     return burst_id + struct.pack(">HB", seq, kind) + body
 
 
-def send(port: int) -> int:
+def send(port: int, private: bool) -> int:
     node = ("127.0.0.1", port)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.3)
     signing, noise = SigningKey.generate(), PrivateKey.generate()
     noise_pub = bytes(noise.public_key)
     me = hashlib.sha256(noise_pub).digest()[:8]
     now = lambda: int(time.time() * 1000)
     body = bytes([0x01, 7]) + b"speaker" + bytes([0x02, 32]) + noise_pub + bytes([0x03, 32]) + bytes(signing.verify_key)
     sock.sendto(signed(signing, ANNOUNCE, 7, now(), me, body), node)
-    time.sleep(1.0)  # the node knows our key before it hears us
+
+    def receive(until, seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                data, _ = sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            p = decode(data)
+            found = until(p) if p is not None else None
+            if found is not None:
+                return found
+        return None
+
+    frame = None
+    if private:
+        # The node's announce (its ID and Noise key), then a session with it.
+        a = receive(lambda p: p if p["type"] == ANNOUNCE and p["sender"] != me else None, 20)
+        if a is None:
+            print("FAILED: the node did not announce itself in 20 s", flush=True)
+            return 1
+        node_id, node_noise = a["sender"], tlv8(a["payload"])[0x02]
+        remote, frame = noise_handshake(sock, node, me, node_id, bytes(noise), receive)
+        if frame is None or remote != node_noise:
+            print("FAILED: no Noise session with the node's announced key", flush=True)
+            return 1
+        print("ok: a Noise session with the node", flush=True)
+    time.sleep(1.0)  # the node knows our key (and its session) before it hears us
     frames = tone_frames()
     burst_id = os.urandom(8)
     packets = [burst(burst_id, 0, 0x01, b"\x01")]
     packets += [burst(burst_id, i + 1, 0x00, struct.pack(">H", len(f)) + f) for i, f in enumerate(frames)]
     packets.append(burst(burst_id, len(frames) + 1, 0x02, struct.pack(">HI", len(frames), len(frames) * 64)))
     for p in packets:
-        sock.sendto(signed(signing, VOICE, 7, now(), me, p), node)
+        if private:
+            sock.sendto(encode(0x11, 7, now(), me, frame(bytes([0x08]) + p), recipient=node_id), node)
+        else:
+            sock.sendto(signed(signing, VOICE, 7, now(), me, p), node)
         time.sleep(0.02)
-    print(f"ok: sent {len(frames)} AAC frames in burst {burst_id.hex()}", flush=True)
+    print(f"ok: sent {len(frames)} AAC frames in burst {burst_id.hex()}{' privately' if private else ''}", flush=True)
     return 0
 
 
@@ -106,7 +141,7 @@ def check(path: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("send", "check"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("send", "send-private", "check"):
         print(__doc__)
         sys.exit(64)
-    sys.exit(send(int(sys.argv[2])) if sys.argv[1] == "send" else check(sys.argv[2]))
+    sys.exit(check(sys.argv[2]) if sys.argv[1] == "check" else send(int(sys.argv[2]), sys.argv[1] == "send-private"))

@@ -68,8 +68,9 @@ public enum NodeEvent: Sendable {
     /// A post was deleted by its author (a signed tombstone).
     case boardPostDeleted(postID: [UInt8], authorKey: [UInt8])
     /// A live voice burst came (public, or privately to us), saved as an
-    /// audio file (AAC in ADTS) at `path`.
-    case voiceNote(from: PeerID, path: String, durationMillis: Int, isPrivate: Bool)
+    /// audio file (AAC in ADTS) at `path`, `size` bytes; `id` names it (the
+    /// burst's ID, hex, and the sender: a face fetches the file by it).
+    case voiceNote(from: PeerID, path: String, durationMillis: Int, isPrivate: Bool, id: String, size: Int)
     /// A message in a group we belong to, opened with the group's key and
     /// signed by a member of its roster (docs/PROTOCOL.md, "Groups").
     case groupMessage(GroupMessage)

@@ -29,6 +29,8 @@ public struct VoiceAssembler: Sendable {
         public var durationMillis: Int { frames.count * VoiceBurst.samplesPerFrame * 1_000 / VoiceBurst.sampleRate }
         /// The frames as an ADTS file (AAC in ADTS: most desktop players play it).
         public var adts: [UInt8] { frames.flatMap(VoiceBurst.adts) }
+        /// Its name: `voice_<burst ID>_<sender>_<dm|mesh>` (its file's, without `.aac`).
+        public var id: String { "voice_\(burstID.hexString)_\(from)_\(isPrivate ? "dm" : "mesh")" }
     }
 
     struct Key: Hashable, Sendable {

@@ -87,11 +87,18 @@ function fromRecord(m, nickname) {
   };
   // A file in the history: the same line its live events make (keyed by its transfer).
   if (m.file) {
+    const voice = m.file.mimeType === "audio/aac" && typeof m.file.durationMillis === "number";
     r.key = m.file.transferID;
-    r.text = `file ${m.file.name} (${m.file.size} bytes)`;
-    r.file = { transferID: m.file.transferID, name: m.file.name, saved: !m.outgoing && !!m.file.path };
+    r.text = voice ? `voice note (${seconds(m.file.durationMillis)})` : `file ${m.file.name} (${m.file.size} bytes)`;
+    r.file = { transferID: m.file.transferID, name: m.file.name, size: m.file.size, conversation: m.conversation,
+               saved: !m.outgoing && !!m.file.path, voice: voice ? m.file.durationMillis : undefined };
   }
   return r;
+}
+
+function seconds(ms) {
+  const s = Math.max(1, Math.round(ms / 1000));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
 }
 
 function isGroup(id) {
@@ -559,8 +566,35 @@ function renderFile(li, m) {
   }
   if (f.transferID && f.saved) {
     li.append(el("a", { class: "save", href: "#", text: "save", "aria-label": `Save ${f.name}`, on: { click: (ev) => { ev.preventDefault(); saveFile(f); } } }));
-    if (f.image) li.append(el("img", { class: "inline", src: f.image, alt: `picture ${f.name} from ${m.who}` }));
+    if (f.voice !== undefined && f.audio) {
+      li.append(el("audio", { class: "inline", controls: true, preload: "metadata", src: f.audio,
+                              "aria-label": `voice note from ${m.who}, ${seconds(f.voice)}` }));
+    } else if (f.image) {
+      li.append(el("img", { class: "inline", src: f.image, alt: `picture ${f.name} from ${m.who}` }));
+    } else if (!f.tried && (f.voice !== undefined || (f.size || 0) <= 16 << 20)) {
+      loadMedia(m);
+    }
   }
+}
+
+// A saved file's bytes, read once: a voice note becomes an <audio>, a picture an <img>
+// (by their first bytes; the name and the sender's word are never trusted). A large file
+// is only offered to save (never read whole here).
+async function loadMedia(m) {
+  const f = m.file;
+  f.tried = true;
+  try {
+    const bytes = await fileBytes(f.transferID, f.conversation);
+    if (f.voice !== undefined) {
+      if (bytes[0] === 0xff && (bytes[1] & 0xf6) === 0xf0) f.audio = URL.createObjectURL(new Blob([bytes], { type: "audio/aac" }));
+    } else {
+      const type = pictureType(bytes);
+      if (type) f.image = URL.createObjectURL(new Blob([bytes], { type }));
+    }
+  } catch (err) { return; /* shown without it; "save" says why */ }
+  if (!f.audio && !f.image) return;
+  const li = [...document.querySelectorAll("#messages > li")].find((x) => x.dataset.key === m.key);
+  if (li) li.replaceWith(messageItem(m));
 }
 
 // What a picture's first bytes say it is (its name and the sender's word are never trusted).
@@ -573,15 +607,17 @@ function pictureType(bytes) {
   return null;
 }
 
-async function fileBytes(transferID) {
-  const r = await fetch(`/v1/files/${encodeURIComponent(transferID)}`, { headers: { Authorization: "Bearer " + state.token } });
+async function fileBytes(transferID, conversation) {
+  // (After a restart the daemon finds a file through its conversation's history.)
+  const where = conversation ? `?conversation=${encodeURIComponent(conversation)}` : "";
+  const r = await fetch(`/v1/files/${encodeURIComponent(transferID)}` + where, { headers: { Authorization: "Bearer " + state.token } });
   if (!r.ok) throw new Refused(r.status, "the file could not be read (" + r.status + ")");
   return new Uint8Array(await r.arrayBuffer());
 }
 
 async function saveFile(f) {
   try {
-    const bytes = await fileBytes(f.transferID);
+    const bytes = await fileBytes(f.transferID, f.conversation);
     const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
     const a = el("a", { href: url, download: f.name || "file" });
     document.body.append(a);
@@ -708,15 +744,21 @@ async function takeFile(e) {
       const l = list(c), i = l.findIndex((m) => m.key === "incoming-" + e.from);
       if (i >= 0) l.splice(i, 1);
       const entry = { key: e.transferID, time: Date.now(), who: peerName(e.from), text: `file ${e.name} (${e.size} bytes)`,
-                      file: { transferID: e.transferID, name: e.name, saved: true } };
+                      file: { transferID: e.transferID, name: e.name, size: e.size, conversation: c, saved: true } };
       upsert(c, entry);
-      // A picture is shown inline; a large file is only offered to save (never read whole here).
-      if (e.size <= 16 << 20) try {
-        const bytes = await fileBytes(e.transferID);
-        const type = pictureType(bytes);
-        if (type) entry.file.image = URL.createObjectURL(new Blob([bytes], { type }));
-      } catch (err) { /* shown without the picture; "save" says why */ }
       if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      break;
+    }
+    case "voice": {
+      // A private voice note is in the sender's conversation (and its history); a public one on #mesh.
+      const c = e.private ? await conversationWithPeer(e.from) : MESH;
+      if (!c) break;
+      const entry = { key: e.transferID, time: Date.now(), who: peerName(e.from), text: `voice note (${seconds(e.durationMillis)})`,
+                      file: { transferID: e.transferID, name: e.transferID + ".aac", size: e.size, conversation: e.private ? c : undefined,
+                              saved: true, voice: e.durationMillis } };
+      upsert(c, entry);
+      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      if (e.private) notify(`${peerName(e.from)} (private)`, `a voice note, ${seconds(e.durationMillis)}`);
       break;
     }
   }
@@ -960,6 +1002,7 @@ function take(e) {
     case "failed":
     case "fileProgress":
     case "fileReceived":
+    case "voice":
       fileQueue = fileQueue.then(() => takeFile(e)).catch((err) => console.warn(err));
       break;
     case "gap":
@@ -990,7 +1033,7 @@ function take(e) {
 const NOT_SHOWN = new Set([
   "capabilities", "pinned", "started", "linkUp", "linkDown", "session", "pong", // the node's internals
   "read", "sentOffMesh", "held", "dropDeposited", "sendingWaiting", // said by the message's own progress event
-  "channelPresence", "favorited", "recognized", "vouched", "voice", // not on the page yet (issue 56)
+  "channelPresence", "favorited", "recognized", "vouched", // not on the page yet (issue 56)
 ]);
 
 async function follow() {
