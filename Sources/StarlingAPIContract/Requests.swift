@@ -235,6 +235,12 @@ public struct APIPinged: Codable, Hashable, Sendable {
 }
 
 /// A location channel joined: its geohash.
+/// A location channel joined.
+public struct APIChannel: Codable, Hashable, Sendable {
+    public var geohash: String
+    public init(geohash: String) { self.geohash = geohash }
+}
+
 public struct APIJoined: Codable, Hashable, Sendable {
     public var joined: String
     public init(joined: String) { self.joined = joined }

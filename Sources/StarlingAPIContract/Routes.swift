@@ -100,6 +100,7 @@ extension APIRoute {
         APIRoute(.post, "/v1/store/unlock", "Opens the store", body: schema(APIUnlock.self), answer: schema(APIStoreState.self)),
         APIRoute(.get, "/v1/stately", "Our Stately state and the peers'", answer: schema(APIStately.self)),
         APIRoute(.post, "/v1/stately", "Sets our state (or clears an SOS)", body: schema(APIStateChange.self), answer: schema(APIStateChange.self)),
+        APIRoute(.get, "/v1/channels", "The location channels joined", answer: list(APIChannel.self)),
         APIRoute(.post, "/v1/channels/{geohash}", "Joins a location channel", answer: schema(APIJoined.self)),
         APIRoute(.delete, "/v1/channels/{geohash}", "Leaves a location channel", answer: schema(APILeft.self)),
         APIRoute(.post, "/v1/channels/{geohash}/messages", "Says something in a location channel", status: 202, body: schema(APIText.self),

@@ -671,6 +671,9 @@ public actor Messenger: DeadlineDriven {
 
     func channelEventShown(_ eventID: String) -> Bool { core.channelEventShown(eventID) }
 
+    /// The location channels joined (lowercase geohashes, sorted).
+    public var joinedChannels: [String] { core.channels.sorted() }
+
     public func leave(channel geohash: String) async {
         core.leftChannel(geohash)
         await nostr?.leave(geohash.lowercased())

@@ -93,6 +93,8 @@ public protocol MessengerClient: Sendable {
     /// Opens the store with its PIN or passphrase (nil: the key file).
     func unlock(secret: String?) async throws
     func join(channel name: String) async throws -> String
+    /// The location channels joined (lowercase geohashes, sorted).
+    func channels() async throws -> [String]
     func say(_ text: String, in geohash: String) async throws
     func leave(channel geohash: String) async throws
     func ping(_ peer: PeerID) async throws
@@ -539,6 +541,8 @@ public struct LocalMessengerClient: MessengerClient {
     }
 
     public func leave(channel geohash: String) async throws { await messenger.leave(channel: geohash) }
+
+    public func channels() async throws -> [String] { await messenger.joinedChannels }
 
     public func ping(_ peer: PeerID) async throws {
         guard await node.peers[peer] != nil else { throw MessengerClientError(.notFound, "no peer \(peer) here") }

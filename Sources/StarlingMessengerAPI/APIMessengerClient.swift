@@ -295,6 +295,10 @@ public struct APIMessengerClient: MessengerClient {
 
     public func leave(channel geohash: String) async throws { try await delete("/v1/channels/\(Self.escaped(geohash))") }
 
+    public func channels() async throws -> [String] {
+        try ((try await get("/v1/channels")) as? [Any] ?? []).map { try APIJSON.Fields($0).string("geohash") }
+    }
+
     public func ping(_ peer: PeerID) async throws { _ = try await post("/v1/peers/\(peer)/ping") }
 
     public func rename(_ nickname: String) async throws { _ = try await post("/v1/nickname", ["nickname": nickname]) }

@@ -34,6 +34,7 @@ extension APIServer {
             try await Self.call { try await c.deleteBoardPost(id) }
             return try Self.answer(APIDeleted(deleted: id))
         }
+        v1.get("channels") { _, _ in try Self.answer(try await Self.call { try await c.channels() }.map { APIChannel(geohash: $0) }) }
         v1.post("channels/:geohash") { _, context in
             let name = try context.parameters.require("geohash")
             return try Self.answer(APIJoined(joined: try await Self.call { try await c.join(channel: name) }))

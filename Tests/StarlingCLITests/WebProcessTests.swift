@@ -101,14 +101,15 @@ import Testing
         var bob = try Self.web(b, name: "bob")
         defer { bob.stop() } // (whichever bob runs then)
         let bobLink = try await Self.link(bob)
-        let bobUDP = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])["udpPort"] as? Int
-        let alice = try Self.web(a, name: "alice", peer: UInt16(try #require(bobUDP)))
+        let bobStatus = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])
+        let bobUDP = try #require(bobStatus["udpPort"] as? Int)
+        let alice = try Self.web(a, name: "alice", peer: UInt16(bobUDP))
         defer { alice.stop() }
         let aliceLink = try await Self.link(alice)
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let script = PythonEnvironment.root.appendingPathComponent("Tests/web/web_media.py").path
-        let live = try await PythonEnvironment.run(script, ["live", bobLink, String(try #require(bobUDP)), aliceLink, shots.path], seconds: 240)
+        let live = try await PythonEnvironment.run(script, ["live", bobLink, String(bobUDP), aliceLink, shots.path], seconds: 240)
         #expect(live.contains("all checks passed") && !live.contains("FAIL"), "\(live)")
         #expect(live.components(separatedBy: "\nok   ").count >= 9, "every check ran: \(live)")
         bob.stop()
@@ -116,6 +117,31 @@ import Testing
         let again = try await PythonEnvironment.run(script, ["history", try await Self.link(bob), shots.path], seconds: 240)
         #expect(again.contains("all checks passed") && !again.contains("FAIL"), "\(again)")
         #expect(again.components(separatedBy: "\nok   ").count >= 6, "every check ran: \(again)")
+    }
+
+    /// The page as a desktop client (Tests/web/web_desk.py): Ctrl-K's switcher,
+    /// search in a stored conversation (marked matches, Esc back), the sound
+    /// setting kept across a reload and heard on a private message, and bob's
+    /// own fingerprint in the contacts panel.
+    @Test func theSwitcherSearchAndSoundOnThePage() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
+        let (a, b) = (ContactCommandTests.temporaryDirectory("web-desk-alice"), ContactCommandTests.temporaryDirectory("web-desk-bob"))
+        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
+        let bob = try Self.web(b, name: "bob")
+        defer { bob.stop() }
+        let bobLink = try await Self.link(bob)
+        let bobStatus = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])
+        let bobUDP = try #require(bobStatus["udpPort"] as? Int)
+        let alice = try Self.web(a, name: "alice", peer: UInt16(bobUDP))
+        defer { alice.stop() }
+        let aliceLink = try await Self.link(alice)
+        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_desk.py").path,
+                                                  [aliceLink, bobLink, shots.path], seconds: 240)
+        #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
+        #expect(out.components(separatedBy: "\nok   ").count >= 20, "every check ran: \(out)")
     }
 
     static func api(_ link: String) throws -> APIClient {

@@ -273,6 +273,31 @@ async function refreshMesh() {
 
 function channelKey(g) { return "#" + g; }
 
+// The channels joined (kept by the daemon: a reload, or another face's join, shows them).
+async function refreshChannels() {
+  let joined;
+  try { joined = await api("/v1/channels"); } catch (e) { return; }
+  const keys = new Set(joined.map((c) => channelKey(c.geohash)));
+  for (const c of joined) {
+    const key = channelKey(c.geohash);
+    if (!state.conversations.has(key)) state.conversations.set(key, { id: key, name: key, unread: 0, channel: c.geohash });
+  }
+  for (const [key, c] of [...state.conversations]) if (c.channel && !keys.has(key)) state.conversations.delete(key);
+  if (state.current.startsWith("#") && state.current !== MESH && !keys.has(state.current)) await open(MESH);
+  renderConversations();
+}
+
+async function leaveChannel() {
+  const c = state.conversations.get(state.current);
+  if (!c || !c.channel) return;
+  try {
+    await api(`/v1/channels/${encodeURIComponent(c.channel)}`, undefined, "DELETE");
+    state.conversations.delete(c.id);
+    state.messages.delete(c.id);
+    await open(MESH);
+  } catch (e) { say(e.message); }
+}
+
 async function join(geohash) {
   try {
     const r = await api(`/v1/channels/${encodeURIComponent(geohash)}`, {});
@@ -284,8 +309,25 @@ async function join(geohash) {
 }
 
 function notify(title, body) {
+  if (localStorage.getItem("starling-sound") === "on") chime();
   if (!("Notification" in window) || Notification.permission !== "granted" || document.visibilityState === "visible") return;
   try { new Notification(title, { body }); } catch (_) { /* not in this context */ }
+}
+
+// A short tone (WebAudio: nothing fetched), only when the person turned sounds on.
+let audioContext = null;
+function chime() {
+  try {
+    audioContext = audioContext || new AudioContext();
+    const o = audioContext.createOscillator(), g = audioContext.createGain(), t = audioContext.currentTime;
+    o.frequency.value = 880;
+    g.gain.setValueAtTime(0.15, t);
+    g.gain.exponentialRampToValueAtTime(0.001, t + 0.25);
+    o.connect(g).connect(audioContext.destination);
+    o.start(t);
+    o.stop(t + 0.25);
+    state.chimes = (state.chimes || 0) + 1;
+  } catch (_) { /* no audio here */ }
 }
 
 // MARK: Stately
@@ -383,6 +425,7 @@ async function showCard() {
     document.getElementById("qr").title = card.uri;
     const me = await api("/v1/status");
     document.getElementById("my-npub").textContent = me.npub || "(none)";
+    document.getElementById("my-fingerprint").textContent = (me.fingerprint || "").match(/.{1,4}/g)?.join(" ") || "";
   } catch (e) { say(e.message); }
 }
 
@@ -433,6 +476,18 @@ function renderMessages() {
   ol.replaceChildren();
   document.getElementById("title").textContent = state.current === MESH ? "#mesh" : conversationName(state.current);
   renderGroupBar();
+  const channel = state.conversations.get(state.current);
+  document.getElementById("channel-bar").hidden = !(channel && channel.channel);
+  const found = state.found && state.found.conversation === state.current ? state.found : null;
+  document.getElementById("found-bar").hidden = !found;
+  if (found) {
+    // Search results in place of the conversation, each match marked.
+    document.getElementById("found-text").textContent =
+      `${found.lines.length === 0 ? "nothing" : found.lines.length === 1 ? "1 message" : found.lines.length + " messages"} with “${found.text}”` +
+      (found.lines.length >= SEARCH_LIMIT ? ` (the newest ${SEARCH_LIMIT})` : "");
+    for (const m of found.lines) ol.append(messageItem(m, found.text));
+    return;
+  }
   for (const m of list(state.current)) ol.append(messageItem(m));
   if (atEnd) ol.scrollTop = ol.scrollHeight;
   seen();
@@ -447,12 +502,12 @@ function appendMessage(m) {
   if (atEnd) ol.scrollTop = ol.scrollHeight;
 }
 
-function messageItem(m) {
+function messageItem(m, marked) {
   {
     const li = el("li", { class: m.own ? "own" : "", "data-key": m.key },
       el("span", { class: "time", text: clock(m.time) }),
       el("span", { class: "who", text: m.who }),
-      el("span", { class: "text", text: m.text }));
+      marked ? highlighted(m.text, marked) : el("span", { class: "text", text: m.text }));
     if (m.file) renderFile(li, m);
     if (m.hops > 1) li.append(el("span", { class: "via", text: `via ${m.hops - 1} relay${m.hops === 2 ? "" : "s"}` }));
     if (m.via) li.append(el("span", { class: "via", text: m.via === "nostr" ? "via Nostr" : "via the Ya OK server" }));
@@ -465,6 +520,78 @@ function messageItem(m) {
     }
     return li;
   }
+}
+
+// The text with each match of `q` (any case) in a <mark>: text nodes only, never markup.
+function highlighted(text, q) {
+  const span = el("span", { class: "text" }), lower = text.toLowerCase(), ql = q.toLowerCase();
+  let at = 0;
+  for (let i = lower.indexOf(ql); i >= 0 && ql; i = lower.indexOf(ql, at)) {
+    span.append(document.createTextNode(text.slice(at, i)), el("mark", { text: text.slice(i, i + q.length) }));
+    at = i + q.length;
+  }
+  span.append(document.createTextNode(text.slice(at)));
+  return span;
+}
+
+// MARK: Search (a stored conversation through the API: the store is sealed at rest; #mesh and channels here)
+
+const SEARCH_LIMIT = 200;
+async function search(text) {
+  const id = state.current;
+  if (!text) { closeSearch(); return; }
+  let lines;
+  if (id === MESH || id.startsWith("#")) {
+    lines = list(id).filter((m) => m.text.toLowerCase().includes(text.toLowerCase())).slice(-SEARCH_LIMIT);
+  } else {
+    try {
+      const found = await api(`/v1/conversations/${id}/messages?limit=${SEARCH_LIMIT}&search=${encodeURIComponent(text)}`);
+      lines = found.map((m) => fromRecord(m));
+    } catch (e) { say(e.message); return; }
+  }
+  if (state.current !== id) return;
+  state.found = { conversation: id, text, lines };
+  renderMessages();
+}
+
+function closeSearch() {
+  if (!state.found) return;
+  state.found = null;
+  document.getElementById("search-text").value = "";
+  renderMessages();
+  const ol = document.getElementById("messages");
+  ol.scrollTop = ol.scrollHeight;
+}
+
+// MARK: The conversation switcher (Ctrl-K): type a few letters, Enter opens the first (or the one chosen)
+
+function openSwitcher() {
+  const d = document.getElementById("switcher"), box = document.getElementById("switcher-text");
+  if (d.open) return;
+  box.value = "";
+  switcherList();
+  d.showModal();
+  box.focus();
+}
+
+function switcherMatches() {
+  const q = document.getElementById("switcher-text").value.trim().toLowerCase();
+  const all = [[MESH, "#mesh"], ...[...state.conversations.values()].filter((c) => c.id !== MESH).map((c) => [c.id, conversationName(c.id)])];
+  return all.filter(([, name]) => name.toLowerCase().includes(q)).slice(0, 20);
+}
+
+let switcherChoice = 0;
+function switcherList() {
+  const ul = document.getElementById("switcher-list"), found = switcherMatches();
+  switcherChoice = Math.min(switcherChoice, Math.max(0, found.length - 1));
+  ul.replaceChildren(...found.map(([id, name], i) => el("li", { role: "option", id: "switch-" + i, "aria-selected": i === switcherChoice ? "true" : "false",
+                                                               text: name, on: { click: () => switchTo(id) } })));
+  document.getElementById("switcher-text").setAttribute("aria-activedescendant", found.length ? "switch-" + switcherChoice : "");
+}
+
+function switchTo(id) {
+  document.getElementById("switcher").close();
+  open(id);
 }
 
 // MARK: Groups (docs/PROTOCOL.md, "Groups": sealed for their members; no receipts)
@@ -784,6 +911,7 @@ function showMenu(on) {
 }
 
 async function open(id) {
+  if (state.found && state.found.conversation !== id) { state.found = null; document.getElementById("search-text").value = ""; }
   state.current = id;
   showMenu(false);
   let toEnd = false;
@@ -835,7 +963,7 @@ async function loadOlder() {
 
 function scrolled() {
   const ol = document.getElementById("messages"), v = views.get(state.current);
-  if (!v) return;
+  if (!v || state.found) return;
   if (ol.scrollTop < 80) loadOlder();
   else if (v.newer && !v.loading && ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40) open(state.current);
 }
@@ -1153,8 +1281,12 @@ async function start() {
     if (digit && ev.altKey && !ev.ctrlKey && !ev.metaKey && !ev.shiftKey) {
       const b = document.querySelectorAll("#conversations button")[Number(digit[1]) - 1];
       if (b) { ev.preventDefault(); b.click(); }
-    } else if (ev.key === "Escape") {
-      if (document.body.classList.contains("menu-open")) { showMenu(false); document.getElementById("menu").focus(); }
+    } else if ((ev.ctrlKey || ev.metaKey) && !ev.altKey && ev.key.toLowerCase() === "k") {
+      ev.preventDefault();
+      openSwitcher();
+    } else if (ev.key === "Escape" && !document.getElementById("switcher").open) {
+      if (state.found) closeSearch();
+      else if (document.body.classList.contains("menu-open")) { showMenu(false); document.getElementById("menu").focus(); }
       else if (!document.getElementById("alert").hidden) say("");
     }
   });
@@ -1166,7 +1298,7 @@ async function start() {
   }
   if (!(await refreshMe())) return;
   state.lastSeq = state.me.events;
-  await Promise.all([refreshPeople(), refreshConversations()]);
+  await Promise.all([refreshPeople(), refreshConversations(), refreshChannels()]);
   const composer = document.getElementById("composer"), box = document.getElementById("message");
   composer.addEventListener("submit", (ev) => { ev.preventDefault(); const t = box.value; box.value = ""; send(t); });
   box.addEventListener("keydown", (ev) => {
@@ -1197,6 +1329,25 @@ async function start() {
     box.value = "";
     unlock(secret);
   });
+  document.getElementById("search").addEventListener("submit", (ev) => { ev.preventDefault(); search(document.getElementById("search-text").value.trim()); });
+  document.getElementById("found-close").addEventListener("click", closeSearch);
+  document.getElementById("leave-channel").addEventListener("click", leaveChannel);
+  const switcherBox = document.getElementById("switcher-text");
+  switcherBox.addEventListener("input", () => { switcherChoice = 0; switcherList(); });
+  switcherBox.addEventListener("keydown", (ev) => {
+    const found = switcherMatches();
+    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      ev.preventDefault();
+      switcherChoice = (switcherChoice + (ev.key === "ArrowDown" ? 1 : found.length - 1)) % Math.max(1, found.length);
+      switcherList();
+    } else if (ev.key === "Enter") {
+      ev.preventDefault();
+      if (found[switcherChoice]) switchTo(found[switcherChoice][0]);
+    }
+  });
+  const sound = document.getElementById("sound-on");
+  sound.checked = localStorage.getItem("starling-sound") === "on";
+  sound.addEventListener("change", () => { localStorage.setItem("starling-sound", sound.checked ? "on" : "off"); if (sound.checked) chime(); });
   document.getElementById("file").addEventListener("change", (ev) => { const f = ev.target.files[0]; ev.target.value = ""; if (f) sendFile(f); });
   const drop = document.getElementById("conversation");
   drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("dropping"); });

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The page as a desktop client (issue 56), in headless Chromium:
+
+    web_desk.py ALICE_LINK BOB_LINK SHOTS
+
+Alice's daemon writes to bob through its API. On bob's page: Ctrl-K opens the
+conversation switcher, a few letters and Enter open alice's conversation (the
+arrow keys choose, Esc closes it); a search finds the messages that hold a
+word (any case, the match marked, the others not shown; Esc brings the
+conversation back); the sound setting is off until turned on, stays on after a
+reload, and a private message then plays the tone (counted by the page); the
+contacts panel shows bob's whole fingerprint as /v1/status gives it.
+Prints one line a check; exits 0 when all hold. Every wait is bounded.
+"""
+import json
+import os
+import sys
+import urllib.request
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from chromium import Checks, browser, until
+
+alice_link, bob_link, shots = sys.argv[1:4]
+check = Checks()
+
+
+def api(link, path, body=None):
+    base, token = link.split("/#token=")
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+                                     method="POST" if body is not None else "GET")
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return json.loads(r.read() or b"null")
+
+
+def lines(d):
+    return d.execute_script("return [...document.querySelectorAll('#messages li')].map(li => li.textContent)")
+
+
+bob_peer = api(bob_link, "/v1/status")["peerID"]
+check(until(lambda: any(p["peerID"] == bob_peer for p in api(alice_link, "/v1/peers")), 60) is not None, "alice hears bob")
+conversation = api(alice_link, "/v1/conversations", {"peerID": bob_peer})["id"]
+said = ["the water point is at the school", "bring a torch", "The WATER is clean now", "see you at six"]
+for t in said:
+    api(alice_link, "/v1/messages", {"to": conversation, "text": t})
+
+d = browser()
+try:
+    d.get(bob_link)
+    check(until(lambda: d.execute_script("return document.getElementById('me').dataset.following") == "yes", 60) is not None, "bob's page follows")
+    check(until(lambda: d.execute_script(
+        "return [...document.querySelectorAll('#conversations button')].some(b => b.textContent.includes('alice'))"), 60) is not None,
+        "alice's conversation is in the sidebar")
+
+    # Ctrl-K: the switcher; "ali" and Enter open alice's conversation.
+    ActionChains(d).key_down(Keys.CONTROL).send_keys("k").key_up(Keys.CONTROL).perform()
+    check(until(lambda: d.execute_script("return document.getElementById('switcher').open"), 10) is not None, "Ctrl-K opens the switcher")
+    check(d.execute_script("return document.activeElement.id") == "switcher-text", "its box has the focus")
+    box = d.find_element(By.ID, "switcher-text")
+    box.send_keys("ali")
+    options = d.execute_script("return [...document.querySelectorAll('#switcher-list li')].map(li => li.textContent)")
+    check(options == ["alice"], "typing 'ali' leaves alice alone in the list: %r" % options)
+    box.send_keys(Keys.ENTER)
+    check(until(lambda: d.find_element(By.ID, "title").text == "alice", 10) is not None, "Enter opens alice's conversation")
+    check(not d.execute_script("return document.getElementById('switcher').open"), "and closes the switcher")
+    check(until(lambda: len([l for l in lines(d) if any(t in l for t in said)]) == 4, 60) is not None, "alice's four messages are there")
+    # The arrows choose, Esc closes without going anywhere (the control: the title stays).
+    ActionChains(d).key_down(Keys.CONTROL).send_keys("k").key_up(Keys.CONTROL).perform()
+    box.send_keys(Keys.ARROW_DOWN)
+    chosen = d.execute_script("return document.querySelector('#switcher-list li[aria-selected=\"true\"]').textContent")
+    check(chosen != "#mesh", "the down arrow chooses the next conversation: %r" % chosen)
+    box.send_keys(Keys.ESCAPE)
+    check(until(lambda: not d.execute_script("return document.getElementById('switcher').open"), 10) is not None and
+          d.find_element(By.ID, "title").text == "alice", "Esc closes the switcher and stays in alice's conversation")
+
+    # Search: "water" finds two (any case), each match marked; Esc brings the conversation back.
+    search = d.find_element(By.ID, "search-text")
+    search.send_keys("water")
+    search.send_keys(Keys.ENTER)
+    found = until(lambda: d.execute_script("""
+        return document.getElementById('found-bar').hidden ? null :
+          [document.getElementById('found-text').textContent, [...document.querySelectorAll('#messages li')].map(li => li.textContent),
+           [...document.querySelectorAll('#messages mark')].map(m => m.textContent)]"""), 30)
+    check(found is not None and found[0].startswith("2 messages"), "the search says what it found: %r" % (found and found[0]))
+    check(found is not None and len(found[1]) == 2 and all("water" in l.lower() for l in found[1]), "only the two with 'water': %r" % (found and found[1]))
+    check(found is not None and sorted(found[2]) == ["WATER", "water"], "each match is marked: %r" % (found and found[2]))
+    d.save_screenshot(os.path.join(shots, "web-search.png"))
+    search.send_keys("nowhere")
+    search.send_keys(Keys.ENTER)
+    check(until(lambda: d.find_element(By.ID, "found-text").text.startswith("nothing"), 30) is not None, "a word said nowhere finds nothing")
+    d.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    check(until(lambda: d.execute_script("return document.getElementById('found-bar').hidden") and len(lines(d)) >= 4, 10) is not None,
+          "Esc brings the whole conversation back")
+
+    # Sound: off by default (no tone for a message), on after the setting, kept across a reload.
+    check(not d.execute_script("return document.getElementById('sound-on').checked"), "sounds are off until the person turns them on")
+    api(alice_link, "/v1/messages", {"to": conversation, "text": "quiet one"})
+    until(lambda: any("quiet one" in l for l in lines(d)), 30)
+    check(not d.execute_script("return state.chimes || 0"), "no tone with sounds off")
+    d.execute_script("document.getElementById('settings-panel').open = true")
+    d.find_element(By.ID, "sound-on").click()
+    d.refresh()
+    check(until(lambda: d.execute_script("return document.getElementById('me').dataset.following") == "yes", 60) is not None, "the page reloads")
+    check(d.execute_script("return document.getElementById('sound-on').checked"), "the sound setting is kept across a reload")
+    api(alice_link, "/v1/messages", {"to": conversation, "text": "loud one"})
+    check(until(lambda: d.execute_script("return state.chimes || 0") >= 1, 30) is not None, "a private message plays the tone")
+
+    # Our own identity: the whole fingerprint, as the daemon says it.
+    fingerprint = api(bob_link, "/v1/status")["fingerprint"]
+    d.execute_script("document.getElementById('contacts-panel').open = true")
+    shown = until(lambda: d.find_element(By.ID, "my-fingerprint").text, 30)
+    check(shown is not None and shown.replace(" ", "") == fingerprint and len(fingerprint) == 64,
+          "the contacts panel shows bob's fingerprint: %r" % shown)
+finally:
+    d.quit()
+if not check.failures:
+    print("all checks passed", flush=True)
+check.exit()
