@@ -9,7 +9,10 @@ arrow keys choose, Esc closes it); a search finds the messages that hold a
 word (any case, the match marked, the others not shown; Esc brings the
 conversation back); the sound setting is off until turned on, stays on after a
 reload, and a private message then plays the tone (counted by the page); the
-contacts panel shows bob's whole fingerprint as /v1/status gives it.
+contacts panel shows bob's whole fingerprint as /v1/status gives it. Then
+axe-core (Tests/web/axe.py) finds nothing serious or critical on any panel:
+every sidebar panel open, a conversation, a group, search results, the
+switcher, at 1280 and 360 px (the menu open and closed), light and dark.
 Prints one line a check; exits 0 when all hold. Every wait is bounded.
 """
 import json
@@ -21,6 +24,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+import axe
 from chromium import Checks, browser, until
 
 alice_link, bob_link, shots = sys.argv[1:4]
@@ -114,6 +118,51 @@ try:
     shown = until(lambda: d.find_element(By.ID, "my-fingerprint").text, 30)
     check(shown is not None and shown.replace(" ", "") == fingerprint and len(fingerprint) == 64,
           "the contacts panel shows bob's fingerprint: %r" % shown)
+
+    # axe-core on every panel: all the sidebar's panels open, a private conversation, a group with its bar,
+    # search results, the switcher; wide and narrow (the menu open and closed); light and dark.
+    group = api(bob_link, "/v1/groups", {"name": "crew", "members": ["alice"]})
+    audited = []
+
+    def audit(what):
+        version, serious = axe.chromium(d)
+        audited.append(what)
+        check(not serious, "axe-core %s finds nothing serious or critical: %s%s" % (version, what, "".join("\n     " + v for v in serious)))
+
+    def show(name):
+        d.execute_script("[...document.querySelectorAll('#conversations button')].find(b => b.textContent.includes(arguments[0])).click()", name)
+        until(lambda: d.find_element(By.ID, "title").text == name, 10)
+
+    d.refresh()
+    until(lambda: d.execute_script("return document.getElementById('me').dataset.following") == "yes", 60)
+    until(lambda: d.execute_script("return [...document.querySelectorAll('#conversations button')].some(b => b.textContent.includes('crew'))"), 30)
+    for scheme in ["light", "dark"]:
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        d.set_window_size(1280, 800)
+        d.execute_script("document.querySelectorAll('details').forEach(x => x.open = true)")
+        show("alice")
+        audit("%s, 1280 px, every panel open, alice's conversation" % scheme)
+        show("crew")
+        check(not d.execute_script("return document.getElementById('group-bar').hidden"), "the group's bar shows (%s)" % scheme)
+        audit("%s, the group crew with its bar" % scheme)
+        show("alice")
+        d.find_element(By.ID, "search-text").send_keys("water" + Keys.ENTER)
+        until(lambda: not d.execute_script("return document.getElementById('found-bar').hidden"), 30)
+        audit("%s, search results" % scheme)
+        d.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        ActionChains(d).key_down(Keys.CONTROL).send_keys("k").key_up(Keys.CONTROL).perform()
+        until(lambda: d.execute_script("return document.getElementById('switcher').open"), 10)
+        audit("%s, the switcher open" % scheme)
+        d.find_element(By.ID, "switcher-text").send_keys(Keys.ESCAPE)
+        d.set_window_size(360, 740)
+        d.find_element(By.ID, "menu").click()
+        until(lambda: d.execute_script("return document.body.classList.contains('menu-open')"), 10)
+        audit("%s, 360 px, the menu open" % scheme)
+        d.find_element(By.ID, "menu").click()
+        audit("%s, 360 px, the conversation" % scheme)
+    check(len(audited) == 12 and d.execute_script("return typeof axe.run") == "function", "axe ran on %d panels" % len(audited))
+    d.set_window_size(1280, 800)
+    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 finally:
     d.quit()
 if not check.failures:

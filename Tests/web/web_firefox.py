@@ -1,7 +1,8 @@
 """The page in Firefox (Debian's firefox-esr, headless), driven over WebDriver
 BiDi, the W3C protocol Firefox speaks itself (no geckodriver): two tabs, one
 on alice's daemon and one on bob's; a public message both ways, a private
-message that reaches "read" only once bob opens it, the settings form.
+message that reaches "read" only once bob opens it, the settings form; then
+Ctrl-K's switcher, search, the sound setting, and axe-core on every panel.
 
     web_firefox.py ALICE_LINK BOB_LINK SCREENSHOT_DIR
 """
@@ -18,6 +19,8 @@ import threading
 import time
 
 from websockets.sync.client import connect
+
+import axe
 
 alice_link, bob_link, shots = sys.argv[1:4]
 failures = []
@@ -146,6 +149,33 @@ def main():
         document.querySelector('#node-settings button').click(); return true""")
     check(wait(bob, "return document.getElementById('node-settings-note').textContent.includes('expected HOST:PORT')", "refused") is not None,
           "Firefox: a bad server address is refused in words")
+
+    # The desktop flows (issue 56): Ctrl-K's switcher, search, the sound setting.
+    run(bob, "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'k', ctrlKey: true, bubbles: true })); return true")
+    check(wait(bob, "return document.getElementById('switcher').open && document.activeElement.id === 'switcher-text'", "open") is not None,
+          "Firefox: Ctrl-K opens the switcher, its box focused")
+    run(bob, """const box = document.getElementById('switcher-text'); box.value = 'ali'; box.dispatchEvent(new Event('input'));
+        box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })); return true""")
+    check(wait(bob, "return document.getElementById('title').textContent === 'alice' && !document.getElementById('switcher').open", "opened") is not None,
+          "Firefox: 'ali' and Enter open alice's conversation")
+    run(bob, """document.getElementById('search-text').value = 'PSST';
+        document.getElementById('search').requestSubmit(); return true""")
+    found = wait(bob, """return document.getElementById('found-bar').hidden ? null :
+        [document.getElementById('found-text').textContent, [...document.querySelectorAll('#messages mark')].map(m => m.textContent)]""", "found")
+    check(found is not None and found[0].startswith("1 message") and found[1] == ["psst"], "Firefox: search finds alice's message, marked: %r" % (found,))
+    run(bob, "document.getElementById('found-close').click(); return true")
+    check(wait(bob, "return document.getElementById('found-bar').hidden", "back") is not None, "Firefox: back to the conversation")
+    run(bob, "const s = document.getElementById('sound-on'); s.click(); return s.checked")
+    check(run(bob, "return localStorage.getItem('starling-sound')") == "on", "Firefox: the sound setting is kept in the browser")
+
+    # axe-core in Firefox: every sidebar panel open, a conversation; search results.
+    run(bob, "document.querySelectorAll('details').forEach(x => x.open = true); return true")
+    version, serious = axe.firefox(call, bob)
+    check(not serious, "Firefox: axe-core %s finds nothing serious or critical, every panel open%s" % (version, "".join("\n     " + v for v in serious)))
+    run(bob, "document.getElementById('search-text').value = 'psst'; document.getElementById('search').requestSubmit(); return true")
+    wait(bob, "return !document.getElementById('found-bar').hidden", "found")
+    version, serious = axe.firefox(call, bob)
+    check(not serious, "Firefox: axe-core finds nothing serious or critical in search results%s" % "".join("\n     " + v for v in serious))
 
     shot = call("browsingContext.captureScreenshot", context=alice)["data"]
     with open(os.path.join(shots, "web-firefox.png"), "wb") as f:

@@ -23,6 +23,7 @@ import sys
 import urllib.request
 import zlib
 
+import axe
 from chromium import Checks, browser, until
 
 check = Checks()
@@ -107,6 +108,11 @@ def history(bob_link, shots):
     try:
         driver.get(bob_link)
         media_checks(driver, "after a restart")
+        # axe-core with a picture, then with the voice note's player, on the page.
+        for name in ["alice", "speaker"]:
+            open_conversation(driver, name)
+            version, serious = axe.chromium(driver)
+            check(not serious, f"axe-core {version} finds nothing serious or critical in {name}'s conversation" + "".join("\n     " + v for v in serious))
         driver.save_screenshot(os.path.join(shots, "web-media-history.png"))
     finally:
         driver.quit()
