@@ -9,7 +9,10 @@ arrow keys choose, Esc closes it); a search finds the messages that hold a
 word (any case, the match marked, the others not shown; Esc brings the
 conversation back); the sound setting is off until turned on, stays on after a
 reload, and a private message then plays the tone (counted by the page); the
-contacts panel shows bob's whole fingerprint as /v1/status gives it. Then
+desktop notifications are asked for on a click only and shown while the tab is
+hidden (a private message, a group's, an SOS), the tab's title counting what
+came meanwhile; the contacts panel shows bob's whole fingerprint as /v1/status
+gives it. Then
 axe-core (Tests/web/axe.py) finds nothing serious or critical on any panel:
 every sidebar panel open, a conversation, a group, search results, the
 switcher, at 1280 and 360 px (the menu open and closed), light and dark.
@@ -52,6 +55,18 @@ for t in said:
     api(alice_link, "/v1/messages", {"to": conversation, "text": t})
 
 d = browser()
+# The browser's notifications, as the page sees them: headless Chromium shows none, so the
+# Notification API is stood in for before the page loads (what it asks, what it would show),
+# and the tab's visibility is the test's to set.
+d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+  window.__asked = 0; window.__shown = [];
+  let permission = sessionStorage.getItem("granted") ? "granted" : "default", hidden = false;
+  window.Notification = function (title, options) { window.__shown.push([title, options && options.body]); };
+  Object.defineProperty(window.Notification, "permission", { get: () => permission });
+  window.Notification.requestPermission = async () => { window.__asked++; permission = "granted"; sessionStorage.setItem("granted", "1"); return permission; };
+  Object.defineProperty(document, "visibilityState", { get: () => hidden ? "hidden" : "visible", configurable: true });
+  window.__hide = (h) => { hidden = h; document.dispatchEvent(new Event("visibilitychange")); };
+"""})
 try:
     d.get(bob_link)
     check(until(lambda: d.execute_script("return document.getElementById('me').dataset.following") == "yes", 60) is not None, "bob's page follows")
@@ -112,6 +127,38 @@ try:
     api(alice_link, "/v1/messages", {"to": conversation, "text": "loud one"})
     check(until(lambda: d.execute_script("return state.chimes || 0") >= 1, 30) is not None, "a private message plays the tone")
 
+    # Notifications: asked for on a click, never on load; shown only while the tab is hidden, for a
+    # private message, a group's and an SOS; the tab's title counts what came meanwhile.
+    group = api(bob_link, "/v1/groups", {"name": "crew", "members": ["alice"]})
+    check(until(lambda: any(g["groupID"] == group["groupID"] for g in api(alice_link, "/v1/groups")), 60) is not None, "alice is in bob's group crew")
+    check(d.execute_script("return window.__asked") == 0, "the page does not ask for notifications on load")
+    d.execute_script("document.getElementById('settings-panel').open = true")
+    d.find_element(By.ID, "notify").click()
+    check(until(lambda: d.execute_script("return window.__asked") == 1, 10) is not None, "the button asks once")
+    check(until(lambda: "background" in d.find_element(By.ID, "settings-note").text, 10) is not None, "and says when they come")
+    d.execute_script("[...document.querySelectorAll('#conversations button')].find(b => b.textContent.includes('alice')).click()")
+    until(lambda: d.find_element(By.ID, "title").text == "alice", 10)
+    api(alice_link, "/v1/messages", {"to": conversation, "text": "while you look"})
+    check(until(lambda: any("while you look" in l for l in lines(d)), 30) is not None and d.execute_script("return window.__shown.length") == 0
+          and d.title == "Starling", "a message while the tab shows: no notification, the title clean (%r)" % d.title)
+    d.execute_script("window.__hide(true)")
+    api(alice_link, "/v1/messages", {"to": conversation, "text": "while you are away"})
+    shown = until(lambda: d.execute_script("return window.__shown.find(n => n[1] === 'while you are away') || null"), 30)
+    check(shown is not None and shown[0] == "alice (private)", "a private message in the background is notified: %r" % (shown,))
+    check(until(lambda: d.title == "(1) Starling", 10) is not None, "the tab's title counts it, though its conversation is open: %r" % d.title)
+    api(alice_link, "/v1/groups/%s/messages" % group["groupID"], {"text": "crew, meet at six"})
+    shown = until(lambda: d.execute_script("return window.__shown.find(n => n[1] === 'crew, meet at six') || null"), 30)
+    check(shown is not None and shown[0] == "alice in crew", "a group's message is notified: %r" % (shown,))
+    check(until(lambda: d.title == "(2) Starling", 10) is not None, "the title counts two: %r" % d.title)
+    api(alice_link, "/v1/stately", {"state": "sos"})
+    shown = until(lambda: d.execute_script("return window.__shown.find(n => n[0].includes('SOS from')) || null"), 30)
+    check(shown is not None and "alice" in shown[0], "an SOS is notified: %r" % (shown,))
+    api(alice_link, "/v1/stately", {"state": "clear"})
+    d.execute_script("window.__hide(false)")
+    check(until(lambda: d.title == "(1) Starling", 10) is not None, "back in the tab, alice's conversation is seen; the group's waits: %r" % d.title)
+    d.execute_script("[...document.querySelectorAll('#conversations button')].find(b => b.textContent.includes('crew')).click()")
+    check(until(lambda: d.title == "Starling", 10) is not None, "and once the group is open too, the title is clean: %r" % d.title)
+
     # Our own identity: the whole fingerprint, as the daemon says it.
     fingerprint = api(bob_link, "/v1/status")["fingerprint"]
     d.execute_script("document.getElementById('contacts-panel').open = true")
@@ -121,7 +168,6 @@ try:
 
     # axe-core on every panel: all the sidebar's panels open, a private conversation, a group with its bar,
     # search results, the switcher; wide and narrow (the menu open and closed); light and dark.
-    group = api(bob_link, "/v1/groups", {"name": "crew", "members": ["alice"]})
     audited = []
 
     def audit(what):

@@ -180,7 +180,7 @@ function drawConversations(ul) {
   const items = [{ id: MESH, name: "#mesh", unread: 0 }].concat([...state.conversations.values()]);
   for (const c of items) {
     const label = c.id === MESH ? "#mesh" : c.name;
-    const unread = c.id === state.current ? 0 : (c.unread || 0);
+    const unread = c.id === state.current && !hiddenTab() ? 0 : (c.unread || 0);
     const kind = c.group ? `group of ${c.group.members.length}` : null;
     const named = kind ? `${label} (${kind})` : label;
     const b = el("button", {
@@ -192,7 +192,7 @@ function drawConversations(ul) {
     ul.append(el("li", {}, b));
   }
   // The tab says how many wait unread, so a background tab is noticed (issue 56).
-  const waiting = items.reduce((n, c) => n + (c.id === state.current ? 0 : (c.unread || 0)), 0);
+  const waiting = items.reduce((n, c) => n + (c.id === state.current && !hiddenTab() ? 0 : (c.unread || 0)), 0);
   document.title = waiting ? `(${waiting}) Starling` : "Starling";
 }
 
@@ -641,7 +641,7 @@ async function takeGroupMessage(e) {
   if (!c) return;
   upsert(c.id, { key: e.messageID, time: e.timestamp, who: e.nickname, text: e.text, hops: e.hops });
   list(c.id).sort((a, b) => a.time - b.time);
-  if (state.current !== c.id) c.unread = (c.unread || 0) + 1;
+  countUnread(c.id);
   notify(`${e.nickname} in ${c.name}`, e.text);
   render();
 }
@@ -855,7 +855,7 @@ async function takeFile(e) {
       if (!c) break;
       upsert(c, { key: "offer-" + e.transferID, time: Date.now(), who: peerName(e.from),
                   text: `offers ${e.name} (${e.size} bytes) over the network`, file: { transferID: e.transferID, name: e.name, offer: true } });
-      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      countUnread(c);
       break;
     }
     case "fileProgress": {
@@ -873,7 +873,7 @@ async function takeFile(e) {
       const entry = { key: e.transferID, time: Date.now(), who: peerName(e.from), text: `file ${e.name} (${e.size} bytes)`,
                       file: { transferID: e.transferID, name: e.name, size: e.size, conversation: c, saved: true } };
       upsert(c, entry);
-      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      countUnread(c);
       break;
     }
     case "voice": {
@@ -884,7 +884,7 @@ async function takeFile(e) {
                       file: { transferID: e.transferID, name: e.transferID + ".aac", size: e.size, conversation: e.private ? c : undefined,
                               saved: true, voice: e.durationMillis } };
       upsert(c, entry);
-      if (state.current !== c) { const s = state.conversations.get(c); if (s) s.unread = (s.unread || 0) + 1; }
+      countUnread(c);
       if (e.private) notify(`${peerName(e.from)} (private)`, `a voice note, ${seconds(e.durationMillis)}`);
       break;
     }
@@ -978,15 +978,31 @@ async function message(peer) {
 
 // The person sees the open conversation: read through the newest message shown.
 let seenThrough = new Map();
+function hiddenTab() { return document.visibilityState !== "visible"; }
+
+// A message that came: unread unless its conversation is open in a tab that shows
+// (one that came in the background counts in the tab's title until the person looks).
+function countUnread(key) {
+  if (state.current === key && !hiddenTab()) return;
+  const c = state.conversations.get(key);
+  if (c) c.unread = (c.unread || 0) + 1;
+}
+
 async function seen() {
-  if (state.current === MESH || state.current.startsWith("#") || document.visibilityState !== "visible") return;
+  if (hiddenTab()) return;
+  if (state.current === MESH || state.current.startsWith("#")) {
+    // (A channel keeps no receipts: looked at is seen.)
+    const c = state.conversations.get(state.current);
+    if (c && c.unread) { c.unread = 0; renderConversations(); }
+    return;
+  }
   // (A group's lines and a file that came live name no record: seen through the newest, all of it.)
   const incoming = list(state.current).filter((m) => !m.own && (m.id || m.file || isGroup(state.current)));
   const last = incoming[incoming.length - 1];
   if (!last || seenThrough.get(state.current) === last.key) return;
   seenThrough.set(state.current, last.key);
   const c = state.conversations.get(state.current);
-  if (c) c.unread = 0;
+  if (c && c.unread) { c.unread = 0; renderConversations(); }
   try { await api(`/v1/conversations/${state.current}/seen`, last.id ? { through: last.id } : {}); } catch (e) { say(e.message); }
 }
 
@@ -1034,7 +1050,7 @@ function take(e) {
       const c = state.conversations.get(e.conversation), l = list(e.conversation), entry = fromRecord(e.message, e.nickname);
       const last = l[l.length - 1], fresh = !l.some((x) => x.key === entry.key);
       upsert(e.conversation, entry);
-      if (state.current !== e.conversation) c.unread = (c.unread || 0) + 1;
+      countUnread(e.conversation);
       notify(`${e.nickname} (private)`, e.text);
       if (state.current === e.conversation && fresh && l[l.length - 1] === entry && (!last || last.time <= entry.time)) {
         // A new line at the end of the conversation in view: added alone (the window may hold 1,000).
@@ -1090,7 +1106,7 @@ function take(e) {
       upsert(key, { key: e.eventID || `${e.publicKey}-${e.createdAt}`, time: e.createdAt * 1000,
                     who: (e.nickname || "anon") + "#" + e.publicKey.slice(0, 4), text: e.text });
       const c = state.conversations.get(key);
-      if (state.current !== key) c.unread = (c.unread || 0) + 1;
+      countUnread(key);
       render();
       break;
     }
@@ -1109,7 +1125,7 @@ function take(e) {
       upsert(key, { key: e.eventID, time: e.createdAt * 1000, who: (e.nickname || "anon") + "#" + e.pubkey.slice(0, 4), text: e.text,
                     note: "via a gateway" });
       const c = state.conversations.get(key);
-      if (state.current !== key) c.unread = (c.unread || 0) + 1;
+      countUnread(key);
       render();
       break;
     }
