@@ -75,7 +75,7 @@ extension ChatScreen {
         f.dateFormat = "HH:mm"
         for m in messages {
             let time = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
-            let body = m.file.map { "file \(DisplayText.clean($0.name))" } ?? Self.lines(m.text)
+            let body = m.file.map { Self.fileLine($0) } ?? Self.lines(m.text)
             if m.outgoing {
                 screen.append(.init(time: time, nick: "you", text: body, messageID: m.transportID, mark: m.progress.map { $0.state.mark }, own: true), to: w)
             } else {
@@ -84,6 +84,12 @@ extension ChatScreen {
                 shown(m, in: conversation)
             }
         }
+    }
+
+    /// A file in a conversation's history as a line says it: a voice note by its length.
+    static func fileLine(_ f: FileAttachment) -> String {
+        if let ms = f.durationMillis { return "voice note (\(ChatScreen.seconds(ms)))" }
+        return "file \(DisplayText.clean(f.name)) (\(ByteCountFormatter.string(fromByteCount: Int64(f.size), countStyle: .file)))"
     }
 
     /// /history NAME: the conversation, oldest first, each with its mark.
@@ -100,8 +106,7 @@ extension ChatScreen {
             let when = f.string(from: Date(timeIntervalSince1970: Double(m.timestamp) / 1000))
             let who = m.outgoing ? "you → \(shown)" : m.author.map { "\($0) → \(shown)" } ?? "\(shown) → you"
             let mark = m.progress.map { "  \($0.state.mark)" } ?? ""
-            let body = m.file.map { "file \(DisplayText.clean($0.name)) (\(ByteCountFormatter.string(fromByteCount: Int64($0.size), countStyle: .file)))"
-                + ($0.path.map { " saved to \(DisplayText.clean($0))" } ?? "") } ?? DisplayText.clean(m.text)
+            let body = m.file.map { Self.fileLine($0) + ($0.path.map { " saved to \(DisplayText.clean($0))" } ?? "") } ?? DisplayText.clean(m.text)
             say("  [\(when)] <\(DisplayText.clean(who))> \(body)\(mark)")
         }
         // Read now: the person has the conversation in front of them.

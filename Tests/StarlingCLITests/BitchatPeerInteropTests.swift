@@ -63,4 +63,25 @@ import Testing
         #expect(played.status == 0, "\(played.stdout)\n\(played.stderr)")
         #expect(played.stdout.components(separatedBy: "ok: ").count == 5 && !played.stdout.contains("FAILED"), "\(played.stdout)")
     }
+
+    /// A private voice note from the same independent speaker (in a Noise
+    /// session of `noiseprotocol`'s) reaches `starling chat`, which shows it and
+    /// keeps it in the conversation's history: `/history speaker` says it is a
+    /// voice note of about 2 s and where it was saved.
+    @Test func aPrivateVoiceNoteIsInTheTerminalsHistory() async throws {
+        let port = try LoopbackPorts.freeUDP()
+        let chat = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", String(port), "--name", "carol", "--announce-interval", "1",
+                                    "--data-dir", MeshProcessTests.dataDir()])
+        defer { chat.stop() }
+        #expect(await chat.waitForText("carol"), "\(chat.text)")
+        let python = Self.root.appendingPathComponent(".venv/bin/python")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "run scripts/install-deps --test")
+        let spoke = try await StarlingProcess.run(executable: python, [Self.root.appendingPathComponent("Tests/interop/voice_peer.py").path,
+                                                                       "send-private", String(port)])
+        #expect(spoke.status == 0, "\(spoke.stdout)\n\(spoke.stderr)")
+        #expect(await chat.waitForText("voice from speaker", seconds: 30), "\(chat.text)")
+        chat.type("/history speaker")
+        #expect(await chat.waitForText("<speaker → you> voice note (2", seconds: 30), "\(chat.text)") // 2 s, or 2.1 s with the encoder's flush
+        #expect(chat.text.contains(" s) saved to ") && chat.text.contains("_dm.aac"), "\(chat.text)")
+    }
 }

@@ -150,6 +150,24 @@ def main():
     check(wait(bob, "return document.getElementById('node-settings-note').textContent.includes('expected HOST:PORT')", "refused") is not None,
           "Firefox: a bad server address is refused in words")
 
+    # A group made on alice's page with bob: listed on bob's, a message each way with its author.
+    run(alice, """document.getElementById('groups-panel').open = true;
+        document.getElementById('group-name').value = 'fox crew'; document.getElementById('group-members').value = 'bob';
+        document.getElementById('new-group').requestSubmit(); return true""")
+    check(wait(alice, "return document.getElementById('title').textContent === 'fox crew'", "the group opens") is not None,
+          "Firefox: alice makes the group 'fox crew' on her page")
+    check(wait(bob, "return [...document.querySelectorAll('#conversations button')].some(b => b.textContent.startsWith('fox crew'))",
+               "bob's page lists it") is not None, "Firefox: bob's page lists the group")
+    send(alice, "hello fox crew")
+    press(bob, "#conversations button", "fox crew")
+    line = wait(bob, "return [...document.querySelectorAll('#messages li')].map(l => l.textContent).find(t => t.includes('hello fox crew')) || null",
+                "bob reads it")
+    check(line is not None and "alice" in line, "Firefox: bob's page shows the group's message with its author: %r" % (line,))
+    send(bob, "fox crew answers")
+    line = wait(alice, "return [...document.querySelectorAll('#messages li')].map(l => l.textContent).find(t => t.includes('fox crew answers')) || null",
+                "alice reads it")
+    check(line is not None and "bob" in line, "Firefox: alice's page shows bob's answer in the group: %r" % (line,))
+
     # The desktop flows (issue 56): Ctrl-K's switcher, search, the sound setting.
     run(bob, "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'k', ctrlKey: true, bubbles: true })); return true")
     check(wait(bob, "return document.getElementById('switcher').open && document.activeElement.id === 'switcher-text'", "open") is not None,
