@@ -117,6 +117,9 @@ import Testing
         let again = try await PythonEnvironment.run(script, ["history", try await Self.link(bob), shots.path], seconds: 240)
         #expect(again.contains("all checks passed") && !again.contains("FAIL"), "\(again)")
         #expect(again.components(separatedBy: "\nok   ").count >= 8, "every check ran: \(again)")
+        for name in ["web-media.png", "web-voice.png"] {
+            #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent(name).path), "no screenshot \(name)")
+        }
     }
 
     /// The page as a desktop client (Tests/web/web_desk.py): Ctrl-K's switcher,

@@ -113,6 +113,7 @@ def history(bob_link, shots):
             open_conversation(driver, name)
             version, serious = axe.chromium(driver)
             check(not serious, f"axe-core {version} finds nothing serious or critical in {name}'s conversation" + "".join("\n     " + v for v in serious))
+        driver.save_screenshot(os.path.join(shots, "web-voice.png"))
         driver.save_screenshot(os.path.join(shots, "web-media-history.png"))
     finally:
         driver.quit()
