@@ -150,7 +150,7 @@ enum WebBench {
         // A long private conversation (issue 56): the page's conversation with the sender holds
         // `history` messages; the page opens it (its newest page, a window of at most 1,000
         // lines) and `count` private lines are timed into it, as the public ones were.
-        let history = Int(ProcessInfo.processInfo.environment["STARLING_BENCH_WEB_HISTORY"] ?? "") ?? 9_000
+        let history = Int(ProcessInfo.processInfo.environment["STARLING_BENCH_WEB_HISTORY"] ?? "") ?? 10_000
         guard let pagePeer = await sender.peers.first(where: { $0.value.nickname == "page" })?.key else { throw Missing(description: "the sender does not know the page") }
         let api = APIClient(host: host, port: port, token: token)
         // How far the page's node has them: the newest stored message's number (hN), through the API.
