@@ -109,11 +109,19 @@ import Testing
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let script = PythonEnvironment.root.appendingPathComponent("Tests/web/web_media.py").path
-        let live = try await PythonEnvironment.run(script, ["live", bobLink, String(bobUDP), aliceLink, shots.path], seconds: 240)
-        #expect(live.contains("all checks passed") && !live.contains("FAIL"), "\(live)")
-        #expect(live.components(separatedBy: "\nok   ").count >= 9, "every check ran: \(live)")
+        // The live checks, then bob's daemon restarted under the open page (the script waits for the marker).
+        let marker = b + "/restarted"
+        let live = LiveProcess.unstarted([try PythonEnvironment.require().path, script, "live", bobLink, String(bobUDP), aliceLink, shots.path, marker])
+        try live.start()
+        defer { live.stop() }
+        #expect(await live.waitForText("restart now", seconds: 180), "\(live.text)")
         bob.stop()
         bob = try Self.web(b, name: "bob")
+        #expect(try await Self.link(bob) == bobLink, "the daemon keeps its address and token across a restart")
+        #expect(FileManager.default.createFile(atPath: marker, contents: Data()))
+        #expect(await live.waitForExit(seconds: 180) == 0, "\(live.text)")
+        #expect(live.text.contains("all checks passed") && !live.text.contains("FAIL"), "\(live.text)")
+        #expect(live.text.components(separatedBy: "\nok   ").count >= 12, "every check ran: \(live.text)")
         let again = try await PythonEnvironment.run(script, ["history", try await Self.link(bob), shots.path], seconds: 240)
         #expect(again.contains("all checks passed") && !again.contains("FAIL"), "\(again)")
         #expect(again.components(separatedBy: "\nok   ").count >= 8, "every check ran: \(again)")

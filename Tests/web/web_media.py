@@ -2,14 +2,16 @@
 """Voice notes and pictures on the page, live and after a restart (issue 56), in
 headless Chromium:
 
-    web_media.py live BOB_LINK BOB_UDP ALICE_LINK SHOTS
+    web_media.py live BOB_LINK BOB_UDP ALICE_LINK SHOTS MARKER
     web_media.py history BOB_LINK SHOTS
 
 live: bob's page is open; an independent speaker (Tests/interop/voice_peer.py,
 FFmpeg's AAC encoder) sends bob 2 s of a 440 Hz tone as a private voice note in
 a Noise session, and alice's daemon sends him a picture (a PNG made here) through
 its API. The page shows the note in the speaker's conversation as an <audio>
-Chromium decodes (about 2 s long), and the picture inline in alice's.
+Chromium decodes (about 2 s long), and the picture inline in alice's. Then it
+says "restart now" and waits for MARKER (the test restarts bob's daemon, then
+makes it): the open page must take what the daemon holds now (nobody here).
 history: after bob's daemon restarted, a fresh page shows both again from the
 stored history (the daemon finds the files through their conversations).
 Prints one line a check; exits 0 when all hold. Every wait is bounded.
@@ -84,7 +86,7 @@ def media_checks(driver, when):
     check(p is not None and p[0] == 24 and p[1] == 16 and "stripes.png" in p[2], f"{when}: alice's picture is shown inline: {p}")
 
 
-def live(bob_link, bob_udp, alice_link, shots):
+def live(bob_link, bob_udp, alice_link, shots, marker):
     driver = browser()
     try:
         driver.get(bob_link)
@@ -99,6 +101,17 @@ def live(bob_link, bob_udp, alice_link, shots):
         check(bool(sent.get("transferID")), f"alice sent bob a picture: {sent}")
         media_checks(driver, "live")
         driver.save_screenshot(os.path.join(shots, "web-media.png"))
+        # The daemon restarts under the open page (the test does it once told): the page takes
+        # what the daemon holds now (a new node knows nobody yet), not what it remembered.
+        people = driver.execute_script("return state.peers.map(p => p.nickname)")
+        check("alice" in people, f"before the restart the page lists alice here: {people}")
+        print("restart now", flush=True)
+        check(until(lambda: os.path.exists(marker), 120) is not None, "the daemon restarted")
+        back = until(lambda: driver.execute_script(
+            "return document.getElementById('me').dataset.following === 'yes' && !state.peers.length"
+            " && document.querySelector('#people .note') ? document.getElementById('me').textContent : null"), 60)
+        check(back is not None and "0 here" in back, f"back after the restart, the page says nobody is here yet: {back}")
+        check(until(lambda: picture(driver), 30) is not None, "alice's picture is still shown")
     finally:
         driver.quit()
 
@@ -120,7 +133,7 @@ def history(bob_link, shots):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "live":
+    if len(sys.argv) == 7 and sys.argv[1] == "live":
         live(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "history":
         history(*sys.argv[2:])

@@ -1212,8 +1212,17 @@ async function follow() {
     document.getElementById("me").dataset.following = "no";
     say("the daemon is not answering: trying again…");
     await new Promise((ok) => setTimeout(ok, Math.min(5000, 500 * (attempt + 1))));
-    if (await refreshMe()) say("");
+    if (await refreshMe()) { say(""); await resync(); }
   }
+}
+
+// Back after the daemon was away (restarted, or the machine slept): what it holds now, not
+// what the page remembered (a restarted node knows nobody until they announce again).
+async function resync() {
+  await Promise.all([refreshPeople(), refreshConversations(), refreshChannels(), refreshMesh(), refreshStately(), refreshNotices(),
+                     refreshContacts(), refreshRequests()]);
+  if (state.current !== MESH && state.conversations.has(state.current)) await open(state.current);
+  else render();
 }
 
 // MARK: Loading
