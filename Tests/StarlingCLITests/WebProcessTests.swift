@@ -68,20 +68,10 @@ import Testing
     /// first, never more than 1,000 lines held, and the newest again at the end
     /// (Tests/web/web_history.py).
     @Test func aLongConversationScrollsBackInPages() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
-                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
-        let (a, b) = (ContactCommandTests.temporaryDirectory("web-long-alice"), ContactCommandTests.temporaryDirectory("web-long-bob"))
-        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
-        let alice = try Self.web(a, name: "alice")
-        defer { alice.stop() }
-        let aliceLink = try await Self.link(alice)
-        let base = try #require(URL(string: String(aliceLink.prefix { $0 != "#" })))
-        let api = APIClient(host: try #require(base.host), port: try #require(base.port), token: String(try #require(aliceLink.split(separator: "=").last)))
-        let status = try #require(try await api.get("/v1/status") as? [String: Any])
-        let udp = try #require(status["udpPort"] as? Int)
-        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
-        defer { bob.stop() }
-        let bobLink = try await Self.link(bob)
+        try Self.requireChromium()
+        let p = try await Self.pair("long", "alice", "bob")
+        defer { p.stop() }
+        let (aliceLink, bobLink) = (p.firstLink, p.secondLink)
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_history.py").path,
                                                   [aliceLink, bobLink, "2400"], seconds: 420)
         #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
@@ -94,18 +84,12 @@ import Testing
     /// the other, live and again from the history after bob's daemon restarts.
     /// Both daemons as README starts them (no flags but the test's own).
     @Test func aVoiceNoteAndAPictureStayOnThePageAcrossARestart() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
-                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
-        let (a, b) = (ContactCommandTests.temporaryDirectory("web-media-alice"), ContactCommandTests.temporaryDirectory("web-media-bob"))
-        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
-        var bob = try Self.web(b, name: "bob")
+        try Self.requireChromium()
+        let p = try await Self.pair("media", "bob", "alice")
+        defer { p.stop() }
+        var bob = p.first
         defer { bob.stop() } // (whichever bob runs then)
-        let bobLink = try await Self.link(bob)
-        let bobStatus = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])
-        let bobUDP = try #require(bobStatus["udpPort"] as? Int)
-        let alice = try Self.web(a, name: "alice", peer: UInt16(bobUDP))
-        defer { alice.stop() }
-        let aliceLink = try await Self.link(alice)
+        let (bobLink, bobUDP, aliceLink, b) = (p.firstLink, p.firstUDP, p.secondLink, p.dirs.first)
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let script = PythonEnvironment.root.appendingPathComponent("Tests/web/web_media.py").path
@@ -135,24 +119,50 @@ import Testing
     /// setting kept across a reload and heard on a private message, and bob's
     /// own fingerprint in the contacts panel.
     @Test func theSwitcherSearchAndSoundOnThePage() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
-                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
-        let (a, b) = (ContactCommandTests.temporaryDirectory("web-desk-alice"), ContactCommandTests.temporaryDirectory("web-desk-bob"))
-        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
-        let bob = try Self.web(b, name: "bob")
-        defer { bob.stop() }
-        let bobLink = try await Self.link(bob)
-        let bobStatus = try #require(try await Self.api(bobLink).get("/v1/status") as? [String: Any])
-        let bobUDP = try #require(bobStatus["udpPort"] as? Int)
-        let alice = try Self.web(a, name: "alice", peer: UInt16(bobUDP))
-        defer { alice.stop() }
-        let aliceLink = try await Self.link(alice)
+        try Self.requireChromium()
+        let p = try await Self.pair("desk", "bob", "alice")
+        defer { p.stop() }
+        let (bobLink, aliceLink) = (p.firstLink, p.secondLink)
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_desk.py").path,
                                                   [aliceLink, bobLink, shots.path], seconds: 240)
         #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
         #expect(out.components(separatedBy: "\nok   ").count >= 20, "every check ran: \(out)")
+    }
+
+    static func requireChromium() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+                     "Chromium and its driver are test dependencies: run scripts/install-deps --test")
+    }
+
+    /// Two `starling web` daemons as README starts them, each in a directory of
+    /// its own: `first`, then `second` linked to the first's UDP port. The
+    /// caller stops both and removes `dirs`.
+    struct Pair {
+        var first: LiveProcess, firstLink: String, firstUDP: Int
+        var second: LiveProcess, secondLink: String
+        var dirs: (first: String, second: String)
+        func stop() {
+            first.stop()
+            second.stop()
+            for d in [dirs.first, dirs.second] { try? FileManager.default.removeItem(atPath: d) }
+        }
+    }
+
+    static func pair(_ label: String, _ firstName: String, _ secondName: String) async throws -> Pair {
+        let dirs = (ContactCommandTests.temporaryDirectory("web-\(label)-\(firstName)"), ContactCommandTests.temporaryDirectory("web-\(label)-\(secondName)"))
+        let first = try Self.web(dirs.0, name: firstName)
+        do {
+            let firstLink = try await Self.link(first)
+            let status = try #require(try await Self.api(firstLink).get("/v1/status") as? [String: Any])
+            let udp = try #require(status["udpPort"] as? Int)
+            let second = try Self.web(dirs.1, name: secondName, peer: UInt16(udp))
+            return Pair(first: first, firstLink: firstLink, firstUDP: udp, second: second, secondLink: try await Self.link(second), dirs: dirs)
+        } catch {
+            first.stop()
+            throw error
+        }
     }
 
     static func api(_ link: String) throws -> APIClient {
@@ -166,19 +176,9 @@ import Testing
     @Test func thePageWorksInFirefox() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr"),
                      "Firefox is a test dependency: run scripts/install-deps --test")
-        let (a, b) = (ContactCommandTests.temporaryDirectory("web-fx-alice"), ContactCommandTests.temporaryDirectory("web-fx-bob"))
-        defer { for d in [a, b] { try? FileManager.default.removeItem(atPath: d) } }
-        let alice = try Self.web(a, name: "alice")
-        defer { alice.stop() }
-        let aliceLink = try await Self.link(alice)
-        let base = try #require(URL(string: String(aliceLink.prefix { $0 != "#" })))
-        let token = String(try #require(aliceLink.split(separator: "=").last))
-        let api = APIClient(host: try #require(base.host), port: try #require(base.port), token: token)
-        let status = try #require(try await api.get("/v1/status") as? [String: Any])
-        let udp = try #require(status["udpPort"] as? Int)
-        let bob = try Self.web(b, name: "bob", peer: UInt16(udp))
-        defer { bob.stop() }
-        let bobLink = try await Self.link(bob)
+        let p = try await Self.pair("fx", "alice", "bob")
+        defer { p.stop() }
+        let (aliceLink, bobLink) = (p.firstLink, p.secondLink)
         let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_firefox.py").path,

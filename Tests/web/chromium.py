@@ -2,9 +2,11 @@
 through chromedriver, a fresh profile each), bounded waits, and the checks'
 tally. Imported by the scripts beside it (Python puts a script's folder on
 its path)."""
+import json
 import sys
 import tempfile
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -21,6 +23,16 @@ def browser(window="1100,700", profile="starling-chromium-"):
     for a in arguments:
         o.add_argument(a)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def api(link, path, body=None):
+    """A call of the daemon's API, with the token of a `starling web` link; its JSON answer."""
+    base, token = link.split("/#token=")
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+                                     method="POST" if body is not None else "GET")
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return json.loads(r.read() or b"null")
 
 
 def until(condition, seconds=60):

@@ -18,29 +18,18 @@ every sidebar panel open, a conversation, a group, search results, the
 switcher, at 1280 and 360 px (the menu open and closed), light and dark.
 Prints one line a check; exits 0 when all hold. Every wait is bounded.
 """
-import json
 import os
 import sys
-import urllib.request
 
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 import axe
-from chromium import Checks, browser, until
+from chromium import Checks, api, browser, until
 
 alice_link, bob_link, shots = sys.argv[1:4]
 check = Checks()
-
-
-def api(link, path, body=None):
-    base, token = link.split("/#token=")
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
-                                     method="POST" if body is not None else "GET")
-    with urllib.request.urlopen(request, timeout=30) as r:
-        return json.loads(r.read() or b"null")
 
 
 def lines(d):

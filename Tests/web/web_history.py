@@ -11,14 +11,12 @@ first message shows, the reader's place kept; the page never holds more than
 newest page back). Prints one line a check; exits 0 when all hold. Every wait
 is bounded.
 """
-import json
 import sys
 import time
-import urllib.request
 
 from selenium.webdriver.common.by import By
 
-from chromium import browser, until
+from chromium import api, browser, until
 
 alice_link, bob_link, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 failures = []
@@ -28,15 +26,6 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what, flush=True)
     if not ok:
         failures.append(what)
-
-
-def api(link, path, body=None):
-    base, token = link.split("/#token=")
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
-                                     method="POST" if body is not None else "GET")
-    with urllib.request.urlopen(request, timeout=30) as r:
-        return json.loads(r.read() or b"null")
 
 
 bob_peer = api(bob_link, "/v1/status")["peerID"]

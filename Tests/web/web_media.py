@@ -17,28 +17,17 @@ stored history (the daemon finds the files through their conversations).
 Prints one line a check; exits 0 when all hold. Every wait is bounded.
 """
 import base64
-import json
 import os
 import struct
 import subprocess
 import sys
-import urllib.request
 import zlib
 
 import axe
-from chromium import Checks, browser, until
+from chromium import Checks, api, browser, until
 
 check = Checks()
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def api(link, path, body=None):
-    base, token = link.split("/#token=")
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
-                                     method="POST" if body is not None else "GET")
-    with urllib.request.urlopen(request, timeout=30) as r:
-        return json.loads(r.read() or b"null")
 
 
 def png(width=24, height=16):
