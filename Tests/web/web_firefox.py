@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 from websockets.sync.client import connect
 
@@ -167,6 +168,27 @@ def main():
     line = wait(alice, "return [...document.querySelectorAll('#messages li')].map(l => l.textContent).find(t => t.includes('fox crew answers')) || null",
                 "alice reads it")
     check(line is not None and "bob" in line, "Firefox: alice's page shows bob's answer in the group: %r" % (line,))
+
+    # A private voice note from the independent speaker (PyAV's AAC, a noiseprotocol session) to bob's daemon:
+    # Firefox plays it (its length read by its own decoder).
+    base, token = bob_link.split("/#token=")
+    request = urllib.request.Request(base + "/v1/status", headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        udp = json.loads(r.read())["udpPort"]
+    spoke = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop", "voice_peer.py"),
+                            "send-private", str(udp)], capture_output=True, text=True, timeout=120)
+    check(spoke.returncode == 0, "Firefox: the speaker sent bob a private voice note: " + (spoke.stdout + spoke.stderr).strip().replace("\n", "; "))
+    wait(bob, "return [...document.querySelectorAll('#conversations button')].some(b => b.textContent.includes('speaker'))", "speaker listed", 60)
+    press(bob, "#conversations button", "speaker")
+    # (Firefox's length of a raw ADTS stream is an estimate until it has read it all: played through, muted.)
+    ready = wait(bob, """const a = document.querySelector('#messages audio');
+        if (!a || a.readyState < 1) return null;
+        if (!a.dataset.started) { a.dataset.started = '1'; a.muted = true; a.play().catch(e => { a.dataset.error = String(e); }); }
+        return [a.getAttribute('aria-label')]""", "the note's player", 60)
+    played = wait(bob, """const a = document.querySelector('#messages audio');
+        return a.dataset.error ? ['error', a.dataset.error] : a.ended ? [a.currentTime, a.duration] : null""", "the note played through", 30)
+    check(ready is not None and "voice note from speaker" in ready[0] and played is not None and played[0] != "error"
+          and 1.7 <= played[0] <= 2.5, "Firefox: the voice note plays through, %s s of audio: %r %r" % (played and played[0], ready, played))
 
     # The desktop flows (issue 56): Ctrl-K's switcher, search, the sound setting.
     run(bob, "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'k', ctrlKey: true, bubbles: true })); return true")
