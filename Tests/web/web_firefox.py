@@ -190,6 +190,41 @@ def main():
     check(ready is not None and "voice note from speaker" in ready[0] and played is not None and played[0] != "error"
           and 1.7 <= played[0] <= 2.5, "Firefox: the voice note plays through, %s s of audio: %r %r" % (played and played[0], ready, played))
 
+    # A picture from alice's daemon (its API), shown inline on bob's page; an SOS raised on alice's page, a banner on bob's.
+    def alice_api(path, body):
+        abase, atoken = alice_link.split("/#token=")
+        r = urllib.request.Request(abase + path, data=json.dumps(body).encode(),
+                                   headers={"Authorization": "Bearer " + atoken, "Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(r, timeout=30) as f:
+            return json.loads(f.read() or b"null")
+    import web_media
+    bob_peer = run(bob, "return state.me.peerID")
+    alice_api("/v1/files", {"to": bob_peer, "name": "fox.png", "content": base64.b64encode(web_media.png()).decode()})
+    press(bob, "#conversations button", "alice")
+    shown = wait(bob, """const i = document.querySelector('#messages img.inline');
+        return i && i.complete && i.naturalWidth > 0 ? [i.naturalWidth, i.naturalHeight, i.alt] : null""", "the picture", 60)
+    check(shown is not None and shown[0] == 24 and "fox.png" in shown[2], "Firefox: alice's picture is shown inline on bob's page: %r" % (shown,))
+    run(alice, "document.getElementById('status-panel').open = true; document.getElementById('sos').click(); return true")
+    banner = wait(bob, "const b = document.getElementById('sos-banner'); return b.hidden ? null : b.textContent", "the SOS banner", 60)
+    check(banner is not None and "SOS from alice" in banner, "Firefox: an SOS raised on alice's page is a banner on bob's: %r" % banner)
+    run(alice, "document.getElementById('sos').click(); return true")
+
+    # A long conversation read back in pages: 450 from alice, bob's page opens at the newest 100 and scrolls back to the first.
+    conversation = alice_api("/v1/conversations", {"peerID": bob_peer})["id"]
+    for i in range(450):
+        alice_api("/v1/messages", {"to": conversation, "text": "page line %03d" % i})
+    press(bob, "#conversations button", "#mesh")
+    press(bob, "#conversations button", "alice")
+    wait(bob, "return [...document.querySelectorAll('#messages li')].some(l => l.textContent.includes('page line 449'))", "the newest", 60)
+    first = None
+    for _ in range(40):
+        run(bob, "document.getElementById('messages').scrollTop = 0; document.getElementById('messages').dispatchEvent(new Event('scroll')); return true")
+        time.sleep(0.3)
+        first = run(bob, "return [...document.querySelectorAll('#messages li')].some(l => l.textContent.includes('page line 000'))")
+        if first:
+            break
+    check(bool(first), "Firefox: scrolling up reads the conversation back in pages to its first line")
+
     # The desktop flows (issue 56): Ctrl-K's switcher, search, the sound setting.
     run(bob, "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'k', ctrlKey: true, bubbles: true })); return true")
     check(wait(bob, "return document.getElementById('switcher').open && document.activeElement.id === 'switcher-text'", "open") is not None,
