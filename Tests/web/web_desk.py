@@ -148,6 +148,13 @@ try:
     d.execute_script("[...document.querySelectorAll('#conversations button')].find(b => b.textContent.includes('crew')).click()")
     check(until(lambda: d.title == "Starling", 10) is not None, "and once the group is open too, the title is clean: %r" % d.title)
 
+    # alice makes bob a favourite: bob's page says so on #mesh (as the terminal does).
+    bob_fingerprint = api(bob_link, "/v1/status")["fingerprint"]
+    api(alice_link, "/v1/trust", {"fingerprint": bob_fingerprint, "change": "favourite", "nickname": "bob"})
+    d.execute_script("[...document.querySelectorAll('#conversations button')].find(b => b.textContent.includes('#mesh')).click()")
+    said = until(lambda: [l for l in lines(d) if "alice made you a favourite" in l], 30)
+    check(bool(said), "alice's favourite is said on bob's #mesh: %r" % (said or lines(d)[-3:]))
+
     # Our own identity: the whole fingerprint, as the daemon says it.
     fingerprint = api(bob_link, "/v1/status")["fingerprint"]
     d.execute_script("document.getElementById('contacts-panel').open = true")

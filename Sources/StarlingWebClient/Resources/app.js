@@ -1129,6 +1129,19 @@ function take(e) {
       render();
       break;
     }
+    case "favorited":
+    case "recognized":
+    case "vouched": {
+      // What others said about us or vouched for, as the terminal says it: a line on #mesh.
+      const text = e.event === "favorited" ? `${e.nickname} ${e.on ? "made you a favourite" : "is no longer a favourite of yours"}`
+        + (e.overNostr ? " (over Nostr)" : "") : e.text;
+      if (!text) break;
+      const entry = { key: `${e.event}-${e.from || e.fingerprint || e.peerID}-${Date.now()}`, time: Date.now(), who: "*", text };
+      upsert(MESH, entry);
+      if (state.current === MESH) appendMessage(entry);
+      refreshPeople();
+      break;
+    }
     case "board":
       if (e.urgent) notify("Urgent notice from " + e.shownName, e.text);
       refreshNotices();
@@ -1177,7 +1190,7 @@ function take(e) {
 const NOT_SHOWN = new Set([
   "capabilities", "pinned", "started", "linkUp", "linkDown", "session", "pong", // the node's internals
   "read", "sentOffMesh", "held", "dropDeposited", "sendingWaiting", // said by the message's own progress event
-  "channelPresence", "favorited", "recognized", "vouched", // not on the page yet (issue 56)
+  "channelPresence", // who is in a location channel: not shown (its messages are)
 ]);
 
 async function follow() {
