@@ -100,11 +100,6 @@ public final class FailoverLoad: @unchecked Sendable {
     }
 
     public static func waitFor(seconds: Double, _ condition: () async -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < end {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return await condition()
+        await waitUntil(seconds: seconds, condition)
     }
 }

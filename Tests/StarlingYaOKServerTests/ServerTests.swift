@@ -122,12 +122,7 @@ final class AnswerBox: @unchecked Sendable {
     }
 
     static func waitFor(seconds: Double, _ condition: () async -> Bool) async -> Bool {
-        let end = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < end {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await condition()
+        await waitUntil(seconds: seconds, condition)
     }
 
     /// A server known by name that moves (issue 52 item 8: re-resolve on failure):

@@ -300,14 +300,30 @@ import Testing
         #expect(try store.conversation(with: bob.userID, limit: 3, before: nil).map(\.record.text) == ["m8997", "m8998", "m8999"])
         #expect(try store.conversation(with: bob.userID, limit: 3).map(\.text) == ["m8997", "m8998", "m8999"])
 
-        // Search opens the conversation back from the newest, across pages (of 500), never the other one's.
+    }
+
+    /// Search opens a conversation back from its newest, across pages of 500,
+    /// and finds only its own lines (1,300 of bob's with 200 of carol's between).
+    @Test func aSearchReadsTheConversationBackAcrossPages() throws {
+        let dir = temporaryDirectory("store-search")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let bob = try contact("bob", 0x61), carol = try contact("carol", 0x63)
+        let mine = (0..<1_300).map { i in
+            MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 3 == 0, text: "m\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        let theirs = (0..<200).map { i in
+            MessageRecord(id: .random(), contact: carol.userID, outgoing: false, text: "c\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        #expect(try store.insertMessages(Array(mine[..<600]) + theirs + Array(mine[600...])) == 1_500)
+        // "m1": m1, m10–m19, m100–m199, m1000–m1299, from all three pages.
         let ones = try store.search(bob.userID, for: "M1", limit: 5_000, before: nil).map(\.record.text)
         let allOfThem = ones == mine.map(\.text).filter { $0.hasPrefix("m1") }
-        #expect(allOfThem && ones.count == 1_111, "\(ones.count) found: \(ones.prefix(3)) … \(ones.suffix(3))")
-        #expect(try store.search(bob.userID, for: "M1", limit: 1_000, before: nil).count == 1_000, "at most the limit")
-        #expect(try store.search(bob.userID, for: "m1", limit: 3, before: nil).map(\.record.text) == ["m1997", "m1998", "m1999"])
-        let page = try store.search(bob.userID, for: "m1", limit: 2, before: try store.search(bob.userID, for: "m1999", limit: 1, before: nil)[0].position)
-        #expect(page.map(\.record.text) == ["m1997", "m1998"], "the page before a position")
+        #expect(allOfThem && ones.count == 411, "\(ones.count) found: \(ones.prefix(3)) … \(ones.suffix(3))")
+        #expect(try store.search(bob.userID, for: "M1", limit: 300, before: nil).map(\.record.text) == Array(ones.suffix(300)), "the newest, at most the limit")
+        #expect(try store.search(bob.userID, for: "m1", limit: 3, before: nil).map(\.record.text) == ["m1297", "m1298", "m1299"])
+        let at = try #require(try store.search(bob.userID, for: "m1299", limit: 1, before: nil).first?.position)
+        #expect(try store.search(bob.userID, for: "m1", limit: 2, before: at).map(\.record.text) == ["m1297", "m1298"], "the page before a position")
         #expect(try store.search(bob.userID, for: "c1", limit: 10, before: nil).isEmpty, "carol's lines are hers")
         #expect(try store.search(carol.userID, for: "c1", limit: 1_000, before: nil).count == 111, "the control: they are found in hers")
     }
