@@ -170,12 +170,18 @@ final class AnswerBox: @unchecked Sendable {
         await client.follow(hexTags: [String(repeating: "ab", count: 16)])
         #expect(await Self.waitFor(seconds: 60) { await client.isReady })
         try await Task.sleep(for: .seconds(4))
-        #expect(dns.count == 0 && said.registrations.isEmpty, "answered: not looked up, nothing said")
+        // Answered: not looked up, nothing said (unless a stall of the test process past `lostAfter` made the live
+        // mailbox look lost: then it was said not answering and answering again, and looked up).
+        let (before, lookedUp) = (said.registrations, dns.count)
+        #expect((lookedUp == 0 && before.isEmpty) || before.first == false, "looked up \(lookedUp), said \(before)")
         await first.stop()
         serving.cancel()
         dns.move(to: .loopback(second.port))
-        #expect(await Self.waitFor(seconds: 60) { said.registrations == [false, true] }, "\(said.registrations)")
-        #expect(await client.address == .loopback(second.port) && dns.count >= 1)
+        #expect(await Self.waitFor(seconds: 60) {
+            let (notices, at) = (said.registrations, await client.address)
+            return notices.count >= before.count + 2 && notices.suffix(2) == [false, true] && at == .loopback(second.port)
+        }, "\(said.registrations)")
+        #expect(dns.count > lookedUp)
         await client.post(CourierMailboxTests.envelope(now: UInt64(Date().timeIntervalSince1970 * 1000)))
         #expect(await Self.waitFor(seconds: 60) { said.all.contains("taken") }, "\(said.all)")
         #expect(await secondStore.dropCount() == 1)
@@ -195,20 +201,30 @@ final class AnswerBox: @unchecked Sendable {
         let me = ServerUser()
         let client = try YaOKClient(server: .loopback(first.port), userID: me.id, signingKey: me.identity.signingKey,
                                     configuration: configuration, name: "relay.test:41641", lookup: { _ in dns.lookUp() })
-        let registered = Notices()
-        let reader = Task { for await e in client.events { if e == .registered { registered.add(true) } } }
+        let registered = Notices(), lost = Notices()
+        let reader = Task {
+            for await e in client.events {
+                if e == .registered { registered.add(true) }
+                if e == .lost { lost.add(true) }
+            }
+        }
         defer { reader.cancel() }
         await client.start()
         #expect(await Self.waitFor(seconds: 60) { registered.registrations.count == 1 })
         try await Task.sleep(for: .seconds(4))
-        #expect(dns.lock.withLock { dns.lookups } == 0, "answered: not looked up")
+        // Answered, it is not looked up. (A test process stalled past `lostAfter` - CI's two cores held by
+        // CPU-bound tests - may take the live server for lost: then, and only then, a look-up is right.)
+        let lookedUp = dns.lock.withLock { dns.lookups }
+        #expect(lookedUp == 0 || !lost.registrations.isEmpty, "looked up \(lookedUp) times, never lost")
         // It moves: the old address is silent, the name says the new one.
         await first.stop()
         serving.cancel()
         dns.lock.withLock { dns.address = .loopback(second.port) }
-        #expect(await Self.waitFor(seconds: 60) { registered.registrations.count >= 2 }, "registered again")
-        #expect(await client.address == .loopback(second.port))
-        #expect(await client.isRegistered)
+        #expect(await Self.waitFor(seconds: 60) {
+            let (at, isRegistered) = (await client.address, await client.isRegistered)
+            return at == .loopback(second.port) && isRegistered
+        }, "registered again, at the new address")
+        #expect(registered.registrations.count >= 2 && dns.lock.withLock { dns.lookups } > lookedUp)
         await client.stop()
         await second.stop()
     }
