@@ -13,10 +13,14 @@ import StarlingYaOKServerCore
 /// real stores) beside the limits measured in the same run: a plain UDP echo
 /// (packets/s) and SQLite's durable commit rate.
 enum ServerBench {
+    /// Unanswered datagrams a sender keeps in flight, flat out (the echo's
+    /// clients and the server's senders alike). STARLING_BENCH_WINDOW sets it.
+    static let window = ProcessInfo.processInfo.environment["STARLING_BENCH_WINDOW"].flatMap { Int($0) } ?? 256
+
     static func run() {
         print("starling-bench yaok-server (release; loopback UDP; every QUEUED answer is durable)\n")
         let echo = udpEcho(seconds: 2)
-        print("  UDP echo on loopback (window 256): \(Int(echo)) round trips/s")
+        print("  UDP echo on loopback (window \(window)): \(Int(echo)) round trips/s")
         let commits = sqliteCommits(seconds: 2)
         print("  SQLite durable commits (WAL, synchronous = FULL, one row each): \(Int(commits))/s\n")
 
@@ -46,6 +50,29 @@ enum ServerBench {
 
     // MARK: Baselines
 
+    /// A flat-out run of `seconds`: `fill()` sends while some window has room
+    /// (false when every one is full: the driver sleeps 100 µs). The rate is the
+    /// answers counted from `warmUp` to the end of sending, so neither the
+    /// ramp-up nor the drain after is in it: the same window for the baseline
+    /// (the echo) as for the server. `opened` is called as the window opens
+    /// (to read counters, e.g. CPU, over the same window).
+    static func flatOut(seconds: Double, warmUp: Double = 0.5, fill: () -> Bool, answered: () -> Int,
+                        opened: () -> Void = {}) async -> (rate: Double, window: Double, answered: Int) {
+        let start = Date()
+        var window: (at: Date, answered: Int)?
+        while case let now = Date(), now.timeIntervalSince(start) < seconds {
+            if window == nil, now.timeIntervalSince(start) >= warmUp {
+                window = (now, answered())
+                opened()
+            }
+            if !fill() { try? await Task.sleep(for: .microseconds(100)) }
+        }
+        let (end, last) = (Date(), answered())
+        let (from, first) = window ?? (start, 0)
+        let seconds = max(1e-3, end.timeIntervalSince(from))
+        return (Double(last - first) / seconds, seconds, last - first)
+    }
+
     /// Round trips a second through a plain echo on loopback: 4 clients with
     /// 256 in flight each, driven and read exactly as the relay's senders are
     /// (datagrams read in batches; the driver sleeps while every window is full).
@@ -63,18 +90,16 @@ enum ServerBench {
             let readers = zip(clients, counters).map { c, n in Task { for await batch in c.datagramBatches(maxSize: 2_048) { n.add(batch.count) } } }
             defer { for r in readers { r.cancel() } }
             let payload = [UInt8](repeating: 0x42, count: 300) // a short sealed message's size
-            let start = Date()
             var sent = Array(repeating: 0, count: clients.count)
-            while Date().timeIntervalSince(start) < seconds {
-                var idle = true
-                for i in clients.indices where sent[i] - counters[i].value < 256 {
+            return await ServerBench.flatOut(seconds: seconds, fill: {
+                var any = false
+                for i in clients.indices where sent[i] - counters[i].value < window {
                     _ = clients[i].send(payload, to: .loopback(server.localPort))
                     sent[i] += 1
-                    idle = false
+                    any = true
                 }
-                if idle { try? await Task.sleep(for: .microseconds(100)) }
-            }
-            return Double(counters.map(\.value).reduce(0, +)) / Date().timeIntervalSince(start)
+                return any
+            }, answered: { counters.map(\.value).reduce(0, +) }).rate
         } ?? 0
     }
 
@@ -215,25 +240,21 @@ enum ServerBench {
             s.lock.withLock { s.sentAt[id] = DispatchTime.now().uptimeNanoseconds }
             _ = s.socket.send(ServerPacket.drop(cookie: cookie, envelope: bytes).encode(), to: .loopback(server.port))
         }
-        let start = Date()
         var sent = senders.map { _ in 0 }
-        while Date().timeIntervalSince(start) < 3 {
-            var idle = true
+        let (rate, elapsed, taken) = await ServerBench.flatOut(seconds: 3, fill: {
+            var any = false
             for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.taken + s.refused }) < 64 {
                 send(s)
                 sent[i] += 1
-                idle = false
+                any = true
             }
-            if idle { try? await Task.sleep(for: .microseconds(100)) }
-        }
-        try? await Task.sleep(for: .milliseconds(300))
-        let elapsed = Date().timeIntervalSince(start)
-        let taken = senders.map { s in s.lock.withLock { s.taken } }.reduce(0, +)
+            return any
+        }, answered: { senders.map { s in s.lock.withLock { s.taken } }.reduce(0, +) })
+        try? await Task.sleep(for: .milliseconds(300)) // the last answers, for the latencies
         let refused = senders.map { s in s.lock.withLock { s.refused } }.reduce(0, +)
         let all = senders.flatMap { s in s.lock.withLock { s.latencies } }.sorted()
         func p(_ q: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * q))] }
-        let rate = Double(taken) / elapsed
-        print("  courier mailbox, DROPs flat out: \(Int(rate)) drops/s stored and answered DROP_TAKEN (\(taken) in \(format1(elapsed)) s, \(refused) refused); "
+        print("  courier mailbox, DROPs flat out: \(Int(rate)) drops/s stored and answered DROP_TAKEN (\(taken) in the \(format1(elapsed)) s after the first 0.5, \(refused) refused in all); "
               + "p50 \(format2(p(0.5))) ms, p99 \(format2(p(0.99))) ms")
         print("    vs MSG flat out: \(format2(rate / max(1, messages)))×; the server's cap of 50 DROPs/s in all is \(format2(50 / max(1, rate)))× of it")
     }
@@ -311,25 +332,20 @@ enum ServerBench {
             /// Flat out: 256 unanswered per sender, 3 s; messages answered QUEUED a second.
             func flatOut(_ label: String, to recipient: Sender? = nil, templates: [[UInt8]]? = nil) async -> Double {
                 let commitsBefore = await server.commits, busyBefore = await server.commitTimes.total
-                let queuedBefore = senders.map { s in s.lock.withLock { s.queued } }
-                let start = Date()
-                var sent = queuedBefore
-                while Date().timeIntervalSince(start) < 3 {
-                    var idle = true
-                    for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.queued }) < 256 {
+                var sent = senders.map { s in s.lock.withLock { s.queued } }
+                let (rate, elapsed, queued) = await ServerBench.flatOut(seconds: 3, fill: {
+                    var any = false
+                    for (i, s) in senders.enumerated() where sent[i] - s.lock.withLock({ s.queued }) < window {
                         send(i, s, to: recipient, templates: templates)
                         sent[i] += 1
-                        idle = false
+                        any = true
                     }
-                    if idle { try? await Task.sleep(for: .microseconds(100)) }
-                }
-                try? await Task.sleep(for: .milliseconds(300))
-                let elapsed = Date().timeIntervalSince(start)
-                let queued = zip(senders, queuedBefore).map { s, before in s.lock.withLock { s.queued } - before }.reduce(0, +)
-                let rate = Double(queued) / elapsed
+                    return any
+                }, answered: { senders.map { s in s.lock.withLock { s.queued } }.reduce(0, +) })
+                try? await Task.sleep(for: .milliseconds(300)) // the last answers, for the latencies
                 let commits = await server.commits - commitsBefore
                 let busy = (await server.commitTimes.total - busyBefore) / max(1, commits)
-                print("  \(label): \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in \(format1(elapsed)) s; \(commits) commits, \(queued / max(1, commits)) a commit, "
+                print("  \(label): \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in the \(format1(elapsed)) s after the first 0.5; \(commits) commits in all, \(queued / max(1, commits)) a commit, "
                       + "each \(format2(Double(busy.components.attoseconds) / 1e15 + Double(busy.components.seconds) * 1e3)) ms)")
                 return rate
             }

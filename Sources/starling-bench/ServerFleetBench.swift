@@ -36,7 +36,7 @@ enum FleetBench {
         defer { pg.stop() }
         print("  this machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; PostgreSQL with \(pg.options.isEmpty ? "default settings" : pg.options), fsync on")
         let echo = ServerBench.udpEcho(seconds: 2)
-        print("  UDP echo on loopback (window 256): \(Int(echo)) round trips/s")
+        print("  UDP echo on loopback (window \(ServerBench.window)): \(Int(echo)) round trips/s")
         let one = pg.pgbench(clients: 1), eight = pg.pgbench(clients: 8)
         print("  PostgreSQL's own durable commits (pgbench, one 300-byte row each): \(Int(one))/s from 1 connection, \(Int(eight))/s from 8")
         let ceiling = storeCeiling(pg)
@@ -142,23 +142,21 @@ enum FleetBench {
 
             // Flat out, 3 s.
             reset()
-            let cpu0 = servers.map(\.cpuSeconds).reduce(0, +), db0 = pg.cpuSeconds(), t0 = Date()
+            var (cpu0, db0) = (0.0, 0.0)
             var sent = senders.map { _ in 0 }
-            while Date().timeIntervalSince(t0) < 3 {
-                var idle = true
-                for i in senders.indices where sent[i] - senders[i].lock.withLock({ senders[i].queued }) < 256 {
+            let (rate, elapsed, _) = await ServerBench.flatOut(seconds: 3, fill: {
+                var any = false
+                for i in senders.indices where sent[i] - senders[i].lock.withLock({ senders[i].queued }) < ServerBench.window {
                     send(i)
                     sent[i] += 1
-                    idle = false
+                    any = true
                 }
-                if idle { try? await Task.sleep(for: .microseconds(100)) }
-            }
-            try? await Task.sleep(for: .milliseconds(300))
-            let elapsed = Date().timeIntervalSince(t0)
-            let queued = senders.map { s in s.lock.withLock { s.queued } }.reduce(0, +)
+                return any
+            }, answered: { senders.map { s in s.lock.withLock { s.queued } }.reduce(0, +) },
+               opened: { (cpu0, db0) = (servers.map(\.cpuSeconds).reduce(0, +), pg.cpuSeconds()) })
             let cpu = (servers.map(\.cpuSeconds).reduce(0, +) - cpu0) / elapsed, db = (pg.cpuSeconds() - db0) / elapsed
+            try? await Task.sleep(for: .milliseconds(300)) // the last answers, for the latencies
             let flat = latencies()
-            let rate = Double(queued) / elapsed
             try? await Task.sleep(for: .milliseconds(300))
 
             // A fixed offered load, 2 s: half the single server's maximum (or of this one's, for the first).
