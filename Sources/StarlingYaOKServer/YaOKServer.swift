@@ -34,6 +34,9 @@ public actor YaOKServer {
     public private(set) var commits = 0
     /// How long group commits took (the store's enqueue, fsync included).
     public private(set) var commitTimes = CommitTimes()
+    /// The store's own time in those commits (in the commit's task: without
+    /// the wait for this actor to take the result up).
+    public private(set) var storeTime: Duration = .zero
     public private(set) var storeFailures = 0
 
     public init(store: any ServerStore, bind address: UDPAddress, configuration: Core.Configuration = .init(),
@@ -211,13 +214,17 @@ public actor YaOKServer {
             let writes = StoreWrites(messages: batch.map(\.0), limits: core.configuration.limits, acks: acks,
                                      drops: drops.map(\.0), dropLimits: core.configuration.dropLimits)
             let started = ContinuousClock.now
-            let commit = Task { try await store.commit(writes) }
+            let commit = Task {
+                let written = try await store.commit(writes)
+                return (written, ContinuousClock.now - started)
+            }
             perform(answers) // the last commit's, while this one runs
             answers = []
             do {
-                let written = try await commit.value
+                let (written, took) = try await commit.value
                 commits += 1
                 commitTimes.add(ContinuousClock.now - started)
+                storeTime += took
                 for ((message, address), outcome) in zip(batch, written.stored) { answers += core.enqueued(message, outcome, from: address) }
                 for found in written.removed { answers += core.removed(found) }
                 for ((drop, address), outcome) in zip(drops, written.dropped) { answers += core.dropPut(drop, outcome, from: address) }

@@ -48,6 +48,8 @@ enum ServerBench {
         }
     }
 
+    static func milliseconds(_ d: Duration) -> Double { Double(d.components.seconds) * 1e3 + Double(d.components.attoseconds) / 1e15 }
+
     // MARK: Baselines
 
     /// A flat-out run of `seconds`: `fill()` sends while some window has room
@@ -331,7 +333,7 @@ enum ServerBench {
 
             /// Flat out: 256 unanswered per sender, 3 s; messages answered QUEUED a second.
             func flatOut(_ label: String, to recipient: Sender? = nil, templates: [[UInt8]]? = nil) async -> Double {
-                let commitsBefore = await server.commits, busyBefore = await server.commitTimes.total
+                let commitsBefore = await server.commits, busyBefore = await server.commitTimes.total, storeBefore = await server.storeTime
                 var sent = senders.map { s in s.lock.withLock { s.queued } }
                 let (rate, elapsed, queued) = await ServerBench.flatOut(seconds: 3, fill: {
                     var any = false
@@ -345,8 +347,9 @@ enum ServerBench {
                 try? await Task.sleep(for: .milliseconds(300)) // the last answers, for the latencies
                 let commits = await server.commits - commitsBefore
                 let busy = (await server.commitTimes.total - busyBefore) / max(1, commits)
+                let own = (await server.storeTime - storeBefore) / max(1, commits)
                 print("  \(label): \(Int(rate)) messages/s stored and answered QUEUED (\(queued) in the \(format1(elapsed)) s after the first 0.5; \(commits) commits in all, \(queued / max(1, commits)) a commit, "
-                      + "each \(format2(Double(busy.components.attoseconds) / 1e15 + Double(busy.components.seconds) * 1e3)) ms)")
+                      + "each \(format2(milliseconds(busy))) ms, the store's own \(format2(milliseconds(own))) ms of it)")
                 return rate
             }
             let rate = await flatOut("flat out")

@@ -322,6 +322,15 @@ import Glibc
     /// mallory blocked (never shown again, and carol's next message is, the
     /// control); after a restart nothing answered comes back, and dave, who
     /// was not answered, does.
+    /// A private message from `secret` to the key `to` (hex), published by the
+    /// reference peer (nostr_reference.py) through the relay on `relayPort`.
+    static func publish(from secret: Secp256k1.PrivateKey, to: String, _ text: String, relayPort: UInt16) async throws {
+        let request = try JSONSerialization.data(withJSONObject: ["op": "publish", "secret": secret.bytes.hexString, "to": to,
+                                                                  "content": text, "relay": "ws://127.0.0.1:\(relayPort)"])
+        let out = try await PythonEnvironment.run("nostr_reference.py", input: request + Data("\n".utf8))
+        #expect(out.contains("\"accepted\": true"), "\(out)")
+    }
+
     @Test func aStrangersMessageIsARequestToAcceptOrBlockOnThePage() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps --test")
         let (relay, relayPort, _) = try await Self.relay()
@@ -341,10 +350,7 @@ import Glibc
         let status = try #require(try await api(link).get("/v1/status") as? [String: Any])
         let annKey = try Bech32.publicKey(npub: try #require(status["npub"] as? String)).hexString
         func write(_ secret: Secp256k1.PrivateKey, _ text: String) async throws {
-            let request = try JSONSerialization.data(withJSONObject: ["op": "publish", "secret": secret.bytes.hexString, "to": annKey,
-                                                                      "content": text, "relay": "ws://127.0.0.1:\(relayPort)"])
-            let out = try await PythonEnvironment.run("nostr_reference.py", input: request + Data("\n".utf8))
-            #expect(out.contains("\"accepted\": true"), "\(out)")
+            try await Self.publish(from: secret, to: annKey, text, relayPort: relayPort)
         }
         func requests(_ link: String) async throws -> [String] {
             ((try await api(link).get("/v1/requests")) as? [[String: Any]] ?? []).compactMap { $0["npub"] as? String }

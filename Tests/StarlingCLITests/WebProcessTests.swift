@@ -172,7 +172,9 @@ import Testing
 
     /// The same page in Firefox (Debian's firefox-esr, driven over WebDriver
     /// BiDi by Tests/web/web_firefox.py): two tabs, public both ways, a private
-    /// message to "read", the settings form refusing a bad address.
+    /// message to "read", the settings form refusing a bad address, a group, a
+    /// voice note, a picture, an SOS, 450 messages in pages, notifications
+    /// while the tab is hidden, Ctrl-K, search, the sound setting, axe-core.
     @Test func thePageWorksInFirefox() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr"),
                      "Firefox is a test dependency: run scripts/install-deps --test")
@@ -184,40 +186,87 @@ import Testing
         let out = try await PythonEnvironment.run(PythonEnvironment.root.appendingPathComponent("Tests/web/web_firefox.py").path,
                                                   [aliceLink, bobLink, shots.path], seconds: 240)
         #expect(out.contains("all checks passed") && !out.contains("FAIL"), "\(out)")
-        #expect(out.components(separatedBy: "\nok   ").count >= 26, "every check ran: \(out)")
+        #expect(out.components(separatedBy: "\nok   ").count >= 33, "every check ran: \(out)")
         #expect(FileManager.default.fileExists(atPath: shots.appendingPathComponent("web-firefox.png").path))
+    }
+
+    /// The page's Nostr flows in Firefox: strangers' messages as requests
+    /// (carol accepted, mallory blocked), then a location channel with a
+    /// terminal chat in it (joined, a line each way, kept across a reload, left).
+    @Test func theNostrFlowsWorkInFirefox() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr"),
+                     "Firefox is a test dependency: run scripts/install-deps --test")
+        let scene = try await Self.channelScene("fx")
+        defer { scene.stop() }
+        let status = try #require(try await Self.api(scene.link).get("/v1/status") as? [String: Any])
+        let annKey = try Bech32.publicKey(npub: try #require(status["npub"] as? String)).hexString
+        let carol = Secp256k1.PrivateKey.random(), mallory = Secp256k1.PrivateKey.random()
+        try await NostrProcessTests.publish(from: carol, to: annKey, "hello ann, carol here", relayPort: scene.relayPort)
+        try await NostrProcessTests.publish(from: mallory, to: annKey, "click here", relayPort: scene.relayPort)
+        let page = try await scene.exchange("web_firefox_nostr.py", [Bech32.npub(carol.publicKey), Bech32.npub(mallory.publicKey)], shot: "web-firefox-channel.png")
+        #expect(page.text.contains("all checks passed") && page.text.components(separatedBy: "\nok   ").count >= 12, "every check ran: \(page.text)")
+    }
+
+    /// A daemon on Nostr (ann, serving the page) and a terminal chat (ben) in
+    /// #u4pruyd, through a relay and a SOCKS proxy on loopback.
+    struct ChannelScene {
+        var relay: LiveProcess, relayPort: UInt16, proxy: LiveProcess, dir: String
+        var ann: LiveProcess, link: String, ben: LiveProcess
+
+        func stop() {
+            for p in [ann, ben, proxy, relay] { p.stop() }
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+
+        /// Tests/web/SCRIPT LINK ARGUMENTS… GEOHASH LINE REPLY SCREENSHOT: the page says a line in
+        /// the channel once it prints "said"; ben sees it and answers; the page's process, ended.
+        func exchange(_ script: String, _ arguments: [String] = [], shot: String) async throws -> LiveProcess {
+            let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
+            try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+            let page = LiveProcess.unstarted([try PythonEnvironment.require().path, PythonEnvironment.root.appendingPathComponent("Tests/web/" + script).path,
+                                              link] + arguments + ["u4pruyd", "who is near the station?", "by the north gate",
+                                                                   shots.appendingPathComponent(shot).path])
+            try page.start()
+            defer { page.stop() }
+            #expect(await page.waitForText("said", seconds: 180), "\(page.text)")
+            #expect(await ben.waitForText("@#u4pruyd> who is near the station?", seconds: 60), "\(ben.text)")
+            ben.type("by the north gate")
+            #expect(await page.waitForExit(seconds: 120) == 0, "\(page.text)")
+            return page
+        }
+    }
+
+    static func channelScene(_ label: String) async throws -> ChannelScene {
+        let (relay, relayPort, _) = try await NostrProcessTests.relay()
+        let (proxy, proxyPort) = try await NostrProcessTests.socks()
+        let nostr = ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"]
+        let dir = ContactCommandTests.temporaryDirectory("web-\(label)-ann")
+        let ann = try Self.web(dir, name: "ann", nostr)
+        let ben = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "ben",
+                                   "--data-dir", ContactCommandTests.temporaryDirectory("web-\(label)-ben")] + nostr)
+        let scene = ChannelScene(relay: relay, relayPort: relayPort, proxy: proxy, dir: dir, ann: ann, link: "", ben: ben)
+        do {
+            let link = try await Self.link(ann)
+            #expect(await ben.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(ben.text)")
+            ben.type("/join #u4pruyd")
+            #expect(await ben.waitForText("joined #u4pruyd"), "\(ben.text)")
+            var ready = scene
+            ready.link = link
+            return ready
+        } catch {
+            scene.stop()
+            throw error
+        }
     }
 
     /// A location channel from the page (its daemon on Nostr, through a relay
     /// and a SOCKS proxy on loopback), with a terminal chat in the same channel.
     @Test func aLocationChannelFromThePage() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps --test")
-        let (relay, relayPort, _) = try await NostrProcessTests.relay()
-        defer { relay.stop() }
-        let (proxy, proxyPort) = try await NostrProcessTests.socks()
-        defer { proxy.stop() }
-        let nostr = ["--nostr", "--nostr-relay", "ws://127.0.0.1:\(relayPort)", "--proxy", "127.0.0.1:\(proxyPort)"]
-        let dir = ContactCommandTests.temporaryDirectory("web-ann")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let ann = try LiveProcess(["web", "--no-discovery", "--port", "0", "--name", "ann", "--data-dir", dir] + nostr)
-        defer { ann.stop() }
-        let link = try await Self.link(ann)
-        let ben = try LiveProcess(["chat", "--plain", "--no-discovery", "--port", "0", "--name", "ben",
-                                   "--data-dir", ContactCommandTests.temporaryDirectory("web-ben")] + nostr)
-        defer { ben.stop() }
-        #expect(await ben.waitForText("connected to ws://127.0.0.1:\(relayPort)"), "\(ben.text)")
-        ben.type("/join #u4pruyd")
-        #expect(await ben.waitForText("joined #u4pruyd"), "\(ben.text)")
-        let shots = PythonEnvironment.root.appendingPathComponent(".build/screenshots")
-        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
-        let page = LiveProcess.unstarted([try PythonEnvironment.require().path, PythonEnvironment.root.appendingPathComponent("Tests/web/web_channel.py").path,
-                                          link, "u4pruyd", "who is near the station?", "by the north gate", shots.appendingPathComponent("web-channel.png").path])
-        try page.start()
-        defer { page.stop() }
-        #expect(await page.waitForText("said", seconds: 90), "\(page.text)")
-        #expect(await ben.waitForText("@#u4pruyd> who is near the station?", seconds: 60), "\(ben.text)")
-        ben.type("by the north gate")
-        #expect(await page.waitForExit(seconds: 90) == 0, "\(page.text)")
+        let scene = try await Self.channelScene("chromium")
+        defer { scene.stop() }
+        let link = scene.link
+        let page = try await scene.exchange("web_channel.py", shot: "web-channel.png")
         if !page.text.contains("ok   the channel's reply is on the page") {
             let token = String(link.split(separator: "=").last ?? "")
             let url = String(link.prefix { $0 != "#" })

@@ -26,6 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 import axe
+from standins import NOTIFICATIONS
 from chromium import Checks, api, browser, until
 
 alice_link, bob_link, shots = sys.argv[1:4]
@@ -47,15 +48,7 @@ d = browser()
 # The browser's notifications, as the page sees them: headless Chromium shows none, so the
 # Notification API is stood in for before the page loads (what it asks, what it would show),
 # and the tab's visibility is the test's to set.
-d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
-  window.__asked = 0; window.__shown = [];
-  let permission = sessionStorage.getItem("granted") ? "granted" : "default", hidden = false;
-  window.Notification = function (title, options) { window.__shown.push([title, options && options.body]); };
-  Object.defineProperty(window.Notification, "permission", { get: () => permission });
-  window.Notification.requestPermission = async () => { window.__asked++; permission = "granted"; sessionStorage.setItem("granted", "1"); return permission; };
-  Object.defineProperty(document, "visibilityState", { get: () => hidden ? "hidden" : "visible", configurable: true });
-  window.__hide = (h) => { hidden = h; document.dispatchEvent(new Event("visibilitychange")); };
-"""})
+d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NOTIFICATIONS})
 try:
     d.get(bob_link)
     check(until(lambda: d.execute_script("return document.getElementById('me').dataset.following") == "yes", 60) is not None, "bob's page follows")
