@@ -20,7 +20,9 @@ import Testing
         return l
     }
 
-    static func compare(_ pg: PostgresServerStore, limits: QueueLimits, rounds: Int, seed: UInt64) async throws -> [EnqueueOutcome: Int] {
+    /// `retries`: false, and every message is new (nothing held already, none twice in a batch).
+    static func compare(_ pg: PostgresServerStore, limits: QueueLimits, rounds: Int, seed: UInt64,
+                        retries: Bool = true) async throws -> [EnqueueOutcome: Int] {
         let reference = InMemoryServerStore()
         var rng = SeededGenerator(seed: seed) // the router's SplitMix64: a failing run replays
         let users = (0..<4).map { _ in UserID.random() }, stranger = UserID.random()
@@ -34,7 +36,7 @@ import Testing
         for round in 0..<rounds {
             var batch: [QueuedMessage] = []
             for _ in 0..<Int.random(in: 1...24, using: &rng) {
-                let pick = Int.random(in: 0..<10, using: &rng)
+                let pick = Int.random(in: retries ? 0..<10 : 5..<10, using: &rng)
                 if pick < 2, let old = sent.randomElement(using: &rng) {
                     batch.append(old) // a retry (of one held, or of one acknowledged since)
                 } else if pick == 2, let old = sent.randomElement(using: &rng) {
@@ -85,6 +87,11 @@ import Testing
         #expect(wide[.stored, default: 0] > 500 && wide[.messageIDTaken, default: 0] > 10 && wide[.messageIDReused, default: 0] > 10
                 && wide[.unknownRecipient, default: 0] > 10, "\(wide)")
         #expect(wide[.recipientQueueFull, default: 0] == 0 && wide[.serverFull, default: 0] == 0, "no cap reached: \(wide)")
+        // New messages only: each batch goes in by the plain INSERT (nothing held already), beside unknown recipients.
+        try pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0; UPDATE relay_user_count SET total = 0")
+        let fresh = try await Self.compare(roomy, limits: Self.limits(perUser: 100_000, total: 1_000_000), rounds: 60, seed: 13, retries: false)
+        #expect(fresh[.stored, default: 0] > 300 && fresh[.unknownRecipient, default: 0] > 10, "\(fresh)")
+        #expect(fresh[.messageIDTaken, default: 0] == 0 && fresh[.messageIDReused, default: 0] == 0, "nothing held already: \(fresh)")
         // Tight caps: batches near them go message by message.
         try pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0; UPDATE relay_user_count SET total = 0")
         let tight = try await Self.compare(roomy, limits: Self.limits(perUser: 12, total: 40), rounds: 150, seed: 11)
