@@ -269,22 +269,30 @@ import Testing
         #expect(recent.map(\.text) == ["m10002", "m10003", "m10004"])
     }
 
+    /// A fresh store with bob's `mine` messages ("m0", "m1" …, a third of them
+    /// outgoing) and carol's `theirs` ("c0" …) stored between, after bob's
+    /// first `after` (the positions are the store's, shared by all conversations).
+    private func interleaved(_ label: String, mine count: Int, theirs other: Int,
+                             after split: Int) throws -> (MessengerStore, URL, bob: ContactCard, carol: ContactCard, mine: [MessageRecord]) {
+        let dir = temporaryDirectory(label)
+        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
+        let bob = try contact("bob", 0x61), carol = try contact("carol", 0x63)
+        let mine = (0..<count).map { i in
+            MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 3 == 0, text: "m\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        let theirs = (0..<other).map { i in
+            MessageRecord(id: .random(), contact: carol.userID, outgoing: false, text: "c\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
+        }
+        #expect(try store.insertMessages(Array(mine[..<split]) + theirs + Array(mine[split...])) == count + other)
+        return (store, dir, bob, carol, mine)
+    }
+
     /// A long conversation in pages (issue 56): each page the `limit` stored
     /// before the smallest position held; together the pages are the whole
     /// conversation, each message once, and none of another conversation's.
     @Test func aConversationIsReadInPagesBackToItsStart() throws {
-        let dir = temporaryDirectory("store-pages")
+        let (store, dir, bob, _, mine) = try interleaved("store-pages", mine: 9_000, theirs: 500, after: 4_000)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
-        let bob = try contact("bob", 0x61), carol = try contact("carol", 0x63)
-        let mine = (0..<9_000).map { i in
-            MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 3 == 0, text: "m\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
-        }
-        // Another conversation's between (the positions are the store's, shared by all).
-        let theirs = (0..<500).map { i in
-            MessageRecord(id: .random(), contact: carol.userID, outgoing: false, text: "c\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
-        }
-        #expect(try store.insertMessages(Array(mine[..<4_000]) + theirs + Array(mine[4_000...])) == 9_500)
         var seen: [String] = [], before: Int64? = nil, pages = 0
         while pages < 100 {
             let page = try store.conversation(with: bob.userID, limit: 1_000, before: before)
@@ -305,17 +313,8 @@ import Testing
     /// Search opens a conversation back from its newest, across pages of 500,
     /// and finds only its own lines (1,300 of bob's with 200 of carol's between).
     @Test func aSearchReadsTheConversationBackAcrossPages() throws {
-        let dir = temporaryDirectory("store-search")
+        let (store, dir, bob, carol, mine) = try interleaved("store-search", mine: 1_300, theirs: 200, after: 600)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try MessengerStore.open(directory: dir, protection: .keyFile(identity), now: 1, iterations: Self.fast)
-        let bob = try contact("bob", 0x61), carol = try contact("carol", 0x63)
-        let mine = (0..<1_300).map { i in
-            MessageRecord(id: .random(), contact: bob.userID, outgoing: i % 3 == 0, text: "m\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
-        }
-        let theirs = (0..<200).map { i in
-            MessageRecord(id: .random(), contact: carol.userID, outgoing: false, text: "c\(i)", timestamp: UInt64(10_000 + i), recordedAt: 2)
-        }
-        #expect(try store.insertMessages(Array(mine[..<600]) + theirs + Array(mine[600...])) == 1_500)
         // "m1": m1, m10–m19, m100–m199, m1000–m1299, from all three pages.
         let ones = try store.search(bob.userID, for: "M1", limit: 5_000, before: nil).map(\.record.text)
         let allOfThem = ones == mine.map(\.text).filter { $0.hasPrefix("m1") }
