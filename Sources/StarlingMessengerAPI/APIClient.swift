@@ -63,8 +63,7 @@ public struct APIClient: Sendable {
         let (status, data) = try await exchange(.POST, path, body: nil, stream: nil, file: (FileChunks(url: file), size))
         let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
         guard (200..<300).contains(status) else {
-            let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)"
-            throw Failure(status: status, message: message)
+            throw Self.refusal(status, json, data)
         }
         return json
     }
@@ -100,13 +99,22 @@ public struct APIClient: Sendable {
         try await exchange(method, path, body: nil, stream: nil)
     }
 
+    /// A refusal in the API's own sentence; an answer without one says what came
+    /// instead (an HTTP-level refusal is empty: a request the server could not read).
+    static func refusal(_ status: Int, _ json: Any, _ body: Data) -> Failure {
+        if let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String {
+            return Failure(status: status, message: message)
+        }
+        let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Failure(status: status, message: "the daemon answered \(status) " + (text.isEmpty ? "with an empty body" : "with \"\(text)\""))
+    }
+
     /// One request; the JSON it answers, or a ``Failure`` with the API's sentence.
     public func request(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Any {
         let (status, data) = try await exchange(method, path, body: body, stream: nil)
         let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
         guard (200..<300).contains(status) else {
-            let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)"
-            throw Failure(status: status, message: message)
+            throw Self.refusal(status, json, data)
         }
         return json
     }
@@ -130,8 +138,7 @@ public struct APIClient: Sendable {
                         }
                     }
                     guard (200..<300).contains(status) else {
-                        let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
-                        throw Failure(status: status, message: (json?["error"] as? [String: Any])?["message"] as? String ?? "the daemon answered \(status)")
+                        throw Self.refusal(status, (try? JSONSerialization.jsonObject(with: body)) ?? [:], body)
                     }
                     continuation.finish()
                 } catch {

@@ -554,8 +554,10 @@ struct Guard: RouterMiddleware {
         guard isOpen || Self.equal(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
             throw APIError(.unauthorized, "a request needs the token of api.json: Authorization: Bearer TOKEN")
         }
-        let port = await bound.port
-        let allowedHosts: Set<String> = port.map { ["127.0.0.1:\($0)", "localhost:\($0)"] } ?? []
+        // The port is known once the listener runs; a request that comes between
+        // then and api.json's writing waits for it (it was refused for its Host).
+        let port = await bound.wait()
+        let allowedHosts: Set<String> = ["127.0.0.1:\(port)", "localhost:\(port)"]
         if let host = request.head.authority, !host.isEmpty, !allowedHosts.contains(host), host != "localhost" {
             throw APIError(.forbidden, "the API answers on 127.0.0.1 only, not \(host)")
         }
