@@ -363,11 +363,12 @@ let targets: [Target] = [
     ),
     // Test helpers shared by test targets: the starling binary run and read,
     // the Python environment, a bound on processes at once; a private D-Bus
-    // daemon, bluezoo on it; Ya OK clients under a server's failover.
+    // daemon, bluezoo on it; Ya OK clients under a server's failover; a Ya OK
+    // store held to the reference store.
     .target(
         name: "StarlingTestSupport",
         dependencies: ["StarlingDBus", "StarlingBlueZ", "StarlingYaOKClient", "StarlingYaOK", "StarlingYaOKServerCore", "StarlingCrypto",
-                       "StarlingWire", "StarlingTransport"],
+                       "StarlingWire", "StarlingTransport", "StarlingMesh"],
         path: "Tests/StarlingTestSupport"
     ),
     .testTarget(

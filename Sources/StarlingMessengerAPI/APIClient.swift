@@ -60,10 +60,10 @@ public struct APIClient: Sendable {
     /// whole in memory); the JSON it answers.
     public func upload(_ path: String, file: URL) async throws -> Any {
         let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int ?? 0
-        let (status, data) = try await exchange(.POST, path, body: nil, stream: nil, file: (FileChunks(url: file), size))
+        let (status, data, server) = try await exchange(.POST, path, body: nil, stream: nil, file: (FileChunks(url: file), size))
         let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
         guard (200..<300).contains(status) else {
-            throw Self.refusal(status, json, data)
+            throw Self.refusal(status, json, data, server: server)
         }
         return json
     }
@@ -96,25 +96,29 @@ public struct APIClient: Sendable {
 
     /// One request's status and body, whatever the status (tests).
     public func raw(_ method: HTTPMethod, _ path: String) async throws -> (status: Int, body: Data) {
-        try await exchange(method, path, body: nil, stream: nil)
+        let (status, body, _) = try await exchange(method, path, body: nil, stream: nil)
+        return (status, body)
     }
 
     /// A refusal in the API's own sentence; an answer without one says what came
-    /// instead (an HTTP-level refusal is empty: a request the server could not read).
-    static func refusal(_ status: Int, _ json: Any, _ body: Data) -> Failure {
+    /// instead: its body, and who answered (the API's answers name the server
+    /// "starling"; an HTTP-level refusal, a request the server could not read,
+    /// names none).
+    static func refusal(_ status: Int, _ json: Any, _ body: Data, server: String?) -> Failure {
         if let message = ((json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String {
             return Failure(status: status, message: message)
         }
         let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return Failure(status: status, message: "the daemon answered \(status) " + (text.isEmpty ? "with an empty body" : "with \"\(text)\""))
+        return Failure(status: status, message: "the daemon answered \(status) " + (text.isEmpty ? "with an empty body" : "with \"\(text)\"")
+                       + (server.map { " (server \"\($0)\")" } ?? " (no server named)"))
     }
 
     /// One request; the JSON it answers, or a ``Failure`` with the API's sentence.
     public func request(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Any {
-        let (status, data) = try await exchange(method, path, body: body, stream: nil)
+        let (status, data, server) = try await exchange(method, path, body: body, stream: nil)
         let json = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) ?? [:]
         guard (200..<300).contains(status) else {
-            throw Self.refusal(status, json, data)
+            throw Self.refusal(status, json, data, server: server)
         }
         return json
     }
@@ -127,7 +131,7 @@ public struct APIClient: Sendable {
                     // Bytes, split on the blank line that ends an event: a character cut
                     // between two reads is whole again before it is decoded.
                     var pending: [UInt8] = []
-                    let (status, body) = try await exchange(.GET, "/v1/events?since=\(since)", body: nil) { chunk in
+                    let (status, body, server) = try await exchange(.GET, "/v1/events?since=\(since)", body: nil) { chunk in
                         pending += chunk
                         while let end = Self.blankLine(in: pending) {
                             let block = String(decoding: pending[..<end], as: UTF8.self)
@@ -138,7 +142,7 @@ public struct APIClient: Sendable {
                         }
                     }
                     guard (200..<300).contains(status) else {
-                        throw Self.refusal(status, (try? JSONSerialization.jsonObject(with: body)) ?? [:], body)
+                        throw Self.refusal(status, (try? JSONSerialization.jsonObject(with: body)) ?? [:], body, server: server)
                     }
                     continuation.finish()
                 } catch {
@@ -168,12 +172,17 @@ public struct APIClient: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
         configuration.connectionPool.retryConnectionEstablishment = false
+        // A connection a call: a daemon restarted on the same port (or another
+        // daemon given the port a stopped one had) is never asked through a
+        // connection kept from the one before (a call on loopback costs a
+        // connection's setup, ~0.1 ms).
+        configuration.maximumUsesPerConnection = 1
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
     /// Sends a request and reads the answer: whole, or chunk by chunk to `stream`.
     func exchange(_ method: HTTPMethod, _ path: String, body: Data?, stream: (([UInt8]) -> Void)?,
-                  file: (chunks: FileChunks, size: Int)? = nil) async throws -> (Int, Data) {
+                  file: (chunks: FileChunks, size: Int)? = nil) async throws -> (Int, Data, server: String?) {
         let url: String
         if let socketPath {
             guard let u = URL(httpURLWithSocketPath: socketPath, uri: path) else { throw Failure(status: 0, message: "not a socket path: \(socketPath)") }
@@ -208,6 +217,6 @@ public struct APIClient: Sendable {
                 guard data.count <= 64 << 20 else { throw Failure(status: status, message: "the daemon's answer is over 64 MiB") }
             }
         }
-        return (status, data)
+        return (status, data, response.headers.first(name: "server"))
     }
 }

@@ -27,9 +27,11 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// on first use: a sender's retry is found here, and an ACK's row by its
     /// primary key (recipient, arrival), not through an index. A UNIQUE index on random
     /// message IDs dirtied a page per message in each commit (4 MiB of WAL a
-    /// 1,000-message commit, at 100,000 queued); this costs ~80 bytes a
-    /// queued message in memory (8 MiB at the 100,000 cap).
-    private var held: [Held: Int64]?
+    /// 1,000-message commit, at 100,000 queued); this costs ~32 bytes a
+    /// queued message in memory (a keyed hash of the pair: ``HeldSet``).
+    private var held: HeldSet?
+    /// The hash `held` is made with (tests: one that collides).
+    private let heldHash: (@Sendable (HeldSet.Pair) -> UInt64)?
     /// The size `held` is made at: the total cap, as the last batch gave it.
     private var heldCapacity = 100_000
     /// The next arrival number (one more than any queued), loaded with `held`.
@@ -39,11 +41,6 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// a commit (and the QUEUED answers waiting for it) never does.
     private let checkpointer: DatabaseQueue
     private let checkpoints: DispatchSourceTimer
-
-    struct Held: Hashable {
-        let recipient: UserID
-        let messageID: UserID
-    }
 
     /// Set by the checkpointer when the WAL is long and wholly copied; the
     /// writer then starts it afresh before its next batch.
@@ -69,7 +66,12 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     /// `walPages`: past this many pages (4 KiB each) in the WAL, the writer
     /// starts it afresh once the checkpointer has copied all of it.
-    public init(path: String, maxUsers: Int = 1_000_000, walPages: Int = 16_384) throws {
+    public convenience init(path: String, maxUsers: Int = 1_000_000, walPages: Int = 16_384) throws {
+        try self.init(path: path, maxUsers: maxUsers, walPages: walPages, heldHash: nil)
+    }
+
+    init(path: String, maxUsers: Int = 1_000_000, walPages: Int = 16_384, heldHash: (@Sendable (HeldSet.Pair) -> UInt64)?) throws {
+        self.heldHash = heldHash
         var config = Configuration()
         config.journalMode = .wal
         config.busyMode = Self.briefWaits // a moment's wait for the checkpointer's lock
@@ -176,6 +178,12 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         }
     }
 
+    /// What the set of what is held holds: pairs, and pairs kept whole beside
+    /// another of the same hash (tests; nil before the first write loads it).
+    func heldCounts() throws -> (all: Int, collided: Int)? {
+        try db.read { _ in self.held.map { ($0.count, $0.collidedCount) } }
+    }
+
     /// `synchronous` as SQLite reports it (2: FULL), for the tests.
     public func synchronousMode() throws -> Int {
         try db.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
@@ -208,13 +216,13 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// at once with room for the whole queue (up to 2^20): growing past a power
     /// of two would rehash every entry inside one commit (~50 ms at 150,000).
     private func loadHeld(_ db: Database) throws {
-        var all = [Held: Int64](minimumCapacity: min(max(heldCapacity, 1_024), 1 << 20))
+        var all = HeldSet(minimumCapacity: min(max(heldCapacity, 1_024), 1 << 20), hash: heldHash)
         var last: Int64 = 0
         let rows = try Row.fetchCursor(db, sql: "SELECT recipient, message_id, seq FROM queue")
         while let row = try rows.next() {
             let seq = row["seq"] as Int64
             if let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) {
-                all[Held(recipient: r, messageID: m)] = seq
+                all.insert(HeldSet.Pair(recipient: r, messageID: m), seq: seq)
             }
             last = max(last, seq)
         }
@@ -240,7 +248,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         var known: [UserID: Bool] = [:]
         let isUser = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE user_id = ?")
         let countFor = try db.cachedStatement(sql: "SELECT COUNT(*) FROM queue WHERE recipient = ?")
-        let heldRow = try db.cachedStatement(sql: "SELECT sender, payload FROM queue WHERE recipient = ? AND seq = ?")
+        let heldRow = try db.cachedStatement(sql: "SELECT message_id, sender, payload FROM queue WHERE recipient = ? AND seq = ?")
         // Prepared once (cached across batches) and bound in place: a message costs one step.
         let insert = try db.cachedStatement(sql: """
             INSERT INTO queue (recipient, seq, message_id, sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -253,10 +261,14 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             // A retry of one held already is QUEUED again, stored once (even when the queue is full);
             // another sender's message under the same ID is not, nor the same sender's with
             // other bytes (its row is read: rare).
-            let key = Held(recipient: m.recipient, messageID: m.messageID)
-            if let seq = self.held![key] {
-                let row = try Row.fetchOne(heldRow, arguments: [Data(m.recipient.bytes), seq])
-                guard let row, (row["sender"] as Data?) == Data(m.sender.bytes) else { return .messageIDTaken }
+            // The set names a row by a hash of the pair: the row read says whether it is the pair's.
+            let key = HeldSet.Pair(recipient: m.recipient, messageID: m.messageID)
+            var found: Row?
+            if try self.held!.find(key, isThePair: { seq in
+                found = try Row.fetchOne(heldRow, arguments: [Data(m.recipient.bytes), seq])
+                return (found?["message_id"] as Data?) == Data(m.messageID.bytes)
+            }) != nil {
+                guard let row = found, (row["sender"] as Data?) == Data(m.sender.bytes) else { return .messageIDTaken }
                 return (row["payload"] as Data?) == Data(m.payload) ? .stored : .messageIDReused
             }
             let count = try self.queued[m.recipient] ?? Int.fetchOne(countFor, arguments: [Data(m.recipient.bytes)]) ?? 0
@@ -275,7 +287,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             guard rc == SQLITE_DONE else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
             }
-            self.held![key] = self.nextSeq
+            self.held!.insert(key, seq: self.nextSeq)
             self.nextSeq += 1
             self.queued[m.recipient] = count + 1
             total += 1
@@ -349,15 +361,19 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         // lookup, however long the recipient's queue (a scan of it per ACK
         // made a drained relay ~5× slower).
         if self.held == nil { try self.loadHeld(db) }
+        // The message ID in the condition: the set names a row by a hash, the row itself says whose it is.
         let delete = try db.cachedStatement(sql: """
-            DELETE FROM queue WHERE recipient = ? AND seq = ? RETURNING sender, payload, received_at
+            DELETE FROM queue WHERE recipient = ? AND seq = ? AND message_id = ? RETURNING sender, payload, received_at
             """)
         return try acks.map { user, messageID in
-            let key = Held(recipient: user, messageID: messageID)
-            guard let seq = self.held![key],
-                  let row = try Row.fetchOne(delete, arguments: [Data(user.bytes), seq]) else { return nil }
+            let key = HeldSet.Pair(recipient: user, messageID: messageID)
+            var row: Row?
             // (SQLite makes all of a RETURNING statement's changes at its first step.)
-            self.held![key] = nil
+            guard let seq = try self.held!.find(key, isThePair: { seq in
+                row = try Row.fetchOne(delete, arguments: [Data(user.bytes), seq, Data(messageID.bytes)])
+                return row != nil
+            }), let row else { return nil }
+            self.held!.remove(key, seq: seq)
             if let t = self.total { self.total = max(0, t - 1) }
             if let q = self.queued[user] { self.queued[user] = max(0, q - 1) }
             return QueuedMessage(messageID: messageID, sender: UserID(bytes: row["sender"] as Data)!, recipient: user,
@@ -370,13 +386,13 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// one by one, so that they need not be read again from the file.
     public func expire(before cutoff: UInt64) async throws -> Int {
         try await writing { db in
-            let taken = try Row.fetchCursor(db, sql: "DELETE FROM queue WHERE received_at < ? RETURNING recipient, message_id",
+            let taken = try Row.fetchCursor(db, sql: "DELETE FROM queue WHERE received_at < ? RETURNING recipient, message_id, seq",
                                             arguments: [Int64(cutoff)])
             var n = 0
             while let row = try taken.next() {
                 n += 1
                 guard let r = UserID(bytes: row["recipient"] as Data), let m = UserID(bytes: row["message_id"] as Data) else { continue }
-                self.held?[Held(recipient: r, messageID: m)] = nil
+                self.held?.remove(HeldSet.Pair(recipient: r, messageID: m), seq: row["seq"] as Int64)
                 if let q = self.queued[r] { self.queued[r] = max(0, q - 1) }
             }
             if let t = self.total { self.total = max(0, t - n) }

@@ -7,7 +7,7 @@ import Testing
 /// Issue 54, item 2: the API checked by tools nobody here wrote, against a
 /// live daemon: openapi-spec-validator on the document it serves, and
 /// Schemathesis calling every route with generated valid and invalid input.
-@Suite(.serialized) struct APIContractProcessTests {
+@Suite(.serialized, .usesProcesses) struct APIContractProcessTests {
     static let root = PythonEnvironment.root
 
     static func daemon(_ label: String) async throws -> (LiveProcess, APIClient, URL, String, String) {
@@ -132,7 +132,7 @@ import Testing
 /// Issue 54, item 3: `starling pin` beside a running daemon goes through its
 /// messenger: the PIN takes effect at once (its auto-lock counts from then), an
 /// unlock needs it, and removing it stops the auto-lock again.
-@Suite(.serialized) struct StoreThroughDaemonTests {
+@Suite(.serialized, .usesProcesses) struct StoreThroughDaemonTests {
     @Test func aPINSetBesideTheDaemonTakesEffectAtOnce() async throws {
         let dir = ContactCommandTests.temporaryDirectory("pin-daemon")
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -8,7 +8,7 @@ import Testing
 /// process and through a daemon for the same scenario: carol, a peer, sends
 /// alice a private message; alice is first a node of her own (`listen`), then
 /// a daemon on the same data directory followed by `listen --json`.
-@Suite(.serialized) struct EventVocabularyTests {
+@Suite(.serialized, .usesProcesses) struct EventVocabularyTests {
     /// Fields that differ between two runs of one scenario by nature (a port, a
     /// clock, a message's own ID); everything else must be byte-identical.
     static let volatile: Set<String> = ["port", "messageID", "id", "recordedAt", "timestamp"]

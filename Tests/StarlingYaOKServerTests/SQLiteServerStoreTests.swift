@@ -3,6 +3,7 @@ import GRDB
 @testable import StarlingYaOKServer
 import StarlingWire
 import StarlingYaOKServerCore
+import StarlingTestSupport
 import Testing
 
 /// The SQLite store's rules, as InMemoryServerStore states them, on a real file.
@@ -256,6 +257,36 @@ import Testing
         #expect(try await store.dropCount() == 3)
         #expect(try await store.commit(StoreWrites(drops: [drop(5, tag: other)], dropLimits: dropLimits)).dropped == [.stored(new: true)])
         #expect(try await store.dropCount() == 4)
+    }
+
+    /// The set of what is held names each queued message by a keyed 64-bit
+    /// hash of (recipient, message ID), and the row read at its arrival number
+    /// says whether it is the one: the store answers as the reference store
+    /// does with the real hash, and with one of three values where nearly
+    /// every message shares its hash with another (kept whole beside it):
+    /// retries, other senders' IDs, ACKs of others' messages, expiry, caps.
+    @Test(arguments: [false, true])
+    func whatIsHeldIsFoundByAKeyedHashAsTheReferenceFindsIt(colliding: Bool) async throws {
+        let path = Self.temporaryPath("relay-held")
+        defer { Self.remove(path) }
+        // Three values: nearly every message shares its hash with others.
+        let threeValues: @Sendable (HeldSet.Pair) -> UInt64 = { pair in UInt64(pair.messageID.bytes[0] % 3) }
+        let hash: (@Sendable (HeldSet.Pair) -> UInt64)? = colliding ? threeValues : nil
+        let store = try SQLiteServerStore(path: path, heldHash: hash)
+        let wide = try await StoreComparison.compare(store, limits: StoreComparison.limits(perUser: 100_000, total: 1_000_000),
+                                                     rounds: 150, seed: 7, expiring: true)
+        #expect(wide[.stored, default: 0] > 500 && wide[.messageIDTaken, default: 0] > 10 && wide[.messageIDReused, default: 0] > 10, "\(wide)")
+        let held = try store.heldCounts()
+        let counts = try #require(held)
+        #expect(counts.all == (try await store.counts().queued), "the set holds what the queue holds")
+        #expect(colliding ? counts.all > 20 && counts.collided >= counts.all - 3 : counts.collided == 0,
+                "pairs kept whole beside another of their hash: \(counts)")
+        // Tight caps, in a store of its own.
+        let tightPath = Self.temporaryPath("relay-held-tight")
+        defer { Self.remove(tightPath) }
+        let tightStore = try SQLiteServerStore(path: tightPath, heldHash: hash)
+        let tight = try await StoreComparison.compare(tightStore, limits: StoreComparison.limits(perUser: 12, total: 40), rounds: 150, seed: 11)
+        #expect(tight[.recipientQueueFull, default: 0] > 10 && tight[.serverFull, default: 0] > 10, "both caps reached: \(tight)")
     }
 
     /// A batch whose transaction fails (here a trigger aborts one insert, as a
