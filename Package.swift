@@ -308,7 +308,7 @@ let targets: [Target] = [
     .testTarget(
         name: "StarlingWireTests",
         dependencies: [
-            "StarlingWire",
+            "StarlingWire", "StarlingTestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
         ],
         resources: [.copy("Regressions"), .copy("gcs_vectors.json"), .copy("ios_compression_vectors.json")]
@@ -324,7 +324,7 @@ let targets: [Target] = [
     ),
     .testTarget(
         name: "StarlingMeshTests",
-        dependencies: ["StarlingMesh", "StarlingSim", "StarlingWire"]
+        dependencies: ["StarlingMesh", "StarlingSim", "StarlingWire", "StarlingTestSupport"]
     ),
     .testTarget(
         name: "StarlingTransportTests",

@@ -1,3 +1,4 @@
+import StarlingTestSupport
 import Testing
 import StarlingWire
 @testable import StarlingMesh
@@ -345,7 +346,7 @@ private func ring(_ n: Int) -> Topology {
 }
 
 @Suite struct DirectedTrafficTests {
-    @Test func privateTrafficUnderLossAndChurnIsDeliveredAndNeverFalselyAcknowledged() {
+    @Test(.computesHeavily) func privateTrafficUnderLossAndChurnIsDeliveredAndNeverFalselyAcknowledged() {
         var rng = SeededGenerator(seed: 12)
         let t = Topology.randomGeometric(nodes: 40, radius: Topology.radius(nodes: 40, meanDegree: 8), rng: &rng)
         var e = DirectedExperiment()

@@ -1,3 +1,4 @@
+import StarlingTestSupport
 import Testing
 import StarlingWire
 @testable import StarlingMesh
@@ -101,7 +102,7 @@ import StarlingWire
         #expect(clusters.nodeCount == 90)
     }
 
-    @Test func defaultPolicyBeatsCounterAndFloodingOnAModerateGraph() {
+    @Test(.computesHeavily) func defaultPolicyBeatsCounterAndFloodingOnAModerateGraph() {
         var rng = SeededGenerator(seed: 11)
         let t = Topology.randomGeometric(nodes: 150, radius: Topology.radius(nodes: 150, meanDegree: 10), rng: &rng)
         var e = BroadcastExperiment()
@@ -118,7 +119,7 @@ import StarlingWire
         #expect(planned.transmissionsPerBroadcast < backbone.transmissionsPerBroadcast)
     }
 
-    @Test func movementRewiresLinksAndTheMeshKeepsDelivering() {
+    @Test(.computesHeavily) func movementRewiresLinksAndTheMeshKeepsDelivering() {
         var rng = SeededGenerator(seed: 8)
         let radius = Topology.radius(nodes: 120, meanDegree: 10)
         let t = Topology.randomGeometric(nodes: 120, radius: radius, rng: &rng)

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 import StarlingCrypto
 import StarlingMessenger
@@ -46,7 +47,7 @@ import StarlingStore
     /// into the contact's; the old IDs a face may still name are kept for 1,024.
     /// (Seconds of CPU: on a thread of its own, not one of the suite's two
     /// cooperative threads, which the timing tests beside it need.)
-    @Test func mergedConversationIDsAreKeptFor1024() async throws {
+    @Test(.computesHeavily) func mergedConversationIDsAreKeptFor1024() async throws {
         let (first, followed): (Bool, Int) = try await withCheckedThrowingContinuation { c in
             Thread { c.resume(with: Result { try Self.mergeMany(1_100) }) }.start()
         }

@@ -1,4 +1,5 @@
 import Crypto
+import StarlingTestSupport
 import Testing
 import StarlingCrypto
 import StarlingMesh
@@ -106,7 +107,7 @@ extension InProcessNodes {
 
     /// The apps keep public messages six hours for sync: a node that joins two
     /// hours later gets one as an answer to its first request, and shows it.
-    @Test func aPublicMessageIsKeptSixHoursForSync() throws {
+    @Test(.computesHeavily) func aPublicMessageIsKeptSixHoursForSync() throws {
         let net = EmbeddedNetwork()
         let a = net.addNode("alice"), b = net.addNode("bob")
         net.connect(a, b)

@@ -348,7 +348,7 @@ import Testing
 
     /// The size check skips serialising small events; it agrees with the
     /// serialised size for the worst escapes (control characters: 6 bytes each) and quotes.
-    @Test func theSizeCheckAgreesWithTheSerialisedSize() throws {
+    @Test(.computesHeavily) func theSizeCheckAgreesWithTheSerialisedSize() throws {
         let key = Secp256k1.PrivateKey.random()
         var checked = 0
         for ch in ["\u{01}", "\"", "a", "é"] {
@@ -372,7 +372,7 @@ import Testing
         #expect(b.nextDeadline(relaysUp: false) == nil)
     }
 
-    @Test func everyTableHoldsItsBoundUnderAFlood() throws {
+    @Test(.computesHeavily) func everyTableHoldsItsBoundUnderAFlood() throws {
         var limits = BridgeCore.Limits()
         limits.verifiesPerMinute = 100_000 // the inbound budgets are what this floods
         var b = Self.bridge(limits)
@@ -673,7 +673,7 @@ extension InProcessNodes {
     /// relays at once: the one with the lower peer ID sends each carrier, the
     /// other hears it and yields, so the mesh carries each event once; the
     /// control: with no extra hold-off some events go down twice.
-    @Test func twoBridgesOfOneMeshCarryEachEventOnce() throws {
+    @Test(.computesHeavily) func twoBridgesOfOneMeshCarryEachEventOnce() throws {
         var twice: [Int] = []
         for holdOff: UInt64 in [3_000, 0] {
             let net = EmbeddedNetwork(seed: 7)
@@ -869,7 +869,7 @@ extension InProcessNodes {
     /// Deletions waiting for a bridge hold 32 at most, the oldest going,
     /// however many a person makes while away (40 here), in the node and in
     /// the memory it writes; a memory file holding more is read up to 32.
-    @Test func theDeletionsWaitingToCrossHoldTheirBound() throws {
+    @Test(.computesHeavily) func theDeletionsWaitingToCrossHoldTheirBound() throws {
         let net = EmbeddedNetwork()
         let seed = { (n: UInt8) in [UInt8](repeating: n, count: 32) }
         let alice = net.addNode("alice") { $0.crossesBridges = true; $0.bridgeSeed = seed(1); $0.board?.maxPostsPerAuthor = 50 }
@@ -921,7 +921,7 @@ extension InProcessNodes {
     /// The carriers a node offers to sync hold 200 at most, however many
     /// come (240 over 12 minutes here, all fresh), the oldest going; past 15
     /// minutes they leave the round.
-    @Test func theCarriersOfferedToSyncHoldTheirBound() throws {
+    @Test(.computesHeavily) func theCarriersOfferedToSyncHoldTheirBound() throws {
         let net = EmbeddedNetwork()
         let gateB = net.addNode("gateB") { $0.bridge = BridgeTests.cell; $0.bridgeSeed = [UInt8](repeating: 4, count: 32) }
         let bob = net.addNode("bob")

@@ -1,6 +1,7 @@
 import Foundation
 import StarlingEmbeddedNetwork
 import StarlingNodeCore
+import StarlingTestSupport
 import Testing
 
 /// Issue 37, item 6, in the suite's time: 20 node cores with heavy churn for
@@ -8,7 +9,7 @@ import Testing
 /// above its cap, every table has one, the tables that live by time stay flat,
 /// and delivery holds from the first period to the last.
 @Suite struct SoakTests {
-    @Test func twentyNodesWithChurnKeepEveryTableFlatAndDeliveryUp() async throws {
+    @Test(.computesHeavily) func twentyNodesWithChurnKeepEveryTableFlatAndDeliveryUp() async throws {
         var c = Soak.Configuration()
         c.nodes = 20
         c.duration = 24 * 60_000

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 import StarlingCrypto
 import StarlingMesh
@@ -94,7 +95,7 @@ let fixedNonce: @Sendable () -> [UInt8] = { [UInt8](repeating: 7, count: 12) }
         #expect(try StateKey(bytes: expected).open(sealed) == [1, 2, 3])
     }
 
-    @Test func aGroupKeyOpensOnlyItsOwn() throws {
+    @Test(.computesHeavily) func aGroupKeyOpensOnlyItsOwn() throws {
         let a = try StateKey.group(passphrase: "hiking club"), b = try StateKey.group(passphrase: "hiking club!")
         let sealed = try a.seal([9, 9], nonce: [UInt8](repeating: 1, count: 12))
         #expect(try StateKey.group(passphrase: "hiking club").open(sealed) == [9, 9])

@@ -20,9 +20,17 @@ public enum TestTimeouts {
 /// How many tests run processes at once (STARLING_TEST_PROCESSES, default:
 /// the processor count, at least 2). A burst of parallel process starts on a
 /// cold, loaded machine is what made readiness waits run out.
+///
+/// ``computing`` bounds the tests that compute for seconds in the test
+/// process itself (simulated meshes, soaks, floods of signatures:
+/// STARLING_TEST_COMPUTE, default 1). Started all at once with the rest they
+/// took both of CI's cores for the suite's first minute (`perf`: ten of them,
+/// ~75% of the process's time), and every wait for a process's readiness or
+/// a server's answer ran out in that minute.
 public actor ProcessSlots {
     public static let shared = ProcessSlots(Int(ProcessInfo.processInfo.environment["STARLING_TEST_PROCESSES"] ?? "")
                                             ?? max(2, ProcessInfo.processInfo.activeProcessorCount))
+    public static let computing = ProcessSlots(Int(ProcessInfo.processInfo.environment["STARLING_TEST_COMPUTE"] ?? "") ?? 1)
     private var free: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
     init(_ n: Int) { free = max(1, n) }
@@ -34,26 +42,30 @@ public actor ProcessSlots {
     }
 }
 
-/// A test (or every test of a suite) that runs processes: it holds one of
-/// ``ProcessSlots`` for its whole run.
-public struct UsesProcesses: TestTrait, SuiteTrait, TestScoping {
+/// A test (or every test of a suite) that holds one of a set of
+/// ``ProcessSlots`` for its whole run: `.usesProcesses` (it runs processes)
+/// or `.computesHeavily` (it computes for seconds in the test process).
+public struct HoldsASlot: TestTrait, SuiteTrait, TestScoping {
+    let slots: ProcessSlots
     public var isRecursive: Bool { true }
     public func provideScope(for test: Test, testCase: Test.Case?, performing body: @Sendable () async throws -> Void) async throws {
         guard !test.isSuite else { return try await body() }
-        await ProcessSlots.shared.acquire()
+        await slots.acquire()
         do {
             try await body()
         } catch {
-            await ProcessSlots.shared.release()
+            await slots.release()
             throw error
         }
-        await ProcessSlots.shared.release()
+        await slots.release()
     }
 }
 
-extension Trait where Self == UsesProcesses {
-    /// The test runs processes: it waits for one of ``ProcessSlots``.
-    public static var usesProcesses: Self { UsesProcesses() }
+extension Trait where Self == HoldsASlot {
+    /// The test runs processes: it waits for one of ``ProcessSlots/shared``.
+    public static var usesProcesses: Self { HoldsASlot(slots: .shared) }
+    /// The test computes for seconds: it waits for one of ``ProcessSlots/computing``.
+    public static var computesHeavily: Self { HoldsASlot(slots: .computing) }
 }
 
 /// The repository, and its Python environment (`.venv`, made by scripts/install-deps --test).

@@ -1,4 +1,5 @@
 import Foundation
+import StarlingTestSupport
 import Testing
 @testable import StarlingWire
 
@@ -102,7 +103,7 @@ import Testing
         }
     }
 
-    @Test func theCorpusIsWhatIOSMakes() throws {
+    @Test(.computesHeavily) func theCorpusIsWhatIOSMakes() throws {
         let corpus = Self.vectors.corpus
         #expect(corpus.count >= 500)
         #expect(corpus.filter(\.level6_differs).count >= 50, "the corpus must hold texts where levels 5 and 6 differ")
@@ -122,7 +123,7 @@ import Testing
     /// the signature against are the bytes we signed, for texts of 1-400 bytes.
     /// (On a thread of its own: 100,000 texts take seconds of CPU, and the
     /// suite's cooperative threads — two on CI — are shared with process tests.)
-    @Test func everySignedTextSurvivesTheIPhonesReencoding() async throws {
+    @Test(.computesHeavily) func everySignedTextSurvivesTheIPhonesReencoding() async throws {
         let failure: String? = try await withCheckedThrowingContinuation { c in
             Thread { c.resume(with: Result { try Self.reencodeRandomTexts() }) }.start()
         }
