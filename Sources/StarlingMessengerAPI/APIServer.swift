@@ -554,15 +554,19 @@ struct Guard: RouterMiddleware {
         guard isOpen || Self.equal(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
             throw APIError(.unauthorized, "a request needs the token of api.json: Authorization: Bearer TOKEN")
         }
-        // The port is known once the listener runs; a request that comes between
-        // then and api.json's writing waits for it (it was refused for its Host).
-        let port = await bound.wait()
-        let allowedHosts: Set<String> = ["127.0.0.1:\(port)", "localhost:\(port)"]
-        if let host = request.head.authority, !host.isEmpty, !allowedHosts.contains(host), host != "localhost" {
-            throw APIError(.forbidden, "the API answers on 127.0.0.1 only, not \(host)")
-        }
-        if let origin = request.headers[.origin], !allowedHosts.contains(where: { origin == "http://\($0)" }) {
-            throw APIError(.forbidden, "requests from another origin (\(origin)) are refused")
+        // A Host with a port, or an Origin, is checked against the TCP port: known once
+        // the listener runs (a request between then and api.json's writing waits for it;
+        // it was refused for its Host). The Unix socket's clients say "localhost": no wait.
+        let host = request.head.authority ?? "", origin = request.headers[.origin]
+        if (!host.isEmpty && host != "localhost") || origin != nil {
+            let port = await bound.wait()
+            let allowedHosts: Set<String> = ["127.0.0.1:\(port)", "localhost:\(port)"]
+            if !host.isEmpty, host != "localhost", !allowedHosts.contains(host) {
+                throw APIError(.forbidden, "the API answers on 127.0.0.1 only, not \(host)")
+            }
+            if let origin, !allowedHosts.contains(where: { origin == "http://\($0)" }) {
+                throw APIError(.forbidden, "requests from another origin (\(origin)) are refused")
+            }
         }
         return try await next(request, context)
     }

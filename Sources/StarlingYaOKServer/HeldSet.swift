@@ -47,16 +47,18 @@ struct HeldSet {
     var collidedCount: Int { collided.count }
 
     /// The pair's arrival number, confirmed by `isThePair` (which reads, or
-    /// takes, the row there: called once, with the one candidate); nil when
-    /// the pair is not held.
+    /// takes, the row there: called with each candidate, at most two, until
+    /// one is the pair's); nil when the pair is not held.
     func find(_ pair: Pair, isThePair: (Int64) throws -> Bool) rethrows -> Int64? {
-        if !collided.isEmpty, let seq = collided[pair] { return try isThePair(seq) ? seq : nil }
+        // A pair kept whole is looked at first; one not confirmed there (stale) may still be under its hash.
+        if !collided.isEmpty, let seq = collided[pair], try isThePair(seq) { return seq }
         guard let seq = byHash[hash(pair)] else { return nil }
         return try isThePair(seq) ? seq : nil
     }
 
     /// A pair found not held is held now, at `seq`.
     mutating func insert(_ pair: Pair, seq: Int64) {
+        if !collided.isEmpty { collided[pair] = nil } // a stale one never stands before the new one
         let h = hash(pair)
         if byHash[h] == nil { byHash[h] = seq } else { collided[pair] = seq }
     }

@@ -20,9 +20,12 @@ public enum StoreComparison {
 
     /// `retries`: false, and every message is new (nothing held already, none
     /// twice in a batch). `expiring`: every fifth round both expire what arrived
-    /// more than ten rounds before.
+    /// more than ten rounds before. `reopen`: the store opened again on its
+    /// data halfway through (what it keeps beside its tables read again).
     public static func compare(_ store: any ServerStore, limits: QueueLimits, rounds: Int, seed: UInt64,
-                               retries: Bool = true, expiring: Bool = false) async throws -> [EnqueueOutcome: Int] {
+                               retries: Bool = true, expiring: Bool = false,
+                               reopen: (() async throws -> any ServerStore)? = nil) async throws -> [EnqueueOutcome: Int] {
+        var store = store
         let reference = InMemoryServerStore()
         var rng = SeededGenerator(seed: seed) // the router's SplitMix64: a failing run replays
         let users = (0..<4).map { _ in UserID.random() }, stranger = UserID.random()
@@ -34,6 +37,7 @@ public enum StoreComparison {
         var sent: [QueuedMessage] = []
         var tally: [EnqueueOutcome: Int] = [:]
         for round in 0..<rounds {
+            if round == rounds / 2, let reopen { store = try await reopen() }
             var batch: [QueuedMessage] = []
             for _ in 0..<Int.random(in: 1...24, using: &rng) {
                 let pick = Int.random(in: retries ? 0..<10 : 5..<10, using: &rng)
