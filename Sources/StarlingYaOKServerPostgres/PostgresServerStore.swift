@@ -632,12 +632,22 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     public func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
         guard !tags.isEmpty else { return [] }
-        let buffers = tags.map { Self.buffer($0.bytes) }
+        // Each tag once (a tag twice would pick its drops twice below).
+        let buffers = Set(tags).map { Self.buffer($0.bytes) }
+        let after = Int64(clamping: after), now = Int64(clamping: now), limit = Int64(limit)
         return try await bounded("a drop fetch") { client in
             var out: [StoredDrop] = []
+            // Each tag's first drops after the cursor through the (tag, seq) index, at most
+            // `limit` a tag, then the first `limit` of them whole. Asked as one ORDER BY seq,
+            // PostgreSQL walked the whole table in seq order looking for the tags: a fetch
+            // whose tags hold nothing read every drop held (10,000: 7.9 ms against 0.8).
             for try await (seq, id, tag, envelope, expires, received) in try await client.query("""
-                SELECT seq, drop_id, tag, envelope, expires_at, received_at FROM relay_drops
-                WHERE tag = ANY(\(buffers)) AND seq > \(Int64(clamping: after)) AND expires_at > \(Int64(clamping: now)) ORDER BY seq LIMIT \(Int64(limit))
+                WITH picked AS (
+                    SELECT d.seq FROM unnest(\(buffers)::BYTEA[]) AS t(tag) CROSS JOIN LATERAL (
+                        SELECT seq FROM relay_drops WHERE tag = t.tag AND seq > \(after) AND expires_at > \(now) ORDER BY seq LIMIT \(limit)) d
+                    ORDER BY d.seq LIMIT \(limit))
+                SELECT r.seq, r.drop_id, r.tag, r.envelope, r.expires_at, r.received_at FROM relay_drops r JOIN picked p ON r.seq = p.seq
+                ORDER BY r.seq
                 """, logger: self.logger).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer, Int64, Int64).self) {
                 guard let id = Bytes16(Self.bytes(id)), let tag = Bytes16(Self.bytes(tag)) else { continue }
                 out.append(StoredDrop(sequence: UInt64(seq), dropID: id, tag: tag, envelope: Self.bytes(envelope),

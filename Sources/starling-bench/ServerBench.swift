@@ -507,6 +507,13 @@ enum ServerBench {
             _ = blocking { try await store.fetch(recipient, limit: 11) }
         }
         print("  ratio: a DROP_FETCH's read / a POLL's read = \(format2(fetch / poll))×")
+        // Tags that hold nothing (a client with nothing waiting, or one asking to make the server read):
+        // the read must not grow with the drops held for others.
+        let empty = (0..<51).map { _ in Bytes16(high: .random(in: 0...UInt64.max), low: .random(in: 0...UInt64.max)) }
+        let nothing = time("a DROP_FETCH's read (51 tags that hold nothing, 10,000 held)", operations: 1, rounds: 200) {
+            _ = blocking { try await store.drops(for: empty, after: 0, notExpiredAt: 2, limit: 11) }
+        }
+        print("  ratio: a DROP_FETCH's read of nothing / a POLL's read = \(format2(nothing / poll))×")
     }
 
     /// The store's memory with 100,000 messages queued, on a fresh file with

@@ -45,6 +45,10 @@ import Testing
         #expect(all.map(\.dropID.high) == [3, 4, 6, 7, 8], "\(name)")
         let page = try await store.drops(for: [a, b, c], after: all[1].sequence, notExpiredAt: 700, limit: 2)
         #expect(page.map(\.dropID.high) == [6, 7], "\(name)")
+        #expect(try await store.drops(for: [c, a, b, a, c], after: 0, notExpiredAt: 700, limit: 10).map(\.dropID.high) == [3, 4, 6, 7, 8],
+                "\(name): a tag named twice, each drop once, in arrival order")
+        #expect(try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 700, limit: 3).map(\.dropID.high) == [3, 4, 6],
+                "\(name): the first of all the tags' drops, not of each tag's")
         #expect(try await store.drops(for: [a, b, c], after: UInt64.max, notExpiredAt: 700, limit: 10).isEmpty, "\(name): a cursor past any")
         #expect(try await store.drops(for: [a, b, c], after: 0, notExpiredAt: 20_000, limit: 10).isEmpty, "\(name): expired are not given")
         #expect(try await store.expireDrops(at: 20_000) == 5, "\(name)")
