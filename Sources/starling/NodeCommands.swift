@@ -822,8 +822,8 @@ struct Send: AsyncParsableCommand, ServerAlias {
         func server(_ o: YaOKServerTransport.Outcome) {
             switch o {
             case let .queued(t, online): server[t] = .queued(online: online)
-            case let .refused(t, why): server[t] = .kept("the relay refused it: \(why)")
-            case let .unanswered(t): server[t] = .kept("the relay did not answer")
+            case let .refused(t, why): server[t] = .kept("the Ya OK server refused it: \(why)")
+            case let .unanswered(t): server[t] = .kept("the Ya OK server did not answer")
             }
         }
         var printed: Set<String> = []

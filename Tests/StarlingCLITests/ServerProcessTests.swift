@@ -191,7 +191,7 @@ import Glibc
         let (alice, _) = try await Self.pair()
         let r = try await Self.send(alice, relay: port, to: "bob", "hello?")
         #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
-        #expect(r.stdout.contains("the relay refused it: the recipient has never registered with this server"), "\(r.stdout)")
+        #expect(r.stdout.contains("the Ya OK server refused it: the recipient has never registered with this server"), "\(r.stdout)")
         #expect(r.stdout.contains("the message is kept"))
         // No relay at all: kept as well.
         let none = try await Self.send(alice, relay: 1, to: "bob", "anyone?", wait: 3)

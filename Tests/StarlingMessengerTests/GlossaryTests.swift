@@ -12,6 +12,8 @@ import Testing
         ("relay server", nil), ("relay-server", "Sources/starling/ServerCommands.swift"), ("queued at the relay", nil),
         ("MailboxTransport", nil), ("mailbox transport", nil), ("YaOKServerMailbox", nil), ("YaOKStore", nil),
         ("the server's mailbox", nil), ("Ya OK server's mailbox", nil),
+        // What `send --server` said of a Ya OK server's refusal and silence (seen in a person's pass).
+        ("the relay refused it", nil), ("the relay did not answer", nil),
     ]
 
     @Test func theRetiredMeaningsAreGoneFromSources() throws {
