@@ -25,7 +25,11 @@ public actor YaOKServer {
     private var pending: [(QueuedMessage, UDPAddress)] = []
     /// Drops for the next group commit, with who sent each.
     private var pendingDrops: [(StoredDrop, UDPAddress)] = []
-    private var committing = false
+    /// Commits begun and not yet returned (at most the store's `commitsUnderWay`).
+    private var underWay = 0
+    /// A turn that begins commits is on its way.
+    private var placing = false
+    private var commitSerial = 0
     private var inFlight = 0
     private var stopped = false
     public let maxPendingStore: Int
@@ -118,6 +122,9 @@ public actor YaOKServer {
     /// ACKs handed to the group commit, and those whose commit has returned (or failed).
     private var acksHanded = 0
     private var acksCommitted = 0
+    /// ACKs in commits begun, and for each commit under way (in the order begun) the count up to its last.
+    private var acksBegun = 0
+    private var ackMarks: [(serial: Int, acks: Int, returned: Bool)] = []
     /// The POLL waiting for the ACKs before it (up to the count handed over
     /// then); one at most, as the operations run one at a time.
     private var ackWaiter: (upTo: Int, CheckedContinuation<Void, Never>)?
@@ -127,10 +134,11 @@ public actor YaOKServer {
         inFlight + pending.count + pendingAcks.count + pendingDrops.count + operations.count - operationHead
     }
 
+    /// Begins commits in a turn of their own, so that what arrived together goes in together.
     private func startCommitting() {
-        guard !committing else { return }
-        committing = true
-        Task { await self.commitLoop() }
+        guard !placing, underWay < store.commitsUnderWay else { return }
+        placing = true
+        Task { self.beginCommits() }
     }
 
     private func operationLoop() async {
@@ -195,13 +203,15 @@ public actor YaOKServer {
         perform(core.registration(result, from: address, now: Self.now(), timestamp: r.timestamp))
     }
 
-    /// Group commit: each turn takes everything that arrived meanwhile, MSGs
-    /// to store, ACKs to remove and drops to keep, in one transaction. The
-    /// answers to one commit go out while the next one runs (never before their
-    /// own commit has returned); the POLLs that waited for its ACKs go on at once.
-    private func commitLoop() async {
-        var answers: [Core.Step] = []
-        while !pending.isEmpty || !pendingAcks.isEmpty || !pendingDrops.isEmpty {
+    /// Group commit: each commit takes everything that arrived meanwhile, MSGs
+    /// to store, ACKs to remove and drops to keep, in one transaction; up to
+    /// the store's ``ServerStore/commitsUnderWay`` are under way at once (each
+    /// begun after the last, and taking effect after it). A commit's answers
+    /// go out once it has returned (never before), after the next one has
+    /// begun; the POLLs that waited for its ACKs go on at once.
+    private func beginCommits() {
+        placing = false
+        while underWay < store.commitsUnderWay, !(pending.isEmpty && pendingAcks.isEmpty && pendingDrops.isEmpty) {
             let batch = Array(pending.prefix(512))
             pending.removeFirst(batch.count)
             let acks = Array(pendingAcks.prefix(512))
@@ -210,38 +220,53 @@ public actor YaOKServer {
             pendingDrops.removeFirst(drops.count)
             let size = batch.count + acks.count + drops.count
             inFlight += size
-            let store = self.store
+            underWay += 1
+            acksBegun += acks.count
+            commitSerial += 1
+            let serial = commitSerial
+            ackMarks.append((serial, acksBegun, false))
             let writes = StoreWrites(messages: batch.map(\.0), limits: core.configuration.limits, acks: acks,
                                      drops: drops.map(\.0), dropLimits: core.configuration.dropLimits)
             let started = ContinuousClock.now
-            let commit = Task {
-                let written = try await store.commit(writes)
-                return (written, ContinuousClock.now - started)
-            }
-            perform(answers) // the last commit's, while this one runs
-            answers = []
-            do {
-                let (written, took) = try await commit.value
-                commits += 1
-                commitTimes.add(ContinuousClock.now - started)
-                storeTime += took
-                for ((message, address), outcome) in zip(batch, written.stored) { answers += core.enqueued(message, outcome, from: address) }
-                for found in written.removed { answers += core.removed(found) }
-                for ((drop, address), outcome) in zip(drops, written.dropped) { answers += core.dropPut(drop, outcome, from: address) }
-            } catch {
-                // The ACKs' messages stay queued and come again (a recipient takes each once).
-                storeFailures += 1
-                for (message, address) in batch { answers += core.storageFailed(message, from: address) }
-                for (drop, address) in drops { answers += core.dropStorageFailed(drop, from: address) }
-            }
-            inFlight -= size
-            acksCommitted += acks.count
-            if let (upTo, waiter) = ackWaiter, upTo <= acksCommitted {
-                ackWaiter = nil
-                waiter.resume()
+            let commit = store.beginCommit(writes)
+            Task.detached { // off the actor: `took` is the store's own time, not the wait for this actor too
+                let result: Result<(StoreWritten, Duration), any Error>
+                do { result = .success((try await commit.value, ContinuousClock.now - started)) } catch { result = .failure(error) }
+                await self.returned(serial, batch: batch, drops: drops, size: size, result, started: started)
             }
         }
-        committing = false
+    }
+
+    private func returned(_ serial: Int, batch: [(QueuedMessage, UDPAddress)], drops: [(StoredDrop, UDPAddress)], size: Int,
+                          _ result: Result<(StoreWritten, Duration), any Error>, started: ContinuousClock.Instant) {
+        underWay -= 1
+        var answers: [Core.Step] = []
+        switch result {
+        case let .success((written, took)):
+            commits += 1
+            commitTimes.add(ContinuousClock.now - started)
+            storeTime += took
+            for ((message, address), outcome) in zip(batch, written.stored) { answers += core.enqueued(message, outcome, from: address) }
+            for found in written.removed { answers += core.removed(found) }
+            for ((drop, address), outcome) in zip(drops, written.dropped) { answers += core.dropPut(drop, outcome, from: address) }
+        case .failure:
+            // The ACKs' messages stay queued and come again (a recipient takes each once).
+            storeFailures += 1
+            for (message, address) in batch { answers += core.storageFailed(message, from: address) }
+            for (drop, address) in drops { answers += core.dropStorageFailed(drop, from: address) }
+        }
+        inFlight -= size
+        // The ACKs count as committed up to the first commit, in the order begun, not yet returned.
+        if let i = ackMarks.firstIndex(where: { $0.serial == serial }) { ackMarks[i].returned = true }
+        while let first = ackMarks.first, first.returned {
+            acksCommitted = first.acks
+            ackMarks.removeFirst()
+        }
+        if let (upTo, waiter) = ackWaiter, upTo <= acksCommitted {
+            ackWaiter = nil
+            waiter.resume()
+        }
+        beginCommits() // the next, with everything that came meanwhile, while these answers go out
         perform(answers)
     }
 }

@@ -22,6 +22,15 @@ public protocol ServerStore: Sendable {
     /// limits (``DropLimits``: a drop with a held drop's ID is held already; past
     /// the tag's share the tag's oldest goes). What each found.
     func commit(_ writes: StoreWrites) async throws -> StoreWritten
+    /// Begins ``commit(_:)`` with its place among the commits fixed by the time
+    /// this returns: a commit begun later takes effect after it (sees what it
+    /// wrote, and its messages queue behind). A server keeps up to
+    /// ``commitsUnderWay`` begun and not yet returned, so that the store need
+    /// not wait for the server between them.
+    func beginCommit(_ writes: StoreWrites) -> CommitUnderWay
+    /// How many commits a server may have begun at once (1: each one waits
+    /// for the last to return).
+    var commitsUnderWay: Int { get }
     /// The oldest `limit` messages for `user`.
     func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage]
     /// Drops messages received before `cutoff`; how many.
@@ -73,7 +82,18 @@ public struct StoreWritten: Sendable {
     }
 }
 
+/// A commit begun (``ServerStore/beginCommit(_:)``); `value` is what it found.
+public struct CommitUnderWay: Sendable {
+    private let task: Task<StoreWritten, any Error>
+    public init(_ task: Task<StoreWritten, any Error>) { self.task = task }
+    public var value: StoreWritten { get async throws { try await task.value } }
+}
+
 extension ServerStore {
+    /// One at a time: the commit begun is the only one under way.
+    public var commitsUnderWay: Int { 1 }
+    public func beginCommit(_ writes: StoreWrites) -> CommitUnderWay { CommitUnderWay(Task { try await commit(writes) }) }
+
     /// MSGs and ACKs (``commit(_:)``).
     public func commit(_ batch: [QueuedMessage], limits: QueueLimits,
                        removing acks: [(user: UserID, messageID: UserID)]) async throws

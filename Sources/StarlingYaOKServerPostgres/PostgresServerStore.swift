@@ -14,8 +14,11 @@ import StarlingYaOKServerCore
 /// a queue.
 public final class PostgresServerStore: ServerStore, Sendable {
     private let connection: ClientHolder
+    /// The commits' own connection (``beginCommit(_:)``).
+    private let line: CommitLine
     private let logger: Logger
     public let maxUsers: Int
+    public let commitsUnderWay: Int
     /// How long one operation may take before it fails and the client (its
     /// pool of connections) is made anew: a restart of the database can leave
     /// an operation waiting for ever on a connection it cut.
@@ -23,7 +26,11 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     /// Connects (the client runs until ``close()``) and creates the tables if
     /// they are not there. `url`: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
-    public init(url: String, maxUsers: Int = 1_000_000, timeout: Duration = .seconds(10)) async throws {
+    ///
+    /// `commitsUnderWay`: commits a server may have begun at once, written in
+    /// order to one connection of their own (2: PostgreSQL runs the next as
+    /// soon as the last is done, without waiting for the server between them).
+    public init(url: String, maxUsers: Int = 1_000_000, timeout: Duration = .seconds(10), commitsUnderWay: Int = 2) async throws {
         guard let parsed = URLComponents(string: url), parsed.scheme == "postgres" || parsed.scheme == "postgresql",
               let host = parsed.host, let user = parsed.user else {
             throw ConfigurationError(description: "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, got \(url)")
@@ -34,6 +41,11 @@ public final class PostgresServerStore: ServerStore, Sendable {
         config.options.maximumConnections = 8
         connection = ClientHolder(config)
         logger = Logger(label: "starling.relay.postgres")
+        var lineConfiguration = PostgresConnection.Configuration(host: host, port: parsed.port ?? 5432, username: user, password: parsed.password,
+                                                                 database: database.isEmpty ? user : database, tls: .disable)
+        lineConfiguration.options.connectTimeout = .seconds(Int64(timeout.components.seconds))
+        line = CommitLine(lineConfiguration, logger: logger)
+        self.commitsUnderWay = max(1, commitsUnderWay)
         self.maxUsers = maxUsers
         self.timeout = timeout
         try await migrate()
@@ -46,7 +58,10 @@ public final class PostgresServerStore: ServerStore, Sendable {
         public var description: String
     }
 
-    public func close() { connection.close() }
+    public func close() {
+        connection.close()
+        line.reset(nil)
+    }
 
     /// The client now, with its runner; made anew when an operation times out.
     private final class ClientHolder: @unchecked Sendable {
@@ -84,6 +99,8 @@ public final class PostgresServerStore: ServerStore, Sendable {
         private var continuation: CheckedContinuation<T, any Error>?
         var timer: Task<Void, Never>?
         init(_ c: CheckedContinuation<T, any Error>) { continuation = c }
+        /// Finished: answered, or timed out (the work may go on, and must not write).
+        var isOver: Bool { lock.withLock { continuation == nil } }
         @discardableResult
         func finish(_ result: Result<T, any Error>) -> Bool {
             guard let c = lock.withLock({ () -> CheckedContinuation<T, any Error>? in defer { continuation = nil }; return continuation }) else {
@@ -99,21 +116,115 @@ public final class PostgresServerStore: ServerStore, Sendable {
     /// operation fails (the server answers REJECTED; the sender retries) and the
     /// client is made anew, so that the next one gets fresh connections.
     private func bounded<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
-        let client = connection.current, holder = connection, timeout = self.timeout, logger = self.logger
+        let client = connection.current, holder = connection
+        return try await bounded(what, timedOut: { holder.replace(client) }) { _ in try await body(client) }
+    }
+
+    /// `body` bounded by ``timeout``: past it, it fails with ``TimedOut``, is
+    /// cancelled, and `timedOut` runs. `body` is told when it is over (it must
+    /// then write nothing more).
+    private func bounded<T: Sendable>(_ what: String, timedOut: @escaping @Sendable () -> Void,
+                                      _ body: @escaping @Sendable (_ isOver: @escaping @Sendable () -> Bool) async throws -> T) async throws -> T {
+        let timeout = self.timeout, logger = self.logger
         return try await withCheckedThrowingContinuation { continuation in
             let race = Race(continuation)
             let work = Task {
-                do { race.finish(.success(try await body(client))) } catch { race.finish(.failure(error)) }
+                do { race.finish(.success(try await body { race.isOver })) } catch { race.finish(.failure(error)) }
             }
             race.timer = Task {
                 do { try await Task.sleep(for: timeout) } catch { return }
                 if race.finish(.failure(TimedOut(description: "PostgreSQL did not answer \(what) within \(timeout)"))) {
                     logger.warning("PostgreSQL did not answer in time: connecting anew", metadata: ["operation": "\(what)"])
                     work.cancel()
-                    holder.replace(client)
+                    timedOut()
                 }
             }
         }
+    }
+
+    /// The commits' connection: each commit's statements are written to it in
+    /// the order the commits were begun (a turn each), so that PostgreSQL runs
+    /// one right after the other and a commit begun later sees what the one
+    /// before wrote. Opened at the first commit, and again after it closed.
+    private final class CommitLine: @unchecked Sendable {
+        private let lock = NSLock()
+        private let configuration: PostgresConnection.Configuration
+        private let logger: Logger
+        private var last: Turn?
+        private var connection: PostgresConnection?
+        private var opened = 0
+
+        init(_ configuration: PostgresConnection.Configuration, logger: Logger) {
+            self.configuration = configuration
+            self.logger = logger
+        }
+
+        /// A commit's turn: over once its statements are written (or it gave up).
+        final class Turn: @unchecked Sendable {
+            private let lock = NSLock()
+            private var over = false
+            private var waiters: [CheckedContinuation<Void, Never>] = []
+
+            func end() {
+                let waiting = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+                    over = true
+                    defer { waiters = [] }
+                    return waiters
+                }
+                for w in waiting { w.resume() }
+            }
+
+            func wait() async {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let now = lock.withLock { () -> Bool in
+                        if over { return true }
+                        waiters.append(c)
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+            }
+        }
+
+        /// The turn before (nil: none) and a new one after it.
+        func take() -> (before: Turn?, mine: Turn) {
+            lock.withLock {
+                let mine = Turn(), before = last
+                last = mine
+                return (before, mine)
+            }
+        }
+
+        /// The connection, opened if it is not (in turn, one at a time; but a
+        /// commit that timed out while connecting may still be at it: whichever
+        /// connection is replaced is closed, never dropped open).
+        func open() async throws -> PostgresConnection {
+            if let c = lock.withLock({ connection }), !c.isClosed { return c }
+            let id = lock.withLock { () -> Int in opened += 1; return opened }
+            let c = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            let replaced = lock.withLock { () -> PostgresConnection? in
+                defer { connection = c }
+                return connection
+            }
+            if let replaced { Self.close(replaced) }
+            return c
+        }
+
+        /// Closes `stale` (nil: whatever is open, as the store closes): what waits on it fails, and the next commit connects anew.
+        func reset(_ stale: PostgresConnection?) {
+            let closing = lock.withLock { () -> PostgresConnection? in
+                guard let c = connection, stale == nil || c === stale else { return nil }
+                connection = nil
+                return c
+            }
+            if let closing { Self.close(closing) }
+        }
+
+        /// Closed, and kept until it is (a connection must not go before its channel has).
+        private static func close(_ c: PostgresConnection) {
+            c.close().whenComplete { _ in withExtendedLifetime(c) {} }
+        }
+
     }
 
     private func migrate() async throws {
@@ -244,23 +355,59 @@ public final class PostgresServerStore: ServerStore, Sendable {
     /// round trip when there are no drops, the transaction implicit in it.
     /// Drops, rare and capped, add the advisory lock and their own statements
     /// in an explicit transaction.
-    public func commit(_ writes: StoreWrites) async throws -> StoreWritten {
-        let call = Self.commitCall(writes), count = writes.acks.count, drops = writes.drops, dropLimits = writes.dropLimits
-        guard !drops.isEmpty else {
-            return try await bounded("a commit") { client in
-                let (stored, removed) = try await Self.decodeCommit(client.query(call, logger: self.logger), acks: writes.acks, count: count)
-                return StoreWritten(stored: stored, removed: removed, dropped: [])
+    public func commit(_ writes: StoreWrites) async throws -> StoreWritten { try await beginCommit(writes).value }
+
+    /// The statement is made now (while earlier commits run) and written to
+    /// the commits' connection as soon as the commit begun before has written
+    /// its own: PostgreSQL runs it as soon as that one is done. A commit with
+    /// drops (several statements, each waiting for the last's answer) holds its
+    /// turn until it is over.
+    public func beginCommit(_ writes: StoreWrites) -> CommitUnderWay {
+        let call = Self.commitCall(writes), acks = writes.acks, drops = writes.drops, dropLimits = writes.dropLimits
+        let (before, mine) = line.take()
+        let line = self.line, logger = self.logger
+        let opened = Opened()
+        return CommitUnderWay(Task {
+            defer { mine.end() }
+            return try await self.bounded("a commit", timedOut: {
+                mine.end()
+                // The connection it wrote to, if any (one that never connected closes nothing).
+                if let c = opened.connection { line.reset(c) }
+            }) { isOver in
+                await before?.wait()
+                let c = try await line.open()
+                opened.connection = c
+                guard !isOver() else { throw CancellationError() }
+                guard !drops.isEmpty else {
+                    let answer: EventLoopFuture<PostgresQueryResult> = c.query(call, logger: logger) // written now, in turn
+                    mine.end()
+                    let rows = try await answer.get().rows.map { try $0.decode(Self.CommitRow.self) }
+                    let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
+                    return StoreWritten(stored: stored, removed: removed, dropped: [])
+                }
+                return try await c.withTransaction(logger: logger) { c in
+                    var rows: [CommitRow] = []
+                    for try await row in try await c.query(call, logger: logger).decode(Self.CommitRow.self) { rows.append(row) }
+                    let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
+                    // Drop writers of every server one at a time (an advisory lock, taken before the
+                    // sequence moves: sequence numbers follow the commits), so that the tag's share
+                    // and the total hold across servers.
+                    try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: logger)
+                    let dropped = try await self.keep(drops, limits: dropLimits, on: c)
+                    return StoreWritten(stored: stored, removed: removed, dropped: dropped)
+                }
             }
+        })
+    }
+
+    /// The connection a commit wrote to (closed if the commit times out).
+    private final class Opened: @unchecked Sendable {
+        private let lock = NSLock()
+        private var c: PostgresConnection?
+        var connection: PostgresConnection? {
+            get { lock.withLock { c } }
+            set { lock.withLock { c = newValue } }
         }
-        return try await bounded("a commit") { client in try await client.withTransaction(logger: self.logger) { c in
-            let (stored, removed) = try await Self.decodeCommit(c.query(call, logger: self.logger), acks: writes.acks, count: count)
-            // Drop writers of every server one at a time (an advisory lock, taken before the
-            // sequence moves: sequence numbers follow the commits), so that the tag's share
-            // and the total hold across servers.
-            try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: self.logger)
-            let dropped = try await self.keep(drops, limits: dropLimits, on: c)
-            return StoreWritten(stored: stored, removed: removed, dropped: dropped)
-        } }
     }
 
     /// The outcomes' codes in `relay_commit`, in `EnqueueOutcome`'s terms.
@@ -279,13 +426,15 @@ public final class PostgresServerStore: ServerStore, Sendable {
             """
     }
 
+    /// `relay_commit`'s one row.
+    typealias CommitRow = ([Int32]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [Int64]?)
+
     /// Each message's outcome, in order, and what each ACK found (an ACK
     /// repeated in the batch finds nothing the second time).
-    private static func decodeCommit(_ rows: PostgresRowSequence, acks: [(user: UserID, messageID: UserID)],
-                                     count: Int) async throws -> ([EnqueueOutcome], [QueuedMessage?]) {
+    private static func decodeCommit(_ rows: [CommitRow], acks: [(user: UserID, messageID: UserID)]) throws -> ([EnqueueOutcome], [QueuedMessage?]) {
         struct Key: Hashable { let recipient: UserID, messageID: UserID }
         var stored: [EnqueueOutcome] = [], found: [Key: QueuedMessage] = [:]
-        for try await (codes, r, m, s, p, t) in rows.decode(([Int32]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [Int64]?).self) {
+        for (codes, r, m, s, p, t) in rows {
             for code in codes ?? [] {
                 guard let outcome = outcomes[code] else { throw UnexpectedAnswer(description: "relay_commit answered outcome \(code)") }
                 stored.append(outcome)

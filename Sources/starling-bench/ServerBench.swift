@@ -38,7 +38,11 @@ enum ServerBench {
         if !stores.contains("postgres") {
         } else if let pg = BenchPostgres.start() {
             defer { pg.stop() }
-            let store = blocking { try await PostgresServerStore(url: pg.url) }
+            // STARLING_BENCH_PG_UNDER_WAY: the store's commits under way at once (its default otherwise).
+            let underWay = ProcessInfo.processInfo.environment["STARLING_BENCH_PG_UNDER_WAY"].flatMap { Int($0) }
+            let store = blocking {
+                if let underWay { try await PostgresServerStore(url: pg.url, commitsUnderWay: underWay) } else { try await PostgresServerStore(url: pg.url) }
+            }
             if let store {
                 _ = measure("PostgreSQL (\(pg.options.isEmpty ? "default settings" : pg.options), fsync on)", store: store, echo: echo)
                 store.close()
@@ -381,9 +385,13 @@ enum ServerBench {
                 print("    commits by duration (ms): " + zip(labels, times).filter { $0.1 > 0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", "))
             }
 
-            // Fixed offered rates: a quarter and a half of the maximum.
+            // Fixed offered rates: a quarter and a half of the maximum; STARLING_BENCH_OFFER
+            // (messages/s, comma-separated) adds rates of its own (to compare builds at one load).
             await offer(rate * 0.25, "25% of max")
             await offer(rate * 0.5, "50% of max (goal: p99 < 10 ms)")
+            for r in (ProcessInfo.processInfo.environment["STARLING_BENCH_OFFER"] ?? "").split(separator: ",").compactMap({ Double($0) }) {
+                await offer(r, "fixed")
+            }
 
             // Steady state: a recipient online that ACKs each message as it
             // arrives, so that its queue stays short (as a relay's queues are

@@ -35,6 +35,86 @@ import Testing
         #expect(tight[.stored, default: 0] > 100 && tight[.messageIDTaken, default: 0] > 0 && tight[.messageIDReused, default: 0] > 0, "\(tight)")
     }
 
+    /// Commits begun together (a server keeps `commitsUnderWay` of them) take
+    /// effect in the order begun: each sees what the one before wrote, and
+    /// the queue holds their messages in that order. Sixty begun at once, each
+    /// with a message of its own and one under an ID they share (other bytes
+    /// each time: the first stored, every later one `.messageIDReused`), one
+    /// of them with a drop (a transaction of several statements that holds its
+    /// turn to the end).
+    @Test func commitsBegunTogetherTakeEffectInTheOrderBegun() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let store = try await PostgresServerStore(url: pg.url)
+        defer { store.close() }
+        #expect(store.commitsUnderWay == 2, "the store's own default")
+        let (recipient, sender, shared) = (UserID.random(), UserID.random(), UserID.random())
+        #expect(try await store.register(recipient, key: [1], timestamp: 1) == .registered)
+        let limits = QueueLimits()
+        let own = (0..<60).map { _ in UserID.random() }
+        let drop = StoredDrop(dropID: Bytes16(high: 1, low: 2), tag: Bytes16(high: 3, low: 4), envelope: [7], expiresAt: .max, receivedAt: 1)
+        let begun = own.indices.map { i in
+            store.beginCommit(StoreWrites(
+                messages: [QueuedMessage(messageID: own[i], sender: sender, recipient: recipient, payload: [UInt8(i)], receivedAt: UInt64(i)),
+                           QueuedMessage(messageID: shared, sender: sender, recipient: recipient, payload: [UInt8(i)], receivedAt: UInt64(i))],
+                limits: limits, drops: i == 30 ? [drop] : []))
+        }
+        var outcomes: [[EnqueueOutcome]] = []
+        for c in begun {
+            let written = try await c.value
+            outcomes.append(written.stored)
+            if written.dropped.count == 1 { #expect(written.dropped == [.stored(new: true)]) }
+        }
+        #expect(outcomes.first == [.stored, .stored], "the first begun stored the shared ID")
+        #expect(outcomes.dropFirst().allSatisfy { $0 == [.stored, .messageIDReused] },
+                "every later one saw it: \(outcomes.enumerated().filter { $0.element != [.stored, .messageIDReused] }.map(\.offset))")
+        let queued = try await store.fetch(recipient, limit: 1_000).map(\.messageID)
+        #expect(queued == [own[0], shared] + own.dropFirst(), "the queue in the order begun")
+        #expect(try await store.dropCount() == 1)
+    }
+
+    /// Commits that wait past the store's time limit (another session holds
+    /// the queue's length row) fail with `TimedOut` in about that time, the
+    /// ones begun behind them too, and once the row is free the next commit
+    /// goes through on a connection made anew: the commits' line is not left
+    /// waiting on what timed out.
+    @Test func commitsThatTimeOutLeaveTheLineFreeForTheNext() async throws {
+        let pg = try PostgresCluster()
+        defer { pg.stop() }
+        let store = try await PostgresServerStore(url: pg.url, timeout: .seconds(2))
+        defer { store.close() }
+        let recipient = UserID.random()
+        #expect(try await store.register(recipient, key: [1], timestamp: 1) == .registered)
+        func writes() -> StoreWrites {
+            StoreWrites(messages: [QueuedMessage(messageID: .random(), sender: .random(), recipient: recipient, payload: [1], receivedAt: 1)])
+        }
+        // The control: a commit goes through at once.
+        #expect(try await store.commit(writes()).stored == [.stored])
+        // Another session takes the length's row for 8 s.
+        let holder = Task.detached {
+            try pg.sql("BEGIN; SELECT total FROM relay_queue_count WHERE id = 1 FOR UPDATE; SELECT pg_sleep(8); COMMIT;")
+        }
+        let taken = ContinuousClock.now
+        var held = false
+        while !held, ContinuousClock.now - taken < .seconds(30) {
+            held = (try? pg.sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'relay_queue_count' AND l.mode = 'RowShareLock'")) != "0"
+            if !held { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(held, "the other session holds the row")
+        let started = ContinuousClock.now
+        let stuck = (0..<3).map { _ in store.beginCommit(writes()) }
+        var timedOut = 0
+        for c in stuck {
+            do { _ = try await c.value } catch is PostgresServerStore.TimedOut { timedOut += 1 } catch { timedOut += 1 }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(timedOut == 3, "each failed")
+        #expect(waited < .seconds(7), "in about the time limit, not when the row came free: \(waited)")
+        _ = try await holder.value
+        // The row is free: the next commit goes through.
+        #expect(try await store.commit(writes()).stored == [.stored])
+    }
+
     /// A database made before 2026-11 (the queue keyed by seq alone, four
     /// B-trees) is moved to three when a server starts, with what it held.
     @Test func anOlderQueueLayoutIsMovedOverWithWhatItHeld() async throws {

@@ -232,6 +232,12 @@ import Glibc
             var done = false
         }
         let shared = Shared()
+        // Room for every round (the writer stops at 20,000 rounds of 10): a queue that filled
+        // would answer recipientQueueFull, and nothing would count as after the restart.
+        var limits = QueueLimits()
+        limits.perUser = 1_000_000
+        limits.total = 1_000_000
+        let roomy = limits
         let writer = Task {
             var rounds = 0
             while !shared.lock.withLock({ shared.done }), rounds < 20_000 {
@@ -239,7 +245,7 @@ import Glibc
                 let ids = (0..<10).map { _ in UserID.random() }
                 let batch = ids.map { QueuedMessage(messageID: $0, sender: a, recipient: b, payload: [7], receivedAt: 5) }
                 do {
-                    let (outcomes, _) = try await store.commit(batch, limits: QueueLimits(), removing: [])
+                    let (outcomes, _) = try await store.commit(batch, limits: roomy, removing: [])
                     let stored = zip(ids, outcomes).filter { $0.1 == .stored }.map(\.0)
                     shared.lock.withLock {
                         shared.acknowledged += stored

@@ -340,3 +340,74 @@ final class AnswerBox: @unchecked Sendable {
         for r in readers { r.cancel() }
     }
 }
+
+/// A store with commits under way at once (as PostgreSQL's): each takes effect
+/// in the order begun, and its answer comes back after a random delay, so that
+/// answers return out of order. Counts the most ever begun and not returned.
+final class ReorderingStore: ServerStore, @unchecked Sendable {
+    let inner = InMemoryServerStore()
+    let commitsUnderWay: Int
+    private let lock = NSLock()
+    private var last: Task<StoreWritten, Never>?
+    private var outstanding = 0
+    private(set) var most = 0
+
+    init(commitsUnderWay: Int) { self.commitsUnderWay = commitsUnderWay }
+
+    func beginCommit(_ writes: StoreWrites) -> CommitUnderWay {
+        lock.withLock {
+            let before = last, inner = self.inner
+            let effect = Task { _ = await before?.value; return await inner.commit(writes) }
+            last = effect
+            outstanding += 1
+            most = max(most, outstanding)
+            return CommitUnderWay(Task {
+                defer { self.lock.withLock { self.outstanding -= 1 } }
+                let written = await effect.value
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...20_000)))
+                return written
+            })
+        }
+    }
+
+    var mostUnderWay: Int { lock.withLock { most } }
+    func commit(_ writes: StoreWrites) async throws -> StoreWritten { try await beginCommit(writes).value }
+    func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? { await inner.pinned(user) }
+    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
+        await inner.register(user, key: key, timestamp: timestamp)
+    }
+    func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
+    func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
+    func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
+    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
+        await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
+    }
+    func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
+    func dropCount() async throws -> Int { await inner.dropCount() }
+}
+
+@Suite struct CommitsUnderWayTests {
+    /// A server whose store takes several commits at once keeps that many
+    /// under way (no more), and answers each commit's messages as it returns,
+    /// in whatever order they return: every message QUEUED once, received, and
+    /// nothing left queued once acknowledged (the POLLs wait for the ACKs
+    /// before them across commits that return out of order).
+    @Test func commitsUnderWayReturnInAnyOrderAndEveryMessageIsAnsweredOnce() async throws {
+        let store = ReorderingStore(commitsUnderWay: 3)
+        let server = try YaOKServer(store: store, bind: .loopback(0))
+        let serving = Task { await server.run() }
+        defer { serving.cancel() }
+        let load = try FailoverLoad(addresses: [.loopback(server.port)])
+        await load.start()
+        #expect(await FailoverLoad.waitFor(seconds: 60) { load.registrations == [1, 1] }, "\(load.summary)")
+        try await load.send(150, gap: .zero) {}
+        #expect(await FailoverLoad.waitFor(seconds: 120) { load.answered == load.sent.count }, "\(load.summary)")
+        #expect(load.allQueued, "every message QUEUED, none failed: \(load.summary)")
+        #expect(await FailoverLoad.waitFor(seconds: 120) { load.allReceived }, "\(load.summary)")
+        #expect(await FailoverLoad.waitFor(seconds: 60) { (try? await store.counts().queued) == 0 }, "all acknowledged")
+        #expect(store.mostUnderWay >= 2, "commits were under way together (\(store.mostUnderWay) at most)")
+        #expect(store.mostUnderWay <= 3, "never more than the store takes (\(store.mostUnderWay))")
+        await load.stop()
+        await server.stop()
+    }
+}
