@@ -5,7 +5,8 @@ import StarlingYaOKServerCore
 
 /// The Ya OK server's runtime: one UDP socket, the protocol core, a store.
 /// MSGs are committed in groups — whatever arrived while the previous commit
-/// ran goes into the next transaction — and QUEUED is sent only after its
+/// ran goes into the next transaction, with up to the store's
+/// `commitsUnderWay` begun at once — and QUEUED is sent only after its
 /// commit, so that an answered message survives a SIGKILL.
 ///
 /// ACKs to remove and courier drops to keep go into the same group commits

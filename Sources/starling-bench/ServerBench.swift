@@ -439,6 +439,15 @@ enum ServerBench {
                 storeAlone(store)
                 store.close()
             }
+            // The database's ceiling with one commit begun at a time and with two (the
+            // server's default): alternated, three each, so that the machine's drift is in both.
+            var one: [Double] = [], two: [Double] = []
+            for _ in 0..<3 {
+                one.append(FleetBench.storeCeiling(pg, underWay: 1))
+                two.append(FleetBench.storeCeiling(pg, underWay: 2))
+            }
+            print("  500 MSGs a commit back to back, messages/s: one commit under way \(one.map { String(Int($0)) }.joined(separator: ", ")); "
+                  + "two under way \(two.map { String(Int($0)) }.joined(separator: ", ")) (median \(format2(two.sorted()[1] / max(1, one.sorted()[1])))×)")
         } else {
             print("\nPostgreSQL: not installed here (Debian's postgresql), not measured")
         }

@@ -63,8 +63,10 @@ enum FleetBench {
         }
     }
 
-    /// Messages a second through `PostgresServerStore.commit` alone: batches of 500 to one recipient, 2 s.
-    static func storeCeiling(_ pg: BenchPostgres) -> Double {
+    /// Messages a second through `PostgresServerStore` alone: batches of 500 to
+    /// one recipient for 2 s, `underWay` commits begun at a time (the next batch
+    /// made and begun while the others run, as a server does).
+    static func storeCeiling(_ pg: BenchPostgres, underWay: Int = 1) -> Double {
         ServerBench.blocking {
             let store = try await PostgresServerStore(url: pg.url)
             defer { store.close() }
@@ -76,6 +78,7 @@ enum FleetBench {
             limits.total = 100_000_000
             let start = Date()
             var n = 0
+            var begun: [CommitUnderWay] = []
             while Date().timeIntervalSince(start) < 2 {
                 let batch = (0..<500).map { _ in
                     var payload = template
@@ -83,8 +86,10 @@ enum FleetBench {
                     payload.replaceSubrange(1..<17, with: id.bytes)
                     return QueuedMessage(messageID: id, sender: sender, recipient: recipient, payload: payload, receivedAt: 1)
                 }
-                n += try await store.enqueue(batch, limits: limits).count
+                begun.append(store.beginCommit(StoreWrites(messages: batch, limits: limits)))
+                if begun.count >= underWay { n += try await begun.removeFirst().value.stored.filter { $0 == .stored }.count }
             }
+            for c in begun { n += try await c.value.stored.filter { $0 == .stored }.count }
             let rate = Double(n) / Date().timeIntervalSince(start)
             _ = pg.sql("TRUNCATE relay_queue, relay_queue_lengths, relay_users; UPDATE relay_queue_count SET total = 0; UPDATE relay_user_count SET total = 0")
             return rate
