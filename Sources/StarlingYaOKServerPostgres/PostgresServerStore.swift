@@ -60,7 +60,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     public func close() {
         connection.close()
-        line.reset(nil)
+        line.close()
     }
 
     /// The client now, with its runner; made anew when an operation times out.
@@ -97,16 +97,36 @@ public final class PostgresServerStore: ServerStore, Sendable {
     private final class Race<T: Sendable>: @unchecked Sendable {
         private let lock = NSLock()
         private var continuation: CheckedContinuation<T, any Error>?
-        var timer: Task<Void, Never>?
+        private var timer: Task<Void, Never>?
         init(_ c: CheckedContinuation<T, any Error>) { continuation = c }
-        /// Finished: answered, or timed out (the work may go on, and must not write).
-        var isOver: Bool { lock.withLock { continuation == nil } }
-        @discardableResult
-        func finish(_ result: Result<T, any Error>) -> Bool {
-            guard let c = lock.withLock({ () -> CheckedContinuation<T, any Error>? in defer { continuation = nil }; return continuation }) else {
+
+        /// The timer, cancelled at once if the race is already over.
+        func setTimer(_ t: Task<Void, Never>) {
+            let over = lock.withLock { () -> Bool in
+                if continuation == nil { return true }
+                timer = t
                 return false
             }
-            lock.withLock { timer }?.cancel()
+            if over { t.cancel() }
+        }
+
+        /// `body` under the race's lock if it is not over (nil if it is): what the
+        /// work does there (a write) cannot happen after a timeout has been claimed.
+        func unlessOver<R>(_ body: () throws -> R) rethrows -> R? {
+            try lock.withLock { continuation == nil ? nil : try body() }
+        }
+
+        /// Ends the race with `result` if it is not over: `first` runs before the
+        /// waiter is resumed (a timeout's clean-up, done before anyone goes on).
+        @discardableResult
+        func finish(_ result: Result<T, any Error>, first: () -> Void = {}) -> Bool {
+            guard let (c, t) = lock.withLock({ () -> (CheckedContinuation<T, any Error>, Task<Void, Never>?)? in
+                guard let c = continuation else { return nil }
+                continuation = nil
+                return (c, timer)
+            }) else { return false }
+            t?.cancel()
+            first()
             c.resume(with: result)
             return true
         }
@@ -120,25 +140,25 @@ public final class PostgresServerStore: ServerStore, Sendable {
         return try await bounded(what, timedOut: { holder.replace(client) }) { _ in try await body(client) }
     }
 
-    /// `body` bounded by ``timeout``: past it, it fails with ``TimedOut``, is
-    /// cancelled, and `timedOut` runs. `body` is told when it is over (it must
-    /// then write nothing more).
+    /// `body` bounded by ``timeout``: past it, it fails with ``TimedOut`` (once
+    /// `timedOut` has run) and is cancelled. `body` is handed the race, to write
+    /// only while it is not over (``Race/unlessOver(_:)``).
     private func bounded<T: Sendable>(_ what: String, timedOut: @escaping @Sendable () -> Void,
-                                      _ body: @escaping @Sendable (_ isOver: @escaping @Sendable () -> Bool) async throws -> T) async throws -> T {
+                                      _ body: @escaping @Sendable (Race<T>) async throws -> T) async throws -> T {
         let timeout = self.timeout, logger = self.logger
         return try await withCheckedThrowingContinuation { continuation in
             let race = Race(continuation)
             let work = Task {
-                do { race.finish(.success(try await body { race.isOver })) } catch { race.finish(.failure(error)) }
+                do { race.finish(.success(try await body(race))) } catch { race.finish(.failure(error)) }
             }
-            race.timer = Task {
+            race.setTimer(Task {
                 do { try await Task.sleep(for: timeout) } catch { return }
-                if race.finish(.failure(TimedOut(description: "PostgreSQL did not answer \(what) within \(timeout)"))) {
+                race.finish(.failure(TimedOut(description: "PostgreSQL did not answer \(what) within \(timeout)"))) {
                     logger.warning("PostgreSQL did not answer in time: connecting anew", metadata: ["operation": "\(what)"])
                     work.cancel()
                     timedOut()
                 }
-            }
+            })
         }
     }
 
@@ -153,6 +173,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
         private var last: Turn?
         private var connection: PostgresConnection?
         private var opened = 0
+        private var closed = false
 
         init(_ configuration: PostgresConnection.Configuration, logger: Logger) {
             self.configuration = configuration
@@ -195,30 +216,60 @@ public final class PostgresServerStore: ServerStore, Sendable {
             }
         }
 
-        /// The connection, opened if it is not (in turn, one at a time; but a
-        /// commit that timed out while connecting may still be at it: whichever
-        /// connection is replaced is closed, never dropped open).
-        func open() async throws -> PostgresConnection {
+        /// The connection, opened if it is not (in turn, one at a time). A commit
+        /// that timed out while connecting installs nothing (`isOver`, asked under
+        /// its race's lock), and a connection is never made once the line is
+        /// closed; whichever connection is replaced is closed, never dropped open.
+        func open<T>(unlessOver race: Race<T>) async throws -> PostgresConnection {
             if let c = lock.withLock({ connection }), !c.isClosed { return c }
+            guard !lock.withLock({ closed }) else { throw LineClosed() }
             let id = lock.withLock { () -> Int in opened += 1; return opened }
-            let c = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
-            let replaced = lock.withLock { () -> PostgresConnection? in
-                defer { connection = c }
-                return connection
+            let fresh = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            let outcome = race.unlessOver { () -> Installing in
+                lock.withLock {
+                    if closed { return .refused }
+                    if let c = connection, !c.isClosed { return .useInstead(c) }
+                    defer { connection = fresh }
+                    return .installed(replaced: connection)
+                }
+            } ?? .refused
+            switch outcome {
+            case let .installed(replaced):
+                if let replaced { Self.close(replaced) }
+                return fresh
+            case let .useInstead(c):
+                Self.close(fresh)
+                return c
+            case .refused:
+                Self.close(fresh)
+                throw LineClosed()
             }
-            if let replaced { Self.close(replaced) }
-            return c
         }
 
-        /// Closes `stale` (nil: whatever is open, as the store closes): what waits on it fails, and the next commit connects anew.
-        func reset(_ stale: PostgresConnection?) {
+        struct LineClosed: Error {}
+        enum Installing { case installed(replaced: PostgresConnection?), useInstead(PostgresConnection), refused }
+
+        /// Closes `stale`: what waits on it fails, and the next commit connects anew.
+        func reset(_ stale: PostgresConnection) {
             let closing = lock.withLock { () -> PostgresConnection? in
-                guard let c = connection, stale == nil || c === stale else { return nil }
+                guard let c = connection, c === stale else { return nil }
                 connection = nil
                 return c
             }
             if let closing { Self.close(closing) }
         }
+
+        /// Closed for good (the store's ``PostgresServerStore/close()``): no connection is made after.
+        func close() {
+            let closing = lock.withLock { () -> PostgresConnection? in
+                closed = true
+                defer { connection = nil }
+                return connection
+            }
+            if let closing { Self.close(closing) }
+        }
+
+        deinit { if let connection { Self.close(connection) } }
 
         /// Closed, and kept until it is (a connection must not go before its channel has).
         private static func close(_ c: PostgresConnection) {
@@ -367,35 +418,48 @@ public final class PostgresServerStore: ServerStore, Sendable {
         let (before, mine) = line.take()
         let line = self.line, logger = self.logger
         let opened = Opened()
-        return CommitUnderWay(Task {
-            defer { mine.end() }
-            return try await self.bounded("a commit", timedOut: {
+        return CommitUnderWay(Task { () async throws -> StoreWritten in
+            do {
+                let written: StoreWritten = try await self.bounded("a commit", timedOut: {
+                    // The connection it wrote to, if any, closed before the turn ends (below).
+                    if let c = opened.connection { line.reset(c) }
+                }) { (race: Race<StoreWritten>) async throws -> StoreWritten in
+                    await before?.wait()
+                    let c = try await line.open(unlessOver: race)
+                    opened.connection = c
+                    guard !drops.isEmpty else {
+                        // Written now, in turn, unless the commit has timed out meanwhile.
+                        let write = { () -> EventLoopFuture<PostgresQueryResult> in c.query(call, logger: logger) }
+                        guard let answer = race.unlessOver(write) else {
+                            throw CancellationError()
+                        }
+                        mine.end()
+                        let rows = try await answer.get().rows.map { try $0.decode(Self.CommitRow.self) }
+                        let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
+                        return StoreWritten(stored: stored, removed: removed, dropped: [])
+                    }
+                    guard race.unlessOver({ true }) == true else { throw CancellationError() }
+                    return try await c.withTransaction(logger: logger) { c in
+                        var rows: [CommitRow] = []
+                        for try await row in try await c.query(call, logger: logger).decode(Self.CommitRow.self) { rows.append(row) }
+                        let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
+                        // Drop writers of every server one at a time (an advisory lock, taken before the
+                        // sequence moves: sequence numbers follow the commits), so that the tag's share
+                        // and the total hold across servers.
+                        try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: logger)
+                        let dropped = try await self.keep(drops, limits: dropLimits, on: c)
+                        return StoreWritten(stored: stored, removed: removed, dropped: dropped)
+                    }
+                }
                 mine.end()
-                // The connection it wrote to, if any (one that never connected closes nothing).
-                if let c = opened.connection { line.reset(c) }
-            }) { isOver in
+                return written
+            } catch {
+                // A commit that failed or timed out ends its turn only once the one before it
+                // has (a timeout while waiting must not let the next commit write into the
+                // transaction of the one it waited for), and after its connection was closed.
                 await before?.wait()
-                let c = try await line.open()
-                opened.connection = c
-                guard !isOver() else { throw CancellationError() }
-                guard !drops.isEmpty else {
-                    let answer: EventLoopFuture<PostgresQueryResult> = c.query(call, logger: logger) // written now, in turn
-                    mine.end()
-                    let rows = try await answer.get().rows.map { try $0.decode(Self.CommitRow.self) }
-                    let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
-                    return StoreWritten(stored: stored, removed: removed, dropped: [])
-                }
-                return try await c.withTransaction(logger: logger) { c in
-                    var rows: [CommitRow] = []
-                    for try await row in try await c.query(call, logger: logger).decode(Self.CommitRow.self) { rows.append(row) }
-                    let (stored, removed) = try Self.decodeCommit(rows, acks: acks)
-                    // Drop writers of every server one at a time (an advisory lock, taken before the
-                    // sequence moves: sequence numbers follow the commits), so that the tag's share
-                    // and the total hold across servers.
-                    try await c.query("SELECT pg_advisory_xact_lock(41642)", logger: logger)
-                    let dropped = try await self.keep(drops, limits: dropLimits, on: c)
-                    return StoreWritten(stored: stored, removed: removed, dropped: dropped)
-                }
+                mine.end()
+                throw error
             }
         })
     }

@@ -411,3 +411,123 @@ final class ReorderingStore: ServerStore, @unchecked Sendable {
         await server.stop()
     }
 }
+
+/// A store whose first commit with ACKs waits at a gate before it takes
+/// effect, while the commits begun after it go through and return first.
+final class GatedAckStore: ServerStore, @unchecked Sendable {
+    let inner = InMemoryServerStore()
+    let commitsUnderWay = 2
+    private let lock = NSLock()
+    private var held = false, open = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func beginCommit(_ writes: StoreWrites) -> CommitUnderWay {
+        let hold = lock.withLock { () -> Bool in
+            guard !held, !writes.acks.isEmpty else { return false }
+            held = true
+            return true
+        }
+        let inner = self.inner
+        return CommitUnderWay(Task {
+            if hold {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let now = lock.withLock { () -> Bool in
+                        if open { return true }
+                        waiter = c
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+            }
+            return await inner.commit(writes)
+        })
+    }
+
+    var holding: Bool { lock.withLock { held && !open } }
+    func release() {
+        let w = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            open = true
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume()
+    }
+
+    func commit(_ writes: StoreWrites) async throws -> StoreWritten { try await beginCommit(writes).value }
+    func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? { await inner.pinned(user) }
+    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
+        await inner.register(user, key: key, timestamp: timestamp)
+    }
+    func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
+    func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
+    func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
+    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
+        await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
+    }
+    func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
+    func dropCount() async throws -> Int { await inner.dropCount() }
+}
+
+extension CommitsUnderWayTests {
+    /// A POLL waits for every ACK before it, in the order the commits were
+    /// begun, not the order they return: the commit with the recipient's ACK
+    /// is held, one begun after it (a MSG) returns, and the POLL sent then is
+    /// not answered until the ACK's commit returns; then it finds the queue
+    /// empty (the acknowledged message never comes back).
+    @Test func aPollWaitsForTheAcksBeforeItWhenALaterCommitReturnsFirst() async throws {
+        let store = GatedAckStore()
+        let server = try YaOKServer(store: store, bind: .loopback(0))
+        let serving = Task { await server.run() }
+        defer { serving.cancel() }
+        let (bob, alice) = (ServerUser(), ServerUser())
+        let (bobSocket, aliceSocket) = (try UDPSocket(bindTo: .loopback(0)), try UDPSocket(bindTo: .loopback(0)))
+        defer { bobSocket.close(); aliceSocket.close() }
+        let (toBob, toAlice) = (AnswerBox(), AnswerBox())
+        let readers = [Task { for await (_, b) in bobSocket.datagrams(maxSize: 4_096) { toBob.add(b) } },
+                       Task { for await (_, b) in aliceSocket.datagrams(maxSize: 4_096) { toAlice.add(b) } }]
+        defer { for r in readers { r.cancel() } }
+        func token(_ user: ServerUser, _ socket: UDPSocket, _ box: AnswerBox) async throws -> ServerToken? {
+            for attempt in 0..<10 {
+                _ = socket.send(try user.registration(at: UInt64(Date().timeIntervalSince1970 * 1000) + UInt64(attempt)), to: .loopback(server.port))
+                for _ in 0..<200 {
+                    if let t = box.all.lazy.compactMap({ if case let .registered(t, _) = $0 { t } else { nil } }).last { return t }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            return nil
+        }
+        let bobToken = try #require(try await token(bob, bobSocket, toBob))
+        let aliceToken = try #require(try await token(alice, aliceSocket, toAlice))
+        // A message waits for bob; he acknowledges it, and that commit is held.
+        let waiting = UserID.random()
+        _ = await store.inner.commit(StoreWrites(messages: [QueuedMessage(messageID: waiting, sender: alice.id, recipient: bob.id,
+                                                                          payload: try alice.seal("held", to: bob, id: waiting), receivedAt: 1)]))
+        _ = bobSocket.send(ServerPacket.ack(token: bobToken, messageID: waiting).encode(), to: .loopback(server.port))
+        #expect(await waitUntil(seconds: 30) { store.holding }, "the ACK's commit reached the gate")
+        // A commit begun after it returns: alice's message to herself is QUEUED.
+        let later = UserID.random()
+        _ = aliceSocket.send(ServerPacket.message(sender: alice.id, recipient: alice.id, payload: try alice.seal("later", to: alice, id: later),
+                                                  token: aliceToken).encode(), to: .loopback(server.port))
+        #expect(await waitUntil(seconds: 30) { toAlice.all.contains { if case .queued(later, _) = $0 { true } else { false } } },
+                "the later commit returned first")
+        // Bob polls: no answer while his ACK's commit is held.
+        let before = toBob.all.count
+        _ = bobSocket.send(ServerPacket.poll(token: bobToken).encode(), to: .loopback(server.port))
+        func answered() -> [ServerPacket] {
+            toBob.all.dropFirst(before).filter { p in
+                switch p {
+                case .message, .noMessages, .pollEnd: true
+                default: false
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(answered().isEmpty, "the POLL waited: \(answered())")
+        // The ACK's commit returns: the POLL is answered, and the message does not come back.
+        store.release()
+        #expect(await waitUntil(seconds: 30) { !answered().isEmpty }, "answered once the ACK's commit returned")
+        #expect(!answered().contains { if case let .message(_, _, payload, _) = $0 { (try? SealedMessageBytes.route(payload).messageID) == waiting } else { false } },
+                "the acknowledged message did not come back: \(answered())")
+        await server.stop()
+    }
+}
