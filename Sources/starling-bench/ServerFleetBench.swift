@@ -109,7 +109,8 @@ enum FleetBench {
                 "yaok-server", "--postgres", pg.url, "--port", "0", "--bind", "127.0.0.1", "--json", "--data-dir", dir.path,
                 "--rate-per-address", "1000000000", "--rate-per-user", "1000000000",
                 "--max-per-user", "100000000", "--max-total", "100000000",
-            ]) else { print("  \(n) servers: one did not start"); return nil }
+                // STARLING_BENCH_PG_UNDER_WAY: each server's commits under way (the server's default otherwise).
+            ] + (ProcessInfo.processInfo.environment["STARLING_BENCH_PG_UNDER_WAY"].map { ["--commits-under-way", $0] } ?? [])) else { print("  \(n) servers: one did not start"); return nil }
             servers.append(s)
         }
         let started = servers

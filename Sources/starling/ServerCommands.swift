@@ -36,6 +36,8 @@ struct YaOKServerCommand: AsyncParsableCommand {
     @Option(help: "The SQLite database (default: yaok-server.sqlite in the data directory, or relay-server.sqlite where an older version made one).") var db: String?
     @Option(help: "Keep the queues in PostgreSQL instead (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): several servers, one population.")
     var postgres: String?
+    @Option(help: "With --postgres: group commits a server keeps under way at once, written in order to one connection (2: the database runs the next as soon as the last is done; 1: each waits for the last to return, for several servers on one database).")
+    var commitsUnderWay = 2
     @Option(help: "Serve Prometheus metrics on HOST:PORT (GET /metrics).") var metrics: String?
     @Option(help: "The data directory (default: $XDG_DATA_HOME/starling).") var dataDir: String?
     @Option(help: "Messages a user may have waiting.") var maxPerUser = 1_000
@@ -54,6 +56,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         guard maxDrops >= 1, dropsPerTag >= 1 else { throw ValidationError("--max-drops and --drops-per-tag must be at least 1") }
         guard Self.address(bind, port) != nil else { throw ValidationError("--bind \(bind): expected an IPv4 address, or an IPv6 one (:: for every interface)") }
         if postgres != nil, db != nil { throw ValidationError("--db and --postgres exclude each other") }
+        guard (1...8).contains(commitsUnderWay) else { throw ValidationError("--commits-under-way must be between 1 and 8") }
         if let metrics {
             let parts = metrics.split(separator: ":")
             guard parts.count == 2, Int(parts[1]) != nil else { throw ValidationError("--metrics \(metrics): expected HOST:PORT") }
@@ -70,7 +73,7 @@ struct YaOKServerCommand: AsyncParsableCommand {
         let path: String
         if let postgres {
             path = postgres.replacingOccurrences(of: #":[^:@/]*@"#, with: ":…@", options: .regularExpression) // no password in logs
-            do { store = try await PostgresServerStore(url: postgres) } catch {
+            do { store = try await PostgresServerStore(url: postgres, commitsUnderWay: commitsUnderWay) } catch {
                 throw RuntimeFailure("PostgreSQL at \(path) did not answer: \(error)")
             }
         } else {

@@ -25,5 +25,12 @@ import Testing
         #expect(old.status == 0 && old.stdout.contains("Run a Ya OK server"), "\(old.stdout)\(old.stderr)")
         // The control: a name that never was one is still refused.
         #expect(try await StarlingProcess.run(["relay-servers", "--help"]).status == 64)
+        // --commits-under-way is said in its help, and out of its range it is a usage error (the control: 2 is taken).
+        #expect(new.stdout.contains("--commits-under-way"), "\(new.stdout)")
+        let none = try await StarlingProcess.run(["yaok-server", "--commits-under-way", "0", "--postgres", "postgres://u@127.0.0.1:1/db"])
+        #expect(none.status == 64 && none.stderr.contains("--commits-under-way must be between 1 and 8") && none.stderr.contains("Usage: starling yaok-server"),
+                "\(none.stderr)")
+        let two = try await StarlingProcess.run(["yaok-server", "--commits-under-way", "2", "--postgres", "postgres://u@127.0.0.1:1/db", "--duration", "1"])
+        #expect(two.status != 64 && !two.stderr.contains("--commits-under-way"), "\(two.status): \(two.stderr)")
     }
 }
