@@ -8,25 +8,16 @@ import StarlingTestSupport
 import StarlingYaOK
 import Testing
 
-/// A store whose writes wait until it is opened: a disk that has stalled.
-actor StalledStore: ServerStore {
-    private let inner = InMemoryServerStore()
-    private var open = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+/// A test store that keeps everything in an in-memory store and changes only
+/// how its commits go: every other call goes to `inner`.
+protocol WrapsInMemoryStore: ServerStore {
+    var inner: InMemoryServerStore { get }
+}
 
-    func release() {
-        open = true
-        for w in waiting { w.resume() }
-        waiting = []
-    }
-
+extension WrapsInMemoryStore {
     func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? { await inner.pinned(user) }
     func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         await inner.register(user, key: key, timestamp: timestamp)
-    }
-    func commit(_ writes: StoreWrites) async throws -> StoreWritten {
-        if !open { await withCheckedContinuation { waiting.append($0) } }
-        return await inner.commit(writes)
     }
     func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
     func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
@@ -36,6 +27,24 @@ actor StalledStore: ServerStore {
     }
     func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
     func dropCount() async throws -> Int { await inner.dropCount() }
+}
+
+/// A store whose writes wait until it is opened: a disk that has stalled.
+actor StalledStore: WrapsInMemoryStore {
+    nonisolated let inner = InMemoryServerStore()
+    private var open = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func release() {
+        open = true
+        for w in waiting { w.resume() }
+        waiting = []
+    }
+
+    func commit(_ writes: StoreWrites) async throws -> StoreWritten {
+        if !open { await withCheckedContinuation { waiting.append($0) } }
+        return await inner.commit(writes)
+    }
 }
 
 @Suite struct YaOKServerTests {
@@ -344,7 +353,7 @@ final class AnswerBox: @unchecked Sendable {
 /// A store with commits under way at once (as PostgreSQL's): each takes effect
 /// in the order begun, and its answer comes back after a random delay, so that
 /// answers return out of order. Counts the most ever begun and not returned.
-final class ReorderingStore: ServerStore, @unchecked Sendable {
+final class ReorderingStore: WrapsInMemoryStore, @unchecked Sendable {
     let inner = InMemoryServerStore()
     let commitsUnderWay: Int
     private let lock = NSLock()
@@ -372,18 +381,6 @@ final class ReorderingStore: ServerStore, @unchecked Sendable {
 
     var mostUnderWay: Int { lock.withLock { most } }
     func commit(_ writes: StoreWrites) async throws -> StoreWritten { try await beginCommit(writes).value }
-    func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? { await inner.pinned(user) }
-    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
-        await inner.register(user, key: key, timestamp: timestamp)
-    }
-    func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
-    func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
-    func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
-    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
-        await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
-    }
-    func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
-    func dropCount() async throws -> Int { await inner.dropCount() }
 }
 
 @Suite struct CommitsUnderWayTests {
@@ -414,7 +411,7 @@ final class ReorderingStore: ServerStore, @unchecked Sendable {
 
 /// A store whose first commit with ACKs waits at a gate before it takes
 /// effect, while the commits begun after it go through and return first.
-final class GatedAckStore: ServerStore, @unchecked Sendable {
+final class GatedAckStore: WrapsInMemoryStore, @unchecked Sendable {
     let inner = InMemoryServerStore()
     let commitsUnderWay = 2
     private let lock = NSLock()
@@ -454,18 +451,6 @@ final class GatedAckStore: ServerStore, @unchecked Sendable {
     }
 
     func commit(_ writes: StoreWrites) async throws -> StoreWritten { try await beginCommit(writes).value }
-    func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? { await inner.pinned(user) }
-    func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
-        await inner.register(user, key: key, timestamp: timestamp)
-    }
-    func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] { await inner.fetch(user, limit: limit) }
-    func expire(before cutoff: UInt64) async throws -> Int { await inner.expire(before: cutoff) }
-    func counts() async throws -> (users: Int, queued: Int) { await inner.counts() }
-    func drops(for tags: [Bytes16], after: UInt64, notExpiredAt now: UInt64, limit: Int) async throws -> [StoredDrop] {
-        await inner.drops(for: tags, after: after, notExpiredAt: now, limit: limit)
-    }
-    func expireDrops(at now: UInt64) async throws -> Int { await inner.expireDrops(at: now) }
-    func dropCount() async throws -> Int { await inner.dropCount() }
 }
 
 extension CommitsUnderWayTests {
