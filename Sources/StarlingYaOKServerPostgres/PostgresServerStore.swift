@@ -414,11 +414,13 @@ public final class PostgresServerStore: ServerStore, Sendable {
     /// drops (several statements, each waiting for the last's answer) holds its
     /// turn until it is over.
     public func beginCommit(_ writes: StoreWrites) -> CommitUnderWay {
-        let call = Self.commitCall(writes), acks = writes.acks, drops = writes.drops, dropLimits = writes.dropLimits
+        let acks = writes.acks, drops = writes.drops, dropLimits = writes.dropLimits
         let (before, mine) = line.take()
         let line = self.line, logger = self.logger
         let opened = Opened()
         return CommitUnderWay(Task { () async throws -> StoreWritten in
+            // Made here, off the caller (the server's actor), while the commits before it run.
+            let call = Self.commitCall(writes)
             do {
                 let written: StoreWritten = try await self.bounded("a commit", timedOut: {
                     // The connection it wrote to, if any, closed before the turn ends (below).
