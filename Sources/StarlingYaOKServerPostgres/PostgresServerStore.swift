@@ -283,11 +283,11 @@ public final class PostgresServerStore: ServerStore, Sendable {
         try await bounded("the schema") { client in try await client.withTransaction(logger: self.logger) { c in
             try await c.query("SELECT pg_advisory_xact_lock(41641)", logger: self.logger)
             try await c.query("""
-                CREATE TABLE IF NOT EXISTS relay_users (user_id UUID PRIMARY KEY, key BYTEA NOT NULL, last_register BIGINT NOT NULL)
+                CREATE TABLE IF NOT EXISTS relay_users (user_id BYTEA PRIMARY KEY, key BYTEA NOT NULL, last_register BIGINT NOT NULL)
                 """, logger: self.logger)
             try await c.query("""
-                CREATE TABLE IF NOT EXISTS relay_queue (seq BIGSERIAL, recipient UUID NOT NULL, message_id UUID NOT NULL,
-                    sender UUID NOT NULL, payload BYTEA NOT NULL, received_at BIGINT NOT NULL,
+                CREATE TABLE IF NOT EXISTS relay_queue (seq BIGSERIAL, recipient BYTEA NOT NULL, message_id BYTEA NOT NULL,
+                    sender BYTEA NOT NULL, payload BYTEA NOT NULL, received_at BIGINT NOT NULL,
                     PRIMARY KEY (recipient, seq), UNIQUE (recipient, message_id))
                 """, logger: self.logger)
             // Three B-trees a message: (recipient, seq), the order a POLL reads; (recipient,
@@ -313,7 +313,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 INSERT INTO relay_queue_count (id, total) SELECT 1, count(*) FROM relay_queue ON CONFLICT (id) DO NOTHING
                 """, logger: self.logger)
             try await c.query("""
-                CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient UUID PRIMARY KEY, n BIGINT NOT NULL)
+                CREATE TABLE IF NOT EXISTS relay_queue_lengths (recipient BYTEA PRIMARY KEY, n BIGINT NOT NULL)
                 """, logger: self.logger)
             // The users, counted as they come (a first registration checks the cap against it,
             // not a count of 100,000 rows); counted again at each start, as the queue is.
@@ -334,27 +334,6 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 """, logger: self.logger)
             try await c.query("""
                 INSERT INTO relay_drop_count (id, total) SELECT 1, count(*) FROM relay_drops ON CONFLICT (id) DO NOTHING
-                """, logger: self.logger)
-            // User and message IDs are UUID columns (16 bytes inline, compared as such): BYTEA
-            // until 2026-11-30, ~15% more of PostgreSQL's time a message. A database from then
-            // is moved over (the tables rewritten once, under the schema's lock); every server
-            // on one database moves to this version together (the old one's statements name
-            // BYTEA). The old `relay_commit` is dropped: its arguments were BYTEA arrays.
-            try await c.query("""
-                DO $$
-                DECLARE
-                    c RECORD;
-                BEGIN
-                    FOR c IN SELECT a.attrelid::regclass AS t, a.attname AS n FROM pg_attribute a
-                              WHERE a.attrelid IN ('relay_users'::regclass, 'relay_queue'::regclass, 'relay_queue_lengths'::regclass)
-                                AND a.attname IN ('user_id', 'recipient', 'message_id', 'sender') AND a.atttypid = 'bytea'::regtype
-                    LOOP
-                        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE UUID USING encode(%I, ''hex'')::uuid', c.t, c.n, c.n);
-                    END LOOP;
-                END $$
-                """, logger: self.logger)
-            try await c.query("""
-                DROP FUNCTION IF EXISTS relay_commit(BYTEA[], BYTEA[], BYTEA[], BYTEA[], BIGINT[], BIGINT, BIGINT, BYTEA[], BYTEA[])
                 """, logger: self.logger)
             try await c.query(PostgresQuery(unsafeSQL: Self.commitFunction), logger: self.logger)
         } }
@@ -379,18 +358,11 @@ public final class PostgresServerStore: ServerStore, Sendable {
 
     private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
     private static func bytes(_ buffer: ByteBuffer) -> [UInt8] { Array(buffer.readableBytesView) }
-    /// A user or message ID as the UUID column holds it (the same 16 bytes).
-    private static func uuid(_ id: UserID) -> UUID {
-        id.withUnsafeBytes { raw in UUID(uuid: raw.loadUnaligned(as: uuid_t.self)) }
-    }
-    private static func userID(_ uuid: UUID) -> UserID {
-        withUnsafeBytes(of: uuid.uuid) { UserID(bytes: $0)! } // always 16 bytes
-    }
 
     public func pinned(_ user: UserID) async throws -> (key: [UInt8], lastTimestamp: UInt64)? {
         struct Pin: Sendable { var key: [UInt8]; var last: UInt64 }
         let found: Pin? = try await bounded("a pinned key") { client in
-            let rows = try await client.query("SELECT key, last_register FROM relay_users WHERE user_id = \(Self.uuid(user))",
+            let rows = try await client.query("SELECT key, last_register FROM relay_users WHERE user_id = \(Self.buffer(user.bytes))",
                                               logger: self.logger)
             for try await (key, last) in rows.decode((ByteBuffer, Int64).self) { return Pin(key: Self.bytes(key), last: UInt64(last)) }
             return nil
@@ -401,7 +373,7 @@ public final class PostgresServerStore: ServerStore, Sendable {
     public func register(_ user: UserID, key: [UInt8], timestamp: UInt64) async throws -> RegisterOutcome {
         let maxUsers = self.maxUsers
         return try await bounded("a registration") { client in try await client.withTransaction(logger: self.logger) { c in
-            let id = Self.uuid(user)
+            let id = Self.buffer(user.bytes)
             // Renewal, atomic with its conditions: the same key, a newer time.
             var renewed = false, pinned = false
             for try await _ in try await c.query("""
@@ -513,15 +485,15 @@ public final class PostgresServerStore: ServerStore, Sendable {
         let m = writes.messages
         return """
             SELECT outcomes, removed_recipients, removed_ids, removed_senders, removed_payloads, removed_times FROM relay_commit(
-                \(m.map { uuid($0.recipient) }), \(m.map { uuid($0.messageID) }), \(m.map { uuid($0.sender) }),
+                \(m.map { buffer($0.recipient.bytes) }), \(m.map { buffer($0.messageID.bytes) }), \(m.map { buffer($0.sender.bytes) }),
                 \(m.map { buffer($0.payload) }), \(m.map { Int64(clamping: $0.receivedAt) }),
                 \(Int64(writes.limits.perUser)), \(Int64(writes.limits.total)),
-                \(writes.acks.map { uuid($0.user) }), \(writes.acks.map { uuid($0.messageID) }))
+                \(writes.acks.map { buffer($0.user.bytes) }), \(writes.acks.map { buffer($0.messageID.bytes) }))
             """
     }
 
     /// `relay_commit`'s one row.
-    typealias CommitRow = ([Int32]?, [UUID]?, [UUID]?, [UUID]?, [ByteBuffer]?, [Int64]?)
+    typealias CommitRow = ([Int32]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [ByteBuffer]?, [Int64]?)
 
     /// Each message's outcome, in order, and what each ACK found (an ACK
     /// repeated in the batch finds nothing the second time).
@@ -538,7 +510,8 @@ public final class PostgresServerStore: ServerStore, Sendable {
                 throw UnexpectedAnswer(description: "relay_commit answered removed rows of unequal lengths")
             }
             for i in r.indices {
-                let (recipient, id, sender) = (userID(r[i]), userID(m[i]), userID(s[i]))
+                guard let recipient = UserID(bytes: bytes(r[i])), let id = UserID(bytes: bytes(m[i])),
+                      let sender = UserID(bytes: bytes(s[i])) else { continue }
                 found[Key(recipient: recipient, messageID: id)] = QueuedMessage(messageID: id, sender: sender, recipient: recipient,
                                                                                 payload: bytes(p[i]), receivedAt: UInt64(t[i]))
             }
@@ -566,18 +539,18 @@ public final class PostgresServerStore: ServerStore, Sendable {
     /// recipient's own) and the lengths lowered, and the removed rows answered.
     static let commitFunction = """
         CREATE OR REPLACE FUNCTION relay_commit(
-            in_r UUID[], in_m UUID[], in_s UUID[], in_p BYTEA[], in_t BIGINT[], per_user BIGINT, cap BIGINT,
-            ack_r UUID[], ack_m UUID[],
-            OUT outcomes INT[], OUT removed_recipients UUID[], OUT removed_ids UUID[], OUT removed_senders UUID[],
+            in_r BYTEA[], in_m BYTEA[], in_s BYTEA[], in_p BYTEA[], in_t BIGINT[], per_user BIGINT, cap BIGINT,
+            ack_r BYTEA[], ack_m BYTEA[],
+            OUT outcomes INT[], OUT removed_recipients BYTEA[], OUT removed_ids BYTEA[], OUT removed_senders BYTEA[],
             OUT removed_payloads BYTEA[], OUT removed_times BIGINT[])
         LANGUAGE plpgsql AS $$
         DECLARE
             v_total BIGINT;
             v_count INT := coalesce(array_length(in_r, 1), 0);
-            v_known BOOLEAN[]; v_lengths BIGINT[]; v_held_s UUID[]; v_held_p BYTEA[]; v_first INT[]; v_k INT[];
+            v_known BOOLEAN[]; v_lengths BIGINT[]; v_held_s BYTEA[]; v_held_p BYTEA[]; v_first INT[]; v_k INT[];
             v_added BIGINT[]; v_ok BOOLEAN[];
             v_i INT; v_f INT;
-            v_users UUID[]; v_fits BOOLEAN; v_for_users BIGINT; v_inserted BIGINT; v_all_users BOOLEAN;
+            v_users BYTEA[]; v_fits BOOLEAN; v_for_users BIGINT; v_inserted BIGINT; v_all_users BOOLEAN;
         BEGIN
             SELECT c.total INTO v_total FROM relay_queue_count c WHERE c.id = 1 FOR UPDATE;
             outcomes := '{}';
@@ -700,12 +673,13 @@ public final class PostgresServerStore: ServerStore, Sendable {
     public func fetch(_ user: UserID, limit: Int) async throws -> [QueuedMessage] {
         try await bounded("a fetch") { client in
             let rows = try await client.query("""
-                SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.uuid(user))
+                SELECT message_id, sender, payload, received_at FROM relay_queue WHERE recipient = \(Self.buffer(user.bytes))
                 ORDER BY seq LIMIT \(Int64(limit))
                 """, logger: self.logger)
             var out: [QueuedMessage] = []
-            for try await (id, sender, payload, at) in rows.decode((UUID, UUID, ByteBuffer, Int64).self) {
-                out.append(QueuedMessage(messageID: Self.userID(id), sender: Self.userID(sender), recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
+            for try await (id, sender, payload, at) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Int64).self) {
+                guard let id = UserID(bytes: Self.bytes(id)), let sender = UserID(bytes: Self.bytes(sender)) else { continue }
+                out.append(QueuedMessage(messageID: id, sender: sender, recipient: user, payload: Self.bytes(payload), receivedAt: UInt64(at)))
             }
             return out
         }
