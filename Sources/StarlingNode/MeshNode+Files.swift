@@ -477,7 +477,10 @@ extension MeshNode {
                 try handle.write(contentsOf: Data(file.content))
                 try handle.synchronize()
             } catch {
-                try? FileManager.default.removeItem(at: target) // nothing half-written is left to look received
+                // Nothing half-written is left to look received; if it cannot go, the log says where it is.
+                do { try FileManager.default.removeItem(at: target) } catch let removal {
+                    logger.error("a half-written file could not be removed", metadata: ["path": "\(target.path)", "error": "\(removal)"])
+                }
                 throw error
             }
             core.stored(file.transferID, now: readClock()) // its receipt: the file is on disk
