@@ -68,6 +68,8 @@ import Starling
         let id = try await alice.sendFile(at: file, to: try #require(await alice.peer(named: "bob")))
         if reachable {
             #expect(await RuntimeTests.waitFor(seconds: 60) { await seenA.events.contains { if case .delivered(id, _) = $0 { true } else { false } } })
+            // Bob says "saved" before his own event reaches his recorder: wait for it too.
+            #expect(await RuntimeTests.waitFor(seconds: 60) { await seenB.events.contains { if case .fileReceived = $0 { true } else { false } } })
             let got = await seenB.events.compactMap { if case let .fileReceived(_, name, size, path, t) = $0 { (name, size, path, t) } else { nil } }
             #expect(got.count == 1 && got.first?.0 == "survey.tif" && got.first?.1 == 2_000_000 && got.first?.3 == id)
             #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(got.first?.2))) == Data(contentsOf: file))
@@ -114,7 +116,10 @@ import Starling
         #expect(!(await seenB.events.contains { if case .fileReceived = $0 { true } else { false } }), "nothing is fetched before the answer")
         try await bob.answerFileOffer(first, accept: true)
         #expect(await RuntimeTests.waitFor(seconds: 60) { await seenA.events.contains { if case .delivered(first, _) = $0 { true } else { false } } })
-        #expect(await seenB.events.contains { if case .fileReceived(_, "map.pdf", 2_000_000, _, first) = $0 { true } else { false } })
+        // Bob says "saved" over TCP before his own event reaches his recorder: wait for it too.
+        #expect(await RuntimeTests.waitFor(seconds: 60) {
+            await seenB.events.contains { if case .fileReceived(_, "map.pdf", 2_000_000, _, first) = $0 { true } else { false } }
+        })
         #expect(await bob.fileOffers.isEmpty)
         await #expect(throws: MeshNode.UnknownFileOffer.self) { try await bob.answerFileOffer(first, accept: true) }
         // Declined: the sender reads it, and its transfer fails.
