@@ -359,7 +359,7 @@ let targets: [Target] = [
         dependencies: ["StarlingYaOKServerCore", "StarlingYaOKServer", "StarlingYaOKClient", "StarlingYaOKServerPostgres", "StarlingYaOK", "StarlingCrypto",
                        "StarlingTestSupport",
                        "StarlingWire", "StarlingTransport", .product(name: "Crypto", package: "swift-crypto"),
-                       .product(name: "GRDB", package: "GRDB.swift")]
+                       .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio")]
     ),
     // Test helpers shared by test targets: the starling binary run and read,
     // the Python environment, a bound on processes at once; a private D-Bus

@@ -485,11 +485,56 @@ public final class PostgresServerStore: ServerStore, Sendable {
         let m = writes.messages
         return """
             SELECT outcomes, removed_recipients, removed_ids, removed_senders, removed_payloads, removed_times FROM relay_commit(
-                \(m.map { buffer($0.recipient.bytes) }), \(m.map { buffer($0.messageID.bytes) }), \(m.map { buffer($0.sender.bytes) }),
-                \(m.map { buffer($0.payload) }), \(m.map { Int64(clamping: $0.receivedAt) }),
+                \(ByteaArray(ids: m.map(\.recipient))), \(ByteaArray(ids: m.map(\.messageID))), \(ByteaArray(ids: m.map(\.sender))),
+                \(ByteaArray(bytes: m.map(\.payload))), \(m.map { Int64(clamping: $0.receivedAt) }),
                 \(Int64(writes.limits.perUser)), \(Int64(writes.limits.total)),
-                \(writes.acks.map { buffer($0.user.bytes) }), \(writes.acks.map { buffer($0.messageID.bytes) }))
+                \(ByteaArray(ids: writes.acks.map(\.user))), \(ByteaArray(ids: writes.acks.map(\.messageID))))
             """
+    }
+
+    /// A `BYTEA[]` in PostgreSQL's binary array format, each element written
+    /// straight into the bind. `[ByteBuffer]` made a buffer (and each ID a
+    /// `[UInt8]`) a field a message: ~6% of the server's CPU flat out (`perf`).
+    struct ByteaArray: PostgresNonThrowingEncodable {
+        static var psqlType: PostgresDataType { .byteaArray }
+        static var psqlFormat: PostgresFormat { .binary }
+        private enum Elements { case ids([UserID]), bytes([[UInt8]]) }
+        private let elements: Elements
+
+        init(ids: [UserID]) { elements = .ids(ids) }
+        init(bytes: [[UInt8]]) { elements = .bytes(bytes) }
+
+        var count: Int {
+            switch elements {
+            case let .ids(ids): ids.count
+            case let .bytes(bytes): bytes.count
+            }
+        }
+
+        /// As postgres-nio writes an `Array`: dimensions (0 when empty), no
+        /// NULLs, the element type, then the length and lower bound, each
+        /// element its byte count and bytes.
+        func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+            buffer.writeInteger(count == 0 ? 0 : 1, as: UInt32.self)
+            buffer.writeInteger(0, as: Int32.self)
+            buffer.writeInteger(PostgresDataType.bytea.rawValue)
+            guard count > 0 else { return }
+            buffer.writeInteger(Int32(count))
+            buffer.writeInteger(1, as: Int32.self)
+            switch elements {
+            case let .ids(ids):
+                for id in ids {
+                    buffer.writeInteger(16, as: Int32.self)
+                    buffer.writeInteger(id.value.high) // big-endian: bytes 0–7
+                    buffer.writeInteger(id.value.low)
+                }
+            case let .bytes(all):
+                for bytes in all {
+                    buffer.writeInteger(Int32(bytes.count))
+                    buffer.writeBytes(bytes)
+                }
+            }
+        }
     }
 
     /// `relay_commit`'s one row.
