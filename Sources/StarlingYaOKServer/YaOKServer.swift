@@ -242,14 +242,15 @@ public actor YaOKServer {
                           _ result: Result<(StoreWritten, Duration), any Error>, started: ContinuousClock.Instant) {
         underWay -= 1
         var answers: [Core.Step] = []
+        answers.reserveCapacity(batch.count + drops.count)
         switch result {
         case let .success((written, took)):
             commits += 1
             commitTimes.add(ContinuousClock.now - started)
             storeTime += took
-            for ((message, address), outcome) in zip(batch, written.stored) { answers += core.enqueued(message, outcome, from: address) }
-            for found in written.removed { answers += core.removed(found) }
-            for ((drop, address), outcome) in zip(drops, written.dropped) { answers += core.dropPut(drop, outcome, from: address) }
+            for ((message, address), outcome) in zip(batch, written.stored) { answers.append(contentsOf: core.enqueued(message, outcome, from: address)) }
+            for found in written.removed { answers.append(contentsOf: core.removed(found)) }
+            for ((drop, address), outcome) in zip(drops, written.dropped) { answers.append(contentsOf: core.dropPut(drop, outcome, from: address)) }
         case .failure:
             // The ACKs' messages stay queued and come again (a recipient takes each once).
             storeFailures += 1

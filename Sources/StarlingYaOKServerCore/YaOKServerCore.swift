@@ -547,7 +547,12 @@ public struct YaOKServerCore<Address: Hashable & Sendable>: Sendable {
     @inlinable
     mutating func send(_ packet: ServerPacket, to address: Address) -> [Step] {
         transfer &+= 1
-        let datagrams = ServerChunk.datagrams(packet.encode(), transferID: transfer) ?? []
+        let encoded = packet.encode()
+        if encoded.count <= ServerPacket.maxDatagram { // nearly every answer: one datagram, no array of them
+            _counters.sent += 1
+            return [.send(encoded, to: address)]
+        }
+        let datagrams = ServerChunk.datagrams(encoded, transferID: transfer) ?? []
         _counters.sent += datagrams.count
         return datagrams.map { .send($0, to: address) }
     }
