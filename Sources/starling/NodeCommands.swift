@@ -177,6 +177,42 @@ protocol EventNames: Sendable {
 
 extension Messenger: EventNames {}
 
+/// What `listen` says of our own messages that go while it runs (those a
+/// one-shot `send` kept, "sent again later (… `listen --server`)"): that they
+/// go, then each way and receipt once (1,024 remembered). The terminal shows
+/// these on the message's line; `--json` carries them as the API's events.
+struct OwnMessageLines {
+    private var said: Set<String> = []
+    private var order: [String] = []
+
+    mutating func line(_ event: MessengerEvent, names: any EventNames) async -> String? {
+        switch event {
+        case let .sendingWaiting(conversation, count):
+            return "* sending \(count) waiting message\(count == 1 ? "" : "s") to \(DisplayText.clean(await names.name(of: conversation)))"
+        case let .progress(conversation, record):
+            guard record.outgoing, let id = record.transportID, let state = record.progress?.state else { return nil }
+            let what: String
+            switch state {
+            case .sent:
+                guard let via = record.route, via != .mesh else { return nil } // the mesh's "sent" is its delivered receipt's
+                what = via == .yaokServer ? "queued at the Ya OK server" : "sent via \(via)"
+            case .delivered: what = "delivered"
+            case .read: what = "read"
+            case .failed: what = "failed"
+            default: return nil
+            }
+            guard said.insert(id + " " + what).inserted else { return nil }
+            order.append(id + " " + what)
+            if order.count > 1_024 { said.remove(order.removeFirst()) }
+            let text = DisplayText.clean(record.text)
+            let quoted = text.count > 40 ? String(text.prefix(39)) + "…" : text
+            return "  · to \(DisplayText.clean(await names.name(of: conversation))): \(what) (“\(quoted)”)"
+        default:
+            return nil
+        }
+    }
+}
+
 /// A daemon's names, through its API (an ID when it does not answer).
 struct DaemonNames: EventNames {
     let client: APIMessengerClient
@@ -391,8 +427,10 @@ struct Listen: AsyncParsableCommand, ServerAlias {
         defer { signals.cancel() }
         async let running: Void = n.run(until: deadline)
         let taking = Task { await messenger.run() }
+        var own = OwnMessageLines()
         for await event in messenger.events {
             await printer.print(event, names: messenger)
+            if !json, let line = await own.line(event, names: messenger) { printer.say(line) }
             // Read as printed: this message's receipt, not those of messages an earlier run printed unmarked.
             if seen, case let .privateMessage(conversation, record, _, _, _, _, _) = event { await messenger.markSeen(conversation, only: record.id) }
         }
@@ -867,8 +905,10 @@ extension Listen {
         let seen = markRead || (!json && isatty(STDOUT_FILENO) == 1)
         let client = APIMessengerClient(api), printer = EventPrinter(json: json), names = DaemonNames(client: client)
         let printing = Task {
+            var own = OwnMessageLines()
             for try await event in try await client.events(since: 0) {
                 await printer.print(event, names: names)
+                if !json, let line = await own.line(event, names: names) { printer.say(line) }
                 if seen, case let .privateMessage(conversation, record, _, _, _, _, _) = event, !record.outgoing {
                     // Read through the message printed (another face may have newer ones unshown).
                     do { try await client.markSeen(conversation, through: record.id) } catch {

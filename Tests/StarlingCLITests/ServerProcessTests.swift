@@ -183,12 +183,14 @@ import Glibc
     }
 
     /// Nobody registered under that name: the relay refuses at once, and the
-    /// message is kept (exit 1), said in words.
+    /// message is kept (exit 1), said in words. Sent again later as `send`
+    /// says (`listen --server`, words on a terminal), once bob has registered:
+    /// `listen` says that they go and what became of each.
     @Test func aRecipientTheRelayDoesNotKnowIsRefusedAndTheMessageKept() async throws {
         let db = ContactCommandTests.temporaryDirectory("relay") + ".sqlite"
         let (server, port) = try await Self.server(db: db)
         defer { server.stop() }
-        let (alice, _) = try await Self.pair()
+        let (alice, bob) = try await Self.pair()
         let r = try await Self.send(alice, relay: port, to: "bob", "hello?")
         #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("the Ya OK server refused it: the recipient has never registered with this server"), "\(r.stdout)")
@@ -197,6 +199,20 @@ import Glibc
         let none = try await Self.send(alice, relay: 1, to: "bob", "anyone?", wait: 3)
         #expect(none.status == 1)
         #expect(none.stdout.contains("did not answer"), "\(none.stdout)")
+        // Bob registers; alice's `listen --server` (words) sends both and says so.
+        let bobListens = try Self.listen(bob, relay: port)
+        defer { bobListens.stop() }
+        #expect(await bobListens.waitFor { ($0["text"] as? String)?.hasPrefix("registered with the Ya OK server") == true } != nil, "\(bobListens.text)")
+        let again = try LiveProcess(["listen", "--no-discovery", "--port", "0", "--data-dir", alice, "--server", "127.0.0.1:\(port)", "--duration", "60"])
+        defer { again.stop() }
+        #expect(await again.waitForText("* sending 2 waiting messages to bob", seconds: 60), "\(again.text)")
+        for text in ["hello?", "anyone?"] {
+            #expect(await again.waitForText("· to bob: queued at the Ya OK server (“\(text)”)", seconds: 60), "\(again.text)")
+            #expect(await again.waitForText("· to bob: delivered (“\(text)”)", seconds: 60), "\(again.text)")
+            #expect(await bobListens.waitFor { $0["text"] as? String == text } != nil, "\(bobListens.text)")
+        }
+        // Each said once (the control: each was said).
+        #expect(again.text.components(separatedBy: "· to bob: delivered (“hello?”)").count == 2, "\(again.text)")
     }
 
     /// Two Ya OK servers on one PostgreSQL share the queues: alice sends
