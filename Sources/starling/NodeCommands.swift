@@ -543,13 +543,16 @@ struct Send: AsyncParsableCommand, ServerAlias {
         let runner = Task { await n.run(until: deadline) }
         let taking = Task { await messenger.run() }
         let watch = Watch()
+        // To a contact, in words, `report` says the way and the receipts by name ("queued at the
+        // Ya OK server … for bob", "delivered to bob"): the node's lines would say them again by ID.
+        let reported = contact != nil && !json
         let events = Task {
             for await event in messenger.events {
                 if case let .dropDeposited(_, record, couriers) = event, let id = record.transportID { await watch.deposit(id, couriers) }
                 if case let .progress(conversation, record) = event, let id = record.transportID, let state = record.progress?.state {
                     await watch.moved(id, state, via: record.transport)
-                    // Our message's way and receipts, as the node events they stand for (plain and JSON).
-                    if let peer = await messenger.peer(of: conversation) {
+                    // Our message's way and receipts, as the node events they stand for (JSON, and words to a peer).
+                    if !reported, let peer = await messenger.peer(of: conversation) {
                         for e in await watch.newly(id, state, via: record.transport, peer: peer) { printer.print(e) }
                     }
                 }

@@ -59,6 +59,8 @@ import Glibc
         let sent = try await Self.send(alice, relay: port, to: "bob", "while you were away")
         #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
         #expect(sent.stdout.contains("queued at the Ya OK server 127.0.0.1:\(port) for bob (they get it when they poll)"), "\(sent.stdout)")
+        // Said once, by name: not again as the node's line by message ID and peer ID.
+        #expect(!sent.stdout.contains("via yaok-server"), "\(sent.stdout)")
 
         // Bob comes back: the message arrives, stored, then acknowledged.
         let back = try Self.listen(bob, relay: port)
