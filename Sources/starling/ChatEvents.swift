@@ -152,33 +152,9 @@ extension ChatScreen {
             if let screen { screen.mark(id, mark) } else { say(plain) }
         }
         if let t = record.route { routes[conversation] = t }
-        switch state {
-        case .sending:
-            if record.route == .mesh { once("mesh", mark: "✓", plain: "  · to \(to): sent") }
-        case .sent:
-            if let via = record.route, via != .mesh {
-                if via.name == me.server {
-                    once("sent", mark: "✓ queued at \(via)", plain: "  · to \(to): queued at \(via)")
-                } else {
-                    once("sent", mark: "→ \(via)", plain: "  · to \(to): sent via \(via)")
-                }
-            }
-        case .delivered:
-            once("delivered", mark: "✓✓", plain: "  · to \(to): delivered")
-        case .read:
-            if screen == nil { once("delivered", mark: "✓✓", plain: "  · to \(to): delivered") }
-            once("read", mark: "✓✓ read", plain: "  · to \(to): read")
-        case .retrying:
-            if record.transport == nil {
-                once("waiting", mark: "↻ kept: sent when they are back", plain: "  · to \(to): not delivered yet; kept and sent when they are back")
-            } else {
-                once("held", mark: "↻ held until they are back", plain: "  · to \(to): held until they are back")
-            }
-        case .failed:
-            once("failed", mark: "✗ not delivered", plain: "  · to \(to): failed (not delivered)")
-        case .composing, .encrypting, .routing:
-            break
-        }
+        // Read, in plain mode: delivered first, if it was not said (the full screen's mark says both).
+        if state == .read, screen == nil { once("delivered", mark: "✓✓", plain: "  · to \(to): delivered") }
+        if let w = ProgressWords.of(record, server: me.server) { once(w.key, mark: w.mark, plain: "  · to \(to): \(w.words)") }
         outgoing[id] = (to, said)
         if outgoing.count > 10_000, let any = outgoing.keys.first(where: { $0 != id }) { outgoing[any] = nil }
     }

@@ -177,6 +177,34 @@ protocol EventNames: Sendable {
 
 extension Messenger: EventNames {}
 
+/// What a face says of one of our messages as it moves (chat on its line or a
+/// line of its own, `listen` for what a one-shot `send` kept): a key (each said
+/// once), the full screen's mark, and the words after "to NAME:". nil: nothing
+/// at this state. `server`: the Ya OK server's route name, when there is one.
+enum ProgressWords {
+    static func of(_ record: MessageRecord, server: String?) -> (key: String, mark: String, words: String)? {
+        guard let state = record.progress?.state else { return nil }
+        switch state {
+        case .sending:
+            return record.route == .mesh ? ("mesh", "✓", "sent") : nil
+        case .sent:
+            guard let via = record.route, via != .mesh else { return nil }
+            return via.name == server ? ("sent", "✓ queued at \(via)", "queued at \(via)") : ("sent", "→ \(via)", "sent via \(via)")
+        case .delivered:
+            return ("delivered", "✓✓", "delivered")
+        case .read:
+            return ("read", "✓✓ read", "read")
+        case .retrying:
+            return record.transport == nil ? ("waiting", "↻ kept: sent when they are back", "not delivered yet; kept and sent when they are back")
+                : ("held", "↻ held until they are back", "held until they are back")
+        case .failed:
+            return ("failed", "✗ not delivered", "failed (not delivered)")
+        case .composing, .encrypting, .routing:
+            return nil
+        }
+    }
+}
+
 /// What `listen` says of our own messages that go while it runs (those a
 /// one-shot `send` kept, "sent again later (… `listen --server`)"): that they
 /// go, then each way and receipt once (1,024 remembered). The terminal shows
@@ -190,19 +218,12 @@ struct OwnMessageLines {
         case let .sendingWaiting(conversation, count):
             return "* sending \(count) waiting message\(count == 1 ? "" : "s") to \(DisplayText.clean(await names.name(of: conversation)))"
         case let .progress(conversation, record):
-            guard record.outgoing, let id = record.transportID, let state = record.progress?.state else { return nil }
-            let what: String
-            switch state {
-            case .sent:
-                guard let via = record.route, via != .mesh else { return nil } // the mesh's "sent" is its delivered receipt's
-                what = via == .yaokServer ? "queued at the Ya OK server" : "sent via \(via)"
-            case .delivered: what = "delivered"
-            case .read: what = "read"
-            case .failed: what = "failed"
-            default: return nil
-            }
-            guard said.insert(id + " " + what).inserted else { return nil }
-            order.append(id + " " + what)
+            // Its way and receipts, in chat's words; not what it waits for (listen sends nothing of its own).
+            guard record.outgoing, let id = record.transportID, let state = record.progress?.state, state >= .sent || state == .failed,
+                  let w = ProgressWords.of(record, server: MessageRoute.yaokServer.name) else { return nil }
+            let what = w.words
+            guard said.insert(id + " " + w.key).inserted else { return nil }
+            order.append(id + " " + w.key)
             if order.count > 1_024 { said.remove(order.removeFirst()) }
             let text = DisplayText.clean(record.text)
             let quoted = text.count > 40 ? String(text.prefix(39)) + "…" : text
